@@ -1,0 +1,2 @@
+// Public surface of @ovl/bench: workload suites and the measuring harness.
+export {};

@@ -1,0 +1,3 @@
+// Public surface of @ovl/cli. This package is scaffolded; its behaviour lands with its issue
+// (see README.md), and nothing is exported until it is real.
+export {};

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs the Python runner's tests in a package-local venv, creating it on first use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+py=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+stamp=.venv/.ovl-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  touch "$stamp"
+fi
+exec .venv/bin/python -m pytest "$@"
