@@ -1,3 +1,8 @@
-// Public surface of @ovl/chunk-plan. This package is scaffolded; its behaviour lands with its issue
-// (see README.md), and nothing is exported until it is real.
-export {};
+// Public surface of @ovl/chunk-plan: AutoOverlap's chunk abstraction as a library.
+export * from "./model/schema.js";
+export * from "./region/index.js";
+export * from "./plan/index.js";
+export * from "./templates/index.js";
+export * from "./validate/index.js";
+export * from "./format/index.js";
+export * from "./lower/index.js";

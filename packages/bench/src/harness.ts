@@ -1,0 +1,117 @@
+// The benchmark harness: runs a function repeatedly, reports median and spread, and writes
+// results (JSON + markdown) under packages/bench/results. Speed is measured here, never
+// asserted in unit tests.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** One measured case: per-iteration times in milliseconds and derived statistics. */
+export interface Measurement {
+  name: string;
+  /** Work items per iteration (operations, expressions, ops validated...), for throughput. */
+  itemsPerIteration: number;
+  iterations: number;
+  medianMs: number;
+  p10Ms: number;
+  p90Ms: number;
+  /** Items per second at the median. */
+  itemsPerSecond: number;
+  extra?: Record<string, number | string>;
+}
+
+/** Options of {@link measure}. */
+export interface MeasureOptions {
+  /** Untimed calls first, so the JIT settles. Default 3. */
+  warmup?: number;
+  /** Stop after this many timed calls... */
+  maxIterations?: number;
+  /** ...or once this much time was spent timing (ms), whichever comes first. Default 2000. */
+  budgetMs?: number;
+  itemsPerIteration?: number;
+  extra?: Record<string, number | string>;
+}
+
+function quantile(sorted: number[], q: number): number {
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.round(q * (sorted.length - 1))));
+  return sorted[i] ?? Number.NaN;
+}
+
+/** Times `fn` (at least 5 timed calls) and returns the statistics. */
+export function measure(name: string, fn: () => unknown, opts: MeasureOptions = {}): Measurement {
+  const warmup = opts.warmup ?? 3;
+  const maxIterations = opts.maxIterations ?? 200;
+  const budgetMs = opts.budgetMs ?? 2000;
+  for (let i = 0; i < warmup; i++) fn();
+  const times: number[] = [];
+  const start = performance.now();
+  while (times.length < 5 || (times.length < maxIterations && performance.now() - start < budgetMs)) {
+    const t0 = performance.now();
+    fn();
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const medianMs = quantile(times, 0.5);
+  const items = opts.itemsPerIteration ?? 1;
+  return {
+    name,
+    itemsPerIteration: items,
+    iterations: times.length,
+    medianMs,
+    p10Ms: quantile(times, 0.1),
+    p90Ms: quantile(times, 0.9),
+    itemsPerSecond: medianMs > 0 ? (items * 1000) / medianMs : Number.POSITIVE_INFINITY,
+    ...(opts.extra ? { extra: opts.extra } : {}),
+  };
+}
+
+/** A suite's results as written to disk. */
+export interface SuiteResult {
+  suite: string;
+  description: string;
+  measurements: Measurement[];
+}
+
+/** Folder the results are written to (packages/bench/results). */
+export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "results");
+
+function fmt(n: number): string {
+  return n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toPrecision(3);
+}
+
+/** Renders a suite as a markdown table. */
+export function toMarkdown(result: SuiteResult, machine: string): string {
+  const lines = [
+    `# ${result.suite}`,
+    "",
+    result.description,
+    "",
+    `Machine: ${machine}. Node ${process.version}.`,
+    "",
+    "| case | median ms | p10 ms | p90 ms | items/iter | items/s | runs |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  for (const m of result.measurements) {
+    lines.push(
+      `| ${m.name} | ${fmt(m.medianMs)} | ${fmt(m.p10Ms)} | ${fmt(m.p90Ms)} | ${m.itemsPerIteration} | ${fmt(m.itemsPerSecond)} | ${m.iterations} |`,
+    );
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** Describes this machine for the results header. */
+export function machineDescription(): string {
+  const c = cpus();
+  return `${c.length} × ${c[0]?.model ?? "unknown CPU"}`;
+}
+
+/** Writes `results/<suite>.json` and `results/<suite>.md`; returns the markdown. */
+export function writeSuite(result: SuiteResult, dir: string = RESULTS_DIR): string {
+  mkdirSync(dir, { recursive: true });
+  const machine = machineDescription();
+  const stamped = { ...result, machine, node: process.version, date: new Date().toISOString() };
+  writeFileSync(join(dir, `${result.suite}.json`), JSON.stringify(stamped, null, 2) + "\n");
+  const md = toMarkdown(result, machine);
+  writeFileSync(join(dir, `${result.suite}.md`), md);
+  return md;
+}

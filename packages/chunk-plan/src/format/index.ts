@@ -1,0 +1,2 @@
+// Barrel of the format module (filled as the module lands).
+export {};

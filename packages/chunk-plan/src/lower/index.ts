@@ -1,0 +1,2 @@
+// Barrel of the lower module (filled as the module lands).
+export {};

@@ -1,0 +1,2 @@
+// Barrel of the plan module (filled as the module lands).
+export {};

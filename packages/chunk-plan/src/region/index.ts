@@ -1,0 +1,2 @@
+// Barrel of the region module (filled as the module lands).
+export {};

@@ -1,0 +1,2 @@
+// Barrel of the templates module (filled as the module lands).
+export {};

@@ -1,0 +1,2 @@
+// Barrel of the validate module (filled as the module lands).
+export {};
