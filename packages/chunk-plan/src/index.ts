@@ -5,4 +5,5 @@ export * from "./plan/index.js";
 export * from "./templates/index.js";
 export * from "./validate/index.js";
 export * from "./format/index.js";
+export * from "./signals/index.js";
 export * from "./lower/index.js";

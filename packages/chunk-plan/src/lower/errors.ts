@@ -1,0 +1,25 @@
+// Typed errors of lowering a chunk plan to a tile schedule: each has a `code` a caller
+// can switch on and a message naming the rank, tile or op to fix.
+
+/** What prevented a correct tile schedule. */
+export type TileScheduleErrorCode =
+  | "bad-tiling"
+  | "unknown-tensor"
+  | "shape-mismatch"
+  | "bad-role"
+  | "unknown-dependency"
+  | "dependency-cycle"
+  | "unfilled-slot"
+  | "uncovered-tile"
+  | "missing-signals";
+
+/** A plan and tiling that cannot be lowered to a schedule that is correct by construction. */
+export class TileScheduleError extends Error {
+  override readonly name = "TileScheduleError";
+  readonly code: TileScheduleErrorCode;
+
+  constructor(code: TileScheduleErrorCode, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
