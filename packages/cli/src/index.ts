@@ -1,3 +1,2 @@
-// Public surface of @ovl/cli. This package is scaffolded; its behaviour lands with its issue
-// (see README.md), and nothing is exported until it is real.
-export {};
+// Public surface of @ovl/cli: the demo pipeline, also usable as a library.
+export { runDemo, type DemoOptions, type DemoResult } from "./demo.js";
