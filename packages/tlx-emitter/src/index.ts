@@ -1,3 +1,8 @@
-// Public surface of @ovl/tlx-emitter. This package is scaffolded; its behaviour lands with its issue
-// (see README.md), and nothing is exported until it is real.
-export {};
+// Public surface of @ovl/tlx-emitter: the manifest contract, the Python writer, the
+// device primitive library, the kernel templates and the emitters.
+export * from "./manifest/schema.js";
+export { manifestJsonSchema, manifestJsonSchemaText } from "./manifest/json-schema.js";
+export * from "./writer/index.js";
+export * from "./device/index.js";
+export * from "./kernels/index.js";
+export * from "./emit/index.js";

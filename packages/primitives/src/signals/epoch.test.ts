@@ -120,9 +120,13 @@ describe("agreement with the Python runner (ovl_runtime.signals)", () => {
       { numRuns: 500, seed: 20261122 },
     );
     const script = [
-      "import json, sys",
-      `sys.path.insert(0, ${JSON.stringify(pySrc)})`,
-      "from ovl_runtime.signals import epoch_target, reached",
+      // Load signals.py on its own: it needs only the standard library, while the package's
+      // __init__ pulls in the runner (numpy), which plain python3 may lack.
+      "import importlib.util, json, os, sys",
+      `spec = importlib.util.spec_from_file_location("ovl_signals", os.path.join(${JSON.stringify(pySrc)}, "ovl_runtime", "signals.py"))`,
+      "signals = sys.modules[\"ovl_signals\"] = importlib.util.module_from_spec(spec)",
+      "spec.loader.exec_module(signals)",
+      "epoch_target, reached = signals.epoch_target, signals.reached",
       "out = []",
       "for c in json.load(sys.stdin):",
       "    b = c['bits']",

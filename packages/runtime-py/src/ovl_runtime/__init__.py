@@ -1,9 +1,24 @@
 """ovl_runtime: runs ovl manifests on GPUs under torchrun, or emulated on the CPU.
 
-This release carries the signal model shared by the GPU runner and the CPU emulation:
-monotone-epoch counters with release/acquire semantics and bounded waits.
+``load_manifest`` reads and validates an ``ovl.manifest/v1`` file; ``emulate`` runs it on
+the CPU (ranks as threads over numpy arrays, the same tables, slots and host ops);
+``python -m ovl_runtime run`` runs it on GPUs (``gpu.run_gpu``) and writes an
+``ovl.report/v1`` report. The signal model (monotone epochs, bounded waits) is shared.
 """
 
+from .emulate import Emulator, emulate
+from .errors import (
+    CheckFailed,
+    DeviceError,
+    KernelFault,
+    ManifestError,
+    RunnerError,
+    UsageError,
+    WaitTimeout,
+)
+from .manifest import MANIFEST_SCHEMA, Manifest, load_manifest, parse_manifest
+from .outcome import Baseline, CheckRecord, RunOutcome
+from .report import REPORT_SCHEMA, build_report
 from .signals import (
     SignalBoard,
     SignalError,
@@ -16,11 +31,29 @@ from .signals import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "MANIFEST_SCHEMA",
+    "REPORT_SCHEMA",
+    "Baseline",
+    "CheckFailed",
+    "CheckRecord",
+    "DeviceError",
+    "Emulator",
+    "KernelFault",
+    "Manifest",
+    "ManifestError",
+    "RunOutcome",
+    "RunnerError",
     "SignalBoard",
     "SignalError",
     "SignalTimeout",
     "SignalWorld",
+    "UsageError",
+    "WaitTimeout",
+    "build_report",
+    "emulate",
     "epoch_target",
+    "load_manifest",
+    "parse_manifest",
     "reached",
     "__version__",
 ]

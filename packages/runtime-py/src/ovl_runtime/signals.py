@@ -101,6 +101,13 @@ class SignalBoard:
             self._cond.notify_all()
             return new
 
+    def write(self, slot: int, value: int) -> None:
+        """Release-store ``value`` into ``slot`` (a host stream write: one writer per launch)."""
+        self._check_slot(slot)
+        with self._cond:
+            self._values[slot] = value % (1 << self.bits)
+            self._cond.notify_all()
+
     def wait(self, slot: int, target: int, timeout_s: float) -> int:
         """Acquire-wait until ``slot`` reaches ``target``; returns the value seen.
 

@@ -1,0 +1,166 @@
+"""Torch references (through NCCL collectives) and the baselines timed beside an operator.
+
+Same conventions as ``reference.py``: GEMM operators read inputs ``A`` and ``B``,
+collectives their single input; row-sharded buffers hold the slab or the whole ``M`` rows.
+Baselines: torch GEMM alone, the NCCL collective alone, both in sequence (not overlapped),
+and PyTorch's async-TP fused ops where they exist.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+
+from .errors import ManifestError
+from .manifest import Manifest
+from .outcome import Baseline
+
+
+def _matrix(t: torch.Tensor, rows: tuple[int, ...], cols: int, where: str) -> torch.Tensor:
+    for r in rows:
+        if t.numel() == r * cols:
+            return t.reshape(r, cols)
+    raise ManifestError(where, f"buffer of {t.numel()} elements cannot be read as " + " or ".join(f"{r}x{cols}" for r in rows))
+
+
+def _slab(t: torch.Tensor, rank: int, rpr: int) -> torch.Tensor:
+    return t if t.shape[0] == rpr else t[rank * rpr:(rank + 1) * rpr]
+
+
+def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> torch.Tensor:
+    """This rank's expected output (float32), from every rank's inputs via NCCL."""
+    ref = m.reference
+    M, N, K = ref.M, ref.N, ref.K
+    rpr = ref.rows_per_rank or M
+    if ref.operator == "ag-gemm":
+        shard = _slab(_matrix(inputs["A"], (M, rpr), K, "reference.inputs.A"), rank, rpr).float().contiguous()
+        full = torch.empty(M, K, device="cuda", dtype=torch.float32)
+        dist.all_gather_into_tensor(full, shard)
+        return full @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
+    if ref.operator in ("gemm-rs", "gemm-ar"):
+        part = _matrix(inputs["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
+        if ref.operator == "gemm-ar":
+            dist.all_reduce(part)
+            return part
+        out = torch.empty(rpr, N, device="cuda", dtype=torch.float32)
+        dist.reduce_scatter_tensor(out, part.contiguous())
+        return out
+    (key,) = ref.inputs
+    x = inputs[key].float()
+    where = f"reference.inputs.{key}"
+    if ref.operator == "all-gather":
+        full = torch.empty(M, N, device="cuda", dtype=torch.float32)
+        dist.all_gather_into_tensor(full, _slab(_matrix(x, (M, rpr), N, where), rank, rpr).contiguous())
+        return full
+    x = _matrix(x, (M,), N, where).contiguous()
+    if ref.operator == "all-reduce":
+        dist.all_reduce(x)
+        return x
+    out = torch.empty(rpr, N, device="cuda", dtype=torch.float32)
+    dist.reduce_scatter_tensor(out, x)
+    return out
+
+
+def output_view(m: Manifest, out: torch.Tensor, rank: int) -> torch.Tensor:
+    ref = m.reference
+    rpr = ref.rows_per_rank or ref.M
+    if ref.operator in ("gemm-rs", "reduce-scatter"):
+        return _slab(_matrix(out, (rpr, ref.M), ref.N, "reference.output"), rank, rpr)
+    return _matrix(out, (ref.M,), ref.N, "reference.output")
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float32; NaN when the output holds NaN/inf."""
+    o = out.float()
+    if not bool(torch.isfinite(o).all()):
+        return math.nan
+    norm = float(ref.norm())
+    diff = float((o - ref).norm())
+    return diff / norm if norm > 0 else diff
+
+
+def timed(fn: Callable[[], object], warmup: int, reps: int) -> list[float]:
+    """Per-launch times in ms (CUDA events), each launch started together on every rank."""
+    for _ in range(max(1, warmup)):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        dist.barrier()
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        out.append(s.elapsed_time(e))
+    return out
+
+
+def max_over_ranks(x: float) -> float:
+    t = torch.tensor([x], device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[Baseline]:
+    """Time the operator's non-overlapped parts and PyTorch async-TP (median, max over ranks)."""
+    ref = m.reference
+    M, N, K = ref.M, ref.N, ref.K
+    rpr = ref.rows_per_rank or M
+    group_name = dist.group.WORLD.group_name
+    cases: list[tuple[str, Callable[[], object]]] = []
+    dev = "cuda"
+    if ref.operator == "ag-gemm":
+        shard = torch.randn(rpr, K, device=dev, dtype=dtype)
+        full = torch.empty(M, K, device=dev, dtype=dtype)
+        b = torch.randn(K, N, device=dev, dtype=dtype)
+        c = torch.empty(M, N, device=dev, dtype=dtype)
+        cases = [
+            ("torch-gemm", lambda: torch.matmul(full, b, out=c)),
+            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(full, shard)),
+            ("all-gather-then-gemm", lambda: (dist.all_gather_into_tensor(full, shard), torch.matmul(full, b, out=c))),
+            ("torch-async-tp", lambda: torch.ops.symm_mem.fused_all_gather_matmul(shard, [b], 0, group_name)),
+        ]
+    elif ref.operator in ("gemm-rs", "gemm-ar"):
+        a = torch.randn(M, K, device=dev, dtype=dtype)
+        b = torch.randn(K, N, device=dev, dtype=dtype)
+        c = torch.empty(M, N, device=dev, dtype=dtype)
+        if ref.operator == "gemm-rs":
+            out = torch.empty(rpr, N, device=dev, dtype=dtype)
+            cases = [
+                ("torch-gemm", lambda: torch.matmul(a, b, out=c)),
+                ("nccl-reduce-scatter", lambda: dist.reduce_scatter_tensor(out, c)),
+                ("gemm-then-reduce-scatter", lambda: (torch.matmul(a, b, out=c), dist.reduce_scatter_tensor(out, c))),
+                ("torch-async-tp", lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, group_name)),
+            ]
+        else:
+            cases = [
+                ("torch-gemm", lambda: torch.matmul(a, b, out=c)),
+                ("nccl-all-reduce", lambda: dist.all_reduce(c)),
+                ("gemm-then-all-reduce", lambda: (torch.matmul(a, b, out=c), dist.all_reduce(c))),
+            ]
+    else:
+        x_full = torch.randn(M, N, device=dev, dtype=dtype)
+        x_slab = torch.randn(rpr, N, device=dev, dtype=dtype)
+        if ref.operator == "all-gather":
+            cases = [("nccl-all-gather", lambda: dist.all_gather_into_tensor(x_full, x_slab))]
+        elif ref.operator == "reduce-scatter":
+            cases = [("nccl-reduce-scatter", lambda: dist.reduce_scatter_tensor(x_slab, x_full))]
+        else:
+            cases = [("nccl-all-reduce", lambda: dist.all_reduce(x_full))]
+    results = []
+    for name, fn in cases:
+        err: str | None = None
+        try:
+            med = statistics.median(timed(fn, warmup, reps))
+        except Exception as exc:  # noqa: BLE001 - a baseline that cannot run is reported, not fatal
+            med, err = math.nan, f"{type(exc).__name__}: {str(exc)[:300]}"
+        # Every rank takes part in the reduction, also when its own case failed.
+        worst = max_over_ranks(med if err is None else math.inf)
+        results.append(Baseline(name, None if err or math.isinf(worst) or math.isnan(worst) else worst, err))
+    return results

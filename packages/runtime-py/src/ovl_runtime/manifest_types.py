@@ -1,0 +1,186 @@
+"""The typed form of an ``ovl.manifest/v1`` document: one frozen dataclass per schema object.
+
+Field for field the emitter's zod schema (``@ovl/tlx-emitter`` ``manifest/schema.ts``),
+with snake_case names; ``manifest.py`` reads JSON into these and validates it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from .errors import ManifestError
+
+MANIFEST_SCHEMA = "ovl.manifest/v1"
+BUFFER_DTYPES = ("bf16", "fp16", "fp32", "int32", "uint32", "int64")
+FLOAT_DTYPES = ("bf16", "fp16", "fp32")
+OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce")
+ARG_KINDS = ("buffer", "peer-pointers", "table", "int", "rank", "world", "epoch", "epoch-target", "timeout-ns", "error-buffer")
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    symmetric: bool
+    init: str  # random | zeros | poison | keep
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Segment:
+    buffer: str
+    rank: int
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class SignalWrite:
+    rank: int
+    slot: int
+
+
+@dataclass(frozen=True)
+class CopyOp:
+    src: Segment
+    dst: Segment
+    signal: SignalWrite | None
+    kind: str = "copy"
+
+
+@dataclass(frozen=True)
+class WaitOp:
+    slot: int
+    arrivals: int
+    kind: str = "wait"
+
+
+HostOp = Union[CopyOp, WaitOp]
+
+
+@dataclass(frozen=True)
+class CommStream:
+    name: str
+    ops: tuple[HostOp, ...]
+
+
+@dataclass(frozen=True)
+class RankHostOps:
+    rank: int
+    streams: tuple[CommStream, ...]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    dtype: str
+    values: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One argument; ``name`` (buffer/table), ``buffer``, ``value`` or ``arrivals`` per ``kind``."""
+
+    kind: str
+    name: str | None = None
+    buffer: str | None = None
+    value: int | None = None
+    arrivals: int | None = None
+
+
+@dataclass(frozen=True)
+class NumSms:
+    cap: int | None = None
+
+
+GridDim = Union[int, NumSms]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    source: str
+    entry: str
+    stream: str
+    grid: tuple[GridDim, ...]
+    num_warps: int
+    num_stages: int
+    args: tuple[tuple[str, KernelArg], ...]
+    constexprs: dict[str, int | float | bool]
+    template_kind: str
+    template_params: dict[str, int | float | str | bool]
+    source_path: Path | None = None
+
+    def arg(self, name: str) -> KernelArg:
+        for n, a in self.args:
+            if n == name:
+                return a
+        raise ManifestError(f"kernel {self.name}", f"template {self.template_kind} needs argument {name!r}, which args does not list")
+
+
+@dataclass(frozen=True)
+class SignalsSpec:
+    buffer: str
+    slots: int
+    bits: int
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    operator: str
+    M: int
+    N: int
+    K: int
+    inputs: dict[str, str]
+    output: str
+    rows_per_rank: int | None
+    tolerance: float
+
+
+@dataclass(frozen=True)
+class TimingSpec:
+    warmup: int
+    reps: int
+    check_runs: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    world: int
+    dtype: str
+    buffers: tuple[BufferSpec, ...]
+    signals: SignalsSpec
+    tables: tuple[TableSpec, ...]
+    kernels: tuple[KernelSpec, ...]
+    host_ops: tuple[RankHostOps, ...]
+    reference: ReferenceSpec
+    timing: TimingSpec
+    wait_timeout_ns: int
+    base_dir: Path | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def buffer(self, name: str) -> BufferSpec:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise ManifestError("buffers", f"no buffer named {name!r}")
+
+    def table(self, name: str) -> TableSpec:
+        for t in self.tables:
+            if t.name == name:
+                return t
+        raise ManifestError("tables", f"no table named {name!r}")
+
+    def streams_of(self, rank: int) -> tuple[CommStream, ...]:
+        for h in self.host_ops:
+            if h.rank == rank:
+                return h.streams
+        return ()

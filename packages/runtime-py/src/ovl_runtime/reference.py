@@ -1,0 +1,84 @@
+"""Numpy references of the operators a manifest claims, and the relative-error check.
+
+Conventions (``reference.inputs`` keys): GEMM operators read ``A`` and ``B``; collectives
+read their single input (conventionally ``X``). A row-sharded input or output buffer may
+hold either just its rank's ``rowsPerRank`` rows or the whole ``M`` rows, of which the
+rank's slab (rows ``rank × rowsPerRank`` onward) is meant.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .errors import ManifestError
+from .manifest import Manifest
+
+
+def as_matrix(arr: np.ndarray, rows: Sequence[int], cols: int, where: str) -> np.ndarray:
+    """View ``arr`` as ``[r, cols]`` for the first ``r`` in ``rows`` that its size matches."""
+    for r in rows:
+        if arr.size == r * cols:
+            return arr.reshape(r, cols)
+    shapes = " or ".join(f"{r}x{cols}" for r in rows)
+    raise ManifestError(where, f"buffer of {arr.size} elements cannot be read as {shapes}")
+
+
+def slab(mat: np.ndarray, rank: int, rows_per_rank: int) -> np.ndarray:
+    """This rank's rows of a row-sharded matrix given either whole or as the slab itself."""
+    if mat.shape[0] == rows_per_rank:
+        return mat
+    return mat[rank * rows_per_rank:(rank + 1) * rows_per_rank]
+
+
+def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+    """Per rank, the expected output (float64) from each rank's input buffers.
+
+    ``inputs[rank]`` maps the keys of ``reference.inputs`` to that rank's buffer contents
+    as they were when the launch started.
+    """
+    ref = m.reference
+    world, M, N, K = m.world, ref.M, ref.N, ref.K
+    rpr = ref.rows_per_rank or M
+    f64 = [{k: v.astype(np.float64) for k, v in d.items()} for d in inputs]
+    if ref.operator == "ag-gemm":
+        shards = [slab(as_matrix(f64[r]["A"], (M, rpr), K, "reference.inputs.A"), r, rpr) for r in range(world)]
+        full = np.concatenate(shards, axis=0)
+        return [full @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world)]
+    if ref.operator in ("gemm-rs", "gemm-ar"):
+        total = sum(as_matrix(f64[r]["A"], (M,), K, "reference.inputs.A") @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world))
+        assert isinstance(total, np.ndarray)
+        if ref.operator == "gemm-ar":
+            return [total for _ in range(world)]
+        return [total[r * rpr:(r + 1) * rpr] for r in range(world)]
+    (key,) = ref.inputs.keys()
+    where = f"reference.inputs.{key}"
+    if ref.operator == "all-gather":
+        full = np.concatenate([slab(as_matrix(f64[r][key], (M, rpr), N, where), r, rpr) for r in range(world)], axis=0)
+        return [full for _ in range(world)]
+    total = sum(as_matrix(f64[r][key], (M,), N, where) for r in range(world))
+    assert isinstance(total, np.ndarray)
+    if ref.operator == "all-reduce":
+        return [total for _ in range(world)]
+    return [total[r * rpr:(r + 1) * rpr] for r in range(world)]
+
+
+def output_view(m: Manifest, out: np.ndarray, rank: int) -> np.ndarray:
+    """The part of a rank's output buffer the reference describes."""
+    ref = m.reference
+    rpr = ref.rows_per_rank or ref.M
+    if ref.operator in ("gemm-rs", "reduce-scatter"):
+        return slab(as_matrix(out, (rpr, ref.M), ref.N, "reference.output"), rank, rpr)
+    return as_matrix(out, (ref.M,), ref.N, "reference.output")
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    """‖out − ref‖ / ‖ref‖ (Frobenius); NaN when ``out`` holds NaN or inf (an unwritten element)."""
+    o = out.astype(np.float64)
+    if not np.isfinite(o).all():
+        return math.nan
+    diff = float(np.linalg.norm(o - ref))
+    norm = float(np.linalg.norm(ref))
+    return diff / norm if norm > 0 else diff

@@ -1,0 +1,229 @@
+"""Hand-built ovl.manifest/v1 documents for the tests: AG+GEMM and GEMM+RS, any world."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _arg(arg_name: str, **value: Any) -> dict[str, Any]:
+    return {"name": arg_name, "value": value}
+
+
+def _kernel(name: str, kind: str, params: dict[str, Any], args: list[dict[str, Any]], grid: list[Any]) -> dict[str, Any]:
+    return {
+        "name": name, "source": f"{name}.py", "entry": name, "stream": "compute", "grid": grid,
+        "numWarps": 4, "numStages": 3, "args": args, "constexprs": {},
+        "template": {"kind": kind, "params": params},
+    }
+
+
+def ag_gemm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16, BN: int = 32, split: int = 2,
+            group_m: int = 2, dtype: str = "fp32", tolerance: float = 1e-4) -> dict[str, Any]:
+    """Copy-engine push AllGather of A's row shards + a consumer GEMM waiting per chunk."""
+    rpr = M // world
+    assert rpr % (split * BM) == 0, "each chunk must be whole m-blocks"
+    per_rank, per_chunk = rpr // BM, rpr // BM // split
+    rows = rpr // split
+    orders, slots, host = [], [], []
+    for r in range(world):
+        order = list(range(r * per_rank, (r + 1) * per_rank))
+        for i in range(1, world):
+            src = (r - i) % world
+            order += list(range(src * per_rank, (src + 1) * per_rank))
+        orders.append(order)
+        slots.append([-1 if m // per_rank == r else (m // per_rank) * split + (m % per_rank) // per_chunk for m in range(M // BM)])
+        ops = []
+        for i in range(1, world):
+            p = (r + i) % world
+            for j in range(split):
+                off = (r * rpr + j * rows) * K
+                ops.append({"kind": "copy", "src": {"buffer": "A", "rank": r, "offset": off, "length": rows * K},
+                            "dst": {"buffer": "A", "rank": p, "offset": off, "length": rows * K},
+                            "signal": {"rank": p, "slot": r * split + j}})
+        host.append({"rank": r, "streams": [{"name": "push", "ops": ops}]})
+    params = {"M": M, "N": N, "K": K, "BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": 16, "GROUP_M": group_m}
+    args = [_arg("a_ptr", kind="buffer", name="A"), _arg("b_ptr", kind="buffer", name="B"), _arg("c_ptr", kind="buffer", name="C"),
+            _arg("order_ptr", kind="table", name="order"), _arg("slot_ptr", kind="table", name="wait_slot"),
+            _arg("sig_ptr", kind="buffer", name="sig"), _arg("err_ptr", kind="error-buffer"),
+            _arg("M", kind="int", value=M), _arg("N", kind="int", value=N), _arg("K", kind="int", value=K),
+            _arg("rank", kind="rank"), _arg("target", kind="epoch-target", arrivals=1), _arg("timeout_ns", kind="timeout-ns")]
+    return {
+        "$schema": "ovl.manifest/v1", "name": f"ag_gemm_w{world}", "world": world, "dtype": dtype,
+        "buffers": [
+            {"name": "A", "shape": [M, K], "dtype": dtype, "symmetric": True, "init": "random"},
+            {"name": "B", "shape": [K, N], "dtype": dtype, "symmetric": False, "init": "random"},
+            {"name": "C", "shape": [M, N], "dtype": dtype, "symmetric": False, "init": "poison"},
+            {"name": "sig", "shape": [world * split], "dtype": "uint32", "symmetric": True, "init": "zeros"},
+        ],
+        "signals": {"buffer": "sig", "slots": world * split, "bits": 32},
+        "tables": [{"name": "order", "dtype": "int32", "values": orders}, {"name": "wait_slot", "dtype": "int32", "values": slots}],
+        "kernels": [_kernel("ag_gemm_consumer", "ag-gemm-consumer", params, args, [{"kind": "num-sms", "cap": math.ceil(M / BM) * math.ceil(N / BN)}])],
+        "hostOps": host,
+        "reference": {"operator": "ag-gemm", "M": M, "N": N, "K": K, "inputs": {"A": "A", "B": "B"}, "output": "C", "rowsPerRank": rpr, "tolerance": tolerance},
+        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3},
+        "waitTimeoutNs": 2_000_000_000,
+    }
+
+
+def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16, BN: int = 32, group_m: int = 2,
+            dtype: str = "fp32", tolerance: float = 1e-4) -> dict[str, Any]:
+    """A producer GEMM notifying per tile, copy-engine sends of finished m-blocks to their owner, rs-reduce."""
+    rpr = M // world
+    assert rpr % BM == 0
+    per_slab, blocks = rpr // BM, M // BM
+    n_tiles = math.ceil(N / BN)
+    done0 = world * per_slab  # tile-done slots follow the arrival slots read by rs-reduce
+    orders, notify, host = [], [], []
+    for r in range(world):
+        order = []
+        for i in range(1, world + 1):
+            o = (r + i) % world
+            order += list(range(o * per_slab, (o + 1) * per_slab))
+        orders.append(order)
+        notify.append([done0 + m for m in range(blocks)])
+        streams = []
+        for i in range(1, world + 1):
+            o = (r + i) % world
+            ops: list[dict[str, Any]] = []
+            for mb in range(per_slab):
+                m = o * per_slab + mb
+                ops.append({"kind": "wait", "slot": done0 + m, "arrivals": n_tiles})
+                ops.append({"kind": "copy", "src": {"buffer": "C", "rank": r, "offset": m * BM * N, "length": BM * N},
+                            "dst": {"buffer": "P", "rank": o, "offset": (r * rpr + mb * BM) * N, "length": BM * N},
+                            "signal": {"rank": o, "slot": r * per_slab + mb}})
+            streams.append({"name": f"to{o}", "ops": ops})
+        host.append({"rank": r, "streams": streams})
+    gp = {"M": M, "N": N, "K": K, "BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": 16, "GROUP_M": group_m}
+    gargs = [_arg("a_ptr", kind="buffer", name="A"), _arg("b_ptr", kind="buffer", name="B"), _arg("c_ptr", kind="buffer", name="C"),
+             _arg("order_ptr", kind="table", name="order"), _arg("notify_ptr", kind="table", name="notify_slot"),
+             _arg("sig_ptr", kind="buffer", name="sig"),
+             _arg("M", kind="int", value=M), _arg("N", kind="int", value=N), _arg("K", kind="int", value=K)]
+    rp = {"WORLD": world, "BLOCK_M": BM, "BLOCK_N": BN, "N": N, "rows_per_rank": rpr}
+    rargs = [_arg("part_ptr", kind="buffer", name="P"), _arg("out_ptr", kind="buffer", name="out"), _arg("sig_ptr", kind="buffer", name="sig"),
+             _arg("err_ptr", kind="error-buffer"), _arg("N", kind="int", value=N), _arg("rank", kind="rank"),
+             _arg("target", kind="epoch-target", arrivals=1), _arg("timeout_ns", kind="timeout-ns"), _arg("rows_per_rank", kind="int", value=rpr)]
+    slots = done0 + blocks
+    return {
+        "$schema": "ovl.manifest/v1", "name": f"gemm_rs_w{world}", "world": world, "dtype": dtype,
+        "buffers": [
+            {"name": "A", "shape": [M, K], "dtype": dtype, "symmetric": False, "init": "random"},
+            {"name": "B", "shape": [K, N], "dtype": dtype, "symmetric": False, "init": "random"},
+            {"name": "C", "shape": [M, N], "dtype": dtype, "symmetric": False, "init": "poison"},
+            {"name": "P", "shape": [world, rpr, N], "dtype": dtype, "symmetric": True, "init": "poison"},
+            {"name": "out", "shape": [rpr, N], "dtype": dtype, "symmetric": False, "init": "poison"},
+            {"name": "sig", "shape": [slots], "dtype": "uint32", "symmetric": True, "init": "zeros"},
+        ],
+        "signals": {"buffer": "sig", "slots": slots, "bits": 32},
+        "tables": [{"name": "order", "dtype": "int32", "values": orders}, {"name": "notify_slot", "dtype": "int32", "values": notify}],
+        "kernels": [
+            _kernel("gemm_producer", "gemm-producer", gp, gargs, [{"kind": "num-sms", "cap": blocks * n_tiles}]),
+            _kernel("rs_reduce", "rs-reduce", rp, rargs, [per_slab, n_tiles]),
+        ],
+        "hostOps": host,
+        "reference": {"operator": "gemm-rs", "M": M, "N": N, "K": K, "inputs": {"A": "A", "B": "B"}, "output": "out", "rowsPerRank": rpr, "tolerance": tolerance},
+        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3},
+        "waitTimeoutNs": 2_000_000_000,
+    }
+
+
+def gemm_rs_sm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16, BN: int = 32) -> dict[str, Any]:
+    """GEMM+RS whose deliveries are an `sm-push` kernel on the comm stream instead of host copies."""
+    d = gemm_rs(world=world, M=M, N=N, K=K, BM=BM, BN=BN)
+    rpr, per_slab = M // world, M // world // BM
+    n_tiles, done0 = math.ceil(N / BN), world * per_slab
+    segs = []
+    for r in range(world):
+        rows = []
+        for i in range(1, world + 1):
+            o = (r + i) % world
+            for mb in range(per_slab):
+                m = o * per_slab + mb
+                rows += [m * BM * N, o, (r * rpr + mb * BM) * N, BM * N, done0 + m, n_tiles, r * per_slab + mb]
+        segs.append(rows)
+    d["hostOps"] = []
+    d["tables"].append({"name": "push_segments", "dtype": "int64", "values": segs})
+    args = [_arg("src_ptr", kind="buffer", name="C"), _arg("dst_ptrs", kind="peer-pointers", buffer="P"),
+            _arg("sig_ptr", kind="buffer", name="sig"), _arg("sig_ptrs", kind="peer-pointers", buffer="sig"),
+            _arg("seg_ptr", kind="table", name="push_segments"), _arg("num_segments", kind="int", value=world * per_slab),
+            _arg("err_ptr", kind="error-buffer"), _arg("rank", kind="rank"), _arg("epoch", kind="epoch"), _arg("timeout_ns", kind="timeout-ns")]
+    push = _kernel("sm_push", "sm-push", {"BLOCK": 1024}, args, [4])
+    push["stream"], push["constexprs"] = "comm", {"BLOCK": 1024}
+    d["kernels"].insert(1, push)
+    d["name"] = f"gemm_rs_sm_w{world}"
+    d["buffers"][3]["symmetric"] = True
+    return d
+
+
+def all_gather_pull(world: int = 2, M: int = 64, N: int = 48) -> dict[str, Any]:
+    """AllGather by `sm-pull`: each rank stages its shard with a host copy that signals its own
+    slot; every rank then pulls each shard after waiting on the owner's slot."""
+    rpr = M // world
+    host, segs = [], []
+    for r in range(world):
+        host.append({"rank": r, "streams": [{"name": "stage", "ops": [
+            {"kind": "copy", "src": {"buffer": "X", "rank": r, "offset": 0, "length": rpr * N},
+             "dst": {"buffer": "S", "rank": r, "offset": 0, "length": rpr * N}, "signal": {"rank": r, "slot": r}}]}]})
+        rows = []
+        for i in range(world):
+            p = (r + i) % world
+            rows += [p, 0, p * rpr * N, rpr * N, p, 1, world + p]
+        segs.append(rows)
+    args = [_arg("src_ptrs", kind="peer-pointers", buffer="S"), _arg("dst_ptr", kind="buffer", name="Y"),
+            _arg("sig_ptr", kind="buffer", name="sig"), _arg("sig_ptrs", kind="peer-pointers", buffer="sig"),
+            _arg("seg_ptr", kind="table", name="pull_segments"), _arg("num_segments", kind="int", value=world),
+            _arg("err_ptr", kind="error-buffer"), _arg("rank", kind="rank"), _arg("epoch", kind="epoch"), _arg("timeout_ns", kind="timeout-ns")]
+    pull = _kernel("sm_pull", "sm-pull", {"BLOCK": 1024}, args, [2])
+    pull["stream"] = "comm"
+    return {
+        "$schema": "ovl.manifest/v1", "name": f"all_gather_pull_w{world}", "world": world, "dtype": "fp32",
+        "buffers": [
+            {"name": "X", "shape": [rpr, N], "dtype": "fp32", "symmetric": False, "init": "random"},
+            {"name": "S", "shape": [rpr, N], "dtype": "fp32", "symmetric": True, "init": "poison"},
+            {"name": "Y", "shape": [M, N], "dtype": "fp32", "symmetric": False, "init": "poison"},
+            {"name": "sig", "shape": [2 * world], "dtype": "uint32", "symmetric": True, "init": "zeros"},
+        ],
+        "signals": {"buffer": "sig", "slots": 2 * world, "bits": 32},
+        "tables": [{"name": "pull_segments", "dtype": "int64", "values": segs}],
+        "kernels": [pull], "hostOps": host,
+        "reference": {"operator": "all-gather", "M": M, "N": N, "K": 1, "inputs": {"X": "X"}, "output": "Y", "rowsPerRank": rpr, "tolerance": 1e-6},
+        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3}, "waitTimeoutNs": 2_000_000_000,
+    }
+
+
+def reduce_scatter_ring(world: int = 3, M: int = 96, N: int = 32) -> dict[str, Any]:
+    """In-place ring ReduceScatter by `ring-reduce`: chunk c starts at rank c+1 (a host copy into
+    the next rank's `recv`), each hop adds the local rows and forwards, and ends reduced on rank c."""
+    rpr = M // world
+    ch = rpr * N
+    host, segs = [], []
+    for r in range(world):
+        c0, nxt = (r - 1) % world, (r + 1) % world
+        host.append({"rank": r, "streams": [{"name": "start", "ops": [
+            {"kind": "copy", "src": {"buffer": "X", "rank": r, "offset": c0 * ch, "length": ch},
+             "dst": {"buffer": "recv", "rank": nxt, "offset": c0 * ch, "length": ch}, "signal": {"rank": nxt, "slot": c0}}]}]})
+        rows = []
+        for h in range(1, world):
+            c = (r - 1 - h) % world
+            last = c == r
+            rows += [c * ch, c * ch, ch, c, 1, -1 if last else nxt, c * ch, world + c if last else c]
+        segs.append(rows)
+    args = [_arg("recv_ptr", kind="buffer", name="recv"), _arg("acc_ptr", kind="buffer", name="X"),
+            _arg("recv_ptrs", kind="peer-pointers", buffer="recv"), _arg("sig_ptr", kind="buffer", name="sig"),
+            _arg("sig_ptrs", kind="peer-pointers", buffer="sig"), _arg("seg_ptr", kind="table", name="ring_segments"),
+            _arg("num_segments", kind="int", value=world - 1), _arg("err_ptr", kind="error-buffer"), _arg("rank", kind="rank"),
+            _arg("epoch", kind="epoch"), _arg("timeout_ns", kind="timeout-ns")]
+    ring = _kernel("ring_reduce", "ring-reduce", {"BLOCK": 1024}, args, [1])
+    return {
+        "$schema": "ovl.manifest/v1", "name": f"reduce_scatter_ring_w{world}", "world": world, "dtype": "fp32",
+        "buffers": [
+            {"name": "X", "shape": [M, N], "dtype": "fp32", "symmetric": False, "init": "random"},
+            {"name": "recv", "shape": [M, N], "dtype": "fp32", "symmetric": True, "init": "poison"},
+            {"name": "sig", "shape": [2 * world], "dtype": "uint32", "symmetric": True, "init": "zeros"},
+        ],
+        "signals": {"buffer": "sig", "slots": 2 * world, "bits": 32},
+        "tables": [{"name": "ring_segments", "dtype": "int64", "values": segs}],
+        "kernels": [ring], "hostOps": host,
+        "reference": {"operator": "reduce-scatter", "M": M, "N": N, "K": 1, "inputs": {"X": "X"}, "output": "X", "rowsPerRank": rpr, "tolerance": 1e-5},
+        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3}, "waitTimeoutNs": 2_000_000_000,
+    }

@@ -1,0 +1,85 @@
+"""Ahead-of-time compile every kernel of emitted manifests for sm_90a, without a GPU.
+
+Usage: python aot-compile.py MANIFEST.json [MORE.json ...]
+
+For each kernel: load its source module, derive the Triton signature from the manifest's
+argument kinds (buffers by dtype, tables, peer-pointer tables, ints, the timeout) and its
+constexprs, compile for GPUTarget("cuda", 90, 32) with the kernel's num_warps/num_stages,
+and check the PTX holds what the kernel is for (wgmma + TMA for GEMMs, acquire loads for
+waits, release atomics for notifies). Exits non-zero on the first failure.
+"""
+import importlib.util
+import json
+import os
+import re
+import sys
+import time
+
+import triton
+from triton.backends.compiler import GPUTarget
+
+TARGET = GPUTarget("cuda", 90, 32)
+POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int32": "*i32", "uint32": "*u32", "int64": "*i64"}
+SCALAR = {"int": "i32", "rank": "i32", "world": "i32", "epoch": "i32", "epoch-target": "i32", "timeout-ns": "i64"}
+WAIT = r"ld\.global\.acquire\.sys"
+NOTIFY = r"atom\.[a-z0-9.]*release[a-z0-9.]*add|atom\.[a-z0-9.]*add[a-z0-9.]*release"
+GEMM = [r"wgmma", r"cp\.async\.bulk\.tensor"]
+EXPECT = {
+    "ag-gemm-consumer": GEMM + [WAIT],
+    "gemm-producer": GEMM + [NOTIFY],
+    "rs-reduce": [WAIT],
+    "sm-push": [WAIT, NOTIFY],
+    "sm-pull": [WAIT, NOTIFY],
+    "ring-reduce": [WAIT, NOTIFY],
+}
+
+
+def arg_type(arg, buffers, tables):
+    kind = arg["kind"]
+    if kind == "buffer":
+        return POINTER[buffers[arg["name"]]["dtype"]]
+    if kind == "table":
+        return "*i64" if tables[arg["name"]]["dtype"] == "int64" else "*i32"
+    if kind == "peer-pointers":
+        return "*i64"
+    if kind == "error-buffer":
+        return "*i32"
+    return SCALAR[kind]
+
+
+def load_entry(path, entry):
+    name = "ovl_aot_" + re.sub(r"\W", "_", os.path.abspath(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, entry)
+
+
+def compile_manifest(path):
+    with open(path) as f:
+        manifest = json.load(f)
+    base = os.path.dirname(os.path.abspath(path))
+    buffers = {b["name"]: b for b in manifest["buffers"]}
+    tables = {t["name"]: t for t in manifest.get("tables", [])}
+    for k in manifest["kernels"]:
+        t0 = time.time()
+        fn = load_entry(os.path.join(base, k["source"]), k["entry"])
+        signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in k["args"]}
+        signature.update({c: "constexpr" for c in k["constexprs"]})
+        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]))
+        compiled = triton.compile(src, target=TARGET, options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
+        ptx = compiled.asm["ptx"]
+        missing = [p for p in EXPECT.get(k["template"]["kind"], []) if not re.search(p, ptx)]
+        where = f"{path}: {k['name']} ({k['template']['kind']})"
+        if missing:
+            print(f"FAIL {where}: PTX lacks {missing}", file=sys.stderr)
+            sys.exit(1)
+        print(f"ok   {where}: shared {compiled.metadata.shared} B, {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    for p in sys.argv[1:]:
+        compile_manifest(p)

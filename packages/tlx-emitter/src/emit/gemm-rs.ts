@@ -1,0 +1,227 @@
+// GEMM + ReduceScatter (TileLink's GEMM+RS, AutoOverlap's producer side): a producer GEMM
+// storing tiles locally and notifying tile-done slots, deliveries of finished partial
+// rows into each slab owner's symmetric `partials` (copy engine or an `sm-push` kernel),
+// and `rs-reduce` summing the delivered slabs as each (rank, m-block) arrives.
+import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
+import {
+  checkGemmParams,
+  checkRsReduceParams,
+  checkSmCommParams,
+  GEMM_PRODUCER,
+  gemmProducerSource,
+  RS_REDUCE,
+  rsReduceGrid,
+  rsReduceSource,
+  SM_PUSH,
+  smPushSource,
+} from "../kernels/index.js";
+import { MANIFEST_SCHEMA, type Buffer, type HostOp, type Kernel, type RankHostOps, type Table } from "../manifest/schema.js";
+import { EmitError } from "../writer/index.js";
+import type { EmitResult } from "./ag-gemm.js";
+import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
+import { commStreamName } from "./host-ops.js";
+import { mBlockTables } from "./m-block-tables.js";
+import { type EmitOptions, resolveOptions } from "./options.js";
+import { rsDeliveries } from "./rs-movements.js";
+import { validated } from "./validate.js";
+
+/** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
+export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials", out: "rs_out" } as const;
+
+/**
+ * Emit GEMM+ReduceScatter: per rank `C_partial = A @ B` (`[M,N]`), and rank r's output
+ * rows `r·M/W ..` = Σ_q C_partial of rank q. `plan` is a ReduceScatter of the schedule's
+ * tensor (e.g. `reduceScatterDirect({afterCompute: true})`), `schedule` its producer
+ * schedule. Signal slots: `q·B + mb` (B = m-blocks per slab) = rank q's partial of m-block
+ * mb of this rank's slab has arrived (1 arrival); `W·B + s` = the schedule's tile-done
+ * slot s (arrivals = its tile count).
+ * - `copy-engine`: rank q's stream `comm<s>` waits on its tile-done slots, copies the
+ *   m-block into the owner's `partials[q]` and stream-writes the owner's slot.
+ * - `sm`: an `sm-push` kernel on the comm stream does the same per segment-table row.
+ * Then `rs-reduce` (compute stream) waits per (q, mb) and sums into `rs_out`.
+ * @throws {EmitError} when M is not W slabs of whole m-blocks, the schedule is not row
+ *   blocked, the plan is not a direct ReduceScatter after compute, or options are bad.
+ */
+export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions = {}): EmitResult {
+  const o = resolveOptions(options);
+  const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
+  const { M, N, K } = schedule.tiling.problem;
+  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
+  const params = checkGemmParams({
+    M, N, K,
+    BLOCK_M: schedule.tiling.tile.BM,
+    BLOCK_N: schedule.tiling.tile.BN,
+    BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
+    GROUP_M: options.groupM ?? schedule.tiling.groupSizeM,
+  });
+  if (M % world !== 0 || (M / world) % params.BLOCK_M !== 0) {
+    throw new EmitError("bad-param", `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows`);
+  }
+  const rowsPerRank = M / world;
+  const blocksPerSlab = rowsPerRank / params.BLOCK_M;
+  const tileDoneBase = world * blocksPerSlab;
+  const { numPidM, numTiles } = schedule.grid;
+  const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
+  const perRank = ranks.map((r) =>
+    mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
+  );
+  const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank);
+  const maxTileDone = Math.max(0, ...ranks.flatMap((r) => r.slots.map((s) => s.slot + 1)));
+  const slots = tileDoneBase + maxTileDone;
+  const slabElems = rowsPerRank * N;
+  const rowsElems = params.BLOCK_M * N;
+  const where = (d: (typeof deliveries)[number]) => ({
+    src: d.mBlock * rowsElems,
+    dst: d.from * slabElems + (d.mBlock - d.to * blocksPerSlab) * rowsElems,
+    slot: d.from * blocksPerSlab + (d.mBlock - d.to * blocksPerSlab),
+  });
+
+  const buffers: Buffer[] = [
+    { name: GEMM_RS_BUFFERS.a, shape: [M, K], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: GEMM_RS_BUFFERS.b, shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: tensor.name, shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
+    { name: GEMM_RS_BUFFERS.partials, shape: [world, rowsPerRank, N], dtype: o.dtype, symmetric: true, init: "poison" },
+    { name: GEMM_RS_BUFFERS.out, shape: [rowsPerRank, N], dtype: o.dtype, symmetric: false, init: "poison" },
+    signalBuffer(slots, o.backend === "copy-engine"),
+  ];
+  checkDistinctBuffers(buffers);
+  const tables: Table[] = [
+    { name: "mblock_order", dtype: "int32", values: perRank.map((t) => t.order) },
+    { name: "mblock_notify_slot", dtype: "int32", values: perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s))) },
+  ];
+  const gemm = { numWarps: o.numWarps, numStages: o.numStages };
+  const kernels: Kernel[] = [
+    kernelEntry(GEMM_PRODUCER, {
+      name: "gemm_producer",
+      stream: "compute",
+      grid: [{ kind: "num-sms", cap: numTiles }],
+      ...gemm,
+      args: {
+        a_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.a },
+        b_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.b },
+        c_ptr: { kind: "buffer", name: tensor.name },
+        order_ptr: { kind: "table", name: "mblock_order" },
+        notify_ptr: { kind: "table", name: "mblock_notify_slot" },
+        sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+        M: { kind: "int", value: M },
+        N: { kind: "int", value: N },
+        K: { kind: "int", value: K },
+      },
+      constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
+      params: { ...params },
+    }),
+  ];
+  const files: EmittedFile[] = [{ path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) }];
+  let hostOps: RankHostOps[];
+  if (o.backend === "copy-engine") {
+    hostOps = ranks.map((r) => {
+      const streams = new Map<number, HostOp[]>();
+      const waited = new Set<string>();
+      for (const d of deliveries.filter((x) => x.from === r.rank)) {
+        const ops = streams.get(d.stream) ?? [];
+        for (const w of d.waits) {
+          // A host wait once per (stream, slot): later deliveries on the stream are ordered after it.
+          if (waited.has(`${d.stream}:${w.slot}`)) continue;
+          waited.add(`${d.stream}:${w.slot}`);
+          ops.push({ kind: "wait", slot: tileDoneBase + w.slot, arrivals: w.arrivals });
+        }
+        const at = where(d);
+        ops.push({
+          kind: "copy",
+          src: { buffer: tensor.name, rank: d.from, offset: at.src, length: rowsElems },
+          dst: { buffer: GEMM_RS_BUFFERS.partials, rank: d.to, offset: at.dst, length: rowsElems },
+          signal: { rank: d.to, slot: at.slot },
+        });
+        streams.set(d.stream, ops);
+      }
+      return { rank: r.rank, streams: [...streams.entries()].sort((a, b) => a[0] - b[0]).map(([s, ops]) => ({ name: commStreamName(s), ops })) };
+    });
+  } else {
+    const comm = checkSmCommParams({ BLOCK: o.commBlock });
+    const rows = ranks.map((r) =>
+      deliveries
+        .filter((d) => d.from === r.rank)
+        .map((d) => {
+          if (d.waits.length !== 1) throw new EmitError("bad-plan", `rank ${d.from}: m-block ${d.mBlock} waits on ${d.waits.length} tile-done slots; sm-push waits on one`);
+          const w = d.waits[0]!;
+          const at = where(d);
+          return [at.src, d.to, at.dst, rowsElems, tileDoneBase + w.slot, w.arrivals, at.slot];
+        }),
+    );
+    const count = Math.max(1, ...rows.map((r) => r.length));
+    // Rows of length 0 with no wait and no notify pad every rank's table to one length.
+    const padded = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
+    tables.push({ name: "push_segments", dtype: "int64", values: padded });
+    hostOps = [];
+    kernels.push(
+      kernelEntry(SM_PUSH, {
+        name: "sm_push",
+        stream: "comm",
+        grid: [Math.min(o.commSms, count)],
+        numWarps: 4,
+        numStages: 1,
+        args: {
+          src_ptr: { kind: "buffer", name: tensor.name },
+          dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
+          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+          sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
+          seg_ptr: { kind: "table", name: "push_segments" },
+          num_segments: { kind: "int", value: count },
+          err_ptr: { kind: "error-buffer" },
+          rank: { kind: "rank" },
+          epoch: { kind: "epoch" },
+          timeout_ns: { kind: "timeout-ns" },
+        },
+        constexprs: { BLOCK: comm.BLOCK },
+        params: { BLOCK: comm.BLOCK, segments: count },
+      }),
+    );
+    files.push({ path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) });
+  }
+  const reduce = checkRsReduceParams({ WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: o.reduceBlockN, N, rows_per_rank: rowsPerRank });
+  kernels.push(
+    kernelEntry(RS_REDUCE, {
+      name: "rs_reduce",
+      stream: "compute",
+      grid: rsReduceGrid(reduce),
+      numWarps: 4,
+      numStages: 1,
+      args: {
+        part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
+        out_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.out },
+        sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+        err_ptr: { kind: "error-buffer" },
+        N: { kind: "int", value: N },
+        rank: { kind: "rank" },
+        target: { kind: "epoch-target", arrivals: 1 },
+        timeout_ns: { kind: "timeout-ns" },
+        rows_per_rank: { kind: "int", value: rowsPerRank },
+      },
+      constexprs: { WORLD: world, BLOCK_M: reduce.BLOCK_M, BLOCK_N: reduce.BLOCK_N },
+      params: { ...reduce },
+    }),
+  );
+  files.push({ path: "rs_reduce.py", text: rsReduceSource(reduce, { dtype: o.dtype }) });
+  const manifest = validated({
+    $schema: MANIFEST_SCHEMA,
+    name: options.name ?? `gemm_rs_${o.backend === "sm" ? "sm" : "ce"}`,
+    world,
+    dtype: o.dtype,
+    buffers,
+    signals: { buffer: SIGNAL_BUFFER, slots, bits: 32 },
+    tables,
+    kernels,
+    hostOps,
+    reference: {
+      operator: "gemm-rs",
+      M, N, K,
+      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
+      output: GEMM_RS_BUFFERS.out,
+      rowsPerRank,
+      tolerance: o.tolerance,
+    },
+    timing: o.timing,
+    waitTimeoutNs: o.waitTimeoutNs,
+  });
+  return { files, manifest };
+}

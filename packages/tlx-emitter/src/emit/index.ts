@@ -1,0 +1,10 @@
+// Barrel of the emitters: plan + tile schedule → kernel sources + ovl.manifest/v1.
+export { emitAgGemm, type EmitResult } from "./ag-gemm.js";
+export { emitGemmRs, GEMM_RS_BUFFERS } from "./gemm-rs.js";
+export { emitManifestJson } from "./manifest-json.js";
+export { type EmittedFile, SIGNAL_BUFFER } from "./common.js";
+export { type EmitOptions } from "./options.js";
+export { planHostOps, commStreamName } from "./host-ops.js";
+export { mBlockTables, type MBlockTables } from "./m-block-tables.js";
+export { elementRuns, pairRuns, type ElementRun } from "./segments.js";
+export { examples as exampleManifests, type ExampleShape } from "./examples.js";

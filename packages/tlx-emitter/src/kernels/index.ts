@@ -1,0 +1,26 @@
+// Barrel of the kernel templates: each returns a complete Python module (device library +
+// one `@triton.jit` kernel) and is described by a KernelTemplateInfo the manifest follows.
+export {
+  checkGemmParams,
+  checkLaunch,
+  type GemmParams,
+  type KernelTemplateInfo,
+  type LaunchOptions,
+  type SourceOptions,
+} from "./common.js";
+export { AG_GEMM_CONSUMER, agGemmConsumerSource } from "./ag-gemm-consumer.js";
+export { GEMM_PRODUCER, gemmProducerSource } from "./gemm-producer.js";
+export { RS_REDUCE, checkRsReduceParams, rsReduceGrid, rsReduceSource, type RsReduceParams } from "./rs-reduce.js";
+export {
+  RING_REDUCE,
+  RING_REDUCE_FIELDS,
+  SM_PULL,
+  SM_PULL_FIELDS,
+  SM_PUSH,
+  SM_PUSH_FIELDS,
+  checkSmCommParams,
+  ringReduceSource,
+  smPullSource,
+  smPushSource,
+  type SmCommParams,
+} from "./sm-comm.js";

@@ -1,0 +1,105 @@
+import { describe, expect, it } from "vitest";
+import { EmitError } from "../writer/index.js";
+import {
+  AG_GEMM_CONSUMER,
+  agGemmConsumerSource,
+  checkGemmParams,
+  checkLaunch,
+  checkRsReduceParams,
+  GEMM_PRODUCER,
+  gemmProducerSource,
+  RING_REDUCE,
+  ringReduceSource,
+  RS_REDUCE,
+  rsReduceSource,
+  SM_PULL,
+  SM_PUSH,
+  smPullSource,
+  smPushSource,
+} from "./index.js";
+
+const GEMM = { M: 512, N: 256, K: 128, BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, GROUP_M: 8 };
+const RS = { WORLD: 2, BLOCK_M: 128, BLOCK_N: 128, N: 256, rows_per_rank: 256 };
+
+function codeOf(f: () => unknown): string | undefined {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof EmitError ? e.code : String(e);
+  }
+  return undefined;
+}
+
+/** The kernel itself: from its `@triton.jit` line to the end of the module. */
+function kernelOf(source: string, entry: string): string {
+  const at = source.indexOf(`def ${entry}(`);
+  return source.slice(source.lastIndexOf("@triton.jit", at));
+}
+
+describe("kernel templates", () => {
+  it("golden modules", async () => {
+    await expect(agGemmConsumerSource(GEMM)).toMatchFileSnapshot("./__golden__/ag_gemm_consumer.py");
+    await expect(gemmProducerSource(GEMM)).toMatchFileSnapshot("./__golden__/gemm_producer.py");
+    await expect(rsReduceSource(RS)).toMatchFileSnapshot("./__golden__/rs_reduce.py");
+    await expect(smPushSource({ BLOCK: 2048 })).toMatchFileSnapshot("./__golden__/sm_push.py");
+    await expect(smPullSource({ BLOCK: 2048 })).toMatchFileSnapshot("./__golden__/sm_pull.py");
+    await expect(ringReduceSource({ BLOCK: 2048 })).toMatchFileSnapshot("./__golden__/ring_reduce.py");
+  });
+
+  it("rs_reduce waits per (rank, m-block) and threads the token into its loads", () => {
+    expect(kernelOf(rsReduceSource(RS), "rs_reduce")).toMatchInlineSnapshot(`
+      "@triton.jit
+      def rs_reduce(part_ptr, out_ptr, sig_ptr, err_ptr, N, rank, target, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+          mb = tl.program_id(0)
+          pn = tl.program_id(1)
+          blocks_per_slab = rows_per_rank // BLOCK_M
+          rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
+          cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)
+          mask = cols[None, :] < N
+          acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+          for p in range(WORLD):
+              off = rows[:, None] * N + cols[None, :]
+              tok = wait_slot(sig_ptr, p * blocks_per_slab + mb, target, err_ptr, rank, timeout_ns)
+              off = consume_token(off, tok)
+              acc += tl.load(part_ptr + p * rows_per_rank * N + off, mask=mask).to(tl.float32)
+          tl.store(out_ptr + rows[:, None] * N + cols[None, :], acc.to(tl.bfloat16), mask=mask)
+      "
+    `);
+  });
+
+  it("every signature lists the manifest's arguments in order, then the constexprs", () => {
+    const cases = [
+      [AG_GEMM_CONSUMER, agGemmConsumerSource(GEMM)],
+      [GEMM_PRODUCER, gemmProducerSource(GEMM)],
+      [RS_REDUCE, rsReduceSource(RS)],
+      [SM_PUSH, smPushSource({ BLOCK: 1024 })],
+      [SM_PULL, smPullSource({ BLOCK: 1024 })],
+      [RING_REDUCE, ringReduceSource({ BLOCK: 1024 })],
+    ] as const;
+    for (const [info, source] of cases) {
+      const params = [...info.args, ...info.constexprs.map((c) => `${c}: tl.constexpr`)].join(", ");
+      expect(source).toContain(`def ${info.entry}(${params}):`);
+    }
+  });
+
+  it("the element type reaches the stores", () => {
+    expect(agGemmConsumerSource(GEMM, { dtype: "fp16" })).toContain("acc.to(tl.float16)");
+    expect(gemmProducerSource(GEMM, { dtype: "fp32" })).toContain("acc.to(tl.float32)");
+    expect(smPushSource({ BLOCK: 1024 }, { dtype: "fp16" })).toContain("tl.pointer_type(tl.float16)");
+    expect(codeOf(() => agGemmConsumerSource(GEMM, { dtype: "int8" as "bf16" }))).toBe("bad-param");
+  });
+
+  it("rejects parameters the kernels cannot run with", () => {
+    expect(codeOf(() => checkGemmParams({ ...GEMM, BLOCK_M: 96 }))).toBe("bad-param");
+    expect(codeOf(() => checkGemmParams({ ...GEMM, BLOCK_K: 8 }))).toBe("bad-param");
+    expect(codeOf(() => checkGemmParams({ ...GEMM, K: 100 }))).toBe("bad-param");
+    expect(codeOf(() => checkGemmParams({ ...GEMM, M: 0 }))).toBe("bad-param");
+    expect(codeOf(() => checkGemmParams({ ...GEMM, GROUP_M: 1.5 }))).toBe("bad-param");
+    expect(codeOf(() => checkGemmParams({ ...GEMM, N: Number.NaN }))).toBe("bad-param");
+    expect(codeOf(() => checkRsReduceParams({ ...RS, rows_per_rank: 200 }))).toBe("bad-param");
+    expect(codeOf(() => smPushSource({ BLOCK: 1000 }))).toBe("bad-param");
+    expect(codeOf(() => checkLaunch({ numWarps: 6, numStages: 3 }))).toBe("bad-param");
+    expect(codeOf(() => checkLaunch({ numWarps: 8, numStages: 9 }))).toBe("bad-param");
+    expect(checkGemmParams(GEMM)).toEqual(GEMM);
+  });
+});

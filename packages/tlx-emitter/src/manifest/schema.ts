@@ -1,0 +1,189 @@
+// The `ovl.manifest/v1` contract between the emitter and the runner (runtime-py): which
+// kernels to load and launch with which arguments, which buffers and signal slots to
+// allocate (symmetric or local), which copy-engine ops each rank issues on which stream,
+// the reference to check against, and the timing protocol. Plain JSON; the runner
+// validates it with the JSON Schema file generated from these zod schemas.
+import { z } from "zod";
+
+/** Version tag of the manifest format. */
+export const MANIFEST_SCHEMA = "ovl.manifest/v1" as const;
+
+const PYTHON_KEYWORDS = new Set([
+  "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+  "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
+  "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+]);
+
+/** A name that is safe to use as a Python identifier (and as a file-name stem). */
+export const Identifier = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must match ^[A-Za-z_][A-Za-z0-9_]*$")
+  .refine((s) => !PYTHON_KEYWORDS.has(s), "must not be a Python keyword");
+
+const Count = z.number().int().nonnegative();
+const Positive = z.number().int().positive();
+
+/** Element types of buffers. `uint32`/`int32` are used for signal slots. */
+export const BufferDType = z.enum(["bf16", "fp16", "fp32", "int32", "uint32", "int64"]);
+export type BufferDType = z.infer<typeof BufferDType>;
+
+/**
+ * A buffer every rank allocates. `symmetric` buffers come from symmetric memory (peers can
+ * address them); others are ordinary local allocations. `init` says how the runner fills it
+ * before each checked run: `random` (fresh normal values per rank), `zeros`, `poison` (NaN,
+ * so an element no kernel wrote fails the check) or `keep`.
+ */
+export const Buffer = z.object({
+  name: Identifier,
+  shape: z.array(Positive).min(1),
+  dtype: BufferDType,
+  symmetric: z.boolean(),
+  init: z.enum(["random", "zeros", "poison", "keep"]),
+});
+export type Buffer = z.infer<typeof Buffer>;
+
+/** A contiguous run of `length` elements at element `offset` of `buffer` on rank `rank`. */
+export const Segment = z.object({
+  buffer: Identifier,
+  rank: Count,
+  offset: Count,
+  length: Positive,
+});
+export type Segment = z.infer<typeof Segment>;
+
+/**
+ * A host-written signal: after the op, the stream writes `epoch` (the launch count, from 1)
+ * into slot `slot` of `rank`'s signal buffer. Host writes set rather than add, so a slot
+ * written by the host has exactly one writer per launch (arrivals = 1).
+ */
+export const SignalWrite = z.object({ rank: Count, slot: Count });
+export type SignalWrite = z.infer<typeof SignalWrite>;
+
+/**
+ * A host-side op on a communication stream (the copy-engine backend):
+ * - `copy`: a peer or local copy of a contiguous segment (`cudaMemcpyAsync` on the stream),
+ *   optionally followed by a stream-written signal.
+ * - `wait`: the stream waits until a slot of this rank reaches `epoch × arrivals`
+ *   (a host-side `rank_wait`), bounded like every wait.
+ */
+export const HostOp = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("copy"), src: Segment, dst: Segment, signal: SignalWrite.optional() }),
+  z.object({ kind: z.literal("wait"), slot: Count, arrivals: Positive }),
+]);
+export type HostOp = z.infer<typeof HostOp>;
+
+/** One rank's communication streams, each an ordered list of host ops. */
+export const RankHostOps = z.object({
+  rank: Count,
+  streams: z.array(z.object({ name: Identifier, ops: z.array(HostOp) })),
+});
+export type RankHostOps = z.infer<typeof RankHostOps>;
+
+/** A per-rank integer table (tile order, wait slots...), uploaded once as a device tensor. */
+export const Table = z.object({
+  name: Identifier,
+  dtype: z.enum(["int32", "int64"]),
+  /** `values[rank]`: the table of that rank; every rank's table has the same length. */
+  values: z.array(z.array(z.number().int())).min(1),
+});
+export type Table = z.infer<typeof Table>;
+
+/**
+ * A kernel argument, resolved by the runner on each rank:
+ * - `buffer`: this rank's buffer (a tensor).
+ * - `peer-pointers`: an int64 tensor of every rank's base address of a symmetric buffer.
+ * - `table`: this rank's row of a table (a device tensor).
+ * - `int`: a literal integer; `rank` / `world`: this rank and the world size.
+ * - `epoch-target`: `epoch × arrivals` for the current launch (the monotone-epoch wait target).
+ * - `epoch`: the current launch count (from 1).
+ * - `timeout-ns`: the bound of every device-side wait.
+ * - `error-buffer`: the int32 buffer a timed-out wait records `(1, rank, slot, seen, expected)` in.
+ */
+export const KernelArg = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("buffer"), name: Identifier }),
+  z.object({ kind: z.literal("peer-pointers"), buffer: Identifier }),
+  z.object({ kind: z.literal("table"), name: Identifier }),
+  z.object({ kind: z.literal("int"), value: z.number().int() }),
+  z.object({ kind: z.literal("rank") }),
+  z.object({ kind: z.literal("world") }),
+  z.object({ kind: z.literal("epoch") }),
+  z.object({ kind: z.literal("epoch-target"), arrivals: Positive }),
+  z.object({ kind: z.literal("timeout-ns") }),
+  z.object({ kind: z.literal("error-buffer") }),
+]);
+export type KernelArg = z.infer<typeof KernelArg>;
+
+/**
+ * A kernel template kind: an identifier that may also contain `-` (the template kinds are
+ * kebab-case: `ag-gemm-consumer`, `gemm-producer`, `rs-reduce`, `sm-push`, `sm-pull`,
+ * `ring-reduce`). Added so those kinds validate; every identifier is still accepted.
+ */
+export const TemplateKind = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, "must match ^[A-Za-z_][A-Za-z0-9_-]*$");
+
+/** Launch grid: each dimension a number or `num-sms` (the device's multiprocessor count, capped). */
+export const GridDim = z.union([Positive, z.object({ kind: z.literal("num-sms"), cap: Positive.optional() })]);
+export type GridDim = z.infer<typeof GridDim>;
+
+/**
+ * A kernel launch. `source` is a Python file relative to the manifest; `entry` the
+ * `@triton.jit` function in it. `template` names the kernel template and its parameters so
+ * that the CPU emulation can execute the same tile schedule without a GPU.
+ */
+export const Kernel = z.object({
+  name: Identifier,
+  source: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py$/, "a relative .py path").refine((p) => !p.includes(".."), "must not contain .."),
+  entry: Identifier,
+  stream: z.enum(["compute", "comm"]),
+  grid: z.array(GridDim).min(1).max(3),
+  numWarps: Positive,
+  numStages: Positive,
+  args: z.array(z.object({ name: Identifier, value: KernelArg })),
+  constexprs: z.record(Identifier, z.union([z.number(), z.boolean()])),
+  template: z.object({ kind: TemplateKind, params: z.record(Identifier, z.union([z.number(), z.string(), z.boolean()])) }),
+});
+export type Kernel = z.infer<typeof Kernel>;
+
+/**
+ * What the result is checked against. `operator` is the logical (global) problem; `inputs`
+ * and `output` name the buffers holding each rank's shard / result. Thresholds are relative
+ * Frobenius errors ‖out − ref‖ / ‖ref‖.
+ */
+export const Reference = z.object({
+  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce"]),
+  M: Positive,
+  N: Positive,
+  K: Positive,
+  inputs: z.record(Identifier, Identifier),
+  output: Identifier,
+  /** For row-sharded inputs/outputs: the first row each rank holds of the global tensor. */
+  rowsPerRank: Positive.optional(),
+  tolerance: z.number().positive(),
+});
+export type Reference = z.infer<typeof Reference>;
+
+/** The timing protocol: CUDA events around each launch, median of `reps`, max over ranks. */
+export const Timing = z.object({
+  warmup: Count,
+  reps: Positive,
+  checkRuns: Positive,
+});
+export type Timing = z.infer<typeof Timing>;
+
+/** A complete manifest. */
+export const Manifest = z.object({
+  $schema: z.literal(MANIFEST_SCHEMA),
+  name: Identifier,
+  world: Positive,
+  dtype: z.enum(["bf16", "fp16", "fp32"]),
+  buffers: z.array(Buffer).min(1),
+  /** The signal buffer (a symmetric `uint32`/`int32` buffer in `buffers`) and its slot count. */
+  signals: z.object({ buffer: Identifier, slots: Positive, bits: z.union([z.literal(32), z.literal(64)]) }),
+  tables: z.array(Table),
+  kernels: z.array(Kernel).min(1),
+  hostOps: z.array(RankHostOps),
+  reference: Reference,
+  timing: Timing,
+  /** Bound of every wait, device or host side, in nanoseconds. */
+  waitTimeoutNs: Positive,
+});
+export type Manifest = z.infer<typeof Manifest>;
