@@ -82,7 +82,7 @@ def _checked_and_timed(m: Manifest, s: Any, outcome: RunOutcome, epochs: int | N
     # Warm-up: every kernel (the runner's own wait kernel included) compiles and loads
     # while nothing can spin, since device waits target 0.
     s.launch(warm=True)
-    torch.cuda.synchronize()
+    s.sync()
     s.raise_wait_errors()
     dist.barrier()
     progress({"event": "warmed-up", "epoch": s.epoch})
@@ -93,7 +93,7 @@ def _checked_and_timed(m: Manifest, s: Any, outcome: RunOutcome, epochs: int | N
         s.init_buffers(gen)
         snap = {key: s.tensors[name].clone() for key, name in m.reference.inputs.items()}
         s.launch()
-        torch.cuda.synchronize()
+        s.sync()
         s.raise_wait_errors()
         ref = torch_reference(m, snap, s.rank)
         err = relative_error(output_view(m, s.tensors[m.reference.output], s.rank), ref)
@@ -109,7 +109,7 @@ def _checked_and_timed(m: Manifest, s: Any, outcome: RunOutcome, epochs: int | N
         dist.barrier()
     progress({"event": "timing", "warmup": m.timing.warmup, "reps": m.timing.reps})
     mine = timed(s.launch, m.timing.warmup, m.timing.reps)
-    torch.cuda.synchronize()
+    s.sync()
     s.raise_wait_errors()
     local = torch.tensor(mine, device="cuda", dtype=torch.float64)
     gathered = [torch.empty_like(local) for _ in range(m.world)]

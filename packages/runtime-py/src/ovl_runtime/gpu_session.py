@@ -2,8 +2,8 @@
 
 Built after ``torch.distributed`` is up (one process per GPU, under torchrun). Symmetric
 buffers come from ``torch.distributed._symmetric_memory``; host ops become copy-engine
-copies on side streams plus ``stream_write_value32`` signals; ``wait`` host ops become a
-bounded spin kernel. A launch enqueues the comm kernels, then the compute kernels, then
+copies on side streams plus ``stream_write_value32`` signals; ``wait`` host ops become
+stream memory waits (``gpu_streamwait``), bounded from the host. A launch enqueues the comm kernels, then the compute kernels, then
 the host ops (their Python overhead must not delay the GEMM), then joins the side streams.
 """
 
@@ -109,6 +109,11 @@ class GpuSession:
         self.kernels = [self._prepare_kernel(k, i) for i, k in enumerate(m.kernels)]
         self.host_streams = [(s.name, torch.cuda.Stream(), self._prepare_ops(s.ops)) for s in m.streams_of(rank)]
         self.comm_kernel_stream = torch.cuda.Stream()
+        self.stream_waits = None
+        if any(op[0] == "wait" for _n, _s, ops in self.host_streams for op in ops):
+            from .gpu_streamwait import StreamWaits
+
+            self.stream_waits = StreamWaits(sig.view(torch.uint32), rank)
         torch.cuda.synchronize()
         dist.barrier()
 
@@ -204,8 +209,6 @@ class GpuSession:
 
     def launch(self, warm: bool = False) -> None:
         """Enqueue the next epoch. ``warm``: every wait targets 0 (compile and load, never spin)."""
-        from .gpu_device import stream_wait_kernel
-
         self.epoch += 1
         main = torch.cuda.current_stream()
         start = torch.cuda.Event()
@@ -236,11 +239,22 @@ class GpuSession:
                     else:
                         _, slot, arrivals = op
                         target = 0 if warm else self._target(arrivals)
-                        stream_wait_kernel[(1,)](self.sig_kernel, slot, target, self.err, self.rank, self.m.wait_timeout_ns, num_warps=1)
+                        assert self.stream_waits is not None
+                        self.stream_waits.enqueue(st, slot, target)
         for _name, st, _ops in self.host_streams:
             main.wait_stream(st)
         if comm:
             main.wait_stream(self.comm_kernel_stream)
+
+    def sync(self) -> None:
+        """Synchronize this device, bounded: a host-side wait never filled is released and recorded."""
+        if self.stream_waits is None:
+            torch.cuda.synchronize()
+            return
+        self.stream_waits.sync(self.m.wait_timeout_ns / 1e9 + 2.0)
+        if self.stream_waits.timeouts and int(self.err[0].item()) == 0:
+            rank, slot, seen, expected = self.stream_waits.timeouts[0]
+            self.err.copy_(torch.tensor([1, rank, slot, _signed32(seen), _signed32(expected), 0, 0, 0], dtype=torch.int32, device="cuda"))
 
     def raise_wait_errors(self) -> None:
         """After a sync: if any rank's waits timed out, raise the same WaitTimeout on every rank."""

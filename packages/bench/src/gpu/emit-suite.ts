@@ -1,0 +1,70 @@
+// Emits the GPU benchmark suite: for each MLP shape (TileLink Table 4) and world size,
+// AllGather+GEMM over a push-swizzled AllGather (copy engine) and GEMM+ReduceScatter over a
+// direct ReduceScatter (copy engine and SM pushes), as manifests the runner executes:
+//   tsx src/gpu/emit-suite.ts <out-dir> [--shapes MLP-1,MLP-2] [--worlds 2,4] [--splits 1,2]
+//   torchrun --nproc_per_node=W -m ovl_runtime run <out-dir>/<case>/manifest.json --baselines
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import { emitAgGemm, emitGemmRs, emitManifestJson, type EmitResult } from "@ovl/tlx-emitter";
+import { MLP_SHAPES, type MlpShapeName } from "../shapes.js";
+
+const TILE = { BM: 128, BN: 256, BK: 64 } as const;
+
+function flag(name: string, fallback: string): string[] {
+  const i = process.argv.indexOf(name);
+  return (i >= 0 ? process.argv[i + 1] ?? fallback : fallback).split(",").filter(Boolean);
+}
+
+/** The suite's cases for one shape and world: name → emitted kernels and manifest. */
+export function suiteCases(shapeName: MlpShapeName, world: number, splits: readonly number[]): Record<string, EmitResult> {
+  const { S, H, I } = MLP_SHAPES[shapeName];
+  const n = I / world;
+  if (!Number.isInteger(n) || S % world !== 0) throw new Error(`${shapeName} does not shard evenly over ${world} ranks`);
+  const tag = `${shapeName.replace("-", "").toLowerCase()}_w${world}`;
+  const timing = { warmup: 5, reps: 30, checkRuns: 10 };
+  const cases: Record<string, EmitResult> = {};
+  for (const split of splits) {
+    const ag = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }));
+    const schedule = lowerToTileSchedule(
+      ag,
+      { tensor: "A", problem: { M: S, N: n, K: H }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
+      { role: "consumer" },
+    );
+    cases[`${tag}_ag_gemm_s${split}`] = emitAgGemm(ag, schedule, { name: `${tag}_ag_gemm_s${split}`, timing });
+  }
+  const rs = planSignals(
+    reduceScatterDirect({ tensor: { name: "C", shape: [S, H], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], afterCompute: true }),
+  );
+  const rsSchedule = lowerToTileSchedule(
+    rs,
+    { tensor: "C_partial", problem: { M: S, N: H, K: n }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
+    { role: "producer" },
+  );
+  for (const backend of ["copy-engine", "sm"] as const) {
+    const name = `${tag}_gemm_rs_${backend === "sm" ? "sm" : "ce"}`;
+    cases[name] = emitGemmRs(rs, rsSchedule, { name, backend, timing });
+  }
+  return cases;
+}
+
+const out = process.argv[2];
+if (out === undefined || out.startsWith("--")) {
+  console.error("usage: tsx src/gpu/emit-suite.ts <out-dir> [--shapes MLP-1,MLP-2] [--worlds 2,4] [--splits 1,2]");
+  process.exit(2);
+}
+const shapes = flag("--shapes", "MLP-1,MLP-2") as MlpShapeName[];
+for (const s of shapes) if (!(s in MLP_SHAPES)) throw new Error(`unknown shape ${s}; choose from ${Object.keys(MLP_SHAPES).join(", ")}`);
+const worlds = flag("--worlds", "2").map(Number);
+const splits = flag("--splits", "1,2").map(Number);
+for (const shape of shapes) {
+  for (const world of worlds) {
+    for (const [name, result] of Object.entries(suiteCases(shape, world, splits))) {
+      const dir = join(out, name);
+      mkdirSync(dir, { recursive: true });
+      for (const f of result.files) writeFileSync(join(dir, f.path), f.text);
+      writeFileSync(join(dir, "manifest.json"), emitManifestJson(result.manifest));
+      console.log(`${dir} (world ${world})`);
+    }
+  }
+}

@@ -1,0 +1,82 @@
+"""Host-side ``rank_wait`` on the copy-engine path: a stream memory wait, no SM needed.
+
+``cuStreamWaitValue32(stream, addr, target, GEQ)`` holds a stream until the 32-bit slot
+satisfies ``(int32)(*addr - target) >= 0`` — the wrap-aware comparison of the epoch model.
+Unlike a spin kernel it needs no multiprocessor, so it cannot starve behind kernels that
+occupy every SM. The driver offers no timeout, so :class:`StreamWaits` bounds it from the
+host: past the deadline the slot is read, the wait is recorded as timed out, and the slot is
+set to its target on a separate stream so the blocked stream drains. Imports torch: GPU only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+
+import torch
+from torch._C._distributed_c10d import _SymmetricMemory
+
+from .signals import reached
+
+_CU_STREAM_WAIT_VALUE_GEQ = 0x0
+
+
+def _driver_wait_fn():
+    lib = ctypes.CDLL("libcuda.so.1")
+    for symbol in ("cuStreamWaitValue32_v2", "cuStreamWaitValue32"):
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+            return fn
+    raise RuntimeError("libcuda has no cuStreamWaitValue32: host-side waits need a CUDA 11.7+ driver")
+
+
+@dataclass
+class PendingWait:
+    slot: int
+    target: int
+
+
+class StreamWaits:
+    """Enqueues stream waits on slots of this rank's signal buffer and bounds them."""
+
+    def __init__(self, sig_u32: torch.Tensor, rank: int) -> None:
+        self.sig = sig_u32
+        self.rank = rank
+        self._wait = _driver_wait_fn()
+        self._rescue = torch.cuda.Stream()
+        self.pending: list[PendingWait] = []
+        self.timeouts: list[tuple[int, int, int, int]] = []
+
+    def enqueue(self, stream: torch.cuda.Stream, slot: int, target: int) -> None:
+        """Stream ``stream`` waits until ``slot`` reaches ``target`` (uint32, wrap-aware)."""
+        target &= 0xFFFFFFFF
+        addr = self.sig.data_ptr() + slot * self.sig.element_size()
+        rc = self._wait(ctypes.c_void_p(stream.cuda_stream), addr, target, _CU_STREAM_WAIT_VALUE_GEQ)
+        if rc != 0:
+            raise RuntimeError(f"rank {self.rank}: cuStreamWaitValue32 on slot {slot} failed with CUresult {rc}")
+        self.pending.append(PendingWait(slot, target))
+
+    def sync(self, timeout_s: float) -> None:
+        """Waits for all work of this device, releasing host waits still blocked after ``timeout_s``."""
+        done = torch.cuda.Event()
+        done.record(torch.cuda.current_stream())
+        deadline = time.monotonic() + timeout_s
+        while not done.query():
+            if time.monotonic() > deadline:
+                self._release()
+                break
+            time.sleep(1e-4)
+        torch.cuda.synchronize()
+        self.pending.clear()
+
+    def _release(self) -> None:
+        with torch.cuda.stream(self._rescue):
+            for w in self.pending:
+                seen = int(self.sig[w.slot].item())
+                if not reached(seen, w.target, 32):
+                    self.timeouts.append((self.rank, w.slot, seen, w.target))
+                    _SymmetricMemory.stream_write_value32(self.sig, w.slot, w.target)
+            self._rescue.synchronize()
