@@ -67,14 +67,17 @@ def ag_gemm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
 
 
 def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16, BN: int = 32, group_m: int = 2,
-            dtype: str = "fp32", tolerance: float = 1e-4) -> dict[str, Any]:
-    """A producer GEMM notifying per tile, copy-engine sends of finished m-blocks to their owner, rs-reduce."""
+            dtype: str = "fp32", tolerance: float = 1e-4, chunk_blocks: int = 1) -> dict[str, Any]:
+    """A producer GEMM notifying per tile, copy-engine sends of finished chunks (``chunk_blocks``
+    m-blocks, one copy and one signal each) to their owner, rs-reduce reading its slot table."""
     rpr = M // world
-    assert rpr % BM == 0
+    assert rpr % (BM * chunk_blocks) == 0
     per_slab, blocks = rpr // BM, M // BM
     n_tiles = math.ceil(N / BN)
     done0 = world * per_slab  # tile-done slots follow the arrival slots read by rs-reduce
     orders, notify, host = [], [], []
+    # rs-reduce's table: (p, mb) waits on the slot of the chunk holding mb, named by its first m-block
+    arrival = [[p * per_slab + mb // chunk_blocks * chunk_blocks for p in range(world) for mb in range(per_slab)]] * world
     for r in range(world):
         order = []
         for i in range(1, world + 1):
@@ -86,11 +89,11 @@ def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
         for i in range(1, world + 1):
             o = (r + i) % world
             ops: list[dict[str, Any]] = []
-            for mb in range(per_slab):
+            for mb in range(0, per_slab, chunk_blocks):
                 m = o * per_slab + mb
-                ops.append({"kind": "wait", "slot": done0 + m, "arrivals": n_tiles})
-                ops.append({"kind": "copy", "src": {"buffer": "C", "rank": r, "offset": m * BM * N, "length": BM * N},
-                            "dst": {"buffer": "P", "rank": o, "offset": (r * rpr + mb * BM) * N, "length": BM * N},
+                ops += [{"kind": "wait", "slot": done0 + m + k, "arrivals": n_tiles} for k in range(chunk_blocks)]
+                ops.append({"kind": "copy", "src": {"buffer": "C", "rank": r, "offset": m * BM * N, "length": chunk_blocks * BM * N},
+                            "dst": {"buffer": "P", "rank": o, "offset": (r * rpr + mb * BM) * N, "length": chunk_blocks * BM * N},
                             "signal": {"rank": o, "slot": r * per_slab + mb}})
             streams.append({"name": f"to{o}", "ops": ops})
         host.append({"rank": r, "streams": streams})
@@ -101,7 +104,7 @@ def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
              _arg("M", kind="int", value=M), _arg("N", kind="int", value=N), _arg("K", kind="int", value=K)]
     rp = {"WORLD": world, "BLOCK_M": BM, "BLOCK_N": BN, "N": N, "rows_per_rank": rpr}
     rargs = [_arg("part_ptr", kind="buffer", name="P"), _arg("out_ptr", kind="buffer", name="out"), _arg("sig_ptr", kind="buffer", name="sig"),
-             _arg("err_ptr", kind="error-buffer"), _arg("N", kind="int", value=N), _arg("rank", kind="rank"),
+             _arg("slot_ptr", kind="table", name="arrival_slot"), _arg("err_ptr", kind="error-buffer"), _arg("N", kind="int", value=N), _arg("rank", kind="rank"),
              _arg("target", kind="epoch-target", arrivals=1), _arg("timeout_ns", kind="timeout-ns"), _arg("rows_per_rank", kind="int", value=rpr)]
     slots = done0 + blocks
     return {
@@ -115,7 +118,8 @@ def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
             {"name": "sig", "shape": [slots], "dtype": "uint32", "symmetric": True, "init": "zeros"},
         ],
         "signals": {"buffer": "sig", "slots": slots, "bits": 32},
-        "tables": [{"name": "order", "dtype": "int32", "values": orders}, {"name": "notify_slot", "dtype": "int32", "values": notify}],
+        "tables": [{"name": "order", "dtype": "int32", "values": orders}, {"name": "notify_slot", "dtype": "int32", "values": notify},
+                   {"name": "arrival_slot", "dtype": "int32", "values": arrival}],
         "kernels": [
             _kernel("gemm_producer", "gemm-producer", gp, gargs, [{"kind": "num-sms", "cap": blocks * n_tiles}]),
             _kernel("rs_reduce", "rs-reduce", rp, rargs, [per_slab, n_tiles]),

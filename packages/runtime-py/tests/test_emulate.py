@@ -27,6 +27,34 @@ def test_gemm_rs_is_exact_over_three_epochs(world):
     assert out.failures == [] and out.ok and len(out.checks) == 3
 
 
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("chunk_blocks", [1, 2])
+def test_gemm_rs_with_one_copy_and_one_signal_per_chunk_is_exact(world, chunk_blocks):
+    d = builders.gemm_rs(world=world, M=64 * world, N=48, K=24, BM=16, BN=32, chunk_blocks=chunk_blocks)
+    copies = [op for op in d["hostOps"][0]["streams"][0]["ops"] if op["kind"] == "copy"]
+    assert len(copies) == 4 // chunk_blocks  # 4 m-blocks per slab
+    out = emulate(parse_manifest(d), epochs=3)
+    assert out.failures == [] and out.ok and len(out.checks) == 3
+
+
+def test_rs_reduce_waits_on_the_slot_its_table_names():
+    d = builders.gemm_rs(world=2, M=128, BM=16, chunk_blocks=2)
+    table = d["tables"][2]["values"]
+    assert table[0][:4] == [0, 0, 2, 2]
+    d["tables"][2]["values"] = [list(table[0]), [1, *table[1][1:]]]  # rank 1 waits for (rank 0, m-block 0) on slot 1, which no copy signals
+    out = emulate(parse_manifest(d), timeout_s=FAST)
+    (err,) = out.failures
+    assert isinstance(err, WaitTimeout)
+    assert (err.rank, err.slot, err.seen, err.expected) == (1, 1, 0, 1) and "rs_reduce" in str(err)
+
+
+def test_an_rs_reduce_slot_outside_the_signal_buffer_is_a_kernel_fault():
+    d = builders.gemm_rs(world=2, M=64, BM=16)
+    d["tables"][2]["values"] = [list(d["tables"][2]["values"][0]), [99, 1, 2, 3]]
+    out = emulate(parse_manifest(d), timeout_s=FAST)
+    assert isinstance(out.failures[0], KernelFault) and "slot_ptr[0] = 99" in str(out.failures[0])
+
+
 def test_signal_slots_are_never_reset_between_epochs():
     d = builders.gemm_rs(world=2, M=64, N=64, BM=16, BN=32)
     emu = Emulator(parse_manifest(d))

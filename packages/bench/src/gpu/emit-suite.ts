@@ -33,17 +33,20 @@ export function suiteCases(shapeName: MlpShapeName, world: number, splits: reado
     );
     cases[`${tag}_ag_gemm_s${split}`] = emitAgGemm(ag, schedule, { name: `${tag}_ag_gemm_s${split}`, timing });
   }
-  const rs = planSignals(
-    reduceScatterDirect({ tensor: { name: "C", shape: [S, H], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], afterCompute: true }),
-  );
-  const rsSchedule = lowerToTileSchedule(
-    rs,
-    { tensor: "C_partial", problem: { M: S, N: H, K: n }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
-    { role: "producer" },
-  );
-  for (const backend of ["copy-engine", "sm"] as const) {
-    const name = `${tag}_gemm_rs_${backend === "sm" ? "sm" : "ce"}`;
-    cases[name] = emitGemmRs(rs, rsSchedule, { name, backend, timing });
+  for (const split of splits) {
+    const rs = planSignals(
+      reduceScatterDirect({ tensor: { name: "C", shape: [S, H], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true }),
+    );
+    const rsSchedule = lowerToTileSchedule(
+      rs,
+      { tensor: "C_partial", problem: { M: S, N: H, K: n }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
+      { role: "producer" },
+    );
+    // The SM backend moves every m-block itself; the split only changes the copy engine's chunks.
+    for (const backend of split === splits[0] ? (["copy-engine", "sm"] as const) : (["copy-engine"] as const)) {
+      const name = `${tag}_gemm_rs_${backend === "sm" ? "sm" : "ce"}_s${split}`;
+      cases[name] = emitGemmRs(rs, rsSchedule, { name, backend, timing });
+    }
   }
   return cases;
 }

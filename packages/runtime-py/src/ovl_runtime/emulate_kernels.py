@@ -176,7 +176,10 @@ def gemm_producer(ctx: KernelContext) -> None:
 
 
 def rs_reduce(ctx: KernelContext) -> None:
-    """out[slab] = Σ_p partials[p], waiting per (p, m-block) on slot p × blocks_per_slab + m."""
+    """out[slab] = Σ_p partials[p], waiting per (p, m-block) on slot ``slot_ptr[p × blocks_per_slab + m]``.
+
+    The table lets one signal cover a delivered chunk of several m-blocks; an entry outside
+    the signal buffer is a KernelFault, as the kernel's wait would read out of bounds."""
     world, BM, BN = ctx.param("WORLD"), ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
     N, rpr = ctx.size("N"), ctx.size("rows_per_rank")
     if rpr % BM:
@@ -185,13 +188,15 @@ def rs_reduce(ctx: KernelContext) -> None:
     out = ctx.matrix("out_ptr", rpr, N)
     sig, target = ctx.board("sig_ptr"), ctx.size("target")
     per_slab = rpr // BM
+    slots = ctx.table("slot_ptr", world * per_slab)
     for mb in range(per_slab):
         rows = np.arange(mb * BM, (mb + 1) * BM)
         for pn in range(math.ceil(N / BN)):
             cols = slice(pn * BN, min(N, (pn + 1) * BN))
             acc = np.zeros((BM, cols.stop - cols.start), dtype=np.float32)
             for p in range(world):
-                ctx.wait(sig, p * per_slab + mb, target)
+                slot = ctx.entry(slots, "slot_ptr", p * per_slab + mb, 0, sig.num_slots)
+                ctx.wait(sig, slot, target)
                 acc += part[p * rpr + rows, cols]
             out[rows, cols] = acc
 

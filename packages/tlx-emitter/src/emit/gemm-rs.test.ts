@@ -67,6 +67,8 @@ function simulate(m: Manifest, M: number, N: number) {
   const numPidN = Math.ceil(N / TILE.BN);
   const partials = Array.from({ length: W }, () => new Array<number>(W * rows * N).fill(Number.NaN));
   const arrived = Array.from({ length: W }, () => new Map<number, number>());
+  // Per (destination, slot): the element range of `partials` the signalling copy filled.
+  const landed = Array.from({ length: W }, () => new Map<number, [number, number]>());
   for (const mv of moves(m)) {
     // The rows it reads are done once every tile notifying the waited slots has run.
     for (const w of mv.waits) {
@@ -78,12 +80,19 @@ function simulate(m: Manifest, M: number, N: number) {
     }
     for (let i = 0; i < mv.length; i++) partials[mv.to]![mv.dst + i] = partialOf(mv.from, mv.src + i);
     arrived[mv.to]!.set(mv.signal, (arrived[mv.to]!.get(mv.signal) ?? 0) + 1);
+    landed[mv.to]!.set(mv.signal, [mv.dst, mv.dst + mv.length]);
   }
+  const slotTable = m.tables.find((t) => t.name === "rs_arrival_slot")!.values;
   return partials.map((part, r) => {
     const out = new Array<number>(rows * N).fill(0);
     for (let p = 0; p < W; p++) {
       for (let mb = 0; mb < bps; mb++) {
-        if (arrived[r]!.get(p * bps + mb) !== 1) throw new Error(`rank ${r}: slot ${p * bps + mb} signalled ${arrived[r]!.get(p * bps + mb) ?? 0} times, rs-reduce waits for 1`);
+        const slot = slotTable[r]![p * bps + mb]!;
+        if (arrived[r]!.get(slot) !== 1) throw new Error(`rank ${r}: slot ${slot} signalled ${arrived[r]!.get(slot) ?? 0} times, rs-reduce waits for 1`);
+        // rs-reduce reads these rows once the slot fills: the copy signalling it must have written them.
+        const [lo, hi] = landed[r]!.get(slot)!;
+        const first = p * rows * N + mb * TILE.BM * N;
+        if (first < lo || first + TILE.BM * N > hi) throw new Error(`rank ${r}: slot ${slot} signals rows ${lo}..${hi}, not (rank ${p}, m-block ${mb})`);
         for (let i = mb * TILE.BM * N; i < (mb + 1) * TILE.BM * N; i++) out[i]! += part[p * rows * N + i]!;
       }
     }
@@ -110,6 +119,72 @@ describe("emitGemmRs", () => {
     );
   });
 
+  it("copy engine: per rank, the waits, then one copy carrying one signal per chunk", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(1, 2, 4), fc.constantFrom(1, 2), (W, split, blocksPerChunk) => {
+        const M = W * split * blocksPerChunk * TILE.BM;
+        const N = 128;
+        const plan = rsPlan(W, M, N, split);
+        const sched = schedule(plan, M, N, 64);
+        const { manifest } = emitGemmRs(plan, sched);
+        for (const h of manifest.hostOps) {
+          const ops = h.streams.flatMap((s) => s.ops);
+          const copies = ops.filter((op) => op.kind === "copy");
+          const waits = ops.filter((op) => op.kind === "wait");
+          // Every destination (itself included) gets `split` chunks of this rank's partial rows.
+          expect(copies.length).toBe(W * split);
+          expect(copies.every((c) => c.signal !== undefined && c.src.length === blocksPerChunk * TILE.BM * N)).toBe(true);
+          const doneSlots = new Set(manifest.tables.find((t) => t.name === "mblock_notify_slot")!.values[h.rank]);
+          expect(waits.length).toBe(doneSlots.size);
+          expect(new Set(waits.map((w) => (w.kind === "wait" ? w.slot : -1)))).toEqual(doneSlots);
+          expect(ops.length).toBe(waits.length + copies.length);
+        }
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it("the producer computes peers' slabs first, in sending order, and its own slab last", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(1, 2), fc.constantFrom(1, 2), fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">, (W, split, blocksPerChunk, backend) => {
+        const M = W * split * blocksPerChunk * TILE.BM;
+        const N = 64;
+        const plan = rsPlan(W, M, N, split);
+        const { manifest } = emitGemmRs(plan, schedule(plan, M, N, 64), { backend });
+        const bps = M / W / TILE.BM;
+        const order = manifest.tables.find((t) => t.name === "mblock_order")!.values;
+        const sent = moves(manifest);
+        for (let r = 0; r < W; r++) {
+          const slabs = Array.from({ length: W }, (_, i) => (r + 1 + i) % W);
+          const want = slabs.flatMap((q) => Array.from({ length: bps }, (_, k) => q * bps + k));
+          expect(order[r]).toEqual(want);
+          // The comm stream sends rows in the order they are computed.
+          const firstBlocks = sent.filter((mv) => mv.from === r).map((mv) => mv.src / (TILE.BM * N));
+          expect(firstBlocks).toEqual([...firstBlocks].sort((a, b) => want.indexOf(a) - want.indexOf(b)));
+          expect(sent.filter((mv) => mv.from === r).at(-1)!.to).toBe(r);
+        }
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it("rs-reduce reads one arrival slot per delivered chunk", () => {
+    const plan = rsPlan(2, 512, 64, 2);
+    const sched = schedule(plan, 512, 64, 64);
+    const ce = emitGemmRs(plan, sched).manifest;
+    const table = (m: Manifest) => m.tables.find((t) => t.name === "rs_arrival_slot")!.values;
+    // 4 m-blocks per slab in 2 chunks of 2: each chunk's m-blocks share its first m-block's slot.
+    expect(table(ce)).toEqual([
+      [0, 0, 2, 2, 4, 4, 6, 6],
+      [0, 0, 2, 2, 4, 4, 6, 6],
+    ]);
+    expect(ce.kernels[1]!.args.map((a) => a.name)).toContain("slot_ptr");
+    expect(table(emitGemmRs(plan, sched, { backend: "sm" }).manifest)).toEqual([
+      [0, 1, 2, 3, 4, 5, 6, 7],
+      [0, 1, 2, 3, 4, 5, 6, 7],
+    ]);
+  });
+
   it("lays out kernels, slots and buffers as the runner expects", () => {
     const plan = rsPlan(2, 256, 64, 1);
     const { manifest, files } = emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm" });
@@ -120,7 +195,7 @@ describe("emitGemmRs", () => {
     ]);
     expect(files.map((f) => f.path)).toEqual(["gemm_producer.py", "sm_push.py", "rs_reduce.py"]);
     expect(manifest.kernels[2]!.template.params).toEqual({ WORLD: 2, BLOCK_M: 64, BLOCK_N: 128, N: 64, rows_per_rank: 128 });
-    expect(manifest.kernels[2]!.grid).toEqual([2, 1]);
+    expect(manifest.kernels[2]!.grid).toEqual([2]); // min(64 programs, 2 m-blocks × 1 n-block)
     expect(manifest.buffers.map((b) => [b.name, b.shape, b.symmetric])).toEqual([
       ["gemm_a", [256, 64], false],
       ["gemm_b", [64, 64], false],

@@ -22,7 +22,8 @@ import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEnt
 import { commStreamName } from "./host-ops.js";
 import { mBlockTables } from "./m-block-tables.js";
 import { type EmitOptions, resolveOptions } from "./options.js";
-import { rsDeliveries } from "./rs-movements.js";
+import { producerOrder } from "./producer-order.js";
+import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "./rs-movements.js";
 import { validated } from "./validate.js";
 
 /** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
@@ -32,13 +33,16 @@ export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials",
  * Emit GEMM+ReduceScatter: per rank `C_partial = A @ B` (`[M,N]`), and rank r's output
  * rows `r·M/W ..` = Σ_q C_partial of rank q. `plan` is a ReduceScatter of the schedule's
  * tensor (e.g. `reduceScatterDirect({afterCompute: true})`), `schedule` its producer
- * schedule. Signal slots: `q·B + mb` (B = m-blocks per slab) = rank q's partial of m-block
- * mb of this rank's slab has arrived (1 arrival); `W·B + s` = the schedule's tile-done
- * slot s (arrivals = its tile count).
- * - `copy-engine`: rank q's stream `comm<s>` waits on its tile-done slots, copies the
- *   m-block into the owner's `partials[q]` and stream-writes the owner's slot.
- * - `sm`: an `sm-push` kernel on the comm stream does the same per segment-table row.
- * Then `rs-reduce` (compute stream) waits per (q, mb) and sums into `rs_out`.
+ * schedule. Signal slots: `q·B + mb` (B = m-blocks per slab) = rank q's partial of the
+ * chunk starting at m-block mb of this rank's slab has arrived (1 arrival); `W·B + s` =
+ * the schedule's tile-done slot s (arrivals = its tile count). The producer computes the
+ * m-blocks in sending order (peers' slabs first, its own last: `producerOrder`).
+ * - `copy-engine`: per chunk (a plan op's rows), rank q's stream `comm<s>` waits on the
+ *   tile-done slots covering it, copies it (contiguous rows) into the owner's
+ *   `partials[q]` with one copy and stream-writes the owner's slot once.
+ * - `sm`: an `sm-push` kernel on the comm stream does the same per m-block segment row.
+ * Then `rs-reduce` (compute stream) waits per (q, mb) on table `rs_arrival_slot`'s slot
+ * and sums into `rs_out`.
  * @throws {EmitError} when M is not W slabs of whole m-blocks, the schedule is not row
  *   blocked, the plan is not a direct ReduceScatter after compute, or options are bad.
  */
@@ -66,14 +70,16 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
   );
   const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank);
+  // The notify table is per m-block, so visiting m-blocks in sending order keeps it valid.
+  const order = ranks.map((r) => producerOrder(deliveries, r.rank, numPidM));
   const maxTileDone = Math.max(0, ...ranks.flatMap((r) => r.slots.map((s) => s.slot + 1)));
   const slots = tileDoneBase + maxTileDone;
   const slabElems = rowsPerRank * N;
   const rowsElems = params.BLOCK_M * N;
-  const where = (d: (typeof deliveries)[number]) => ({
+  const where = (d: { from: number; to: number; mBlock: number }) => ({
     src: d.mBlock * rowsElems,
     dst: d.from * slabElems + (d.mBlock - d.to * blocksPerSlab) * rowsElems,
-    slot: d.from * blocksPerSlab + (d.mBlock - d.to * blocksPerSlab),
+    slot: arrivalSlot(d, blocksPerSlab),
   });
 
   const buffers: Buffer[] = [
@@ -86,8 +92,13 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   ];
   checkDistinctBuffers(buffers);
   const tables: Table[] = [
-    { name: "mblock_order", dtype: "int32", values: perRank.map((t) => t.order) },
+    { name: "mblock_order", dtype: "int32", values: order },
     { name: "mblock_notify_slot", dtype: "int32", values: perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s))) },
+    {
+      name: "rs_arrival_slot",
+      dtype: "int32",
+      values: ranks.map((r) => arrivalSlotTable(deliveries, r.rank, world, blocksPerSlab, o.backend === "sm")),
+    },
   ];
   const gemm = { numWarps: o.numWarps, numStages: o.numStages };
   const kernels: Kernel[] = [
@@ -125,11 +136,13 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
           waited.add(`${d.stream}:${w.slot}`);
           ops.push({ kind: "wait", slot: tileDoneBase + w.slot, arrivals: w.arrivals });
         }
+        // Whole rows of a row-major tensor: the chunk is one contiguous run on both sides.
         const at = where(d);
+        const length = d.blocks * rowsElems;
         ops.push({
           kind: "copy",
-          src: { buffer: tensor.name, rank: d.from, offset: at.src, length: rowsElems },
-          dst: { buffer: GEMM_RS_BUFFERS.partials, rank: d.to, offset: at.dst, length: rowsElems },
+          src: { buffer: tensor.name, rank: d.from, offset: at.src, length },
+          dst: { buffer: GEMM_RS_BUFFERS.partials, rank: d.to, offset: at.dst, length },
           signal: { rank: d.to, slot: at.slot },
         });
         streams.set(d.stream, ops);
@@ -138,14 +151,17 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     });
   } else {
     const comm = checkSmCommParams({ BLOCK: o.commBlock });
+    // One segment per m-block: the push programs then share a chunk between them.
     const rows = ranks.map((r) =>
       deliveries
         .filter((d) => d.from === r.rank)
-        .map((d) => {
+        .flatMap((d) => {
           if (d.waits.length !== 1) throw new EmitError("bad-plan", `rank ${d.from}: m-block ${d.mBlock} waits on ${d.waits.length} tile-done slots; sm-push waits on one`);
           const w = d.waits[0]!;
-          const at = where(d);
-          return [at.src, d.to, at.dst, rowsElems, tileDoneBase + w.slot, w.arrivals, at.slot];
+          return Array.from({ length: d.blocks }, (_, k) => {
+            const at = where({ from: d.from, to: d.to, mBlock: d.mBlock + k });
+            return [at.src, d.to, at.dst, rowsElems, tileDoneBase + w.slot, w.arrivals, at.slot];
+          });
         }),
     );
     const count = Math.max(1, ...rows.map((r) => r.length));
@@ -183,13 +199,14 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     kernelEntry(RS_REDUCE, {
       name: "rs_reduce",
       stream: "compute",
-      grid: rsReduceGrid(reduce),
+      grid: rsReduceGrid(reduce, o.reducePrograms),
       numWarps: 4,
       numStages: 1,
       args: {
         part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
         out_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.out },
         sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+        slot_ptr: { kind: "table", name: "rs_arrival_slot" },
         err_ptr: { kind: "error-buffer" },
         N: { kind: "int", value: N },
         rank: { kind: "rank" },

@@ -6,5 +6,7 @@ export { type EmittedFile, SIGNAL_BUFFER } from "./common.js";
 export { type EmitOptions } from "./options.js";
 export { planHostOps, commStreamName } from "./host-ops.js";
 export { mBlockTables, type MBlockTables } from "./m-block-tables.js";
+export { producerOrder } from "./producer-order.js";
+export { arrivalSlot, arrivalSlotTable, type Delivery, rsDeliveries, sendOrder } from "./rs-movements.js";
 export { elementRuns, pairRuns, type ElementRun } from "./segments.js";
 export { examples as exampleManifests, type ExampleShape } from "./examples.js";

@@ -26,6 +26,8 @@ export interface EmitOptions {
   readonly commBlock?: number;
   /** `BLOCK_N` of `rs-reduce` (default 128). */
   readonly reduceBlockN?: number;
+  /** Programs of the persistent `rs-reduce` (default 64, leaving SMs for the deliveries). */
+  readonly reducePrograms?: number;
   /** Bound of every wait in ns (default 5 s). */
   readonly waitTimeoutNs?: number;
   /** Timing protocol (default 5 warm-up, 20 reps, 3 checked runs). */
@@ -43,6 +45,7 @@ export interface ResolvedOptions {
   readonly commSms: number;
   readonly commBlock: number;
   readonly reduceBlockN: number;
+  readonly reducePrograms: number;
   readonly waitTimeoutNs: number;
   readonly timing: { warmup: number; reps: number; checkRuns: number };
   readonly tolerance: number;
@@ -69,6 +72,7 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
     commSms: checkPositive(o.commSms ?? 8, "commSms"),
     commBlock: checkPositive(o.commBlock ?? 2048, "commBlock"),
     reduceBlockN: checkPositive(o.reduceBlockN ?? 128, "reduceBlockN"),
+    reducePrograms: checkPositive(o.reducePrograms ?? 64, "reducePrograms"),
     waitTimeoutNs: checkPositive(o.waitTimeoutNs ?? 5_000_000_000, "waitTimeoutNs"),
     timing: { ...timing },
     tolerance,

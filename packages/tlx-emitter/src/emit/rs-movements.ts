@@ -1,17 +1,22 @@
 // GEMM+ReduceScatter data movement from a direct ReduceScatter plan: every op that brings
-// rank q's partial of rank r's slab to rank r becomes, per m-block, a delivery of those
-// rows into r's `partials[q]`, issued on rank q after the tile-done slots covering them.
+// rank q's partial of rank r's slab to rank r becomes one delivery (a chunk: contiguous
+// rows) into r's `partials[q]`, issued on rank q after the tile-done slots covering them.
 import type { ChunkPlan, Region, TileSchedule } from "@ovl/chunk-plan";
 import { EmitError } from "../writer/index.js";
 
-/** One m-block of partial rows moving from `from` (its producer) to `to` (the slab owner). */
+/**
+ * One chunk of partial rows (a plan op's row range: whole m-blocks, contiguous in the
+ * row-major partial tensor) moving from `from` (its producer) to `to` (the slab owner).
+ */
 export interface Delivery {
   readonly from: number;
   readonly to: number;
   /** Plan stream of the op this delivery realises. */
   readonly stream: number;
-  /** Global m-block (rows `mBlock·BM ..`) of the partial tensor. */
+  /** First global m-block (rows `mBlock·BM ..`) of the chunk in the partial tensor. */
   readonly mBlock: number;
+  /** m-blocks in the chunk (rows `mBlock·BM .. (mBlock + blocks)·BM`). */
+  readonly blocks: number;
   /** Tile-done slots of rank `from` (schedule numbering) to wait on, with their arrivals. */
   readonly waits: { slot: number; arrivals: number }[];
 }
@@ -25,7 +30,8 @@ function overlaps(a: Region, b: Region): boolean {
  * `local-copy` on r (q = r), `pull` from q on r, or `push` from r to q whose source is
  * `src` rows inside the destination's slab. Each must depend on compute of its rows on
  * the issuing rank q and on nothing else; rows must cover whole m-blocks and whole columns.
- * Sorted per issuing rank by when its first waited slot comes in the schedule.
+ * Sorted per issuing rank by {@link sendOrder} (peers' slabs first, the local slab last),
+ * then by rows: the order the producer computes them and its comm streams send them.
  * @throws {EmitError} `unsupported-op` (collectives, ops on other tensors, partial
  *   columns), `unsupported-dependency` (op dependencies: chained partial sums as in the
  *   ring need `ring-reduce`), `bad-plan` (rows not BM-aligned or not in the owner's slab).
@@ -69,15 +75,17 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
         if (waits.length === 0) {
           throw new EmitError("bad-plan", `${where} does not wait on the compute of its rows; build the plan with afterCompute: true`);
         }
-        for (let m = r0 / BM; m < (r0 + rows) / BM; m++) out.push({ from, to, stream: s, mBlock: m, waits });
+        out.push({ from, to, stream: s, mBlock: r0 / BM, blocks: rows / BM, waits });
       });
     });
   }
   const seen = new Set<string>();
   for (const d of out) {
-    const key = `${d.from}:${d.to}:${d.mBlock}`;
-    if (seen.has(key)) throw new EmitError("bad-plan", `rows of m-block ${d.mBlock} move from rank ${d.from} to rank ${d.to} twice`);
-    seen.add(key);
+    for (let m = d.mBlock; m < d.mBlock + d.blocks; m++) {
+      const key = `${d.from}:${d.to}:${m}`;
+      if (seen.has(key)) throw new EmitError("bad-plan", `rows of m-block ${m} move from rank ${d.from} to rank ${d.to} twice`);
+      seen.add(key);
+    }
   }
   const world = schedule.ranks.length;
   for (let to = 0; to < world; to++) {
@@ -89,13 +97,47 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
       }
     }
   }
-  // Each rank issues its deliveries in the order its tiles finish (the schedule's slotOrder).
-  const rank = (d: Delivery) => {
-    const order = schedule.ranks.find((r) => r.rank === d.from)?.slotOrder ?? [];
-    return Math.min(...d.waits.map((w) => {
-      const i = order.indexOf(w.slot);
-      return i < 0 ? order.length : i;
-    }));
-  };
-  return out.sort((a, b) => a.from - b.from || rank(a) - rank(b) || a.mBlock - b.mBlock || a.to - b.to);
+  return out.sort((a, b) => a.from - b.from || sendOrder(a, world) - sendOrder(b, world) || a.mBlock - b.mBlock || a.stream - b.stream);
+}
+
+/**
+ * Where a delivery comes in its producer's sending order: peers' slabs first, rank
+ * `from + 1` first and `from - 1` last (each destination at a different distance, so every
+ * rank targets a different peer at any time), and the local slab after them all, since
+ * its rows never cross NVLink and so gain nothing from being finished early.
+ */
+export function sendOrder(d: Pick<Delivery, "from" | "to">, world: number): number {
+  return (((d.to - d.from - 1) % world) + world) % world;
+}
+
+/**
+ * The arrival slot on rank `d.to` that delivery `d` signals once its rows have landed:
+ * `from·B + (first m-block of the chunk within the slab)` (B = m-blocks per slab), so
+ * slots stay in `0..W·B-1` whatever the chunking.
+ */
+export function arrivalSlot(d: Pick<Delivery, "from" | "to" | "mBlock">, blocksPerSlab: number): number {
+  return d.from * blocksPerSlab + (d.mBlock - d.to * blocksPerSlab);
+}
+
+/**
+ * The `rs-reduce` slot table of rank `to` (`W·B` entries): entry `p·B + mb` is the slot
+ * signalled when rank p's partial rows of slab m-block mb have landed there. With
+ * `perMBlock` (one signal per m-block, as the `sm-push` segments give) it is `p·B + mb`;
+ * otherwise the {@link arrivalSlot} of the chunk holding mb.
+ * @throws {EmitError} `bad-plan` when some (p, mb) is delivered by no chunk.
+ */
+export function arrivalSlotTable(deliveries: readonly Delivery[], to: number, world: number, blocksPerSlab: number, perMBlock: boolean): number[] {
+  const table = new Array<number>(world * blocksPerSlab).fill(-1);
+  for (const d of deliveries) {
+    if (d.to !== to) continue;
+    for (let m = d.mBlock; m < d.mBlock + d.blocks; m++) {
+      const at = arrivalSlot({ from: d.from, to, mBlock: m }, blocksPerSlab);
+      table[at] = perMBlock ? at : arrivalSlot(d, blocksPerSlab);
+    }
+  }
+  const missing = table.indexOf(-1);
+  if (missing >= 0) {
+    throw new EmitError("bad-plan", `rank ${to} never receives rank ${Math.floor(missing / blocksPerSlab)}'s partial of slab m-block ${missing % blocksPerSlab}`);
+  }
+  return table;
 }

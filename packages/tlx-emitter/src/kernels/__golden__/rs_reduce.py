@@ -77,17 +77,20 @@ def peer_tile_store(ptrs, peer, offs, vals, mask):
 
 
 @triton.jit
-def rs_reduce(part_ptr, out_ptr, sig_ptr, err_ptr, N, rank, target, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    mb = tl.program_id(0)
-    pn = tl.program_id(1)
+def rs_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, target, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     blocks_per_slab = rows_per_rank // BLOCK_M
-    rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = cols[None, :] < N
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for p in range(WORLD):
-        off = rows[:, None] * N + cols[None, :]
-        tok = wait_slot(sig_ptr, p * blocks_per_slab + mb, target, err_ptr, rank, timeout_ns)
-        off = consume_token(off, tok)
-        acc += tl.load(part_ptr + p * rows_per_rank * N + off, mask=mask).to(tl.float32)
-    tl.store(out_ptr + rows[:, None] * N + cols[None, :], acc.to(tl.bfloat16), mask=mask)
+    num_pn = tl.cdiv(N, BLOCK_N)
+    for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0)):
+        mb = t // num_pn
+        pn = t % num_pn
+        rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = cols[None, :] < N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for p in range(WORLD):
+            off = rows[:, None] * N + cols[None, :]
+            slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
+            tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
+            base = tl.multiple_of(consume_token(p * rows_per_rank * N, tok), 16)
+            acc += tl.load(part_ptr + base + off, mask=mask).to(tl.float32)
+        tl.store(out_ptr + rows[:, None] * N + cols[None, :], acc.to(tl.bfloat16), mask=mask)
