@@ -6,3 +6,4 @@ export * from "./writer/index.js";
 export * from "./device/index.js";
 export * from "./kernels/index.js";
 export * from "./emit/index.js";
+export * from "./tlx/index.js";

@@ -124,6 +124,27 @@ export const TemplateKind = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, "must 
 export const GridDim = z.union([Positive, z.object({ kind: z.literal("num-sms"), cap: Positive.optional() })]);
 export type GridDim = z.infer<typeof GridDim>;
 
+const RelativePath = (ext: string) =>
+  z
+    .string()
+    .regex(new RegExp(`^[A-Za-z0-9_][A-Za-z0-9_./-]*\\.${ext}$`), `a relative .${ext} path`)
+    .refine((p) => !p.includes(".."), "must not contain ..");
+
+/**
+ * A kernel compiled ahead of time (TLX kernels: the fork that compiles them is not
+ * installed where they run). `cubin` and `metadata` are paths relative to the manifest,
+ * written by `scripts/tlx-aot-compile.py`; the metadata JSON holds the entry name, shared
+ * memory, warps, cluster dims, scratch sizes and the argument layout the launcher packs.
+ * Added in place of `source` compilation: the runner loads the cubin through the CUDA
+ * driver (`ovl_runtime.cubin`) instead of calling the `@triton.jit` function.
+ */
+export const Precompiled = z.object({
+  target: z.enum(["sm_90a", "sm_100a"]),
+  cubin: RelativePath("cubin"),
+  metadata: RelativePath("json"),
+});
+export type Precompiled = z.infer<typeof Precompiled>;
+
 /**
  * A kernel launch. `source` is a Python file relative to the manifest; `entry` the
  * `@triton.jit` function in it. `template` names the kernel template and its parameters so
@@ -140,6 +161,8 @@ export const Kernel = z.object({
   args: z.array(z.object({ name: Identifier, value: KernelArg })),
   constexprs: z.record(Identifier, z.union([z.number(), z.boolean()])),
   template: z.object({ kind: TemplateKind, params: z.record(Identifier, z.union([z.number(), z.string(), z.boolean()])) }),
+  /** Optional (additive): where the ahead-of-time compiled cubin of this kernel lives. */
+  precompiled: Precompiled.optional(),
 });
 export type Kernel = z.infer<typeof Kernel>;
 

@@ -1,0 +1,303 @@
+"""Launch ahead-of-time compiled kernels (cubin + metadata) through the CUDA driver API.
+
+TLX kernels are compiled by Meta's Triton fork, which is not installed on the GPU
+machines; ``scripts/tlx-aot-compile.py`` of @ovl/tlx-emitter writes each kernel's cubin and
+a metadata JSON (``ovl.cubin-metadata/v1``). This module parses that metadata, computes the
+launch grid and cluster, packs the arguments into the ``void**`` array ``cuLaunchKernelEx``
+takes, and loads and launches the cubin with ctypes on ``libcuda.so.1``. Everything but
+``CudaDriver`` / ``CubinKernel.load`` / ``launch`` is pure and runs without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .errors import RunnerError
+
+METADATA_SCHEMA = "ovl.cubin-metadata/v1"
+PACKS = ("ptr", "i32", "i64")
+# CUDA driver enums used here (cuda.h, CUDA 12).
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+# Above this a kernel must opt in to dynamic shared memory.
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+
+class CubinError(RunnerError):
+    """Metadata, arguments or a launch of a precompiled kernel that cannot work; ``path`` names the field."""
+
+    code = "bad-cubin"
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+
+
+@dataclass(frozen=True)
+class CubinArg:
+    """One kernel parameter: its name, how it is packed (``ptr`` u64, ``i32``, ``i64``) and its manifest value."""
+
+    name: str
+    pack: str
+    value: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class HiddenArg:
+    """A parameter Triton appends (global / profile scratch): a device buffer of ``bytes_per_program`` per program."""
+
+    name: str
+    bytes_per_program: int
+    align: int
+
+
+@dataclass(frozen=True)
+class CubinMetadata:
+    """What launching a precompiled kernel needs (``ovl.cubin-metadata/v1``)."""
+
+    entry: str
+    target: str
+    shared: int
+    num_warps: int
+    threads_per_block: int
+    cluster_dims: tuple[int, int, int]
+    args: tuple[CubinArg, ...]
+    hidden_args: tuple[HiddenArg, ...]
+
+
+def _int(obj: Mapping[str, Any], key: str, where: str, minimum: int = 0) -> int:
+    v = obj.get(key)
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+        raise CubinError(f"{where}.{key}", f"must be an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def parse_metadata(obj: Any, where: str = "metadata") -> CubinMetadata:
+    """Validate a metadata JSON object. @raises CubinError naming the first bad field."""
+    if not isinstance(obj, dict):
+        raise CubinError(where, "must be a JSON object")
+    if obj.get("$schema") != METADATA_SCHEMA:
+        raise CubinError(f"{where}.$schema", f"must be {METADATA_SCHEMA!r}, got {obj.get('$schema')!r}")
+    entry = obj.get("entry")
+    if not isinstance(entry, str) or not entry.isidentifier():
+        raise CubinError(f"{where}.entry", f"must be a kernel name, got {entry!r}")
+    cluster = obj.get("cluster_dims")
+    if not isinstance(cluster, list) or len(cluster) != 3 or any(not isinstance(c, int) or c < 1 for c in cluster):
+        raise CubinError(f"{where}.cluster_dims", f"must be three positive integers, got {cluster!r}")
+    args = []
+    for i, a in enumerate(obj.get("args", [])):
+        w = f"{where}.args[{i}]"
+        if not isinstance(a, dict) or not isinstance(a.get("name"), str) or a.get("pack") not in PACKS:
+            raise CubinError(w, f"must be {{name, pack in {PACKS}, value}}, got {a!r}")
+        args.append(CubinArg(a["name"], a["pack"], a.get("value", {})))
+    hidden = []
+    for i, h in enumerate(obj.get("hidden_args", [])):
+        w = f"{where}.hidden_args[{i}]"
+        if not isinstance(h, dict) or h.get("pack") != "ptr" or not isinstance(h.get("name"), str):
+            raise CubinError(w, f"must be a pointer parameter, got {h!r}")
+        hidden.append(HiddenArg(h["name"], _int(h, "bytes_per_program", w), _int(h, "align", w, 1)))
+    num_warps = _int(obj, "num_warps", where, 1)
+    threads = _int(obj, "threads_per_block", where, 1)
+    if threads != num_warps * 32:
+        raise CubinError(f"{where}.threads_per_block", f"is {threads}, but {num_warps} warps are {num_warps * 32} threads")
+    names = [a.name for a in args] + [h.name for h in hidden]
+    if len(set(names)) != len(names):
+        raise CubinError(f"{where}.args", f"parameter names repeat: {names}")
+    return CubinMetadata(
+        entry=entry,
+        target=str(obj.get("target", "")),
+        shared=_int(obj, "shared", where),
+        num_warps=num_warps,
+        threads_per_block=threads,
+        cluster_dims=(cluster[0], cluster[1], cluster[2]),
+        args=tuple(args),
+        hidden_args=tuple(hidden),
+    )
+
+
+def load_metadata(path: str | Path) -> CubinMetadata:
+    """Read and validate a metadata file."""
+    with open(path) as f:
+        return parse_metadata(json.load(f), where=str(path))
+
+
+def launch_grid(grid: Sequence[Any], num_sms: int, cluster: tuple[int, int, int] = (1, 1, 1)) -> tuple[int, int, int]:
+    """The manifest's grid (numbers or ``{kind: num-sms, cap}``) as three dims, rounded down to whole clusters.
+
+    A persistent grid never exceeds the multiprocessors (every CTA must be resident: a
+    producer waits on pushes of other CTAs). @raises CubinError for a grid that fits no cluster.
+    """
+    if not 1 <= len(grid) <= 3:
+        raise CubinError("grid", f"must have 1 to 3 dims, got {len(grid)}")
+    dims = []
+    for i, g in enumerate(grid):
+        if isinstance(g, dict) and g.get("kind") == "num-sms":
+            cap = g.get("cap")
+            d = min(num_sms, cap) if isinstance(cap, int) else num_sms
+        elif isinstance(g, int) and not isinstance(g, bool) and g >= 1:
+            d = g
+        else:
+            raise CubinError(f"grid[{i}]", f"must be a positive integer or {{kind: 'num-sms'}}, got {g!r}")
+        dims.append(d)
+    dims += [1] * (3 - len(dims))
+    out = []
+    for i, (d, c) in enumerate(zip(dims, cluster)):
+        whole = (d // c) * c
+        if whole < 1:
+            raise CubinError(f"grid[{i}]", f"{d} programs cannot hold one cluster of {c}")
+        out.append(whole)
+    return (out[0], out[1], out[2])
+
+
+def scratch_bytes(meta: CubinMetadata, grid: tuple[int, int, int]) -> dict[str, int]:
+    """Bytes of each hidden scratch buffer for a launch of ``grid`` (0: pass a null pointer)."""
+    programs = grid[0] * grid[1] * grid[2]
+    return {h.name: h.bytes_per_program * programs for h in meta.hidden_args}
+
+
+def scalar_value(arg: CubinArg, rank: int, world: int, epoch: int, timeout_ns: int) -> int | None:
+    """The integer a non-pointer manifest value resolves to on ``rank`` (``None`` for buffers and tables)."""
+    kind = arg.value.get("kind")
+    if kind == "int":
+        return int(arg.value["value"])
+    if kind == "rank":
+        return rank
+    if kind == "world":
+        return world
+    if kind == "epoch":
+        return epoch
+    if kind == "epoch-target":
+        return epoch * int(arg.value["arrivals"])
+    if kind == "timeout-ns":
+        return timeout_ns
+    return None
+
+
+_RANGES = {"ptr": (0, (1 << 64) - 1), "i32": (-(1 << 31), (1 << 32) - 1), "i64": (-(1 << 63), (1 << 64) - 1)}
+_CTYPES = {"ptr": ctypes.c_uint64, "i32": ctypes.c_int32, "i64": ctypes.c_int64}
+
+
+@dataclass
+class PackedArgs:
+    """The ``void**`` kernel-parameter array and the values it points to (kept alive with it)."""
+
+    params: Any
+    values: list[Any]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def pack_args(meta: CubinMetadata, values: Mapping[str, int]) -> PackedArgs:
+    """Pack every parameter (the metadata's args, then the hidden scratch pointers) in order.
+
+    ``values`` maps each parameter name to an integer: a device address for ``ptr``, the
+    value for ``i32`` / ``i64`` (an i32 may be given as its unsigned bit pattern). A hidden
+    scratch pointer may be left out only when the kernel needs no scratch (it is then null):
+    device-side TMA descriptors are written into the global scratch. @raises CubinError for missing, extra or
+    out-of-range values.
+    """
+    names = [a.name for a in meta.args]
+    hidden = [h.name for h in meta.hidden_args]
+    extra = sorted(set(values) - set(names) - set(hidden))
+    if extra:
+        raise CubinError("args", f"kernel {meta.entry} has no parameter {', '.join(extra)}")
+    scratch_needed = {h.name: h.bytes_per_program for h in meta.hidden_args}
+    slots: list[Any] = []
+    for name, pack in [(a.name, a.pack) for a in meta.args] + [(h, "ptr") for h in hidden]:
+        if name not in values:
+            if name in hidden and scratch_needed.get(name, 0) == 0:
+                slots.append(_CTYPES["ptr"](0))
+                continue
+            raise CubinError(f"args.{name}", f"kernel {meta.entry} needs a value for {name}")
+        v = values[name]
+        lo, hi = _RANGES[pack]
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise CubinError(f"args.{name}", f"{v!r} is not a {pack} value")
+        if pack == "i32" and v >= 1 << 31:
+            v -= 1 << 32
+        slots.append(_CTYPES[pack](v))
+    params = (ctypes.c_void_p * len(slots))(*[ctypes.cast(ctypes.pointer(s), ctypes.c_void_p) for s in slots])
+    return PackedArgs(params=params, values=slots)
+
+
+class CUlaunchAttribute(ctypes.Structure):
+    """``CUlaunchAttribute``: an id, padding to 8 bytes, and a 64-byte value union (here the cluster dims)."""
+
+    _fields_ = [("id", ctypes.c_uint32), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+
+class CUlaunchConfig(ctypes.Structure):
+    """``CUlaunchConfig`` of ``cuLaunchKernelEx``."""
+
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint32),
+        ("gridDimY", ctypes.c_uint32),
+        ("gridDimZ", ctypes.c_uint32),
+        ("blockDimX", ctypes.c_uint32),
+        ("blockDimY", ctypes.c_uint32),
+        ("blockDimZ", ctypes.c_uint32),
+        ("sharedMemBytes", ctypes.c_uint32),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.POINTER(CUlaunchAttribute)),
+        ("numAttrs", ctypes.c_uint32),
+    ]
+
+
+def launch_config(meta: CubinMetadata, grid: tuple[int, int, int], stream: int) -> tuple[CUlaunchConfig, Any]:
+    """The launch configuration (and its attribute array, to keep alive): block = threads, dynamic shared = metadata's, a cluster attribute when the cluster is not 1x1x1."""
+    attrs = (CUlaunchAttribute * 1)()
+    n = 0
+    if meta.cluster_dims != (1, 1, 1):
+        attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attrs[0].value[0], attrs[0].value[1], attrs[0].value[2] = meta.cluster_dims
+        n = 1
+        for i, (g, c) in enumerate(zip(grid, meta.cluster_dims)):
+            if g % c != 0:
+                raise CubinError(f"grid[{i}]", f"{g} programs are not whole clusters of {c}")
+    cfg = CUlaunchConfig(grid[0], grid[1], grid[2], meta.threads_per_block, 1, 1, meta.shared, ctypes.c_void_p(stream), attrs, n)
+    return cfg, attrs
+
+
+class CudaDriver:
+    """The few driver calls a launch needs, through ctypes on ``libcuda.so.1`` (needs a GPU)."""
+
+    def __init__(self, library: str = "libcuda.so.1") -> None:
+        try:
+            self.lib = ctypes.CDLL(library)
+        except OSError as e:
+            raise CubinError("driver", f"cannot load {library}: {e}; precompiled kernels need an NVIDIA driver") from e
+        self.check(self.lib.cuInit(0), "cuInit")
+
+    def check(self, status: int, call: str) -> None:
+        if status != 0:
+            name = ctypes.c_char_p()
+            self.lib.cuGetErrorName(status, ctypes.byref(name))
+            raise CubinError("driver", f"{call} failed with {name.value.decode() if name.value else status}")
+
+
+class CubinKernel:
+    """A loaded precompiled kernel: module, function, metadata."""
+
+    def __init__(self, driver: CudaDriver, function: ctypes.c_void_p, module: ctypes.c_void_p, meta: CubinMetadata) -> None:
+        self.driver, self.function, self.module, self.meta = driver, function, module, meta
+
+    @classmethod
+    def load(cls, driver: CudaDriver, cubin: bytes, meta: CubinMetadata) -> "CubinKernel":
+        """``cuModuleLoadData`` + ``cuModuleGetFunction``; opts in to the dynamic shared memory the kernel needs (in the current CUDA context, e.g. torch's)."""
+        module, function = ctypes.c_void_p(), ctypes.c_void_p()
+        driver.check(driver.lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(cubin)), "cuModuleLoadData")
+        driver.check(driver.lib.cuModuleGetFunction(ctypes.byref(function), module, meta.entry.encode()), f"cuModuleGetFunction({meta.entry})")
+        if meta.shared > DEFAULT_SHARED_LIMIT:
+            driver.check(driver.lib.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, meta.shared), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        return cls(driver, function, module, meta)
+
+    def launch(self, grid: tuple[int, int, int], values: Mapping[str, int], stream: int = 0) -> None:
+        """``cuLaunchKernelEx`` on ``stream`` (a ``CUstream`` handle, e.g. ``torch.cuda.current_stream().cuda_stream``)."""
+        packed = pack_args(self.meta, values)
+        cfg, _attrs = launch_config(self.meta, grid, stream)
+        self.driver.check(self.driver.lib.cuLaunchKernelEx(ctypes.byref(cfg), self.function, packed.params, None), f"cuLaunchKernelEx({self.meta.entry})")

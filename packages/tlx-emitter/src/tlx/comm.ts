@@ -1,0 +1,98 @@
+// Communication parts of TLX kernels. `chunkWaitComm` (overlap variant a): the producer
+// waits, bounded, on the chunk slot of the rows it is about to load. `pushCommTask`
+// (variant b, TLX §6.2.2 "arrive remote, wait local"): a communication warp group in every
+// CTA pushes this rank's chunks into the peers' buffers and arrives on the peers' slots;
+// the receivers' producers only ever wait on their own slots.
+import { checkBlock, checkPositive } from "../kernels/common.js";
+import { EmitError } from "../writer/index.js";
+import type { TlxCommPart } from "./parts.js";
+
+/** PTX of a bounded acquire wait. */
+export const WAIT_PTX = "ld\\.global\\.acquire\\.sys";
+/** PTX of a release add (a notify). */
+export const NOTIFY_PTX = "atom\\.[a-z0-9.]*release[a-z0-9.]*add|atom\\.[a-z0-9.]*add[a-z0-9.]*release|red\\.[a-z0-9.]*release[a-z0-9.]*add";
+
+/** No fused communication: a plain GEMM. */
+export function noComm(): TlxCommPart {
+  return { name: "none", args: [], constexprs: {}, expect: [] };
+}
+
+/**
+ * Overlap variant (a): before a tile's loads the producer reads `slot = slot_ptr[pid_m]`
+ * and, when it is a chunk slot (>= 0), waits with the device library's bounded
+ * `wait_slot` until `sig_ptr[slot]` reaches `target` (epoch × arrivals); the token passes
+ * a proxy fence and is threaded into `offs_am`, so no TMA load of those rows is issued
+ * before the wait returns (TileLink §4.2). Consumers need no wait: they only read what
+ * the producer's loads completed.
+ */
+export function chunkWaitComm(): TlxCommPart {
+  return {
+    name: "chunk-wait",
+    args: ["slot_ptr", "sig_ptr", "err_ptr", "rank", "target", "timeout_ns"],
+    constexprs: {},
+    expect: [WAIT_PTX, "fence\\.proxy\\.async"],
+    writeBeforeLoads(w) {
+      w.line("slot = tl.load(slot_ptr + pid_m)");
+      w.block("if slot >= 0", (i) => {
+        i.line("tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns))");
+        i.line("offs_am = consume_token(offs_am, tok)");
+      });
+    },
+  };
+}
+
+/** Fields of one row of the push table (int64), in order. */
+export const PUSH_ROW_FIELDS = ["src_offset", "dst_rank", "dst_offset", "length", "notify_slot"] as const;
+
+/** Options of `pushCommTask`. */
+export interface PushCommTaskOptions {
+  /** Elements moved per step (a power of two, 128..8192; default 2048). */
+  readonly block?: number;
+  /** Warps of the communication task (default 4). */
+  readonly numWarps?: number;
+  /** Registers per thread of the communication task (default 56). */
+  readonly registers?: number;
+  /** Named barrier the task syncs on before each notify (1..15; default 8). */
+  readonly barrierId?: number;
+}
+
+/**
+ * Overlap variant (b): a communication task in each CTA. Rows `pid, pid + programs, ...`
+ * of the int64 push table (`PUSH_ROW_FIELDS`) are this CTA's: each copies `length`
+ * elements of this rank's `src_ptr` at `src_offset` into `dst_rank`'s symmetric buffer
+ * (`dst_ptrs`, a peer-pointers table) at `dst_offset`, then arrives remotely: a release
+ * add on `dst_rank`'s slot `notify_slot` (through `sig_ptrs`). Every CTA of the
+ * persistent grid is resident, so a producer's local wait never waits on a CTA that
+ * cannot run.
+ */
+export function pushCommTask(o: PushCommTaskOptions = {}): TlxCommPart {
+  const COMM_BLOCK = checkBlock(o.block ?? 2048, "block", 128, 8192);
+  const numWarps = checkBlock(o.numWarps ?? 4, "numWarps", 1, 4);
+  const registers = checkPositive(o.registers ?? 56, "registers");
+  const barrierId = checkPositive(o.barrierId ?? 8, "barrierId");
+  if (barrierId > 15) throw new EmitError("bad-param", `barrierId must be in 1..15 (0 is the CTA barrier), got ${barrierId}`);
+  const threads = numWarps * 32;
+  return {
+    name: "push-comm-task",
+    args: ["src_ptr", "dst_ptrs", "sig_ptrs", "push_ptr", "num_pushes"],
+    constexprs: { COMM_BLOCK },
+    expect: [NOTIFY_PTX, "bar\\.sync|barrier\\.sync"],
+    task: {
+      numWarps,
+      registers,
+      write(w) {
+        w.comment("Communication: push this rank's chunks to peers, arrive on their slots (arrive remote, wait local).");
+        w.line("offs = tl.arange(0, COMM_BLOCK)");
+        w.block("for row in range(tl.program_id(0), num_pushes, tl.num_programs(0))", (r) => {
+          PUSH_ROW_FIELDS.forEach((f, i) => r.line(`${f} = tl.load(push_ptr + row * ${PUSH_ROW_FIELDS.length} + ${i})`));
+          r.block("for start in range(0, length, COMM_BLOCK)", (c) => {
+            c.line("mask = start + offs < length");
+            c.line("vals = tl.load(src_ptr + src_offset + start + offs, mask=mask)");
+            c.line("peer_tile_store(dst_ptrs, dst_rank, dst_offset + start + offs, vals, mask)");
+          });
+          r.block("if notify_slot >= 0", (n) => n.line(`task_peer_notify(sig_ptrs, dst_rank, notify_slot, ${barrierId}, ${threads})`));
+        });
+      },
+    },
+  };
+}

@@ -1,0 +1,121 @@
+// The compute part of a TLX GEMM tile (`C[M,N] = A[M,K] @ B[K,N]`, TLX's Hopper
+// warp-specialised GEMM): ring buffers of A and B stages in shared memory with full/empty
+// mbarrier pairs, a producer issuing TMA loads, `replicate`d consumers issuing wgmma.
+import { checkBlock, checkPositive } from "../kernels/common.js";
+import { TL_DTYPE, type ElementType } from "../device/index.js";
+import { EmitError } from "../writer/index.js";
+import type { TlxComputePart } from "./parts.js";
+
+/** Tiling and pipelining of `tlxGemm`. */
+export interface TlxGemmParams {
+  readonly BLOCK_M: number;
+  readonly BLOCK_N: number;
+  readonly BLOCK_K: number;
+  /** Ring depth: stages of A/B in shared memory (default 3). */
+  readonly stages?: number;
+  /** Consumer warp groups; each owns `BLOCK_M / consumers` rows of the tile (default 2). */
+  readonly consumers?: number;
+  /** Registers per consumer thread (default 232; lower it when a communication task runs). */
+  readonly consumerRegisters?: number;
+  /** Element type (bf16 or fp16: wgmma operands of 2 bytes). */
+  readonly dtype?: ElementType;
+}
+
+/**
+ * Shared memory a `tlxGemm` takes, in bytes: the A and B stages of the ring plus the
+ * staging tile of the TMA-store epilogue (`BLOCK_M × BLOCK_N`); barriers add a few hundred
+ * bytes (fbtriton 3.7.4 reports 213152 B at 128×256×64, 3 stages).
+ */
+export function tlxGemmSharedBytes(p: TlxGemmParams): number {
+  return ((p.stages ?? 3) * (p.BLOCK_M * p.BLOCK_K + p.BLOCK_K * p.BLOCK_N) + p.BLOCK_M * p.BLOCK_N) * 2;
+}
+
+/** Shared memory an sm_90 CTA may use (227 KiB). */
+export const SM90_MAX_SHARED_BYTES = 232448;
+
+/**
+ * The GEMM compute part. Setup: descriptors of A (`[BLOCK_M / consumers, BLOCK_K]` blocks),
+ * B and C, rings `a_ring` (stages × consumers) and `b_ring` (stages), and per stage a
+ * `full` barrier (arrive count 1: the producer's expect-bytes; TMA completes the phase)
+ * and an `empty` barrier (arrive count = consumers). Ring position `it` counts k-steps
+ * over the whole persistent loop: stage `it % stages`, phase `(it // stages) & 1`; the
+ * producer waits `empty` on the opposite phase, so the first pass does not block.
+ * Consumers keep one wgmma in flight (`async_dot_wait(1)`) and free the previous stage.
+ * @throws {EmitError} `bad-param` for blocks that are not powers of two, BLOCK_M not
+ *   split into 64-row warp-group slices, fp32, or rings beyond shared memory.
+ */
+export function tlxGemm(params: TlxGemmParams): TlxComputePart {
+  const dtype = params.dtype ?? "bf16";
+  if (dtype !== "bf16" && dtype !== "fp16") throw new EmitError("bad-param", `the TLX GEMM takes bf16 or fp16 operands (wgmma), got ${String(dtype)}`);
+  const BLOCK_M = checkBlock(params.BLOCK_M, "BLOCK_M", 64, 256);
+  const BLOCK_N = checkBlock(params.BLOCK_N, "BLOCK_N", 16, 256);
+  const BLOCK_K = checkBlock(params.BLOCK_K, "BLOCK_K", 16, 128);
+  const stages = checkPositive(params.stages ?? 3, "stages");
+  const consumers = checkPositive(params.consumers ?? 2, "consumers");
+  if (BLOCK_M % consumers !== 0 || (BLOCK_M / consumers) % 64 !== 0) {
+    throw new EmitError("bad-param", `BLOCK_M (${BLOCK_M}) must split into ${consumers} consumer slices of a multiple of 64 rows (one wgmma M per warp group)`);
+  }
+  const smem = tlxGemmSharedBytes({ ...params, stages });
+  if (smem > SM90_MAX_SHARED_BYTES) {
+    throw new EmitError("bad-param", `${stages} stages of ${BLOCK_M}x${BLOCK_K} + ${BLOCK_K}x${BLOCK_N} and the epilogue tile take ${smem} B of shared memory (> ${SM90_MAX_SHARED_BYTES}); use fewer stages or smaller blocks`);
+  }
+  const tl = TL_DTYPE[dtype];
+  const stageBytes = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2;
+  return {
+    name: "tlx-gemm",
+    args: ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"],
+    constexprs: { BLOCK_M, BLOCK_N, BLOCK_K, NUM_STAGES: stages, NUM_CONSUMERS: consumers },
+    expect: ["wgmma\\.mma_async", "mbarrier\\.try_wait", "cp\\.async\\.bulk\\.tensor", "setmaxnreg"],
+    consumers,
+    consumerRegisters: params.consumerRegisters ?? 232,
+    accumulatorRegisters: ((BLOCK_M / consumers) * BLOCK_N) / 128,
+    dtype,
+    writeSetup(w) {
+      w.line("SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS");
+      w.line("a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])");
+      w.line("b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])");
+      w.line("c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, BLOCK_N])");
+      w.line(`a_ring = tlx.local_alloc((SPLIT_M, BLOCK_K), ${tl}, NUM_STAGES * NUM_CONSUMERS)`);
+      w.line(`b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), ${tl}, NUM_STAGES)`);
+      w.line("full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
+      w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=NUM_CONSUMERS)");
+      w.line("num_pid_m = tl.cdiv(M, BLOCK_M)");
+      w.line("num_pid_n = tl.cdiv(N, BLOCK_N)");
+      w.line("num_tiles = num_pid_m * num_pid_n");
+      w.line("k_tiles = tl.cdiv(K, BLOCK_K)");
+    },
+    writeProducerTile(w) {
+      w.line("offs_bn = pid_n * BLOCK_N");
+      w.block("for ki in range(k_tiles)", (k) => {
+        k.line("stage = it % NUM_STAGES");
+        k.line("tlx.barrier_wait(tlx.local_view(empty_bars, stage), ((it // NUM_STAGES) & 1) ^ 1)");
+        k.line("full = tlx.local_view(full_bars, stage)");
+        k.line(`tlx.barrier_expect_bytes(full, ${stageBytes})`);
+        k.block("for c in tl.static_range(NUM_CONSUMERS)", (c) => {
+          c.line("tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage * NUM_CONSUMERS + c), [offs_am + c * SPLIT_M, ki * BLOCK_K], full)");
+        });
+        k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
+        k.line("it += 1");
+      });
+    },
+    writeConsumerTile(w) {
+      w.line("offs_bn = pid_n * BLOCK_N");
+      w.line("acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)");
+      w.line("prev = 0");
+      w.block("for ki in range(k_tiles)", (k) => {
+        k.line("stage = it % NUM_STAGES");
+        k.line("tlx.barrier_wait(tlx.local_view(full_bars, stage), (it // NUM_STAGES) & 1)");
+        k.line("acc = tlx.async_dot(tlx.local_view(a_ring, stage * NUM_CONSUMERS + cid), tlx.local_view(b_ring, stage), acc)");
+        k.comment("Keep one wgmma in flight; the one before it is done, so its stage is free.");
+        k.line("acc = tlx.async_dot_wait(1, acc)");
+        k.block("if ki > 0", (i) => i.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))"));
+        k.line("prev = stage");
+        k.line("it += 1");
+      });
+      w.line("acc = tlx.async_dot_wait(0, acc)");
+      w.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))");
+      w.comment("Epilogue: this consumer's rows of the tile, by TMA store.");
+      w.line(`c_desc.store([offs_am + cid * SPLIT_M, offs_bn], acc.to(${tl}))`);
+    },
+  };
+}

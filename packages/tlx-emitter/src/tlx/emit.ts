@@ -1,0 +1,227 @@
+// TLX emitters: the same plans and tile schedules as the plain-Triton path, emitted as
+// warp-specialised kernels marked `precompiled` (compiled ahead of time for sm_90a by
+// scripts/tlx-aot-compile.py, launched from the cubin by the runner).
+import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
+import { checkPositive } from "../kernels/common.js";
+import type { KernelTemplateInfo } from "../kernels/index.js";
+import { type Buffer, type Kernel, type KernelArg, Manifest, MANIFEST_SCHEMA, type Table } from "../manifest/schema.js";
+import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
+import { planHostOps } from "../emit/host-ops.js";
+import { mBlockTables } from "../emit/m-block-tables.js";
+import { type EmitOptions, resolveOptions } from "../emit/options.js";
+import { validated } from "../emit/validate.js";
+import { EmitError } from "../writer/index.js";
+import { chunkWaitComm, noComm, pushCommTask, PUSH_ROW_FIELDS } from "./comm.js";
+import { tlxGemm } from "./compute.js";
+import { tlxKernel, type TlxKernel } from "./parts.js";
+import { pushRows } from "./push-rows.js";
+import { groupedTiles } from "./schedule.js";
+
+/** Options of the TLX emitters (the plain path's options, plus the warp-specialised knobs). */
+export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps" | "numStages"> {
+  /** Compile target (only `sm_90a` runs; default `sm_90a`). */
+  readonly target?: "sm_90a";
+  /** Ring depth (default 3 at 128×256×64: 4 exceed shared memory). */
+  readonly stages?: number;
+  /** Consumer warp groups (default 2). */
+  readonly consumers?: number;
+  /** Registers per consumer thread (default 232, 208 with a communication task). */
+  readonly consumerRegisters?: number;
+  /** AG+GEMM transport: `copy-engine` host copies (variant a) or `comm-task` device pushes (variant b). */
+  readonly comm?: "copy-engine" | "comm-task";
+  /** Pieces each chunk is cut into for the communication task (default 4). */
+  readonly commPieces?: number;
+  /** Elements the communication task moves per step (default 2048). */
+  readonly commBlock?: number;
+}
+
+/** What a TLX emitter returns: kernel sources, the manifest, and each kernel's PTX expectations for the AOT check. */
+export interface TlxEmitResult {
+  readonly files: EmittedFile[];
+  readonly manifest: Manifest;
+  /** Per kernel name, the PTX patterns its compiled code must contain. */
+  readonly expect: Readonly<Record<string, readonly string[]>>;
+}
+
+/** The manifest entry of an assembled kernel, marked precompiled for `target`. */
+function tlxEntry(kernel: TlxKernel, name: string, grid: Kernel["grid"], args: Readonly<Record<string, KernelArg>>, params: Record<string, number | string | boolean>): Kernel {
+  const info: KernelTemplateInfo = kernel.info;
+  const k = kernelEntry(info, { name, stream: "compute", grid, numWarps: kernel.numWarps, numStages: 1, args, constexprs: kernel.constexprs, params });
+  return { ...k, precompiled: { target: "sm_90a", cubin: `${name}.sm_90a.cubin`, metadata: `${name}.sm_90a.json` } };
+}
+
+function gemmArgs(a: string, M: number, N: number, K: number): Record<string, KernelArg> {
+  return {
+    a_ptr: { kind: "buffer", name: a },
+    b_ptr: { kind: "buffer", name: "gemm_b" },
+    c_ptr: { kind: "buffer", name: "gemm_c" },
+    M: { kind: "int", value: M },
+    N: { kind: "int", value: N },
+    K: { kind: "int", value: K },
+  };
+}
+
+/**
+ * The plain TLX GEMM `C = A @ B` (no communication; the 8192³ benchmark against cuBLAS).
+ * Its manifest is a one-rank `ag-gemm` (gathering one shard is the identity), so the
+ * runner checks it against `A @ B` like every other manifest.
+ * @throws {EmitError} `bad-param` for tilings the TLX GEMM refuses.
+ */
+export function emitTlxGemm(
+  problem: { readonly M: number; readonly N: number; readonly K: number },
+  tile: { readonly BM: number; readonly BN: number; readonly BK: number } = { BM: 128, BN: 256, BK: 64 },
+  options: TlxEmitOptions = {},
+): TlxEmitResult {
+  const o = resolveOptions(options);
+  const M = checkPositive(problem.M, "M");
+  const N = checkPositive(problem.N, "N");
+  const K = checkPositive(problem.K, "K");
+  if (K % 8 !== 0 || N % 8 !== 0) throw new EmitError("bad-param", `TMA needs 16-byte rows: K (${K}) and N (${N}) must be multiples of 8`);
+  const kernel = tlxKernel({
+    kind: "tlx-gemm",
+    entry: "tlx_gemm",
+    summary: "tlx-gemm: C = A @ B, warp-specialised (TMA producer, replicated wgmma consumers).",
+    compute: tlxGemm({ BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype, ...stagesOf(options) }),
+    comm: noComm(),
+    schedule: groupedTiles({ groupM: options.groupM ?? 8, ordered: false }),
+  });
+  const name = options.name ?? "tlx_gemm";
+  const numTiles = Math.ceil(M / tile.BM) * Math.ceil(N / tile.BN);
+  const entry = tlxEntry(kernel, "tlx_gemm", [{ kind: "num-sms", cap: numTiles }], gemmArgs("gemm_a", M, N, K), { M, N, K, ...tileParams(tile) });
+  const buffers: Buffer[] = [
+    { name: "gemm_a", shape: [M, K], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: "gemm_c", shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
+    signalBuffer(1, false),
+  ];
+  const manifest = validated({
+    $schema: MANIFEST_SCHEMA,
+    name,
+    world: 1,
+    dtype: o.dtype,
+    buffers,
+    signals: { buffer: SIGNAL_BUFFER, slots: 1, bits: 32 },
+    tables: [],
+    kernels: [entry],
+    hostOps: [],
+    reference: { operator: "ag-gemm", M, N, K, inputs: { A: "gemm_a", B: "gemm_b" }, output: "gemm_c", rowsPerRank: M, tolerance: o.tolerance },
+    timing: o.timing,
+    waitTimeoutNs: o.waitTimeoutNs,
+  });
+  return { files: [{ path: entry.source, text: kernel.source }], manifest, expect: { [entry.name]: kernel.expect } };
+}
+
+function stagesOf(o: TlxEmitOptions): { stages?: number; consumers?: number; consumerRegisters?: number } {
+  return {
+    ...(o.stages === undefined ? {} : { stages: o.stages }),
+    ...(o.consumers === undefined ? {} : { consumers: o.consumers }),
+    ...(o.consumerRegisters === undefined ? {} : { consumerRegisters: o.consumerRegisters }),
+  };
+}
+
+function tileParams(t: { BM: number; BN: number; BK: number }): Record<string, number> {
+  return { BLOCK_M: t.BM, BLOCK_N: t.BN, BLOCK_K: t.BK };
+}
+
+/**
+ * TLX AllGather+GEMM from an AllGather plan over the rows of `A` and its consumer tile
+ * schedule (the inputs of `emitAgGemm`). The kernel visits m-blocks in the schedule's
+ * order (`mblock_order`); its producer waits on the chunk slot of the rows it is about
+ * to load (`mblock_wait_slot`, -1 = local rows). Transport (`options.comm`):
+ * - `copy-engine` (variant a): the plan's copies as host ops with stream-written signals,
+ *   exactly as the plain path; the wait target is epoch × 1.
+ * - `comm-task` (variant b): a communication warp group in every CTA pushes this rank's
+ *   chunks to the peers (`push_rows`, `commPieces` rows per chunk) and arrives on their
+ *   slots; no host ops; the wait target is epoch × arrivals (pieces per chunk).
+ * @throws {EmitError} like `emitAgGemm`, and `unsupported-dependency` / `bad-plan` when
+ *   the communication task gets a plan that is not a dependency-free push.
+ */
+export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: TlxEmitOptions = {}): TlxEmitResult {
+  const o = resolveOptions(options);
+  const transport = options.comm ?? "copy-engine";
+  if (transport !== "copy-engine" && transport !== "comm-task") throw new EmitError("bad-param", `comm must be "copy-engine" or "comm-task", got ${String(transport)}`);
+  const { signals, world, tensor } = checkPlanAndSchedule(plan, schedule, "consumer");
+  const { M, N, K } = schedule.tiling.problem;
+  if (tensor.shape[1] !== K) throw new EmitError("bad-plan", `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the GEMM reads it as [M, K] = [${M}, ${K}]`);
+  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
+  if (K % 8 !== 0 || N % 8 !== 0) throw new EmitError("bad-param", `TMA needs 16-byte rows: K (${K}) and N (${N}) must be multiples of 8`);
+  const tile = { BM: schedule.tiling.tile.BM, BN: schedule.tiling.tile.BN, BK: options.blockK ?? schedule.tiling.tile.BK };
+  const { numPidM, numTiles } = schedule.grid;
+  const perRank = schedule.ranks
+    .slice()
+    .sort((a, b) => a.rank - b.rank)
+    .map((r) => mBlockTables(r, numPidM, r.tables.waitSlot, () => 1));
+  const copyOps = planHostOps(plan, signals);
+  const pushes = transport === "comm-task" ? pushRows(copyOps, world, checkPositive(options.commPieces ?? 4, "commPieces")) : undefined;
+  const kernel = tlxKernel({
+    kind: transport === "comm-task" ? "tlx-ag-gemm-push" : "tlx-ag-gemm",
+    entry: transport === "comm-task" ? "tlx_ag_gemm_push" : "tlx_ag_gemm",
+    summary:
+      transport === "comm-task"
+        ? "tlx-ag-gemm-push: C = AllGather(A) @ B; a communication task pushes chunks and arrives remotely, the producer waits locally."
+        : "tlx-ag-gemm: C = AllGather(A) @ B; the producer waits on the chunk slot of the rows it is about to load.",
+    compute: tlxGemm({
+      BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype,
+      ...(pushes === undefined ? {} : { consumerRegisters: 208 }),
+      ...stagesOf(options),
+    }),
+    comm: pushes === undefined ? [chunkWaitComm()] : [chunkWaitComm(), pushCommTask({ block: options.commBlock ?? 2048 })],
+    schedule: groupedTiles({ groupM: options.groupM ?? schedule.tiling.groupSizeM, ordered: true }),
+  });
+  const slots = Math.max(1, ...signals.slots.map((e) => e.slots.length));
+  const buffers: Buffer[] = [
+    { name: tensor.name, shape: [M, K], dtype: o.dtype, symmetric: true, init: "random" },
+    { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: "gemm_c", shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
+    signalBuffer(slots, pushes === undefined),
+  ];
+  checkDistinctBuffers(buffers);
+  const tables: Table[] = [
+    { name: "mblock_order", dtype: "int32", values: perRank.map((t) => t.order) },
+    { name: "mblock_wait_slot", dtype: "int32", values: perRank.map((t) => t.slot) },
+  ];
+  const args: Record<string, KernelArg> = {
+    ...gemmArgs(tensor.name, M, N, K),
+    order_ptr: { kind: "table", name: "mblock_order" },
+    slot_ptr: { kind: "table", name: "mblock_wait_slot" },
+    sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+    err_ptr: { kind: "error-buffer" },
+    rank: { kind: "rank" },
+    target: { kind: "epoch-target", arrivals: pushes?.arrivals ?? 1 },
+    timeout_ns: { kind: "timeout-ns" },
+  };
+  if (pushes !== undefined) {
+    tables.push({ name: "push_rows", dtype: "int64", values: pushes.rows });
+    Object.assign(args, {
+      src_ptr: { kind: "buffer", name: tensor.name },
+      dst_ptrs: { kind: "peer-pointers", buffer: tensor.name },
+      sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
+      push_ptr: { kind: "table", name: "push_rows" },
+      num_pushes: { kind: "int", value: (pushes.rows[0]?.length ?? 0) / PUSH_ROW_FIELDS.length },
+    } satisfies Record<string, KernelArg>);
+  }
+  const name = kernel.info.entry;
+  const entry = tlxEntry(kernel, name, [{ kind: "num-sms", cap: numTiles }], args, { M, N, K, ...tileParams(tile), transport });
+  const manifest = validated({
+    $schema: MANIFEST_SCHEMA,
+    name: options.name ?? name,
+    world,
+    dtype: o.dtype,
+    buffers,
+    signals: { buffer: SIGNAL_BUFFER, slots, bits: 32 },
+    tables,
+    kernels: [entry],
+    hostOps: pushes === undefined ? copyOps : [],
+    reference: {
+      operator: "ag-gemm",
+      M, N, K,
+      inputs: { A: tensor.name, B: "gemm_b" },
+      output: "gemm_c",
+      ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
+      tolerance: o.tolerance,
+    },
+    timing: o.timing,
+    waitTimeoutNs: o.waitTimeoutNs,
+  });
+  return { files: [{ path: entry.source, text: kernel.source }], manifest, expect: { [entry.name]: kernel.expect } };
+}

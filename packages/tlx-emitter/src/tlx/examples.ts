@@ -1,0 +1,34 @@
+// Worked TLX examples (used by the tests, the AOT check and the GPU runs): the plain TLX
+// GEMM, and AllGather+GEMM over a push-swizzled AllGather with copy-engine transfers
+// (variant a) and with the in-kernel communication task (variant b).
+import { allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import { emitTlxAgGemm, emitTlxGemm, type TlxEmitResult } from "./emit.js";
+
+/** Problem sizes of the TLX examples. */
+export interface TlxExampleShape {
+  readonly world: number;
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+  readonly split: number;
+  /** GEMM tile (default 128 × 256 × 64, the H200 configuration). */
+  readonly tile?: { readonly BM: number; readonly BN: number; readonly BK: number };
+}
+
+const DEFAULT: TlxExampleShape = { world: 2, M: 1024, N: 512, K: 256, split: 2 };
+
+/** The TLX example manifests by name (default: 2 ranks, M=1024, N=512, K=256, split 2). */
+export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, TlxEmitResult> {
+  const { world, M, N, K, split } = shape;
+  const tile = shape.tile ?? { BM: 128, BN: 256, BK: 64 };
+  const a = { name: "A", shape: [M, K], dtype: "bf16" as const };
+  const plan = planSignals(allGatherSwizzle({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
+  const schedule = lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 132 }, groupSizeM: 8 }, { role: "consumer" });
+  const narrow = lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile: { ...tile, BN: Math.min(tile.BN, 128) }, persistent: { numSms: 132 }, groupSizeM: 8 }, { role: "consumer" });
+  return {
+    tlx_gemm: emitTlxGemm({ M, N, K }, tile, { name: "tlx_gemm" }),
+    tlx_ag_gemm: emitTlxAgGemm(plan, schedule, { name: "tlx_ag_gemm", comm: "copy-engine" }),
+    // A fourth warp group caps every thread at 128 registers when ptxas compiles: half-width tiles.
+    tlx_ag_gemm_push: emitTlxAgGemm(plan, narrow, { name: "tlx_ag_gemm_push", comm: "comm-task" }),
+  };
+}

@@ -1,0 +1,10 @@
+// Barrel of the TLX half of the emitter: composable warp-specialised kernels (compute,
+// communication and schedule parts), the TLX emitters, and the worked examples.
+export { mergeParams, tlxKernel, type TlxCommPart, type TlxComputePart, type TlxKernel, type TlxKernelSpec, type TlxPartParams, type TlxSchedulePart, type TlxTask } from "./parts.js";
+export { SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, type TlxGemmParams } from "./compute.js";
+export { chunkWaitComm, noComm, NOTIFY_PTX, PUSH_ROW_FIELDS, pushCommTask, WAIT_PTX, type PushCommTaskOptions } from "./comm.js";
+export { groupedTiles, type GroupedTilesOptions } from "./schedule.js";
+export { pushRows, type PushRows } from "./push-rows.js";
+export { TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
+export { emitTlxAgGemm, emitTlxGemm, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
+export { tlxExamples, type TlxExampleShape } from "./examples.js";

@@ -1,0 +1,36 @@
+// Device functions of TLX kernels: the primitive library of the plain path (bounded
+// acquire waits, tokens, release notifies, peer loads/stores) plus what warp-specialised
+// kernels add: a proxy fence between a wait and TMA reads, and a notify that syncs only
+// the communication warp group (a CTA-wide barrier would stall the other tasks forever).
+import { type ElementType, writeDeviceLibrary } from "../device/index.js";
+import type { PythonWriter } from "../writer/index.js";
+
+/** Functions `writeTlxLibrary` adds to the device library. */
+export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify"] as const;
+
+/**
+ * Write the device library for `dtype`, then:
+ * - `fence_proxy_async(token)`: `fence.proxy.async.global` and the token back. TMA reads
+ *   go through the async proxy; the fence orders them after the generic-proxy acquire of
+ *   `wait_slot`, and returning the token keeps the loads data-dependent on the wait.
+ * - `task_peer_notify(sig_ptrs, peer, slot, BAR_ID, BAR_THREADS)`: `peer_tile_notify`
+ *   from a warp group: a named barrier over that group's threads (its stores first), then
+ *   a release add of 1 at system scope on the peer's slot.
+ */
+export function writeTlxLibrary(w: PythonWriter, dtype: ElementType): void {
+  writeDeviceLibrary(w, dtype);
+  w.line().line();
+  w.line("@triton.jit");
+  w.block("def fence_proxy_async(token)", (b) => {
+    b.docstring("Order later TMA (async proxy) reads of global memory after the acquire that produced token; returns token.");
+    b.line('return tl.inline_asm_elementwise("fence.proxy.async.global; mov.b32 $0, $1;", "=r,r", [token], dtype=tl.int32, is_pure=False, pack=1)');
+  });
+  w.line().line();
+  w.line("@triton.jit");
+  w.block("def task_peer_notify(sig_ptrs, peer, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl.constexpr)", (b) => {
+    b.docstring("Release-add 1 to peer's sig[slot] after every store of this warp group (named barrier BAR_ID).");
+    b.line("sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))");
+    b.line("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)");
+    b.line('tl.atomic_add(sig + slot, 1, sem="release", scope="sys")');
+  });
+}

@@ -1,0 +1,200 @@
+// The composable TLX kernel (TLX §4.1, MIMW): a kernel is a compute part (ring buffers,
+// producer loads, replicated wgmma consumers, epilogue), communication parts (waits before
+// a tile's loads, an optional communication task) and a schedule (the tile loop every task
+// runs). `tlxKernel` assembles them into one `@triton.jit` module; any part can be replaced.
+import type { ElementType } from "../device/index.js";
+import type { KernelTemplateInfo } from "../kernels/index.js";
+import { EmitError, PythonWriter } from "../writer/index.js";
+import { writeTlxLibrary } from "./library.js";
+
+/** Parameters a part adds to the kernel: runtime arguments (in order) and constexprs with values. */
+export interface TlxPartParams {
+  /** Runtime argument names, in launch order. */
+  readonly args: readonly string[];
+  /** `tl.constexpr` parameters and their values. */
+  readonly constexprs: Readonly<Record<string, number>>;
+  /** Regular expressions the compiled PTX must match (what the part is for), used by the AOT check. */
+  readonly expect: readonly string[];
+}
+
+/**
+ * The tile order every task walks. `writeTileLoop` opens the loop and defines `pid_m`,
+ * `pid_n` (and may read its own arguments) before calling `body`; producer and consumers
+ * run the same loop, so they agree on which tile each ring slot holds.
+ */
+export interface TlxSchedulePart extends TlxPartParams {
+  readonly name: string;
+  writeTileLoop(w: PythonWriter, body: (w: PythonWriter) => void): void;
+}
+
+/**
+ * The compute of a tile. `writeSetup` allocates ring buffers and mbarriers at kernel scope
+ * (`local_alloc`, `alloc_barriers`); `writeProducerTile` issues the TMA loads of the tile
+ * at rows `offs_am` (ring position `it`, advanced by the part); `writeConsumerTile` runs
+ * in each of `consumers` replicas (`cid`) and ends with the epilogue.
+ */
+export interface TlxComputePart extends TlxPartParams {
+  readonly name: string;
+  /** Number of replicated consumer warp groups (`replicate=`). */
+  readonly consumers: number;
+  /** Registers per thread of a consumer warp group (`registers=`, a multiple of 8). */
+  readonly consumerRegisters: number;
+  /** Element type of A, B and C. */
+  readonly dtype: ElementType;
+  /** fp32 accumulator registers per consumer thread (tile elements of one consumer / 128). */
+  readonly accumulatorRegisters: number;
+  writeSetup(w: PythonWriter): void;
+  writeProducerTile(w: PythonWriter): void;
+  writeConsumerTile(w: PythonWriter): void;
+}
+
+/** A task of its own (its warps and register budget), e.g. the communication task. */
+export interface TlxTask {
+  readonly numWarps: number;
+  readonly registers: number;
+  write(w: PythonWriter): void;
+}
+
+/**
+ * Communication fused into the kernel. `writeBeforeLoads` runs in the producer before a
+ * tile's loads (a chunk wait: TileLink's consumer_tile_wait); it may rebind `offs_am` to
+ * thread the wait's token into the loads. `task` is an extra warp group (e.g. pushes of
+ * this rank's chunks to peers and remote notifies: "arrive remote, wait local").
+ */
+export interface TlxCommPart extends TlxPartParams {
+  readonly name: string;
+  writeBeforeLoads?(w: PythonWriter): void;
+  readonly task?: TlxTask;
+}
+
+/** What `tlxKernel` is built from. */
+export interface TlxKernelSpec {
+  /** The manifest's `template.kind` (kebab-case). */
+  readonly kind: string;
+  /** Name of the `@triton.jit` entry. */
+  readonly entry: string;
+  /** One line on what the kernel computes (the module docstring). */
+  readonly summary: string;
+  readonly compute: TlxComputePart;
+  readonly comm?: TlxCommPart | readonly TlxCommPart[];
+  readonly schedule: TlxSchedulePart;
+  /** Warps of the default (producer) task: the compile option `num_warps` (default 4). */
+  readonly producerWarps?: number;
+}
+
+/** An assembled TLX kernel: the template description the manifest follows, its source, and the AOT expectations. */
+export interface TlxKernel {
+  readonly info: KernelTemplateInfo;
+  readonly constexprs: Readonly<Record<string, number>>;
+  readonly source: string;
+  /** `num_warps` to compile with (the default task's warps). */
+  readonly numWarps: number;
+  /** Warps launched in total (default task + every other task), as the compiled metadata reports. */
+  readonly totalWarps: number;
+  /** PTX patterns every part expects. */
+  readonly expect: readonly string[];
+}
+
+function commParts(comm: TlxKernelSpec["comm"]): readonly TlxCommPart[] {
+  if (comm === undefined) return [];
+  return Array.isArray(comm) ? (comm as readonly TlxCommPart[]) : [comm as TlxCommPart];
+}
+
+/**
+ * Merge the parts' arguments (first occurrence wins the position; the same name in two
+ * parts is one argument) and constexprs (the same name must carry the same value).
+ * @throws {EmitError} `bad-param` when two parts give one constexpr different values.
+ */
+export function mergeParams(parts: readonly TlxPartParams[]): TlxPartParams {
+  const args: string[] = [];
+  const constexprs: Record<string, number> = {};
+  const expect: string[] = [];
+  for (const p of parts) {
+    for (const a of p.args) if (!args.includes(a)) args.push(a);
+    for (const [k, v] of Object.entries(p.constexprs)) {
+      if (constexprs[k] !== undefined && constexprs[k] !== v) {
+        throw new EmitError("bad-param", `constexpr ${k} is ${constexprs[k]} in one part and ${v} in another; give the parts the same value`);
+      }
+      constexprs[k] = v;
+    }
+    for (const e of p.expect) if (!expect.includes(e)) expect.push(e);
+  }
+  for (const a of args) {
+    if (constexprs[a] !== undefined) throw new EmitError("bad-param", `${a} is both an argument and a constexpr of the kernel`);
+  }
+  return { args, constexprs, expect };
+}
+
+/**
+ * Assemble a warp-specialised kernel: kernel-scope setup of the compute part, then
+ * `with tlx.async_tasks():` holding the producer (`async_task("default")`: the schedule's
+ * tile loop, each tile's communication waits, then its TMA loads), the `replicate`d
+ * consumers (`async_task(num_warps=4, replicate=consumers, registers=...)`: wgmma and the
+ * epilogue) and each communication task.
+ * @throws {EmitError} `bad-param` on conflicting parts or register budgets.
+ */
+export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
+  const comms = commParts(spec.comm);
+  const merged = mergeParams([spec.compute, ...comms, spec.schedule]);
+  if (merged.constexprs["BLOCK_M"] === undefined) throw new EmitError("bad-param", `compute part ${spec.compute.name} must define the constexpr BLOCK_M (rows of a tile)`);
+  const producerWarps = spec.producerWarps ?? 4;
+  if (![1, 2, 4].includes(producerWarps)) throw new EmitError("bad-param", `producerWarps must be 1, 2 or 4, got ${producerWarps}`);
+  const tasks = comms.flatMap((c) => (c.task === undefined ? [] : [c.task]));
+  for (const t of [{ numWarps: 4, registers: spec.compute.consumerRegisters }, ...tasks]) {
+    if (!Number.isInteger(t.registers) || t.registers % 8 !== 0 || t.registers < 24 || t.registers > 256) {
+      throw new EmitError("bad-param", `a task's register budget must be a multiple of 8 in [24, 256], got ${t.registers}`);
+    }
+  }
+  // setmaxnreg redistributes one register file (64K 32-bit registers per SM on Hopper):
+  // the budgets of the other tasks must leave the producer at least 24 per thread.
+  const used = spec.compute.consumers * 128 * spec.compute.consumerRegisters + tasks.reduce((s, t) => s + t.numWarps * 32 * t.registers, 0);
+  if (used + producerWarps * 32 * 24 > 65536) {
+    throw new EmitError("bad-param", `register budgets use ${used} of 65536 registers and leave the producer fewer than 24 per thread; lower consumerRegisters or the communication task's registers`);
+  }
+  // ptxas compiles every task under the launch cap (64K registers over all threads), before
+  // setmaxnreg hands consumers more: a consumer's fp32 accumulator must fit under that cap.
+  const totalWarps = producerWarps + spec.compute.consumers * 4 + tasks.reduce((s, t) => s + t.numWarps, 0);
+  const cap = Math.min(255, Math.floor(65536 / (totalWarps * 32) / 8) * 8);
+  const need = spec.compute.accumulatorRegisters + 24;
+  if (need > cap) {
+    throw new EmitError("bad-param", `with ${totalWarps} warps ptxas caps a thread at ${cap} registers, but a consumer's accumulator needs ${spec.compute.accumulatorRegisters} (+24): use a narrower tile (BLOCK_N) or more consumers`);
+  }
+  const info: KernelTemplateInfo = { kind: spec.kind, entry: spec.entry, args: merged.args, constexprs: Object.keys(merged.constexprs) };
+  const w = new PythonWriter();
+  w.docstring(spec.summary, "", "Emitted by @ovl/tlx-emitter (TLX, warp-specialised). Device primitives first, then the kernel.");
+  w.line("import triton");
+  w.line("import triton.language as tl");
+  w.line("import triton.language.extra.tlx as tlx");
+  w.line().line();
+  writeTlxLibrary(w, spec.compute.dtype);
+  w.line().line();
+  w.line("@triton.jit");
+  const params = [...merged.args, ...Object.keys(merged.constexprs).map((c) => `${c}: tl.constexpr`)];
+  w.block(`def ${spec.entry}(${params.join(", ")})`, (b) => {
+    spec.compute.writeSetup(b);
+    b.block("with tlx.async_tasks()", (t) => {
+      t.block(`with tlx.async_task("default")`, (p) => {
+        p.comment("Producer: per tile, the communication waits, then TMA loads into the ring.");
+        p.line("it = 0");
+        spec.schedule.writeTileLoop(p, (l) => {
+          l.line("offs_am = pid_m * BLOCK_M");
+          for (const c of comms) c.writeBeforeLoads?.(l);
+          spec.compute.writeProducerTile(l);
+        });
+      });
+      t.block(`with tlx.async_task(num_warps=4, replicate=${spec.compute.consumers}, registers=${spec.compute.consumerRegisters})`, (c) => {
+        c.comment("Consumers: wgmma on the ring slots, then the epilogue.");
+        c.line("cid: tl.constexpr = tlx.async_task_replica_id()");
+        c.line("it = 0");
+        spec.schedule.writeTileLoop(c, (l) => {
+          l.line("offs_am = pid_m * BLOCK_M");
+          spec.compute.writeConsumerTile(l);
+        });
+      });
+      for (const task of tasks) {
+        t.block(`with tlx.async_task(num_warps=${task.numWarps}, registers=${task.registers})`, (x) => task.write(x));
+      }
+    });
+  });
+  return { info, constexprs: merged.constexprs, source: w.toString(), numWarps: producerWarps, totalWarps, expect: merged.expect };
+}

@@ -1,0 +1,216 @@
+import { allGatherRing, allGatherSwizzle, type ChunkPlan, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { emitAgGemm } from "../emit/index.js";
+import { Manifest } from "../manifest/schema.js";
+import { parseWithPython } from "../testing/python.js";
+import { EmitError } from "../writer/index.js";
+import {
+  chunkWaitComm,
+  emitTlxAgGemm,
+  emitTlxGemm,
+  groupedTiles,
+  mergeParams,
+  noComm,
+  PUSH_ROW_FIELDS,
+  pushCommTask,
+  type TlxSchedulePart,
+  tlxExamples,
+  tlxGemm,
+  tlxKernel,
+} from "./index.js";
+
+function codeOf(f: () => unknown): string | undefined {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof EmitError ? e.code : String(e);
+  }
+  return undefined;
+}
+
+const TILE = { BM: 128, BN: 128, BK: 64 };
+
+function agPlan(kind: "swizzle-push" | "swizzle-pull" | "ring-push", world: number, M: number, K: number, split: number): ChunkPlan {
+  const o = { tensor: { name: "A", shape: [M, K], dtype: "bf16" as const }, axis: 0, mesh: [world], split };
+  const [algo, side] = kind.split("-") as ["swizzle" | "ring", "push" | "pull"];
+  return planSignals(algo === "swizzle" ? allGatherSwizzle({ ...o, side }) : allGatherRing({ ...o, side }));
+}
+
+function schedule(plan: ChunkPlan, M: number, N: number, K: number, tile = TILE) {
+  return lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 }, { role: "consumer" });
+}
+
+describe("TLX kernels", () => {
+  it("golden modules of the examples", async () => {
+    const ex = tlxExamples();
+    await expect(ex["tlx_gemm"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm.py");
+    await expect(ex["tlx_ag_gemm"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm.py");
+    await expect(ex["tlx_ag_gemm_push"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm_push.py");
+  });
+
+  it("python3 ast.parse accepts every emitted TLX module", () => {
+    const files: Record<string, string> = {};
+    for (const [name, r] of Object.entries(tlxExamples())) for (const f of r.files) files[`${name}/${f.path}`] = f.text;
+    for (const dtype of ["bf16", "fp16"] as const) {
+      for (const stages of [2, 4]) {
+        files[`${dtype}/${stages}.py`] = emitTlxGemm({ M: 256, N: 128, K: 64 }, { BM: 64, BN: 64, BK: 32 }, { dtype, stages, consumers: 1 }).files[0]!.text;
+      }
+    }
+    files["control/broken.py"] = "with tlx.async_tasks()\n    pass\n";
+    const result = parseWithPython(files);
+    expect(result["control/broken.py"]).toMatch(/line 1/);
+    delete result["control/broken.py"];
+    expect(Object.keys(result)).toHaveLength(7);
+    expect(Object.entries(result).filter(([, v]) => v !== "ok")).toEqual([]);
+  });
+
+  it("writes the MIMW structure: producer, replicated consumers with a register budget, a communication task", () => {
+    const src = tlxExamples()["tlx_ag_gemm_push"]!.files[0]!.text;
+    const lines = src.split("\n").map((l) => l.trim());
+    expect(lines).toContain("with tlx.async_tasks():");
+    expect(lines).toContain('with tlx.async_task("default"):');
+    expect(lines).toContain("with tlx.async_task(num_warps=4, replicate=2, registers=208):");
+    expect(lines).toContain("with tlx.async_task(num_warps=4, registers=56):");
+    // The wait comes before the loads of the tile, in the producer, and its token feeds the rows.
+    const producer = src.slice(src.indexOf('async_task("default")'), src.indexOf("replicate="));
+    expect(producer.indexOf("wait_slot(")).toBeGreaterThan(0);
+    expect(producer.indexOf("wait_slot(")).toBeLessThan(producer.indexOf("async_descriptor_load"));
+    expect(producer).toContain("offs_am = consume_token(offs_am, tok)");
+  });
+
+  it("a user replaces a part: their schedule drives every task", () => {
+    const diagonal: TlxSchedulePart = {
+      name: "diagonal",
+      args: [],
+      constexprs: { GROUP_M: 1 },
+      expect: [],
+      writeTileLoop(w, body) {
+        w.block("for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0))", (l) => {
+          l.line("pid_m = tile_id % num_pid_m");
+          l.line("pid_n = (tile_id + pid_m) % num_pid_n");
+          body(l);
+        });
+      },
+    };
+    const k = tlxKernel({ kind: "my-gemm", entry: "my_gemm", summary: "mine", compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }), comm: noComm(), schedule: diagonal });
+    expect(k.source.match(/pid_n = \(tile_id \+ pid_m\) % num_pid_n/g)).toHaveLength(2);
+    expect(k.info.args).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]);
+    expect(k.totalWarps).toBe(12);
+    expect(parseWithPython({ k: k.source })["k"]).toBe("ok");
+  });
+
+  it("mergeParams: arguments keep first-occurrence order, constexprs must agree", () => {
+    const name = fc.constantFrom("a", "b", "c", "d", "e");
+    fc.assert(
+      fc.property(fc.array(fc.array(name, { maxLength: 4 }), { maxLength: 4 }), (lists) => {
+        const merged = mergeParams(lists.map((args) => ({ args, constexprs: {}, expect: [] })));
+        const flat = lists.flat();
+        expect(merged.args).toEqual(flat.filter((a, i) => flat.indexOf(a) === i));
+      }),
+      { numRuns: 50 },
+    );
+    expect(codeOf(() => mergeParams([{ args: [], constexprs: { X: 1 }, expect: [] }, { args: [], constexprs: { X: 2 }, expect: [] }]))).toBe("bad-param");
+    expect(mergeParams([{ args: [], constexprs: { X: 1 }, expect: [] }, { args: [], constexprs: { X: 1 }, expect: [] }]).constexprs).toEqual({ X: 1 });
+    expect(codeOf(() => mergeParams([{ args: ["X"], constexprs: {}, expect: [] }, { args: [], constexprs: { X: 1 }, expect: [] }]))).toBe("bad-param");
+  });
+
+  it("refuses what cannot compile or run", () => {
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, dtype: "fp32" }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 96, BLOCK_N: 128, BLOCK_K: 64 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 64, BLOCK_N: 128, BLOCK_K: 64, consumers: 2 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 3 }))).toBeUndefined();
+    const wide = tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, consumerRegisters: 208 });
+    const spec = { kind: "k", entry: "k", summary: "k", schedule: groupedTiles({ groupM: 8, ordered: true }) };
+    // 16 warps cap ptxas at 128 registers; a 64x256 fp32 accumulator alone needs 128.
+    expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm(), pushCommTask()] }))).toBe("bad-param");
+    expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm()] }))).toBeUndefined();
+    // Budgets that starve the producer.
+    expect(codeOf(() => tlxKernel({ ...spec, compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }), comm: pushCommTask({ registers: 120 }) }))).toBe("bad-param");
+    expect(codeOf(() => tlxKernel({ ...spec, compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, consumerRegisters: 230 }) }))).toBe("bad-param");
+    expect(codeOf(() => pushCommTask({ barrierId: 16 }))).toBe("bad-param");
+  });
+});
+
+describe("emitTlxAgGemm", () => {
+  it("uses the plain path's tile schedule tables and host ops (copy engine), marked precompiled", () => {
+    const plan = agPlan("swizzle-push", 2, 1024, 64, 2);
+    const s = schedule(plan, 1024, 256, 64);
+    const plain = emitAgGemm(plan, s);
+    const tlx = emitTlxAgGemm(plan, s);
+    expect(Manifest.safeParse(tlx.manifest).success).toBe(true);
+    expect(tlx.manifest.tables).toEqual(plain.manifest.tables);
+    expect(tlx.manifest.hostOps).toEqual(plain.manifest.hostOps);
+    const k = tlx.manifest.kernels[0]!;
+    expect(k.precompiled).toEqual({ target: "sm_90a", cubin: "tlx_ag_gemm.sm_90a.cubin", metadata: "tlx_ag_gemm.sm_90a.json" });
+    expect(k.template.kind).toBe("tlx-ag-gemm");
+    expect(k.args.find((a) => a.name === "target")!.value).toEqual({ kind: "epoch-target", arrivals: 1 });
+    expect(tlx.expect["tlx_ag_gemm"]).toEqual(expect.arrayContaining(["wgmma\\.mma_async", "cp\\.async\\.bulk\\.tensor", "ld\\.global\\.acquire\\.sys"]));
+    expect(tlx.manifest.buffers.find((b) => b.name === "signals")!.dtype).toBe("uint32");
+  });
+
+  it("comm task: the pushes gather A on every rank and every waited slot gets exactly `arrivals` notifies after its rows", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(1, 2), fc.constantFrom(1, 2), fc.constantFrom(1, 2, 3), (world, split, blocks, pieces) => {
+        const M = world * split * blocks * TILE.BM;
+        const K = 8;
+        const plan = agPlan("swizzle-push", world, M, K, split);
+        const r = emitTlxAgGemm(plan, schedule(plan, M, 128, K), { comm: "comm-task", commPieces: pieces });
+        const m = r.manifest;
+        expect(Manifest.safeParse(m).success).toBe(true);
+        expect(m.hostOps).toEqual([]);
+        const rows = m.tables.find((t) => t.name === "push_rows")!.values;
+        const arrivals = (m.kernels[0]!.args.find((a) => a.name === "target")!.value as { arrivals: number }).arrivals;
+        const numPushes = (m.kernels[0]!.args.find((a) => a.name === "num_pushes")!.value as { value: number }).value;
+        const rowsPerRank = M / world;
+        const A = Array.from({ length: world }, (_, r) => Array.from({ length: M * K }, (_, i) => (Math.floor(i / K) >= r * rowsPerRank && Math.floor(i / K) < (r + 1) * rowsPerRank ? i : -1)));
+        const notifies = new Map<string, number>();
+        const F = PUSH_ROW_FIELDS.length;
+        rows.forEach((flat, rank) => {
+          expect(flat.length).toBe(numPushes * F);
+          for (let row = 0; row < numPushes; row++) {
+            const [src, dst, dstOff, len, slot] = flat.slice(row * F, row * F + F) as [number, number, number, number, number];
+            for (let i = 0; i < len; i++) {
+              const v = A[rank]![src + i]!;
+              expect(v, `rank ${rank} pushes element ${src + i}, which it does not own`).toBeGreaterThanOrEqual(0);
+              A[dst]![dstOff + i] = v;
+            }
+            if (slot >= 0) notifies.set(`${dst}:${slot}`, (notifies.get(`${dst}:${slot}`) ?? 0) + 1);
+          }
+        });
+        for (const a of A) expect(a).toEqual(Array.from({ length: M * K }, (_, i) => i));
+        const waitSlots = m.tables.find((t) => t.name === "mblock_wait_slot")!.values;
+        waitSlots.forEach((row, r) => row.forEach((s) => s >= 0 && expect(notifies.get(`${r}:${s}`)).toBe(arrivals)));
+        expect([...notifies.values()].every((n) => n === arrivals)).toBe(true);
+        if (world > 1) expect(arrivals).toBe(pieces);
+        expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32");
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it("the comm task refuses pull and chained plans; bad options are errors", () => {
+    const pull = agPlan("swizzle-pull", 2, 512, 64, 1);
+    expect(codeOf(() => emitTlxAgGemm(pull, schedule(pull, 512, 128, 64), { comm: "comm-task" }))).toBe("bad-plan");
+    const ring = agPlan("ring-push", 4, 512, 64, 1);
+    expect(codeOf(() => emitTlxAgGemm(ring, schedule(ring, 512, 128, 64), { comm: "comm-task" }))).toBe("unsupported-dependency");
+    expect(codeOf(() => emitTlxAgGemm(ring, schedule(ring, 512, 128, 64)))).toBeUndefined();
+    const plan = agPlan("swizzle-push", 2, 512, 64, 1);
+    expect(codeOf(() => emitTlxAgGemm(plan, schedule(plan, 512, 128, 64), { comm: "bogus" as "comm-task" }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxAgGemm(plan, schedule(plan, 512, 128, 64), { comm: "comm-task", commPieces: 1_000_000 }))).toBe("bad-plan");
+  });
+});
+
+describe("emitTlxGemm", () => {
+  it("is a one-rank manifest checked against A @ B, launched on at most one program per tile", () => {
+    const r = emitTlxGemm({ M: 8192, N: 8192, K: 8192 });
+    const m = r.manifest;
+    expect(m.world).toBe(1);
+    expect(m.reference).toMatchObject({ operator: "ag-gemm", M: 8192, N: 8192, K: 8192, rowsPerRank: 8192, output: "gemm_c" });
+    expect(m.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 64 * 32 }]);
+    expect(m.kernels[0]!.constexprs).toMatchObject({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, NUM_STAGES: 3, NUM_CONSUMERS: 2, GROUP_M: 8 });
+    expect(r.expect["tlx_gemm"]).not.toContain("ld\\.global\\.acquire\\.sys");
+    expect(codeOf(() => emitTlxGemm({ M: 64, N: 60, K: 64 }))).toBe("bad-param");
+  });
+});
