@@ -2,3 +2,4 @@
 export { MLP_SHAPES, type MlpShapeName } from "./shapes.js";
 export { measure, writeSuite, toMarkdown, machineDescription, RESULTS_DIR } from "./harness.js";
 export type { Measurement, MeasureOptions, SuiteResult } from "./harness.js";
+export * from "./charts/index.js";

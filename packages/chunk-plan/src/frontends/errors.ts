@@ -1,0 +1,27 @@
+// Errors of the frontends: a partition IR reshard, a CommIR program or a schedule search
+// that cannot become a chunk plan. Each carries a `code` a caller can branch on.
+
+/** What went wrong in a frontend. */
+export type FrontendErrorCode =
+  | "invalid-spec"
+  | "unsupported-reshard"
+  | "unsupported-path"
+  | "unknown-axis"
+  | "unknown-buffer"
+  | "invalid-program"
+  | "invalid-transform"
+  | "mesh-mismatch"
+  | "unsupported-schedule"
+  | "unknown-kernel"
+  | "execution"
+  | "search-too-large";
+
+/** A frontend fault: `code` says what, the message says what to change. */
+export class FrontendError extends Error {
+  readonly code: FrontendErrorCode;
+  constructor(code: FrontendErrorCode, message: string) {
+    super(message);
+    this.name = "FrontendError";
+    this.code = code;
+  }
+}

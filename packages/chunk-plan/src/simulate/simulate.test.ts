@@ -1,0 +1,222 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { allGatherRing, allGatherSwizzle, reduceScatterDirect } from "../templates/index.js";
+import { planSignals } from "../signals/index.js";
+import { applyTileArrivals, lowerToTileSchedule } from "../lower/index.js";
+import type { ChunkPlan } from "../model/schema.js";
+import { H200_SXM, HardwareModel, H100_SXM } from "./hardware.js";
+import { simulate } from "./simulate.js";
+import { SimulationResult } from "./result.js";
+import { SimulateError } from "./errors.js";
+import { gemmMs } from "./cost.js";
+import { predictBaselines } from "./baselines.js";
+
+function agGemm(world: number, split: number, opts: { rows?: number; n?: number; ring?: boolean } = {}) {
+  const rows = opts.rows ?? 8192;
+  const tensor = { name: "A", shape: [rows, 4096], dtype: "bf16" } as const;
+  const plan = planSignals(
+    opts.ring
+      ? allGatherRing({ tensor, axis: 0, mesh: [world], split })
+      : allGatherSwizzle({ tensor, axis: 0, mesh: [world], split, side: "push" }),
+  );
+  const schedule = lowerToTileSchedule(plan, {
+    tensor: "A",
+    problem: { M: rows, N: opts.n ?? Math.floor(11008 / world), K: 4096 },
+    tile: { BM: 128, BN: 256, BK: 64 },
+    persistent: { numSms: 132 },
+    groupSizeM: 8,
+  });
+  return { plan, schedule };
+}
+
+function gemmRs(world: number, split: number, numSms = 132) {
+  const plan0 = planSignals(
+    reduceScatterDirect({ tensor: { name: "C", shape: [8192, 4096], dtype: "bf16" }, axis: 0, mesh: [world], split, afterCompute: true }),
+  );
+  const schedule = lowerToTileSchedule(plan0, {
+    tensor: "C_partial",
+    problem: { M: 8192, N: 4096, K: Math.floor(11008 / world) },
+    tile: { BM: 128, BN: 256, BK: 64 },
+    persistent: { numSms },
+    groupSizeM: 8,
+  });
+  return { plan: applyTileArrivals(plan0, schedule), schedule };
+}
+
+const withBandwidth = (scale: number): HardwareModel => ({
+  ...H200_SXM,
+  nvlink: { ...H200_SXM.nvlink, linkGBps: H200_SXM.nvlink.linkGBps * scale },
+  copyEngine: { ...H200_SXM.copyEngine, bandwidthGBps: H200_SXM.copyEngine.bandwidthGBps * scale },
+  smCopy: { ...H200_SXM.smCopy, bandwidthPerSmGBps: H200_SXM.smCopy.bandwidthPerSmGBps * scale },
+});
+
+describe("simulate", () => {
+  it("predicts AG+GEMM MLP-1 at 8 ranks with a well-formed result, fast", () => {
+    const { plan, schedule } = agGemm(8, 2);
+    const t0 = performance.now();
+    const r = simulate(plan, schedule, { hardware: "H200_SXM" });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(SimulationResult.parse(r)).toEqual(r);
+    expect(r.ranks).toHaveLength(8);
+    expect(r.latencyMs).toBeGreaterThanOrEqual(r.boundMs);
+    expect(r.nonOverlappedMs).toBeCloseTo(r.computeAloneMs + r.commAloneMs, 9);
+    // 7 peers × 2 chunks pushed by every rank: one transfer event each.
+    expect(r.ranks[0]!.events.filter((e) => e.kind === "transfer")).toHaveLength(14);
+    expect(r.ranks[0]!.events.some((e) => e.kind === "wave")).toBe(true);
+    for (const e of r.ranks.flatMap((x) => x.events)) expect(e.endMs).toBeGreaterThanOrEqual(e.startMs);
+  });
+
+  it("hides the gather behind compute at 2 ranks (compute-bound MLP-1)", () => {
+    const { plan, schedule } = agGemm(2, 1);
+    const r = simulate(plan, schedule, { hardware: H200_SXM });
+    expect(r.computeAloneMs).toBeCloseTo(gemmMs(H200_SXM, { M: 8192, N: 5504, K: 4096 }), 9);
+    expect(r.speedup).toBeGreaterThan(1.1);
+    expect(r.overlapRatio).toBeGreaterThan(0.5);
+  });
+
+  it("makes the GEMM wait for chunks: waits appear when communication is slow", () => {
+    const { plan, schedule } = agGemm(4, 1);
+    const r = simulate(plan, schedule, { hardware: withBandwidth(0.05) });
+    expect(r.ranks[0]!.events.some((e) => e.kind === "wait")).toBe(true);
+    expect(r.ranks[0]!.stallMs).toBeGreaterThan(0);
+  });
+
+  it("GEMM+RS: communication waits for compute and the copy engine pays a reduction pass", () => {
+    const { plan, schedule } = gemmRs(2, 2);
+    const ce = simulate(plan, schedule, { hardware: "H200_SXM" });
+    expect(ce.role).toBe("producer");
+    expect(ce.ranks[0]!.events.some((e) => e.kind === "reduce")).toBe(true);
+    const first = ce.ranks[0]!.events.filter((e) => e.kind === "transfer").map((e) => e.startMs);
+    expect(Math.min(...first)).toBeGreaterThan(H200_SXM.gemm.launchUs * 1e-3);
+    const sm = simulate(plan, schedule, { hardware: "H200_SXM", backend: "sm", commSms: 20 });
+    expect(sm.ranks[0]!.events.some((e) => e.kind === "reduce")).toBe(false);
+    expect(sm.latencyMs).toBeGreaterThanOrEqual(sm.boundMs);
+  });
+
+  it("a persistent grid wider than the SMs left to compute pays for its extra programs", () => {
+    const wide = gemmRs(2, 1, 132);
+    const fit = gemmRs(2, 1, 116);
+    const a = simulate(wide.plan, wide.schedule, { hardware: "H200_SXM", backend: "sm", commSms: 16 });
+    const b = simulate(fit.plan, fit.schedule, { hardware: "H200_SXM", backend: "sm", commSms: 16 });
+    expect(a.latencyMs).toBeGreaterThan(b.latencyMs);
+  });
+
+  it("SM backend takes SMs from compute", () => {
+    const { plan, schedule } = agGemm(2, 1);
+    const ce = simulate(plan, schedule, { hardware: "H200_SXM" });
+    const sm = simulate(plan, schedule, { hardware: "H200_SXM", backend: "sm", commSms: 66 });
+    expect(sm.latencyMs).toBeGreaterThan(ce.latencyMs);
+  });
+
+  it("rejects bad options and mismatched schedules with typed errors", () => {
+    const { plan, schedule } = agGemm(2, 1);
+    const other = agGemm(4, 1).schedule;
+    const code = (f: () => unknown): string | undefined => {
+      try {
+        f();
+      } catch (e) {
+        return e instanceof SimulateError ? e.code : "other";
+      }
+      return undefined;
+    };
+    expect(code(() => simulate(plan, other, { hardware: "H200_SXM" }))).toBe("schedule-mismatch");
+    expect(code(() => simulate(plan, schedule, { hardware: "B200" }))).toBe("bad-hardware");
+    expect(code(() => simulate(plan, schedule, { hardware: { ...H200_SXM, smCount: -1 } }))).toBe("bad-hardware");
+    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", backend: "sm", commSms: 0 }))).toBe("bad-option");
+    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", commSms: 132 }))).toBe("bad-option");
+    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { efficiency: 0 } }))).toBe("bad-option");
+  });
+
+  it("H100's GEMM throughput reproduces the measured 8192³ GEMM (798 TFLOP/s)", () => {
+    const ms = gemmMs(H100_SXM, { M: 8192, N: 8192, K: 8192 });
+    expect((2 * 8192 ** 3) / (ms * 1e-3) / 1e12).toBeCloseTo(798, -1);
+  });
+
+  it("predictBaselines: GEMM, collective, their sum and the bound; bad input is an error", () => {
+    const b = predictBaselines({ hardware: "H200_SXM", problem: { M: 8192, N: 5504, K: 4096 }, collective: { kind: "all-gather", shape: [8192, 4096], dtype: "bf16" }, world: 2 });
+    expect(b.notOverlappedMs).toBeCloseTo(b.gemmMs + b.collectiveMs, 12);
+    expect(b.boundMs).toBe(Math.max(b.gemmMs, b.collectiveMs));
+    expect(b.collectiveMs).toBeCloseTo(0.054 + (0.5 * 8192 * 4096 * 2) / 268e6, 9);
+    expect(() => predictBaselines({ hardware: "H200_SXM", problem: { M: 0, N: 1, K: 1 }, collective: { kind: "all-gather", shape: [8], dtype: "bf16" }, world: 2 })).toThrow(SimulateError);
+    expect(() => predictBaselines({ hardware: "H200_SXM", problem: { M: 8, N: 1, K: 1 }, collective: { kind: "all-gather", shape: [8], dtype: "bf16" }, world: 0 })).toThrow(/positive integer/);
+  });
+
+  it("built-in models parse and cite their sources", () => {
+    for (const hw of [H100_SXM, H200_SXM]) {
+      expect(HardwareModel.parse(hw)).toEqual(hw);
+      for (const key of ["gemm", "copyEngine", "collective", "signal"]) expect(hw.source[key]).toMatch(/measured|derived|assumed|datasheet/);
+    }
+  });
+});
+
+describe("simulate properties", () => {
+  const cases = fc.record({
+    world: fc.constantFrom(2, 4, 8),
+    split: fc.integer({ min: 1, max: 3 }),
+    rows: fc.constantFrom(2048, 4096, 8192),
+    n: fc.constantFrom(512, 1376, 2752),
+    ring: fc.boolean(),
+  });
+  const opts = { numRuns: 12 };
+
+  it("latency ≥ bound and ≤ non-overlapped + overheads; deterministic", () => {
+    fc.assert(
+      fc.property(cases, ({ world, split, rows, n, ring }) => {
+        const { plan, schedule } = agGemm(world, split, { rows, n, ring });
+        const a = simulate(plan, schedule, { hardware: "H200_SXM" });
+        const b = simulate(plan, schedule, { hardware: "H200_SXM" });
+        expect(b).toEqual(a);
+        for (const r of a.ranks) {
+          expect(r.latencyMs).toBeGreaterThanOrEqual(r.boundMs - 1e-9);
+          // Overheads: contention slows tiles that run beside copies by at most copySlowdown.
+          expect(r.latencyMs).toBeLessThanOrEqual(r.nonOverlappedMs * (1 + H200_SXM.contention.copySlowdown) + 1e-9);
+        }
+      }),
+      opts,
+    );
+  });
+
+  it("GEMM+RS on either backend: bound ≤ latency ≤ non-overlapped + overheads", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(2, 4, 8), fc.integer({ min: 1, max: 2 }), fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">, (world, split, backend) => {
+        // A persistent kernel beside 16 copy SMs is launched on the 116 SMs left.
+        const { plan, schedule } = gemmRs(world, split, backend === "sm" ? 116 : 132);
+        const r = simulate(plan, schedule, { hardware: "H200_SXM", backend });
+        for (const x of r.ranks) {
+          expect(x.latencyMs).toBeGreaterThanOrEqual(x.boundMs - 1e-9);
+          // SM copies also take commSms SMs from compute.
+          const tiles = schedule.grid.numTiles;
+          const fewerSms = backend === "sm" ? Math.ceil(tiles / (132 - 16)) / Math.ceil(tiles / 132) : 1;
+          expect(x.latencyMs).toBeLessThanOrEqual(x.nonOverlappedMs * fewerSms * (1 + H200_SXM.contention.copySlowdown) + 1e-9);
+        }
+      }),
+      { numRuns: 8 },
+    );
+  });
+
+  it("is monotone in bandwidth", () => {
+    fc.assert(
+      fc.property(cases, fc.double({ min: 1, max: 4, noNaN: true }), ({ world, split, rows, n, ring }, scale) => {
+        const { plan, schedule } = agGemm(world, split, { rows, n, ring });
+        const slow = simulate(plan, schedule, { hardware: withBandwidth(1 / scale) });
+        const fast = simulate(plan, schedule, { hardware: withBandwidth(1) });
+        expect(fast.latencyMs).toBeLessThanOrEqual(slow.latencyMs + 1e-9);
+      }),
+      opts,
+    );
+  });
+
+  it("a plan with no communication predicts the compute time", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(1024, 4096, 8192), fc.constantFrom(512, 2752, 5504), (rows, n) => {
+        const { plan, schedule } = agGemm(1, 1, { rows, n });
+        const bare: ChunkPlan = plan;
+        expect(bare.ranks.every((r) => r.streams.every((s) => s.length === 0))).toBe(true);
+        const r = simulate(bare, schedule, { hardware: "H200_SXM" });
+        expect(r.commAloneMs).toBe(0);
+        expect(r.latencyMs).toBeCloseTo(gemmMs(H200_SXM, { M: rows, N: n, K: 4096 }), 12);
+      }),
+      { numRuns: 6 },
+    );
+  });
+});

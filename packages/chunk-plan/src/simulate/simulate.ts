@@ -1,0 +1,230 @@
+// The simulator's entry point: a plan, its tile schedule and a backend on a hardware model
+// → per-rank predicted latency, the non-overlapped time, the perfect-overlap bound,
+// TileLink's overlap ratio and a per-rank timeline.
+import type { ChunkPlan, TensorDecl } from "../model/schema.js";
+import type { TileSchedule } from "../lower/schema.js";
+import { planSignals } from "../signals/index.js";
+import { regionBytes } from "../region/index.js";
+import { type HardwareModel, resolveHardware } from "./hardware.js";
+import { hbmPassMs, tileMs } from "./cost.js";
+import { type CommBackend, type OpTiming, simulateComm } from "./comm.js";
+import { type ComputeTiming, regionDoneAt, simulateCompute } from "./compute.js";
+import { SimulateError } from "./errors.js";
+import { type RankSimulation, type SimulationResult, SIM_RESULT_SCHEMA, type TimelineEvent } from "./result.js";
+
+/** Options of {@link simulate}. */
+export interface SimulateOptions {
+  /** A built-in model's name (`"H200_SXM"`, `"H100_SXM"`) or a `HardwareModel`. */
+  readonly hardware: HardwareModel | string;
+  /** How transfers are realised (default `copy-engine`). The plan is the same for every backend. */
+  readonly backend?: CommBackend;
+  /** SMs taken from compute to drive copies (backend `sm`; default 16 there, 0 otherwise). */
+  readonly commSms?: number;
+  /** The compute kernel's speed relative to the model's cuBLAS-class calibration (default 1). */
+  readonly computeKernel?: { readonly efficiency?: number };
+  /** Timeline granularity on the compute lane: one event per wave (default) or per tile. */
+  readonly detail?: "waves" | "tiles";
+}
+
+/**
+ * Predict an overlapped operator: the plan's communication and the schedule's compute,
+ * simulated together on every rank. A consumer schedule (AllGather + GEMM) waits per tile
+ * on chunk slots; a producer schedule (GEMM + ReduceScatter) releases ops that depend on
+ * compute. With the copy engine, accumulating transfers are followed by a reduction pass
+ * through HBM. Throws {@link SimulateError} on inputs it cannot price.
+ */
+export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: SimulateOptions): SimulationResult {
+  const hw = resolveHardware(options.hardware);
+  const backend = options.backend ?? "copy-engine";
+  if (backend !== "copy-engine" && backend !== "sm") {
+    throw new SimulateError("bad-option", `backend "${String(backend)}": use "copy-engine" or "sm"`);
+  }
+  const commSms = options.commSms ?? (backend === "sm" ? 16 : 0);
+  if (!Number.isInteger(commSms) || commSms < 0 || commSms >= hw.smCount || (backend === "sm" && commSms === 0)) {
+    throw new SimulateError("bad-option", `commSms = ${commSms}: give an integer in ${backend === "sm" ? 1 : 0}..${hw.smCount - 1} (SMs left for compute must be at least 1)`);
+  }
+  const efficiency = options.computeKernel?.efficiency ?? 1;
+  if (!(efficiency > 0 && efficiency <= 2)) {
+    throw new SimulateError("bad-option", `computeKernel.efficiency = ${efficiency}: give a positive factor (1 = cuBLAS-class, 0.8 = 20% slower)`);
+  }
+  if (schedule.plan !== plan.name || schedule.ranks.length !== plan.ranks.length) {
+    throw new SimulateError("schedule-mismatch", `tile schedule of plan "${schedule.plan}" (${schedule.ranks.length} ranks) does not belong to plan "${plan.name}" (${plan.ranks.length} ranks): lower this plan with lowerToTileSchedule`);
+  }
+  const signalled = plan.signals === undefined ? planSignals(plan) : plan;
+  const tMs = tileMs(hw, schedule.tiling.tile, schedule.tiling.problem.K, efficiency);
+  const startMs = hw.gemm.launchUs * 1e-3;
+  const computeSms = hw.smCount - (backend === "sm" ? commSms : 0);
+  const comm = { plan: signalled, hardware: hw, backend, commSms };
+  const computeOf = (rank: number, sms: number, slotReady: (slot: number) => number, busy: Busy, slowdown: number): ComputeTiming =>
+    simulateCompute({ schedule, rank: schedule.ranks[rank]!, tileMs: tMs, startMs, sms, slotReady, busy, slowdown });
+  const ranks = plan.ranks.map((r) => r.rank);
+  const idle: Busy = [];
+  const alone = ranks.map((r) => computeOf(r, hw.smCount, () => 0, idle, 0));
+  const commAloneOps = simulateComm({ ...comm, computeDone: () => 0 });
+
+  let ops: OpTiming[];
+  let compute: ComputeTiming[];
+  if (schedule.role === "consumer") {
+    ops = commAloneOps;
+    const ready = slotReadiness(signalled, ops);
+    compute = ranks.map((r) => computeOf(r, computeSms, (s) => readyOf(ready, r, s), busyOf(ops, r), hw.contention.copySlowdown));
+  } else {
+    // Compute gates communication; a second pass prices the copies' contention on compute.
+    compute = ranks.map((r) => computeOf(r, computeSms, () => 0, idle, 0));
+    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, compute[r]!, region) });
+    compute = ranks.map((r) => computeOf(r, computeSms, () => 0, busyOf(ops, r), hw.contention.copySlowdown));
+    const final = compute;
+    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region) });
+  }
+  const reduceMs = reducePassMs(signalled, hw, backend);
+
+  const perRank: RankSimulation[] = ranks.map((r) => {
+    const mine = ops.filter((o) => o.rank === r);
+    const commEnd = Math.max(0, ...mine.map((o) => o.end));
+    const inbound = Math.max(0, ...ops.filter((o) => o.dst === r).map((o) => o.end));
+    const reduce = reduceMs[r] ?? 0;
+    const computeEnd = compute[r]!.computeEnd;
+    const reduceStart = Math.max(computeEnd, inbound);
+    const latencyMs = reduce > 0 ? reduceStart + reduce : Math.max(computeEnd, commEnd);
+    const computeAloneMs = alone[r]!.computeEnd;
+    const commAloneMs = Math.max(0, ...commAloneOps.filter((o) => o.rank === r).map((o) => o.end)) + reduce;
+    return {
+      rank: r,
+      latencyMs,
+      computeAloneMs,
+      commAloneMs,
+      nonOverlappedMs: computeAloneMs + commAloneMs,
+      boundMs: Math.max(computeAloneMs, commAloneMs),
+      overlapRatio: overlapRatio(computeAloneMs, commAloneMs, latencyMs),
+      stallMs: compute[r]!.stallMs,
+      events: timeline(compute[r]!, mine, schedule, r, reduce > 0 ? [reduceStart, reduceStart + reduce] : null, options.detail ?? "waves"),
+    };
+  });
+  const latencyMs = Math.max(...perRank.map((r) => r.latencyMs));
+  const computeAloneMs = Math.max(...perRank.map((r) => r.computeAloneMs));
+  const commAloneMs = Math.max(...perRank.map((r) => r.commAloneMs));
+  return {
+    $schema: SIM_RESULT_SCHEMA,
+    plan: plan.name,
+    role: schedule.role,
+    hardware: hw.name,
+    backend,
+    commSms,
+    world: ranks.length,
+    latencyMs,
+    computeAloneMs,
+    commAloneMs,
+    nonOverlappedMs: computeAloneMs + commAloneMs,
+    boundMs: Math.max(computeAloneMs, commAloneMs),
+    overlapRatio: overlapRatio(computeAloneMs, commAloneMs, latencyMs),
+    speedup: (computeAloneMs + commAloneMs) / latencyMs,
+    ranks: perRank,
+  };
+}
+
+/** TileLink §7: `(comp_only + comm_only − overlapped) / comm_only`, the fraction of communication hidden. */
+export function overlapRatio(computeAloneMs: number, commAloneMs: number, overlappedMs: number): number {
+  return commAloneMs > 0 ? (computeAloneMs + commAloneMs - overlappedMs) / commAloneMs : 1;
+}
+
+type Busy = readonly (readonly [number, number])[];
+
+/** Per rank and slot, when the slot reaches its arrivals. */
+function slotReadiness(plan: ChunkPlan, ops: readonly OpTiming[]): Map<string, number> {
+  const hits = new Map<string, number[]>();
+  for (const o of ops) {
+    const ref = plan.signals?.notify[o.rank]?.[o.stream]?.[o.index];
+    if (ref == null) continue;
+    const key = `${ref.rank}:${ref.slot}`;
+    const list = hits.get(key) ?? [];
+    list.push(o.end);
+    hits.set(key, list);
+  }
+  const ready = new Map<string, number>();
+  for (const { rank, slots } of plan.signals?.slots ?? []) {
+    for (const s of slots) {
+      const times = (hits.get(`${rank}:${s.slot}`) ?? []).sort((a, b) => a - b);
+      const t = times[s.arrivals - 1];
+      if (t !== undefined) ready.set(`${rank}:${s.slot}`, t);
+    }
+  }
+  return ready;
+}
+
+function readyOf(ready: Map<string, number>, rank: number, slot: number): number {
+  const t = ready.get(`${rank}:${slot}`);
+  if (t === undefined) {
+    throw new SimulateError("unknown-slot", `rank ${rank} waits on slot ${slot}, which no op of the plan fills enough times: re-run planSignals and lowerToTileSchedule on the same plan`);
+  }
+  return t;
+}
+
+/** Intervals during which copies move data out of or into `rank`, merged and sorted. */
+function busyOf(ops: readonly OpTiming[], rank: number): Busy {
+  const spans = ops
+    .filter((o) => o.dataEnd > o.dataStart && (o.rank === rank || o.src === rank || o.dst === rank))
+    .map((o) => [o.dataStart, o.dataEnd] as const)
+    .sort((a, b) => a[0] - b[0]);
+  const merged: [number, number][] = [];
+  for (const [a, b] of spans) {
+    const last = merged[merged.length - 1];
+    if (last !== undefined && a <= last[1]) last[1] = Math.max(last[1], b);
+    else merged.push([a, b]);
+  }
+  return merged;
+}
+
+/**
+ * The reduction pass a copy engine needs after accumulating transfers (it can only copy):
+ * per destination rank, read every delivered partial plus the accumulator, write the result.
+ */
+function reducePassMs(plan: ChunkPlan, hw: HardwareModel, backend: CommBackend): number[] {
+  const out = plan.ranks.map(() => 0);
+  if (backend !== "copy-engine") return out;
+  const decls = new Map<string, TensorDecl>(plan.tensors.map((t) => [t.name, t]));
+  for (const rp of plan.ranks) {
+    for (const ops of rp.streams) {
+      for (const op of ops) {
+        if (op.kind !== "p2p" || op.reduce === undefined) continue;
+        const dst = op.side === "push" ? op.peer : rp.rank;
+        const bytes = regionBytes(op.dst, decls.get(op.dst.tensor)!);
+        out[dst] = (out[dst] ?? 0) + hbmPassMs(hw, 2 * bytes, bytes);
+      }
+    }
+  }
+  return out.map((ms) => (ms > 0 ? ms + hw.gemm.launchUs * 1e-3 : 0));
+}
+
+function timeline(
+  compute: ComputeTiming,
+  ops: readonly OpTiming[],
+  schedule: TileSchedule,
+  rank: number,
+  reduce: readonly [number, number] | null,
+  detail: "waves" | "tiles",
+): TimelineEvent[] {
+  const events: TimelineEvent[] = [];
+  if (detail === "tiles") {
+    const tables = schedule.ranks[rank]!.tables;
+    for (let v = 0; v < compute.start.length; v++) {
+      events.push({ lane: "compute", kind: "tile", startMs: compute.start[v]!, endMs: compute.end[v]!, label: `tile ${tables.tile[v]!} (wave ${tables.wave[v]!})` });
+    }
+  } else {
+    for (const w of compute.waves) {
+      events.push({ lane: "compute", kind: "wave", startMs: w.start, endMs: w.end, label: `wave ${w.wave} (${w.tiles} tiles)` });
+    }
+  }
+  for (const w of compute.waves) {
+    if (w.readyAt > w.freeAt + 1e-9) {
+      events.push({ lane: "waits", kind: "wait", startMs: w.freeAt, endMs: w.readyAt, label: `wave ${w.wave} waits for its chunk` });
+    }
+  }
+  if (reduce !== null) events.push({ lane: "compute", kind: "reduce", startMs: reduce[0], endMs: reduce[1], label: "reduction pass" });
+  for (const o of ops) {
+    const lane = `stream ${o.stream}`;
+    if (o.dataStart > o.start) events.push({ lane, kind: "launch", startMs: o.start, endMs: o.dataStart, label: `launch ${o.label}` });
+    events.push({ lane, kind: o.kind === "collective" ? "collective" : "transfer", startMs: o.dataStart, endMs: o.dataEnd, label: `${o.label} (${(o.bytes / 2 ** 20).toFixed(1)} MiB)` });
+    if (o.end > o.dataEnd) events.push({ lane, kind: "signal", startMs: o.dataEnd, endMs: o.end, label: "signal" });
+  }
+  return events;
+}
