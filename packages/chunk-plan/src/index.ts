@@ -9,3 +9,4 @@ export * from "./signals/index.js";
 export * from "./lower/index.js";
 export * from "./frontends/index.js";
 export * from "./simulate/index.js";
+export * from "./tune/index.js";

@@ -1,0 +1,51 @@
+// Barrel of the tune module: the autotuner's search space, memory pruning, cost
+// functions (the simulator's, or any other), the search itself and its JSON cache.
+export { TuneError, type TuneErrorCode } from "./errors.js";
+export {
+  TuneProblem,
+  DEFAULT_TUNE_SPACE,
+  candidateKey,
+  enumerateCandidates,
+  type TuneProblemInput,
+  type TuneTile,
+  type TuneBackend,
+  type TuneSpace,
+  type Candidate,
+  type OverlappedCandidate,
+  type SequentialCandidate,
+} from "./space.js";
+export {
+  candidateMemory,
+  memoryMisfit,
+  DEVICE_MEMORY_BYTES,
+  HOPPER_SHARED_BYTES,
+  GEMM_STAGES,
+  type MemoryLimits,
+  type CandidateMemory,
+} from "./memory.js";
+export { candidatePlan, candidateSchedule, chunkMisfit, type BuiltCandidate } from "./build.js";
+export { simulatorCost, type CostFunction, type CostInput, type CostEstimate } from "./cost.js";
+export {
+  TUNE_CACHE_SCHEMA,
+  TuneCache,
+  TuneCacheEntry,
+  StoredCandidate,
+  emptyTuneCache,
+  tuneCacheKey,
+  lookupTune,
+  storeTune,
+  parseTuneCache,
+  serializeTuneCache,
+} from "./cache.js";
+export {
+  rankCandidates,
+  tune,
+  type RankOptions,
+  type TuneOptions,
+  type Ranking,
+  type RankedCandidate,
+  type PrunedCandidate,
+  type MeasuredCandidate,
+  type TuneProgress,
+  type TuneResult,
+} from "./tune.js";

@@ -1,0 +1,112 @@
+// The autotuner's search space (AutoOverlap §5.2: chunk size, backend, communication SMs;
+// TileLink: tile shape and tile order): the knobs, their defaults, and the candidates
+// they span — every overlapped combination plus the non-overlapped path.
+import { z } from "zod";
+import { TuneError } from "./errors.js";
+
+/** The fused operator being tuned and its per-rank GEMM `A[M×K]·B[K×N]`. */
+export const TuneProblem = z.object({
+  /** `ag-gemm` (AllGather of A's rows, then GEMM) or `gemm-rs` (GEMM, then ReduceScatter of C's rows). */
+  operator: z.enum(["ag-gemm", "gemm-rs"]),
+  M: z.number().int().positive(),
+  N: z.number().int().positive(),
+  K: z.number().int().positive(),
+  world: z.number().int().min(2),
+  dtype: z.enum(["bf16", "fp16", "fp32"]).default("bf16"),
+});
+export type TuneProblem = z.infer<typeof TuneProblem>;
+/** A problem as callers write it (`dtype` may be left out). */
+export type TuneProblemInput = z.input<typeof TuneProblem>;
+
+/** A GEMM tile: output `BM × BN`, K step `BK`. */
+export interface TuneTile {
+  readonly BM: number;
+  readonly BN: number;
+  readonly BK: number;
+}
+
+/** How transfers are realised: host-launched copy engine, or load/store on dedicated SMs. */
+export type TuneBackend = "copy-engine" | "sm";
+
+/** One point of the overlapped space. */
+export interface OverlappedCandidate {
+  readonly path: "overlapped";
+  /** Chunks per shard transfer: the chunk-size knob (`split(n)`). */
+  readonly split: number;
+  readonly backend: TuneBackend;
+  /** SMs taken from compute to drive copies (0 with the copy engine). */
+  readonly commSms: number;
+  readonly tile: TuneTile;
+  /** L2 grouping of the intra-chunk tile order (the swizzle; 1 = row-major). */
+  readonly groupSizeM: number;
+}
+
+/** The non-overlapped path: the collective on its own (NCCL), then the GEMM (or the reverse). */
+export interface SequentialCandidate {
+  readonly path: "sequential";
+}
+
+/** A point of the search space. */
+export type Candidate = OverlappedCandidate | SequentialCandidate;
+
+/** The values each knob takes. */
+export interface TuneSpace {
+  readonly splits: readonly number[];
+  readonly backends: readonly TuneBackend[];
+  /** SM counts tried with the `sm` backend. */
+  readonly commSms: readonly number[];
+  readonly tiles: readonly TuneTile[];
+  readonly groupSizesM: readonly number[];
+  /** Whether the non-overlapped path competes (default true). */
+  readonly sequential?: boolean;
+}
+
+/** The default space: 4 splits × (copy engine + SM at 8/16/32 SMs) × 3 tiles × 4 swizzles, and the non-overlapped path. */
+export const DEFAULT_TUNE_SPACE: TuneSpace = {
+  splits: [1, 2, 4, 8],
+  backends: ["copy-engine", "sm"],
+  commSms: [8, 16, 32],
+  tiles: [
+    { BM: 128, BN: 256, BK: 64 },
+    { BM: 128, BN: 128, BK: 64 },
+    { BM: 256, BN: 128, BK: 64 },
+  ],
+  // Listed best-measured first (GROUP_M 8 on H200): ties in the ranking keep this order.
+  groupSizesM: [8, 16, 4, 1],
+  sequential: true,
+};
+
+/** A stable, readable key of a candidate, e.g. `overlapped split=2 copy-engine sms=0 tile=128x256x64 group=8`. */
+export function candidateKey(c: Candidate): string {
+  if (c.path === "sequential") return "sequential";
+  return `overlapped split=${c.split} ${c.backend} sms=${c.commSms} tile=${c.tile.BM}x${c.tile.BN}x${c.tile.BK} group=${c.groupSizeM}`;
+}
+
+function positiveInts(name: string, values: readonly number[]): void {
+  if (values.length === 0 || values.some((v) => !Number.isSafeInteger(v) || v < 1)) {
+    throw new TuneError("bad-space", `space.${name} must list positive integers, got [${values.join(", ")}]`);
+  }
+}
+
+/** Every candidate of `space`, overlapped ones first in knob order, then the non-overlapped path. */
+export function enumerateCandidates(space: TuneSpace): Candidate[] {
+  positiveInts("splits", space.splits);
+  positiveInts("groupSizesM", space.groupSizesM);
+  if (space.backends.includes("sm")) positiveInts("commSms", space.commSms);
+  if (space.tiles.length === 0) throw new TuneError("bad-space", "space.tiles is empty: give at least one tile, e.g. { BM: 128, BN: 256, BK: 64 }");
+  for (const t of space.tiles) positiveInts("tiles", [t.BM, t.BN, t.BK]);
+  const out: Candidate[] = [];
+  for (const split of space.splits) {
+    for (const backend of space.backends) {
+      const sms = backend === "sm" ? space.commSms : [0];
+      for (const commSms of sms) {
+        for (const tile of space.tiles) {
+          for (const groupSizeM of space.groupSizesM) out.push({ path: "overlapped", split, backend, commSms, tile, groupSizeM });
+        }
+      }
+    }
+  }
+  if (space.sequential !== false) out.push({ path: "sequential" });
+  if (out.length === 0) throw new TuneError("bad-space", "the space has no candidate: list at least one backend, or allow the sequential path");
+  return out;
+}

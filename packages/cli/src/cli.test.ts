@@ -1,0 +1,218 @@
+// Every command of the built binary, with good and bad input.
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parsePlanJson, serializePlan, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
+import { defaultPython } from "@ovl/runtime-py";
+import { Manifest } from "@ovl/tlx-emitter";
+import { runCli } from "./cli.js";
+import { emulationUnavailable } from "./demo.js";
+import { ovl } from "./testing.js";
+
+const COMMANDS = ["plan", "validate", "emit", "simulate", "tune", "run", "report", "demo"];
+const temp = () => mkdtempSync(join(tmpdir(), "ovl-cli-"));
+const canEmulate = emulationUnavailable(defaultPython()) === undefined;
+
+describe("ovl --help", () => {
+  it("prints usage and an example for every command, and exits 0", async () => {
+    // In process (the same program the binary runs): nine spawns would only time node's start.
+    for (const c of COMMANDS) {
+      let out = "";
+      const status = await runCli([c, "--help"], { out: (t) => (out += t), err: () => undefined, interactive: false });
+      expect(status).toBe(0);
+      expect(out).toContain(`Usage: ovl ${c}`);
+      expect(out).toMatch(/Examples?:\n {2}ovl /);
+    }
+    const top = await ovl(["--help"]);
+    expect(top.status).toBe(0);
+    for (const c of COMMANDS) expect(top.stdout).toContain(c);
+  });
+
+  it("exits 2 on an unknown command, with the closest one", async () => {
+    const r = await ovl(["dmeo"]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("unknown command 'dmeo'");
+    expect(r.stderr).toContain("Did you mean demo?");
+    expect((await ovl([])).status).toBe(2);
+  });
+});
+
+describe("ovl plan and ovl validate", () => {
+  it("prints a plan as JSON that validates, and validates it from a file", async () => {
+    const dir = temp();
+    const r = await ovl(["plan", "ag-gemm", "--world", "4", "--split", "1", "--json"]);
+    expect(r.status).toBe(0);
+    const plan = parsePlanJson(r.stdout);
+    expect(plan.ranks).toHaveLength(4);
+    expect(validatePlan(plan)).toEqual({ ok: true });
+    writeFileSync(join(dir, "plan.json"), r.stdout);
+    const v = await ovl(["validate", join(dir, "plan.json"), "--json"]);
+    expect(v.status).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({ ok: true, world: 4, ops: 12, errors: [] });
+  });
+
+  it("writes plan.json, plan.txt and plan.mmd with --out, for a hierarchical mesh", async () => {
+    const dir = temp();
+    const r = await ovl(["plan", "all-gather", "--mesh", "2x4", "--template", "hierarchical", "--out", dir]);
+    expect(r.status).toBe(0);
+    expect(validatePlan(parsePlanJson(readFileSync(join(dir, "plan.json"), "utf8")))).toEqual({ ok: true });
+    expect(readFileSync(join(dir, "plan.mmd"), "utf8")).toMatch(/^flowchart/);
+    expect(readFileSync(join(dir, "plan.txt"), "utf8")).toContain("mesh [2, 4]");
+  });
+
+  it("reports an invalid plan's findings and exits 1", async () => {
+    const dir = temp();
+    const good = parsePlanJson((await ovl(["plan", "all-gather", "--world", "2", "--split", "1", "--json"])).stdout);
+    // Drop rank 1's only transfer: its copy of shard 0 is never written.
+    const broken: ChunkPlan = { ...good, ranks: good.ranks.map((r) => (r.rank === 1 ? { ...r, streams: [[]] } : r)) };
+    writeFileSync(join(dir, "broken.json"), serializePlan(broken));
+    const json = await ovl(["validate", join(dir, "broken.json"), "--json"]);
+    expect(json.status).toBe(1);
+    const verdict = JSON.parse(json.stdout) as { ok: boolean; errors: { code: string }[] };
+    expect(verdict.ok).toBe(false);
+    expect(verdict.errors.length).toBeGreaterThan(0);
+    const text = await ovl(["validate", join(dir, "broken.json")]);
+    expect(text.status).toBe(1);
+    expect(text.stdout).toContain("INVALID");
+    expect(text.stderr).toContain("failed validation");
+  });
+
+  it("refuses bad operators, shapes and meshes with exit 2 and what to type", async () => {
+    const cases: [string[], string][] = [
+      [["plan", "ag_gemm"], "did you mean 'ag-gemm'?"],
+      [["plan", "ag-gemm", "--shape", "mlp1"], "did you mean 'MLP-1'?"],
+      [["plan", "ag-gemm", "--shape", "MLP7"], "use one of: MLP-1, MLP-2"],
+      [["plan", "ag-gemm", "--world", "3"], "use --world 2, 4, 8"],
+      [["plan", "all-gather", "--template", "hierarchical", "--world", "8"], "--mesh 2x4"],
+      [["plan", "ag-gemm", "--mesh", "2x"], "e.g. --mesh 8 or --mesh 2x4"],
+      [["plan", "ag-gemm", "--world", "zero"], "--world needs a positive integer"],
+      [["validate", "missing.json"], "ovl plan ag-gemm --json > plan.json"],
+      [["validate", "reduce_scatter"], "did you mean 'reduce-scatter'?"],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => ovl(args)));
+    runs.forEach((r, i) => {
+      expect(r.status, cases[i]![0].join(" ")).toBe(2);
+      expect(r.stderr).toContain(cases[i]![1]);
+    });
+  });
+});
+
+describe("ovl emit", () => {
+  it("writes kernels and a manifest the runner's schema accepts", async () => {
+    const dir = temp();
+    const r = await ovl(["emit", "gemm-rs", "--world", "2", "--backend", "sm", "--out", dir, "--json"]);
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout) as { manifest: string; files: string[]; kernels: { template: string }[] };
+    for (const f of out.files) expect(existsSync(f)).toBe(true);
+    const manifest = Manifest.parse(JSON.parse(readFileSync(out.manifest, "utf8")));
+    expect(manifest.world).toBe(2);
+    expect(out.kernels.map((k) => k.template)).toEqual(manifest.kernels.map((k) => k.template.kind));
+    expect(out.kernels.map((k) => k.template)).toContain("sm-push");
+  });
+
+  it("adds the TLX kernel and its manifest with --tlx", async () => {
+    const dir = temp();
+    const r = await ovl(["emit", "ag-gemm", "--world", "2", "--tlx", "--out", dir, "--json"]);
+    expect(r.status, r.stderr).toBe(0);
+    const tlx = Manifest.parse(JSON.parse(readFileSync(join(dir, "tlx", "manifest.json"), "utf8")));
+    expect(tlx.kernels.map((k) => k.template.kind)).toEqual(["tlx-ag-gemm"]);
+    expect((JSON.parse(r.stdout) as { files: string[] }).files).toContain(join(dir, "tlx", "manifest.json"));
+  });
+
+  it("refuses collectives and splits too fine for the tile", async () => {
+    const [collective, fine] = await Promise.all([ovl(["emit", "all-gather"]), ovl(["emit", "ag-gemm", "--world", "2", "--split", "64", "--out", temp()])]);
+    expect(collective.status).toBe(2);
+    expect(collective.stderr).toContain("takes ag-gemm or gemm-rs");
+    expect(fine.status).toBe(2);
+    expect(fine.stderr).toMatch(/\(bad-schedule\)|BLOCK_M/);
+  });
+});
+
+describe("ovl simulate and ovl tune", () => {
+  it("predicts on a hardware model and draws the timeline", async () => {
+    const dir = temp();
+    const svg = join(dir, "t.svg");
+    const r = await ovl(["simulate", "ag-gemm", "--world", "4", "--device", "h100", "--svg", svg, "--json"]);
+    expect(r.status).toBe(0);
+    const s = JSON.parse(r.stdout) as { hardware: string; latencyMs: number; notOverlappedMs: number; speedupOverNotOverlapped: number; ranks: unknown[] };
+    expect(s.hardware).toBe("H100_SXM");
+    expect(s.ranks).toHaveLength(4);
+    expect(s.speedupOverNotOverlapped).toBeCloseTo(s.notOverlappedMs / s.latencyMs, 9);
+    expect(readFileSync(svg, "utf8")).toMatch(/^<svg/);
+    const bad = await ovl(["simulate", "ag-gemm", "--device", "H300"]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("unknown device 'H300'");
+  });
+
+  it("tunes by the model, caches the result, and answers from the cache", async () => {
+    const dir = temp();
+    const cache = join(dir, "cache.json");
+    const first = await ovl(["tune", "ag-gemm", "--world", "4", "--cache", cache, "--json"]);
+    expect(first.status).toBe(0);
+    const a = JSON.parse(first.stdout) as { fromCache: boolean; winnerKey: string; top: { key: string; predictedMs: number }[]; decision: string };
+    expect(a.fromCache).toBe(false);
+    expect(a.winnerKey).toBe(a.top[0]!.key);
+    expect(a.top.map((t) => t.predictedMs)).toEqual([...a.top.map((t) => t.predictedMs)].sort((x, y) => x - y));
+    expect(first.stderr).toMatch(/tune 100%/);
+    const stored = JSON.parse(readFileSync(cache, "utf8")) as { entries: Record<string, unknown> };
+    expect(Object.keys(stored.entries)).toEqual(["ag-gemm M=8192 N=2752 K=4096 bf16 world=4 H200_SXM"]);
+    const second = await ovl(["tune", "ag-gemm", "--world", "4", "--cache", cache, "--json"]);
+    expect(JSON.parse(second.stdout)).toMatchObject({ fromCache: true, winnerKey: a.winnerKey, decision: a.decision });
+    const bad = await ovl(["tune", "all-gather"]);
+    expect(bad.status).toBe(2);
+  });
+});
+
+describe("ovl run and ovl report", () => {
+  it("prints the torchrun command for --gpus N and checks N against the manifest", async () => {
+    const dir = temp();
+    await ovl(["emit", "ag-gemm", "--world", "2", "--out", dir]);
+    const m = join(dir, "manifest.json");
+    const dry = await ovl(["run", m, "--gpus", "2", "--dry-run"]);
+    expect(dry.status).toBe(0);
+    expect(dry.stdout.trim()).toBe(`torchrun --nproc_per_node=2 -m ovl_runtime run ${m} --out ${join(dir, "report.json")}`);
+    const [wrong, missing] = await Promise.all([ovl(["run", m, "--gpus", "4"]), ovl(["run", join(dir, "nope.json")])]);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain("use --gpus 2");
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain("no manifest");
+  });
+
+  it.skipIf(!canEmulate)("runs a manifest in CPU emulation and reports it against baselines", async () => {
+    const dir = temp();
+    await ovl(["emit", "ag-gemm", "--m", "512", "--n", "256", "--k", "128", "--world", "2", "--tile", "128x128x64", "--out", dir]);
+    const r = await ovl(["run", join(dir, "manifest.json"), "--emulate", "--epochs", "2", "--json"]);
+    expect(r.status).toBe(0);
+    const report = JSON.parse(r.stdout) as { ok: boolean; mode: string; checks: unknown[] };
+    expect(report).toMatchObject({ ok: true, mode: "emulate" });
+    expect(report.checks).toHaveLength(2);
+    expect(r.stderr).toMatch(/run \S+ 100% \(2\/2\)/);
+    // The same report as a GPU run would write it, with the baselines the runner times.
+    const gpu = { ...JSON.parse(readFileSync(join(dir, "report.json"), "utf8")), mode: "gpu", device: "NVIDIA H200" };
+    gpu.times = { ...gpu.times, clock: "cuda-events", maxMedian: 0.25 };
+    gpu.baselines = [{ name: "torch-gemm", ms: 0.2 }, { name: "all-gather-then-gemm", ms: 0.5 }, { name: "torch-async-tp", ms: null, error: "not built" }];
+    writeFileSync(join(dir, "gpu.json"), JSON.stringify(gpu));
+    const svg = join(dir, "lat.svg");
+    const table = await ovl(["report", join(dir, "report.json"), join(dir, "gpu.json"), "--svg", svg, "--json"]);
+    expect(table.status).toBe(0);
+    const rows = (JSON.parse(table.stdout) as { rows: { mode: string; speedup: number | null; ms: number }[] }).rows;
+    expect(rows.map((x) => x.mode)).toEqual(["emulate", "gpu"]);
+    expect(rows[1]!.speedup).toBe(2);
+    expect(rows[0]!.speedup).toBeNull();
+    expect(readFileSync(svg, "utf8")).toMatch(/^<svg/);
+    const text = await ovl(["report", join(dir, "gpu.json")]);
+    expect(text.stdout).toMatch(/all-gather-then-gemm ms/);
+    expect(text.stdout).toMatch(/2\.00×/);
+  });
+
+  it("refuses files that are not reports", async () => {
+    const dir = temp();
+    writeFileSync(join(dir, "x.json"), JSON.stringify({ $schema: "ovl.report/v1" }));
+    const [missing, wrong] = await Promise.all([ovl(["report", join(dir, "nope.json")]), ovl(["report", join(dir, "x.json")])]);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain("ovl run <manifest.json> --emulate");
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain("is not an ovl.report/v1");
+  });
+});

@@ -1,0 +1,134 @@
+// `ovl tune`: search split × backend × comm SMs × tile × swizzle for a fused operator,
+// ranked by the simulator on a hardware model; with --gpus N, measure the best k through
+// the runner and keep the fastest. Results are cached by (operator, shape, world, device).
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import {
+  DEFAULT_TUNE_SPACE,
+  DEVICE_MEMORY_BYTES,
+  emptyTuneCache,
+  HOPPER_SHARED_BYTES,
+  parseTuneCache,
+  serializeTuneCache,
+  simulatorCost,
+  storeTune,
+  tune,
+  type Candidate,
+  type RankedCandidate,
+  type TuneResult,
+  type TuneSpace,
+} from "@ovl/chunk-plan";
+import { runManifest } from "@ovl/runtime-py";
+import { UsageError } from "../errors.js";
+import { ProgressBar, type CommandOutput, type Io } from "../io.js";
+import { describeProblem, type Problem } from "../problem.js";
+import { emitProblem } from "./emit.js";
+import { parseDevice } from "./simulate.js";
+
+/** Flags of `ovl tune`. */
+export interface TuneFlags {
+  device?: string;
+  topK?: number;
+  cache?: string | false;
+  gpus?: number;
+  python?: string;
+}
+
+/** The default cache file. */
+export const DEFAULT_CACHE = ".ovl-tune-cache.json";
+
+/** The `ovl emit` flags that reproduce a candidate of `p`. */
+export function emitFlags(p: Problem, c: Candidate): string {
+  const shape = p.shapeName !== undefined ? `--shape ${p.shapeName}` : `--m ${p.M} --n ${p.N} --k ${p.K}`;
+  if (c.path === "sequential") return "";
+  const backend = c.backend === "sm" ? ` --backend sm` : "";
+  return `ovl emit ${p.operator} ${shape} --world ${p.world} --split ${c.split} --tile ${c.tile.BM}x${c.tile.BN}x${c.tile.BK} --group-m ${c.groupSizeM}${backend}`;
+}
+
+function problemWith(p: Problem, c: Candidate & { path: "overlapped" }): Problem {
+  return { ...p, template: p.operator === "ag-gemm" ? "swizzle" : "direct", side: "push", split: c.split, backend: c.backend, tile: c.tile, groupSizeM: c.groupSizeM };
+}
+
+/** A `measure` that emits a candidate and runs it on `gpus` GPUs; the sequential path is the runner's GEMM-then-collective baseline. */
+function gpuMeasure(p: Problem, gpus: number, python: string | undefined): (r: RankedCandidate) => Promise<number | undefined> {
+  return async (r) => {
+    const dir = mkdtempSync(join(tmpdir(), "ovl-tune-"));
+    try {
+      const c = r.candidate;
+      const q = c.path === "overlapped" ? problemWith(p, c) : { ...p, template: p.operator === "ag-gemm" ? ("swizzle" as const) : ("direct" as const), split: 1 };
+      const e = emitProblem(q, dir, { timing: { warmup: 5, reps: 30, checkRuns: 2 } });
+      const report = await runManifest(e.manifestPath, {
+        nproc: gpus,
+        ...(c.path === "sequential" ? { baselines: true } : {}),
+        ...(python !== undefined ? { python } : {}),
+      });
+      if (c.path === "sequential") return report.baselines.find((b) => /-then-/.test(b.name))?.ms ?? undefined;
+      return report.times?.maxMedian;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+}
+
+/** The space searched for `operator`: AG+GEMM with the copy engine only, since that is what `ovl emit` produces for it. */
+export function searchSpace(operator: "ag-gemm" | "gemm-rs"): TuneSpace {
+  return operator === "ag-gemm" ? { ...DEFAULT_TUNE_SPACE, backends: ["copy-engine"] } : DEFAULT_TUNE_SPACE;
+}
+
+/** Memory limits of a built-in hardware model (Hopper shared memory). */
+export function deviceMemory(device: string): { globalBytes: number; sharedBytesPerBlock: number } {
+  return { globalBytes: DEVICE_MEMORY_BYTES[device] ?? 80e9, sharedBytesPerBlock: HOPPER_SHARED_BYTES };
+}
+
+/** Run `ovl tune`. */
+export async function tuneCommand(p: Problem, flags: TuneFlags, io: Io): Promise<CommandOutput & { result: TuneResult }> {
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
+    throw new UsageError("unsupported", `ovl tune searches fused operators (ag-gemm, gemm-rs), not ${p.operator}`);
+  }
+  if (flags.gpus !== undefined && flags.gpus !== p.world) throw new UsageError("bad-mesh", `--gpus ${flags.gpus} must equal the world: use --world ${flags.gpus}`);
+  const device = parseDevice(flags.device);
+  const cachePath = flags.cache === false ? undefined : resolve(flags.cache ?? DEFAULT_CACHE);
+  const cache = cachePath !== undefined && existsSync(cachePath) ? parseTuneCache(readFileSync(cachePath, "utf8")) : emptyTuneCache();
+  const space = searchSpace(p.operator);
+  const bar = new ProgressBar(io, "tune");
+  const measureBar = new ProgressBar(io, "measure");
+  const result = await tune(
+    { operator: p.operator, M: p.M, N: p.N, K: p.K, world: p.world },
+    {
+      cost: simulatorCost(device),
+      memory: deviceMemory(device),
+      device: flags.gpus !== undefined ? `${device} measured on ${flags.gpus} GPUs` : device,
+      space,
+      numSms: p.numSms,
+      topK: flags.topK ?? 3,
+      cache,
+      ...(flags.gpus !== undefined ? { measure: gpuMeasure(p, flags.gpus, flags.python) } : {}),
+      onProgress: (e) => (e.phase === "model" ? bar : measureBar).update(e.done, e.total),
+    },
+  );
+  bar.finish();
+  measureBar.finish();
+  if (cachePath !== undefined && !result.fromCache) {
+    mkdirSync(dirname(cachePath), { recursive: true });
+    writeFileSync(cachePath, serializeTuneCache(storeTune(cache, result.cacheKey, result.entry)));
+  }
+  const lines = [
+    `${describeProblem(p)} on ${device}${result.fromCache ? " (from the cache)" : `: ${result.ranked.length} candidates priced, ${result.pruned.length} pruned`}`,
+    `winner: ${result.winnerKey} — predicted ${result.predictedMs.toFixed(3)} ms${result.measuredMs !== undefined ? `, measured ${result.measuredMs.toFixed(3)} ms` : ""}`,
+    result.message,
+  ];
+  if (result.winner.path === "overlapped") lines.push(`emit it: ${emitFlags(p, result.winner)}`);
+  if (result.ranked.length > 0) {
+    lines.push("top candidates (model):");
+    for (const r of result.ranked.slice(0, 5)) lines.push(`  ${r.predictedMs.toFixed(3)} ms  ${r.key}`);
+  }
+  for (const m of result.measured) lines.push(`  measured ${m.key}: ${m.measuredMs !== undefined ? `${m.measuredMs.toFixed(3)} ms` : m.error}`);
+  if (cachePath !== undefined) lines.push(`cache: ${cachePath}`);
+  const { ranked, pruned, measured, ...rest } = result;
+  return {
+    result,
+    json: { ...rest, top: ranked.slice(0, 10), prunedCount: pruned.length, pruned: pruned.slice(0, 10), measured, cache: cachePath ?? null },
+    lines,
+  };
+}
