@@ -1,4 +1,5 @@
 // Public surface of @ovl/chunk-plan: AutoOverlap's chunk abstraction as a library.
+export { CodedError } from "./errors.js";
 export * from "./model/schema.js";
 export * from "./region/index.js";
 export * from "./plan/index.js";

@@ -1,5 +1,6 @@
 // Errors of the frontends: a partition IR reshard, a CommIR program or a schedule search
 // that cannot become a chunk plan. Each carries a `code` a caller can branch on.
+import { CodedError } from "../errors.js";
 
 /** What went wrong in a frontend. */
 export type FrontendErrorCode =
@@ -17,11 +18,6 @@ export type FrontendErrorCode =
   | "search-too-large";
 
 /** A frontend fault: `code` says what, the message says what to change. */
-export class FrontendError extends Error {
-  readonly code: FrontendErrorCode;
-  constructor(code: FrontendErrorCode, message: string) {
-    super(message);
-    this.name = "FrontendError";
-    this.code = code;
-  }
+export class FrontendError extends CodedError<FrontendErrorCode> {
+  override readonly name = "FrontendError";
 }

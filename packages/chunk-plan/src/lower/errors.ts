@@ -1,5 +1,6 @@
 // Typed errors of lowering a chunk plan to a tile schedule: each has a `code` a caller
 // can switch on and a message naming the rank, tile or op to fix.
+import { CodedError } from "../errors.js";
 
 /** What prevented a correct tile schedule. */
 export type TileScheduleErrorCode =
@@ -14,12 +15,6 @@ export type TileScheduleErrorCode =
   | "missing-signals";
 
 /** A plan and tiling that cannot be lowered to a schedule that is correct by construction. */
-export class TileScheduleError extends Error {
+export class TileScheduleError extends CodedError<TileScheduleErrorCode> {
   override readonly name = "TileScheduleError";
-  readonly code: TileScheduleErrorCode;
-
-  constructor(code: TileScheduleErrorCode, message: string) {
-    super(message);
-    this.code = code;
-  }
 }

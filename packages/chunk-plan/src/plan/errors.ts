@@ -1,6 +1,7 @@
 // Typed errors of plan construction and rewriting (builders, shards, split, stream
 // assignment, templates). A bad mesh, an out-of-range rank or a region too small to split
 // becomes a PlanError with a `code` the caller can switch on, never a wrong plan.
+import { CodedError } from "../errors.js";
 
 /** Machine-readable reason of a {@link PlanError}. */
 export type PlanErrorCode =
@@ -22,14 +23,8 @@ export type PlanErrorCode =
   | "cycle";
 
 /** The one error class of plan construction; `code` says what was wrong, `message` how to fix it. */
-export class PlanError extends Error {
+export class PlanError extends CodedError<PlanErrorCode> {
   override readonly name = "PlanError";
-  readonly code: PlanErrorCode;
-
-  constructor(code: PlanErrorCode, message: string) {
-    super(message);
-    this.code = code;
-  }
 }
 
 /** Throws `invalid-option` unless `n` is a safe integer >= `min`; returns it otherwise. */

@@ -1,5 +1,6 @@
 // Typed errors of the region algebra: every failure carries a string `code` the caller can
 // switch on, and a message that says which region and what to change.
+import { CodedError } from "../errors.js";
 
 /** Why a region operation was refused. */
 export type RegionErrorCode =
@@ -11,13 +12,6 @@ export type RegionErrorCode =
   | "bad-strides";
 
 /** Thrown by region functions when their input cannot describe a valid box. */
-export class RegionError extends Error {
-  /** Machine-readable reason, stable across versions. */
-  readonly code: RegionErrorCode;
-
-  constructor(code: RegionErrorCode, message: string) {
-    super(message);
-    this.name = "RegionError";
-    this.code = code;
-  }
+export class RegionError extends CodedError<RegionErrorCode> {
+  override readonly name = "RegionError";
 }

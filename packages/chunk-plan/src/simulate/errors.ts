@@ -1,5 +1,6 @@
 // Typed errors of the simulator and cost model: each has a `code` a caller can switch on
 // and a message that says which input to change.
+import { CodedError } from "../errors.js";
 
 /** What prevented a prediction. */
 export type SimulateErrorCode =
@@ -11,12 +12,6 @@ export type SimulateErrorCode =
   | "bad-problem";
 
 /** Inputs the simulator cannot turn into a trustworthy number (it never guesses one). */
-export class SimulateError extends Error {
+export class SimulateError extends CodedError<SimulateErrorCode> {
   override readonly name = "SimulateError";
-  readonly code: SimulateErrorCode;
-
-  constructor(code: SimulateErrorCode, message: string) {
-    super(message);
-    this.code = code;
-  }
 }

@@ -1,0 +1,13 @@
+// The base of @ovl/chunk-plan's typed errors: every module's error class (PlanError,
+// RegionError, SignalError, TileScheduleError, SimulateError, TuneError, FrontendError, …)
+// carries a `code` a caller can switch on, and a message that says what to fix.
+
+/** A typed error with a string `code`; `instanceof CodedError` catches any of the package's errors that carry one. */
+export class CodedError<Code extends string = string> extends Error {
+  readonly code: Code;
+
+  constructor(code: Code, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
