@@ -44,6 +44,15 @@ describe.skipIf(!existsSync(PYTHON))("runManifest (the real Python runner, emula
     expect(Report.parse(JSON.parse(await readFile(out, "utf8")))).toEqual(report);
   });
 
+  it("emulates the TLX AG+GEMM push manifest (precompiled cubin alongside) over three epochs", async () => {
+    const fixture = fileURLToPath(new URL("../tests/fixtures/tlx_push_w2/manifest.json", import.meta.url));
+    const report = await runManifest(fixture, { emulate: true, python: PYTHON, epochs: 3 });
+    expect(report.ok).toBe(true);
+    expect(report.backends.kernels).toEqual([{ name: "tlx_ag_gemm_push", template: "tlx-ag-gemm-push", stream: "compute" }]);
+    expect(report.checks.map((c) => c.epoch)).toEqual([1, 2, 3]);
+    for (const c of report.checks) expect(c.maxRelError).toBeLessThan(1e-5);
+  });
+
   it("turns a missing copy into a wait-timeout naming rank, slot, seen and expected", async () => {
     const m = agGemmManifest(3, 96);
     const hostOps = m.hostOps as { streams: { ops: unknown[] }[] }[];

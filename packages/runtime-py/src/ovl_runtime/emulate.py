@@ -20,6 +20,7 @@ import numpy as np
 
 from .emulate_comm import COMM_TEMPLATES
 from .emulate_kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
+from .emulate_tlx import TLX_TEMPLATES
 from .emulate_stall import Stalled, StallMonitor, host_thread, kernel_thread, slot_writers
 from .errors import CheckFailed, KernelFault, ManifestError, RunnerError
 from .manifest import CommStream, CopyOp, KernelSpec, Manifest, checked_init
@@ -27,7 +28,7 @@ from .outcome import CheckRecord, RunOutcome
 from .reference import output_view, references, relative_error
 from .signals import SignalWorld, epoch_target
 
-TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES}
+TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **TLX_TEMPLATES}
 _NP_DTYPES: dict[str, Any] = {"bf16": np.float32, "fp16": np.float32, "fp32": np.float32, "int32": np.int32, "uint32": np.uint32, "int64": np.int64}
 
 ProgressFn = Callable[[dict[str, Any]], None]

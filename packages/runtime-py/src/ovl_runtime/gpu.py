@@ -80,7 +80,8 @@ def _checked_and_timed(m: Manifest, s: Any, outcome: RunOutcome, epochs: int | N
     from .gpu_reference import output_view, relative_error, timed, torch_reference
 
     # Warm-up: every kernel (the runner's own wait kernel included) compiles and loads
-    # while nothing can spin, since device waits target 0.
+    # while nothing can spin, since device waits target 0 (a precompiled kernel that sends
+    # on every launch waits for its own epoch's arrivals instead: cubin_launch.launch_epoch).
     s.launch(warm=True)
     s.sync()
     s.raise_wait_errors()

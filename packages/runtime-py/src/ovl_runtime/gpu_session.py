@@ -151,6 +151,11 @@ class GpuSession:
         return _signed32(value) if self.m.signals.bits == 32 else value
 
     def _prepare_kernel(self, k: KernelSpec, index: int) -> dict[str, Any]:
+        if k.precompiled is not None:
+            # A cubin compiled ahead of time (TLX): launched through the driver, not imported.
+            from .gpu_cubin import CubinLaunch
+
+            return {"spec": k, "cubin": CubinLaunch(self, k, index)}
         fn = load_entry(k, index)
         params = _param_names(fn)
         grid = tuple((min(self.num_sms, g.cap) if g.cap else self.num_sms) if isinstance(g, NumSms) else g for g in k.grid)
@@ -198,6 +203,9 @@ class GpuSession:
     # ---- launches ----
     def _launch_kernel(self, kd: dict[str, Any], warm: bool) -> None:
         k: KernelSpec = kd["spec"]
+        if "cubin" in kd:
+            kd["cubin"].launch(warm)
+            return
         args = dict(kd["static"])
         for name, a in kd["dynamic"].items():
             if a.kind == "epoch":
@@ -208,7 +216,8 @@ class GpuSession:
         kd["fn"][kd["grid"]](**args, **kd["extra"], num_warps=k.num_warps, num_stages=k.num_stages)
 
     def launch(self, warm: bool = False) -> None:
-        """Enqueue the next epoch. ``warm``: every wait targets 0 (compile and load, never spin)."""
+        """Enqueue the next epoch. ``warm``: every wait targets 0 (compile and load, never spin),
+        except in kernels that send on every launch (``cubin_launch.launch_epoch``)."""
         self.epoch += 1
         main = torch.cuda.current_stream()
         start = torch.cuda.Event()

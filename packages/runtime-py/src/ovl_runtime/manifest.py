@@ -29,6 +29,8 @@ from .manifest_types import (
     KernelSpec,
     Manifest,
     NumSms,
+    PRECOMPILED_TARGETS,
+    PrecompiledSpec,
     RankHostOps,
     ReferenceSpec,
     Segment,
@@ -41,8 +43,8 @@ from .manifest_types import (
 
 __all__ = [
     "MANIFEST_SCHEMA", "BufferSpec", "CommStream", "CopyOp", "GridDim", "HostOp", "KernelArg", "KernelSpec",
-    "Manifest", "NumSms", "RankHostOps", "ReferenceSpec", "Segment", "SignalWrite", "SignalsSpec", "TableSpec",
-    "TimingSpec", "WaitOp", "checked_init", "load_manifest", "parse_manifest",
+    "Manifest", "NumSms", "PrecompiledSpec", "RankHostOps", "ReferenceSpec", "Segment", "SignalWrite", "SignalsSpec", "TableSpec",
+    "TimingSpec", "WaitOp", "checked_init", "load_manifest", "parse_manifest", "precompiled_files",
 ]
 
 
@@ -58,6 +60,7 @@ def checked_init(m: Manifest, buffer: str, init: str) -> str:
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TEMPLATE_KIND = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _SOURCE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py$")
+_RELATIVE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")
 
 
 # ---- structural readers: each names the field it rejects ----
@@ -174,6 +177,40 @@ def _template_kind(v: Any, path: str) -> str:
     return v.replace("_", "-")
 
 
+def _relative_file(v: Any, suffix: str, path: str) -> str:
+    if not isinstance(v, str) or not _RELATIVE.match(v) or ".." in v or not v.endswith(suffix):
+        raise ManifestError(path, f"expected a relative {suffix} path without '..', got {v!r}")
+    return v
+
+
+def _precompiled(v: Any, path: str, base_dir: Path | None) -> PrecompiledSpec:
+    o = _obj(v, path)
+    cubin = _relative_file(_get(o, "cubin", path), ".cubin", f"{path}.cubin")
+    metadata = _relative_file(_get(o, "metadata", path), ".json", f"{path}.metadata")
+    return PrecompiledSpec(
+        target=_enum(_get(o, "target", path), PRECOMPILED_TARGETS, f"{path}.target"),
+        cubin=cubin,
+        metadata=metadata,
+        cubin_path=None if base_dir is None else (base_dir / cubin).resolve(),
+        metadata_path=None if base_dir is None else (base_dir / metadata).resolve(),
+    )
+
+
+def precompiled_files(k: KernelSpec, index: int) -> tuple[Path, Path]:
+    """The cubin and metadata files of a precompiled kernel, checked to exist (a GPU run needs
+    them; the CPU emulation does not). @raises ManifestError naming the field to fix."""
+    p = k.precompiled
+    where = f"kernels[{index}].precompiled"
+    if p is None:
+        raise ManifestError(where, f"kernel {k.name} has no precompiled cubin")
+    if p.cubin_path is None or p.metadata_path is None:
+        raise ManifestError(where, "precompiled paths resolve against the manifest file; load it with load_manifest")
+    for field_name, f in (("cubin", p.cubin_path), ("metadata", p.metadata_path)):
+        if not f.is_file():
+            raise ManifestError(f"{where}.{field_name}", f"{f} does not exist (paths are relative to the manifest; run the AOT compile, scripts/tlx-aot-compile.py of @ovl/tlx-emitter)")
+    return p.cubin_path, p.metadata_path
+
+
 def _kernel(v: Any, path: str, base_dir: Path | None) -> KernelSpec:
     o = _obj(v, path)
     source = _get(o, "source", path)
@@ -206,6 +243,7 @@ def _kernel(v: Any, path: str, base_dir: Path | None) -> KernelSpec:
         template_kind=_template_kind(_get(tpl, "kind", f"{path}.template"), f"{path}.template.kind"),
         template_params=_scalar_record(_get(tpl, "params", f"{path}.template"), f"{path}.template.params", True),
         source_path=source_path,
+        precompiled=None if o.get("precompiled") is None else _precompiled(o["precompiled"], f"{path}.precompiled", base_dir),
     )
 
 

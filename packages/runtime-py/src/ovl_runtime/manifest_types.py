@@ -101,6 +101,19 @@ class NumSms:
 
 
 GridDim = Union[int, NumSms]
+PRECOMPILED_TARGETS = ("sm_90a", "sm_100a")
+
+
+@dataclass(frozen=True)
+class PrecompiledSpec:
+    """Where the ahead-of-time compiled cubin of a kernel and its ``ovl.cubin-metadata/v1``
+    JSON live, relative to the manifest (``*_path``: resolved against its folder, when known)."""
+
+    target: str
+    cubin: str
+    metadata: str
+    cubin_path: Path | None = None
+    metadata_path: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,7 @@ class KernelSpec:
     template_kind: str
     template_params: dict[str, int | float | str | bool]
     source_path: Path | None = None
+    precompiled: PrecompiledSpec | None = None
 
     def arg(self, name: str) -> KernelArg:
         for n, a in self.args:

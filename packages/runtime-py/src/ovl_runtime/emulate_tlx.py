@@ -1,0 +1,127 @@
+"""The TLX kernel kinds (``tlx-gemm``, ``tlx-ag-gemm``, ``tlx-ag-gemm-push``) executed in numpy.
+
+They compute what their plain counterparts compute, through the same tables: the warp
+specialisation changes who issues a load, not which rows a tile reads or which slot it
+waits on. The push variant adds the communication task of every CTA (TLX §6.2.2, "arrive
+remote, wait local"): rows ``pid, pid + programs, …`` of the push table, copied into the
+peer's symmetric buffer, then a release-add of 1 on the peer's slot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .emulate_kernels import KernelContext, ag_gemm_consumer, grouped_tiles
+from .errors import KernelFault, ManifestError
+from .manifest import NumSms
+
+# The emitter's PUSH_ROW_FIELDS: one int64 row per piece of a chunk.
+PUSH_ROW_FIELDS = ("src_offset", "dst_rank", "dst_offset", "length", "notify_slot")
+# The SM count the emulation assumes for a ``num-sms`` grid without a cap (an H100 SXM);
+# only the split of push rows over CTAs depends on it, never the result.
+EMULATED_SMS = 132
+
+
+@dataclass(frozen=True)
+class PushRow:
+    """One row of the push table: ``length`` elements from ``src_offset`` of this rank's
+    buffer to ``dst_offset`` of ``dst_rank``'s, then 1 added to ``dst_rank``'s ``notify_slot`` (-1: none)."""
+
+    src_offset: int
+    dst_rank: int
+    dst_offset: int
+    length: int
+    notify_slot: int
+
+
+def push_rows(flat: np.ndarray, num_pushes: int) -> list[PushRow]:
+    """Decode the first ``num_pushes`` rows of a flattened push table.
+
+    @raises KernelFault when the table is shorter than ``num_pushes`` rows, as the kernel would read past it.
+    """
+    width = len(PUSH_ROW_FIELDS)
+    if num_pushes < 0 or flat.size < num_pushes * width:
+        raise KernelFault(f"push table holds {flat.size // width} rows, the kernel reads {num_pushes}")
+    rows = np.asarray(flat[: num_pushes * width], dtype=np.int64).reshape(num_pushes, width)
+    return [PushRow(*(int(x) for x in r)) for r in rows]
+
+
+def cta_rows(num_pushes: int, programs: int, pid: int) -> range:
+    """The push rows CTA ``pid`` of ``programs`` takes: ``pid, pid + programs, …`` (the kernel's loop)."""
+    return range(pid, num_pushes, programs)
+
+
+def programs_of(ctx: KernelContext) -> int:
+    """The number of CTAs of the kernel's (one-dimensional) persistent grid."""
+    g = ctx.kernel.grid[0]
+    if isinstance(g, NumSms):
+        return min(EMULATED_SMS, g.cap) if g.cap else EMULATED_SMS
+    return g
+
+
+def tlx_gemm(ctx: KernelContext) -> None:
+    """``C = A @ B`` tile by tile over the persistent grouped traversal; no tables, no waits."""
+    M, N, K = ctx.size("M"), ctx.size("N"), ctx.size("K")
+    BM, BN = ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
+    group_m = ctx.param("GROUP_M", 1)
+    a, b, c = ctx.matrix("a_ptr", M, K), ctx.matrix("b_ptr", K, N), ctx.matrix("c_ptr", M, N)
+    for pid_m, pid_n in grouped_tiles(math.ceil(M / BM), math.ceil(N / BN), group_m):
+        rows = slice(pid_m * BM, min(M, (pid_m + 1) * BM))
+        cols = slice(pid_n * BN, min(N, (pid_n + 1) * BN))
+        c[rows, cols] = a[rows, :] @ b[:, cols]
+
+
+def tlx_ag_gemm(ctx: KernelContext) -> None:
+    """Variant a: the producer waits per chunk on ``slot_ptr[pid_m]`` (target = epoch × 1) before
+    the tile's loads; the copies and their stream-written signals are the manifest's host ops."""
+    ag_gemm_consumer(ctx)
+
+
+def push_task(ctx: KernelContext, pid: int, programs: int) -> None:
+    """The communication task of CTA ``pid``: copy each of its rows into the peer, then notify the peer's slot."""
+    flat = ctx.value("push_ptr")
+    if not isinstance(flat, np.ndarray):
+        raise ManifestError(f"kernel {ctx.kernel.name}.args.push_ptr", "must be a table argument")
+    rows = push_rows(flat, ctx.size("num_pushes"))
+    src = ctx.value("src_ptr")
+    peers = ctx.value("dst_ptrs")
+    boards = ctx.value("sig_ptrs")
+    if not isinstance(src, np.ndarray) or not isinstance(peers, list) or not isinstance(boards, list):
+        raise ManifestError(f"kernel {ctx.kernel.name}.args", "src_ptr must be a buffer, dst_ptrs and sig_ptrs peer pointers")
+    src_flat = src.reshape(-1)
+    for i in cta_rows(len(rows), programs, pid):
+        r = rows[i]
+        where = f"rank {ctx.rank}: {ctx.where()} push row {i}"
+        if not 0 <= r.dst_rank < len(peers):
+            raise KernelFault(f"{where} names rank {r.dst_rank}, outside the world of {len(peers)}")
+        dst_flat = peers[r.dst_rank].reshape(-1)
+        if r.length < 0 or r.src_offset < 0 or r.src_offset + r.length > src_flat.size:
+            raise KernelFault(f"{where} reads [{r.src_offset}, {r.src_offset + r.length}) of a {src_flat.size}-element buffer")
+        if r.dst_offset < 0 or r.dst_offset + r.length > dst_flat.size:
+            raise KernelFault(f"{where} writes [{r.dst_offset}, {r.dst_offset + r.length}) of a {dst_flat.size}-element buffer")
+        dst_flat[r.dst_offset:r.dst_offset + r.length] = src_flat[r.src_offset:r.src_offset + r.length]
+        if r.notify_slot >= 0:
+            ctx.notify(boards[r.dst_rank], r.notify_slot)
+
+
+def tlx_ag_gemm_push(ctx: KernelContext) -> None:
+    """Variant b: every CTA's communication task pushes its rows, then the producers wait locally.
+
+    All pushes precede the tiles here: a push never waits, so this is one of the
+    interleavings the co-resident CTAs allow, and every wait is then met by the notifies
+    the peers' tasks issue in the same launch (target = epoch × pieces)."""
+    programs = programs_of(ctx)
+    for pid in range(programs):
+        push_task(ctx, pid, programs)
+    ag_gemm_consumer(ctx)
+
+
+TLX_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
+    "tlx-gemm": tlx_gemm,
+    "tlx-ag-gemm": tlx_ag_gemm,
+    "tlx-ag-gemm-push": tlx_ag_gemm_push,
+}

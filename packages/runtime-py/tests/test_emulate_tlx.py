@@ -1,0 +1,121 @@
+"""The emitter's TLX example manifests (tlx-gemm, tlx-ag-gemm, tlx-ag-gemm-push), emulated over several epochs.
+
+They come from the built ``@ovl/tlx-emitter`` (``tlxExamples``) for worlds 1 to 4 and one
+or two chunks per rank; a corrupted push table must fail rather than give a wrong number.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ovl_runtime import emulate, parse_manifest
+from ovl_runtime.emulate_tlx import PUSH_ROW_FIELDS, cta_rows, push_rows
+from ovl_runtime.errors import KernelFault
+
+EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"
+WORLDS = [1, 2, 3, 4]
+SPLITS = [1, 2]
+
+SCRIPT = """
+const { tlxExamples } = await import(process.argv[1]);
+const out = {};
+for (const world of [1, 2, 3, 4]) for (const split of [1, 2]) {
+  const res = tlxExamples({ world, M: 256 * world * split, N: 384, K: 128, split });
+  for (const [name, r] of Object.entries(res)) out[`${name}_w${world}_s${split}`] = r.manifest;
+}
+console.log(JSON.stringify(out));
+"""
+
+
+@pytest.fixture(scope="module")
+def emitted() -> dict:
+    node = shutil.which("node")
+    if node is None or not EMITTER.exists():
+        pytest.skip(f"needs node and {EMITTER} (built by the @ovl/tlx-emitter build)")
+    run = subprocess.run([node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri()], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("name", ["tlx_gemm", "tlx_ag_gemm", "tlx_ag_gemm_push"])
+def test_tlx_examples_are_correct_over_three_epochs(emitted, name, world, split):
+    d = emitted[f"{name}_w{world}_s{split}"]
+    m = parse_manifest(d)
+    assert m.kernels[0].template_kind == name.replace("_", "-")
+    assert m.kernels[0].precompiled is not None and m.kernels[0].precompiled.target == "sm_90a"
+    out = emulate(m, epochs=3, seed=world * 10 + split)
+    assert out.failures == [] and out.ok and len(out.checks) == 3
+    assert all(c.epoch == i + 1 for i, c in enumerate(out.checks))
+
+
+def _push(d: dict) -> list[list[int]]:
+    return next(t for t in d["tables"] if t["name"] == "push_rows")["values"]
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+def test_push_variant_waits_for_every_piece(emitted, world):
+    """Dropping one row's notify leaves its slot an arrival short: the wait times out (or stalls), no output is read early."""
+    d = copy.deepcopy(emitted[f"tlx_ag_gemm_push_w{world}_s2"])
+    rows = _push(d)[0]
+    width = len(PUSH_ROW_FIELDS)
+    assert rows[width - 1] >= 0
+    rows[width - 1] = -1
+    out = emulate(parse_manifest(d), epochs=2, timeout_s=0.5)
+    assert not out.ok and out.failures and out.failures[0].code == "wait-timeout"
+
+
+def test_push_variant_needs_the_data_not_only_the_notify(emitted):
+    """A row that notifies but copies to the wrong place leaves rows of A unpushed: the check fails."""
+    d = copy.deepcopy(emitted["tlx_ag_gemm_push_w2_s1"])
+    rows = _push(d)[1]
+    rows[2] += 1  # rank 1's first row lands one element off
+    out = emulate(parse_manifest(d), epochs=1)
+    assert not out.ok and out.failures[0].code == "check-failed"
+
+
+def test_push_rows_outside_the_buffers_are_kernel_faults(emitted):
+    d = copy.deepcopy(emitted["tlx_ag_gemm_push_w2_s1"])
+    _push(d)[0][1] = 7  # dst_rank outside the world
+    out = emulate(parse_manifest(d), epochs=1, timeout_s=0.5)
+    assert out.failures and out.failures[0].code == "kernel-fault" and "outside the world" in str(out.failures[0])
+
+
+def test_push_variant_counts_every_launch(emitted):
+    """Targets grow by the pieces per chunk each epoch: after k launches every waited slot holds k x pieces."""
+    from ovl_runtime import Emulator
+
+    d = emitted["tlx_ag_gemm_push_w3_s2"]
+    m = parse_manifest(d)
+    emu = Emulator(m, seed=1)
+    arrivals = next(a.arrivals for n, a in m.kernels[0].args if a.kind == "epoch-target")
+    for k in range(1, 4):
+        emu.checked_launch(k - 1)
+        assert emu.world.signals is not None
+        for r in range(m.world):
+            waited = {s for s in m.table("mblock_wait_slot").values[r] if s >= 0}
+            assert {emu.world.signals.board(r).value(s) for s in waited} == {k * arrivals}
+
+
+def test_cta_rows_partition_the_table():
+    rng = random.Random(7)
+    for _ in range(200):
+        n, programs = rng.randint(0, 64), rng.randint(1, 40)
+        taken = [i for pid in range(programs) for i in cta_rows(n, programs, pid)]
+        assert sorted(taken) == list(range(n))
+
+
+def test_push_rows_decode_and_refuse_short_tables():
+    flat = np.arange(10, dtype=np.int64)
+    rows = push_rows(flat, 2)
+    assert (rows[1].src_offset, rows[1].dst_rank, rows[1].notify_slot) == (5, 6, 9)
+    with pytest.raises(KernelFault):
+        push_rows(flat, 3)
