@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .cubin import CubinError, CubinMetadata
 from .manifest import KernelArg, KernelSpec
-from .signals import epoch_target
+from .signals import epoch_target, signed32
 
 # Kernels whose every launch sends notifications (the in-kernel communication task): the
 # epoch must count every launch, and a warm-up waiting for 0 would let the next launch's
@@ -67,11 +67,6 @@ def launch_epoch(kernel: KernelSpec, epoch: int, warm: bool) -> int:
     return epoch
 
 
-def _signed32(v: int) -> int:
-    v %= 1 << 32
-    return v - (1 << 32) if v >= 1 << 31 else v
-
-
 def scalar_arg(a: KernelArg, s: LaunchScalars) -> int:
     """The integer a scalar manifest argument resolves to; epoch targets wrap as the slots do
     (the kernels compare signed 32-bit values for 32-bit slots)."""
@@ -87,7 +82,7 @@ def scalar_arg(a: KernelArg, s: LaunchScalars) -> int:
         return s.epoch
     if a.kind == "epoch-target":
         value = 0 if s.epoch == 0 else epoch_target(s.epoch, a.arrivals or 1, s.bits)
-        return _signed32(value) if s.bits == 32 else value
+        return signed32(value) if s.bits == 32 else value
     raise CubinError("args", f"argument kind {a.kind!r} is not a scalar")
 
 

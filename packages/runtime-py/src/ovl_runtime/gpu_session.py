@@ -22,7 +22,7 @@ from torch._C._distributed_c10d import _SymmetricMemory
 
 from .errors import ManifestError, UsageError, WaitTimeout
 from .manifest import CopyOp, KernelSpec, Manifest, NumSms, checked_init
-from .signals import epoch_target
+from .signals import epoch_target, signed32
 
 TORCH_DTYPES = {
     "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
@@ -30,12 +30,6 @@ TORCH_DTYPES = {
 }
 ERR_WORDS = 8
 _EPOCH_KINDS = ("epoch", "epoch-target")
-
-
-def _signed32(v: int) -> int:
-    """A 32-bit counter value as the int32 the device compares with."""
-    v %= 1 << 32
-    return v - (1 << 32) if v >= 1 << 31 else v
 
 
 _modules: dict[Path, Any] = {}
@@ -148,7 +142,7 @@ class GpuSession:
 
     def _target(self, arrivals: int) -> int:
         value = epoch_target(self.epoch, arrivals, self.m.signals.bits)
-        return _signed32(value) if self.m.signals.bits == 32 else value
+        return signed32(value) if self.m.signals.bits == 32 else value
 
     def _prepare_kernel(self, k: KernelSpec, index: int) -> dict[str, Any]:
         if k.precompiled is not None:
@@ -263,7 +257,7 @@ class GpuSession:
         self.stream_waits.sync(self.m.wait_timeout_ns / 1e9 + 2.0)
         if self.stream_waits.timeouts and int(self.err[0].item()) == 0:
             rank, slot, seen, expected = self.stream_waits.timeouts[0]
-            self.err.copy_(torch.tensor([1, rank, slot, _signed32(seen), _signed32(expected), 0, 0, 0], dtype=torch.int32, device="cuda"))
+            self.err.copy_(torch.tensor([1, rank, slot, signed32(seen), signed32(expected), 0, 0, 0], dtype=torch.int32, device="cuda"))
 
     def raise_wait_errors(self) -> None:
         """After a sync: if any rank's waits timed out, raise the same WaitTimeout on every rank."""

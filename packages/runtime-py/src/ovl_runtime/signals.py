@@ -63,6 +63,12 @@ def reached(value: int, target: int, bits: int = 32) -> bool:
     return ((value - target) % modulus) < (modulus >> 1)
 
 
+def signed32(value: int) -> int:
+    """A 32-bit counter value as the int32 the device compares with (``(v - target) < 0``)."""
+    value %= 1 << 32
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 class SignalBoard:
     """One rank's signal slots: counters with release-add notify and acquire wait."""
 
