@@ -36,6 +36,14 @@ export interface CommSimInput {
   readonly commSms: number;
   /** When the compute tiles writing `region` on `rank` are done (ms); 0 when communication runs alone. */
   readonly computeDone: (rank: number, region: Region) => number;
+  /**
+   * Per rank, until when its GEMM runs beside the copies (ms; absent = no GEMM, as in the
+   * communication-alone run). A copy-engine transfer whose source or destination is still
+   * computing reaches `contention.copyBandwidthUnderCompute` of its bandwidth.
+   */
+  readonly computeUntil?: readonly number[];
+  /** Whether a stream's copy launches overlap its predecessor's transfer (default true). */
+  readonly pipelinedLaunch?: boolean;
 }
 
 interface OpState {
@@ -52,6 +60,8 @@ interface OpState {
   end: number;
   /** When the op's compute dependencies are met (computed once). */
   computeReady: number | null;
+  /** When every dependency other than stream order is met (set by `readyAt`). */
+  depsAt: number;
 }
 
 const EPS = 1e-9;
@@ -76,9 +86,18 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   const firstStart = backend === "sm" ? hw.smCopy.launchUs * 1e-3 : 0;
   const port = portGBps(hw) * 1e6; // bytes per ms
   const engine = hw.copyEngine.bandwidthGBps * 1e6;
+  const underCompute = hw.contention.copyBandwidthUnderCompute ?? 1;
+  const until = input.computeUntil ?? [];
+  const engineCap = (st: OpState): number =>
+    (until[st.src] ?? 0) > now + EPS || (until[st.dst] ?? 0) > now + EPS ? engine * underCompute : engine;
   const smPool = input.commSms * hw.smCopy.bandwidthPerSmGBps * 1e6;
   const heads = streams.map((r) => r.map(() => 0));
   const streamFree = streams.map((r) => r.map(() => firstStart));
+  // The host enqueues a stream's copies ahead of the GPU, so a copy's start latency runs
+  // while its predecessor's data moves: from that predecessor's data start, or from when
+  // its own dependencies are met if later. Only a stream's first copy pays it in full.
+  const pipelined = input.pipelinedLaunch ?? true;
+  const enqueuedFrom: (number | null)[][] = streams.map((r) => r.map(() => null));
   const engines = streams.map(() => 0);
   const active: OpState[] = [];
   let now = 0;
@@ -86,7 +105,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
 
   const readyAt = (st: OpState): number | null => {
     st.computeReady ??= Math.max(0, ...st.t.op.deps.map((d) => (d.kind === "compute" ? input.computeDone(d.rank, d.region) : 0)));
-    let t = Math.max(streamFree[st.t.rank]![st.t.stream]!, st.computeReady);
+    let deps = st.computeReady;
     for (const dep of st.t.op.deps) {
       if (dep.kind === "compute") continue;
       const other = streams[dep.rank]?.[dep.stream]?.[dep.index];
@@ -94,9 +113,10 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
         throw new SimulateError("unresolved-dependency", `rank ${st.t.rank} stream ${st.t.stream} op ${st.t.index} depends on missing op (${dep.rank}, ${dep.stream}, ${dep.index}): validate the plan first`);
       }
       if (other.phase !== "done") return null;
-      t = Math.max(t, other.end);
+      deps = Math.max(deps, other.end);
     }
-    return t;
+    st.depsAt = deps;
+    return Math.max(streamFree[st.t.rank]![st.t.stream]!, deps);
   };
 
   while (remainingOps > 0) {
@@ -114,14 +134,17 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
           if (usesEngine) engines[r]!++;
           st.start = now;
           st.phase = "launch";
-          st.phaseEnd = now + launchCost(st.t.op);
+          const from = usesEngine ? Math.max(st.depsAt, enqueuedFrom[r]![s] ?? now) : now;
+          st.phaseEnd = Math.max(now, from + launchCost(st.t.op));
           active.push(st);
         }
       }
     }
     // Advance to the next phase change.
-    const rates = dataRates(active, port, engine, smPool, backend);
+    const rates = dataRates(active, port, engineCap, smPool, backend);
     let next = nextDue;
+    // A kernel's end changes the copy-engine rate of transfers touching its rank.
+    for (const u of until) if (u > now + EPS && u < next && active.length > 0) next = u;
     for (const st of active) {
       if (st.phase === "data" && st.linked) next = Math.min(next, now + st.remaining / rates.get(st)!);
       else next = Math.min(next, st.phaseEnd);
@@ -140,6 +163,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
         st.phase = "data";
         st.dataStart = now;
         st.phaseEnd = now + fixedDataMs(st, hw, world);
+        enqueuedFrom[st.t.rank]![st.t.stream] = pipelined && backend === "copy-engine" && st.t.op.kind !== "collective" ? now : null;
       } else if (st.phase === "data") {
         st.phase = "signal";
         st.dataEnd = now;
@@ -194,6 +218,7 @@ function initState(rank: number, stream: number, index: number, op: Op, decls: M
     remaining: bytes,
     end: 0,
     computeReady: null,
+    depsAt: 0,
   };
 }
 
@@ -209,11 +234,11 @@ function fixedDataMs(st: OpState, hw: HardwareModel, world: number): number {
 }
 
 /**
- * Bytes per ms of every linked transfer now moving: its engine's cap, an equal share of
+ * Bytes per ms of every linked transfer now moving: its engine's cap (lower beside a GEMM), an equal share of
  * its source's egress and its destination's ingress port, and with SM copies an equal
  * share of the initiating rank's copy SMs.
  */
-function dataRates(active: readonly OpState[], port: number, engine: number, smPool: number, backend: CommBackend): Map<OpState, number> {
+function dataRates(active: readonly OpState[], port: number, engine: (st: OpState) => number, smPool: number, backend: CommBackend): Map<OpState, number> {
   const out = new Map<number, number>();
   const inn = new Map<number, number>();
   const byRank = new Map<number, number>();
@@ -225,7 +250,7 @@ function dataRates(active: readonly OpState[], port: number, engine: number, smP
   }
   const rates = new Map<OpState, number>();
   for (const st of moving) {
-    const cap = backend === "copy-engine" ? engine : smPool / byRank.get(st.t.rank)!;
+    const cap = backend === "copy-engine" ? engine(st) : smPool / byRank.get(st.t.rank)!;
     rates.set(st, Math.min(cap, port / out.get(st.src)!, port / inn.get(st.dst)!));
   }
   return rates;

@@ -61,9 +61,25 @@ export const HardwareModel = z.object({
     latencyUs: NonNeg,
     busGBps: Pos,
   }),
+  /**
+   * The emitted Triton persistent TMA GEMM relative to the cuBLAS-class calibration above:
+   * per-tile speed factor and its own fixed cost (launch, prologue, descriptor set-up), µs.
+   * Used when `computeKernel.kind` is `"triton"`.
+   */
+  tritonGemm: z.object({ efficiency: Pos, launchUs: NonNeg }).optional(),
+  /**
+   * The copy-engine GEMM+ReduceScatter's reduction kernel: a memory kernel whose speed is
+   * limited by the loads its programs keep in flight, `min(hbm, programs · perProgramGBps)`.
+   */
+  reduceKernel: z.object({ programs: z.number().int().positive(), bandwidthPerProgramGBps: Pos }).optional(),
   contention: z.object({
     /** Fractional slow-down of GEMM tiles while a copy moves data on the same rank. */
     copySlowdown: NonNeg,
+    /**
+     * Fraction of `copyEngine.bandwidthGBps` a copy-engine transfer reaches while a GEMM runs
+     * on its ranks (HBM and L2 shared with the kernel's loads); 1 or absent = no loss.
+     */
+    copyBandwidthUnderCompute: z.number().positive().max(1).optional(),
   }),
   /** Where each number came from: measured (file, date) or derived (from what). */
   source: z.record(z.string(), z.string()),
@@ -88,8 +104,17 @@ export const H200_SXM: HardwareModel = {
   signal: { streamWriteUs: 2.3, streamWritePerRankUs: 0.21, deviceNotifyUs: 1.5 },
   smCopy: { bandwidthPerSmGBps: 10, launchUs: 5 },
   collective: { latencyUs: 54, busGBps: 268 },
-  contention: { copySlowdown: 0.05 },
+  // Least squares of Triton-alone = launch + rounds · tile / efficiency over the three
+  // prototype measurements (MLP-1, worlds 2/4/8: 0.613 / 0.334 / 0.270 ms).
+  tritonGemm: { efficiency: 1.024, launchUs: 111 },
+  // rs-reduce alone: 96 MB in 0.355 ms (0.34–0.37) with 64 programs of 4 warps = 270 GB/s.
+  reduceKernel: { programs: 64, bandwidthPerProgramGBps: 4.2 },
+  // copyBandwidthUnderCompute: one parameter fitted (least squares of the relative error)
+  // over the 12 measured AG+GEMM cases of suite-2026-11-22; in-sample.
+  contention: { copySlowdown: 0.05, copyBandwidthUnderCompute: 0.35 },
   source: {
+    tritonGemm: "measured: fit (launch + wave-quantised rounds / efficiency) of the Triton persistent TMA GEMM alone, MLP-1 at worlds 2/4/8 (triton_gemm_alone_ms 0.613/0.334/0.270 ms) in packages/bench/results/gpu/prototype-2026-11-22/proto-w{2,4,8}.json",
+    reduceKernel: "measured: rs-reduce alone 0.34–0.37 ms on 96 MB (MLP-1, world 2, dev/diag_rs.py; suite-2026-11-22/README.md) with 64 programs × 4 warps → 4.2 GB/s per program; one measurement",
     smCount: "measured: numSms 132 in suite-2026-11-22/*.json (extra.numSms)",
     gemm: `measured: fit of 48 cuBLAS bf16 GEMM times (MLP gemm_ms and gemm_rows with M >= 1024, worlds 2/4/8) in ${BASELINES}: wave-quantised 128×256 tiles, mean error 8.7%, max 25%`,
     hbmGBps: "datasheet: 4.8 TB/s",
@@ -99,7 +124,7 @@ export const H200_SXM: HardwareModel = {
     signal: `measured: stream_write_value32 2.73/3.39/4.00 µs at worlds 2/4/8 in ${BASELINES}; deviceNotifyUs assumed`,
     smCopy: "derived: NCCL's ~268 GB/s bus bandwidth over its ~24–32 channel SMs; not measured per SM",
     collective: `measured: fit of 36 NCCL all-gather / reduce-scatter times (MLP-1..6, worlds 2/4/8) in ${BASELINES}, mean error 7.9%`,
-    contention: "assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM",
+    contention: "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample; not yet measured by a dedicated copy-beside-GEMM run)",
   },
 };
 
@@ -124,6 +149,9 @@ export const H100_SXM: HardwareModel = {
     copyEngine: "derived: equal to H200_SXM (same copy engines and NVLink; not measured on H100)",
     signal: "derived: equal to H200_SXM (not measured on H100)",
     collective: "derived: equal to H200_SXM (same fabric; not measured on H100)",
+    tritonGemm: "derived: equal to H200_SXM (not measured on H100)",
+    reduceKernel: "derived: equal to H200_SXM (not measured on H100)",
+    contention: "derived: equal to H200_SXM (not measured on H100)",
   },
 };
 

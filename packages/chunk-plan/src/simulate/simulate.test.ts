@@ -50,6 +50,17 @@ const withBandwidth = (scale: number): HardwareModel => ({
   smCopy: { ...H200_SXM.smCopy, bandwidthPerSmGBps: H200_SXM.smCopy.bandwidthPerSmGBps * scale },
 });
 
+const code = (f: () => unknown): string | undefined => {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof SimulateError ? e.code : "other";
+  }
+  return undefined;
+};
+
+const noCopyLoss: HardwareModel = { ...H200_SXM, contention: { ...H200_SXM.contention, copyBandwidthUnderCompute: 1 } };
+
 describe("simulate", () => {
   it("predicts AG+GEMM MLP-1 at 8 ranks with a well-formed result, fast", () => {
     const { plan, schedule } = agGemm(8, 2);
@@ -111,14 +122,6 @@ describe("simulate", () => {
   it("rejects bad options and mismatched schedules with typed errors", () => {
     const { plan, schedule } = agGemm(2, 1);
     const other = agGemm(4, 1).schedule;
-    const code = (f: () => unknown): string | undefined => {
-      try {
-        f();
-      } catch (e) {
-        return e instanceof SimulateError ? e.code : "other";
-      }
-      return undefined;
-    };
     expect(code(() => simulate(plan, other, { hardware: "H200_SXM" }))).toBe("schedule-mismatch");
     expect(code(() => simulate(plan, schedule, { hardware: "B200" }))).toBe("bad-hardware");
     expect(code(() => simulate(plan, schedule, { hardware: { ...H200_SXM, smCount: -1 } }))).toBe("bad-hardware");
@@ -166,9 +169,15 @@ describe("simulate properties", () => {
         const a = simulate(plan, schedule, { hardware: "H200_SXM" });
         const b = simulate(plan, schedule, { hardware: "H200_SXM" });
         expect(b).toEqual(a);
+        const under = H200_SXM.contention.copyBandwidthUnderCompute ?? 1;
         for (const r of a.ranks) {
           expect(r.latencyMs).toBeGreaterThanOrEqual(r.boundMs - 1e-9);
-          // Overheads: contention slows tiles that run beside copies by at most copySlowdown.
+          // Overheads: tiles beside copies slow by copySlowdown, copies beside the GEMM move at `under` of their bandwidth.
+          expect(r.latencyMs).toBeLessThanOrEqual(r.computeAloneMs * (1 + H200_SXM.contention.copySlowdown) + r.commAloneMs / under + 1e-9);
+        }
+        // Without the copy-bandwidth loss, overlapping never costs more than running one after the other (+ tile slow-down).
+        const lossless = simulate(plan, schedule, { hardware: noCopyLoss });
+        for (const r of lossless.ranks) {
           expect(r.latencyMs).toBeLessThanOrEqual(r.nonOverlappedMs * (1 + H200_SXM.contention.copySlowdown) + 1e-9);
         }
       }),
@@ -187,7 +196,8 @@ describe("simulate properties", () => {
           // SM copies also take commSms SMs from compute.
           const tiles = schedule.grid.numTiles;
           const fewerSms = backend === "sm" ? Math.ceil(tiles / (132 - 16)) / Math.ceil(tiles / 132) : 1;
-          expect(x.latencyMs).toBeLessThanOrEqual(x.nonOverlappedMs * fewerSms * (1 + H200_SXM.contention.copySlowdown) + 1e-9);
+          const under = backend === "copy-engine" ? H200_SXM.contention.copyBandwidthUnderCompute ?? 1 : 1;
+          expect(x.latencyMs).toBeLessThanOrEqual(x.computeAloneMs * fewerSms * (1 + H200_SXM.contention.copySlowdown) + x.commAloneMs / under + 1e-9);
         }
       }),
       { numRuns: 8 },
@@ -217,6 +227,74 @@ describe("simulate properties", () => {
         expect(r.latencyMs).toBeCloseTo(gemmMs(H200_SXM, { M: rows, N: n, K: 4096 }), 12);
       }),
       { numRuns: 6 },
+    );
+  });
+});
+
+describe("calibration mechanisms", () => {
+  it("pipelines a stream's copy launches: only its first copy pays the full start latency", () => {
+    const { plan, schedule } = agGemm(8, 2);
+    const piped = simulate(plan, schedule, { hardware: "H200_SXM" });
+    const serial = simulate(plan, schedule, { hardware: "H200_SXM", pipelinedLaunch: false });
+    expect(piped.commAloneMs).toBeLessThan(serial.commAloneMs);
+    const launches = (r: typeof piped) => r.ranks[0]!.events.filter((e) => e.kind === "launch").map((e) => e.endMs - e.startMs);
+    const full = (H200_SXM.copyEngine.launchUs + H200_SXM.copyEngine.launchPerRankUs * 8) * 1e-3;
+    expect(launches(serial).every((d) => Math.abs(d - full) < 1e-9)).toBe(true);
+    const first = launches(piped)[0]!;
+    expect(first).toBeCloseTo(full, 9);
+    // Later launches only show the part their predecessor's transfer did not hide.
+    expect(launches(piped).slice(1).every((d) => d < full - 1e-6)).toBe(true);
+    expect(piped.latencyMs).toBeGreaterThanOrEqual(piped.boundMs - 1e-9);
+  });
+
+  it("prices the emitted Triton GEMM by its own calibration, and refuses a model without one", () => {
+    const { plan, schedule } = agGemm(2, 1);
+    const cublas = simulate(plan, schedule, { hardware: "H200_SXM" });
+    const triton = simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "triton" } });
+    const t = H200_SXM.tritonGemm!;
+    const rounds = Math.ceil(schedule.grid.numTiles / 132);
+    const tile = (2 * 128 * 256 * 4096) / (H200_SXM.gemm.tflopsPerSm * 1e12 * t.efficiency) * 1e3;
+    expect(triton.computeAloneMs).toBeCloseTo(t.launchUs * 1e-3 + rounds * tile, 9);
+    expect(triton.computeAloneMs).toBeGreaterThan(cublas.computeAloneMs);
+    const bare: HardwareModel = { ...H200_SXM, tritonGemm: undefined };
+    expect(code(() => simulate(plan, schedule, { hardware: bare, computeKernel: { kind: "triton" } }))).toBe("bad-option");
+    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "cutlass" as "triton" } }))).toBe("bad-option");
+  });
+
+  it("runs the reduction kernel at its programs' in-flight bandwidth, capped by HBM", () => {
+    const { plan, schedule } = gemmRs(2, 1);
+    const rk = H200_SXM.reduceKernel!;
+    const at = (programs: number) => simulate(plan, schedule, { hardware: "H200_SXM", reduceKernel: { programs } });
+    const reduceMs = (r: ReturnType<typeof at>) => {
+      const e = r.ranks[0]!.events.find((x) => x.kind === "reduce")!;
+      return e.endMs - e.startMs;
+    };
+    // MLP-1 world 2: 32 MiB delivered per rank; the pass reads 64 MiB and writes 32 MiB.
+    const bytes = 3 * 4096 * 4096 * 2;
+    expect(reduceMs(at(rk.programs))).toBeCloseTo(bytes / (rk.programs * rk.bandwidthPerProgramGBps * 1e6) + H200_SXM.gemm.launchUs * 1e-3, 9);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 4096 }), fc.integer({ min: 1, max: 4096 }), (a, b) => {
+        const [lo, hi] = a <= b ? [a, b] : [b, a];
+        expect(reduceMs(at(hi))).toBeLessThanOrEqual(reduceMs(at(lo)) + 1e-12);
+        expect(reduceMs(at(hi))).toBeGreaterThanOrEqual(bytes / (H200_SXM.hbmGBps * 1e6) + H200_SXM.gemm.launchUs * 1e-3 - 1e-12);
+      }),
+      { numRuns: 10 },
+    );
+    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", reduceKernel: { programs: 0 } }))).toBe("bad-option");
+  });
+
+  it("slows copies beside the GEMM: latency is monotone in copyBandwidthUnderCompute, comm alone is not affected", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(2, 4, 8), fc.integer({ min: 1, max: 2 }), fc.double({ min: 0.1, max: 1, noNaN: true }), fc.double({ min: 0.1, max: 1, noNaN: true }), (world, split, x, y) => {
+        const [lo, hi] = x <= y ? [x, y] : [y, x];
+        const hw = (f: number): HardwareModel => ({ ...H200_SXM, contention: { ...H200_SXM.contention, copyBandwidthUnderCompute: f } });
+        const { plan, schedule } = agGemm(world, split);
+        const slow = simulate(plan, schedule, { hardware: hw(lo) });
+        const fast = simulate(plan, schedule, { hardware: hw(hi) });
+        expect(fast.latencyMs).toBeLessThanOrEqual(slow.latencyMs + 1e-9);
+        expect(fast.commAloneMs).toBeCloseTo(slow.commAloneMs, 12);
+      }),
+      { numRuns: 10 },
     );
   });
 });

@@ -20,8 +20,23 @@ export interface SimulateOptions {
   readonly backend?: CommBackend;
   /** SMs taken from compute to drive copies (backend `sm`; default 16 there, 0 otherwise). */
   readonly commSms?: number;
-  /** The compute kernel's speed relative to the model's cuBLAS-class calibration (default 1). */
-  readonly computeKernel?: { readonly efficiency?: number };
+  /**
+   * The compute kernel: `kind` picks its calibration, `"cublas"` (default: the model's
+   * cuBLAS-class GEMM) or `"triton"` (the emitted Triton persistent TMA GEMM, from the
+   * hardware model's `tritonGemm`); `efficiency` scales its speed further (default 1).
+   */
+  readonly computeKernel?: { readonly kind?: "cublas" | "triton"; readonly efficiency?: number };
+  /**
+   * The copy-engine reduction kernel's persistent grid (default: the hardware model's
+   * `reduceKernel.programs`); more programs keep more loads in flight, up to HBM bandwidth.
+   */
+  readonly reduceKernel?: { readonly programs?: number };
+  /**
+   * Copy-engine launch pipelining (default true): the host enqueues a stream's copies ahead,
+   * so each copy's start latency overlaps its predecessor's transfer; false charges every
+   * copy its full launch.
+   */
+  readonly pipelinedLaunch?: boolean;
   /** Timeline granularity on the compute lane: one event per wave (default) or per tile. */
   readonly detail?: "waves" | "tiles";
 }
@@ -30,8 +45,8 @@ export interface SimulateOptions {
  * Predict an overlapped operator: the plan's communication and the schedule's compute,
  * simulated together on every rank. A consumer schedule (AllGather + GEMM) waits per tile
  * on chunk slots; a producer schedule (GEMM + ReduceScatter) releases ops that depend on
- * compute. With the copy engine, accumulating transfers are followed by a reduction pass
- * through HBM. Throws {@link SimulateError} on inputs it cannot price.
+ * compute. With the copy engine, accumulating transfers are followed by a reduction
+ * kernel, a memory pass limited by the loads its programs keep in flight. Throws {@link SimulateError} on inputs it cannot price.
  */
 export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: SimulateOptions): SimulationResult {
   const hw = resolveHardware(options.hardware);
@@ -50,11 +65,23 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
   if (schedule.plan !== plan.name || schedule.ranks.length !== plan.ranks.length) {
     throw new SimulateError("schedule-mismatch", `tile schedule of plan "${schedule.plan}" (${schedule.ranks.length} ranks) does not belong to plan "${plan.name}" (${plan.ranks.length} ranks): lower this plan with lowerToTileSchedule`);
   }
+  const kind = options.computeKernel?.kind ?? "cublas";
+  if (kind !== "cublas" && kind !== "triton") {
+    throw new SimulateError("bad-option", `computeKernel.kind "${String(kind)}": use "cublas" or "triton"`);
+  }
+  if (kind === "triton" && hw.tritonGemm === undefined) {
+    throw new SimulateError("bad-option", `computeKernel.kind "triton": hardware model ${hw.name} has no tritonGemm calibration; add one or use "cublas"`);
+  }
+  const kernel = kind === "triton" ? hw.tritonGemm! : { efficiency: 1, launchUs: hw.gemm.launchUs };
+  const reducePrograms = options.reduceKernel?.programs ?? hw.reduceKernel?.programs;
+  if (reducePrograms !== undefined && !(Number.isInteger(reducePrograms) && reducePrograms > 0)) {
+    throw new SimulateError("bad-option", `reduceKernel.programs = ${reducePrograms}: give a positive integer (the reduction kernel's persistent grid)`);
+  }
   const signalled = plan.signals === undefined ? planSignals(plan) : plan;
-  const tMs = tileMs(hw, schedule.tiling.tile, schedule.tiling.problem.K, efficiency);
-  const startMs = hw.gemm.launchUs * 1e-3;
+  const tMs = tileMs(hw, schedule.tiling.tile, schedule.tiling.problem.K, efficiency * kernel.efficiency);
+  const startMs = kernel.launchUs * 1e-3;
   const computeSms = hw.smCount - (backend === "sm" ? commSms : 0);
-  const comm = { plan: signalled, hardware: hw, backend, commSms };
+  const comm = { plan: signalled, hardware: hw, backend, commSms, pipelinedLaunch: options.pipelinedLaunch ?? true };
   const computeOf = (rank: number, sms: number, slotReady: (slot: number) => number, busy: Busy, slowdown: number): ComputeTiming =>
     simulateCompute({ schedule, rank: schedule.ranks[rank]!, tileMs: tMs, startMs, sms, slotReady, busy, slowdown });
   const ranks = plan.ranks.map((r) => r.rank);
@@ -65,18 +92,20 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
   let ops: OpTiming[];
   let compute: ComputeTiming[];
   if (schedule.role === "consumer") {
-    ops = commAloneOps;
+    // The consumer kernel runs until its last chunk has arrived, beside every copy.
+    ops = simulateComm({ ...comm, computeDone: () => 0, computeUntil: ranks.map(() => Infinity) });
     const ready = slotReadiness(signalled, ops);
     compute = ranks.map((r) => computeOf(r, computeSms, (s) => readyOf(ready, r, s), busyOf(ops, r), hw.contention.copySlowdown));
   } else {
     // Compute gates communication; a second pass prices the copies' contention on compute.
     compute = ranks.map((r) => computeOf(r, computeSms, () => 0, idle, 0));
-    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, compute[r]!, region) });
+    const first = compute;
+    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, first[r]!, region), computeUntil: first.map((c) => c.computeEnd) });
     compute = ranks.map((r) => computeOf(r, computeSms, () => 0, busyOf(ops, r), hw.contention.copySlowdown));
     const final = compute;
-    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region) });
+    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region), computeUntil: final.map((c) => c.computeEnd) });
   }
-  const reduceMs = reducePassMs(signalled, hw, backend);
+  const reduceMs = reducePassMs(signalled, hw, backend, reducePrograms);
 
   const perRank: RankSimulation[] = ranks.map((r) => {
     const mine = ops.filter((o) => o.rank === r);
@@ -177,18 +206,23 @@ function busyOf(ops: readonly OpTiming[], rank: number): Busy {
 /**
  * The reduction pass a copy engine needs after accumulating transfers (it can only copy):
  * per destination rank, read every delivered partial plus the accumulator, write the result.
+ * A memory kernel whose programs keep too few loads in flight runs below HBM bandwidth: at
+ * `min(hbm, programs · bandwidthPerProgramGBps)` when the model has a `reduceKernel`.
  */
-function reducePassMs(plan: ChunkPlan, hw: HardwareModel, backend: CommBackend): number[] {
+function reducePassMs(plan: ChunkPlan, hw: HardwareModel, backend: CommBackend, programs: number | undefined): number[] {
   const out = plan.ranks.map(() => 0);
   if (backend !== "copy-engine") return out;
   const decls = new Map<string, TensorDecl>(plan.tensors.map((t) => [t.name, t]));
+  const rk = hw.reduceKernel;
+  const gbps = rk === undefined ? hw.hbmGBps : Math.min(hw.hbmGBps, (programs ?? rk.programs) * rk.bandwidthPerProgramGBps);
+  const hbmShare = hw.hbmGBps / gbps;
   for (const rp of plan.ranks) {
     for (const ops of rp.streams) {
       for (const op of ops) {
         if (op.kind !== "p2p" || op.reduce === undefined) continue;
         const dst = op.side === "push" ? op.peer : rp.rank;
         const bytes = regionBytes(op.dst, decls.get(op.dst.tensor)!);
-        out[dst] = (out[dst] ?? 0) + hbmPassMs(hw, 2 * bytes, bytes);
+        out[dst] = (out[dst] ?? 0) + hbmPassMs(hw, 2 * bytes, bytes) * hbmShare;
       }
     }
   }
