@@ -238,7 +238,8 @@ describe("tune cache", () => {
         const back = parseTuneCache(serializeTuneCache(cache));
         expect(back).toEqual(cache);
         for (const [k] of pairs) expect(lookupTune(back, k)).toEqual(cache.entries[k]);
-        expect(lookupTune(back, "toString")).toBeUndefined();
+        // An inherited name is not an entry unless it was stored as one.
+        if (!pairs.some(([k]) => k === "toString")) expect(lookupTune(back, "toString")).toBeUndefined();
       }),
       { numRuns: 50 },
     );
