@@ -8,7 +8,6 @@ constexprs, compile for GPUTarget("cuda", 90, 32) with the kernel's num_warps/nu
 and check the PTX holds what the kernel is for (wgmma + TMA for GEMMs, acquire loads for
 waits, release atomics for notifies). Exits non-zero on the first failure.
 """
-import importlib.util
 import json
 import os
 import re
@@ -16,11 +15,10 @@ import sys
 import time
 
 import triton
+from aot_signature import arg_type, load_entry
 from triton.backends.compiler import GPUTarget
 
 TARGET = GPUTarget("cuda", 90, 32)
-POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int32": "*i32", "uint32": "*u32", "int64": "*i64"}
-SCALAR = {"int": "i32", "rank": "i32", "world": "i32", "epoch": "i32", "epoch-target": "i32", "timeout-ns": "i64"}
 WAIT = r"ld\.global\.acquire\.sys"
 NOTIFY = r"atom\.[a-z0-9.]*release[a-z0-9.]*add|atom\.[a-z0-9.]*add[a-z0-9.]*release"
 GEMM = [r"wgmma", r"cp\.async\.bulk\.tensor"]
@@ -34,25 +32,6 @@ EXPECT = {
 }
 
 
-def arg_type(arg, buffers, tables):
-    kind = arg["kind"]
-    if kind == "buffer":
-        return POINTER[buffers[arg["name"]]["dtype"]]
-    if kind == "table":
-        return "*i64" if tables[arg["name"]]["dtype"] == "int64" else "*i32"
-    if kind == "peer-pointers":
-        return "*i64"
-    if kind == "error-buffer":
-        return "*i32"
-    return SCALAR[kind]
-
-
-def load_entry(path, entry):
-    name = "ovl_aot_" + re.sub(r"\W", "_", os.path.abspath(path))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, entry)
 
 
 def compile_manifest(path):
@@ -63,7 +42,7 @@ def compile_manifest(path):
     tables = {t["name"]: t for t in manifest.get("tables", [])}
     for k in manifest["kernels"]:
         t0 = time.time()
-        fn = load_entry(os.path.join(base, k["source"]), k["entry"])
+        fn = load_entry(os.path.join(base, k["source"]), k["entry"], "ovl_aot_")
         signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in k["args"]}
         signature.update({c: "constexpr" for c in k["constexprs"]})
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]))

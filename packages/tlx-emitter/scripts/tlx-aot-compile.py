@@ -3,14 +3,13 @@
 Usage: python tlx-aot-compile.py MANIFEST.json [MORE.json ...]
 
 For each kernel with a `precompiled` entry: load its source module, derive the Triton
-signature from the manifest's argument kinds (as scripts/aot-compile.py does), compile
+signature from the manifest's argument kinds (scripts/aot_signature.py), compile
 for GPUTarget("cuda", 90, 32) (sm_90a), write the cubin and a metadata JSON next to the
 manifest at the paths the manifest names, and check that the PTX holds what the kernel is
 for: the patterns of `expect.json` beside the manifest (wgmma, mbarrier waits, bulk tensor
 copies, acquire loads for chunk waits, release adds for remote arrivals). The metadata's
 argument layout is checked against the PTX entry's parameters. Exits non-zero on failure.
 """
-import importlib.util
 import json
 import os
 import re
@@ -18,11 +17,10 @@ import sys
 import time
 
 import triton
+from aot_signature import arg_type, load_entry
 from triton.backends.compiler import GPUTarget
 
 TARGETS = {"sm_90a": GPUTarget("cuda", 90, 32)}
-POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int32": "*i32", "uint32": "*u32", "int64": "*i64"}
-SCALAR = {"int": "i32", "rank": "i32", "world": "i32", "epoch": "i32", "epoch-target": "i32", "timeout-ns": "i64"}
 # How the launcher packs each Triton type: pointers as u64, i32 as 4 bytes, i64 as 8.
 PACK = {"i32": "i32", "i64": "i64"}
 # Controls that the check can fail: a kernel without fused communication has no acquire wait.
@@ -30,25 +28,6 @@ ABSENT = {"tlx-gemm": [r"ld\.global\.acquire\.sys"]}
 PTX_PARAM = re.compile(r"\.param\s+\.(u64|u32|b32|s32|b64|s64)(\s+\.ptr[^,\n]*)?\s+(\w+)")
 
 
-def arg_type(arg, buffers, tables):
-    kind = arg["kind"]
-    if kind == "buffer":
-        return POINTER[buffers[arg["name"]]["dtype"]]
-    if kind == "table":
-        return "*i64" if tables[arg["name"]]["dtype"] == "int64" else "*i32"
-    if kind == "peer-pointers":
-        return "*i64"
-    if kind == "error-buffer":
-        return "*i32"
-    return SCALAR[kind]
-
-
-def load_entry(path, entry):
-    name = "ovl_tlx_aot_" + re.sub(r"\W", "_", os.path.abspath(path))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, entry)
 
 
 def ptx_params(ptx, entry):
@@ -111,7 +90,7 @@ def compile_manifest(path):
             continue
         where = f"{path}: {k['name']} ({k['template']['kind']})"
         t0 = time.time()
-        fn = load_entry(os.path.join(base, k["source"]), k["entry"])
+        fn = load_entry(os.path.join(base, k["source"]), k["entry"], "ovl_tlx_aot_")
         signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in k["args"]}
         signature.update({c: "constexpr" for c in k["constexprs"]})
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]))

@@ -1,0 +1,33 @@
+"""What both AOT checks (aot-compile.py, upstream triton; tlx-aot-compile.py, fbtriton) need
+from a manifest: the Triton signature type of each kernel argument, and the kernel's
+`@triton.jit` function loaded from its source file. Imports no triton, so either venv can use it.
+"""
+import importlib.util
+import os
+import re
+
+POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int32": "*i32", "uint32": "*u32", "int64": "*i64"}
+SCALAR = {"int": "i32", "rank": "i32", "world": "i32", "epoch": "i32", "epoch-target": "i32", "timeout-ns": "i64"}
+
+
+def arg_type(arg, buffers, tables):
+    """The Triton signature type of a manifest argument (buffers by dtype, tables, ints...)."""
+    kind = arg["kind"]
+    if kind == "buffer":
+        return POINTER[buffers[arg["name"]]["dtype"]]
+    if kind == "table":
+        return "*i64" if tables[arg["name"]]["dtype"] == "int64" else "*i32"
+    if kind == "peer-pointers":
+        return "*i64"
+    if kind == "error-buffer":
+        return "*i32"
+    return SCALAR[kind]
+
+
+def load_entry(path, entry, prefix):
+    """The function `entry` of the module at `path`, imported under a name unique to the path."""
+    name = prefix + re.sub(r"\W", "_", os.path.abspath(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, entry)
