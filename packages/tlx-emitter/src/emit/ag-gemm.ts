@@ -5,7 +5,7 @@ import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { AG_GEMM_CONSUMER, agGemmConsumerSource, checkGemmParams, type GemmParams } from "../kernels/index.js";
 import { Manifest, MANIFEST_SCHEMA, type Buffer, type Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
-import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
+import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
 import { planHostOps } from "./host-ops.js";
 import { mBlockTables } from "./m-block-tables.js";
 import { type EmitOptions, resolveOptions } from "./options.js";
@@ -101,14 +101,7 @@ export function emitAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     tables,
     kernels: [kernel],
     hostOps,
-    reference: {
-      operator: "ag-gemm",
-      M, N, K,
-      inputs: { A: tensor.name, B: "gemm_b" },
-      output: "gemm_c",
-      ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
-      tolerance: o.tolerance,
-    },
+    reference: agGemmReference(tensor.name, { M, N, K }, world, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });

@@ -1,7 +1,7 @@
 // What both emitters share: the result type, the checks that a plan and its schedule
 // belong together, the signal buffer and kernel entries of a manifest.
 import { type ChunkPlan, planSignals, type TensorDecl, type TileSchedule } from "@ovl/chunk-plan";
-import type { Buffer, Kernel, KernelArg } from "../manifest/schema.js";
+import type { Buffer, Kernel, KernelArg, Reference } from "../manifest/schema.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { checkIdentifier, EmitError } from "../writer/index.js";
 import type { PlanSignals } from "./host-ops.js";
@@ -103,5 +103,21 @@ export function kernelEntry(
     args,
     constexprs: { ...k.constexprs },
     template: { kind: info.kind, params: { ...k.params } },
+  };
+}
+
+/**
+ * The reference of an AllGather+GEMM manifest: gathered `a` (the plan tensor) times the
+ * buffer `gemm_b` into `gemm_c`, row-sharded when M divides by the world.
+ */
+export function agGemmReference(a: string, problem: { M: number; N: number; K: number }, world: number, tolerance: number): Reference {
+  const { M, N, K } = problem;
+  return {
+    operator: "ag-gemm",
+    M, N, K,
+    inputs: { A: a, B: "gemm_b" },
+    output: "gemm_c",
+    ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
+    tolerance,
   };
 }

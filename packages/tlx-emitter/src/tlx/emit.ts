@@ -5,7 +5,7 @@ import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { checkPositive } from "../kernels/common.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { type Buffer, type Kernel, type KernelArg, Manifest, MANIFEST_SCHEMA, type Table } from "../manifest/schema.js";
-import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
+import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
 import { planHostOps } from "../emit/host-ops.js";
 import { mBlockTables } from "../emit/m-block-tables.js";
 import { type EmitOptions, resolveOptions } from "../emit/options.js";
@@ -212,14 +212,7 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
     tables,
     kernels: [entry],
     hostOps: pushes === undefined ? copyOps : [],
-    reference: {
-      operator: "ag-gemm",
-      M, N, K,
-      inputs: { A: tensor.name, B: "gemm_b" },
-      output: "gemm_c",
-      ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
-      tolerance: o.tolerance,
-    },
+    reference: agGemmReference(tensor.name, { M, N, K }, world, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });

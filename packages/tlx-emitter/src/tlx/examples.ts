@@ -2,18 +2,11 @@
 // GEMM, and AllGather+GEMM over a push-swizzled AllGather with copy-engine transfers
 // (variant a) and with the in-kernel communication task (variant b).
 import { allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import type { ExampleShape } from "../emit/examples.js";
 import { emitTlxAgGemm, emitTlxGemm, type TlxEmitResult } from "./emit.js";
 
-/** Problem sizes of the TLX examples. */
-export interface TlxExampleShape {
-  readonly world: number;
-  readonly M: number;
-  readonly N: number;
-  readonly K: number;
-  readonly split: number;
-  /** GEMM tile (default 128 × 256 × 64, the H200 configuration). */
-  readonly tile?: { readonly BM: number; readonly BN: number; readonly BK: number };
-}
+/** Problem sizes of the TLX examples: those of the plain examples (default tile 128 × 256 × 64 here, the H200 configuration). */
+export type TlxExampleShape = ExampleShape;
 
 const DEFAULT: TlxExampleShape = { world: 2, M: 1024, N: 512, K: 256, split: 2 };
 
