@@ -183,3 +183,25 @@ def test_blocks_per_sm_bound_follows_threads_and_shared(push):
     assert blocks_per_sm_bound(small) == 1  # the register cap of 65536 / 128 threads fills the file
     assert blocks_per_sm_bound(replace(meta, shared=200 * 1024), shared_per_sm=228 * 1024) == 1
     assert blocks_per_sm_bound(replace(meta, shared=240 * 1024), shared_per_sm=228 * 1024) == 0
+
+
+def test_a_misaligned_pointer_the_kernel_assumes_aligned_is_refused(push):
+    m, k, meta = push
+    assert "src_ptr" in meta.aligned and "M" in meta.aligned and "rank" not in meta.aligned
+    addr = _addresses(m)
+    s = LaunchScalars(rank=0, world=2, epoch=1, bits=32, timeout_ns=1)
+    cubin_values(meta, k, addr, s, {"global_scratch": 0x7E00_0000_0000})  # every address 16-byte aligned
+    src = dict(k.args)["src_ptr"].name
+    shifted = replace(addr, buffers={**addr.buffers, src: addr.buffers[src] + 8})
+    with pytest.raises(CubinError, match=r"assuming (a_ptr|src_ptr) is a multiple of 16"):
+        cubin_values(meta, k, shifted, s, {"global_scratch": 0x7E00_0000_0000})
+
+
+def test_aligned_must_name_parameters(push):
+    _m, _k, meta = push
+    raw = json.loads((FIXTURE / "tlx_ag_gemm_push.sm_90a.json").read_text())
+    raw["aligned"] = ["no_such_arg"]
+    from ovl_runtime.cubin import parse_metadata
+
+    with pytest.raises(CubinError, match="aligned"):
+        parse_metadata(raw)

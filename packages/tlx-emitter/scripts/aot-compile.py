@@ -15,20 +15,23 @@ import sys
 import time
 
 import triton
-from aot_signature import arg_type, load_entry
+from aot_signature import aligned_args, arg_type, divisibility_attrs, load_entry
 from triton.backends.compiler import GPUTarget
 
 TARGET = GPUTarget("cuda", 90, 32)
 WAIT = r"ld\.global\.acquire\.sys"
 NOTIFY = r"atom\.[a-z0-9.]*release[a-z0-9.]*add|atom\.[a-z0-9.]*add[a-z0-9.]*release"
 GEMM = [r"wgmma", r"cp\.async\.bulk\.tensor"]
+# 16-byte vector accesses: memory kernels whose loads compile to scalar 16-bit loads run ~8x slower.
+VLOAD = r"ld\.global(\.[a-z0-9]+)*\.v4\.b32"
+VSTORE = r"st\.global(\.[a-z0-9]+)*\.v4\.b32"
 EXPECT = {
     "ag-gemm-consumer": GEMM + [WAIT],
     "gemm-producer": GEMM + [NOTIFY],
-    "rs-reduce": [WAIT],
-    "sm-push": [WAIT, NOTIFY],
-    "sm-pull": [WAIT, NOTIFY],
-    "ring-reduce": [WAIT, NOTIFY],
+    "rs-reduce": [WAIT, VLOAD, VSTORE],
+    "sm-push": [WAIT, NOTIFY, VLOAD, VSTORE],
+    "sm-pull": [WAIT, NOTIFY, VLOAD, VSTORE],
+    "ring-reduce": [WAIT, NOTIFY, VLOAD, VSTORE],
 }
 
 
@@ -45,7 +48,8 @@ def compile_manifest(path):
         fn = load_entry(os.path.join(base, k["source"]), k["entry"], "ovl_aot_")
         signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in k["args"]}
         signature.update({c: "constexpr" for c in k["constexprs"]})
-        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]))
+        aligned = aligned_args(k, signature)
+        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]), attrs=divisibility_attrs(fn, aligned))
         compiled = triton.compile(src, target=TARGET, options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
         ptx = compiled.asm["ptx"]
         missing = [p for p in EXPECT.get(k["template"]["kind"], []) if not re.search(p, ptx)]

@@ -31,3 +31,22 @@ def load_entry(path, entry, prefix):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, entry)
+
+
+def aligned_args(kernel, signature):
+    """The arguments the runner's launches make 16-byte divisible, as Triton's JIT would
+    specialise them: every pointer (whole allocations and tables), and every `int` argument
+    whose manifest value is a multiple of 16. Scalars that change per launch (rank, epoch,
+    targets) are never assumed."""
+    out = []
+    for a in kernel["args"]:
+        t = signature[a["name"]]
+        v = a["value"]
+        if t.startswith("*") or (v["kind"] == "int" and isinstance(v.get("value"), int) and v["value"] % 16 == 0):
+            out.append(a["name"])
+    return out
+
+
+def divisibility_attrs(fn, names):
+    """ASTSource `attrs` marking `names` (parameters of `fn`) divisible by 16."""
+    return {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in names}

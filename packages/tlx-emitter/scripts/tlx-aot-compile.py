@@ -17,7 +17,7 @@ import sys
 import time
 
 import triton
-from aot_signature import arg_type, load_entry
+from aot_signature import aligned_args, arg_type, divisibility_attrs, load_entry
 from triton.backends.compiler import GPUTarget
 
 TARGETS = {"sm_90a": GPUTarget("cuda", 90, 32)}
@@ -38,7 +38,7 @@ def ptx_params(ptx, entry):
     return [(t, bool(p)) for t, p, _ in PTX_PARAM.findall(m.group(1))]
 
 
-def metadata_of(kernel, compiled, signature):
+def metadata_of(kernel, compiled, signature, aligned):
     md = compiled.metadata
     args = []
     for a in kernel["args"]:
@@ -62,6 +62,9 @@ def metadata_of(kernel, compiled, signature):
         "launch_cluster": bool(getattr(md, "launch_cluster", False)),
         "tmem_size": getattr(md, "tmem_size", 0),
         "args": args,
+        # Compiled assuming these are multiples of 16 (pointers: 16-byte aligned); the
+        # launcher refuses values that are not.
+        "aligned": list(aligned),
         "hidden_args": hidden,
         "triton_version": getattr(md, "triton_version", triton.__version__),
         "hash": md.hash,
@@ -93,7 +96,8 @@ def compile_manifest(path):
         fn = load_entry(os.path.join(base, k["source"]), k["entry"], "ovl_tlx_aot_")
         signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in k["args"]}
         signature.update({c: "constexpr" for c in k["constexprs"]})
-        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]))
+        aligned = aligned_args(k, signature)
+        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]), attrs=divisibility_attrs(fn, aligned))
         compiled = triton.compile(src, target=TARGETS[pre["target"]], options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
         ptx = compiled.asm["ptx"]
         patterns = expect.get(k["name"], [])
@@ -105,7 +109,7 @@ def compile_manifest(path):
         present = [p for p in ABSENT.get(k["template"]["kind"], []) if re.search(p, ptx)]
         if present:
             raise SystemExit(f"FAIL {where}: PTX unexpectedly holds {present}")
-        meta = metadata_of(k, compiled, signature)
+        meta = metadata_of(k, compiled, signature, aligned)
         check_layout(meta, ptx_params(ptx, meta["entry"]), where)
         with open(os.path.join(base, pre["cubin"]), "wb") as f:
             f.write(compiled.asm["cubin"])

@@ -2,8 +2,8 @@
 
 ``load_manifest`` reads and validates an ``ovl.manifest/v1`` file; ``emulate`` runs it on
 the CPU (ranks as threads over numpy arrays, the same tables, slots and host ops);
-``python -m ovl_runtime run`` runs it on GPUs (``gpu.run_gpu``) and writes an
-``ovl.report/v1`` report. The signal model (monotone epochs, bounded waits) is shared.
+``python -m ovl_runtime run`` runs it on GPUs (``gpu.run_gpu``; several manifests of one
+world in one process group: ``gpu.run_gpu_many``) and writes an ``ovl.report/v1`` report. The signal model (monotone epochs, bounded waits) is shared.
 """
 
 from .emulate import Emulator, emulate

@@ -1,7 +1,10 @@
-"""``python -m ovl_runtime run <manifest.json>``: run a manifest on GPUs or emulated.
+"""``python -m ovl_runtime run <manifest.json> [...]``: run manifests on GPUs or emulated.
 
-Progress goes to stderr as JSON lines (``{"event": ...}``); the report goes to ``--out``
-(or stdout). Exit codes: 0 ok, 1 check failed, 2 bad manifest or usage, 3 wait timeout.
+Progress goes to stderr as JSON lines (``{"event": ...}``). One manifest: the report goes
+to ``--out`` (or stdout). Several manifests (all of one ``world``) run one after the other
+in one process, one process group on GPUs; each report goes to ``--out-dir`` (see
+``report_names``). Exit codes: 0 ok, 1 check failed, 2 bad manifest or usage, 3 wait
+timeout; with several manifests, the largest of theirs.
 """
 
 from __future__ import annotations
@@ -11,11 +14,16 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from .env import set_safe_env
-from .errors import EXIT_BAD_MANIFEST, DeviceError, RunnerError
-from .manifest import load_manifest
+from .errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
+from .manifest import Manifest, load_manifest
+from .outcome import RunOutcome
+
+ProgressFn = Callable[[dict[str, Any]], None]
 
 
 def _is_rank0() -> bool:
@@ -40,10 +48,13 @@ def gpu_available() -> bool:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m ovl_runtime", description="Run ovl manifests on GPUs (under torchrun) or emulated on the CPU.")
     sub = ap.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a manifest, check it against a reference, time it, write a report")
-    run.add_argument("manifest", help="path of an ovl.manifest/v1 JSON file")
+    run = sub.add_parser("run", help="run manifests, check them against a reference, time them, write their reports")
+    run.add_argument("manifests", nargs="+", metavar="manifest", help="path of an ovl.manifest/v1 JSON file; several (of one world) run in one process")
     run.add_argument("--emulate", action="store_true", help="run on the CPU (ranks as threads over numpy arrays)")
-    run.add_argument("--out", help="write the report here (default: stdout)")
+    out = run.add_mutually_exclusive_group()
+    out.add_argument("--out", help="one manifest: write the report here (default: stdout)")
+    out.add_argument("--out-dir", help="write each report to DIR/<name>.json (required with several manifests): <name> is the "
+                                       "manifest's folder name for a file called manifest.json, else the file name without .json")
     run.add_argument("--baselines", action="store_true", help="also time torch GEMM, NCCL collective, both in sequence, and PyTorch async-TP")
     run.add_argument("--epochs", type=int, help="checked launches in a row (default: timing.checkRuns)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -52,43 +63,172 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def report_name(path: str | Path) -> str:
+    """The report's file name stem in ``--out-dir``: the folder's name for ``<case>/manifest.json``, else the file's stem."""
+    p = Path(os.path.abspath(path))  # the folder as named, not a link's target
+    if p.name == "manifest.json":
+        return p.parent.name
+    return p.stem
+
+
+def report_names(paths: Sequence[str]) -> list[str]:
+    """``report_name`` of every manifest; two manifests whose reports would share a file are a ``UsageError``."""
+    names = [report_name(p) for p in paths]
+    seen: dict[str, str] = {}
+    for path, name in zip(paths, names):
+        if name in seen:
+            raise UsageError(f"{seen[name]} and {path} would both write {name}.json: give each manifest its own folder or file name")
+        seen[name] = path
+    return names
+
+
+def _usage(message: str) -> int:
+    emit({"event": "error", **UsageError(message).to_json()})
+    return EXIT_BAD_MANIFEST
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     set_safe_env(args.symm_backend)
+    paths: list[str] = args.manifests
     if args.epochs is not None and args.epochs < 1:
-        emit({"event": "error", "code": "usage", "message": "--epochs must be >= 1"})
-        return EXIT_BAD_MANIFEST
-    try:
-        m = load_manifest(args.manifest)
-    except RunnerError as exc:
-        emit({"event": "error", **exc.to_json()})
-        return exc.exit_code
+        return _usage("--epochs must be >= 1")
+    if len(paths) > 1 and args.out_dir is None:
+        return _usage(f"{len(paths)} manifests need --out-dir DIR (one report per manifest); --out and stdout take one")
+    names: list[str] = []
+    if args.out_dir is not None:
+        try:
+            names = report_names(paths)
+        except UsageError as exc:
+            return _usage(str(exc))
+    manifests: list[Manifest] = []
+    for path in paths:  # every manifest is loaded, and of one world, before anything runs
+        try:
+            m = load_manifest(path)
+            if manifests and m.world != manifests[0].world:
+                raise UsageError(f"world {m.world}, but {paths[0]} has world {manifests[0].world}: the manifests of one run share one world")
+        except RunnerError as exc:
+            event = {"event": "error", **exc.to_json()}
+            if len(paths) > 1:
+                event.update({"message": f"{path}: {exc}", "file": path})
+            emit(event)
+            return exc.exit_code
+        manifests.append(m)
+    if args.out_dir is not None and _is_rank0():
+        try:
+            Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return _usage(f"cannot create --out-dir {args.out_dir}: {exc.strerror or exc}")
     emulated = args.emulate or not gpu_available()
+    if args.out_dir is None:
+        return _run_one(args, manifests[0], emulated)
+    return _run_many(args, manifests, paths, names, emulated)
+
+
+def _run_one(args: argparse.Namespace, m: Manifest, emulated: bool) -> int:
+    """One manifest, its report to ``--out`` or stdout."""
     emit({"event": "start", "manifest": m.name, "world": m.world, "mode": "emulate" if emulated else "gpu"})
+    if emulated and not _is_rank0():
+        return EXIT_OK  # under torchrun without GPUs: rank 0 emulates every rank
+    code = EXIT_OK
+    for i, result in enumerate(_results(args, [m], emulated, lambda _i, _m: emit)):
+        # The report is written as soon as it comes (the other ranks wait for it); a second
+        # result can only be an error once the run is over (tearing the process group down).
+        code = max(code, _finish(m, result, args.out if i == 0 else None, emit))
+    return code
+
+
+def _tagged(m: Manifest) -> ProgressFn:
+    """``emit`` with the manifest's name added to every event."""
+    return lambda e: emit({**e, "manifest": m.name})
+
+
+def _run_many(args: argparse.Namespace, manifests: list[Manifest], paths: list[str], names: list[str], emulated: bool) -> int:
+    """Every manifest in turn, each report to ``--out-dir``; after a device error the rest are skipped."""
+    if emulated and not _is_rank0():
+        return EXIT_OK  # under torchrun without GPUs: rank 0 emulates every rank
+    n = len(manifests)
+    mode = "emulate" if emulated else "gpu"
+
+    def progress_for(i: int, m: Manifest) -> ProgressFn:
+        emit({"event": "case", "index": i, "of": n, "manifest": m.name, "file": paths[i]})
+        emit({"event": "start", "manifest": m.name, "world": m.world, "mode": mode})
+        return _tagged(m)
+
+    codes: list[int] = []
+    reports = 0
+    last: RunOutcome | RunnerError | None = None
+    for i, last in enumerate(_results(args, manifests, emulated, progress_for)):
+        if i >= n:  # an error once every run is over (tearing the process group down)
+            codes.append(_finish(manifests[-1], last, None, emit))
+            continue
+        m = manifests[i]
+        codes.append(_finish(m, last, Path(args.out_dir) / f"{names[i]}.json", _tagged(m)))
+        reports += isinstance(last, RunOutcome)
+    ran = len(codes)
+    if ran < n and isinstance(last, RunnerError):
+        # Only a device error (or an error before the first run) ends the sequence early.
+        reason = f"{last.code} in {manifests[ran - 1].name} ended the run"
+        if isinstance(last, DeviceError):
+            reason += " (the GPU context may be unusable)"
+        for j in range(ran, n):
+            emit({"event": "skipped", "manifest": manifests[j].name, "file": paths[j], "reason": reason})
+    code = max(codes, default=EXIT_OK)
+    emit({"event": "summary", "of": n, "reports": reports, "exitCode": code})
+    return code
+
+
+def _results(args: argparse.Namespace, manifests: list[Manifest], emulated: bool,
+             progress_for: Callable[[int, Manifest], ProgressFn]) -> Iterator[RunOutcome | RunnerError]:
+    """Per manifest in order, its outcome or the ``RunnerError`` that kept it from running.
+
+    A ``DeviceError`` (an exception of the GPU stack) ends the sequence: the manifests after
+    it are not run. An error before the first run (no process group...) comes as the first
+    manifest's result and ends the sequence too.
+    """
     try:
         if emulated:
-            if not _is_rank0():
-                return 0  # under torchrun without GPUs: rank 0 emulates every rank
-            from .emulate import emulate
-
-            outcome = emulate(m, epochs=args.epochs, seed=args.seed, timeout_s=args.timeout_s, on_progress=emit)
+            yield from _emulated(args, manifests, progress_for)
         else:
-            from .gpu import run_gpu
+            from .gpu import run_gpu_many
 
-            outcome = run_gpu(m, epochs=args.epochs, seed=args.seed, baselines=args.baselines, symm_backend=args.symm_backend, on_progress=emit)
+            yield from run_gpu_many(manifests, epochs=args.epochs, seed=args.seed, baselines=args.baselines,
+                                    symm_backend=args.symm_backend, progress_for=progress_for)
     except RunnerError as exc:
-        emit({"event": "error", **exc.to_json()})
-        return exc.exit_code
+        yield exc
     except Exception as exc:  # noqa: BLE001 - the GPU stack's own errors, reported as values
-        err = DeviceError(f"{type(exc).__name__}: {exc}")
-        emit({"event": "error", **err.to_json()})
-        return err.exit_code
+        yield DeviceError(f"{type(exc).__name__}: {exc}")
+
+
+def _emulated(args: argparse.Namespace, manifests: list[Manifest],
+              progress_for: Callable[[int, Manifest], ProgressFn]) -> Iterator[RunOutcome | RunnerError]:
+    """``_results`` on the CPU; an unexpected exception is reported like the GPU stack's."""
+    from .emulate import emulate
+
+    for i, m in enumerate(manifests):
+        progress = progress_for(i, m)
+        try:
+            result: RunOutcome | RunnerError = emulate(m, epochs=args.epochs, seed=args.seed, timeout_s=args.timeout_s, on_progress=progress)
+        except RunnerError as exc:
+            result = exc
+        except Exception as exc:  # noqa: BLE001 - reported as a value, as on the GPU
+            yield DeviceError(f"{type(exc).__name__}: {exc}")
+            return
+        yield result
+
+
+def _finish(m: Manifest, result: RunOutcome | RunnerError, out: str | Path | None, progress: ProgressFn) -> int:
+    """Write the report of a run (rank 0) and its last progress lines; return its exit code.
+    A run that did not happen (``RunnerError``) writes no report."""
+    if isinstance(result, RunnerError):
+        progress({"event": "error", **result.to_json()})
+        return result.exit_code
     from .report import build_report, write_report
 
-    report = build_report(m, outcome)
+    report = build_report(m, result)
     if _is_rank0():
-        write_report(report, args.out)
-    if outcome.failures:
-        emit({"event": "error", **outcome.failures[0].to_json()})
-    emit({"event": "done", "ok": outcome.ok, "exitCode": outcome.exit_code})
-    return outcome.exit_code
+        write_report(report, out)
+    if result.failures:
+        progress({"event": "error", **result.failures[0].to_json()})
+    progress({"event": "done", "ok": result.ok, "exitCode": result.exit_code})
+    return result.exit_code

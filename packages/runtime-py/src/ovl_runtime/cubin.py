@@ -67,6 +67,8 @@ class CubinMetadata:
     cluster_dims: tuple[int, int, int]
     args: tuple[CubinArg, ...]
     hidden_args: tuple[HiddenArg, ...]
+    #: Parameters compiled as multiples of 16 (pointers: 16-byte aligned addresses).
+    aligned: tuple[str, ...] = ()
 
 
 def _int(obj: Mapping[str, Any], key: str, where: str, minimum: int = 0) -> int:
@@ -107,6 +109,9 @@ def parse_metadata(obj: Any, where: str = "metadata") -> CubinMetadata:
     names = [a.name for a in args] + [h.name for h in hidden]
     if len(set(names)) != len(names):
         raise CubinError(f"{where}.args", f"parameter names repeat: {names}")
+    aligned = obj.get("aligned", [])
+    if not isinstance(aligned, list) or any(n not in names for n in aligned):
+        raise CubinError(f"{where}.aligned", f"must list parameter names, got {aligned!r}")
     return CubinMetadata(
         entry=entry,
         target=str(obj.get("target", "")),
@@ -116,6 +121,7 @@ def parse_metadata(obj: Any, where: str = "metadata") -> CubinMetadata:
         cluster_dims=(cluster[0], cluster[1], cluster[2]),
         args=tuple(args),
         hidden_args=tuple(hidden),
+        aligned=tuple(aligned),
     )
 
 

@@ -141,7 +141,9 @@ def cubin_values(meta: CubinMetadata, kernel: KernelSpec, addr: DeviceAddresses,
                  scratch: Mapping[str, int]) -> dict[str, int]:
     """Every parameter of a launch by name, in the form ``cubin.pack_args`` takes: device
     addresses for pointers, integers for scalars, and the hidden scratch pointers (``scratch``
-    maps each hidden parameter to its buffer's address; one of 0 bytes may be left out: null)."""
+    maps each hidden parameter to its buffer's address; one of 0 bytes may be left out: null).
+    @raises CubinError when a value the kernel was compiled to assume a multiple of 16
+    (``meta.aligned``) is not one."""
     check_metadata(meta, kernel)
     manifest_args = dict(kernel.args)
     out: dict[str, int] = {}
@@ -153,6 +155,9 @@ def cubin_values(meta: CubinMetadata, kernel: KernelSpec, addr: DeviceAddresses,
             out[h.name] = scratch[h.name]
         elif h.bytes_per_program > 0:
             raise CubinError(f"hidden_args.{h.name}", f"kernel {kernel.name} needs {h.bytes_per_program} bytes of {h.name} per program; none was allocated")
+    for name in meta.aligned:
+        if name in out and out[name] % 16:
+            raise CubinError(f"args.{name}", f"kernel {kernel.name} was compiled assuming {name} is a multiple of 16; this launch passes {out[name]:#x}")
     return out
 
 

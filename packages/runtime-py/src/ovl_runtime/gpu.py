@@ -2,18 +2,21 @@
 
 torch and triton are imported here lazily, after the multicast switches and the
 symmetric-memory backend are set in the environment, so that the package imports (and its
-CPU emulation runs) on machines without them.
+CPU emulation runs) on machines without them. ``run_gpu_many`` runs several manifests of
+one world in one process group (set up and torn down once), each in a session of its own
+that is freed before the next; ``run_gpu`` is its one-manifest case.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .env import set_safe_env
-from .errors import CheckFailed, RunnerError, UsageError
+from .errors import CheckFailed, DeviceError, RunnerError, UsageError
 from .manifest import Manifest
 from .outcome import CheckRecord, RunOutcome
 
@@ -38,38 +41,101 @@ def run_gpu(m: Manifest, epochs: int | None = None, seed: int = 0, baselines: bo
             symm_backend: str = "cuda", on_progress: ProgressFn | None = None) -> RunOutcome:
     """Run ``m`` on this process's GPU: warm-up, checked launches, timed launches, baselines.
 
-    Failures (a wait timeout, a failed check) end the run and are listed in the outcome.
+    Failures (a wait timeout, a failed check) end the run and are listed in the outcome;
+    an error that keeps the run from starting is raised (the GPU stack's own as
+    ``DeviceError``). One manifest of ``run_gpu_many``.
     """
+    progress = on_progress or _no_progress
+    (result,) = run_gpu_many([m], epochs=epochs, seed=seed, baselines=baselines, symm_backend=symm_backend,
+                             progress_for=lambda _i, _m: progress)
+    if isinstance(result, RunnerError):
+        raise result
+    return result
+
+
+def run_gpu_many(manifests: Sequence[Manifest], epochs: int | None = None, seed: int = 0, baselines: bool = False,
+                 symm_backend: str = "cuda", progress_for: Callable[[int, Manifest], ProgressFn] | None = None,
+                 ) -> Iterator[RunOutcome | RunnerError]:
+    """Run every manifest in turn in one process group, initialised once and destroyed once.
+
+    All manifests must have the same ``world``. Yields, per manifest in order, its outcome
+    (failures such as a wait timeout or a failed check are listed in it), or the
+    ``RunnerError`` that kept it from running (a kernel that does not import, a stale
+    cubin...). An exception of the GPU stack itself (an illegal address...) is yielded as a
+    ``DeviceError`` and ends the run: the CUDA context may be unusable, so the manifests
+    after it are neither run nor yielded. Errors before the first manifest (process group,
+    world size) are raised. ``progress_for(i, m)`` gives the progress function of the
+    ``i``-th run; it is called just before that run starts. After each result is taken, the
+    ranks free its session and meet at a barrier before the next run (or the teardown).
+    """
+    if not manifests:
+        return
+    worlds = sorted({m.world for m in manifests})
+    if len(worlds) > 1:
+        raise UsageError(f"one process group runs one world, but these manifests are for worlds {', '.join(map(str, worlds))}")
     set_safe_env(symm_backend)
     import torch
     import torch.distributed as dist
     import triton
 
-    from .gpu_reference import baselines as run_baselines
-    from .gpu_session import TORCH_DTYPES, GpuSession, check_world
+    from .gpu_session import check_world
 
-    progress = on_progress or (lambda _e: None)
-    rank = _init_distributed(m)
+    rank = _init_distributed(manifests[0])
     try:
-        check_world(m)
+        check_world(manifests[0])
         # TMA descriptors built inside kernels (tl.make_tensor_descriptor) need scratch memory.
         triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        outcome = RunOutcome(mode="gpu", device=torch.cuda.get_device_name(), backend=os.environ["TORCH_SYMMMEM"], clock="cuda-events")
-        outcome.extra = {"torch": torch.__version__, "triton": triton.__version__, "numSms": props.multi_processor_count}
-        session = GpuSession(m, rank, props.multi_processor_count)
+        for i, m in enumerate(manifests):
+            progress = progress_for(i, m) if progress_for is not None else _no_progress
+            result: RunOutcome | RunnerError
+            try:
+                result = _run_one(m, rank, epochs, seed, baselines, progress)
+            except RunnerError as exc:
+                result = exc.with_traceback(None)  # the traceback's frames would keep the session's memory
+            except Exception as exc:  # noqa: BLE001 - the GPU stack's own errors, reported as values
+                err = DeviceError(f"{type(exc).__name__}: {exc}")
+                err.__cause__ = exc.with_traceback(None)
+                yield err
+                return
+            yield result
+            # Free this manifest's buffers before the next one allocates, then move on together
+            # (and only once rank 0 has written the report it was just given).
+            gc.collect()  # a session and its precompiled kernels refer to each other
+            torch.cuda.empty_cache()
+            dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def _no_progress(_event: dict[str, Any]) -> None:
+    pass
+
+
+def _run_one(m: Manifest, rank: int, epochs: int | None, seed: int, baselines: bool, progress: ProgressFn) -> RunOutcome:
+    """One manifest in an initialised process group: allocate, check, time, baselines."""
+    import torch
+    import triton
+
+    from .gpu_reference import baselines as run_baselines
+    from .gpu_session import TORCH_DTYPES, GpuSession
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    outcome = RunOutcome(mode="gpu", device=torch.cuda.get_device_name(), backend=os.environ["TORCH_SYMMMEM"], clock="cuda-events")
+    outcome.extra = {"torch": torch.__version__, "triton": triton.__version__, "numSms": props.multi_processor_count}
+    session = GpuSession(m, rank, props.multi_processor_count)
+    try:
         progress({"event": "allocated", "device": outcome.device, "backend": outcome.backend})
         try:
             _checked_and_timed(m, session, outcome, epochs, seed, progress)
         except RunnerError as exc:
-            outcome.failures.append(exc)
+            outcome.failures.append(exc.with_traceback(None))
             progress({"event": "failure", **exc.to_json()})
         if baselines and not outcome.failures:
             progress({"event": "baselines"})
             outcome.baselines = run_baselines(m, TORCH_DTYPES[m.dtype], m.timing.warmup, m.timing.reps)
         return outcome
     finally:
-        dist.destroy_process_group()
+        del session
 
 
 def _checked_and_timed(m: Manifest, s: Any, outcome: RunOutcome, epochs: int | None, seed: int, progress: ProgressFn) -> None:

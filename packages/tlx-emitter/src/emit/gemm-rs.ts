@@ -6,6 +6,7 @@ import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import {
   checkGemmParams,
   checkRsReduceParams,
+  checkSegmentAlignment,
   checkSmCommParams,
   GEMM_PRODUCER,
   gemmProducerSource,
@@ -13,6 +14,7 @@ import {
   rsReduceGrid,
   rsReduceSource,
   SM_PUSH,
+  SM_PUSH_FIELDS,
   smPushSource,
 } from "../kernels/index.js";
 import { MANIFEST_SCHEMA, type Buffer, type HostOp, type Kernel, type RankHostOps, type Table } from "../manifest/schema.js";
@@ -164,6 +166,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
           });
         }),
     );
+    for (const r of rows) checkSegmentAlignment(r.flat(), SM_PUSH_FIELDS, ["src_offset", "dst_offset"], o.dtype);
     const count = Math.max(1, ...rows.map((r) => r.length));
     // Rows of length 0 with no wait and no notify pad every rank's table to one length.
     const padded = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());

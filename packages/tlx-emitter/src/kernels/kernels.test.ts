@@ -6,6 +6,7 @@ import {
   checkGemmParams,
   checkLaunch,
   checkRsReduceParams,
+  checkSegmentAlignment,
   GEMM_PRODUCER,
   gemmProducerSource,
   RING_REDUCE,
@@ -14,6 +15,7 @@ import {
   rsReduceSource,
   SM_PULL,
   SM_PUSH,
+  SM_PUSH_FIELDS,
   smPullSource,
   smPushSource,
 } from "./index.js";
@@ -59,13 +61,13 @@ describe("kernel templates", () => {
               cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)
               mask = cols[None, :] < N
               acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-              for p in range(WORLD):
-                  off = rows[:, None] * N + cols[None, :]
+              off = rows[:, None] * N + cols[None, :]
+              for p in tl.static_range(WORLD):
                   slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
                   tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
-                  base = tl.multiple_of(consume_token(p * rows_per_rank * N, tok), 16)
-                  acc += tl.load(part_ptr + base + off, mask=mask).to(tl.float32)
-              tl.store(out_ptr + rows[:, None] * N + cols[None, :], acc.to(tl.bfloat16), mask=mask)
+                  slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)
+                  acc += tl.load(slab + off, mask=mask).to(tl.float32)
+              tl.store(out_ptr + off, acc.to(tl.bfloat16), mask=mask)
       "
     `);
   });
@@ -104,5 +106,23 @@ describe("kernel templates", () => {
     expect(codeOf(() => checkLaunch({ numWarps: 6, numStages: 3 }))).toBe("bad-param");
     expect(codeOf(() => checkLaunch({ numWarps: 8, numStages: 9 }))).toBe("bad-param");
     expect(checkGemmParams(GEMM)).toEqual(GEMM);
+  });
+
+  it("SM copy loops move whole steps through 16-byte aligned pointers and mask only the tail", () => {
+    for (const src of [smPushSource({ BLOCK: 512 }), smPullSource({ BLOCK: 512 }), ringReduceSource({ BLOCK: 512 })]) {
+      const body = kernelOf(src, src.includes("def sm_push(") ? "sm_push" : src.includes("def sm_pull(") ? "sm_pull" : "ring_reduce");
+      expect(body).toContain("whole = length - length % BLOCK");
+      expect(body).toMatch(/for i in range\(0, whole, BLOCK\):\n(\s+\w+ = tl\.multiple_of\(.+ \+ i, 16\)\n)+/);
+      expect(body).toContain("m = offs < length - whole");
+    }
+  });
+
+  it("segment tables with starts off 16-byte units are refused, naming the row and field", () => {
+    const row = (src: number, dst: number, len: number) => [src, 1, dst, len, -1, 0, -1];
+    expect(() => checkSegmentAlignment([...row(0, 8, 13), ...row(16, 24, 5)], SM_PUSH_FIELDS, ["src_offset", "dst_offset"], "bf16")).not.toThrow();
+    expect(() => checkSegmentAlignment([...row(0, 8, 13), ...row(16, 28, 5)], SM_PUSH_FIELDS, ["src_offset", "dst_offset"], "bf16")).toThrow(/segment 1: dst_offset = 28 .* 8 bf16 elements/);
+    expect(() => checkSegmentAlignment(row(4, 0, 8), SM_PUSH_FIELDS, ["src_offset"], "fp32")).not.toThrow();
+    expect(codeOf(() => checkSegmentAlignment(row(4, 0, 8), SM_PUSH_FIELDS, ["src_offset"], "bf16"))).toBe("bad-param");
+    expect(codeOf(() => checkSegmentAlignment(row(0, 0, 8), SM_PUSH_FIELDS, ["nope"], "bf16"))).toBe("bad-param");
   });
 });

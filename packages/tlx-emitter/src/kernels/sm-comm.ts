@@ -1,6 +1,8 @@
 // SM communication kernels for the SM backends (AutoOverlap Table 2, "SM load/store on
 // dedicated SMs"): each program moves one contiguous segment listed in a per-rank
 // segment table, waiting before it and notifying after it with the device primitives.
+import type { ElementType } from "../device/index.js";
+import { EmitError } from "../writer/index.js";
 import { checkBlock, type KernelTemplateInfo, kernelModule, signature, type SourceOptions } from "./common.js";
 
 /** Fields of one `sm-push` segment row (int64), in order. */
@@ -72,6 +74,33 @@ function waitIntoZero(w: Writer, sigBase: string): void {
   });
 }
 
+/** A pointer the segment loop steps through: its name and the expression of its segment start. */
+interface Stream {
+  readonly name: string;
+  readonly start: string;
+}
+
+/**
+ * Moves a segment of `length` elements in steps of `BLOCK`: whole steps first, each pointer
+ * hinted 16-byte aligned so that the loads and stores vectorise (Triton keeps a hint on a
+ * pointer, not on a table-loaded integer, and a per-element mask defeats it), then one
+ * masked step for the tail. `body(w, mask)` writes one step over `<name> + offs` with
+ * `mask` (`None` in whole steps). The segment starts must be 16-byte aligned: the emitters
+ * write segment offsets in multiples of 16 bytes (`checkSegmentAlignment`).
+ */
+function segmentLoop(w: Writer, streams: readonly Stream[], body: (w: Writer, mask: string) => void): void {
+  w.line("whole = length - length % BLOCK");
+  w.block("for i in range(0, whole, BLOCK)", (l) => {
+    for (const s of streams) l.line(`${s.name} = tl.multiple_of(${s.start} + i, 16)`);
+    body(l, "None");
+  });
+  w.block("if whole < length", (t) => {
+    for (const s of streams) t.line(`${s.name} = ${s.start} + whole`);
+    t.line("m = offs < length - whole");
+    body(t, "m");
+  });
+}
+
 /**
  * Source of `sm_push`. Programs stride over the `num_segments` rows of the int64 segment table
  * ({@link SM_PUSH_FIELDS}); if `wait_at >= 0` it waits (bounded) on the local slot for
@@ -85,12 +114,10 @@ export function smPushSource(params: SmCommParams, options: SourceOptions = {}):
   return kernelModule("sm-push: copy a contiguous segment into a peer's buffer, then notify the peer.", options.dtype, (w) => {
     w.block(signature(SM_PUSH), (f) => forEachSegment(f, SM_PUSH_FIELDS, (b) => {
       waitIntoZero(b, "sig_ptr");
-      b.line("src = src_ptr + src_offset + zero");
-      b.block("for i in range(0, length, BLOCK)", (l) => {
-        l.line("offs = i + tl.arange(0, BLOCK)");
-        l.line("m = offs < length");
-        l.line("peer_tile_store(dst_ptrs, dst_rank, dst_offset + offs, tl.load(src + offs, mask=m), m)");
-      });
+      b.line("offs = tl.arange(0, BLOCK)");
+      segmentLoop(b, [{ name: "src", start: "src_ptr + src_offset + zero" }, { name: "dst", start: "peer_base(dst_ptrs, dst_rank) + dst_offset" }], (l, m) =>
+        l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
+      );
       b.block("if notify_at >= 0", (n) => n.line("peer_notify(sig_ptrs, dst_rank, notify_at)"));
     }));
   });
@@ -109,11 +136,10 @@ export function smPullSource(params: SmCommParams, options: SourceOptions = {}):
     w.block(signature(SM_PULL), (f) => forEachSegment(f, SM_PULL_FIELDS, (b) => {
       b.line("peer_sig = tl.load(sig_ptrs + src_rank).to(tl.pointer_type(tl.int32))");
       waitIntoZero(b, "peer_sig");
-      b.block("for i in range(0, length, BLOCK)", (l) => {
-        l.line("offs = i + tl.arange(0, BLOCK)");
-        l.line("m = offs < length");
-        l.line("tl.store(dst_ptr + dst_offset + offs, peer_tile_load(src_ptrs, src_rank, src_offset + zero + offs, m), mask=m)");
-      });
+      b.line("offs = tl.arange(0, BLOCK)");
+      segmentLoop(b, [{ name: "src", start: "peer_base(src_ptrs, src_rank) + src_offset + zero" }, { name: "dst", start: "dst_ptr + dst_offset" }], (l, m) =>
+        l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
+      );
       b.block("if notify_at >= 0", (n) => n.line("notify_slot(sig_ptr, notify_at)"));
     }));
   });
@@ -132,19 +158,56 @@ export function ringReduceSource(params: SmCommParams, options: SourceOptions = 
   return kernelModule("ring-reduce: reduce a received chunk into the local accumulator and forward it.", options.dtype, (w) => {
     w.block(signature(RING_REDUCE), (f) => forEachSegment(f, RING_REDUCE_FIELDS, (b) => {
       waitIntoZero(b, "sig_ptr");
-      b.block("for i in range(0, length, BLOCK)", (l) => {
-        l.line("offs = i + tl.arange(0, BLOCK)");
-        l.line("m = offs < length");
-        l.line("got = tl.load(recv_ptr + recv_offset + zero + offs, mask=m).to(tl.float32)");
-        l.line("mine = tl.load(acc_ptr + acc_offset + offs, mask=m).to(tl.float32)");
-        l.line("total = (got + mine).to(acc_ptr.dtype.element_ty)");
-        l.line("tl.store(acc_ptr + acc_offset + offs, total, mask=m)");
-        l.block("if fwd_rank >= 0", (f) => f.line("peer_tile_store(recv_ptrs, fwd_rank, fwd_offset + offs, total, m)"));
-      });
+      b.line("offs = tl.arange(0, BLOCK)");
+      // Without a forward the peer pointer is never used: the local accumulator stands in.
+      b.line("fwd_base = acc_ptr");
+      b.block("if fwd_rank >= 0", (f) => f.line("fwd_base = peer_base(recv_ptrs, fwd_rank) + fwd_offset"));
+      segmentLoop(
+        b,
+        [{ name: "recv", start: "recv_ptr + recv_offset + zero" }, { name: "acc", start: "acc_ptr + acc_offset" }, { name: "fwd", start: "fwd_base" }],
+        (l, m) => {
+          l.line(`got = tl.load(recv + offs, mask=${m}).to(tl.float32)`);
+          l.line(`mine = tl.load(acc + offs, mask=${m}).to(tl.float32)`);
+          l.line("total = (got + mine).to(acc_ptr.dtype.element_ty)");
+          l.line(`tl.store(acc + offs, total, mask=${m})`);
+          l.block("if fwd_rank >= 0", (f) => f.line(`tl.store(fwd + offs, total, mask=${m})`));
+        },
+      );
       b.block("if notify_at >= 0", (n) => {
         n.block("if fwd_rank >= 0", (f) => f.line("peer_notify(sig_ptrs, fwd_rank, notify_at)"));
         n.block("else", (e) => e.line("notify_slot(sig_ptr, notify_at)"));
       });
     }));
   });
+}
+
+const ELEMENT_BYTES: Readonly<Record<ElementType, number>> = { bf16: 2, fp16: 2, fp32: 4 };
+
+/** Elements of `dtype` in 16 bytes: the alignment unit of SM copy segments. */
+export function alignmentUnit(dtype: ElementType): number {
+  return 16 / ELEMENT_BYTES[dtype];
+}
+
+/**
+ * Checks that every segment start of one rank's flattened segment table (rows of `fields`;
+ * the fields named in `checked`) is a whole number of 16-byte units of `dtype`: the segment
+ * loops hint their pointers 16-byte aligned so that copies vectorise, and a misaligned start
+ * would then read or write the wrong elements (lengths need not be: the tail step is masked).
+ * @throws {EmitError} `bad-param` naming the row and field.
+ */
+export function checkSegmentAlignment(flat: readonly number[], fields: readonly string[], checked: readonly string[], dtype: ElementType): void {
+  const unit = alignmentUnit(dtype);
+  const at = checked.map((f) => {
+    const i = fields.indexOf(f);
+    if (i < 0) throw new EmitError("bad-param", `segment tables have no field ${f}`);
+    return i;
+  });
+  for (let r = 0; r * fields.length < flat.length; r++) {
+    for (const i of at) {
+      const v = flat[r * fields.length + i] ?? 0;
+      if (v % unit !== 0) {
+        throw new EmitError("bad-param", `segment ${r}: ${fields[i]} = ${v} is not a multiple of ${unit} ${dtype} elements (16 bytes); SM copies need 16-byte aligned segment starts`);
+      }
+    }
+  }
 }

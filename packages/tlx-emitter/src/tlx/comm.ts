@@ -12,6 +12,10 @@ export const WAIT_PTX = "ld\\.global\\.acquire\\.sys";
 /** PTX of a release add (a notify). */
 export const NOTIFY_PTX = "atom\\.[a-z0-9.]*release[a-z0-9.]*add|atom\\.[a-z0-9.]*add[a-z0-9.]*release|red\\.[a-z0-9.]*release[a-z0-9.]*add";
 
+/** PTX of a 16-byte vector load / store (copies that vectorise). */
+export const VECTOR_LOAD_PTX = "ld\\.global(\\.[a-z0-9]+)*\\.v4\\.b32";
+export const VECTOR_STORE_PTX = "st\\.global(\\.[a-z0-9]+)*\\.v4\\.b32";
+
 /** No fused communication: a plain GEMM. */
 export function noComm(): TlxCommPart {
   return { name: "none", args: [], constexprs: {}, expect: [] };
@@ -76,7 +80,7 @@ export function pushCommTask(o: PushCommTaskOptions = {}): TlxCommPart {
     name: "push-comm-task",
     args: ["src_ptr", "dst_ptrs", "sig_ptrs", "push_ptr", "num_pushes"],
     constexprs: { COMM_BLOCK },
-    expect: [NOTIFY_PTX, "bar\\.sync|barrier\\.sync"],
+    expect: [NOTIFY_PTX, "bar\\.sync|barrier\\.sync", VECTOR_LOAD_PTX, VECTOR_STORE_PTX],
     task: {
       numWarps,
       registers,
@@ -85,10 +89,17 @@ export function pushCommTask(o: PushCommTaskOptions = {}): TlxCommPart {
         w.line("offs = tl.arange(0, COMM_BLOCK)");
         w.block("for row in range(tl.program_id(0), num_pushes, tl.num_programs(0))", (r) => {
           PUSH_ROW_FIELDS.forEach((f, i) => r.line(`${f} = tl.load(push_ptr + row * ${PUSH_ROW_FIELDS.length} + ${i})`));
-          r.block("for start in range(0, length, COMM_BLOCK)", (c) => {
-            c.line("mask = start + offs < length");
-            c.line("vals = tl.load(src_ptr + src_offset + start + offs, mask=mask)");
-            c.line("peer_tile_store(dst_ptrs, dst_rank, dst_offset + start + offs, vals, mask)");
+          // Whole steps with 16-byte aligned pointers (the rows start aligned: pushRows cuts
+          // pieces at 16-byte units), so the copies vectorise; then one masked tail step.
+          r.line("dst = peer_base(dst_ptrs, dst_rank) + dst_offset");
+          r.line("whole = length - length % COMM_BLOCK");
+          r.block("for start in range(0, whole, COMM_BLOCK)", (c) => {
+            c.line("src = tl.multiple_of(src_ptr + src_offset + start, 16)");
+            c.line("tl.store(tl.multiple_of(dst + start, 16) + offs, tl.load(src + offs))");
+          });
+          r.block("if whole < length", (c) => {
+            c.line("mask = offs < length - whole");
+            c.line("tl.store(dst + whole + offs, tl.load(src_ptr + src_offset + whole + offs, mask=mask), mask=mask)");
           });
           r.block("if notify_slot >= 0", (n) => n.line(`task_peer_notify(sig_ptrs, dst_rank, notify_slot, ${barrierId}, ${threads})`));
         });

@@ -3,6 +3,7 @@
 // scripts/tlx-aot-compile.py, launched from the cubin by the runner).
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { checkPositive } from "../kernels/common.js";
+import { alignmentUnit, checkSegmentAlignment } from "../kernels/sm-comm.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { type Buffer, type Kernel, type KernelArg, Manifest, MANIFEST_SCHEMA, type Table } from "../manifest/schema.js";
 import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
@@ -152,7 +153,8 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
     .sort((a, b) => a.rank - b.rank)
     .map((r) => mBlockTables(r, numPidM, r.tables.waitSlot, () => 1));
   const copyOps = planHostOps(plan, signals);
-  const pushes = transport === "comm-task" ? pushRows(copyOps, world, checkPositive(options.commPieces ?? 4, "commPieces")) : undefined;
+  const pushes = transport === "comm-task" ? pushRows(copyOps, world, checkPositive(options.commPieces ?? 4, "commPieces"), alignmentUnit(o.dtype)) : undefined;
+  if (pushes !== undefined) for (const r of pushes.rows) checkSegmentAlignment(r, PUSH_ROW_FIELDS, ["src_offset", "dst_offset"], o.dtype);
   const kernel = tlxKernel({
     kind: transport === "comm-task" ? "tlx-ag-gemm-push" : "tlx-ag-gemm",
     entry: transport === "comm-task" ? "tlx_ag_gemm_push" : "tlx_ag_gemm",

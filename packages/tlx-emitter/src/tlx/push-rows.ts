@@ -16,12 +16,14 @@ export interface PushRows {
 
 /**
  * Push rows from host ops (ranks with fewer rows are padded with rows of length 0 and no notify). Every copy must read the issuing rank's buffer (a push plan),
- * and a stream may not `wait` (the communication task runs rows in any order).
+ * and a stream may not `wait` (the communication task runs rows in any order). Pieces are
+ * cut at multiples of `unit` elements (16 bytes of the element type), so that every piece
+ * of an aligned copy starts aligned and the task's copies vectorise.
  * @throws {EmitError} `unsupported-dependency` for waits, `bad-plan` for pulls, for a chunk
  *   without a signal, a chunk shorter than `pieces` elements, or slots receiving
  *   different numbers of arrivals.
  */
-export function pushRows(hostOps: readonly RankHostOps[], world: number, pieces: number): PushRows {
+export function pushRows(hostOps: readonly RankHostOps[], world: number, pieces: number, unit = 1): PushRows {
   const rows: number[][] = Array.from({ length: world }, () => []);
   const perSlot = new Map<string, number>();
   for (const h of hostOps) {
@@ -39,10 +41,11 @@ export function pushRows(hostOps: readonly RankHostOps[], world: number, pieces:
         const signal = op.signal;
         for (const c of chunk) {
           if (c.dstRank !== signal.rank) throw new EmitError("bad-plan", `rank ${h.rank}: a copy to rank ${c.dstRank} is signalled on rank ${signal.rank}`);
-          if (c.length < pieces) throw new EmitError("bad-plan", `a copy of ${c.length} elements cannot be cut into ${pieces} pieces; lower commPieces`);
+          if (c.length < pieces * unit) throw new EmitError("bad-plan", `a copy of ${c.length} elements cannot be cut into ${pieces} pieces of whole 16-byte units; lower commPieces`);
+          const cut = (i: number): number => (i === pieces ? c.length : Math.floor((c.length * i) / pieces / unit) * unit);
           for (let i = 0; i < pieces; i++) {
-            const a = Math.floor((c.length * i) / pieces);
-            const b = Math.floor((c.length * (i + 1)) / pieces);
+            const a = cut(i);
+            const b = cut(i + 1);
             rows[h.rank]!.push(c.src + a, c.dstRank, c.dst + a, b - a, signal.slot);
           }
           const key = `${signal.rank}:${signal.slot}`;

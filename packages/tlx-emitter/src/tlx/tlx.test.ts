@@ -5,6 +5,7 @@ import { emitAgGemm } from "../emit/index.js";
 import { Manifest } from "../manifest/schema.js";
 import { parseWithPython } from "../testing/python.js";
 import { EmitError } from "../writer/index.js";
+import { checkSegmentAlignment } from "../kernels/index.js";
 import {
   chunkWaitComm,
   emitTlxAgGemm,
@@ -14,6 +15,7 @@ import {
   noComm,
   PUSH_ROW_FIELDS,
   pushCommTask,
+  pushRows,
   type TlxSchedulePart,
   tlxExamples,
   tlxGemm,
@@ -171,6 +173,9 @@ describe("emitTlxAgGemm", () => {
           expect(flat.length).toBe(numPushes * F);
           for (let row = 0; row < numPushes; row++) {
             const [src, dst, dstOff, len, slot] = flat.slice(row * F, row * F + F) as [number, number, number, number, number];
+            // Pieces start on 16-byte units (8 bf16 elements): the task's copies vectorise.
+            expect(src % 8, `row ${row} of rank ${rank} starts unaligned`).toBe(0);
+            expect(dstOff % 8).toBe(0);
             for (let i = 0; i < len; i++) {
               const v = A[rank]![src + i]!;
               expect(v, `rank ${rank} pushes element ${src + i}, which it does not own`).toBeGreaterThanOrEqual(0);
@@ -212,5 +217,49 @@ describe("emitTlxGemm", () => {
     expect(m.kernels[0]!.constexprs).toMatchObject({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, NUM_STAGES: 3, NUM_CONSUMERS: 2, GROUP_M: 8 });
     expect(r.expect["tlx_gemm"]).not.toContain("ld\\.global\\.acquire\\.sys");
     expect(codeOf(() => emitTlxGemm({ M: 64, N: 60, K: 64 }))).toBe("bad-param");
+  });
+});
+
+describe("pushRows", () => {
+  it("cuts each chunk into pieces that start on 16-byte units and cover it exactly once", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ start: fc.nat(64), length: fc.integer({ min: 32, max: 4000 }) }), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom(4, 8),
+        (copies, pieces, unit) => {
+          const ops = copies.map((c, i) => ({
+            kind: "copy" as const,
+            src: { buffer: "A", rank: 0, offset: c.start * unit, length: c.length },
+            dst: { buffer: "A", rank: 1, offset: (c.start + 100) * unit, length: c.length },
+            signal: { rank: 1, slot: i },
+          }));
+          const { rows, arrivals } = pushRows([{ rank: 0, streams: [{ name: "comm0", ops }] }], 2, pieces, unit);
+          expect(arrivals).toBe(pieces);
+          const F = PUSH_ROW_FIELDS.length;
+          const flat = rows[0]!;
+          copies.forEach((c, i) => {
+            const mine = Array.from({ length: flat.length / F }, (_, r) => flat.slice(r * F, r * F + F)).filter((r) => r[4] === i);
+            expect(mine).toHaveLength(pieces);
+            let next = c.start * unit;
+            for (const [src, , dst, len] of mine as [number, number, number, number, number][]) {
+              expect(src).toBe(next);
+              expect(src % unit).toBe(0);
+              expect(dst - src).toBe(100 * unit);
+              next = src + len;
+            }
+            expect(next).toBe(c.start * unit + c.length);
+          });
+          expect(() => checkSegmentAlignment(flat, PUSH_ROW_FIELDS, ["src_offset", "dst_offset"], unit === 8 ? "bf16" : "fp32")).not.toThrow();
+        },
+      ),
+      { numRuns: 50 },
+    );
+  });
+
+  it("refuses chunks too short for whole-unit pieces", () => {
+    const op = { kind: "copy" as const, src: { buffer: "A", rank: 0, offset: 0, length: 20 }, dst: { buffer: "A", rank: 1, offset: 0, length: 20 }, signal: { rank: 1, slot: 0 } };
+    expect(codeOf(() => pushRows([{ rank: 0, streams: [{ name: "comm0", ops: [op] }] }], 2, 3, 8))).toBe("bad-plan");
+    expect(codeOf(() => pushRows([{ rank: 0, streams: [{ name: "comm0", ops: [op] }] }], 2, 2, 8))).toBeUndefined();
   });
 });

@@ -93,15 +93,32 @@ def ring_reduce(recv_ptr, acc_ptr, recv_ptrs, sig_ptr, sig_ptrs, seg_ptr, num_se
             target = (epoch * wait_arrivals).to(tl.int32)
             tok = wait_slot(sig_ptr, wait_at.to(tl.int32), target, err_ptr, rank, timeout_ns)
             zero = consume_token(wait_at.to(tl.int32) * 0, tok)
-        for i in range(0, length, BLOCK):
-            offs = i + tl.arange(0, BLOCK)
-            m = offs < length
-            got = tl.load(recv_ptr + recv_offset + zero + offs, mask=m).to(tl.float32)
-            mine = tl.load(acc_ptr + acc_offset + offs, mask=m).to(tl.float32)
+        offs = tl.arange(0, BLOCK)
+        fwd_base = acc_ptr
+        if fwd_rank >= 0:
+            fwd_base = peer_base(recv_ptrs, fwd_rank) + fwd_offset
+        whole = length - length % BLOCK
+        for i in range(0, whole, BLOCK):
+            recv = tl.multiple_of(recv_ptr + recv_offset + zero + i, 16)
+            acc = tl.multiple_of(acc_ptr + acc_offset + i, 16)
+            fwd = tl.multiple_of(fwd_base + i, 16)
+            got = tl.load(recv + offs, mask=None).to(tl.float32)
+            mine = tl.load(acc + offs, mask=None).to(tl.float32)
             total = (got + mine).to(acc_ptr.dtype.element_ty)
-            tl.store(acc_ptr + acc_offset + offs, total, mask=m)
+            tl.store(acc + offs, total, mask=None)
             if fwd_rank >= 0:
-                peer_tile_store(recv_ptrs, fwd_rank, fwd_offset + offs, total, m)
+                tl.store(fwd + offs, total, mask=None)
+        if whole < length:
+            recv = recv_ptr + recv_offset + zero + whole
+            acc = acc_ptr + acc_offset + whole
+            fwd = fwd_base + whole
+            m = offs < length - whole
+            got = tl.load(recv + offs, mask=m).to(tl.float32)
+            mine = tl.load(acc + offs, mask=m).to(tl.float32)
+            total = (got + mine).to(acc_ptr.dtype.element_ty)
+            tl.store(acc + offs, total, mask=m)
+            if fwd_rank >= 0:
+                tl.store(fwd + offs, total, mask=m)
         if notify_at >= 0:
             if fwd_rank >= 0:
                 peer_notify(sig_ptrs, fwd_rank, notify_at)

@@ -87,10 +87,10 @@ def rs_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, target, ti
         cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = cols[None, :] < N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for p in range(WORLD):
-            off = rows[:, None] * N + cols[None, :]
+        off = rows[:, None] * N + cols[None, :]
+        for p in tl.static_range(WORLD):
             slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
             tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
-            base = tl.multiple_of(consume_token(p * rows_per_rank * N, tok), 16)
-            acc += tl.load(part_ptr + base + off, mask=mask).to(tl.float32)
-        tl.store(out_ptr + rows[:, None] * N + cols[None, :], acc.to(tl.bfloat16), mask=mask)
+            slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)
+            acc += tl.load(slab + off, mask=mask).to(tl.float32)
+        tl.store(out_ptr + off, acc.to(tl.bfloat16), mask=mask)

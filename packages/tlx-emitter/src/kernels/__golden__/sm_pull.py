@@ -93,9 +93,16 @@ def sm_pull(src_ptrs, dst_ptr, sig_ptr, sig_ptrs, seg_ptr, num_segments, err_ptr
             target = (epoch * wait_arrivals).to(tl.int32)
             tok = wait_slot(peer_sig, wait_at.to(tl.int32), target, err_ptr, rank, timeout_ns)
             zero = consume_token(wait_at.to(tl.int32) * 0, tok)
-        for i in range(0, length, BLOCK):
-            offs = i + tl.arange(0, BLOCK)
-            m = offs < length
-            tl.store(dst_ptr + dst_offset + offs, peer_tile_load(src_ptrs, src_rank, src_offset + zero + offs, m), mask=m)
+        offs = tl.arange(0, BLOCK)
+        whole = length - length % BLOCK
+        for i in range(0, whole, BLOCK):
+            src = tl.multiple_of(peer_base(src_ptrs, src_rank) + src_offset + zero + i, 16)
+            dst = tl.multiple_of(dst_ptr + dst_offset + i, 16)
+            tl.store(dst + offs, tl.load(src + offs, mask=None), mask=None)
+        if whole < length:
+            src = peer_base(src_ptrs, src_rank) + src_offset + zero + whole
+            dst = dst_ptr + dst_offset + whole
+            m = offs < length - whole
+            tl.store(dst + offs, tl.load(src + offs, mask=m), mask=m)
         if notify_at >= 0:
             notify_slot(sig_ptr, notify_at)

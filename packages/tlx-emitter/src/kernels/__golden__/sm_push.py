@@ -92,10 +92,16 @@ def sm_push(src_ptr, dst_ptrs, sig_ptr, sig_ptrs, seg_ptr, num_segments, err_ptr
             target = (epoch * wait_arrivals).to(tl.int32)
             tok = wait_slot(sig_ptr, wait_at.to(tl.int32), target, err_ptr, rank, timeout_ns)
             zero = consume_token(wait_at.to(tl.int32) * 0, tok)
-        src = src_ptr + src_offset + zero
-        for i in range(0, length, BLOCK):
-            offs = i + tl.arange(0, BLOCK)
-            m = offs < length
-            peer_tile_store(dst_ptrs, dst_rank, dst_offset + offs, tl.load(src + offs, mask=m), m)
+        offs = tl.arange(0, BLOCK)
+        whole = length - length % BLOCK
+        for i in range(0, whole, BLOCK):
+            src = tl.multiple_of(src_ptr + src_offset + zero + i, 16)
+            dst = tl.multiple_of(peer_base(dst_ptrs, dst_rank) + dst_offset + i, 16)
+            tl.store(dst + offs, tl.load(src + offs, mask=None), mask=None)
+        if whole < length:
+            src = src_ptr + src_offset + zero + whole
+            dst = peer_base(dst_ptrs, dst_rank) + dst_offset + whole
+            m = offs < length - whole
+            tl.store(dst + offs, tl.load(src + offs, mask=m), mask=m)
         if notify_at >= 0:
             peer_notify(sig_ptrs, dst_rank, notify_at)

@@ -169,9 +169,13 @@ def tlx_ag_gemm_push(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, r
                 dst_offset = tl.load(push_ptr + row * 5 + 2)
                 length = tl.load(push_ptr + row * 5 + 3)
                 notify_slot = tl.load(push_ptr + row * 5 + 4)
-                for start in range(0, length, COMM_BLOCK):
-                    mask = start + offs < length
-                    vals = tl.load(src_ptr + src_offset + start + offs, mask=mask)
-                    peer_tile_store(dst_ptrs, dst_rank, dst_offset + start + offs, vals, mask)
+                dst = peer_base(dst_ptrs, dst_rank) + dst_offset
+                whole = length - length % COMM_BLOCK
+                for start in range(0, whole, COMM_BLOCK):
+                    src = tl.multiple_of(src_ptr + src_offset + start, 16)
+                    tl.store(tl.multiple_of(dst + start, 16) + offs, tl.load(src + offs))
+                if whole < length:
+                    mask = offs < length - whole
+                    tl.store(dst + whole + offs, tl.load(src_ptr + src_offset + whole + offs, mask=mask), mask=mask)
                 if notify_slot >= 0:
                     task_peer_notify(sig_ptrs, dst_rank, notify_slot, 8, 128)
