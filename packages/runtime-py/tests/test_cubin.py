@@ -122,6 +122,9 @@ def test_grid_scratch_and_cluster():
     assert launch_grid([{"kind": "num-sms", "cap": 4096}], 132) == (132, 1, 1)
     assert launch_grid([{"kind": "num-sms"}], 132, cluster=(2, 1, 1)) == (132, 1, 1)
     assert launch_grid([{"kind": "num-sms"}], 131, cluster=(2, 1, 1)) == (130, 1, 1)
+    assert launch_grid([{"kind": "num-sms", "reserve": 8}], 132) == (124, 1, 1)
+    assert launch_grid([{"kind": "num-sms", "reserve": 8, "cap": 100}], 132) == (100, 1, 1)
+    assert launch_grid([{"kind": "num-sms", "reserve": 500}], 132) == (1, 1, 1)
     assert launch_grid([3, 2], 132) == (3, 2, 1)
     with pytest.raises(CubinError):
         launch_grid([0], 132)

@@ -124,3 +124,15 @@ def test_hand_built_manifests_satisfy_the_emitters_json_schema():
     for d in built:
         assert d["$schema"] == MANIFEST_SCHEMA
         jsonschema.validate(d, schema)
+
+
+def test_a_num_sms_grid_leaves_its_reserve_and_keeps_its_cap():
+    d = builders.gemm_rs(world=2)
+    d["kernels"][0]["grid"] = [{"kind": "num-sms", "cap": 100, "reserve": 8}]
+    (g,) = parse_manifest(d).kernels[0].grid
+    assert g == NumSms(cap=100, reserve=8)
+    assert [g.resolve(n) for n in (132, 100, 9, 4)] == [100, 92, 1, 1]
+    assert NumSms().resolve(132) == 132 and NumSms(reserve=0, cap=None).resolve(7) == 7
+    d["kernels"][0]["grid"] = [{"kind": "num-sms", "reserve": -1}]
+    with pytest.raises(ManifestError, match="reserve"):
+        parse_manifest(d)

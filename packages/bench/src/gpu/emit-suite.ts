@@ -55,10 +55,14 @@ export function suiteCases(shapeName: MlpShapeName, world: number, splits: reado
       { tensor: "C_partial", problem: { M: S, N: H, K: n }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
       { role: "producer" },
     );
-    // The SM backend moves every m-block itself; the split only changes the copy engine's chunks.
-    for (const backend of split === splits[0] ? (["copy-engine", "sm"] as const) : (["copy-engine"] as const)) {
-      const name = `${tag}_gemm_rs_${backend === "sm" ? "sm" : "ce"}_s${split}`;
-      cases[name] = emitGemmRs(rs, rsSchedule, { name, backend, timing });
+    const ce = `${tag}_gemm_rs_ce_s${split}`;
+    cases[ce] = emitGemmRs(rs, rsSchedule, { name: ce, backend: "copy-engine", timing });
+    // The SM backend moves every m-block itself (the split only changes the copy engine's
+    // chunks): once, with 8 and with 16 communication SMs.
+    if (split !== splits[0]) continue;
+    for (const commSms of [8, 16]) {
+      const name = `${tag}_gemm_rs_sm${commSms === 8 ? "" : commSms}_s${split}`;
+      cases[name] = emitGemmRs(rs, rsSchedule, { name, backend: "sm", commSms, timing });
     }
   }
   return cases;

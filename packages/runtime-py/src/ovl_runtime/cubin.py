@@ -132,7 +132,7 @@ def load_metadata(path: str | Path) -> CubinMetadata:
 
 
 def launch_grid(grid: Sequence[Any], num_sms: int, cluster: tuple[int, int, int] = (1, 1, 1)) -> tuple[int, int, int]:
-    """The manifest's grid (numbers or ``{kind: num-sms, cap}``) as three dims, rounded down to whole clusters.
+    """The manifest's grid (numbers or ``{kind: num-sms, cap, reserve}``) as three dims, rounded down to whole clusters.
 
     A persistent grid never exceeds the multiprocessors (every CTA must be resident: a
     producer waits on pushes of other CTAs). @raises CubinError for a grid that fits no cluster.
@@ -142,8 +142,9 @@ def launch_grid(grid: Sequence[Any], num_sms: int, cluster: tuple[int, int, int]
     dims = []
     for i, g in enumerate(grid):
         if isinstance(g, dict) and g.get("kind") == "num-sms":
-            cap = g.get("cap")
-            d = min(num_sms, cap) if isinstance(cap, int) else num_sms
+            cap, reserve = g.get("cap"), g.get("reserve", 0)
+            d = max(1, num_sms - reserve) if isinstance(reserve, int) else num_sms
+            d = min(d, cap) if isinstance(cap, int) else d
         elif isinstance(g, int) and not isinstance(g, bool) and g >= 1:
             d = g
         else:

@@ -59,7 +59,7 @@ def programs_of(ctx: KernelContext) -> int:
     """The number of CTAs of the kernel's (one-dimensional) persistent grid."""
     g = ctx.kernel.grid[0]
     if isinstance(g, NumSms):
-        return min(EMULATED_SMS, g.cap) if g.cap else EMULATED_SMS
+        return g.resolve(EMULATED_SMS)
     return g
 
 

@@ -58,7 +58,7 @@ class CubinLaunch:
         self.meta = load_metadata(meta_path)
         check_metadata(self.meta, k)
         self.kernel = CubinKernel.load(driver(), cubin_path.read_bytes(), self.meta)
-        raw_grid = [{"kind": "num-sms", "cap": g.cap} if isinstance(g, NumSms) else g for g in k.grid]
+        raw_grid = [{"kind": "num-sms", "cap": g.cap, "reserve": g.reserve} if isinstance(g, NumSms) else g for g in k.grid]
         self.grid = launch_grid(raw_grid, session.num_sms, self.meta.cluster_dims)
         # The smaller of the driver's answer and the metadata's bound: a wrong guess here hangs.
         per_sm = min(max_active_blocks(self.kernel), blocks_per_sm_bound(self.meta))

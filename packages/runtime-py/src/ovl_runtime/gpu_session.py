@@ -152,7 +152,7 @@ class GpuSession:
             return {"spec": k, "cubin": CubinLaunch(self, k, index)}
         fn = load_entry(k, index)
         params = _param_names(fn)
-        grid = tuple((min(self.num_sms, g.cap) if g.cap else self.num_sms) if isinstance(g, NumSms) else g for g in k.grid)
+        grid = tuple(g.resolve(self.num_sms) if isinstance(g, NumSms) else g for g in k.grid)
         static: dict[str, Any] = {}
         dynamic: dict[str, Any] = {}
         for name, a in k.args:

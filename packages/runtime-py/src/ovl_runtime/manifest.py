@@ -155,7 +155,8 @@ def _grid_dim(v: Any, path: str) -> GridDim:
     if isinstance(v, dict):
         _enum(_get(v, "kind", path), ("num-sms",), f"{path}.kind")
         cap = v.get("cap")
-        return NumSms(None if cap is None else _int(cap, f"{path}.cap", 1))
+        reserve = v.get("reserve")
+        return NumSms(None if cap is None else _int(cap, f"{path}.cap", 1), 0 if reserve is None else _int(reserve, f"{path}.reserve", 0))
     return _int(v, path, 1)
 
 

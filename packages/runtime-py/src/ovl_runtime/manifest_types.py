@@ -97,7 +97,15 @@ class KernelArg:
 
 @dataclass(frozen=True)
 class NumSms:
+    """A grid dimension of the device's multiprocessor count, less ``reserve`` SMs left to
+    other kernels (at least 1), at most ``cap``."""
+
     cap: int | None = None
+    reserve: int = 0
+
+    def resolve(self, num_sms: int) -> int:
+        n = max(1, num_sms - self.reserve)
+        return min(n, self.cap) if self.cap else n
 
 
 GridDim = Union[int, NumSms]

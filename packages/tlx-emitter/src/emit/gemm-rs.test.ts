@@ -195,7 +195,12 @@ describe("emitGemmRs", () => {
     ]);
     expect(files.map((f) => f.path)).toEqual(["gemm_producer.py", "sm_push.py", "rs_reduce.py"]);
     expect(manifest.kernels[2]!.template.params).toEqual({ WORLD: 2, BLOCK_M: 64, BLOCK_N: 128, N: 64, rows_per_rank: 128 });
-    expect(manifest.kernels[2]!.grid).toEqual([2]); // min(64 programs, 2 m-blocks × 1 n-block)
+    expect(manifest.kernels[2]!.grid).toEqual([{ kind: "num-sms", cap: 2 }]); // one per SM, at most 2 m-blocks × 1 n-block
+    // The producer leaves the push kernel's SMs free; a copy-engine producer takes them all.
+    expect(manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 8 }]);
+    expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commSms: 16 }).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 16 }]);
+    expect(emitGemmRs(plan, schedule(plan, 256, 64, 64)).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4 }]);
+    expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { reducePrograms: 1 }).manifest.kernels.at(-1)!.grid).toEqual([1]);
     expect(manifest.buffers.map((b) => [b.name, b.shape, b.symmetric])).toEqual([
       ["gemm_a", [256, 64], false],
       ["gemm_b", [64, 64], false],

@@ -107,7 +107,9 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     kernelEntry(GEMM_PRODUCER, {
       name: "gemm_producer",
       stream: "compute",
-      grid: [{ kind: "num-sms", cap: numTiles }],
+      // With SM pushes the producer leaves the communication kernel's SMs to it: a persistent
+      // program that found no SM free would start only when another finished all its tiles.
+      grid: [{ kind: "num-sms", cap: numTiles, ...(o.backend === "sm" ? { reserve: o.commSms } : {}) }],
       ...gemm,
       args: {
         a_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.a },

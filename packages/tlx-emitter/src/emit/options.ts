@@ -2,7 +2,6 @@
 // (128×256×64 blocks, 8 warps, 3 stages: 4 stages exceed shared memory), and their checks.
 import { checkIdentifier, EmitError } from "../writer/index.js";
 import { checkLaunch, checkPositive } from "../kernels/common.js";
-import { RS_REDUCE_PROGRAMS } from "../kernels/rs-reduce.js";
 import type { ElementType } from "../device/index.js";
 
 /** Options of `emitAgGemm` and `emitGemmRs`. */
@@ -27,7 +26,7 @@ export interface EmitOptions {
   readonly commBlock?: number;
   /** `BLOCK_N` of `rs-reduce` (default 128). */
   readonly reduceBlockN?: number;
-  /** Programs of the persistent `rs-reduce` (default `RS_REDUCE_PROGRAMS`, 264: two per SM of a 132-SM part). */
+  /** Programs of the persistent `rs-reduce` (default: one per SM, see `rsReduceGrid`). */
   readonly reducePrograms?: number;
   /** Bound of every wait in ns (default 5 s). */
   readonly waitTimeoutNs?: number;
@@ -46,7 +45,7 @@ export interface ResolvedOptions {
   readonly commSms: number;
   readonly commBlock: number;
   readonly reduceBlockN: number;
-  readonly reducePrograms: number;
+  readonly reducePrograms: number | undefined;
   readonly waitTimeoutNs: number;
   readonly timing: { warmup: number; reps: number; checkRuns: number };
   readonly tolerance: number;
@@ -73,7 +72,7 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
     commSms: checkPositive(o.commSms ?? 8, "commSms"),
     commBlock: checkPositive(o.commBlock ?? 2048, "commBlock"),
     reduceBlockN: checkPositive(o.reduceBlockN ?? 128, "reduceBlockN"),
-    reducePrograms: checkPositive(o.reducePrograms ?? RS_REDUCE_PROGRAMS, "reducePrograms"),
+    reducePrograms: o.reducePrograms === undefined ? undefined : checkPositive(o.reducePrograms, "reducePrograms"),
     waitTimeoutNs: checkPositive(o.waitTimeoutNs ?? 5_000_000_000, "waitTimeoutNs"),
     timing: { ...timing },
     tolerance,

@@ -1,6 +1,7 @@
 // The `rs-reduce` template: this rank's slab of a ReduceScatter, summed over the partial
 // slabs every rank delivered into its symmetric `partials[WORLD, rows_per_rank, N]`,
 // waiting per (source rank, m-block) on the slot its table says that delivery signalled.
+import type { GridDim } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { checkBlock, checkPositive, type KernelTemplateInfo, kernelModule, signature, type SourceOptions, tlType } from "./common.js";
 
@@ -35,23 +36,19 @@ export function checkRsReduceParams(p: RsReduceParams): RsReduceParams {
 }
 
 /**
- * Default persistent grid of `rs-reduce`: two programs per SM of a 132-SM Hopper part.
- * Measured on an H100 (MLP-1/2 slabs at worlds 2 and 4, H = 8192 at world 2,
- * `dev/diag_rs_reduce.py`): with vectorised loads the kernel is memory-bound from 132
- * programs up, within ~10% of one program per tile; 64 programs lose ~1.6×.
+ * Grid of `rs-reduce`: a persistent 1-D grid striding over the slab's (m-block, n-block)
+ * tiles; by default one program per SM (`num-sms`, capped at the tile count), else at most
+ * `programs`. Measured on an H100 (MLP-1/2 slabs at worlds 2 and 4, H = 8192 at world 2,
+ * `dev/diag_rs_reduce.py`): with vectorised loads one program per SM is within ~10% of one
+ * per tile, and 64 programs lose ~1.3×. Bounded on purpose: its programs spin until
+ * deliveries arrive, and a grid that filled every SM's registers (two programs per SM
+ * already do) starves whatever delivers the data: the driver runs a copy within one
+ * device (the rank's own partial) as a kernel, and an SM communication kernel needs SMs too.
  */
-export const RS_REDUCE_PROGRAMS = 264;
-
-/**
- * Grid of `rs-reduce`: a persistent 1-D grid of at most `programs` programs (default
- * {@link RS_REDUCE_PROGRAMS}) striding over the slab's (m-block, n-block) tiles. Bounded on
- * purpose: its programs spin until deliveries arrive, and a grid of one program per tile
- * would fill every SM with spinning programs while the data they wait for is still to be
- * delivered (by an SM communication kernel, say).
- */
-export function rsReduceGrid(p: RsReduceParams, programs = RS_REDUCE_PROGRAMS): [number] {
-  checkPositive(programs, "reduce programs");
+export function rsReduceGrid(p: RsReduceParams, programs?: number): [GridDim] {
   const tiles = (p.rows_per_rank / p.BLOCK_M) * Math.ceil(p.N / p.BLOCK_N);
+  if (programs === undefined) return [{ kind: "num-sms", cap: tiles }];
+  checkPositive(programs, "reduce programs");
   return [Math.min(programs, tiles)];
 }
 

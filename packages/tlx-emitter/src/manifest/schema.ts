@@ -120,8 +120,14 @@ export type KernelArg = z.infer<typeof KernelArg>;
  */
 export const TemplateKind = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, "must match ^[A-Za-z_][A-Za-z0-9_-]*$");
 
-/** Launch grid: each dimension a number or `num-sms` (the device's multiprocessor count, capped). */
-export const GridDim = z.union([Positive, z.object({ kind: z.literal("num-sms"), cap: Positive.optional() })]);
+/**
+ * Launch grid: each dimension a number or `num-sms`: the device's multiprocessor count less
+ * `reserve` SMs left to kernels that run beside it (at least 1), at most `cap`.
+ */
+export const GridDim = z.union([
+  Positive,
+  z.object({ kind: z.literal("num-sms"), cap: Positive.optional(), reserve: z.number().int().nonnegative().optional() }),
+]);
 export type GridDim = z.infer<typeof GridDim>;
 
 const RelativePath = (ext: string) =>
