@@ -24,6 +24,21 @@ const latency = await latencyBarChart(reportLatencyRows(reports), {
 });
 writeFileSync(join(SUITE, "latency.svg"), latency);
 
+// The second suite (4×H200, worlds 2 and 4, MLP-1…6, the committed kernels): one chart per world.
+const SUITE2 = join(RESULTS, "gpu/suite2-2026-11-22");
+for (const world of [2, 4]) {
+  const run = JSON.parse(readFileSync(join(SUITE2, `x2-w${world}.json`), "utf8")) as Record<string, RunReportLike>;
+  // The SM backend with 8 SMs is left out of the picture (it is in the tables): 16 SMs is its better setting.
+  const shown = Object.fromEntries(Object.entries(run).filter(([name]) => !/_gemm_rs_sm_s/.test(name)));
+  const svg = await latencyBarChart(reportLatencyRows(shown), {
+    title: `ovl's emitted kernels vs baselines, ${world}×H200, bf16, MLP-1…6 (2026-11-22)`,
+    subtitle: "median of 30 launches, max over ranks; baselines measured in the same process",
+    series: ["ovl", "not overlapped (cuBLAS + NCCL)", "PyTorch async-TP", "GEMM alone (cuBLAS)"],
+    step: 9,
+  });
+  writeFileSync(join(SUITE2, `latency-w${world}.svg`), svg);
+}
+
 // MLP-1 AG+GEMM at 8 ranks, as `ovl demo` plans it: push-swizzled AllGather, split 1.
 const { S, H, I } = MLP_SHAPES["MLP-1"];
 const world = 8;
