@@ -8,7 +8,8 @@ all (the pure reduction bandwidth). Each variant is checked against torch's sum.
     python3 dev/diag_rs_reduce.py [--json OUT.json] [--quick]
 
 --quick times only the emitted kernel before the fix and the configuration the emitter
-now uses (4 warps, BLOCK_N 128, ranks unrolled, system-scope waits) at 64 and 264 programs.
+now uses (4 warps, BLOCK_N 128, ranks unrolled, system-scope waits) at 64 programs, one per
+SM (as emitted) and two per SM.
 """
 import argparse
 import itertools
@@ -133,7 +134,7 @@ def main():
             configs = [(4, 128, False, False, True, True, True), (4, 128, True, False, True, True, False)]
         for warps, bn, unroll, hoist, sysscope, waits, old in configs:
             tiles = (rpr // 128) * (n // bn)
-            for programs in ((64, 2 * sms) if args.quick else (64, sms, 2 * sms, 4 * sms, tiles)):
+            for programs in ((64, sms, 2 * sms) if args.quick else (64, sms, 2 * sms, 4 * sms, tiles)):
                 programs = min(programs, tiles)
                 out.fill_(0)
 

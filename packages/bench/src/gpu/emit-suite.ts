@@ -58,11 +58,12 @@ export function suiteCases(shapeName: MlpShapeName, world: number, splits: reado
     const ce = `${tag}_gemm_rs_ce_s${split}`;
     cases[ce] = emitGemmRs(rs, rsSchedule, { name: ce, backend: "copy-engine", timing });
     // The SM backend moves every m-block itself (the split only changes the copy engine's
-    // chunks): once, with 8 and with 16 communication SMs.
+    // chunks): once, with 8 and with 16 communication SMs, and with 16 wide programs (8 warps
+    // moving 8192 elements a step: more bytes in flight per SM).
     if (split !== splits[0]) continue;
-    for (const commSms of [8, 16]) {
-      const name = `${tag}_gemm_rs_sm${commSms === 8 ? "" : commSms}_s${split}`;
-      cases[name] = emitGemmRs(rs, rsSchedule, { name, backend: "sm", commSms, timing });
+    for (const [suffix, o] of [["sm", { commSms: 8 }], ["sm16", { commSms: 16 }], ["sm16w", { commSms: 16, commWarps: 8, commBlock: 8192 }]] as const) {
+      const name = `${tag}_gemm_rs_${suffix}_s${split}`;
+      cases[name] = emitGemmRs(rs, rsSchedule, { name, backend: "sm", ...o, timing });
     }
   }
   return cases;

@@ -201,6 +201,10 @@ describe("emitGemmRs", () => {
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commSms: 16 }).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 16 }]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64)).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4 }]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { reducePrograms: 1 }).manifest.kernels.at(-1)!.grid).toEqual([1]);
+    const wide = emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commWarps: 8, commBlock: 8192 }).manifest.kernels[1]!;
+    expect([wide.numWarps, wide.constexprs]).toEqual([8, { BLOCK: 8192 }]);
+    expect(manifest.kernels[1]!.numWarps).toBe(4);
+    expect(() => emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commWarps: 3 })).toThrow(EmitError);
     expect(manifest.buffers.map((b) => [b.name, b.shape, b.symmetric])).toEqual([
       ["gemm_a", [256, 64], false],
       ["gemm_b", [64, 64], false],

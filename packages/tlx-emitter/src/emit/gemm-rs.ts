@@ -179,7 +179,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
         name: "sm_push",
         stream: "comm",
         grid: [Math.min(o.commSms, count)],
-        numWarps: 4,
+        numWarps: o.commWarps,
         numStages: 1,
         args: {
           src_ptr: { kind: "buffer", name: tensor.name },

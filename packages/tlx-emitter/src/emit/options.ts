@@ -24,6 +24,8 @@ export interface EmitOptions {
   readonly commSms?: number;
   /** Elements an SM communication program moves per step (default 2048). */
   readonly commBlock?: number;
+  /** Warps of each SM communication program (default 4). */
+  readonly commWarps?: number;
   /** `BLOCK_N` of `rs-reduce` (default 128). */
   readonly reduceBlockN?: number;
   /** Programs of the persistent `rs-reduce` (default: one per SM, see `rsReduceGrid`). */
@@ -44,6 +46,7 @@ export interface ResolvedOptions {
   readonly backend: "copy-engine" | "sm";
   readonly commSms: number;
   readonly commBlock: number;
+  readonly commWarps: number;
   readonly reduceBlockN: number;
   readonly reducePrograms: number | undefined;
   readonly waitTimeoutNs: number;
@@ -71,6 +74,7 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
     backend,
     commSms: checkPositive(o.commSms ?? 8, "commSms"),
     commBlock: checkPositive(o.commBlock ?? 2048, "commBlock"),
+    commWarps: checkLaunch({ numWarps: o.commWarps ?? 4, numStages: 1 }).numWarps,
     reduceBlockN: checkPositive(o.reduceBlockN ?? 128, "reduceBlockN"),
     reducePrograms: o.reducePrograms === undefined ? undefined : checkPositive(o.reducePrograms, "reducePrograms"),
     waitTimeoutNs: checkPositive(o.waitTimeoutNs ?? 5_000_000_000, "waitTimeoutNs"),
