@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type HostOp, Manifest } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
-import { emitAgGemm } from "./index.js";
+import { emitAgGemm, gemmLaunchDefaults, HOPPER_SHARED_BYTES } from "./index.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 
@@ -141,5 +141,37 @@ describe("emitAgGemm", () => {
     expect(codeOf(() => emitAgGemm(plan, schedule(plan, 256, 64, 32), { numStages: 0 }))).toBe("bad-param");
     expect(codeOf(() => emitAgGemm(plan, schedule(plan, 256, 64, 32), { name: "bad name" }))).toBe("bad-identifier");
     expect(codeOf(() => emitAgGemm(plan, schedule(plan, 256, 60, 32, { BM: 64, BN: 64, BK: 32 })))).toBe("bad-param");
+  });
+});
+
+describe("gemmLaunchDefaults", () => {
+  const t = (BLOCK_M: number, BLOCK_N: number, BLOCK_K = 64) => ({ BLOCK_M, BLOCK_N, BLOCK_K });
+  it("takes the deepest ring that fits with the epilogue tile, and 8 warps from 128×256 up", () => {
+    expect(gemmLaunchDefaults(t(128, 256))).toEqual({ numWarps: 8, numStages: 3 });
+    expect(gemmLaunchDefaults(t(256, 128))).toEqual({ numWarps: 8, numStages: 3 });
+    expect(gemmLaunchDefaults(t(128, 128))).toEqual({ numWarps: 4, numStages: 4 });
+    expect(gemmLaunchDefaults(t(64, 256))).toEqual({ numWarps: 4, numStages: 4 });
+    expect(gemmLaunchDefaults(t(256, 256))).toEqual({ numWarps: 8, numStages: 2 });
+    expect(gemmLaunchDefaults(t(128, 128), "fp32")).toEqual({ numWarps: 4, numStages: 2 });
+    expect(gemmLaunchDefaults(t(64, 64), "fp32")).toEqual({ numWarps: 4, numStages: 4 });
+  });
+
+  it("never picks a ring that overflows shared memory when a shallower one fits", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(16, 32, 64, 128, 256), fc.constantFrom(16, 32, 64, 128, 256), fc.constantFrom(16, 32, 64, 128), (m, n, k) => {
+        const { numStages } = gemmLaunchDefaults(t(m, n, k));
+        const need = (s: number) => s * (m * k + k * n) * 2 + m * n * 2;
+        if (numStages > 2) expect(need(numStages)).toBeLessThanOrEqual(HOPPER_SHARED_BYTES);
+        if (numStages < 4) expect(need(numStages + 1)).toBeGreaterThan(HOPPER_SHARED_BYTES);
+      }),
+    );
+  });
+
+  it("emitters use the tile's defaults unless warps or stages are given", () => {
+    const plan = agPlan("swizzle-push", 2, 256, 64, 1);
+    const k = (o = {}) => emitAgGemm(plan, schedule(plan, 256, 128, 64), o).manifest.kernels[0]!;
+    expect([k().numWarps, k().numStages]).toEqual([4, 4]); // the test tile is below 128×256
+    expect([k({ numWarps: 8 }).numWarps, k({ numWarps: 8 }).numStages]).toEqual([8, 4]);
+    expect(k({ numStages: 2 }).numStages).toBe(2);
   });
 });

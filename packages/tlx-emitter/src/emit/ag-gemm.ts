@@ -8,7 +8,7 @@ import { EmitError } from "../writer/index.js";
 import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
 import { planHostOps } from "./host-ops.js";
 import { mBlockTables } from "./m-block-tables.js";
-import { type EmitOptions, resolveOptions } from "./options.js";
+import { type EmitOptions, gemmLaunch, resolveOptions } from "./options.js";
 import { validated } from "./validate.js";
 
 /** What an emitter returns: the kernel sources and the manifest that launches them. */
@@ -71,8 +71,7 @@ export function emitAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     name: "ag_gemm_consumer",
     stream: "compute",
     grid: [{ kind: "num-sms", cap: numTiles }],
-    numWarps: o.numWarps,
-    numStages: o.numStages,
+    ...gemmLaunch(o, params),
     args: {
       a_ptr: { kind: "buffer", name: tensor.name },
       b_ptr: { kind: "buffer", name: "gemm_b" },

@@ -23,7 +23,7 @@ import type { EmitResult } from "./ag-gemm.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
 import { commStreamName } from "./host-ops.js";
 import { mBlockTables } from "./m-block-tables.js";
-import { type EmitOptions, resolveOptions } from "./options.js";
+import { type EmitOptions, gemmLaunch, resolveOptions } from "./options.js";
 import { producerOrder } from "./producer-order.js";
 import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "./rs-movements.js";
 import { validated } from "./validate.js";
@@ -102,7 +102,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
       values: ranks.map((r) => arrivalSlotTable(deliveries, r.rank, world, blocksPerSlab, o.backend === "sm")),
     },
   ];
-  const gemm = { numWarps: o.numWarps, numStages: o.numStages };
+  const gemm = gemmLaunch(o, params);
   const kernels: Kernel[] = [
     kernelEntry(GEMM_PRODUCER, {
       name: "gemm_producer",

@@ -3,7 +3,7 @@ export { emitAgGemm, type EmitResult } from "./ag-gemm.js";
 export { emitGemmRs, GEMM_RS_BUFFERS } from "./gemm-rs.js";
 export { emitManifestJson } from "./manifest-json.js";
 export { type EmittedFile, SIGNAL_BUFFER } from "./common.js";
-export { type EmitOptions } from "./options.js";
+export { type EmitOptions, gemmLaunch, gemmLaunchDefaults, HOPPER_SHARED_BYTES, type ResolvedOptions } from "./options.js";
 export { planHostOps, commStreamName } from "./host-ops.js";
 export { mBlockTables, type MBlockTables } from "./m-block-tables.js";
 export { producerOrder } from "./producer-order.js";
