@@ -1,6 +1,7 @@
 // Discrete-event simulation of a chunk plan's communication on every rank at once: each
 // op passes launch → data → signal on its stream; concurrent transfers share the NVLink
-// ports of their source and destination and, with SM copies, the rank's copy SMs.
+// ports of their source and destination and, with SM copies, the rank's copy SMs (which
+// then also drive its local copies).
 import type { ChunkPlan, Op, Region, TensorDecl } from "../model/schema.js";
 import { regionBytes } from "../region/index.js";
 import type { HardwareModel } from "./hardware.js";
@@ -50,7 +51,10 @@ interface OpState {
   readonly t: { rank: number; stream: number; index: number; op: Op; bytes: number; label: string };
   readonly src: number;
   readonly dst: number;
+  /** A transfer between two ranks: shares NVLink ports. */
   readonly linked: boolean;
+  /** Its data moves at a shared rate (peer transfers; local copies driven by copy SMs), not in a fixed time. */
+  readonly shared: boolean;
   phase: "wait" | "launch" | "data" | "signal" | "done";
   start: number;
   dataStart: number;
@@ -72,7 +76,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   const world = plan.ranks.length;
   const decls = new Map<string, TensorDecl>(plan.tensors.map((t) => [t.name, t]));
   const streams: OpState[][][] = plan.ranks.map((rp) =>
-    rp.streams.map((ops, s) => ops.map((op, i) => initState(rp.rank, s, i, op, decls))),
+    rp.streams.map((ops, s) => ops.map((op, i) => initState(rp.rank, s, i, op, decls, backend))),
   );
   const notify = plan.signals?.notify;
   const signalCost = (r: number, s: number, i: number): number =>
@@ -91,6 +95,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   const engineCap = (st: OpState): number =>
     (until[st.src] ?? 0) > now + EPS || (until[st.dst] ?? 0) > now + EPS ? engine * underCompute : engine;
   const smPool = input.commSms * hw.smCopy.bandwidthPerSmGBps * 1e6;
+  const hbm = hw.hbmGBps * 1e6;
   const heads = streams.map((r) => r.map(() => 0));
   const streamFree = streams.map((r) => r.map(() => firstStart));
   // The host enqueues a stream's copies ahead of the GPU, so a copy's start latency runs
@@ -141,12 +146,12 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
       }
     }
     // Advance to the next phase change.
-    const rates = dataRates(active, port, engineCap, smPool, backend);
+    const rates = dataRates(active, port, engineCap, smPool, hbm, backend);
     let next = nextDue;
     // A kernel's end changes the copy-engine rate of transfers touching its rank.
     for (const u of until) if (u > now + EPS && u < next && active.length > 0) next = u;
     for (const st of active) {
-      if (st.phase === "data" && st.linked) next = Math.min(next, now + st.remaining / rates.get(st)!);
+      if (st.phase === "data" && st.shared) next = Math.min(next, now + st.remaining / rates.get(st)!);
       else next = Math.min(next, st.phaseEnd);
     }
     if (!Number.isFinite(next)) {
@@ -156,8 +161,8 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
     now = next;
     for (let k = active.length - 1; k >= 0; k--) {
       const st = active[k]!;
-      if (st.phase === "data" && st.linked) st.remaining -= rates.get(st)! * dt;
-      const finished = st.phase === "data" && st.linked ? st.remaining <= EPS * Math.max(1, st.t.bytes) : st.phaseEnd <= now + EPS;
+      if (st.phase === "data" && st.shared) st.remaining -= rates.get(st)! * dt;
+      const finished = st.phase === "data" && st.shared ? st.remaining <= EPS * Math.max(1, st.t.bytes) : st.phaseEnd <= now + EPS;
       if (!finished) continue;
       if (st.phase === "launch") {
         st.phase = "data";
@@ -195,7 +200,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   }));
 }
 
-function initState(rank: number, stream: number, index: number, op: Op, decls: Map<string, TensorDecl>): OpState {
+function initState(rank: number, stream: number, index: number, op: Op, decls: Map<string, TensorDecl>, backend: CommBackend): OpState {
   const moved = op.kind === "collective" && op.collective === "reduce-scatter" ? op.src : op.dst;
   const decl = decls.get(moved.tensor);
   if (decl === undefined) {
@@ -205,11 +210,14 @@ function initState(rank: number, stream: number, index: number, op: Op, decls: M
   const src = op.kind === "p2p" ? (op.side === "push" ? rank : op.peer) : rank;
   const dst = op.kind === "p2p" ? (op.side === "push" ? op.peer : rank) : rank;
   const label = op.label ?? (op.kind === "p2p" ? `${op.side} ${src}→${dst}` : op.kind === "collective" ? op.collective : "local copy");
+  const linked = op.kind === "p2p" && src !== dst;
   return {
     t: { rank, stream, index, op, bytes, label },
     src,
     dst,
-    linked: op.kind === "p2p" && src !== dst,
+    linked,
+    // With SM copies a local copy is load/store on the same copy SMs as the peer transfers.
+    shared: linked || (backend === "sm" && op.kind !== "collective"),
     phase: "wait",
     start: 0,
     dataStart: 0,
@@ -222,10 +230,10 @@ function initState(rank: number, stream: number, index: number, op: Op, decls: M
   };
 }
 
-/** Data time of ops that do not share links: local copies through HBM, collectives by the NCCL-like model. */
+/** Data time of ops that move at no shared rate: copy-engine local copies through HBM, collectives by the NCCL-like model. */
 function fixedDataMs(st: OpState, hw: HardwareModel, world: number): number {
   const op = st.t.op;
-  if (st.linked) return 0;
+  if (st.shared) return 0;
   if (op.kind === "collective") {
     // `bytes` is the gathered output (all-gather) or the full input (reduce-scatter), as the model expects.
     return collectiveMs(hw, op.collective, st.t.bytes, op.ranks.length || world);
@@ -234,24 +242,29 @@ function fixedDataMs(st: OpState, hw: HardwareModel, world: number): number {
 }
 
 /**
- * Bytes per ms of every linked transfer now moving: its engine's cap (lower beside a GEMM), an equal share of
- * its source's egress and its destination's ingress port, and with SM copies an equal
- * share of the initiating rank's copy SMs.
+ * Bytes per ms of every shared-rate op now moving. A peer transfer: its engine's cap (lower
+ * beside a GEMM) or, with SM copies, an equal share of the initiating rank's copy SMs; and an
+ * equal share of its source's egress and its destination's ingress port. A local copy on
+ * copy SMs: its share of those SMs, at most an HBM pass (read + write, or read ×2 + write
+ * when it accumulates).
  */
-function dataRates(active: readonly OpState[], port: number, engine: (st: OpState) => number, smPool: number, backend: CommBackend): Map<OpState, number> {
+function dataRates(active: readonly OpState[], port: number, engine: (st: OpState) => number, smPool: number, hbm: number, backend: CommBackend): Map<OpState, number> {
   const out = new Map<number, number>();
   const inn = new Map<number, number>();
   const byRank = new Map<number, number>();
-  const moving = active.filter((st) => st.phase === "data" && st.linked);
+  const moving = active.filter((st) => st.phase === "data" && st.shared);
   for (const st of moving) {
-    out.set(st.src, (out.get(st.src) ?? 0) + 1);
-    inn.set(st.dst, (inn.get(st.dst) ?? 0) + 1);
+    if (st.linked) {
+      out.set(st.src, (out.get(st.src) ?? 0) + 1);
+      inn.set(st.dst, (inn.get(st.dst) ?? 0) + 1);
+    }
     byRank.set(st.t.rank, (byRank.get(st.t.rank) ?? 0) + 1);
   }
   const rates = new Map<OpState, number>();
   for (const st of moving) {
     const cap = backend === "copy-engine" ? engine(st) : smPool / byRank.get(st.t.rank)!;
-    rates.set(st, Math.min(cap, port / out.get(st.src)!, port / inn.get(st.dst)!));
+    if (st.linked) rates.set(st, Math.min(cap, port / out.get(st.src)!, port / inn.get(st.dst)!));
+    else rates.set(st, Math.min(cap, hbm / (st.t.op.reduce === undefined ? 2 : 3)));
   }
   return rates;
 }

@@ -70,6 +70,26 @@ export function hbmPassMs(hw: HardwareModel, readBytes: number, writeBytes: numb
   return (readBytes + writeBytes) / (hw.hbmGBps * 1e9) * 1e3;
 }
 
+/**
+ * Bandwidth of the reduction kernel (`rs-reduce`) on a persistent grid of `programs` (GB/s):
+ * `peakGBps · programs / (programs + halfPrograms)` (default grid: the model's), or HBM
+ * bandwidth when the model has no `reduceKernel` calibration.
+ */
+export function reduceKernelGBps(hw: HardwareModel, programs?: number): number {
+  const rk = hw.reduceKernel;
+  if (rk === undefined) return hw.hbmGBps;
+  const p = programs ?? rk.programs;
+  return (rk.peakGBps * p) / (p + rk.halfPrograms);
+}
+
+/**
+ * One reduction pass alone over `bytes` read plus written (ms): the kernel's fixed cost
+ * (`reduceKernel.launchUs`, else a GEMM launch) plus the bytes at {@link reduceKernelGBps}.
+ */
+export function reducePassMs(hw: HardwareModel, bytes: number, programs?: number): number {
+  return (hw.reduceKernel?.launchUs ?? hw.gemm.launchUs) * US + bytes / (reduceKernelGBps(hw, programs) * 1e9) * 1e3;
+}
+
 function checkProblem(p: GemmProblem): void {
   for (const [k, v] of Object.entries(p)) {
     if (!Number.isInteger(v) || v <= 0) {

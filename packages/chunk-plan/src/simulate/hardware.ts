@@ -51,7 +51,7 @@ export const HardwareModel = z.object({
     deviceNotifyUs: NonNeg,
   }),
   smCopy: z.object({
-    /** Peer bandwidth one SM reaches with load/store copies (GB/s). */
+    /** Bandwidth one SM reaches with load/store copies, to a peer or within the GPU (GB/s). */
     bandwidthPerSmGBps: Pos,
     /** Launch of the communication kernel, µs. */
     launchUs: NonNeg,
@@ -68,10 +68,16 @@ export const HardwareModel = z.object({
    */
   tritonGemm: z.object({ efficiency: Pos, launchUs: NonNeg }).optional(),
   /**
-   * The copy-engine GEMM+ReduceScatter's reduction kernel: a memory kernel whose speed is
-   * limited by the loads its programs keep in flight, `min(hbm, programs · perProgramGBps)`.
+   * GEMM+ReduceScatter's reduction kernel (`rs-reduce`, after the deliveries of either
+   * backend): a persistent memory kernel of `programs` programs (default grid) reading every
+   * delivered partial and writing the sum once. Each program keeps a fixed number of loads
+   * in flight, so its bandwidth saturates in the grid:
+   * `peakGBps · programs / (programs + halfPrograms)`; a pass costs
+   * `launchUs + bytes / bandwidth`.
    */
-  reduceKernel: z.object({ programs: z.number().int().positive(), bandwidthPerProgramGBps: Pos }).optional(),
+  reduceKernel: z
+    .object({ programs: z.number().int().positive(), peakGBps: Pos, halfPrograms: NonNeg, launchUs: NonNeg })
+    .optional(),
   contention: z.object({
     /** Fractional slow-down of GEMM tiles while a copy moves data on the same rank. */
     copySlowdown: NonNeg,
@@ -87,6 +93,7 @@ export const HardwareModel = z.object({
 export type HardwareModel = z.infer<typeof HardwareModel>;
 
 const BASELINES = "packages/bench/results/gpu/baselines-h200-2026-11-22.md (+ -w{2,4,8}-2026-11-22.json)";
+const RS_REDUCE = "packages/bench/results/gpu/rs-reduce-2026-11-22";
 
 /**
  * NVIDIA H200 SXM (141 GB HBM3e, NV18) on the project's 8×H200 machine. GEMM, copy-engine,
@@ -102,19 +109,25 @@ export const H200_SXM: HardwareModel = {
   nvlink: { links: 18, linkGBps: 26.5 },
   copyEngine: { count: 4, bandwidthGBps: 385, launchUs: 6, launchPerRankUs: 3.8 },
   signal: { streamWriteUs: 2.3, streamWritePerRankUs: 0.21, deviceNotifyUs: 1.5 },
-  smCopy: { bandwidthPerSmGBps: 10, launchUs: 5 },
+  // bandwidthPerSmGBps: one parameter fitted (least squares of the relative error, 0.05 GB/s
+  // grid) over the 24 SM-push GEMM+RS times of suite2-2026-11-22/x2 and tested on x1's 4.
+  smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5 },
   collective: { latencyUs: 54, busGBps: 268 },
   // Least squares of Triton-alone = launch + rounds · tile / efficiency over the three
   // prototype measurements (MLP-1, worlds 2/4/8: 0.613 / 0.334 / 0.270 ms).
   tritonGemm: { efficiency: 1.024, launchUs: 111 },
-  // rs-reduce alone: 96 MB in 0.355 ms (0.34–0.37) with 64 programs of 4 warps = 270 GB/s.
-  reduceKernel: { programs: 64, bandwidthPerProgramGBps: 4.2 },
+  // rs-reduce alone (vectorised, 4 warps, 128×128 tiles, ranks unrolled, system-scope waits):
+  // least squares (relative error) of launch + bytes / (peak · p / (p + half)) over its six
+  // H200 times (3 slabs × 64 / 264 programs), mean error 2.0%, max 3.9%. Default grid: one
+  // program per SM, as emitted.
+  reduceKernel: { programs: 132, peakGBps: 4410, halfPrograms: 85, launchUs: 16.5 },
   // copyBandwidthUnderCompute: one parameter fitted (least squares of the relative error)
-  // over the 12 measured AG+GEMM cases of suite-2026-11-22; in-sample.
+  // over the 12 measured AG+GEMM cases of suite-2026-11-22 (in-sample there; out of sample
+  // on suite2-2026-11-22).
   contention: { copySlowdown: 0.05, copyBandwidthUnderCompute: 0.35 },
   source: {
     tritonGemm: "measured: fit (launch + wave-quantised rounds / efficiency) of the Triton persistent TMA GEMM alone, MLP-1 at worlds 2/4/8 (triton_gemm_alone_ms 0.613/0.334/0.270 ms) in packages/bench/results/gpu/prototype-2026-11-22/proto-w{2,4,8}.json",
-    reduceKernel: "measured: rs-reduce alone 0.34–0.37 ms on 96 MB (MLP-1, world 2, dev/diag_rs.py; suite-2026-11-22/README.md) with 64 programs × 4 warps → 4.2 GB/s per program; one measurement",
+    reduceKernel: `measured: ${RS_REDUCE}/rs-reduce-h200-quick.json, the emitted variant (w4 bn128 unroll sys) at 64 and 264 programs on slabs H4096_w2, H4096_w4, H8192_w2: least squares (relative error) of launchUs + bytes / (peakGBps · p / (p + halfPrograms)), bytes = (W + 1) · rows · N · 2; mean error 2.0%, max 3.9%. The functional form is checked on the H100 sweep (rs-reduce-h100.json, 64..2048 programs: mean error 4.8%). programs 132: the emitted grid (one per SM)`,
     smCount: "measured: numSms 132 in suite-2026-11-22/*.json (extra.numSms)",
     gemm: `measured: fit of 48 cuBLAS bf16 GEMM times (MLP gemm_ms and gemm_rows with M >= 1024, worlds 2/4/8) in ${BASELINES}: wave-quantised 128×256 tiles, mean error 8.7%, max 25%`,
     hbmGBps: "datasheet: 4.8 TB/s",
@@ -122,9 +135,9 @@ export const H200_SXM: HardwareModel = {
     nvlink: "measured: NV18, 26.5 GB/s per link per direction (/work/shared/notes/device.md, topology-h200x8-2026-11-22.txt)",
     copyEngine: `measured: copy-engine push 4–256 MiB in ${BASELINES}: 385 GB/s slope; intercept 14/18/37 µs at worlds 2/4/8 fitted as 6 + 3.8·world. count: assumed`,
     signal: `measured: stream_write_value32 2.73/3.39/4.00 µs at worlds 2/4/8 in ${BASELINES}; deviceNotifyUs assumed`,
-    smCopy: "derived: NCCL's ~268 GB/s bus bandwidth over its ~24–32 channel SMs; not measured per SM",
+    smCopy: "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed",
     collective: `measured: fit of 36 NCCL all-gather / reduce-scatter times (MLP-1..6, worlds 2/4/8) in ${BASELINES}, mean error 7.9%`,
-    contention: "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample; not yet measured by a dedicated copy-beside-GEMM run)",
+    contention: "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
   },
 };
 
@@ -140,6 +153,9 @@ export const H100_SXM: HardwareModel = {
   gemm: { tflopsPerSm: 6.34, tile: { BM: 128, BN: 256 }, launchUs: 22 },
   hbmGBps: 3350,
   memoryBytes: 80e9,
+  // rs-reduce alone on one H100, the emitted variant at 64 / 132 / 264 / 528 / all programs
+  // on three slabs: least squares of the same law, 15 times, mean error 4.8%, max 9.1%.
+  reduceKernel: { programs: 132, peakGBps: 3060, halfPrograms: 43, launchUs: 21 },
   source: {
     ...H200_SXM.source,
     gemm: "measured: 8192³ bf16 GEMM 798 TFLOP/s on the H100 machine (KINDS.md), wave-quantised with H200_SXM's launch cost",
@@ -150,7 +166,7 @@ export const H100_SXM: HardwareModel = {
     signal: "derived: equal to H200_SXM (not measured on H100)",
     collective: "derived: equal to H200_SXM (same fabric; not measured on H100)",
     tritonGemm: "derived: equal to H200_SXM (not measured on H100)",
-    reduceKernel: "derived: equal to H200_SXM (not measured on H100)",
+    reduceKernel: `measured: ${RS_REDUCE}/rs-reduce-h100.json, the emitted variant (w4 bn128 unroll sys) at 64..2048 programs on slabs H4096_w2, H4096_w4, H8192_w2: least squares (relative error) of launchUs + bytes / (peakGBps · p / (p + halfPrograms)); 15 times, mean error 4.8%, max 9.1%`,
     contention: "derived: equal to H200_SXM (not measured on H100)",
   },
 };

@@ -12,6 +12,8 @@ export {
   portGBps,
   collectiveMs,
   hbmPassMs,
+  reduceKernelGBps,
+  reducePassMs,
 } from "./cost.js";
 export { type CommBackend, type OpTiming, type CommSimInput, simulateComm } from "./comm.js";
 export { type ComputeTiming, type WaveTiming, type ComputeSimInput, simulateCompute, regionDoneAt } from "./compute.js";

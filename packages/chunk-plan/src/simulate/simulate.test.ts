@@ -8,7 +8,7 @@ import { H200_SXM, HardwareModel, H100_SXM } from "./hardware.js";
 import { simulate } from "./simulate.js";
 import { SimulationResult } from "./result.js";
 import { SimulateError } from "./errors.js";
-import { gemmMs } from "./cost.js";
+import { gemmMs, reduceKernelGBps, reducePassMs } from "./cost.js";
 import { predictBaselines } from "./baselines.js";
 
 function agGemm(world: number, split: number, opts: { rows?: number; n?: number; ring?: boolean } = {}) {
@@ -92,7 +92,7 @@ describe("simulate", () => {
     expect(r.ranks[0]!.stallMs).toBeGreaterThan(0);
   });
 
-  it("GEMM+RS: communication waits for compute and the copy engine pays a reduction pass", () => {
+  it("GEMM+RS: communication waits for compute and either backend pays a reduction pass after the GEMM", () => {
     const { plan, schedule } = gemmRs(2, 2);
     const ce = simulate(plan, schedule, { hardware: "H200_SXM" });
     expect(ce.role).toBe("producer");
@@ -100,8 +100,28 @@ describe("simulate", () => {
     const first = ce.ranks[0]!.events.filter((e) => e.kind === "transfer").map((e) => e.startMs);
     expect(Math.min(...first)).toBeGreaterThan(H200_SXM.gemm.launchUs * 1e-3);
     const sm = simulate(plan, schedule, { hardware: "H200_SXM", backend: "sm", commSms: 20 });
-    expect(sm.ranks[0]!.events.some((e) => e.kind === "reduce")).toBe(false);
+    for (const r of [ce, sm]) {
+      for (const rank of r.ranks) {
+        const reduce = rank.events.find((e) => e.kind === "reduce")!;
+        const lastWave = Math.max(...rank.events.filter((e) => e.kind === "wave").map((e) => e.endMs));
+        expect(reduce.startMs).toBeCloseTo(lastWave, 9);
+        expect(rank.latencyMs).toBeCloseTo(reduce.endMs, 9);
+      }
+    }
     expect(sm.latencyMs).toBeGreaterThanOrEqual(sm.boundMs);
+  });
+
+  it("SM copies drive local copies too, at the copy SMs' bandwidth", () => {
+    const { plan, schedule } = gemmRs(2, 1);
+    const own = (r: ReturnType<typeof simulate>) => r.ranks[0]!.events.find((e) => e.kind === "transfer" && e.label.startsWith("own partial"))!;
+    const bytes = 4096 * 4096 * 2;
+    const ce = own(simulate(plan, schedule, { hardware: "H200_SXM" }));
+    expect(ce.endMs - ce.startMs).toBeCloseTo((2 * bytes) / (H200_SXM.hbmGBps * 1e6), 9);
+    for (const commSms of [8, 16]) {
+      const sm = own(simulate(plan, schedule, { hardware: "H200_SXM", backend: "sm", commSms }));
+      // Alone on its rank's copy SMs or sharing them: never faster than all of them.
+      expect(sm.endMs - sm.startMs).toBeGreaterThanOrEqual(bytes / (commSms * H200_SXM.smCopy.bandwidthPerSmGBps * 1e6) - 1e-9);
+    }
   });
 
   it("a persistent grid wider than the SMs left to compute pays for its extra programs", () => {
@@ -261,25 +281,37 @@ describe("calibration mechanisms", () => {
     expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "cutlass" as "triton" } }))).toBe("bad-option");
   });
 
-  it("runs the reduction kernel at its programs' in-flight bandwidth, capped by HBM", () => {
-    const { plan, schedule } = gemmRs(2, 1);
+  it("runs the reduction kernel at its grid's in-flight bandwidth over (W + 1) slabs", () => {
     const rk = H200_SXM.reduceKernel!;
-    const at = (programs: number) => simulate(plan, schedule, { hardware: "H200_SXM", reduceKernel: { programs } });
-    const reduceMs = (r: ReturnType<typeof at>) => {
-      const e = r.ranks[0]!.events.find((x) => x.kind === "reduce")!;
-      return e.endMs - e.startMs;
-    };
-    // MLP-1 world 2: 32 MiB delivered per rank; the pass reads 64 MiB and writes 32 MiB.
-    const bytes = 3 * 4096 * 4096 * 2;
-    expect(reduceMs(at(rk.programs))).toBeCloseTo(bytes / (rk.programs * rk.bandwidthPerProgramGBps * 1e6) + H200_SXM.gemm.launchUs * 1e-3, 9);
+    // Saturating in the grid: half the peak at halfPrograms, monotone, below the peak.
+    expect(reduceKernelGBps(H200_SXM, rk.halfPrograms)).toBeCloseTo(rk.peakGBps / 2, 9);
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 4096 }), fc.integer({ min: 1, max: 4096 }), (a, b) => {
         const [lo, hi] = a <= b ? [a, b] : [b, a];
-        expect(reduceMs(at(hi))).toBeLessThanOrEqual(reduceMs(at(lo)) + 1e-12);
-        expect(reduceMs(at(hi))).toBeGreaterThanOrEqual(bytes / (H200_SXM.hbmGBps * 1e6) + H200_SXM.gemm.launchUs * 1e-3 - 1e-12);
+        expect(reduceKernelGBps(H200_SXM, hi)).toBeGreaterThanOrEqual(reduceKernelGBps(H200_SXM, lo));
+        expect(reduceKernelGBps(H200_SXM, hi)).toBeLessThan(rk.peakGBps);
       }),
-      { numRuns: 10 },
+      { numRuns: 20 },
     );
+    expect(reduceKernelGBps({ ...H200_SXM, reduceKernel: undefined })).toBe(H200_SXM.hbmGBps);
+    // With deliveries that cost nothing the pass is its closed form: it reads every rank's
+    // partial of the slab and writes the sum, (W + 1) slabs of bytes.
+    const instant: HardwareModel = {
+      ...withBandwidth(1e4),
+      copyEngine: { ...H200_SXM.copyEngine, bandwidthGBps: 1e7, launchUs: 0, launchPerRankUs: 0 },
+      signal: { ...H200_SXM.signal, streamWriteUs: 0, streamWritePerRankUs: 0 },
+      hbmGBps: 1e7,
+    };
+    for (const world of [2, 4]) {
+      const { plan, schedule } = gemmRs(world, 1);
+      const slab = (8192 / world) * 4096 * 2;
+      for (const programs of [64, 132, 264]) {
+        const r = simulate(plan, schedule, { hardware: instant, reduceKernel: { programs } });
+        const e = r.ranks[0]!.events.find((x) => x.kind === "reduce")!;
+        expect(e.endMs - e.startMs).toBeCloseTo(reducePassMs(instant, (world + 1) * slab, programs), 6);
+      }
+    }
+    const { plan, schedule } = gemmRs(2, 1);
     expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", reduceKernel: { programs: 0 } }))).toBe("bad-option");
   });
 

@@ -1,12 +1,12 @@
 // The simulator's entry point: a plan, its tile schedule and a backend on a hardware model
 // → per-rank predicted latency, the non-overlapped time, the perfect-overlap bound,
 // TileLink's overlap ratio and a per-rank timeline.
-import type { ChunkPlan, TensorDecl } from "../model/schema.js";
+import type { ChunkPlan, Region, TensorDecl } from "../model/schema.js";
 import type { TileSchedule } from "../lower/schema.js";
 import { planSignals } from "../signals/index.js";
-import { regionBytes } from "../region/index.js";
+import { formatRegion, intersect, regionBytes } from "../region/index.js";
 import { type HardwareModel, resolveHardware } from "./hardware.js";
-import { hbmPassMs, tileMs } from "./cost.js";
+import { reduceKernelGBps, tileMs } from "./cost.js";
 import { type CommBackend, type OpTiming, simulateComm } from "./comm.js";
 import { type ComputeTiming, regionDoneAt, simulateCompute } from "./compute.js";
 import { SimulateError } from "./errors.js";
@@ -27,8 +27,8 @@ export interface SimulateOptions {
    */
   readonly computeKernel?: { readonly kind?: "cublas" | "triton"; readonly efficiency?: number };
   /**
-   * The copy-engine reduction kernel's persistent grid (default: the hardware model's
-   * `reduceKernel.programs`); more programs keep more loads in flight, up to HBM bandwidth.
+   * The reduction kernel's persistent grid (default: the hardware model's
+   * `reduceKernel.programs`); more programs keep more loads in flight, up to the kernel's peak.
    */
   readonly reduceKernel?: { readonly programs?: number };
   /**
@@ -45,8 +45,9 @@ export interface SimulateOptions {
  * Predict an overlapped operator: the plan's communication and the schedule's compute,
  * simulated together on every rank. A consumer schedule (AllGather + GEMM) waits per tile
  * on chunk slots; a producer schedule (GEMM + ReduceScatter) releases ops that depend on
- * compute. With the copy engine, accumulating transfers are followed by a reduction
- * kernel, a memory pass limited by the loads its programs keep in flight. Throws {@link SimulateError} on inputs it cannot price.
+ * compute. Accumulating transfers (either backend) land as partials that a reduction
+ * kernel sums after the compute kernel, region by region as they arrive, at a bandwidth set
+ * by the loads its programs keep in flight. Throws {@link SimulateError} on inputs it cannot price.
  */
 export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: SimulateOptions): SimulationResult {
   const hw = resolveHardware(options.hardware);
@@ -105,18 +106,22 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     const final = compute;
     ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region), computeUntil: final.map((c) => c.computeEnd) });
   }
-  const reduceMs = reducePassMs(signalled, hw, backend, reducePrograms);
+  const work = reductionWork(signalled);
+  const reduceGBps = reduceKernelGBps(hw, reducePrograms);
+  const reduceLaunchMs = (hw.reduceKernel?.launchUs ?? hw.gemm.launchUs) * 1e-3;
+  const overlappedEnds = opEnds(ops);
+  const aloneEnds = opEnds(commAloneOps);
 
   const perRank: RankSimulation[] = ranks.map((r) => {
     const mine = ops.filter((o) => o.rank === r);
     const commEnd = Math.max(0, ...mine.map((o) => o.end));
-    const inbound = Math.max(0, ...ops.filter((o) => o.dst === r).map((o) => o.end));
-    const reduce = reduceMs[r] ?? 0;
     const computeEnd = compute[r]!.computeEnd;
-    const reduceStart = Math.max(computeEnd, inbound);
-    const latencyMs = reduce > 0 ? reduceStart + reduce : Math.max(computeEnd, commEnd);
+    // The reduction kernel follows the compute kernel on its stream.
+    const reduce = reductionPass(work[r] ?? [], computeEnd, reduceLaunchMs, reduceGBps, overlappedEnds);
+    const latencyMs = Math.max(computeEnd, commEnd, reduce?.end ?? 0);
     const computeAloneMs = alone[r]!.computeEnd;
-    const commAloneMs = Math.max(0, ...commAloneOps.filter((o) => o.rank === r).map((o) => o.end)) + reduce;
+    const reduceAlone = reductionPass(work[r] ?? [], 0, reduceLaunchMs, reduceGBps, aloneEnds);
+    const commAloneMs = Math.max(0, ...commAloneOps.filter((o) => o.rank === r).map((o) => o.end), reduceAlone?.end ?? 0);
     return {
       rank: r,
       latencyMs,
@@ -126,7 +131,7 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
       boundMs: Math.max(computeAloneMs, commAloneMs),
       overlapRatio: overlapRatio(computeAloneMs, commAloneMs, latencyMs),
       stallMs: compute[r]!.stallMs,
-      events: timeline(compute[r]!, mine, schedule, r, reduce > 0 ? [reduceStart, reduceStart + reduce] : null, options.detail ?? "waves"),
+      events: timeline(compute[r]!, mine, schedule, r, reduce === null ? null : [reduce.start, reduce.end], options.detail ?? "waves"),
     };
   });
   const latencyMs = Math.max(...perRank.map((r) => r.latencyMs));
@@ -203,30 +208,75 @@ function busyOf(ops: readonly OpTiming[], rank: number): Busy {
   return merged;
 }
 
+/** One piece of a rank's reduction: a region accumulated into, its pass bytes and the ops landing in it. */
+interface ReduceSegment {
+  readonly region: Region;
+  /** Read and written by the pass: every accumulated partial, the rank's own partial, the result. */
+  readonly bytes: number;
+  /** Keys (`rank/stream/index`) of the ops whose data lands in the region. */
+  readonly ops: readonly string[];
+}
+
+const opKey = (rank: number, stream: number, index: number): string => `${rank}/${stream}/${index}`;
+
+function opEnds(ops: readonly OpTiming[]): Map<string, number> {
+  return new Map(ops.map((o) => [opKey(o.rank, o.stream, o.index), o.end]));
+}
+
 /**
- * The reduction pass a copy engine needs after accumulating transfers (it can only copy):
- * per destination rank, read every delivered partial plus the accumulator, write the result.
- * A memory kernel whose programs keep too few loads in flight runs below HBM bandwidth: at
- * `min(hbm, programs · bandwidthPerProgramGBps)` when the model has a `reduceKernel`.
+ * What the reduction kernel does on each rank. Transfers that accumulate (`reduce`) land as
+ * partials (a copy engine can only copy; the emitted SM pushes copy too), and a memory kernel
+ * sums them: per region accumulated into, it reads every partial delivered there plus the
+ * rank's own and writes the result once (`(W + 1)` region sizes for a direct
+ * ReduceScatter over W ranks). Regions in row-major order, the order the kernel visits them.
  */
-function reducePassMs(plan: ChunkPlan, hw: HardwareModel, backend: CommBackend, programs: number | undefined): number[] {
-  const out = plan.ranks.map(() => 0);
-  if (backend !== "copy-engine") return out;
+function reductionWork(plan: ChunkPlan): ReduceSegment[][] {
   const decls = new Map<string, TensorDecl>(plan.tensors.map((t) => [t.name, t]));
-  const rk = hw.reduceKernel;
-  const gbps = rk === undefined ? hw.hbmGBps : Math.min(hw.hbmGBps, (programs ?? rk.programs) * rk.bandwidthPerProgramGBps);
-  const hbmShare = hw.hbmGBps / gbps;
+  const landing = plan.ranks.map(() => [] as { key: string; region: Region; reduce: boolean }[]);
   for (const rp of plan.ranks) {
-    for (const ops of rp.streams) {
-      for (const op of ops) {
-        if (op.kind !== "p2p" || op.reduce === undefined) continue;
-        const dst = op.side === "push" ? op.peer : rp.rank;
-        const bytes = regionBytes(op.dst, decls.get(op.dst.tensor)!);
-        out[dst] = (out[dst] ?? 0) + hbmPassMs(hw, 2 * bytes, bytes) * hbmShare;
-      }
-    }
+    rp.streams.forEach((ops, s) =>
+      ops.forEach((op, i) => {
+        if (op.kind === "collective") return;
+        const dst = op.kind === "p2p" && op.side === "push" ? op.peer : rp.rank;
+        landing[dst]?.push({ key: opKey(rp.rank, s, i), region: op.dst, reduce: op.reduce !== undefined });
+      }),
+    );
   }
-  return out.map((ms) => (ms > 0 ? ms + hw.gemm.launchUs * 1e-3 : 0));
+  return landing.map((ops) => {
+    const regions = new Map<string, Region>();
+    for (const o of ops) if (o.reduce) regions.set(formatRegion(o.region), o.region);
+    const segments = [...regions.values()].map((region): ReduceSegment => {
+      const decl = decls.get(region.tensor)!;
+      const meeting = ops.filter((o) => intersect(o.region, region) !== undefined);
+      const partials = meeting.filter((o) => o.reduce).reduce((a, o) => a + regionBytes(intersect(o.region, region)!, decl), 0);
+      return { region, bytes: partials + 2 * regionBytes(region, decl), ops: meeting.map((o) => o.key) };
+    });
+    return segments.sort((a, b) => compareOffsets(a.region.offsets, b.region.offsets));
+  });
+}
+
+function compareOffsets(a: readonly number[], b: readonly number[]): number {
+  for (let d = 0; d < Math.max(a.length, b.length); d++) {
+    const diff = (a[d] ?? 0) - (b[d] ?? 0);
+    if (diff !== 0) return diff;
+  }
+  return 0;
+}
+
+/**
+ * The reduction kernel on one rank: it starts at `start` (after the compute kernel on the
+ * same stream), pays its fixed cost, then streams through its regions in order at
+ * `gbps`, each region once every op landing in it has ended (the kernel waits per chunk).
+ * Null when the rank reduces nothing.
+ */
+function reductionPass(segments: readonly ReduceSegment[], start: number, launchMs: number, gbps: number, ends: Map<string, number>): { start: number; end: number } | null {
+  if (segments.length === 0) return null;
+  let t = start + launchMs;
+  for (const seg of segments) {
+    const ready = Math.max(0, ...seg.ops.map((k) => ends.get(k) ?? 0));
+    t = Math.max(t, ready) + seg.bytes / (gbps * 1e6);
+  }
+  return { start, end: t };
 }
 
 function timeline(
