@@ -63,10 +63,18 @@ export const HardwareModel = z.object({
   }),
   /**
    * The emitted Triton persistent TMA GEMM relative to the cuBLAS-class calibration above:
-   * per-tile speed factor and its own fixed cost (launch, prologue, descriptor set-up), µs.
-   * Used when `computeKernel.kind` is `"triton"`.
+   * per-tile speed factor and its own fixed cost (launch, prologue, descriptor set-up), µs;
+   * `tiles`: further speed factors of other tile shapes (with the emitter's launch defaults
+   * for them) relative to the calibrated `gemm.tile`; a tile not listed gets 1. Used when
+   * `computeKernel.kind` is `"triton"`.
    */
-  tritonGemm: z.object({ efficiency: Pos, launchUs: NonNeg }).optional(),
+  tritonGemm: z
+    .object({
+      efficiency: Pos,
+      launchUs: NonNeg,
+      tiles: z.array(z.object({ BM: z.number().int().positive(), BN: z.number().int().positive(), BK: z.number().int().positive(), efficiency: Pos })).optional(),
+    })
+    .optional(),
   /**
    * GEMM+ReduceScatter's reduction kernel (`rs-reduce`, after the deliveries of either
    * backend): a persistent memory kernel of `programs` programs (default grid) reading every
@@ -113,9 +121,20 @@ export const H200_SXM: HardwareModel = {
   // grid) over the 24 SM-push GEMM+RS times of suite2-2026-11-22/x2 and tested on x1's 4.
   smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5 },
   collective: { latencyUs: 54, busGBps: 268 },
-  // Least squares of Triton-alone = launch + rounds · tile / efficiency over the three
-  // prototype measurements (MLP-1, worlds 2/4/8: 0.613 / 0.334 / 0.270 ms).
-  tritonGemm: { efficiency: 1.024, launchUs: 111 },
+  // Least squares (relative error) of Triton-alone = launch + rounds · tile / efficiency over
+  // the emitted kernel alone at 128×256×64 on six MLP problems (tiles-2026-11-22, mean error
+  // 3.6%); each other tile's factor by the same fit with launch and efficiency held.
+  tritonGemm: {
+    efficiency: 0.932,
+    launchUs: 20,
+    tiles: [
+      { BM: 128, BN: 128, BK: 64, efficiency: 0.938 },
+      { BM: 256, BN: 128, BK: 64, efficiency: 0.95 },
+      { BM: 64, BN: 256, BK: 64, efficiency: 0.918 },
+      { BM: 128, BN: 64, BK: 64, efficiency: 0.564 },
+      { BM: 64, BN: 128, BK: 64, efficiency: 0.608 },
+    ],
+  },
   // rs-reduce alone (vectorised, 4 warps, 128×128 tiles, ranks unrolled, system-scope waits):
   // least squares (relative error) of launch + bytes / (peak · p / (p + half)) over its six
   // H200 times (3 slabs × 64 / 264 programs), mean error 2.0%, max 3.9%. Default grid: one
@@ -126,7 +145,7 @@ export const H200_SXM: HardwareModel = {
   // on suite2-2026-11-22).
   contention: { copySlowdown: 0.05, copyBandwidthUnderCompute: 0.35 },
   source: {
-    tritonGemm: "measured: fit (launch + wave-quantised rounds / efficiency) of the Triton persistent TMA GEMM alone, MLP-1 at worlds 2/4/8 (triton_gemm_alone_ms 0.613/0.334/0.270 ms) in packages/bench/results/gpu/prototype-2026-11-22/proto-w{2,4,8}.json",
+    tritonGemm: "measured: least squares (relative error) of launch + wave-quantised rounds / efficiency over the emitted ag_gemm_consumer alone (no waits) at 128×256×64, 8 warps, 3 stages on six problems (AG+GEMM MLP-1 w2/w4, MLP-2 w4, MLP-5 w2; GEMM+RS MLP-1 w2, MLP-2 w4), mean error 3.6%, max 8.8%; tiles: per tile, its factor fitted the same way with launch and efficiency held, at the emitter's launch defaults (gemmLaunchDefaults), mean errors 3.2–4.3%; packages/bench/results/gpu/tiles-2026-11-22/tiles-h200.json (one H200, 2026-11-22). Replaces the prototype kernel's fit (launch 111 µs, efficiency 1.024; prototype-2026-11-22)",
     reduceKernel: `measured: ${RS_REDUCE}/rs-reduce-h200-quick.json, the emitted variant (w4 bn128 unroll sys) at 64 and 264 programs on slabs H4096_w2, H4096_w4, H8192_w2: least squares (relative error) of launchUs + bytes / (peakGBps · p / (p + halfPrograms)), bytes = (W + 1) · rows · N · 2; mean error 2.0%, max 3.9%. The functional form is checked on the H100 sweep (rs-reduce-h100.json, 64..2048 programs: mean error 4.8%). programs 132: the emitted grid (one per SM)`,
     smCount: "measured: numSms 132 in suite-2026-11-22/*.json (extra.numSms)",
     gemm: `measured: fit of 48 cuBLAS bf16 GEMM times (MLP gemm_ms and gemm_rows with M >= 1024, worlds 2/4/8) in ${BASELINES}: wave-quantised 128×256 tiles, mean error 8.7%, max 25%`,

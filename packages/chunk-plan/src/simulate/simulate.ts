@@ -79,7 +79,7 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     throw new SimulateError("bad-option", `reduceKernel.programs = ${reducePrograms}: give a positive integer (the reduction kernel's persistent grid)`);
   }
   const signalled = plan.signals === undefined ? planSignals(plan) : plan;
-  const tMs = tileMs(hw, schedule.tiling.tile, schedule.tiling.problem.K, efficiency * kernel.efficiency);
+  const tMs = tileMs(hw, schedule.tiling.tile, schedule.tiling.problem.K, efficiency * kernel.efficiency * (kind === "triton" ? tritonTileFactor(hw, schedule.tiling.tile) : 1));
   const startMs = kernel.launchUs * 1e-3;
   const computeSms = hw.smCount - (backend === "sm" ? commSms : 0);
   const comm = { plan: signalled, hardware: hw, backend, commSms, pipelinedLaunch: options.pipelinedLaunch ?? true };
@@ -311,4 +311,9 @@ function timeline(
     if (o.end > o.dataEnd) events.push({ lane, kind: "signal", startMs: o.dataEnd, endMs: o.end, label: "signal" });
   }
   return events;
+}
+
+/** The Triton kernel's speed factor for `tile` relative to the model's calibrated tile: the `tritonGemm.tiles` entry, else 1. */
+export function tritonTileFactor(hw: HardwareModel, tile: { readonly BM: number; readonly BN: number; readonly BK: number }): number {
+  return hw.tritonGemm?.tiles?.find((t) => t.BM === tile.BM && t.BN === tile.BN && t.BK === tile.BK)?.efficiency ?? 1;
 }

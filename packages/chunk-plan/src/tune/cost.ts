@@ -25,8 +25,10 @@ export type CostFunction = (input: CostInput) => CostEstimate;
 
 /**
  * The built-in cost function on `hardware`: overlapped candidates through `simulate`
- * (their backend and SM count), the sequential path through `predictBaselines` (the
- * collective alone, then the GEMM alone).
+ * (their backend and SM count; the fused GEMM priced as the emitted Triton kernel at the
+ * candidate's tile when the model has a `tritonGemm` calibration, since that is what a
+ * candidate runs), the sequential path through `predictBaselines` (the collective alone,
+ * then the cuBLAS GEMM alone).
  */
 export function simulatorCost(hardware: HardwareModel | string): CostFunction {
   const hw = resolveHardware(hardware);
@@ -43,7 +45,12 @@ export function simulatorCost(hardware: HardwareModel | string): CostFunction {
       return { latencyMs: b.notOverlappedMs, detail: { gemmMs: b.gemmMs, collectiveMs: b.collectiveMs, boundMs: b.boundMs } };
     }
     const c = input.candidate;
-    const sim = simulate(input.built.plan, input.built.schedule, { hardware: hw, backend: c.backend, commSms: c.commSms });
+    const sim = simulate(input.built.plan, input.built.schedule, {
+      hardware: hw,
+      backend: c.backend,
+      commSms: c.commSms,
+      ...(hw.tritonGemm !== undefined ? { computeKernel: { kind: "triton" as const } } : {}),
+    });
     return {
       latencyMs: sim.latencyMs,
       detail: { boundMs: sim.boundMs, nonOverlappedMs: sim.nonOverlappedMs, overlapRatio: sim.overlapRatio, computeAloneMs: sim.computeAloneMs, commAloneMs: sim.commAloneMs },

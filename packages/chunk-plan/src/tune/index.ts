@@ -38,6 +38,7 @@ export {
   serializeTuneCache,
 } from "./cache.js";
 export {
+  measurementSet,
   rankCandidates,
   tune,
   type RankOptions,

@@ -11,6 +11,7 @@ import {
   enumerateCandidates,
   HOPPER_SHARED_BYTES,
   lookupTune,
+  measurementSet,
   memoryMisfit,
   parseTuneCache,
   rankCandidates,
@@ -23,6 +24,7 @@ import {
   type Candidate,
   type CostFunction,
   type OverlappedCandidate,
+  type RankedCandidate,
   type TuneCacheEntry,
   type TuneSpace,
 } from "./index.js";
@@ -166,12 +168,12 @@ describe("tune", () => {
     expect(large.message).toMatch(/overlapping wins/);
   });
 
-  it("ranks with the simulator: each prediction is simulate()'s latency for that candidate", async () => {
+  it("ranks with the simulator: each prediction is simulate()'s latency for that candidate, as the emitted Triton kernel", async () => {
     const result = await tune(SMALL, { cost: simulatorCost("H200_SXM"), memory: ROOMY, device: "H200_SXM", space: { ...SPACE, splits: [1, 2] } });
     const top = result.ranked.find((r) => r.candidate.path === "overlapped")!;
     const c = top.candidate as OverlappedCandidate;
     const plan = candidatePlan(SMALL, c.split);
-    const sim = simulate(plan, candidateSchedule(SMALL, plan, c, 132 - c.commSms), { hardware: "H200_SXM", backend: c.backend, commSms: c.commSms });
+    const sim = simulate(plan, candidateSchedule(SMALL, plan, c, 132 - c.commSms), { hardware: "H200_SXM", backend: c.backend, commSms: c.commSms, computeKernel: { kind: "triton" } });
     expect(top.predictedMs).toBe(sim.latencyMs);
     expect(top.detail?.boundMs).toBe(sim.boundMs);
     expect(result.ranked.map((r) => r.predictedMs)).toEqual([...result.ranked.map((r) => r.predictedMs)].sort((a, b) => a - b));
@@ -248,5 +250,22 @@ describe("tune cache", () => {
   it("rejects text that is not a cache with bad-cache", () => {
     expect(() => parseTuneCache("{")).toThrow(TuneError);
     expect(() => parseTuneCache(JSON.stringify({ $schema: "ovl.tune-cache/v1", entries: { a: { operator: "x" } } }))).toThrow(/entries\.a\.operator/);
+  });
+});
+
+describe("measurementSet", () => {
+  const rc = (split: number, groupSizeM: number, predictedMs: number, BN = 256): RankedCandidate => {
+    const candidate: OverlappedCandidate = { path: "overlapped", split, backend: "copy-engine", commSms: 0, tile: { BM: 128, BN, BK: 64 }, groupSizeM };
+    return { candidate, key: candidateKey(candidate), predictedMs, globalBytes: 0 };
+  };
+  it("measures the best k the model tells apart: swizzles predicted alike count once", () => {
+    const ranked = [rc(2, 8, 0.5), rc(2, 16, 0.5), rc(2, 4, 0.5), rc(1, 8, 0.52), rc(2, 8, 0.53, 128), rc(4, 8, 0.6)];
+    expect(measurementSet(ranked, 3).map((r) => r.key)).toEqual([ranked[0]!.key, ranked[3]!.key, ranked[4]!.key]);
+    expect(measurementSet(ranked, 1)).toEqual([ranked[0]]);
+    expect(measurementSet(ranked, 10)).toHaveLength(4);
+  });
+  it("keeps swizzles the model prices differently", () => {
+    const ranked = [rc(2, 8, 0.5), rc(2, 16, 0.51)];
+    expect(measurementSet(ranked, 2)).toHaveLength(2);
   });
 });

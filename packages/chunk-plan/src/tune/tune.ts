@@ -183,6 +183,27 @@ function decide(ranked: readonly RankedCandidate[], winner: RankedCandidate, mea
 }
 
 /**
+ * The candidates to measure: the best `k` of `ranked` that the model can tell apart. Two
+ * candidates that differ only in the L2 grouping of the tile order (`groupSizeM`, which the
+ * model does not price) and are predicted alike are one candidate to the model: measuring
+ * both would spend a measurement on a choice the ranking did not make, so the better ranked
+ * one stands for both.
+ */
+export function measurementSet(ranked: readonly RankedCandidate[], k: number): RankedCandidate[] {
+  const out: RankedCandidate[] = [];
+  const seen = new Set<string>();
+  for (const r of ranked) {
+    if (out.length >= Math.max(1, k)) break;
+    const c = r.candidate;
+    const key = c.path === "sequential" ? "sequential" : `${candidateKey({ ...c, groupSizeM: 0 })}|${r.predictedMs.toPrecision(9)}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(r);
+  }
+  return out;
+}
+
+/**
  * Tune a fused operator: a cache hit is returned as is; otherwise rank the space by the
  * model ({@link rankCandidates}), measure the best `topK` with `measure` when given and
  * keep the fastest measured one (the model's best when none could be measured). The
@@ -220,9 +241,10 @@ export async function tune(problemInput: TuneProblemInput, options: TuneOptions)
   }
   const measured: MeasuredCandidate[] = [];
   if (options.measure !== undefined) {
-    const k = Math.max(1, Math.min(options.topK ?? 3, ranked.length));
+    const toMeasure = measurementSet(ranked, options.topK ?? 3);
+    const k = toMeasure.length;
     for (let i = 0; i < k; i++) {
-      const r = ranked[i]!;
+      const r = toMeasure[i]!;
       options.onProgress?.({ phase: "measure", done: i, total: k, key: r.key });
       try {
         const ms = await options.measure(r);

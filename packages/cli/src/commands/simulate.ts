@@ -35,14 +35,21 @@ export interface Prediction {
   readonly fractionOfBound: number;
 }
 
-/** Plan, lower and simulate `p` on `device`. */
+/** Plan, lower and simulate `p` on `device` (the fused GEMM as the emitted Triton kernel). */
 export function predict(p: Problem, device: string, commSms?: number): Prediction {
   if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
     throw new UsageError("unsupported", `ovl simulate predicts fused operators (ag-gemm, gemm-rs), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`);
   }
   const plan = buildPlan(p);
   const schedule = buildSchedule(p, plan);
-  const sim = simulate(plan, schedule, { hardware: device, backend: p.backend, ...(commSms !== undefined ? { commSms } : {}) });
+  // The fused GEMM is what ovl emits: the Triton kernel, priced by the model's calibration of it.
+  const triton = HARDWARE_MODELS[device]?.tritonGemm !== undefined;
+  const sim = simulate(plan, schedule, {
+    hardware: device,
+    backend: p.backend,
+    ...(commSms !== undefined ? { commSms } : {}),
+    ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
+  });
   const ag = p.operator === "ag-gemm";
   const base = predictBaselines({
     hardware: device,
