@@ -1,6 +1,6 @@
 """Diagnostic: where does an emitted GEMM+RS launch spend its time? Times the whole
-launch, the producer GEMM alone, rs-reduce alone (waits pre-satisfied), and the host
-copies alone, on the manifests given (torchrun, one process per GPU)."""
+launch, the producer GEMM alone, rs-reduce alone (waits pre-satisfied), the host copies
+alone, and the launch without rs-reduce, on the manifests given (torchrun, one process per GPU)."""
 import os, statistics, sys
 import torch, torch.distributed as dist, triton
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "packages", "runtime-py", "src"))
@@ -48,8 +48,13 @@ for path in sys.argv[1:]:
             torch.cuda.current_stream().wait_stream(st)
 
     t_host = med(host_only)
+    # The overlapped launch without the reduction pass: producer + deliveries only.
+    every = s.kernels
+    s.kernels = [kd for kd in every if kd["spec"].template_kind != "rs-reduce"]
+    t_nored = med(lambda: (s.launch(), s.sync()))
+    s.kernels = every
     if rank == 0:
-        print(f"{m.name}: launch {full:.3f} ms | producer alone {t_prod:.3f} | rs-reduce alone {t_red:.3f} | copies alone {t_host:.3f}", flush=True)
+        print(f"{m.name}: launch {full:.3f} ms | producer alone {t_prod:.3f} | rs-reduce alone {t_red:.3f} | copies alone {t_host:.3f} | launch without rs-reduce {t_nored:.3f}", flush=True)
     del s
     torch.cuda.empty_cache()
 dist.destroy_process_group()
