@@ -14,12 +14,12 @@ SM (as emitted) and two per SM.
 import argparse
 import itertools
 import json
-import statistics
 import sys
 
 import torch
 import triton
 import triton.language as tl
+from timing import median_ms
 
 
 @triton.jit
@@ -90,21 +90,6 @@ def rs_variant(part_ptr, out_ptr, sig_ptr, slot_ptr, N, target, rows_per_rank,
         tl.store(out_ptr + off, acc.to(tl.bfloat16), mask=mask)
 
 
-def med_ms(fn, reps=30):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
@@ -121,7 +106,7 @@ def main():
         sig = torch.full((world * rpr // 128 + 1,), 5, device="cuda", dtype=torch.int32)
         slots = torch.arange(world * rpr // 128, device="cuda", dtype=torch.int32)
         moved = part.numel() * 2 + out.numel() * 2
-        t_copy = med_ms(lambda: torch.sum(part, 0, out=out))
+        t_copy = median_ms(lambda: torch.sum(part, 0, out=out))
         rows_out.append({"shape": label, "variant": "torch.sum", "ms": t_copy, "GBps": moved / t_copy / 1e6})
         print(f"{label}: torch.sum {t_copy:.4f} ms ({moved / t_copy / 1e6:.0f} GB/s)", flush=True)
         # The emitted kernel before the fix (scalar loads), then the space around the fix.
@@ -145,7 +130,7 @@ def main():
                 go()
                 torch.cuda.synchronize()
                 ok = torch.equal(out, ref) or float((out.float() - ref.float()).abs().max()) < 0.07
-                t = med_ms(go)
+                t = median_ms(go)
                 name = ("OLD " if old else "") + f"w{warps} bn{bn} {'hoist' if hoist else 'unroll' if unroll else 'loop'} {'sys' if sysscope else 'gpu'}{'' if waits else ' nowait'} P{programs}"
                 rows_out.append({"shape": label, "variant": name, "warps": warps, "BLOCK_N": bn, "unroll": unroll, "hoist": hoist,
                                  "sys": sysscope, "waits": waits, "old": old, "programs": programs, "ms": t, "GBps": moved / t / 1e6, "ok": ok})

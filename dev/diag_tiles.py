@@ -12,10 +12,10 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 
 import torch
 import triton
+from timing import median_ms
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "packages", "tlx-emitter", "src", "kernels", "__golden__", "ag_gemm_consumer.py")
@@ -27,21 +27,6 @@ PROBLEMS = [
 ]
 TILES = [(128, 256, 64), (128, 128, 64), (256, 128, 64), (64, 256, 64), (128, 64, 64), (64, 128, 64)]
 LAUNCH = [(8, 3), (4, 3), (4, 4), (8, 4)]
-
-
-def med_ms(fn, reps=30):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return statistics.median(ts)
 
 
 def main():
@@ -62,7 +47,7 @@ def main():
         b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
         c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         ref = a @ b
-        t_cublas = med_ms(lambda: torch.matmul(a, b, out=c))
+        t_cublas = median_ms(lambda: torch.matmul(a, b, out=c))
         rows.append({"problem": label, "M": M, "N": N, "K": K, "kernel": "cublas", "ms": t_cublas})
         print(f"{label} ({M}x{N}x{K}): cuBLAS {t_cublas:.4f} ms", flush=True)
         for bm, bn, bk in TILES:
@@ -86,7 +71,7 @@ def main():
                     print(f"  {bm}x{bn}x{bk} w{warps} s{stages}: {type(exc).__name__}", flush=True)
                     continue
                 rel = float((c.float() - ref.float()).norm() / ref.float().norm())
-                t = med_ms(go)
+                t = median_ms(go)
                 rows.append({"problem": label, "M": M, "N": N, "K": K, "kernel": "triton", "tile": [bm, bn, bk], "warps": warps,
                              "stages": stages, "programs": grid[0], "ms": t, "relErr": rel, "vsCublas": t_cublas / t})
                 print(f"  {bm}x{bn}x{bk} w{warps} s{stages}: {t:.4f} ms ({100 * t_cublas / t:.0f}% of cuBLAS) rel.err {rel:.1e}", flush=True)
