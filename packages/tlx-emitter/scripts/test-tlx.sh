@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# AOT check of the TLX kernels for sm_90a, no GPU needed: makes .venv-tlx (fbtriton 3.7.4,
+# AOT check of the TLX kernels for sm_90a (and the sm_100a GEMMs), no GPU needed: makes .venv-tlx (fbtriton 3.7.4,
 # Meta's Triton fork with TLX; it installs the module `triton`, so it gets its own venv)
 # when missing, emits the TLX examples into a temp dir and compiles every kernel, writing
 # cubin + metadata and checking the PTX (scripts/tlx-aot-compile.py).

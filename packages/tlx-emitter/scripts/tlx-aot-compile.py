@@ -1,14 +1,16 @@
-"""Ahead-of-time compile the TLX kernels of emitted manifests for sm_90a with fbtriton, no GPU.
+"""Ahead-of-time compile the TLX kernels of emitted manifests with fbtriton, no GPU.
 
 Usage: python tlx-aot-compile.py MANIFEST.json [MORE.json ...]
 
 For each kernel with a `precompiled` entry: load its source module, derive the Triton
 signature from the manifest's argument kinds (scripts/aot_signature.py), compile
-for GPUTarget("cuda", 90, 32) (sm_90a), write the cubin and a metadata JSON next to the
-manifest at the paths the manifest names, and check that the PTX holds what the kernel is
-for: the patterns of `expect.json` beside the manifest (wgmma, mbarrier waits, bulk tensor
-copies, acquire loads for chunk waits, release adds for remote arrivals). The metadata's
-argument layout is checked against the PTX entry's parameters. Exits non-zero on failure.
+for the entry's target (sm_90a: GPUTarget("cuda", 90, 32); sm_100a: GPUTarget("cuda", 100,
+32)), write the cubin and a metadata JSON next to the manifest at the paths the manifest
+names, and check that the PTX is for that target (`.target`) and holds what the kernel is
+for: the patterns of `expect.json` beside the manifest (wgmma or tcgen05 MMAs, mbarrier
+waits, bulk tensor copies, acquire loads for chunk waits, release adds for remote arrivals,
+cluster launch control), and not the other target's MMA. The metadata's argument layout is
+checked against the PTX entry's parameters. Exits non-zero on failure.
 """
 import json
 import os
@@ -20,11 +22,13 @@ import triton
 from aot_signature import aligned_args, arg_type, divisibility_attrs, load_entry
 from triton.backends.compiler import GPUTarget
 
-TARGETS = {"sm_90a": GPUTarget("cuda", 90, 32)}
+TARGETS = {"sm_90a": GPUTarget("cuda", 90, 32), "sm_100a": GPUTarget("cuda", 100, 32)}
 # How the launcher packs each Triton type: pointers as u64, i32 as 4 bytes, i64 as 8.
 PACK = {"i32": "i32", "i64": "i64"}
 # Controls that the check can fail: a kernel without fused communication has no acquire wait.
 ABSENT = {"tlx-gemm": [r"ld\.global\.acquire\.sys"]}
+# Nor may a kernel hold the other target's MMA: Hopper kernels no tcgen05, Blackwell ones no wgmma.
+ABSENT_BY_TARGET = {"sm_90a": [r"tcgen05\."], "sm_100a": [r"wgmma\.mma_async"]}
 PTX_PARAM = re.compile(r"\.param\s+\.(u64|u32|b32|s32|b64|s64)(\s+\.ptr[^,\n]*)?\s+(\w+)")
 
 
@@ -38,7 +42,7 @@ def ptx_params(ptx, entry):
     return [(t, bool(p)) for t, p, _ in PTX_PARAM.findall(m.group(1))]
 
 
-def metadata_of(kernel, compiled, signature, aligned):
+def metadata_of(kernel, compiled, signature, aligned, target):
     md = compiled.metadata
     args = []
     for a in kernel["args"]:
@@ -53,7 +57,7 @@ def metadata_of(kernel, compiled, signature, aligned):
     return {
         "$schema": "ovl.cubin-metadata/v1",
         "entry": md.name,
-        "target": "sm_90a",
+        "target": target,
         "shared": md.shared,
         "num_warps": md.num_warps,
         "threads_per_block": md.num_warps * md.warp_size,
@@ -100,16 +104,18 @@ def compile_manifest(path):
         src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]), attrs=divisibility_attrs(fn, aligned))
         compiled = triton.compile(src, target=TARGETS[pre["target"]], options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
         ptx = compiled.asm["ptx"]
+        if not re.search(r"^\s*\.target\s+" + re.escape(pre["target"]) + r"\b", ptx, re.M):
+            raise SystemExit(f"FAIL {where}: the PTX is not for {pre['target']}")
         patterns = expect.get(k["name"], [])
         if not patterns:
             raise SystemExit(f"FAIL {where}: expect.json names no PTX patterns for it")
         missing = [p for p in patterns if not re.search(p, ptx)]
         if missing:
             raise SystemExit(f"FAIL {where}: PTX lacks {missing}")
-        present = [p for p in ABSENT.get(k["template"]["kind"], []) if re.search(p, ptx)]
+        present = [p for p in ABSENT.get(k["template"]["kind"], []) + ABSENT_BY_TARGET[pre["target"]] if re.search(p, ptx)]
         if present:
             raise SystemExit(f"FAIL {where}: PTX unexpectedly holds {present}")
-        meta = metadata_of(k, compiled, signature, aligned)
+        meta = metadata_of(k, compiled, signature, aligned, pre["target"])
         check_layout(meta, ptx_params(ptx, meta["entry"]), where)
         with open(os.path.join(base, pre["cubin"]), "wb") as f:
             f.write(compiled.asm["cubin"])
@@ -117,7 +123,7 @@ def compile_manifest(path):
             json.dump(meta, f, indent=2, sort_keys=True)
             f.write("\n")
         done += 1
-        print(f"ok   {where}: {meta['num_warps']} warps, shared {meta['shared']} B, "
+        print(f"ok   {where} {pre['target']}: {meta['num_warps']} warps, shared {meta['shared']} B, tmem {meta['tmem_size']} cols, "
               f"cubin {len(compiled.asm['cubin'])} B, {len(patterns)} PTX checks, {time.time() - t0:.1f} s")
     if done == 0:
         raise SystemExit(f"FAIL {path}: no precompiled kernel in it")

@@ -1,6 +1,7 @@
 // TLX emitters: the same plans and tile schedules as the plain-Triton path, emitted as
 // warp-specialised kernels marked `precompiled` (compiled ahead of time for sm_90a by
-// scripts/tlx-aot-compile.py, launched from the cubin by the runner).
+// scripts/tlx-aot-compile.py, launched from the cubin by the runner); the plain GEMM also
+// for sm_100a (tcgen05 / TMEM, optionally cluster launch control), compiled but not run.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { checkPositive } from "../kernels/common.js";
 import { alignmentUnit, checkSegmentAlignment } from "../kernels/sm-comm.js";
@@ -14,15 +15,22 @@ import { validated } from "../emit/validate.js";
 import { EmitError } from "../writer/index.js";
 import { chunkWaitComm, noComm, pushCommTask, PUSH_ROW_FIELDS } from "./comm.js";
 import { tlxGemm } from "./compute.js";
+import { tlxBlackwellKernel, tlxGemmBlackwell } from "./compute-blackwell.js";
 import { tlxKernel, type TlxKernel } from "./parts.js";
 import { pushRows } from "./push-rows.js";
-import { groupedTiles } from "./schedule.js";
+import { clcTiles, groupedTiles } from "./schedule.js";
+
+/** Compile targets of TLX kernels. */
+export type TlxTarget = "sm_90a" | "sm_100a";
 
 /** Options of the TLX emitters (the plain path's options, plus the warp-specialised knobs). */
 export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps" | "numStages"> {
-  /** Compile target (only `sm_90a` runs; default `sm_90a`). */
-  readonly target?: "sm_90a";
-  /** Ring depth (default 3 at 128×256×64: 4 exceed shared memory). */
+  /**
+   * Compile target (default `sm_90a`). `sm_100a` (plain GEMM only) emits the Blackwell
+   * kernel: tcgen05 MMAs into TMEM accumulators; it is compiled, not run.
+   */
+  readonly target?: TlxTarget;
+  /** Ring depth (default 3 at 128×256×64 on sm_90a: 4 exceed shared memory; default 4 on sm_100a). */
   readonly stages?: number;
   /** Consumer warp groups (default 2). */
   readonly consumers?: number;
@@ -34,6 +42,26 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
   readonly commPieces?: number;
   /** Elements the communication task moves per step (default 2048). */
   readonly commBlock?: number;
+  /** sm_100a: TMEM accumulators (default 2). */
+  readonly accBuffers?: number;
+  /** sm_100a: columns the epilogue moves per TMEM load and TMA store (default min(BN, 64)). */
+  readonly epilogueN?: number;
+  /** sm_100a: tile order, `persistent` (grouped, one program per SM; default) or `clc` (one program per tile, cluster launch control). */
+  readonly scheduler?: "persistent" | "clc";
+}
+
+/** The target of `options`, with the options that do not apply to it refused. */
+function targetOf(options: TlxEmitOptions): TlxTarget {
+  const target = options.target ?? "sm_90a";
+  if (target !== "sm_90a" && target !== "sm_100a") throw new EmitError("bad-param", `target must be "sm_90a" or "sm_100a", got ${String(target)}`);
+  const misplaced =
+    target === "sm_100a"
+      ? (["consumers", "consumerRegisters"] as const).filter((k) => options[k] !== undefined)
+      : (["accBuffers", "epilogueN", "scheduler"] as const).filter((k) => options[k] !== undefined);
+  if (misplaced.length > 0) throw new EmitError("bad-param", `option ${misplaced.join(", ")} does not apply to target ${target}`);
+  const scheduler = options.scheduler ?? "persistent";
+  if (scheduler !== "persistent" && scheduler !== "clc") throw new EmitError("bad-param", `scheduler must be "persistent" or "clc", got ${String(scheduler)}`);
+  return target;
 }
 
 /** What a TLX emitter returns: kernel sources, the manifest, and each kernel's PTX expectations for the AOT check. */
@@ -45,10 +73,10 @@ export interface TlxEmitResult {
 }
 
 /** The manifest entry of an assembled kernel, marked precompiled for `target`. */
-function tlxEntry(kernel: TlxKernel, name: string, grid: Kernel["grid"], args: Readonly<Record<string, KernelArg>>, params: Record<string, number | string | boolean>): Kernel {
+function tlxEntry(kernel: TlxKernel, name: string, grid: Kernel["grid"], args: Readonly<Record<string, KernelArg>>, params: Record<string, number | string | boolean>, target: TlxTarget = "sm_90a"): Kernel {
   const info: KernelTemplateInfo = kernel.info;
   const k = kernelEntry(info, { name, stream: "compute", grid, numWarps: kernel.numWarps, numStages: 1, args, constexprs: kernel.constexprs, params });
-  return { ...k, precompiled: { target: "sm_90a", cubin: `${name}.sm_90a.cubin`, metadata: `${name}.sm_90a.json` } };
+  return { ...k, precompiled: { target, cubin: `${name}.${target}.cubin`, metadata: `${name}.${target}.json` } };
 }
 
 function gemmArgs(a: string, M: number, N: number, K: number): Record<string, KernelArg> {
@@ -65,8 +93,13 @@ function gemmArgs(a: string, M: number, N: number, K: number): Record<string, Ke
 /**
  * The plain TLX GEMM `C = A @ B` (no communication; the 8192³ benchmark against cuBLAS).
  * Its manifest is a one-rank `ag-gemm` (gathering one shard is the identity), so the
- * runner checks it against `A @ B` like every other manifest.
- * @throws {EmitError} `bad-param` for tilings the TLX GEMM refuses.
+ * runner checks it against `A @ B` like every other manifest. With `target: "sm_100a"`
+ * the kernel is the Blackwell one (`tlxGemmBlackwell`: TMA loads, tcgen05 MMAs into TMEM,
+ * TMEM-to-TMA-store epilogue), same kind `tlx-gemm`, arguments and semantics; with
+ * `scheduler: "clc"` it is launched one program per tile and walks tiles by cluster
+ * launch control (`clcTiles`).
+ * @throws {EmitError} `bad-param` for tilings the TLX GEMM refuses, and options that do
+ *   not apply to the target.
  */
 export function emitTlxGemm(
   problem: { readonly M: number; readonly N: number; readonly K: number },
@@ -78,17 +111,37 @@ export function emitTlxGemm(
   const N = checkPositive(problem.N, "N");
   const K = checkPositive(problem.K, "K");
   if (K % 8 !== 0 || N % 8 !== 0) throw new EmitError("bad-param", `TMA needs 16-byte rows: K (${K}) and N (${N}) must be multiples of 8`);
-  const kernel = tlxKernel({
-    kind: "tlx-gemm",
-    entry: "tlx_gemm",
-    summary: "tlx-gemm: C = A @ B, warp-specialised (TMA producer, replicated wgmma consumers).",
-    compute: tlxGemm({ BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype, ...stagesOf(options) }),
-    comm: noComm(),
-    schedule: groupedTiles({ groupM: options.groupM ?? 8, ordered: false }),
-  });
+  const target = targetOf(options);
+  const groupM = options.groupM ?? 8;
+  const clc = options.scheduler === "clc";
+  const kernel =
+    target === "sm_100a"
+      ? tlxBlackwellKernel({
+          kind: "tlx-gemm",
+          entry: "tlx_gemm",
+          summary: `tlx-gemm: C = A @ B for sm_100a, warp-specialised (TMA loads, tcgen05 MMAs into TMEM, TMEM epilogue${clc ? ", tiles by cluster launch control" : ""}).`,
+          compute: tlxGemmBlackwell({
+            BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype,
+            ...(options.stages === undefined ? {} : { stages: options.stages }),
+            ...(options.accBuffers === undefined ? {} : { accBuffers: options.accBuffers }),
+            ...(options.epilogueN === undefined ? {} : { epilogueN: options.epilogueN }),
+          }),
+          schedule: clc ? clcTiles({ groupM }) : groupedTiles({ groupM, ordered: false }),
+        })
+      : tlxKernel({
+          kind: "tlx-gemm",
+          entry: "tlx_gemm",
+          summary: "tlx-gemm: C = A @ B, warp-specialised (TMA producer, replicated wgmma consumers).",
+          compute: tlxGemm({ BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype, ...stagesOf(options) }),
+          comm: noComm(),
+          schedule: groupedTiles({ groupM, ordered: false }),
+        });
   const name = options.name ?? "tlx_gemm";
   const numTiles = Math.ceil(M / tile.BM) * Math.ceil(N / tile.BN);
-  const entry = tlxEntry(kernel, "tlx_gemm", [{ kind: "num-sms", cap: numTiles }], gemmArgs("gemm_a", M, N, K), { M, N, K, ...tileParams(tile) });
+  // Cluster launch control launches one program per tile; the others are persistent.
+  const grid: Kernel["grid"] = clc ? [numTiles] : [{ kind: "num-sms", cap: numTiles }];
+  const params = { M, N, K, ...tileParams(tile), ...(target === "sm_100a" ? { scheduler: clc ? "clc" : "persistent" } : {}) };
+  const entry = tlxEntry(kernel, "tlx_gemm", grid, gemmArgs("gemm_a", M, N, K), params, target);
   const buffers: Buffer[] = [
     { name: "gemm_a", shape: [M, K], dtype: o.dtype, symmetric: false, init: "random" },
     { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
@@ -135,9 +188,13 @@ function tileParams(t: { BM: number; BN: number; BK: number }): Record<string, n
  *   chunks to the peers (`push_rows`, `commPieces` rows per chunk) and arrives on their
  *   slots; no host ops; the wait target is epoch × arrivals (pieces per chunk).
  * @throws {EmitError} like `emitAgGemm`, and `unsupported-dependency` / `bad-plan` when
- *   the communication task gets a plan that is not a dependency-free push.
+ *   the communication task gets a plan that is not a dependency-free push; `bad-param`
+ *   for `target: "sm_100a"` (not composed with the Blackwell compute part).
  */
 export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: TlxEmitOptions = {}): TlxEmitResult {
+  if (targetOf(options) !== "sm_90a") {
+    throw new EmitError("bad-param", "emitTlxAgGemm emits sm_90a only: the chunk-wait and push communication parts are not composed with the sm_100a compute part; use emitTlxGemm for sm_100a");
+  }
   const o = resolveOptions(options);
   const transport = options.comm ?? "copy-engine";
   if (transport !== "copy-engine" && transport !== "comm-task") throw new EmitError("bad-param", `comm must be "copy-engine" or "comm-task", got ${String(transport)}`);

@@ -1,6 +1,7 @@
 // Worked TLX examples (used by the tests, the AOT check and the GPU runs): the plain TLX
 // GEMM, and AllGather+GEMM over a push-swizzled AllGather with copy-engine transfers
-// (variant a) and with the in-kernel communication task (variant b).
+// (variant a) and with the in-kernel communication task (variant b); and the sm_100a GEMM
+// (compiled ahead of time only).
 import { allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
 import type { ExampleShape } from "../emit/examples.js";
 import { emitTlxAgGemm, emitTlxGemm, type TlxEmitResult } from "./emit.js";
@@ -23,5 +24,18 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
     tlx_ag_gemm: emitTlxAgGemm(plan, schedule, { name: "tlx_ag_gemm", comm: "copy-engine" }),
     // A fourth warp group caps every thread at 128 registers when ptxas compiles: half-width tiles.
     tlx_ag_gemm_push: emitTlxAgGemm(plan, narrow, { name: "tlx_ag_gemm_push", comm: "comm-task" }),
+  };
+}
+
+/**
+ * The sm_100a GEMM examples (compiled ahead of time, not run): `tlx_gemm_sm100` (persistent
+ * grouped tiles) and `tlx_gemm_sm100_clc` (tiles by cluster launch control), 128 × 256 × 64
+ * tiles, 4 stages, 2 TMEM accumulators (default problem: M=1024, N=512, K=256).
+ */
+export function tlxBlackwellExamples(problem: { readonly M: number; readonly N: number; readonly K: number } = { M: 1024, N: 512, K: 256 }): Record<string, TlxEmitResult> {
+  const tile = { BM: 128, BN: 256, BK: 64 };
+  return {
+    tlx_gemm_sm100: emitTlxGemm(problem, tile, { name: "tlx_gemm_sm100", target: "sm_100a" }),
+    tlx_gemm_sm100_clc: emitTlxGemm(problem, tile, { name: "tlx_gemm_sm100_clc", target: "sm_100a", scheduler: "clc" }),
   };
 }

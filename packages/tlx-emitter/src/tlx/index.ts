@@ -1,10 +1,20 @@
 // Barrel of the TLX half of the emitter: composable warp-specialised kernels (compute,
 // communication and schedule parts), the TLX emitters, and the worked examples.
-export { mergeParams, tlxKernel, type TlxCommPart, type TlxComputePart, type TlxKernel, type TlxKernelSpec, type TlxPartParams, type TlxSchedulePart, type TlxTask } from "./parts.js";
+export { mergeParams, tlxKernel, type TlxCommPart, type TlxComputePart, type TlxKernel, type TlxKernelSpec, type TlxLoopRole, type TlxPartParams, type TlxSchedulePart, type TlxTask } from "./parts.js";
 export { SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, type TlxGemmParams } from "./compute.js";
 export { chunkWaitComm, noComm, NOTIFY_PTX, PUSH_ROW_FIELDS, pushCommTask, WAIT_PTX, type PushCommTaskOptions } from "./comm.js";
-export { groupedTiles, type GroupedTilesOptions } from "./schedule.js";
+export {
+  SM100_MAX_SHARED_BYTES,
+  SM100_TMEM_COLUMNS,
+  tlxBlackwellKernel,
+  tlxGemmBlackwell,
+  tlxGemmBlackwellSharedBytes,
+  type TlxBlackwellComputePart,
+  type TlxBlackwellKernelSpec,
+  type TlxGemmBlackwellParams,
+} from "./compute-blackwell.js";
+export { clcTiles, groupedTiles, type ClcTilesOptions, type GroupedTilesOptions } from "./schedule.js";
 export { pushRows, type PushRows } from "./push-rows.js";
 export { TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
-export { emitTlxAgGemm, emitTlxGemm, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
-export { tlxExamples, type TlxExampleShape } from "./examples.js";
+export { emitTlxAgGemm, emitTlxGemm, type TlxEmitOptions, type TlxEmitResult, type TlxTarget } from "./emit.js";
+export { tlxBlackwellExamples, tlxExamples, type TlxExampleShape } from "./examples.js";

@@ -24,7 +24,26 @@ export interface TlxPartParams {
  */
 export interface TlxSchedulePart extends TlxPartParams {
   readonly name: string;
-  writeTileLoop(w: PythonWriter, body: (w: PythonWriter) => void): void;
+  /**
+   * How the grid is launched: `persistent` (default; at most one program per SM, each
+   * striding over tile ids) or `per-tile` (one program per tile; programs that start
+   * early take the tiles of programs not yet launched, e.g. by cluster launch control).
+   */
+  readonly launch?: "persistent" | "per-tile";
+  /** The only target the schedule compiles for (cluster launch control needs `sm_100a`). */
+  readonly target?: "sm_100a";
+  /** Kernel-scope setup after the compute part's, given the number of tasks that walk the loop. */
+  writeSetup?(w: PythonWriter, tasks: number): void;
+  /**
+   * `role.issuer`: this task fetches the next tile for all of them (exactly one task of a
+   * kernel is the issuer; schedules that need no fetch ignore it).
+   */
+  writeTileLoop(w: PythonWriter, body: (w: PythonWriter) => void, role?: TlxLoopRole): void;
+}
+
+/** What a task is to the tile loop it walks. */
+export interface TlxLoopRole {
+  readonly issuer: boolean;
 }
 
 /**
@@ -135,6 +154,9 @@ export function mergeParams(parts: readonly TlxPartParams[]): TlxPartParams {
  */
 export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
   const comms = commParts(spec.comm);
+  if (spec.schedule.target !== undefined) {
+    throw new EmitError("bad-param", `schedule ${spec.schedule.name} compiles only for ${spec.schedule.target}; the Hopper kernel is sm_90a: use tlxBlackwellKernel`);
+  }
   const merged = mergeParams([spec.compute, ...comms, spec.schedule]);
   if (merged.constexprs["BLOCK_M"] === undefined) throw new EmitError("bad-param", `compute part ${spec.compute.name} must define the constexpr BLOCK_M (rows of a tile)`);
   const producerWarps = spec.producerWarps ?? 4;

@@ -1,7 +1,9 @@
 // Schedule parts of TLX kernels: the persistent, L2-grouped tile loop of the plain path
 // (AutoOverlap §5.2), optionally visiting m-blocks in a per-rank order table so that
-// tiles follow chunk arrival (local chunk first).
+// tiles follow chunk arrival (local chunk first); and, for sm_100a, tiles handed out by
+// cluster launch control.
 import { checkPositive } from "../kernels/common.js";
+import type { PythonWriter } from "../writer/index.js";
 import type { TlxSchedulePart } from "./parts.js";
 
 /** Options of `groupedTiles`. */
@@ -27,12 +29,65 @@ export function groupedTiles(o: GroupedTilesOptions): TlxSchedulePart {
     writeTileLoop(w, body) {
       w.line("num_pid_in_group = GROUP_M * num_pid_n");
       w.block("for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0))", (l) => {
-        l.line("first_m = (tile_id // num_pid_in_group) * GROUP_M");
-        l.line("group_size_m = min(num_pid_m - first_m, GROUP_M)");
-        l.line("visit_m = first_m + (tile_id % group_size_m)");
-        l.line("pid_n = (tile_id % num_pid_in_group) // group_size_m");
-        l.line(o.ordered ? "pid_m = tl.load(order_ptr + visit_m)" : "pid_m = visit_m");
+        writeGroupedPids(l, o.ordered);
         body(l);
+      });
+    },
+  };
+}
+
+/** `pid_m`, `pid_n` of `tile_id` in the grouped traversal (`num_pid_in_group` defined before). */
+function writeGroupedPids(l: PythonWriter, ordered: boolean): void {
+  l.line("first_m = (tile_id // num_pid_in_group) * GROUP_M");
+  l.line("group_size_m = min(num_pid_m - first_m, GROUP_M)");
+  l.line("visit_m = first_m + (tile_id % group_size_m)");
+  l.line("pid_n = (tile_id % num_pid_in_group) // group_size_m");
+  l.line(ordered ? "pid_m = tl.load(order_ptr + visit_m)" : "pid_m = visit_m");
+}
+
+/** Options of `clcTiles`. */
+export interface ClcTilesOptions {
+  /** Row blocks per L2 group (`GROUP_M`). */
+  readonly groupM: number;
+}
+
+/**
+ * Cluster launch control (sm_100a only): one program per tile; each program starts on the
+ * tile of its own id, and the issuer task asks the hardware to cancel a program that has
+ * not started yet (`clusterlaunchcontrol.try_cancel`) and take its tile. The response
+ * (the cancelled program's id, -1 when none is left) lands in shared memory behind an
+ * mbarrier; every task reads it (`tlx.clc_consumer`) at the end of its tile, and the
+ * issuer waits until all tasks have read the previous response before the next request
+ * (`tlx.clc_producer`, context with `num_consumers` = tasks). Tile ids map to (pid_m,
+ * pid_n) by the same `GROUP_M` grouping as `groupedTiles`.
+ */
+export function clcTiles(o: ClcTilesOptions): TlxSchedulePart {
+  const GROUP_M = checkPositive(o.groupM, "groupM");
+  return {
+    name: "clc-tiles",
+    args: [],
+    constexprs: { GROUP_M },
+    expect: ["clusterlaunchcontrol\\.try_cancel", "clusterlaunchcontrol\\.query_cancel"],
+    launch: "per-tile",
+    target: "sm_100a",
+    writeSetup(w, tasks) {
+      w.line(`clc = tlx.clc_create_context(num_consumers=${checkPositive(tasks, "tasks")})`);
+    },
+    writeTileLoop(w, body, role) {
+      w.line("num_pid_in_group = GROUP_M * num_pid_n");
+      w.line("tile_id = tl.program_id(0)");
+      if (role?.issuer === true) w.line("clc_issue_phase = 1");
+      w.line("clc_phase = 0");
+      w.block("while tile_id != -1", (l) => {
+        if (role?.issuer === true) {
+          l.comment("Ask for the next tile now; the response is read at the end of this one.");
+          l.line("tlx.clc_producer(clc, clc_issue_phase)");
+          l.line("clc_issue_phase ^= 1");
+        }
+        writeGroupedPids(l, false);
+        body(l);
+        l.line("tile_id = tlx.clc_consumer(clc, clc_phase)");
+        l.line("clc_phase ^= 1");
       });
     },
   };

@@ -8,6 +8,7 @@ import { EmitError } from "../writer/index.js";
 import { checkSegmentAlignment } from "../kernels/index.js";
 import {
   chunkWaitComm,
+  clcTiles,
   emitTlxAgGemm,
   emitTlxGemm,
   groupedTiles,
@@ -17,8 +18,12 @@ import {
   pushCommTask,
   pushRows,
   type TlxSchedulePart,
+  tlxBlackwellExamples,
+  tlxBlackwellKernel,
   tlxExamples,
   tlxGemm,
+  tlxGemmBlackwell,
+  tlxGemmBlackwellSharedBytes,
   tlxKernel,
 } from "./index.js";
 
@@ -261,5 +266,96 @@ describe("pushRows", () => {
     const op = { kind: "copy" as const, src: { buffer: "A", rank: 0, offset: 0, length: 20 }, dst: { buffer: "A", rank: 1, offset: 0, length: 20 }, signal: { rank: 1, slot: 0 } };
     expect(codeOf(() => pushRows([{ rank: 0, streams: [{ name: "comm0", ops: [op] }] }], 2, 3, 8))).toBe("bad-plan");
     expect(codeOf(() => pushRows([{ rank: 0, streams: [{ name: "comm0", ops: [op] }] }], 2, 2, 8))).toBeUndefined();
+  });
+});
+
+describe("emitTlxGemm for sm_100a", () => {
+  it("golden modules of the Blackwell examples", async () => {
+    const ex = tlxBlackwellExamples();
+    await expect(ex["tlx_gemm_sm100"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_sm100.py");
+    await expect(ex["tlx_gemm_sm100_clc"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_sm100_clc.py");
+  });
+
+  it("python3 ast.parse accepts the Blackwell modules", () => {
+    const files: Record<string, string> = {};
+    for (const [name, r] of Object.entries(tlxBlackwellExamples())) files[name] = r.files[0]!.text;
+    for (const dtype of ["bf16", "fp16"] as const) {
+      files[`${dtype}/narrow.py`] = emitTlxGemm({ M: 256, N: 128, K: 64 }, { BM: 128, BN: 64, BK: 32 }, { target: "sm_100a", dtype, stages: 2, accBuffers: 3, epilogueN: 32 }).files[0]!.text;
+    }
+    const result = parseWithPython(files);
+    expect(Object.keys(result)).toHaveLength(4);
+    expect(Object.entries(result).filter(([, v]) => v !== "ok")).toEqual([]);
+  });
+
+  it("writes three tasks: the TMEM epilogue (default), a one-warp MMA task, a one-warp load task", () => {
+    const src = tlxBlackwellExamples()["tlx_gemm_sm100"]!.files[0]!.text;
+    const lines = src.split("\n").map((l) => l.trim());
+    expect(lines).toContain("acc_tmem = tlx.local_alloc((BLOCK_M, BLOCK_N), tl.float32, NUM_ACC, tlx.storage_kind.tmem)");
+    expect(lines.filter((l) => l === "with tlx.async_task(num_warps=1, registers=48):")).toHaveLength(2);
+    const epilogue = src.slice(src.indexOf('async_task("default")'), src.indexOf("num_warps=1"));
+    expect(epilogue).toContain("tlx.local_load(tlx.subslice(acc, e * EPILOGUE_N, EPILOGUE_N))");
+    expect(epilogue).toContain("tlx.barrier_arrive(tlx.local_view(acc_empty_bars, buf))");
+    expect(src).toContain("mBarriers=[tlx.local_view(empty_bars, stage)]");
+    expect(src).toContain("tlx.tcgen05_commit(tlx.local_view(acc_full_bars, buf))");
+    expect(src).not.toContain("clc");
+    // CLC: one issuer (the epilogue), three readers of every response.
+    const clc = tlxBlackwellExamples()["tlx_gemm_sm100_clc"]!.files[0]!.text;
+    expect(clc).toContain("clc = tlx.clc_create_context(num_consumers=3)");
+    expect(clc.match(/tlx\.clc_producer\(/g)).toHaveLength(1);
+    expect(clc.match(/tlx\.clc_consumer\(/g)).toHaveLength(3);
+    expect(clc.indexOf("tlx.clc_producer(")).toBeGreaterThan(clc.indexOf('async_task("default")'));
+    expect(clc.indexOf("tlx.clc_producer(")).toBeLessThan(clc.indexOf("num_warps=1"));
+  });
+
+  it("keeps the kind, arguments and constexprs the runner emulates; manifest marked sm_100a; grid per scheduler", () => {
+    for (const [name, r] of Object.entries(tlxBlackwellExamples({ M: 8192, N: 8192, K: 8192 }))) {
+      const m = r.manifest;
+      expect(Manifest.safeParse(m).success).toBe(true);
+      const k = m.kernels[0]!;
+      expect(k.template.kind).toBe("tlx-gemm");
+      expect(k.args.map((a) => a.name)).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]);
+      expect(k.constexprs).toMatchObject({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, NUM_STAGES: 4, NUM_ACC: 2, EPILOGUE_N: 64, GROUP_M: 8 });
+      expect(k.precompiled).toEqual({ target: "sm_100a", cubin: "tlx_gemm.sm_100a.cubin", metadata: "tlx_gemm.sm_100a.json" });
+      expect(m.reference).toMatchObject({ operator: "ag-gemm", M: 8192, N: 8192, K: 8192 });
+      expect(r.expect["tlx_gemm"]).toEqual(expect.arrayContaining(["tcgen05\\.mma\\.cta_group::1\\.kind::f16", "tcgen05\\.ld\\.sync", "mbarrier\\.try_wait"]));
+      expect(r.expect["tlx_gemm"]).not.toContain("wgmma\\.mma_async");
+      if (name.endsWith("_clc")) {
+        expect(k.grid).toEqual([64 * 32]);
+        expect(r.expect["tlx_gemm"]).toContain("clusterlaunchcontrol\\.try_cancel");
+      } else {
+        expect(k.grid).toEqual([{ kind: "num-sms", cap: 64 * 32 }]);
+      }
+    }
+    // The default stays sm_90a.
+    expect(emitTlxGemm({ M: 256, N: 256, K: 64 }).manifest.kernels[0]!.precompiled!.target).toBe("sm_90a");
+    expect(tlxGemmBlackwellSharedBytes({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64 })).toBe(212992);
+  });
+
+  it("refuses what the sm_100a kernel cannot be, and options of the other target", () => {
+    const plan = agPlan("swizzle-push", 2, 512, 64, 1);
+    expect(codeOf(() => emitTlxAgGemm(plan, schedule(plan, 512, 128, 64), { target: "sm_100a" }))).toBe("bad-param");
+    const p = { M: 512, N: 512, K: 256 };
+    expect(codeOf(() => emitTlxGemm(p, undefined, { target: "sm_100a", consumers: 2 }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm(p, undefined, { target: "sm_100a", consumerRegisters: 200 }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm(p, undefined, { scheduler: "clc" }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm(p, undefined, { accBuffers: 2 }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm(p, undefined, { target: "sm_80" as "sm_90a" }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm(p, undefined, { target: "sm_100a", scheduler: "dynamic" as "clc" }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm(p, undefined, { target: "sm_100a", scheduler: "clc" }))).toBeUndefined();
+    const ok = { BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64 };
+    expect(codeOf(() => tlxGemmBlackwell(ok))).toBeUndefined();
+    expect(codeOf(() => tlxGemmBlackwell({ ...ok, BLOCK_M: 64 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemmBlackwell({ ...ok, dtype: "fp32" }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemmBlackwell({ ...ok, accBuffers: 3 }))).toBe("bad-param"); // 768 TMEM columns
+    expect(codeOf(() => tlxGemmBlackwell({ ...ok, BLOCK_N: 128, accBuffers: 4 }))).toBeUndefined();
+    expect(codeOf(() => tlxGemmBlackwell({ ...ok, stages: 5 }))).toBe("bad-param"); // shared memory
+    expect(codeOf(() => tlxGemmBlackwell({ ...ok, epilogueN: 512 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemmBlackwell({ ...ok, taskRegisters: 20 }))).toBe("bad-param");
+    // Cluster launch control is sm_100a only: the Hopper assembler refuses it.
+    const hopper = { kind: "k", entry: "k", summary: "k", compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }) };
+    expect(codeOf(() => tlxKernel({ ...hopper, schedule: clcTiles({ groupM: 8 }) }))).toBe("bad-param");
+    const k = tlxBlackwellKernel({ kind: "k", entry: "k", summary: "k", compute: tlxGemmBlackwell(ok), schedule: groupedTiles({ groupM: 4, ordered: false }) });
+    expect(k.totalWarps).toBe(8);
+    expect(k.numWarps).toBe(4);
   });
 });
