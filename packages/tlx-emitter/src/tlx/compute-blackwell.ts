@@ -6,9 +6,8 @@
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE, type ElementType } from "../device/index.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
-import { EmitError, PythonWriter } from "../writer/index.js";
-import { writeTlxLibrary } from "./library.js";
-import { mergeParams, type TlxKernel, type TlxPartParams, type TlxSchedulePart } from "./parts.js";
+import { EmitError, type PythonWriter } from "../writer/index.js";
+import { mergeParams, type TlxKernel, type TlxPartParams, type TlxSchedulePart, tlxModule, tlxSignature } from "./parts.js";
 
 /** Tiling and pipelining of `tlxGemmBlackwell`. */
 export interface TlxGemmBlackwellParams {
@@ -199,17 +198,8 @@ export function tlxBlackwellKernel(spec: TlxBlackwellKernelSpec): TlxKernel {
   const merged = mergeParams([spec.compute, spec.schedule]);
   const info: KernelTemplateInfo = { kind: spec.kind, entry: spec.entry, args: merged.args, constexprs: Object.keys(merged.constexprs) };
   const regs = spec.compute.taskRegisters;
-  const w = new PythonWriter();
-  w.docstring(spec.summary, "", "Emitted by @ovl/tlx-emitter (TLX, warp-specialised, sm_100a). Device primitives first, then the kernel.");
-  w.line("import triton");
-  w.line("import triton.language as tl");
-  w.line("import triton.language.extra.tlx as tlx");
-  w.line().line();
-  writeTlxLibrary(w, spec.compute.dtype);
-  w.line().line();
-  w.line("@triton.jit");
-  const params = [...merged.args, ...Object.keys(merged.constexprs).map((c) => `${c}: tl.constexpr`)];
-  w.block(`def ${spec.entry}(${params.join(", ")})`, (b) => {
+  const w = tlxModule(spec.summary, "TLX, warp-specialised, sm_100a", spec.compute.dtype);
+  w.block(tlxSignature(spec.entry, merged), (b) => {
     spec.compute.writeSetup(b);
     spec.schedule.writeSetup?.(b, 3);
     b.block("with tlx.async_tasks()", (t) => {

@@ -152,6 +152,29 @@ export function mergeParams(parts: readonly TlxPartParams[]): TlxPartParams {
  * epilogue) and each communication task.
  * @throws {EmitError} `bad-param` on conflicting parts or register budgets.
  */
+/**
+ * A TLX kernel module up to its `@triton.jit` line: the docstring (`summary`, and what
+ * emitted it: `how`), the imports and the device library for `dtype`.
+ */
+export function tlxModule(summary: string, how: string, dtype: ElementType): PythonWriter {
+  const w = new PythonWriter();
+  w.docstring(summary, "", `Emitted by @ovl/tlx-emitter (${how}). Device primitives first, then the kernel.`);
+  w.line("import triton");
+  w.line("import triton.language as tl");
+  w.line("import triton.language.extra.tlx as tlx");
+  w.line().line();
+  writeTlxLibrary(w, dtype);
+  w.line().line();
+  w.line("@triton.jit");
+  return w;
+}
+
+/** The `def` line of a kernel taking `merged`'s arguments, then its constexprs. */
+export function tlxSignature(entry: string, merged: TlxPartParams): string {
+  const params = [...merged.args, ...Object.keys(merged.constexprs).map((c) => `${c}: tl.constexpr`)];
+  return `def ${entry}(${params.join(", ")})`;
+}
+
 export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
   const comms = commParts(spec.comm);
   if (spec.schedule.target !== undefined) {
@@ -182,17 +205,8 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
     throw new EmitError("bad-param", `with ${totalWarps} warps ptxas caps a thread at ${cap} registers, but a consumer's accumulator needs ${spec.compute.accumulatorRegisters} (+24): use a narrower tile (BLOCK_N) or more consumers`);
   }
   const info: KernelTemplateInfo = { kind: spec.kind, entry: spec.entry, args: merged.args, constexprs: Object.keys(merged.constexprs) };
-  const w = new PythonWriter();
-  w.docstring(spec.summary, "", "Emitted by @ovl/tlx-emitter (TLX, warp-specialised). Device primitives first, then the kernel.");
-  w.line("import triton");
-  w.line("import triton.language as tl");
-  w.line("import triton.language.extra.tlx as tlx");
-  w.line().line();
-  writeTlxLibrary(w, spec.compute.dtype);
-  w.line().line();
-  w.line("@triton.jit");
-  const params = [...merged.args, ...Object.keys(merged.constexprs).map((c) => `${c}: tl.constexpr`)];
-  w.block(`def ${spec.entry}(${params.join(", ")})`, (b) => {
+  const w = tlxModule(spec.summary, "TLX, warp-specialised", spec.compute.dtype);
+  w.block(tlxSignature(spec.entry, merged), (b) => {
     spec.compute.writeSetup(b);
     b.block("with tlx.async_tasks()", (t) => {
       t.block(`with tlx.async_task("default")`, (p) => {
