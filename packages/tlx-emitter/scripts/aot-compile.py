@@ -15,7 +15,7 @@ import sys
 import time
 
 import triton
-from aot_signature import aligned_args, arg_type, divisibility_attrs, load_entry
+from aot_signature import kernel_source
 from triton.backends.compiler import GPUTarget
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -45,11 +45,7 @@ def compile_manifest(path):
     tables = {t["name"]: t for t in manifest.get("tables", [])}
     for k in manifest["kernels"]:
         t0 = time.time()
-        fn = load_entry(os.path.join(base, k["source"]), k["entry"], "ovl_aot_")
-        signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in k["args"]}
-        signature.update({c: "constexpr" for c in k["constexprs"]})
-        aligned = aligned_args(k, signature)
-        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]), attrs=divisibility_attrs(fn, aligned))
+        src, _, _ = kernel_source(triton, base, k, buffers, tables, "ovl_aot_")
         compiled = triton.compile(src, target=TARGET, options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
         ptx = compiled.asm["ptx"]
         missing = [p for p in EXPECT.get(k["template"]["kind"], []) if not re.search(p, ptx)]

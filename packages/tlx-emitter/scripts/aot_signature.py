@@ -1,6 +1,8 @@
 """What both AOT checks (aot-compile.py, upstream triton; tlx-aot-compile.py, fbtriton) need
-from a manifest: the Triton signature type of each kernel argument, and the kernel's
-`@triton.jit` function loaded from its source file. Imports no triton, so either venv can use it.
+from a manifest: the Triton signature type of each kernel argument, the divisibility the
+runner guarantees, the kernel's `@triton.jit` function loaded from its source file, and the
+`ASTSource` built from them (`kernel_source`). Imports no triton (the caller passes its
+module), so either venv can use it.
 """
 import importlib.util
 import os
@@ -50,3 +52,16 @@ def aligned_args(kernel, signature):
 def divisibility_attrs(fn, names):
     """ASTSource `attrs` marking `names` (parameters of `fn`) divisible by 16."""
     return {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in names}
+
+
+def kernel_source(triton, base, kernel, buffers, tables, prefix):
+    """What `triton.compile` takes for a manifest kernel compiled as the runner's launches run
+    it: the `ASTSource` (signature from the argument kinds, constexprs, the JIT's divisibility
+    of `aligned_args`), with the signature and the aligned names. `triton` is the caller's
+    module (upstream or the fork), `base` the manifest's folder, `prefix` the module-name prefix."""
+    fn = load_entry(os.path.join(base, kernel["source"]), kernel["entry"], prefix)
+    signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in kernel["args"]}
+    signature.update({c: "constexpr" for c in kernel["constexprs"]})
+    aligned = aligned_args(kernel, signature)
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(kernel["constexprs"]), attrs=divisibility_attrs(fn, aligned))
+    return src, signature, aligned

@@ -19,7 +19,7 @@ import sys
 import time
 
 import triton
-from aot_signature import aligned_args, arg_type, divisibility_attrs, load_entry
+from aot_signature import kernel_source
 from triton.backends.compiler import GPUTarget
 
 TARGETS = {"sm_90a": GPUTarget("cuda", 90, 32), "sm_100a": GPUTarget("cuda", 100, 32)}
@@ -97,11 +97,7 @@ def compile_manifest(path):
             continue
         where = f"{path}: {k['name']} ({k['template']['kind']})"
         t0 = time.time()
-        fn = load_entry(os.path.join(base, k["source"]), k["entry"], "ovl_tlx_aot_")
-        signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in k["args"]}
-        signature.update({c: "constexpr" for c in k["constexprs"]})
-        aligned = aligned_args(k, signature)
-        src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(k["constexprs"]), attrs=divisibility_attrs(fn, aligned))
+        src, signature, aligned = kernel_source(triton, base, k, buffers, tables, "ovl_tlx_aot_")
         compiled = triton.compile(src, target=TARGETS[pre["target"]], options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
         ptx = compiled.asm["ptx"]
         if not re.search(r"^\s*\.target\s+" + re.escape(pre["target"]) + r"\b", ptx, re.M):
