@@ -7,6 +7,7 @@ import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE, type ElementType } from "../device/index.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { EmitError, type PythonWriter } from "../writer/index.js";
+import { checkRingFits, ringStageBytes } from "./compute.js";
 import { mergeParams, type TlxKernel, type TlxPartParams, type TlxSchedulePart, tlxModule, tlxSignature } from "./parts.js";
 
 /** Tiling and pipelining of `tlxGemmBlackwell`. */
@@ -38,7 +39,7 @@ export const SM100_TMEM_COLUMNS = 512;
  * (fbtriton 3.7.4 reports 213220 B at 128×256×64, 4 stages, epilogueN 64).
  */
 export function tlxGemmBlackwellSharedBytes(p: TlxGemmBlackwellParams): number {
-  return ((p.stages ?? 4) * (p.BLOCK_M * p.BLOCK_K + p.BLOCK_K * p.BLOCK_N) + p.BLOCK_M * (p.epilogueN ?? Math.min(p.BLOCK_N, 64))) * 2;
+  return (p.stages ?? 4) * ringStageBytes(p) + p.BLOCK_M * (p.epilogueN ?? Math.min(p.BLOCK_N, 64)) * 2;
 }
 
 /**
@@ -90,12 +91,9 @@ export function tlxGemmBlackwell(params: TlxGemmBlackwellParams): TlxBlackwellCo
   if (accBuffers * BLOCK_N > SM100_TMEM_COLUMNS) {
     throw new EmitError("bad-param", `${accBuffers} fp32 accumulators of ${BLOCK_N} columns exceed the ${SM100_TMEM_COLUMNS} columns of tensor memory; use fewer accBuffers or a narrower BLOCK_N`);
   }
-  const smem = tlxGemmBlackwellSharedBytes({ BLOCK_M, BLOCK_N, BLOCK_K, stages, epilogueN });
-  if (smem > SM100_MAX_SHARED_BYTES) {
-    throw new EmitError("bad-param", `${stages} stages of ${BLOCK_M}x${BLOCK_K} + ${BLOCK_K}x${BLOCK_N} and the epilogue tile take ${smem} B of shared memory (> ${SM100_MAX_SHARED_BYTES}); use fewer stages or smaller blocks`);
-  }
+  checkRingFits({ BLOCK_M, BLOCK_N, BLOCK_K }, stages, tlxGemmBlackwellSharedBytes({ BLOCK_M, BLOCK_N, BLOCK_K, stages, epilogueN }), SM100_MAX_SHARED_BYTES);
   const tl = TL_DTYPE[dtype];
-  const stageBytes = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2;
+  const stageBytes = ringStageBytes({ BLOCK_M, BLOCK_N, BLOCK_K });
   return {
     name: "tlx-gemm-sm100",
     args: ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"],

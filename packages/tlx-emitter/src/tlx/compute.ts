@@ -27,11 +27,26 @@ export interface TlxGemmParams {
  * bytes (fbtriton 3.7.4 reports 213152 B at 128×256×64, 3 stages).
  */
 export function tlxGemmSharedBytes(p: TlxGemmParams): number {
-  return ((p.stages ?? 3) * (p.BLOCK_M * p.BLOCK_K + p.BLOCK_K * p.BLOCK_N) + p.BLOCK_M * p.BLOCK_N) * 2;
+  return (p.stages ?? 3) * ringStageBytes(p) + p.BLOCK_M * p.BLOCK_N * 2;
 }
 
 /** Shared memory an sm_90 CTA may use (227 KiB). */
 export const SM90_MAX_SHARED_BYTES = 232448;
+
+/** Bytes of one ring stage: an A block and a B block of 16-bit elements. */
+export function ringStageBytes(p: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number }): number {
+  return (p.BLOCK_M * p.BLOCK_K + p.BLOCK_K * p.BLOCK_N) * 2;
+}
+
+/**
+ * Refuses a ring of `stages` blocks plus the epilogue tile (`smem` bytes in all) over `limit`.
+ * @throws {EmitError} `bad-param`.
+ */
+export function checkRingFits(p: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number }, stages: number, smem: number, limit: number): void {
+  if (smem > limit) {
+    throw new EmitError("bad-param", `${stages} stages of ${p.BLOCK_M}x${p.BLOCK_K} + ${p.BLOCK_K}x${p.BLOCK_N} and the epilogue tile take ${smem} B of shared memory (> ${limit}); use fewer stages or smaller blocks`);
+  }
+}
 
 /**
  * The GEMM compute part. Setup: descriptors of A (`[BLOCK_M / consumers, BLOCK_K]` blocks),
@@ -55,12 +70,9 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   if (BLOCK_M % consumers !== 0 || (BLOCK_M / consumers) % 64 !== 0) {
     throw new EmitError("bad-param", `BLOCK_M (${BLOCK_M}) must split into ${consumers} consumer slices of a multiple of 64 rows (one wgmma M per warp group)`);
   }
-  const smem = tlxGemmSharedBytes({ ...params, stages });
-  if (smem > SM90_MAX_SHARED_BYTES) {
-    throw new EmitError("bad-param", `${stages} stages of ${BLOCK_M}x${BLOCK_K} + ${BLOCK_K}x${BLOCK_N} and the epilogue tile take ${smem} B of shared memory (> ${SM90_MAX_SHARED_BYTES}); use fewer stages or smaller blocks`);
-  }
+  checkRingFits({ BLOCK_M, BLOCK_N, BLOCK_K }, stages, tlxGemmSharedBytes({ ...params, stages }), SM90_MAX_SHARED_BYTES);
   const tl = TL_DTYPE[dtype];
-  const stageBytes = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2;
+  const stageBytes = ringStageBytes({ BLOCK_M, BLOCK_N, BLOCK_K });
   return {
     name: "tlx-gemm",
     args: ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"],
