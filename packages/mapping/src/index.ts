@@ -20,6 +20,8 @@ export {
 export type { LookupTable, TableDtype, IndexMap, TableValues } from "./tables/table.js";
 export { recoverAffine } from "./tables/affine.js";
 export { staticIfAffine } from "./tables/affine.js";
+export { recoverRankAffine } from "./tables/rank-affine.js";
+export type { RankTables } from "./tables/rank-affine.js";
 export {
   TILE, RANK, ShapeMapSchema, RankMapSchema, ChannelMapSchema, TileMappingSchema, tileBox, tileRank, tileChannel,
 } from "./maps/tile-maps.js";

@@ -1,0 +1,77 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { variable } from "../expr/expr.js";
+import { evaluate } from "../expr/evaluate.js";
+import { toPython } from "../expr/print.js";
+import { recoverRankAffine } from "./rank-affine.js";
+
+const idx = (n: number) => variable("m", { min: 0, max: n - 1 });
+const rk = (w: number) => variable("rank", { min: 0, max: w - 1 });
+
+describe("recoverRankAffine", () => {
+  it("finds the rank-rotated visit order of a swizzled AllGather", () => {
+    // 4 ranks, 2 m-blocks each: rank r visits its own blocks first, then the next rank's.
+    const tables = [0, 1, 2, 3].map((r) => Array.from({ length: 8 }, (_, i) => (i + 2 * r) % 8));
+    const e = recoverRankAffine(tables, idx(8), rk(4));
+    expect(e).toBeDefined();
+    expect(toPython(e!, { dialect: "triton" })).toBe("(m + 2 * rank) % 8");
+  });
+
+  it("finds plain affine tables with a rank offset", () => {
+    const tables = [0, 1, 2].map((r) => Array.from({ length: 5 }, (_, i) => 3 * i + 7 * r + 1));
+    const e = recoverRankAffine(tables, idx(5), rk(3));
+    expect(toPython(e!)).toBe("3 * m + 7 * rank + 1");
+  });
+
+  it("returns undefined when one rank breaks the pattern", () => {
+    const tables = [
+      [0, 1, 2, 3],
+      [2, 3, 0, 1],
+      [3, 2, 1, 0],
+    ];
+    expect(recoverRankAffine(tables, idx(4), rk(3))).toBeUndefined();
+  });
+
+  it("returns undefined for offsets that are not affine in the rank", () => {
+    const tables = [[0, 1], [5, 6], [6, 7]];
+    expect(recoverRankAffine(tables, idx(2), rk(3))).toBeUndefined();
+  });
+
+  it("refuses ragged, empty and out-of-range input", () => {
+    expect(() => recoverRankAffine([], idx(1), rk(1))).toThrow(/no tables/);
+    expect(() => recoverRankAffine([[1, 2], [1]], idx(2), rk(2))).toThrow(/rank 1's table/);
+    expect(() => recoverRankAffine([[1, 2]], idx(3), rk(1))).toThrow(/index ranges/);
+    expect(() => recoverRankAffine([[1, 2]], idx(2), rk(2))).toThrow(/rank ranges/);
+    expect(() => recoverRankAffine([[1.5]], idx(1), rk(1))).toThrow(/safe integer/);
+  });
+
+  it("every expression it returns reproduces every table entry (property)", () => {
+    const arb = fc.record({
+      n: fc.integer({ min: 1, max: 24 }),
+      w: fc.integer({ min: 1, max: 12 }),
+      a: fc.integer({ min: 0, max: 5 }),
+      alpha: fc.integer({ min: -6, max: 6 }),
+      beta: fc.integer({ min: 0, max: 30 }),
+      m: fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }),
+      noise: fc.option(fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 3 })), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(arb, ({ n, w, a, alpha, beta, m, noise }) => {
+        const f = (i: number, r: number) => {
+          const v = a * i + alpha * r + beta;
+          return m === undefined ? v : ((v % m) + m) % m;
+        };
+        const tables = Array.from({ length: w }, (_, r) => Array.from({ length: n }, (_, i) => f(i, r)));
+        if (noise !== undefined) {
+          const [r, i, d] = noise;
+          tables[r % w]![i % n]! += d;
+        }
+        const e = recoverRankAffine(tables, idx(n), rk(w));
+        if (noise === undefined && m === undefined) expect(e).toBeDefined();
+        if (e !== undefined) {
+          for (let r = 0; r < w; r++) for (let i = 0; i < n; i++) expect(evaluate(e, { m: i, rank: r })).toBe(tables[r]![i]);
+        }
+      }),
+    );
+  });
+});

@@ -1,0 +1,103 @@
+// One expression for every rank's table (TileLink §4.1: a kernel source is shared by all
+// ranks, so a static map must be written over the rank id): per-rank tables that are
+// affine or modular-affine in their index with a rank-affine offset become one expression
+// over (index, rank); anything else stays a run-time lookup table.
+import { MappingError } from "../errors.js";
+import { bounds } from "../expr/bounds.js";
+import { add, mod, mul, type Expr } from "../expr/expr.js";
+import { evaluate } from "../expr/evaluate.js";
+import { simplify } from "../expr/simplify.js";
+
+/** A per-rank table: `values[rank][i]`. */
+export type RankTables = readonly (readonly number[])[];
+
+interface Fit {
+  readonly a: number;
+  readonly b: number;
+  /** The modulus, or undefined for a plain affine fit. */
+  readonly m: number | undefined;
+}
+
+/** `values[i] == a*i + b` or `(a*i + b) mod m` with `0 <= a, b < m`, or undefined. */
+function fitOne(values: readonly number[]): Fit | undefined {
+  const b = values[0] as number;
+  const steps = new Set<number>();
+  for (let i = 1; i < values.length; i++) steps.add((values[i] as number) - (values[i - 1] as number));
+  if (steps.size <= 1) {
+    const a = steps.size === 0 ? 0 : ([...steps][0] as number);
+    return { a, b, m: undefined };
+  }
+  if (steps.size !== 2) return undefined;
+  const [s1, s2] = [...steps].sort((x, y) => y - x) as [number, number];
+  const m = s1 - s2;
+  if (!(s2 < 0 && s1 >= 0 && s1 < m && b >= 0 && b < m)) return undefined;
+  return { a: s1, b, m };
+}
+
+/** `c_r == alpha*r + beta` for every rank r, or undefined. */
+function fitRanks(cs: readonly number[]): { alpha: number; beta: number } | undefined {
+  const beta = cs[0] as number;
+  const alpha = cs.length > 1 ? (cs[1] as number) - beta : 0;
+  return cs.every((c, r) => c === alpha * r + beta) ? { alpha, beta } : undefined;
+}
+
+/**
+ * If every rank's table is `f(index, rank)` for one expression `f` of the form
+ * `a*index + alpha*rank + beta` or `(a*index + alpha*rank + beta) mod m` (a rank-rotated
+ * visit order is the usual case), returns `simplify(f)`; otherwise `undefined`. A modular
+ * fit with one rank's offset wrapped past `m` is still found (offsets are compared mod m).
+ * The result is checked against every entry of every table before it is returned.
+ * @throws {MappingError} `invalid-size` for no ranks, tables of different or zero
+ *   length; `index-out-of-bounds` when `index` ranges outside the tables or `rank`
+ *   outside the ranks; `non-integer` for values that are not safe integers.
+ */
+export function recoverRankAffine(tables: RankTables, index: Expr, rank: Expr): Expr | undefined {
+  const length = tables[0]?.length ?? 0;
+  if (tables.length === 0 || length === 0) throw new MappingError("invalid-size", "cannot recover an expression from no tables or empty tables");
+  tables.forEach((t, r) => {
+    if (t.length !== length) throw new MappingError("invalid-size", `rank ${r}'s table has ${t.length} entries, rank 0's ${length}`);
+    t.forEach((v, i) => {
+      if (!Number.isSafeInteger(v)) throw new MappingError("non-integer", `tables[${r}][${i}] = ${v} is not a safe integer`);
+    });
+  });
+  const ib = bounds(index);
+  if (ib.min < 0 || ib.max >= length) {
+    throw new MappingError("index-out-of-bounds", `index ranges over [${ib.min}, ${ib.max}] but the tables have ${length} entries`);
+  }
+  const rb = bounds(rank);
+  if (rb.min < 0 || rb.max >= tables.length) {
+    throw new MappingError("index-out-of-bounds", `rank ranges over [${rb.min}, ${rb.max}] but there are ${tables.length} tables`);
+  }
+  const fits = tables.map(fitOne);
+  if (fits.some((f) => f === undefined)) return undefined;
+  const all = fits as Fit[];
+  const moduli = new Set(all.map((f) => f.m).filter((m) => m !== undefined));
+  if (moduli.size > 1) return undefined;
+  const m = [...moduli][0];
+  // One slope for every rank (a one-entry table has none of its own).
+  const a = (m === undefined ? all[0]! : all.find((f) => f.m !== undefined)!).a;
+  if (length > 1 && all.some((f) => f.a !== a)) return undefined;
+  const bs = all.map((f) => f.b);
+  let expr: Expr | undefined;
+  if (m === undefined) {
+    const fit = fitRanks(bs);
+    if (fit !== undefined) expr = add(mul(a, index), mul(fit.alpha, rank), fit.beta);
+  } else {
+    // Offsets compared mod m: rank r's b is alpha*r + beta reduced into [0, m).
+    const beta = bs[0] as number;
+    const alpha = ((((bs[1] ?? beta) - beta) % m) + m) % m;
+    if (bs.every((b, r) => b === (((alpha * r + beta) % m) + m) % m)) expr = mod(add(mul(a, index), mul(alpha, rank), beta), m);
+  }
+  if (expr === undefined) return undefined;
+  const out = simplify(expr);
+  const indexName = index.op === "var" ? index.name : undefined;
+  const rankName = rank.op === "var" ? rank.name : undefined;
+  if (indexName === undefined || rankName === undefined) return out;
+  for (let r = rb.min; r <= rb.max; r++) {
+    const t = tables[r]!;
+    for (let i = ib.min; i <= ib.max; i++) {
+      if (evaluate(out, { [indexName]: i, [rankName]: r }) !== t[i]) return undefined;
+    }
+  }
+  return out;
+}
