@@ -6,7 +6,9 @@ For each kernel: load its source module, derive the Triton signature from the ma
 argument kinds (buffers by dtype, tables, peer-pointer tables, ints, the timeout) and its
 constexprs, compile for GPUTarget("cuda", 90, 32) with the kernel's num_warps/num_stages,
 and check the PTX holds what the kernel is for (wgmma + TMA for GEMMs, acquire loads for
-waits, release atomics for notifies). Exits non-zero on the first failure.
+waits, release atomics for notifies, the TMA store completion before a notify after TMA
+stores). The kernels import ovl_runtime.language: the runner's src must be on PYTHONPATH.
+Exits non-zero on the first failure.
 """
 import json
 import os
@@ -22,12 +24,14 @@ TARGET = GPUTarget("cuda", 90, 32)
 WAIT = r"ld\.global\.acquire\.sys"
 NOTIFY = r"atom\.[a-z0-9.]*release[a-z0-9.]*add|atom\.[a-z0-9.]*add[a-z0-9.]*release"
 GEMM = [r"wgmma", r"cp\.async\.bulk\.tensor"]
+# notify_slot completes the thread's bulk async (TMA) stores before its release (not `.read`).
+TMA_DONE = r"cp\.async\.bulk\.wait_group 0"
 # 16-byte vector accesses: memory kernels whose loads compile to scalar 16-bit loads run ~8x slower.
 VLOAD = r"ld\.global(\.[a-z0-9]+)*\.v4\.b32"
 VSTORE = r"st\.global(\.[a-z0-9]+)*\.v4\.b32"
 EXPECT = {
     "ag-gemm-consumer": GEMM + [WAIT],
-    "gemm-producer": GEMM + [NOTIFY],
+    "gemm-producer": GEMM + [NOTIFY, TMA_DONE],
     "rs-reduce": [WAIT, VLOAD, VSTORE],
     "sm-push": [WAIT, NOTIFY, VLOAD, VSTORE],
     "sm-pull": [WAIT, NOTIFY, VLOAD, VSTORE],

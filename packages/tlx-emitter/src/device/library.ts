@@ -1,5 +1,6 @@
-// The device-side primitive library (TileLink §3 Table 3 on SMs), written into every
-// emitted kernel module: acquire loads and a bounded, wrap-aware wait that records a
+// The device-side primitive library (TileLink §3 Table 3 on SMs) as text, written into
+// every TLX kernel module (plain Triton kernels import the same names from the runner's
+// `ovl_runtime.language` instead; see common.ts `kernelModule`): acquire loads and a bounded, wrap-aware wait that records a
 // timeout instead of hanging; the token that keeps loads below a wait; release notifies
 // on a local or peer slot; peer tile loads and stores through a peer-pointers table.
 import type { PythonWriter } from "../writer/index.js";

@@ -1,7 +1,7 @@
-// What every kernel template shares: the module frame (docstring, imports, the device
-// primitive library), the checks of GEMM tiling parameters, and the description of a
+// What every kernel template shares: the module frame (docstring, imports, among them the
+// device primitives of `ovl_runtime.language`), the checks of GEMM tiling parameters, and the description of a
 // template (entry point, argument names in order, constexpr names) the manifest follows.
-import { type ElementType, TL_DTYPE, writeDeviceLibrary } from "../device/index.js";
+import { DEVICE_FUNCTIONS, type ElementType, TL_DTYPE } from "../device/index.js";
 import { EmitError, PythonWriter } from "../writer/index.js";
 
 /** Options every template's source depends on. */
@@ -92,22 +92,33 @@ export function tlType(dtype: ElementType | undefined): string {
   return t;
 }
 
+/** The Python module that defines the device primitives emitted kernels import. */
+export const DEVICE_MODULE = "ovl_runtime.language";
+
+/** The device primitives `source` calls (`name(`), in the library's order. */
+export function devicePrimitivesUsed(source: string): string[] {
+  return DEVICE_FUNCTIONS.filter((f) => new RegExp(`(^|[^A-Za-z0-9_.])${f}\\(`).test(source));
+}
+
 /**
- * A kernel module: a docstring, the imports, the device library for `dtype`, then
- * `kernel` written by the template.
+ * A kernel module: a docstring, the imports (the device primitives the kernel calls come
+ * from `ovl_runtime.language`, shipped with the runner), then `kernel` written by the
+ * template. `dtype` is checked; the primitives take element types from their arguments.
  */
 export function kernelModule(summary: string, dtype: ElementType | undefined, kernel: (w: PythonWriter) => void): string {
   tlType(dtype);
+  const body = new PythonWriter();
+  body.line("@triton.jit");
+  kernel(body);
+  const text = body.toString();
+  const used = devicePrimitivesUsed(text);
   const w = new PythonWriter();
-  w.docstring(summary, "", "Emitted by @ovl/tlx-emitter. Device primitives first, then the kernel.");
+  w.docstring(summary, "", `Emitted by @ovl/tlx-emitter. The device primitives come from ${DEVICE_MODULE} (the ovl runner).`);
   w.line("import triton");
   w.line("import triton.language as tl");
+  if (used.length > 0) w.line(`from ${DEVICE_MODULE} import ${used.join(", ")}`);
   w.line().line();
-  writeDeviceLibrary(w, dtype ?? "bf16");
-  w.line().line();
-  w.line("@triton.jit");
-  kernel(w);
-  return w.toString();
+  return w.toString() + text;
 }
 
 /** `def entry(a, b, ..., X: tl.constexpr, ...)` for a template. */

@@ -1,8 +1,10 @@
-// Barrel of the kernel templates: each returns a complete Python module (device library +
-// one `@triton.jit` kernel) and is described by a KernelTemplateInfo the manifest follows.
+// Barrel of the kernel templates: each returns a complete Python module (imports, the device
+// primitives from `ovl_runtime.language` among them, + one `@triton.jit` kernel) and is described by a KernelTemplateInfo the manifest follows.
 export {
   checkGemmParams,
   checkLaunch,
+  DEVICE_MODULE,
+  devicePrimitivesUsed,
   type GemmParams,
   type KernelTemplateInfo,
   type LaunchOptions,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { DEVICE_FUNCTIONS } from "../device/index.js";
 import { EmitError } from "../writer/index.js";
 import {
   AG_GEMM_CONSUMER,
@@ -7,6 +8,7 @@ import {
   checkLaunch,
   checkRsReduceParams,
   checkSegmentAlignment,
+  devicePrimitivesUsed,
   GEMM_PRODUCER,
   gemmProducerSource,
   RING_REDUCE,
@@ -90,8 +92,28 @@ describe("kernel templates", () => {
   it("the element type reaches the stores", () => {
     expect(agGemmConsumerSource(GEMM, { dtype: "fp16" })).toContain("acc.to(tl.float16)");
     expect(gemmProducerSource(GEMM, { dtype: "fp32" })).toContain("acc.to(tl.float32)");
-    expect(smPushSource({ BLOCK: 1024 }, { dtype: "fp16" })).toContain("tl.pointer_type(tl.float16)");
+    // Peer pointers take the element type of the local buffer they copy from or into.
+    expect(smPushSource({ BLOCK: 1024 }, { dtype: "fp16" })).toContain("peer_base(dst_ptrs, dst_rank, src_ptr)");
+    expect(smPullSource({ BLOCK: 1024 })).toContain("peer_base(src_ptrs, src_rank, dst_ptr)");
+    expect(ringReduceSource({ BLOCK: 1024 })).toContain("peer_base(recv_ptrs, fwd_rank, recv_ptr)");
     expect(codeOf(() => agGemmConsumerSource(GEMM, { dtype: "int8" as "bf16" }))).toBe("bad-param");
+  });
+
+  it("imports the device primitives it calls from ovl_runtime.language, and defines none", () => {
+    const cases = [
+      [agGemmConsumerSource(GEMM), "wait_slot, consume_token"],
+      [gemmProducerSource(GEMM), "notify_slot"],
+      [rsReduceSource(RS), "wait_slot, consume_token"],
+      [smPushSource({ BLOCK: 1024 }), "wait_slot, consume_token, peer_notify, peer_base"],
+      [smPullSource({ BLOCK: 1024 }), "wait_slot, consume_token, notify_slot, peer_base"],
+      [ringReduceSource({ BLOCK: 1024 }), "wait_slot, consume_token, notify_slot, peer_notify, peer_base"],
+    ] as const;
+    for (const [source, names] of cases) {
+      expect(source).toContain(`\nimport triton.language as tl\nfrom ovl_runtime.language import ${names}\n`);
+      expect(source.match(/^def /gm)).toHaveLength(1);
+      for (const f of DEVICE_FUNCTIONS) expect(source).not.toContain(`def ${f}(`);
+    }
+    expect(devicePrimitivesUsed("x = peer_base(a, b, c)\ny = tl.wait_slot(1)\nmy_notify_slot(2)")).toEqual(["peer_base"]);
   });
 
   it("rejects parameters the kernels cannot run with", () => {

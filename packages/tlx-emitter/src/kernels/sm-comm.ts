@@ -115,7 +115,7 @@ export function smPushSource(params: SmCommParams, options: SourceOptions = {}):
     w.block(signature(SM_PUSH), (f) => forEachSegment(f, SM_PUSH_FIELDS, (b) => {
       waitIntoZero(b, "sig_ptr");
       b.line("offs = tl.arange(0, BLOCK)");
-      segmentLoop(b, [{ name: "src", start: "src_ptr + src_offset + zero" }, { name: "dst", start: "peer_base(dst_ptrs, dst_rank) + dst_offset" }], (l, m) =>
+      segmentLoop(b, [{ name: "src", start: "src_ptr + src_offset + zero" }, { name: "dst", start: "peer_base(dst_ptrs, dst_rank, src_ptr) + dst_offset" }], (l, m) =>
         l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
       );
       b.block("if notify_at >= 0", (n) => n.line("peer_notify(sig_ptrs, dst_rank, notify_at)"));
@@ -137,7 +137,7 @@ export function smPullSource(params: SmCommParams, options: SourceOptions = {}):
       b.line("peer_sig = tl.load(sig_ptrs + src_rank).to(tl.pointer_type(tl.int32))");
       waitIntoZero(b, "peer_sig");
       b.line("offs = tl.arange(0, BLOCK)");
-      segmentLoop(b, [{ name: "src", start: "peer_base(src_ptrs, src_rank) + src_offset + zero" }, { name: "dst", start: "dst_ptr + dst_offset" }], (l, m) =>
+      segmentLoop(b, [{ name: "src", start: "peer_base(src_ptrs, src_rank, dst_ptr) + src_offset + zero" }, { name: "dst", start: "dst_ptr + dst_offset" }], (l, m) =>
         l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
       );
       b.block("if notify_at >= 0", (n) => n.line("notify_slot(sig_ptr, notify_at)"));
@@ -161,7 +161,7 @@ export function ringReduceSource(params: SmCommParams, options: SourceOptions = 
       b.line("offs = tl.arange(0, BLOCK)");
       // Without a forward the peer pointer is never used: the local accumulator stands in.
       b.line("fwd_base = acc_ptr");
-      b.block("if fwd_rank >= 0", (f) => f.line("fwd_base = peer_base(recv_ptrs, fwd_rank) + fwd_offset"));
+      b.block("if fwd_rank >= 0", (f) => f.line("fwd_base = peer_base(recv_ptrs, fwd_rank, recv_ptr) + fwd_offset"));
       segmentLoop(
         b,
         [{ name: "recv", start: "recv_ptr + recv_offset + zero" }, { name: "acc", start: "acc_ptr + acc_offset" }, { name: "fwd", start: "fwd_base" }],

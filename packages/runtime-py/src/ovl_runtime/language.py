@@ -1,0 +1,215 @@
+"""The device primitives of ovl kernels (TileLink §3, Table 3, on SMs), as ``@triton.jit`` functions.
+
+Emitted kernel modules import what they use from here
+(``from ovl_runtime.language import wait_slot, consume_token``); Triton inlines them into
+the kernel. Importable with only ``triton`` installed (no torch at module level).
+
+| function | semantics |
+| --- | --- |
+| ``ld_acquire_sys(ptr)`` | one int32 loaded with acquire at system scope (``ld.global.acquire.sys``) |
+| ``global_timer()`` | ``%globaltimer`` in ns |
+| ``wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)`` | spins while ``(seen - target) < 0`` in int32 (wrap-aware); after ``timeout_ns`` writes ``(1, rank, slot, seen, target)`` to ``err_ptr[0..4]`` and returns; the result is the token |
+| ``consume_token(x, token)`` | ``x`` through an opaque move depending on the token, so loads addressed by it stay below the wait |
+| ``notify_slot(sig_ptr, slot)`` | completes this thread's pending TMA stores (``cp.async.bulk.wait_group 0``), ``tl.debug_barrier()``, then a release add of 1 at system scope |
+| ``peer_notify(sig_ptrs, peer, slot)`` | barrier, then the release add on ``peer``'s slot (``sig_ptrs``: the signal buffer's peer-pointers table) |
+| ``peer_base(ptrs, peer, like_ptr)`` | ``peer``'s base pointer from a peer-pointers table (int64 addresses), typed like ``like_ptr`` |
+| ``peer_tile_load(ptrs, peer, like_ptr, offs, mask)`` / ``peer_tile_store(ptrs, peer, like_ptr, offs, vals, mask)`` | ``tile_pull_data`` / ``tile_push_data`` through the table |
+
+**Interpreter mode.** Triton's CPU interpreter (``TRITON_INTERPRET=1``) cannot run inline
+PTX. The choice is made once, at import, from the same setting ``@triton.jit`` reads
+(``triton.knobs.runtime.interpret``, i.e. the environment variable): when it is on, the same
+names are defined without inline assembly, with the same results:
+
+- ``ld_acquire_sys`` is a volatile ``tl.load`` (the interpreter reads memory directly);
+- ``global_timer`` is the host's monotonic clock in ns, after a short sleep that lets the
+  threads of the other emulated ranks run (a spinning wait would otherwise hold the GIL);
+  the wait bound is thus ``timeout_ns`` of real time, as on the GPU;
+- ``wait_slot`` additionally returns at once when this rank already recorded a timeout
+  (``err_ptr[0] != 0``), or when the emulation asked every wait to stop
+  (``set_interpreter_abort``), so one missing signal costs one bound, not one per tile;
+- ``consume_token(x, token)`` is ``x + token * 0``; the TMA wait of ``notify_slot`` is nothing.
+
+Import this module (and the kernels) after setting ``TRITON_INTERPRET``; a module imported
+the other way must be reloaded (``importlib.reload``) — ``ovl_runtime.interpret`` does so.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import triton
+import triton.language as tl
+
+__all__ = [
+    "DEVICE_FUNCTIONS",
+    "INTERPRET",
+    "consume_token",
+    "global_timer",
+    "ld_acquire_sys",
+    "notify_slot",
+    "peer_base",
+    "peer_notify",
+    "peer_tile_load",
+    "peer_tile_store",
+    "set_interpreter_abort",
+    "wait_slot",
+]
+
+DEVICE_FUNCTIONS = (
+    "ld_acquire_sys", "global_timer", "wait_slot", "consume_token", "notify_slot",
+    "peer_notify", "peer_base", "peer_tile_load", "peer_tile_store",
+)
+
+
+def _interpret_setting() -> bool:
+    try:
+        return bool(triton.knobs.runtime.interpret)
+    except AttributeError:  # a Triton without knobs
+        return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes", "y")
+
+
+INTERPRET: bool = _interpret_setting()
+"""Whether the interpreter-safe definitions are in effect (decided at import)."""
+
+# Interpreter only: how long each spin of a wait sleeps (lets the other ranks' threads run).
+_SPIN_SLEEP_S = 50e-6
+_abort = threading.Event()
+
+
+def set_interpreter_abort(on: bool) -> None:
+    """Interpreter only: make every ``wait_slot`` return at once (``on``), e.g. after a failure
+    elsewhere in an emulated launch; ``False`` re-arms the waits."""
+    if on:
+        _abort.set()
+    else:
+        _abort.clear()
+
+
+def _host_now_ns() -> int:
+    time.sleep(_SPIN_SLEEP_S)
+    return time.monotonic_ns()
+
+
+def _host_aborted() -> bool:
+    return _abort.is_set()
+
+
+if not INTERPRET:
+
+    @triton.jit
+    def ld_acquire_sys(ptr):
+        """Load one int32 with acquire semantics at system scope (a peer's or the copy engine's release is seen)."""
+        return tl.inline_asm_elementwise("ld.global.acquire.sys.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1)
+
+    @triton.jit
+    def global_timer():
+        """Nanoseconds of the GPU global timer."""
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+    @triton.jit
+    def wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns):
+        """Acquire-spin until sig[slot] reaches target, compared wrap-aware in int32; bounded by timeout_ns.
+        On timeout records (1, rank, slot, seen, target) in err_ptr and returns. The result is the token.
+        """
+        v = ld_acquire_sys(sig_ptr + slot)
+        t0 = global_timer()
+        while (v - target) < 0:
+            v = ld_acquire_sys(sig_ptr + slot)
+            if global_timer() - t0 > timeout_ns:
+                tl.atomic_xchg(err_ptr + 1, rank)
+                tl.atomic_xchg(err_ptr + 2, slot)
+                tl.atomic_xchg(err_ptr + 3, v)
+                tl.atomic_xchg(err_ptr + 4, target)
+                tl.atomic_xchg(err_ptr + 0, 1)
+                v = target
+        return v
+
+    @triton.jit
+    def consume_token(x, token):
+        """x, as a value that depends on token: loads addressed by it stay below the wait that made the token."""
+        return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r", [x, token], dtype=tl.int32, is_pure=True, pack=1)
+
+    @triton.jit
+    def _wait_bulk_stores():
+        """Wait until this thread's bulk async (TMA) stores are complete (nothing when none is pending)."""
+        tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+
+else:
+
+    @triton.jit
+    def ld_acquire_sys(ptr):
+        """Load one int32 (interpreter: a volatile load; memory is read directly)."""
+        return tl.load(ptr, volatile=True)
+
+    @triton.jit
+    def global_timer():
+        """Nanoseconds of the host's monotonic clock (interpreter), after a short sleep that yields to other threads."""
+        return _host_now_ns()
+
+    @triton.jit
+    def wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns):
+        """Spin until sig[slot] reaches target, compared wrap-aware in int32; bounded by timeout_ns of host time.
+        On timeout records (1, rank, slot, seen, target) in err_ptr and returns. Returns at once after a recorded
+        timeout of this rank or an emulation abort. The result is the token.
+        """
+        v = ld_acquire_sys(sig_ptr + slot)
+        t0 = global_timer()
+        while (v - target) < 0:
+            v = ld_acquire_sys(sig_ptr + slot)
+            if (v - target) < 0:
+                if _host_aborted() or tl.load(err_ptr, volatile=True) != 0:
+                    v = target
+                elif global_timer() - t0 > timeout_ns:
+                    tl.atomic_xchg(err_ptr + 1, rank)
+                    tl.atomic_xchg(err_ptr + 2, slot)
+                    tl.atomic_xchg(err_ptr + 3, v)
+                    tl.atomic_xchg(err_ptr + 4, target)
+                    tl.atomic_xchg(err_ptr + 0, 1)
+                    v = target
+        return v
+
+    @triton.jit
+    def consume_token(x, token):
+        """x, depending on token (interpreter: x + token * 0)."""
+        return x + token * 0
+
+    @triton.jit
+    def _wait_bulk_stores():
+        """Nothing (interpreter: stores complete at once)."""
+        pass
+
+
+@triton.jit
+def notify_slot(sig_ptr, slot):
+    """Release-add 1 to this rank's sig[slot] at system scope, after this thread's TMA stores complete and every thread's stores."""
+    _wait_bulk_stores()
+    tl.debug_barrier()
+    tl.atomic_add(sig_ptr + slot, 1, sem="release", scope="sys")
+
+
+@triton.jit
+def peer_notify(sig_ptrs, peer, slot):
+    """Release-add 1 to peer's sig[slot] (sig_ptrs: the signal buffer's peer-pointers table)."""
+    sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))
+    tl.debug_barrier()
+    tl.atomic_add(sig + slot, 1, sem="release", scope="sys")
+
+
+@triton.jit
+def peer_base(ptrs, peer, like_ptr):
+    """Base pointer of peer's symmetric buffer from a peer-pointers table, of like_ptr's pointer type."""
+    return tl.load(ptrs + peer).to(like_ptr.dtype)
+
+
+@triton.jit
+def peer_tile_load(ptrs, peer, like_ptr, offs, mask):
+    """Load elements offs of peer's buffer (a tile_pull_data), typed like like_ptr."""
+    return tl.load(peer_base(ptrs, peer, like_ptr) + offs, mask=mask)
+
+
+@triton.jit
+def peer_tile_store(ptrs, peer, like_ptr, offs, vals, mask):
+    """Store vals at elements offs of peer's buffer (a tile_push_data), typed like like_ptr."""
+    tl.store(peer_base(ptrs, peer, like_ptr) + offs, vals, mask=mask)
