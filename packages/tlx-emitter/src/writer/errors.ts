@@ -14,7 +14,19 @@ export type EmitErrorCode =
   | "bad-schedule"
   | "unsupported-op"
   | "unsupported-dependency"
-  | "bad-manifest";
+  | "bad-manifest"
+  // Refusals of a user's local kernel (src/local): each names the file and line.
+  | "syntax-error"
+  | "no-annotation"
+  | "bad-annotation"
+  | "unknown-parameter"
+  | "unsafe-tile-loop"
+  | "unsafe-load"
+  | "unsafe-store"
+  | "name-collision"
+  | "bad-import"
+  | "bad-signature"
+  | "bad-program";
 
 /** An emission error; `code` says which rule was broken. */
 export class EmitError extends Error {

@@ -1,0 +1,111 @@
+// The tile program applied to a local kernel: the visit order and the wait/notify slots as
+// TileLink index maps. Everything in it is checked before any text is emitted, since its
+// names become parameters and its maps become code.
+import { IndexMapSchema, MappingError, freeVariables, isValidIdentifier, mapToPython, type Expr, type IndexMap } from "@ovl/mapping";
+import { isSafeIdentifier } from "../writer/identifiers.js";
+import { LocalKernelError } from "./errors.js";
+
+/** What to insert into a local kernel: visit order, wait or notify slots, and their tables. */
+export interface TileProgram {
+  role: "consumer" | "producer";
+  /**
+   * Index map over the variable "ovl_m" (consumer: the kernel's m-block visit index → m-block to
+   * compute) or "ovl_t" (producer: the kernel's linear tile index m*numPidN+n → tile to compute).
+   */
+  order: IndexMap;
+  /**
+   * Consumer: per column j, map m-block ("ovl_m") → wait slot (-1 = none). Producer: per column j,
+   * map tile ("ovl_t") → notify slot (-1 = none). Several columns: a tile waits on or notifies several slots.
+   */
+  slots: readonly IndexMap[];
+  /** Producer only: tiles per row of the tile grid, printed as a constant for linearising (m, n). */
+  numPidN?: number;
+  /** Names of the lookup tables the maps read (become kernel parameters, in this order). */
+  tables: readonly string[];
+  /** Names of per-rank integer parameters the static maps use (become kernel parameters). */
+  scalars?: readonly string[];
+}
+
+/** The variable a role's maps are written over. */
+export const DOMAIN_VARIABLE = { consumer: "ovl_m", producer: "ovl_t" } as const;
+
+/** The parameters the transformation appends after the tables and scalars. */
+export const RUNTIME_PARAMS = {
+  consumer: ["ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_target", "ovl_timeout_ns"],
+  producer: ["ovl_sig_ptr"],
+} as const;
+
+/** Names the inserted code assigns (besides `ovl_slot<j>`). */
+const INSERTED_LOCALS = ["ovl_m", "ovl_mb", "ovl_tok", "ovl_t", "ovl_t2"];
+
+function isInsertedName(name: string): boolean {
+  const slot = name.startsWith("ovl_slot") && name.length > "ovl_slot".length && [...name.slice("ovl_slot".length)].every((c) => c >= "0" && c <= "9");
+  return slot || INSERTED_LOCALS.includes(name) || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name);
+}
+
+/**
+ * Checks `program` against a kernel of role `role` whose kept code uses `identifiers`:
+ * every name a usable, unshadowing identifier, every map over the role's variable and the
+ * declared scalars, every table a map reads declared. Throws {@link LocalKernelError}.
+ */
+export function checkProgram(program: TileProgram, role: "consumer" | "producer", identifiers: ReadonlySet<string>, file: string): void {
+  const bad = (code: "bad-program" | "bad-identifier" | "name-collision", what: string): LocalKernelError =>
+    new LocalKernelError(code, file, 0, what);
+  if (program.role !== role) throw bad("bad-program", `the tile program is for a ${program.role} but the kernel is annotated ${role}`);
+  const scalars = program.scalars ?? [];
+  const seen = new Set<string>();
+  for (const name of [...program.tables, ...scalars]) {
+    if (typeof name !== "string" || !isValidIdentifier(name) || !isSafeIdentifier(name)) {
+      throw bad("bad-identifier", `tile program name ${JSON.stringify(name)} is not a usable Python identifier`);
+    }
+    if (seen.has(name)) throw bad("bad-program", `tile program name ${name} is given twice`);
+    seen.add(name);
+    if (isInsertedName(name)) throw bad("name-collision", `tile program name ${name} is a name the transformation inserts`);
+    if (identifiers.has(name)) throw bad("name-collision", `tile program name ${name} is already used by the kernel's code`);
+  }
+  if (role === "producer" && (program.numPidN === undefined || !Number.isSafeInteger(program.numPidN) || program.numPidN < 1)) {
+    throw bad("bad-program", `a producer's tile program needs numPidN, a positive integer (got ${String(program.numPidN)})`);
+  }
+  const variable = DOMAIN_VARIABLE[role];
+  const maps: [string, IndexMap][] = [["order", program.order], ...program.slots.map((m, j): [string, IndexMap] => [`slots[${j}]`, m])];
+  for (const [what, map] of maps) {
+    const parsed = IndexMapSchema.safeParse(map);
+    if (!parsed.success) throw bad("bad-program", `${what} is not an index map: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    if (map.kind === "dynamic" && !program.tables.includes(map.table.name)) {
+      throw bad("bad-program", `${what} reads table ${map.table.name}, which is not in the program's tables`);
+    }
+    const free = freeVariables(map.kind === "static" ? map.expr : map.index);
+    const stray = free.find((v) => v !== variable && !scalars.includes(v));
+    if (stray !== undefined) throw bad("bad-program", `${what} uses variable ${stray}; a ${role}'s maps are over ${variable} and the program's scalars`);
+  }
+}
+
+/** `expr` with every occurrence of variable `from` renamed `to`. */
+export function renameVariable(expr: Expr, from: string, to: string): Expr {
+  switch (expr.op) {
+    case "const":
+      return expr;
+    case "var":
+      return expr.name === from ? { ...expr, name: to } : expr;
+    case "add":
+    case "mul":
+    case "min":
+    case "max":
+      return { op: expr.op, args: expr.args.map((a) => renameVariable(a, from, to)) };
+    default:
+      return { op: expr.op, dividend: renameVariable(expr.dividend, from, to), divisor: renameVariable(expr.divisor, from, to) };
+  }
+}
+
+/** `map` printed as Triton code over variable `over` in place of the role's variable. */
+export function printMap(map: IndexMap, from: string, over: string, file: string): string {
+  const renamed: IndexMap = map.kind === "static"
+    ? { kind: "static", expr: renameVariable(map.expr, from, over) }
+    : { kind: "dynamic", table: map.table, index: renameVariable(map.index, from, over) };
+  try {
+    return mapToPython(renamed, { dialect: "triton" });
+  } catch (e) {
+    if (e instanceof MappingError) throw new LocalKernelError("bad-program", file, 0, `cannot print an index map: ${e.message}`);
+    throw e;
+  }
+}

@@ -1,0 +1,159 @@
+// The transformation (TileLink §4): insert the tile-boundary primitives into a parsed local
+// kernel — a consumer remaps its row block and waits on its slots right after the statement
+// that sets it; a producer remaps its tile and notifies after the tile's stores. The user's text
+// is kept byte for byte elsewhere: every edit is an insertion at a position of the syntax tree.
+import { pyLiteral, sanitizeText } from "../writer/literals.js";
+import type { LocalKernel } from "./parse.js";
+import { named, type SyntaxNode } from "./parser.js";
+import { DOMAIN_VARIABLE, RUNTIME_PARAMS, checkProgram, printMap, type TileProgram } from "./program.js";
+
+/** The emitted kernel module and its signature. */
+export interface LocalKernelOutput {
+  /** The Python module text. */
+  source: string;
+  /** The kernel's name. */
+  entry: string;
+  /** Every parameter of the emitted kernel, in order (the user's, then the inserted ones). */
+  params: string[];
+  /** The user's `tl.constexpr` parameters. */
+  constexprs: string[];
+  /** The parameters the transformation appended, in order. */
+  insertedParams: string[];
+}
+
+/** Options of {@link transformLocalKernel}. */
+export interface TransformOptions {
+  /** Source file named in the emitted docstring (default: the parsed kernel's file). */
+  file?: string;
+}
+
+interface Insertion {
+  at: number;
+  text: string;
+}
+
+/**
+ * The overlapped kernel module: `kernel` with `program`'s order, waits (consumer) or notifies
+ * (producer) inserted. Throws {@link LocalKernelError} (`bad-program`, `bad-identifier`,
+ * `name-collision`) before emitting anything when the program does not fit the kernel.
+ */
+export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, options: TransformOptions = {}): LocalKernelOutput {
+  const { file, source, shape, parts } = kernel;
+  checkProgram(program, kernel.role, kernel.identifiers, file);
+  const eol = source.includes("\r\n") ? "\r\n" : "\n";
+  const inserted = [...program.tables, ...(program.scalars ?? []), ...RUNTIME_PARAMS[kernel.role]];
+  const edits: Insertion[] = [signatureEdit(shape.func, inserted)];
+  const lines = kernel.role === "consumer" ? consumerLines(kernel, program) : producerLines(kernel, program);
+  lines.after.forEach((block, i) => {
+    const stmt = shape.tileStatements[i]?.node as SyntaxNode;
+    edits.push(insertAfterLine(source, stmt, stmt, block, eol));
+  });
+  if (lines.atEnd.length > 0) {
+    const statements = named(shape.tileBlock).filter((s) => s.type !== "comment");
+    const first = statements[0] as SyntaxNode;
+    const last = statements[statements.length - 1] as SyntaxNode;
+    edits.push(insertAfterLine(source, last, first, lines.atEnd, eol));
+  }
+
+  const primitives = kernel.role === "consumer" ? (program.slots.length > 0 ? ["wait_slot", "consume_token"] : []) : program.slots.length > 0 ? ["notify_slot"] : [];
+  const from = options.file ?? file;
+  const head = [
+    '"""' + sanitizeText(`${kernel.entry}: ${kernel.role} kernel with ovl's tile-boundary ${kernel.role === "consumer" ? "waits" : "notifies"}.`),
+    "",
+    sanitizeText(`Emitted by @ovl/tlx-emitter from ${from} (${kernel.entry}); edit the source kernel, not this file.`) + '"""',
+    ...parts.imports.map((i) => i.text),
+    ...(primitives.length > 0 ? [`from ovl_runtime.language import ${primitives.join(", ")}`] : []),
+  ];
+  const functions = parts.functions.map((def) =>
+    def.id === shape.definition.id ? splice(source, def.startIndex, def.endIndex, edits) : def.text);
+  const text = [head.join(eol), ...functions].join(eol + eol + eol) + eol;
+  return {
+    source: text,
+    entry: kernel.entry,
+    params: [...kernel.params.map((p) => p.name), ...inserted],
+    constexprs: kernel.params.filter((p) => p.constexpr).map((p) => p.name),
+    insertedParams: inserted,
+  };
+}
+
+/** Append the new parameters after the last existing one (a trailing comma stays valid). */
+function signatureEdit(func: SyntaxNode, names: readonly string[]): Insertion {
+  const params = func.childForFieldName("parameters") as SyntaxNode;
+  const last = named(params).filter((p) => p.type !== "comment").pop();
+  return last === undefined ? { at: params.startIndex + 1, text: names.join(", ") } : { at: last.endIndex, text: `, ${names.join(", ")}` };
+}
+
+/**
+ * Lines inserted after the last line of `after` (past any trailing comment), indented like
+ * `like`; a nested line starts with a tab-or-4-spaces unit (`\t` prefix in `block`).
+ */
+function insertAfterLine(source: string, after: SyntaxNode, like: SyntaxNode, block: readonly string[], eol: string): Insertion {
+  const lineStart = source.lastIndexOf("\n", like.startIndex - 1) + 1;
+  const indent = source.slice(lineStart, like.startIndex);
+  const unit = indent.includes("\t") ? "\t" : "    ";
+  let at = source.indexOf("\n", after.endIndex);
+  if (at < 0) at = source.length;
+  else if (source[at - 1] === "\r") at -= 1;
+  const text = block.map((l) => eol + indent + (l.startsWith("\t") ? unit + l.slice(1) : l)).join("");
+  return { at, text };
+}
+
+/** `source[start, end)` with the insertions that fall inside it applied. */
+function splice(source: string, start: number, end: number, edits: readonly Insertion[]): string {
+  const inside = edits.filter((e) => e.at >= start && e.at <= end).sort((a, b) => a.at - b.at);
+  let out = "";
+  let pos = start;
+  for (const e of inside) {
+    out += source.slice(pos, e.at) + e.text;
+    pos = e.at;
+  }
+  return out + source.slice(pos, end);
+}
+
+interface Lines {
+  /** Per tile statement (in order), the lines inserted after it. */
+  after: string[][];
+  /** Lines inserted at the end of the tile. */
+  atEnd: string[];
+}
+
+/** Remap the row block through the order, then wait on its slots (first tile statement only). */
+function consumerLines(kernel: LocalKernel, program: TileProgram): Lines {
+  const v = DOMAIN_VARIABLE.consumer;
+  const after = kernel.shape.tileStatements.map((t, i) => {
+    const m = t.m;
+    const lines = [`${v} = ${m}`, `${m} = ${printMap(program.order, v, v, kernel.file)}`];
+    if (i > 0 || program.slots.length === 0) return lines;
+    // Slot maps are over the m-block to compute, i.e. the remapped row block.
+    lines.push(`ovl_mb = ${m}`);
+    program.slots.forEach((slot, j) => {
+      lines.push(
+        `ovl_slot${j} = ${printMap(slot, v, "ovl_mb", kernel.file)}`,
+        `if ovl_slot${j} >= 0:`,
+        `\tovl_tok = wait_slot(ovl_sig_ptr, ovl_slot${j}, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)`,
+        // Every address computed from the row block now depends on the wait (TileLink §4.2).
+        `\t${m} = consume_token(${m}, ovl_tok)`,
+      );
+    });
+    return lines;
+  });
+  return { after, atEnd: [] };
+}
+
+/** Remap the linear tile through the order; after the tile's stores, notify its slots. */
+function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
+  const v = DOMAIN_VARIABLE.producer;
+  const n = pyLiteral(program.numPidN as number);
+  const after = kernel.shape.tileStatements.map((t) => [
+    `${v} = ${t.m} * ${n} + ${t.n as string}`,
+    `ovl_t2 = ${printMap(program.order, v, v, kernel.file)}`,
+    `${t.m} = ovl_t2 // ${n}`,
+    `${t.n as string} = ovl_t2 % ${n}`,
+  ]);
+  const atEnd = program.slots.flatMap((slot, j) => [
+    `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`,
+    `if ovl_slot${j} >= 0:`,
+    `\tnotify_slot(ovl_sig_ptr, ovl_slot${j})`,
+  ]);
+  return { after, atEnd };
+}
