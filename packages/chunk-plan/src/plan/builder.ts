@@ -17,7 +17,7 @@ import {
 } from "../model/schema.js";
 import { PlanError } from "./errors.js";
 import { worldSize } from "./mesh.js";
-import { cloneOp, cloneRegion } from "./clone.js";
+import { cloneDependency, cloneOp, cloneRegion } from "./clone.js";
 import { checkPlanStructure } from "./structure.js";
 
 /** A dependency on one op: what {@link PlanBuilder.add} returns. */
@@ -51,14 +51,28 @@ function common(o: OpOptions): Pick<P2POp, "deps"> & Partial<Pick<P2POp, "reduce
   };
 }
 
+/**
+ * A p2p op with its keys in the order `common` gives them (kind, side, peer, src, dst,
+ * reduce, deps, label), built without intermediate objects: templates make one per chunk.
+ */
+function p2p(side: P2POp["side"], peer: number, src: Region, dst: Region, o: OpOptions): P2POp {
+  const deps = o.deps === undefined ? [] : o.deps.slice();
+  if (o.reduce === undefined) {
+    return o.label === undefined ? { kind: "p2p", side, peer, src, dst, deps } : { kind: "p2p", side, peer, src, dst, deps, label: o.label };
+  }
+  const op: P2POp = { kind: "p2p", side, peer, src, dst, reduce: o.reduce, deps };
+  if (o.label !== undefined) op.label = o.label;
+  return op;
+}
+
 /** A push listed on the source rank: reads `src` there and writes `dst` on `peer`. */
 export function push(peer: number, src: Region, dst: Region, o: OpOptions = {}): P2POp {
-  return { kind: "p2p", side: "push", peer, src, dst, ...common(o) };
+  return p2p("push", peer, src, dst, o);
 }
 
 /** A pull listed on the destination rank: reads `src` on `peer` and writes `dst` here. */
 export function pull(peer: number, src: Region, dst: Region, o: OpOptions = {}): P2POp {
-  return { kind: "p2p", side: "pull", peer, src, dst, ...common(o) };
+  return p2p("pull", peer, src, dst, o);
 }
 
 /** A copy (or, with `reduce`, an accumulation) between two regions of one rank. */
@@ -134,7 +148,8 @@ export class PlanBuilder {
     }
     while (draft.streams.length <= stream) draft.streams.push([]);
     const ops = draft.streams[stream]!;
-    ops.push(cloneOp({ ...op, deps: op.deps ?? [] } as Op));
+    // One copy, deps included (no intermediate `{...op, deps}` object).
+    ops.push(cloneOp(op as Op, op.deps === undefined ? [] : op.deps.map(cloneDependency)));
     return opRef(rank, stream, ops.length - 1);
   }
 

@@ -19,6 +19,28 @@ export type TensorShape = Pick<TensorDecl, "name" | "shape">;
  * empty and sizes differ by at most one. Throws `extent-too-small` when `extent < parts`.
  */
 export function partition(extent: number, parts: number): Span[] {
+  checkPartition(extent, parts);
+  const base = Math.floor(extent / parts);
+  const larger = extent % parts;
+  return Array.from({ length: parts }, (_, i) => ({
+    offset: i * base + Math.min(i, larger),
+    size: base + (i < larger ? 1 : 0),
+  }));
+}
+
+/**
+ * Span `index` of {@link partition}`(extent, parts)` without building the others
+ * (undefined when `index` is outside `0 .. parts - 1`); same errors as `partition`.
+ */
+export function partitionSpan(extent: number, parts: number, index: number): Span | undefined {
+  checkPartition(extent, parts);
+  if (!Number.isSafeInteger(index) || index < 0 || index >= parts) return undefined;
+  const base = Math.floor(extent / parts);
+  const larger = extent % parts;
+  return { offset: index * base + Math.min(index, larger), size: base + (index < larger ? 1 : 0) };
+}
+
+function checkPartition(extent: number, parts: number): void {
   if (!Number.isSafeInteger(parts) || parts < 1) {
     throw new PlanError("invalid-split", `the number of parts must be a positive integer, got ${parts}`);
   }
@@ -28,12 +50,6 @@ export function partition(extent: number, parts: number): Span[] {
       `an extent of ${extent} cannot be cut into ${parts} non-empty parts; use fewer parts or a larger extent`,
     );
   }
-  const base = Math.floor(extent / parts);
-  const larger = extent % parts;
-  return Array.from({ length: parts }, (_, i) => ({
-    offset: i * base + Math.min(i, larger),
-    size: base + (i < larger ? 1 : 0),
-  }));
 }
 
 function checkAxis(axis: number, rankOfTensor: number, what: string): void {
@@ -67,9 +83,9 @@ export function shardSpanRegion(
   count: number,
 ): Region {
   checkAxis(axis, tensor.shape.length, `tensor ${tensor.name}`);
-  const spans = partition(tensor.shape[axis]!, parts);
-  const begin = spans[first];
-  const end = spans[first + count - 1];
+  // Two spans of the partition, not all `parts` of them: templates ask for every rank's shard.
+  const begin = partitionSpan(tensor.shape[axis]!, parts, first);
+  const end = count < 1 ? undefined : partitionSpan(tensor.shape[axis]!, parts, first + count - 1);
   if (!Number.isSafeInteger(first) || count < 1 || begin === undefined || end === undefined) {
     throw new PlanError("invalid-rank", `shards ${first} .. ${first + count - 1} are outside 0 .. ${parts - 1}`);
   }

@@ -1,7 +1,7 @@
 // Structural checks every plan rewrite relies on: one rank plan per mesh rank in order,
 // regions inside declared tensors, peers inside the mesh, op dependencies that resolve.
 // (Semantic validation, coverage and deadlock freedom, is the validate module's job.)
-import type { ChunkPlan, Dependency, Region, TensorDecl } from "../model/schema.js";
+import type { ChunkPlan, Dependency, Op, Region, TensorDecl } from "../model/schema.js";
 import { PlanError } from "./errors.js";
 import { worldSize } from "./mesh.js";
 import { formatRegionShort } from "./shard.js";
@@ -18,14 +18,14 @@ function checkRegion(region: Region, tensors: ReadonlyMap<string, TensorDecl>, w
       `${where}: region ${formatRegionShort(region)} has ${region.offsets.length} offsets and ${region.sizes.length} sizes; tensor ${tensor.name} has ${dims} dimensions`,
     );
   }
-  region.offsets.forEach((o, d) => {
-    if (o + region.sizes[d]! > tensor.shape[d]!) {
+  for (let d = 0; d < dims; d++) {
+    if (region.offsets[d]! + region.sizes[d]! > tensor.shape[d]!) {
       throw new PlanError(
         "out-of-bounds",
         `${where}: region ${formatRegionShort(region)} ends past tensor ${tensor.name}'s extent ${tensor.shape[d]} on axis ${d}`,
       );
     }
-  });
+  }
 }
 
 function checkRank(rank: number, world: number, where: string): void {
@@ -65,20 +65,57 @@ export function checkPlanStructure(plan: ChunkPlan): void {
     if (tensors.has(t.name)) throw new PlanError("duplicate-tensor", `tensor ${t.name} is declared twice`);
     tensors.set(t.name, t);
   }
+  // Plain loops, and an op's address is only spelled out when something is wrong with it:
+  // this runs on every plan a template or rewrite builds (10^5 to 10^6 ops).
   plan.ranks.forEach((rp, r) => {
     if (rp.rank !== r) {
       throw new PlanError("invalid-rank", `plan.ranks[${r}] is for rank ${rp.rank}; list rank plans in rank order`);
     }
     rp.local.forEach((region, i) => checkRegion(region, tensors, `r${r} local[${i}]`));
-    rp.streams.forEach((ops, s) =>
-      ops.forEach((op, i) => {
-        const where = `op r${r}.s${s}#${i}`;
-        checkRegion(op.src, tensors, `${where} src`);
-        checkRegion(op.dst, tensors, `${where} dst`);
-        if (op.kind === "p2p") checkRank(op.peer, world, `${where} peer`);
-        if (op.kind === "collective") op.ranks.forEach((q) => checkRank(q, world, `${where} ranks`));
-        op.deps.forEach((dep) => checkDependency(plan, dep, tensors, where));
-      }),
-    );
+    for (let s = 0; s < rp.streams.length; s++) {
+      const ops = rp.streams[s]!;
+      for (let i = 0; i < ops.length; i++) {
+        const op = ops[i]!;
+        if (!opLooksSound(plan, op, tensors, world)) checkOp(plan, op, tensors, world, `op r${r}.s${s}#${i}`);
+      }
+    }
   });
+}
+
+/** The checks of {@link checkOp}, throwing nothing: true when the op passes them all. */
+function opLooksSound(plan: ChunkPlan, op: Op, tensors: ReadonlyMap<string, TensorDecl>, world: number): boolean {
+  if (!regionFits(op.src, tensors) || !regionFits(op.dst, tensors)) return false;
+  if (op.kind === "p2p" && !rankInMesh(op.peer, world)) return false;
+  if (op.kind === "collective") for (const q of op.ranks) if (!rankInMesh(q, world)) return false;
+  for (const dep of op.deps) {
+    if (!rankInMesh(dep.rank, world)) return false;
+    if (dep.kind === "compute") {
+      if (!regionFits(dep.region, tensors)) return false;
+    } else if (plan.ranks[dep.rank]?.streams[dep.stream]?.[dep.index] === undefined) return false;
+  }
+  return true;
+}
+
+function rankInMesh(rank: number, world: number): boolean {
+  return Number.isSafeInteger(rank) && rank >= 0 && rank < world;
+}
+
+/** True when {@link checkRegion} would accept `region`. */
+function regionFits(region: Region, tensors: ReadonlyMap<string, TensorDecl>): boolean {
+  const tensor = tensors.get(region.tensor);
+  if (tensor === undefined) return false;
+  const dims = tensor.shape.length;
+  const { offsets, sizes } = region;
+  if (offsets.length !== dims || sizes.length !== dims) return false;
+  for (let d = 0; d < dims; d++) if (!(offsets[d]! + sizes[d]! <= tensor.shape[d]!)) return false;
+  return true;
+}
+
+/** Throws the first fault of one op (the slow path, with messages). */
+function checkOp(plan: ChunkPlan, op: Op, tensors: ReadonlyMap<string, TensorDecl>, world: number, where: string): void {
+  checkRegion(op.src, tensors, `${where} src`);
+  checkRegion(op.dst, tensors, `${where} dst`);
+  if (op.kind === "p2p") checkRank(op.peer, world, `${where} peer`);
+  if (op.kind === "collective") op.ranks.forEach((q) => checkRank(q, world, `${where} ranks`));
+  op.deps.forEach((dep) => checkDependency(plan, dep, tensors, where));
 }

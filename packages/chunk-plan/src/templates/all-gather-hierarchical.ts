@@ -83,6 +83,9 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
   };
 
   const suffix = (j: number): string => (S === 1 ? "" : ` [${j + 1}/${S}]`);
+  // Labels depend on (step, chunk) only: built once, not once per op.
+  const intraLabels = Array.from({ length: S * G }, (_, k) => `intra-node step ${k % G}${suffix(Math.floor(k / G))}`);
+  const interLabels = Array.from({ length: S * N }, (_, k) => `inter-node step ${k % N}${suffix(Math.floor(k / N))}`);
   const streams = (r: number): Op[][] => {
     const n = Math.floor(r / G);
     const g = r % G;
@@ -92,7 +95,7 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
       for (let i = 1; i < G; i++) {
         const q = n * G + ((g + i) % G);
         const chunk = chunksOfShard[q]![j]!;
-        intra.push(pull(q, chunk, chunk, { label: `intra-node step ${i}${suffix(j)}` }));
+        intra.push(pull(q, chunk, chunk, { label: intraLabels[j * G + i]! }));
       }
     }
     for (let j = 0; j < S; j++) {
@@ -100,8 +103,8 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
         const m = (n + t) % N;
         const p = m * G + g;
         const chunk = chunksOfBlock[m]![j]!;
-        const deps = stageOneDeps(p, j).map((d) => ({ ...d }));
-        inter.push(pull(p, chunk, chunk, { deps, label: `inter-node step ${t}${suffix(j)}` }));
+        // `pull` copies the list and the builder each dependency: the cached ones stay untouched.
+        inter.push(pull(p, chunk, chunk, { deps: stageOneDeps(p, j), label: interLabels[j * N + t]! }));
       }
     }
     return schedule === "staged" ? [[...intra, ...inter]] : [intra, inter];
