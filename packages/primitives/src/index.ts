@@ -73,3 +73,4 @@ export {
   type IssuePath,
   type Validation,
 } from "./validate/issues.js";
+export { TARGETS, DEFAULT_TARGET, target, type Target, type TargetName } from "./targets/targets.js";

@@ -1,6 +1,7 @@
 // Built-in hardware models: plain data (zod-checked) that the cost model reads. Every
 // number says whether it was measured on the project's GPU machines or derived, and from
 // which file; `H200_SXM` is calibrated from packages/bench/results/gpu (2026-11-22).
+import { TARGETS } from "@ovl/primitives";
 import { z } from "zod";
 import { SimulateError } from "./errors.js";
 
@@ -110,10 +111,10 @@ const RS_REDUCE = "packages/bench/results/gpu/rs-reduce-2026-11-22";
  */
 export const H200_SXM: HardwareModel = {
   name: "H200_SXM",
-  smCount: 132,
+  smCount: TARGETS.h200.smCount,
   gemm: { tflopsPerSm: 5.925, tile: { BM: 128, BN: 256 }, launchUs: 22 },
-  hbmGBps: 4800,
-  memoryBytes: 141e9,
+  hbmGBps: TARGETS.h200.hbmGBps,
+  memoryBytes: TARGETS.h200.memoryBytes,
   nvlink: { links: 18, linkGBps: 26.5 },
   copyEngine: { count: 4, bandwidthGBps: 385, launchUs: 6, launchPerRankUs: 3.8 },
   signal: { streamWriteUs: 2.3, streamWritePerRankUs: 0.21, deviceNotifyUs: 1.5 },
@@ -170,8 +171,8 @@ export const H100_SXM: HardwareModel = {
   name: "H100_SXM",
   // 8192³: 2048 tiles of 128×256 = 16 rounds on 132 SMs; 1.378 ms - 22 µs launch → 6.34 TFLOP/s per SM.
   gemm: { tflopsPerSm: 6.34, tile: { BM: 128, BN: 256 }, launchUs: 22 },
-  hbmGBps: 3350,
-  memoryBytes: 80e9,
+  hbmGBps: TARGETS.h100.hbmGBps,
+  memoryBytes: TARGETS.h100.memoryBytes,
   // rs-reduce alone on one H100, the emitted variant at 64 / 132 / 264 / 528 / all programs
   // on three slabs: least squares of the same law, 15 times, mean error 4.8%, max 9.1%.
   reduceKernel: { programs: 132, peakGBps: 3060, halfPrograms: 43, launchUs: 21 },

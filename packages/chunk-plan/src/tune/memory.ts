@@ -1,6 +1,7 @@
 // Per-rank memory of a candidate, to prune what cannot run before anything is priced: the
 // buffers the emitted operator allocates (global memory) and the GEMM's pipelined operand
 // tiles (shared memory per block).
+import { TARGETS } from "@ovl/primitives";
 import type { Candidate, TuneProblem } from "./space.js";
 
 /** What a GPU offers: global memory per rank and shared memory per thread block, in bytes. */
@@ -10,12 +11,12 @@ export interface MemoryLimits {
 }
 
 /** Hopper (H100 / H200): 227 KiB of shared memory per block; global memory per GPU. */
-export const HOPPER_SHARED_BYTES = 227 * 1024;
+export const HOPPER_SHARED_BYTES = TARGETS.h100.sharedBytesPerBlock;
 
 /** Global memory of the built-in hardware models (bytes): H100 SXM 80 GB, H200 SXM 141 GB. */
 export const DEVICE_MEMORY_BYTES: Readonly<Record<string, number>> = {
-  H100_SXM: 80e9,
-  H200_SXM: 141e9,
+  H100_SXM: TARGETS.h100.memoryBytes,
+  H200_SXM: TARGETS.h200.memoryBytes,
 };
 
 /** A candidate's per-rank memory. */

@@ -2,6 +2,7 @@
 // prune what does not fit memory or cannot be emitted, rank the rest by a cost model,
 // optionally measure the best k and keep the fastest; cache by (operator, shape, world,
 // device); and take the non-overlapped path when overlapping loses.
+import { DEFAULT_TARGET } from "@ovl/primitives";
 import type { ChunkPlan } from "../model/schema.js";
 import { candidateMemory, memoryMisfit, type MemoryLimits } from "./memory.js";
 import { candidatePlan, candidateSchedule, chunkMisfit, type BuiltCandidate } from "./build.js";
@@ -119,7 +120,7 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
   }
   const problem = parsed.data;
   const candidates = enumerateCandidates(options.space ?? DEFAULT_TUNE_SPACE);
-  const numSms = options.numSms ?? 132;
+  const numSms = options.numSms ?? DEFAULT_TARGET.smCount;
   const plans = new Map<number, ChunkPlan | Error>();
   const planAt = (split: number): ChunkPlan => {
     let p = plans.get(split);

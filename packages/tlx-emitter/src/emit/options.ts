@@ -4,6 +4,7 @@ import { checkIdentifier, EmitError } from "../writer/index.js";
 import { checkLaunch, checkPositive, type LaunchOptions } from "../kernels/common.js";
 import { alignmentUnit } from "../kernels/sm-comm.js";
 import type { ElementType } from "../device/index.js";
+import { TARGETS } from "@ovl/primitives";
 
 /** Options of `emitAgGemm` and `emitGemmRs`. */
 export interface EmitOptions {
@@ -87,8 +88,8 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
   };
 }
 
-/** Shared memory one block may use on Hopper (227 KiB). */
-export const HOPPER_SHARED_BYTES = 232448;
+/** Shared memory one block may use on Hopper (227 KiB), from the target table. */
+export const HOPPER_SHARED_BYTES = TARGETS.h100.sharedBytesPerBlock;
 
 /**
  * Launch defaults of the persistent TMA GEMM for a tile: the deepest ring of 4, 3 or 2

@@ -3,6 +3,7 @@
 // and the epilogue task reads a finished accumulator back from TMEM and stores C by TMA.
 // TMEM holds `accBuffers` accumulators, so the MMAs of the next tile overlap the epilogue
 // of the last one. Compiled ahead of time for sm_100a; not run (no Blackwell GPU is lent).
+import { TARGETS } from "@ovl/primitives";
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE, type ElementType } from "../device/index.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
@@ -29,7 +30,7 @@ export interface TlxGemmBlackwellParams {
 }
 
 /** Shared memory an sm_100 CTA may use (227 KiB). */
-export const SM100_MAX_SHARED_BYTES = 232448;
+export const SM100_MAX_SHARED_BYTES = TARGETS.b200.sharedBytesPerBlock;
 /** Columns of tensor memory (32-bit cells, 128 lanes) of an SM. */
 export const SM100_TMEM_COLUMNS = 512;
 

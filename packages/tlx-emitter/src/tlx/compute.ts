@@ -1,6 +1,7 @@
 // The compute part of a TLX GEMM tile (`C[M,N] = A[M,K] @ B[K,N]`, TLX's Hopper
 // warp-specialised GEMM): ring buffers of A and B stages in shared memory with full/empty
 // mbarrier pairs, a producer issuing TMA loads, `replicate`d consumers issuing wgmma.
+import { TARGETS } from "@ovl/primitives";
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE, type ElementType } from "../device/index.js";
 import { EmitError } from "../writer/index.js";
@@ -31,7 +32,7 @@ export function tlxGemmSharedBytes(p: TlxGemmParams): number {
 }
 
 /** Shared memory an sm_90 CTA may use (227 KiB). */
-export const SM90_MAX_SHARED_BYTES = 232448;
+export const SM90_MAX_SHARED_BYTES = TARGETS.h100.sharedBytesPerBlock;
 
 /** Bytes of one ring stage: an A block and a B block of 16-bit elements. */
 export function ringStageBytes(p: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number }): number {
