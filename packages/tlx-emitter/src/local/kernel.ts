@@ -153,6 +153,11 @@ function tileStatement(
   const stmt = [...walk(func)].filter((n) => n.type === "expression_statement" && n.startPosition.row <= row && row <= n.endPosition.row).pop();
   if (stmt === undefined) throw misplaced(file, a, '"# ovl: tile" must trail the statement that sets the tile coordinates');
   const line = lineOf(stmt);
+  // Inserted lines go after the statement's last line: another statement on that line would run before them.
+  const siblings = stmt.parent === null ? [] : named(stmt.parent);
+  const shares = siblings.some((s) => s.id !== stmt.id && s.type !== "comment"
+    && s.startPosition.row <= stmt.endPosition.row && s.endPosition.row >= stmt.startPosition.row);
+  if (shares) throw misplaced(file, a, "a tile statement must be alone on its line(s)");
   const assignment = named(stmt)[0];
   if (assignment?.type !== "assignment") throw misplaced(file, a, '"# ovl: tile" must trail an assignment');
   const names = assignedNames(assignment);
@@ -164,9 +169,5 @@ function tileStatement(
     const where = persistent ? "directly in the tile loop's body" : "at the top level of the kernel's body";
     throw new LocalKernelError("unsafe-tile-loop", file, line, `a tile statement must stand ${where} (not inside if/for/while), so every tile runs it`);
   }
-  // Inserted lines go after the statement's last line: another statement on that line would run before them.
-  const shares = named(tileBlock).some((s) => s.id !== stmt.id && s.type !== "comment"
-    && s.startPosition.row <= stmt.endPosition.row && s.endPosition.row >= stmt.startPosition.row);
-  if (shares) throw misplaced(file, a, "a tile statement must be alone on its line(s)");
   return a.n === undefined ? { node: stmt, m: a.m, line } : { node: stmt, m: a.m, n: a.n, line };
 }

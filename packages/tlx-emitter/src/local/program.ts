@@ -32,8 +32,11 @@ export const DOMAIN_VARIABLE = { consumer: "ovl_m", producer: "ovl_t" } as const
 /** The parameters the transformation appends after the tables and scalars. */
 export const RUNTIME_PARAMS = {
   consumer: ["ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_target", "ovl_timeout_ns"],
-  producer: ["ovl_sig_ptr"],
+  producer: ["ovl_sig_ptr", "ovl_rank"],
 } as const;
+
+/** The rank id every rank-generic static map may use (a runtime parameter of both roles). */
+export const RANK_VARIABLE = "ovl_rank";
 
 /** Names the inserted code assigns (besides `ovl_slot<j>`). */
 const INSERTED_LOCALS = ["ovl_m", "ovl_mb", "ovl_tok", "ovl_t", "ovl_t2"];
@@ -75,8 +78,8 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
       throw bad("bad-program", `${what} reads table ${map.table.name}, which is not in the program's tables`);
     }
     const free = freeVariables(map.kind === "static" ? map.expr : map.index);
-    const stray = free.find((v) => v !== variable && !scalars.includes(v));
-    if (stray !== undefined) throw bad("bad-program", `${what} uses variable ${stray}; a ${role}'s maps are over ${variable} and the program's scalars`);
+    const stray = free.find((v) => v !== variable && v !== RANK_VARIABLE && !scalars.includes(v));
+    if (stray !== undefined) throw bad("bad-program", `${what} uses variable ${stray}; a ${role}'s maps are over ${variable}, ${RANK_VARIABLE} and the program's scalars`);
   }
 }
 

@@ -82,7 +82,7 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     expect(out.insertedParams).toEqual(["ovl_order", "ovl_wait0", "rank_off", "ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_target", "ovl_timeout_ns"]);
     expect(out.constexprs).toEqual(["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]);
     const producer = emit("gemm_producer", PRODUCER_STATIC);
-    expect(producer.insertedParams).toEqual(["ovl_sig_ptr"]);
+    expect(producer.insertedParams).toEqual(["ovl_sig_ptr", "ovl_rank"]);
   });
 
   it("consumer: remaps at every tile statement, waits once per column at the first, before any load of A", () => {
