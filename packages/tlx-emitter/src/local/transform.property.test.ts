@@ -1,0 +1,70 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import fc from "fast-check";
+import { add, constant, dynamicMap, lookupTable, mod, mul, staticMap, variable, type IndexMap } from "@ovl/mapping";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parseWithPython } from "../testing/python.js";
+import { loadPythonParser, parseLocalKernelWith, transformLocalKernel, type LocalKernel, type TileProgram } from "./index.js";
+
+const TUTORIAL = readFileSync(fileURLToPath(new URL("../../examples/user-kernels/tutorial_matmul.py", import.meta.url)), "utf8");
+
+let kernel: LocalKernel;
+beforeAll(async () => {
+  kernel = parseLocalKernelWith(await loadPythonParser(), TUTORIAL, { file: "tutorial_matmul.py" });
+});
+
+const M_BLOCKS = 16;
+const m = variable("ovl_m", { min: 0, max: M_BLOCKS - 1 });
+
+/** A static affine map a*m + b (mod n, sometimes), or a table of random length indexed by m. */
+const indexMap = (tableName: string): fc.Arbitrary<{ map: IndexMap; table?: string }> =>
+  fc.oneof(
+    fc.record({ a: fc.integer({ min: -5, max: 5 }), b: fc.integer({ min: -40, max: 40 }), n: fc.option(fc.integer({ min: 1, max: 64 })) })
+      .map(({ a, b, n }) => {
+        // Triton's % truncates toward zero, so the printer accepts a mod of non-negative values only.
+        const affine = n === null ? add(mul(constant(a), m), constant(b)) : add(mul(constant(Math.abs(a)), m), constant(Math.abs(b)));
+        return { map: staticMap(n === null ? affine : mod(affine, constant(n))) };
+      }),
+    fc.integer({ min: M_BLOCKS, max: 4 * M_BLOCKS }).map((length) => ({ map: dynamicMap(lookupTable(tableName, length), m), table: tableName })),
+  );
+
+const program: fc.Arbitrary<TileProgram> = fc
+  .record({ order: indexMap("ovl_order"), columns: fc.integer({ min: 1, max: 4 }).chain((c) => fc.tuple(...Array.from({ length: c }, (_, j) => indexMap(`ovl_wait${j}`)))) })
+  .map(({ order, columns }) => ({
+    role: "consumer",
+    order: order.map,
+    slots: columns.map((c) => c.map),
+    tables: [order, ...columns].flatMap((c) => (c.table === undefined ? [] : [c.table])),
+  }));
+
+const INSERTED_LOCALS = /^ovl_(m|mb|tok|slot\d+)$/;
+
+describe("transformLocalKernel, property", () => {
+  it("any order and any number of slot columns: one wait per column, only inserted ovl_ names, valid Python", () => {
+    const emitted: Record<string, string> = {};
+    const programs: Record<string, TileProgram> = {};
+    let i = 0;
+    fc.assert(
+      fc.property(program, (p) => {
+        const out = transformLocalKernel(kernel, p);
+        expect(out.source.split("wait_slot(ovl_sig_ptr").length - 1).toBe(p.slots.length);
+        expect(out.source.split("consume_token(pid_m, ovl_tok)").length - 1).toBe(p.slots.length);
+        // Remapped at both tile statements (the main loop's and the epilogue's).
+        expect(out.source.split("ovl_m = pid_m\n").length - 1).toBe(2);
+        const names = new Set(out.source.match(/\bovl_[A-Za-z0-9_]*/g) ?? []);
+        for (const name of names) {
+          expect(kernel.identifiers.has(name)).toBe(false);
+          expect(out.insertedParams.includes(name) || INSERTED_LOCALS.test(name) || name === "ovl_runtime", name).toBe(true);
+        }
+        expect(out.params.slice(0, kernel.params.length)).toEqual(kernel.params.map((q) => q.name));
+        emitted[`case${i}`] = out.source;
+        programs[`case${i}`] = p;
+        i += 1;
+      }),
+      { numRuns: 60 },
+    );
+    for (const [name, verdict] of Object.entries(parseWithPython(emitted))) {
+      expect(verdict, JSON.stringify(programs[name])).toBe("ok");
+    }
+  });
+});
