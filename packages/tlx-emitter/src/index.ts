@@ -7,3 +7,5 @@ export * from "./device/index.js";
 export * from "./kernels/index.js";
 export * from "./emit/index.js";
 export * from "./tlx/index.js";
+export * from "./local/index.js";
+export * from "./compile/index.js";

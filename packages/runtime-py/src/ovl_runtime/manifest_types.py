@@ -17,7 +17,7 @@ MANIFEST_SCHEMA = "ovl.manifest/v1"
 BUFFER_DTYPES = ("bf16", "fp16", "fp32", "int32", "uint32", "int64")
 FLOAT_DTYPES = ("bf16", "fp16", "fp32")
 OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce")
-ARG_KINDS = ("buffer", "peer-pointers", "table", "int", "rank", "world", "epoch", "epoch-target", "timeout-ns", "error-buffer")
+ARG_KINDS = ("buffer", "peer-pointers", "table", "int", "rank", "world", "epoch", "epoch-target", "timeout-ns", "error-buffer", "num-programs")
 
 
 @dataclass(frozen=True)

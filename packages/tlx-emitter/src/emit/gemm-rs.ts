@@ -9,7 +9,9 @@ import {
   checkSegmentAlignment,
   checkSmCommParams,
   GEMM_PRODUCER,
+  type GemmParams,
   gemmProducerSource,
+  type LaunchOptions,
   RS_REDUCE,
   rsReduceGrid,
   rsReduceSource,
@@ -23,10 +25,32 @@ import type { EmitResult } from "./ag-gemm.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
 import { commStreamName } from "./host-ops.js";
 import { mBlockTables } from "./m-block-tables.js";
-import { type EmitOptions, gemmLaunch, resolveOptions } from "./options.js";
+import { type EmitOptions, gemmLaunch, resolveOptions, type ResolvedOptions } from "./options.js";
 import { producerOrder } from "./producer-order.js";
 import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "./rs-movements.js";
 import { validated } from "./validate.js";
+
+/** What a GEMM+RS producer kernel is built from: per rank its m-block order and per m-block notify slot. */
+export interface ProducerContext {
+  /** `order[rank]`: m-blocks in computing order (sending order, own slab last). */
+  readonly order: readonly (readonly number[])[];
+  /** `notify[rank][m]`: the tile-done slot every tile of m-block m notifies (-1 = none). */
+  readonly notify: readonly (readonly number[])[];
+  readonly params: GemmParams;
+  readonly launch: LaunchOptions;
+  /** SMs the producer's persistent grid leaves to a communication kernel. */
+  readonly reserve: { readonly reserve?: number };
+  readonly numTiles: number;
+  readonly numPidN: number;
+  /** Buffer names: the partial product, A and B. */
+  readonly partial: string;
+  readonly a: string;
+  readonly b: string;
+  readonly options: ResolvedOptions;
+}
+
+/** A producer kernel in place of the `gemm-producer` template (a transformed local body). */
+export type ProducerFactory = (ctx: ProducerContext) => { kernel: Kernel; file: EmittedFile; tables: Table[] };
 
 /** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
 export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials", out: "rs_out" } as const;
@@ -48,7 +72,7 @@ export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials",
  * @throws {EmitError} when M is not W slabs of whole m-blocks, the schedule is not row
  *   blocked, the plan is not a direct ReduceScatter after compute, or options are bad.
  */
-export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions = {}): EmitResult {
+export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions = {}, producer?: ProducerFactory): EmitResult {
   const o = resolveOptions(options);
   const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
   const { M, N, K } = schedule.tiling.problem;
@@ -94,8 +118,6 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   ];
   checkDistinctBuffers(buffers);
   const tables: Table[] = [
-    { name: "mblock_order", dtype: "int32", values: order },
-    { name: "mblock_notify_slot", dtype: "int32", values: perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s))) },
     {
       name: "rs_arrival_slot",
       dtype: "int32",
@@ -103,30 +125,42 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     },
   ];
   const gemm = gemmLaunch(o, params);
+  // With SM pushes the producer leaves the communication kernel's SMs to it: a persistent
+  // program that found no SM free would start only when another finished all its tiles.
+  const reserve = o.backend === "sm" ? { reserve: o.commSms } : {};
+  const notifyPerMBlock = perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
+  const made = producer?.({ order, notify: notifyPerMBlock, params, launch: gemm, reserve, numTiles, numPidN: schedule.grid.numPidN, partial: tensor.name, a: GEMM_RS_BUFFERS.a, b: GEMM_RS_BUFFERS.b, options: o });
+  if (made === undefined) {
+    tables.unshift(
+      { name: "mblock_order", dtype: "int32", values: order },
+      { name: "mblock_notify_slot", dtype: "int32", values: notifyPerMBlock },
+    );
+  } else {
+    tables.unshift(...made.tables);
+  }
   const kernels: Kernel[] = [
-    kernelEntry(GEMM_PRODUCER, {
-      name: "gemm_producer",
-      stream: "compute",
-      // With SM pushes the producer leaves the communication kernel's SMs to it: a persistent
-      // program that found no SM free would start only when another finished all its tiles.
-      grid: [{ kind: "num-sms", cap: numTiles, ...(o.backend === "sm" ? { reserve: o.commSms } : {}) }],
-      ...gemm,
-      args: {
-        a_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.a },
-        b_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.b },
-        c_ptr: { kind: "buffer", name: tensor.name },
-        order_ptr: { kind: "table", name: "mblock_order" },
-        notify_ptr: { kind: "table", name: "mblock_notify_slot" },
-        sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-        M: { kind: "int", value: M },
-        N: { kind: "int", value: N },
-        K: { kind: "int", value: K },
-      },
-      constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
-      params: { ...params },
-    }),
+    made?.kernel ??
+      kernelEntry(GEMM_PRODUCER, {
+        name: "gemm_producer",
+        stream: "compute",
+        grid: [{ kind: "num-sms", cap: numTiles, ...reserve }],
+        ...gemm,
+        args: {
+          a_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.a },
+          b_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.b },
+          c_ptr: { kind: "buffer", name: tensor.name },
+          order_ptr: { kind: "table", name: "mblock_order" },
+          notify_ptr: { kind: "table", name: "mblock_notify_slot" },
+          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+          M: { kind: "int", value: M },
+          N: { kind: "int", value: N },
+          K: { kind: "int", value: K },
+        },
+        constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
+        params: { ...params },
+      }),
   ];
-  const files: EmittedFile[] = [{ path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) }];
+  const files: EmittedFile[] = [made?.file ?? { path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) }];
   let hostOps: RankHostOps[];
   if (o.backend === "copy-engine") {
     hostOps = ranks.map((r) => {

@@ -98,6 +98,9 @@ export type Table = z.infer<typeof Table>;
  * - `epoch`: the current launch count (from 1).
  * - `timeout-ns`: the bound of every device-side wait.
  * - `error-buffer`: the int32 buffer a timed-out wait records `(1, rank, slot, seen, expected)` in.
+ * - `num-programs`: the size of the launch's first grid dimension as the runner resolved it (a
+ *   persistent body's tile stride, e.g. the tutorials' `NUM_SMS`; a constexpr where the body
+ *   declares it one).
  */
 export const KernelArg = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("buffer"), name: Identifier }),
@@ -110,6 +113,7 @@ export const KernelArg = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("epoch-target"), arrivals: Positive }),
   z.object({ kind: z.literal("timeout-ns") }),
   z.object({ kind: z.literal("error-buffer") }),
+  z.object({ kind: z.literal("num-programs") }),
 ]);
 export type KernelArg = z.infer<typeof KernelArg>;
 

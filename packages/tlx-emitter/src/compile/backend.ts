@@ -1,0 +1,85 @@
+// The backend contract (one value `compile()` takes): a backend realises an operator as
+// kernel sources plus a manifest, or says why it cannot. Triton transforms the operator's
+// local body; TLX assembles warp-specialised kernels from its own parts.
+import { lowerToTileSchedule, validatePlan } from "@ovl/chunk-plan";
+import type { EmitResult } from "../emit/ag-gemm.js";
+import { emitTlxAgGemm, type TlxTarget } from "../tlx/emit.js";
+import { DEFAULT_TARGET } from "@ovl/primitives";
+import { EmitError } from "../writer/index.js";
+import { compileAgGemm } from "./ag-gemm.js";
+import { builtinBody } from "./builtin.js";
+import { compileGemmRs } from "./gemm-rs.js";
+import type { Operator } from "./operator.js";
+
+/** Version of the backend contract a backend implements. */
+export const BACKEND_SPECIFICATION = "ovl.backend/v1" as const;
+
+/** A way of turning an operator into kernels and a manifest. */
+export interface Backend {
+  readonly specificationVersion: typeof BACKEND_SPECIFICATION;
+  /** Short name (`triton`, `tlx`), as `ovl emit --backend` takes it. */
+  readonly name: string;
+  /** Why this backend cannot realise `op` (checked before anything is emitted), or undefined. */
+  refusal(op: Operator): string | undefined;
+  /** The kernel sources and manifest of `op`. Called only when `refusal(op)` is undefined. */
+  realise(op: Operator): Promise<EmitResult>;
+}
+
+/** Triton: the operator's local body, transformed (any annotated Triton kernel). */
+export const tritonBackend: Backend = {
+  specificationVersion: BACKEND_SPECIFICATION,
+  name: "triton",
+  refusal: () => undefined,
+  realise: (op) => (op.kind === "ag-gemm" ? compileAgGemm(op) : compileGemmRs(op)),
+};
+
+/**
+ * TLX: warp-specialised AllGather+GEMM on Hopper (a TMA producer warp, wgmma consumer
+ * warps, chunk waits), assembled from TLX parts; the body must be ovl's built-in TMA GEMM,
+ * since a TLX kernel is not a transformation of a Triton body.
+ */
+export function tlxBackend(options: { readonly target?: TlxTarget; readonly comm?: "copy-engine" | "comm-task" } = {}): Backend {
+  return {
+    specificationVersion: BACKEND_SPECIFICATION,
+    name: "tlx",
+    refusal(op) {
+      if (op.kind !== "ag-gemm") return `the TLX backend builds AllGather+GEMM only; compile ${op.kind} with the triton backend`;
+      if (op.body.source !== builtinBody("gemm_tma_persistent").source) {
+        return `the TLX backend assembles its own warp-specialised GEMM and cannot transform ${op.body.path}; use the triton backend for a local body`;
+      }
+      if ((options.target ?? "sm_90a") !== "sm_90a") return "TLX AllGather+GEMM is emitted for sm_90a only";
+      return undefined;
+    },
+    async realise(op) {
+      const tensor = op.plan.tensors[0]?.name ?? "A";
+      const schedule = lowerToTileSchedule(op.plan, {
+        tensor,
+        problem: op.problem,
+        tile: op.tile,
+        persistent: { numSms: DEFAULT_TARGET.smCount },
+        groupSizeM: op.groupM ?? 8,
+      }, { role: "consumer" });
+      const { backend: _transfers, numWarps: _w, numStages: _s, ...rest } = op.options ?? {};
+      const r = emitTlxAgGemm(op.plan, schedule, { ...rest, name: op.name, ...(options.comm === undefined ? {} : { comm: options.comm }) });
+      return { files: r.files, manifest: r.manifest };
+    },
+  };
+}
+
+/**
+ * Compile `op` with `backend` (default Triton): the plan is validated first (exactly-once
+ * writes, resolvable dependencies, no deadlock, the claimed collective), then the backend
+ * realises it.
+ * @throws {EmitError} `bad-plan` with the validator's findings for a plan that does not
+ *   validate, `unsupported-op` with the backend's reason for an operator it cannot realise.
+ */
+export async function compile(op: Operator, backend: Backend = tritonBackend): Promise<EmitResult> {
+  const report = validatePlan(op.plan);
+  if (!report.ok) {
+    const first = report.errors.slice(0, 3).map((e) => `${e.code}: ${e.message}`).join("; ");
+    throw new EmitError("bad-plan", `plan "${op.plan.name}" does not validate (${report.errors.length} finding${report.errors.length === 1 ? "" : "s"}): ${first}`);
+  }
+  const why = backend.refusal(op);
+  if (why !== undefined) throw new EmitError("unsupported-op", `backend ${backend.name}: ${why}`);
+  return backend.realise(op);
+}

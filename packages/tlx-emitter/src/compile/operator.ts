@@ -1,0 +1,46 @@
+// An overlapped operator (the unit the CLI, the tuner, the bench and users compile): a
+// compute body — a local Triton kernel, the user's own or a built-in — plus the chunk plan
+// of its communication plus the backend choices.
+import type { ChunkPlan } from "@ovl/chunk-plan";
+import type { EmitOptions } from "../emit/options.js";
+import type { Binding } from "./bind.js";
+
+/** The operators the compiler builds: what the body computes and which way data moves. */
+export type OperatorKind = "ag-gemm" | "gemm-rs";
+
+/** A local kernel: its file name (for errors and provenance) and its Python text. */
+export interface KernelBody {
+  /** File name the body was read from, as errors should cite it (e.g. `my_matmul.py`). */
+  readonly path: string;
+  /** The module's text. */
+  readonly source: string;
+  /** The annotated `@triton.jit` function to transform (default: the one with an `# ovl:` role). */
+  readonly entry?: string;
+}
+
+/** Problem sizes of the GEMM `C[M,N] = A[M,K] @ B[K,N]` (global M: all ranks' rows). */
+export interface GemmProblem {
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+}
+
+/** An overlapped operator, everything `compile()` needs. */
+export interface Operator {
+  /** Manifest name (an identifier). */
+  readonly name: string;
+  readonly kind: OperatorKind;
+  /** The communication: an AllGather of the body's gathered operand (ag-gemm) or a ReduceScatter of its output (gemm-rs). */
+  readonly plan: ChunkPlan;
+  /** The compute body (see `builtinBody` for ovl's own). */
+  readonly body: KernelBody;
+  readonly problem: GemmProblem;
+  /** The body's tile (`BLOCK_M`, `BLOCK_N`, `BLOCK_K`). */
+  readonly tile: { readonly BM: number; readonly BN: number; readonly BK: number };
+  /** L2 grouping of the body's persistent loop (default 8). */
+  readonly groupM?: number;
+  /** Bindings of body parameters the compiler cannot infer from their names. */
+  readonly bind?: Readonly<Record<string, Binding>>;
+  /** Element type, transfers (`copy-engine` | `sm`), launch and timing options. */
+  readonly options?: EmitOptions;
+}
