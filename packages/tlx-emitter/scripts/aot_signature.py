@@ -12,9 +12,24 @@ POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int32": "*i32", "
 SCALAR = {"int": "i32", "rank": "i32", "world": "i32", "epoch": "i32", "epoch-target": "i32", "timeout-ns": "i64"}
 
 
+# Programs a `num-sms` grid resolves to when compiled ahead of time for sm_90a (H100/H200).
+AOT_SMS = 132
+
+
+def grid_programs(kernel):
+    """The first grid dimension as the runner would resolve it on a 132-SM Hopper GPU."""
+    g = kernel["grid"][0]
+    if isinstance(g, int):
+        return g
+    n = max(1, AOT_SMS - g.get("reserve", 0))
+    return min(n, g["cap"]) if "cap" in g else n
+
+
 def arg_type(arg, buffers, tables):
     """The Triton signature type of a manifest argument (buffers by dtype, tables, ints...)."""
     kind = arg["kind"]
+    if kind == "num-programs":
+        return "constexpr"
     if kind == "buffer":
         return POINTER[buffers[arg["name"]]["dtype"]]
     if kind == "table":
@@ -44,6 +59,8 @@ def aligned_args(kernel, signature):
     for a in kernel["args"]:
         t = signature[a["name"]]
         v = a["value"]
+        if t == "constexpr":
+            continue
         if t.startswith("*") or (v["kind"] == "int" and isinstance(v.get("value"), int) and v["value"] % 16 == 0):
             out.append(a["name"])
     return out
@@ -62,6 +79,9 @@ def kernel_source(triton, base, kernel, buffers, tables, prefix):
     fn = load_entry(os.path.join(base, kernel["source"]), kernel["entry"], prefix)
     signature = {a["name"]: arg_type(a["value"], buffers, tables) for a in kernel["args"]}
     signature.update({c: "constexpr" for c in kernel["constexprs"]})
+    constexprs = dict(kernel["constexprs"])
+    # A body's persistent stride (`NUM_SMS`) is the launch grid: a constexpr the runner fills.
+    constexprs.update({a["name"]: grid_programs(kernel) for a in kernel["args"] if a["value"]["kind"] == "num-programs"})
     aligned = aligned_args(kernel, signature)
-    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=dict(kernel["constexprs"]), attrs=divisibility_attrs(fn, aligned))
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=divisibility_attrs(fn, aligned))
     return src, signature, aligned

@@ -5,6 +5,7 @@
 //   tsx scripts/emit-examples.ts <out-dir>
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { compiledExamples } from "../src/compile/examples.js";
 import { examples } from "../src/emit/examples.js";
 import { emitManifestJson } from "../src/emit/index.js";
 import { RING_REDUCE, ringReduceSource, SM_PULL, smPullSource } from "../src/kernels/index.js";
@@ -14,9 +15,10 @@ if (out === undefined) {
   console.error("usage: tsx scripts/emit-examples.ts <out-dir>");
   process.exit(2);
 }
+const h200 = { world: 4, M: 2048, N: 1024, K: 512, split: 2, tile: { BM: 128, BN: 256, BK: 64 } };
 const sets = {
-  small: examples(),
-  h200: examples({ world: 4, M: 2048, N: 1024, K: 512, split: 2, tile: { BM: 128, BN: 256, BK: 64 } }),
+  small: { ...examples(), ...(await compiledExamples()) },
+  h200: { ...examples(h200), ...(await compiledExamples(h200)) },
 };
 for (const [shape, results] of Object.entries(sets)) {
   for (const [name, result] of Object.entries(results)) {

@@ -11,7 +11,7 @@ export const BUILTIN_BODIES = ["gemm_tma_persistent", "gemm_producer", "grouped_
 export type BuiltinBodyName = (typeof BUILTIN_BODIES)[number];
 
 /** The folder holding `kernels/`: the package root, found from this module (src/ or dist/). */
-function packageRoot(): string {
+export function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, "package.json"))) {
     const up = dirname(dir);

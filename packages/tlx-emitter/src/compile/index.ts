@@ -7,3 +7,4 @@ export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
 export { compileGemmRs, LOCAL_PRODUCER_KIND } from "./gemm-rs.js";
 export { rankMap, consumerColumns, RANK_VAR, type BuiltMap, type ConsumerColumns } from "./maps.js";
+export { compiledExamples, tutorialMatmulBody } from "./examples.js";

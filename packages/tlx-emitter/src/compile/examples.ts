@@ -1,0 +1,34 @@
+// Worked examples of the compile path (what the tests, the AOT check and the runner's CPU
+// emulation compile): AllGather+GEMM from the built-in TMA body and from a user's
+// tutorial-style matmul, and GEMM+ReduceScatter from the built-in producer body.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import type { EmitResult } from "../emit/ag-gemm.js";
+import type { ExampleShape } from "../emit/examples.js";
+import { compile } from "./backend.js";
+import { builtinBody, packageRoot } from "./builtin.js";
+import type { KernelBody } from "./operator.js";
+
+/** The user-kernel example shipped with the package (`examples/user-kernels/tutorial_matmul.py`). */
+export function tutorialMatmulBody(): KernelBody {
+  return { path: "tutorial_matmul.py", source: readFileSync(join(packageRoot(), "examples", "user-kernels", "tutorial_matmul.py"), "utf8") };
+}
+
+const DEFAULT: ExampleShape = { world: 2, M: 512, N: 256, K: 128, split: 2 };
+
+/** The compiled examples by name, for `shape` (default: 2 ranks, M=512, N=256, K=128, split 2). */
+export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<Record<string, EmitResult>> {
+  const { world, M, N, K, split } = shape;
+  const tile = shape.tile ?? { BM: 128, BN: 128, BK: 64 };
+  const ag = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }));
+  const rs = planSignals(
+    reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true }),
+  );
+  const common = { problem: { M, N, K }, tile, groupM: 8 } as const;
+  return {
+    local_ag_tma: await compile({ name: "local_ag_tma", kind: "ag-gemm", plan: ag, body: builtinBody("gemm_tma_persistent"), ...common }),
+    local_ag_tutorial: await compile({ name: "local_ag_tutorial", kind: "ag-gemm", plan: ag, body: tutorialMatmulBody(), ...common }),
+    local_gemm_rs: await compile({ name: "local_gemm_rs", kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), ...common }),
+  };
+}
