@@ -1,7 +1,6 @@
-// The transformation (TileLink §4): insert the tile-boundary primitives into a parsed local
-// kernel — a consumer remaps its row block and waits on its slots right after the statement
-// that sets it; a producer remaps its tile and notifies after the tile's stores. The user's text
-// is kept byte for byte elsewhere: every edit is an insertion at a position of the syntax tree.
+// The transformation (TileLink §4): a consumer remaps its row block and waits on its slots right
+// after the statement that sets it; a producer remaps its tile and notifies after the tile's stores.
+// Every edit is an insertion at a position of the syntax tree, so the user's text is kept byte for byte.
 import { pyLiteral, sanitizeText } from "../writer/literals.js";
 import type { LocalKernel } from "./parse.js";
 import { named, type SyntaxNode } from "./parser.js";
