@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Python runner's tests in a package-local venv, creating it on first use.
+# Runs the Python runner's tests in a package-local venv, creating it on first use. The
+# `interpret` extra (torch 2.11.0, triton 3.6.0; CPU use only) runs the interpreter emulation tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
@@ -9,7 +10,7 @@ fi
 stamp=.venv/.ovl-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,interpret]'
   touch "$stamp"
 fi
 exec .venv/bin/python -m pytest "$@"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .env import set_safe_env
+from .emulate import ENGINES
 from .errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
 from .manifest import Manifest, load_manifest
 from .outcome import RunOutcome
@@ -50,7 +51,11 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run manifests, check them against a reference, time them, write their reports")
     run.add_argument("manifests", nargs="+", metavar="manifest", help="path of an ovl.manifest/v1 JSON file; several (of one world) run in one process")
-    run.add_argument("--emulate", action="store_true", help="run on the CPU (ranks as threads over numpy arrays)")
+    run.add_argument("--emulate", action="store_true", help="run on the CPU (ranks as threads); --emulate=ENGINE also picks the engine")
+    run.add_argument("--engine", choices=ENGINES, default="auto",
+                     help="emulation engine: numpy (the templates re-implemented in numpy), interpret (the kernels' own source under "
+                          "Triton's CPU interpreter; needs torch and triton) or auto (numpy when every kernel has a numpy template, else interpret); "
+                          "numpy or interpret imply --emulate")
     out = run.add_mutually_exclusive_group()
     out.add_argument("--out", help="one manifest: write the report here (default: stdout)")
     out.add_argument("--out-dir", help="write each report to DIR/<name>.json (required with several manifests): <name> is the "
@@ -87,8 +92,20 @@ def _usage(message: str) -> int:
     return EXIT_BAD_MANIFEST
 
 
+def _split_emulate(argv: Sequence[str]) -> list[str]:
+    """``--emulate=ENGINE`` is ``--emulate --engine ENGINE`` (a bare ``--emulate`` takes no value,
+    so that it never swallows a manifest path)."""
+    out: list[str] = []
+    for a in argv:
+        if a.startswith("--emulate="):
+            out += ["--emulate", "--engine", a.split("=", 1)[1]]
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(_split_emulate(sys.argv[1:] if argv is None else argv))
     set_safe_env(args.symm_backend)
     paths: list[str] = args.manifests
     if args.epochs is not None and args.epochs < 1:
@@ -119,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             return _usage(f"cannot create --out-dir {args.out_dir}: {exc.strerror or exc}")
-    emulated = args.emulate or not gpu_available()
+    emulated = args.emulate or args.engine != "auto" or not gpu_available()
     if args.out_dir is None:
         return _run_one(args, manifests[0], emulated)
     return _run_many(args, manifests, paths, names, emulated)
@@ -208,7 +225,8 @@ def _emulated(args: argparse.Namespace, manifests: list[Manifest],
     for i, m in enumerate(manifests):
         progress = progress_for(i, m)
         try:
-            result: RunOutcome | RunnerError = emulate(m, epochs=args.epochs, seed=args.seed, timeout_s=args.timeout_s, on_progress=progress)
+            result: RunOutcome | RunnerError = emulate(m, epochs=args.epochs, seed=args.seed, timeout_s=args.timeout_s, on_progress=progress,
+                                                       engine=args.engine)
         except RunnerError as exc:
             result = exc
         except Exception as exc:  # noqa: BLE001 - reported as a value, as on the GPU

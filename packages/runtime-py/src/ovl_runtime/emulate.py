@@ -22,7 +22,7 @@ from .emulate_comm import COMM_TEMPLATES
 from .emulate_kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
 from .emulate_tlx import TLX_TEMPLATES
 from .emulate_stall import Stalled, StallMonitor, host_thread, kernel_thread, slot_writers
-from .errors import CheckFailed, KernelFault, ManifestError, RunnerError
+from .errors import CheckFailed, KernelFault, ManifestError, RunnerError, UsageError
 from .manifest import CommStream, CopyOp, KernelSpec, Manifest, checked_init
 from .outcome import CheckRecord, RunOutcome
 from .reference import output_view, references, relative_error
@@ -215,16 +215,63 @@ class Emulator:
         return rec, times
 
 
-def emulate(m: Manifest, epochs: int | None = None, seed: int = 0, timeout_s: float | None = None, on_progress: ProgressFn | None = None) -> RunOutcome:
+ENGINES = ("auto", "numpy", "interpret")
+
+
+def choose_engine(m: Manifest, engine: str = "auto") -> str:
+    """The emulation that runs ``m``: ``numpy`` (the templates re-implemented in numpy) or
+    ``interpret`` (the kernels' own source under Triton's interpreter, ``interpret.py``).
+
+    ``auto`` takes numpy when every kernel's ``template.kind`` has a numpy template, else the
+    interpreter when torch and triton import; otherwise a ManifestError says what is missing.
+    """
+    if engine not in ENGINES:
+        raise UsageError(f"unknown emulation engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if engine != "auto":
+        return engine
+    unknown = [(i, k) for i, k in enumerate(m.kernels) if k.template_kind not in TEMPLATES]
+    if not unknown:
+        return "numpy"
+    from .interpret import interpret_unavailable
+
+    reason = interpret_unavailable()
+    if reason is None:
+        return "interpret"
+    i, k = unknown[0]
+    raise ManifestError(f"kernels[{i}].template.kind", f"the numpy emulation has no template {k.template_kind!r}, and {reason}")
+
+
+def make_emulator(m: Manifest, engine: str = "auto", seed: int = 0, timeout_s: float | None = None,
+                  on_progress: ProgressFn | None = None) -> Any:
+    """An ``Emulator`` (numpy) or an ``interpret.InterpretEmulator`` for ``m`` (``choose_engine``)."""
+    chosen = choose_engine(m, engine)
+    if chosen == "numpy":
+        return Emulator(m, seed=seed, timeout_s=timeout_s, on_progress=on_progress)
+    from .interpret import InterpretEmulator
+
+    try:
+        return InterpretEmulator(m, seed=seed, timeout_s=timeout_s, on_progress=on_progress)
+    except ManifestError as exc:
+        if engine != "auto":
+            raise
+        i, k = next((i, k) for i, k in enumerate(m.kernels) if k.template_kind not in TEMPLATES)
+        raise ManifestError(exc.path, f"the numpy emulation has no template {k.template_kind!r} (kernels[{i}]), "
+                                      f"and the interpreter emulation cannot run the manifest: {exc.detail}") from exc
+
+
+def emulate(m: Manifest, epochs: int | None = None, seed: int = 0, timeout_s: float | None = None, on_progress: ProgressFn | None = None,
+            engine: str = "auto") -> RunOutcome:
     """Run ``epochs`` checked launches in a row (default ``timing.checkRuns``) on the CPU.
 
-    Failures do not raise: they end the run and are listed in the outcome (see
-    ``RunOutcome.raise_for_failure``).
+    ``engine``: ``numpy``, ``interpret`` or ``auto`` (see ``choose_engine``). Failures do not
+    raise: they end the run and are listed in the outcome (see ``RunOutcome.raise_for_failure``).
     """
     progress = on_progress or (lambda _e: None)
-    outcome = RunOutcome(mode="emulate", device="cpu-emulation", backend="emulated", clock="wall")
+    chosen = choose_engine(m, engine)
+    device = "cpu-interpreter" if chosen == "interpret" else "cpu-emulation"
+    outcome = RunOutcome(mode="emulate", device=device, backend="emulated", clock="wall")
     runs = epochs if epochs is not None else m.timing.check_runs
-    emu = Emulator(m, seed=seed, timeout_s=timeout_s, on_progress=progress)
+    emu = make_emulator(m, engine, seed=seed, timeout_s=timeout_s, on_progress=progress)
     outcome.times_ms = [[] for _ in range(m.world)]
     for run in range(runs):
         progress({"event": "launch", "run": run, "epoch": emu.epoch + 1})
