@@ -100,6 +100,7 @@ export async function compileAgGemm(op: Operator, schedule?: TileSchedule): Prom
     own,
     inserted,
     params: { ...params, body: op.body.path, entry: kernel.entry, operator: "ag-gemm", slotColumns: width },
+    tileProgram: { role: "consumer", order: order.map, slots: slots.map((s) => s.map), numPidM, numPidN: sched.grid.numPidN },
   });
   const manifest = validated({
     $schema: MANIFEST_SCHEMA,

@@ -1,7 +1,7 @@
 // The manifest entry of a transformed local kernel: the body's own parameters bound to
 // buffers, sizes and constexprs, then the parameters the transformation inserted (tables,
 // signals, the bounded wait's arguments), each given the manifest argument it reads.
-import type { Kernel, KernelArg, GridDim } from "../manifest/schema.js";
+import type { Kernel, KernelArg, GridDim, TileProgramSpec } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import type { Binding } from "./bind.js";
 
@@ -27,6 +27,7 @@ export function localKernelEntry(
     readonly own: ReadonlyMap<string, Binding>;
     readonly inserted: Readonly<Record<string, KernelArg>>;
     readonly params: Readonly<Record<string, number | string | boolean>>;
+    readonly tileProgram: TileProgramSpec;
   },
 ): Kernel {
   const args: { name: string; value: KernelArg }[] = [];
@@ -58,5 +59,6 @@ export function localKernelEntry(
     args,
     constexprs,
     template: { kind: e.kind, params: { ...e.params } },
+    tileProgram: e.tileProgram,
   };
 }

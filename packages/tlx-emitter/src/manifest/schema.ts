@@ -3,6 +3,7 @@
 // allocate (symmetric or local), which copy-engine ops each rank issues on which stream,
 // the reference to check against, and the timing protocol. Plain JSON; the runner
 // validates it with the JSON Schema file generated from these zod schemas.
+import { IndexMapSchema } from "@ovl/mapping";
 import { z } from "zod";
 
 /** Version tag of the manifest format. */
@@ -156,6 +157,22 @@ export const Precompiled = z.object({
 export type Precompiled = z.infer<typeof Precompiled>;
 
 /**
+ * The tile program a compiled local body was transformed with (TileLink §4.1's mappings as
+ * data): the visit order and the wait (consumer) or notify (producer) slot maps, over
+ * `ovl_m` (consumer: m-block) or `ovl_t` (producer: linear tile `m * numPidN + n`) and
+ * `ovl_rank`; dynamic maps read the manifest table of the same name. The kernel source
+ * prints the same maps; the CPU emulation evaluates them from here.
+ */
+export const TileProgramSpec = z.object({
+  role: z.enum(["consumer", "producer"]),
+  order: IndexMapSchema,
+  slots: z.array(IndexMapSchema),
+  numPidM: Positive,
+  numPidN: Positive,
+});
+export type TileProgramSpec = z.infer<typeof TileProgramSpec>;
+
+/**
  * A kernel launch. `source` is a Python file relative to the manifest; `entry` the
  * `@triton.jit` function in it. `template` names the kernel template and its parameters so
  * that the CPU emulation can execute the same tile schedule without a GPU.
@@ -173,6 +190,8 @@ export const Kernel = z.object({
   template: z.object({ kind: TemplateKind, params: z.record(Identifier, z.union([z.number(), z.string(), z.boolean()])) }),
   /** Optional (additive): where the ahead-of-time compiled cubin of this kernel lives. */
   precompiled: Precompiled.optional(),
+  /** Optional (additive): the tile program of a transformed local body. */
+  tileProgram: TileProgramSpec.optional(),
 });
 export type Kernel = z.infer<typeof Kernel>;
 
