@@ -5,7 +5,7 @@ pre-satisfied (so only the kernel's own cost is measured): persistent grid size,
 tile width, waits unrolled across ranks or looped, acquire scope (sys / gpu) and no waits at
 all (the pure reduction bandwidth). Each variant is checked against torch's sum.
 
-    python3 dev/diag_rs_reduce.py [--json OUT.json] [--quick]
+    python3 packages/bench/gpu/diag/diag_rs_reduce.py [--json OUT.json] [--quick]
 
 --quick times only the emitted kernel before the fix and the configuration the emitter
 now uses (4 warps, BLOCK_N 128, ranks unrolled, system-scope waits) at 64 programs, one per

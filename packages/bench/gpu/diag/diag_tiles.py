@@ -6,7 +6,7 @@ times `ag_gemm_consumer` (the committed golden module, every slot -1: local rows
 over the problems the suite and the tuner emit, for tiles BM×BN×BK and (num_warps,
 num_stages), checks each result against torch, and writes one JSON.
 
-    python3 dev/diag_tiles.py [--json OUT.json]
+    python3 packages/bench/gpu/diag/diag_tiles.py [--json OUT.json]
 """
 import argparse
 import importlib.util

@@ -39,7 +39,7 @@ export function checkRsReduceParams(p: RsReduceParams): RsReduceParams {
  * Grid of `rs-reduce`: a persistent 1-D grid striding over the slab's (m-block, n-block)
  * tiles; by default one program per SM (`num-sms`, capped at the tile count), else at most
  * `programs`. Measured on an H100 (MLP-1/2 slabs at worlds 2 and 4, H = 8192 at world 2,
- * `dev/diag_rs_reduce.py`): with vectorised loads one program per SM is within ~10% of one
+ * `packages/bench/gpu/diag/diag_rs_reduce.py`): with vectorised loads one program per SM is within ~10% of one
  * per tile, and 64 programs lose ~1.3×. Bounded on purpose: its programs spin until
  * deliveries arrive, and a grid that filled every SM's registers (two programs per SM
  * already do) starves whatever delivers the data: the driver runs a copy within one
