@@ -1,12 +1,15 @@
 """ovl_runtime: runs ovl manifests on GPUs under torchrun, or emulated on the CPU.
 
 ``load_manifest`` reads and validates an ``ovl.manifest/v1`` file; ``emulate`` runs it on
-the CPU (ranks as threads over numpy arrays, the same tables, slots and host ops);
+the CPU (ranks as threads; the numpy engine re-implements the kernel templates, the
+``interpret`` engine runs the kernels' own source under Triton's interpreter; the same
+tables, slots and host ops); ``ovl_runtime.language`` holds the device primitives the
+emitted kernels import;
 ``python -m ovl_runtime run`` runs it on GPUs (``gpu.run_gpu``; several manifests of one
 world in one process group: ``gpu.run_gpu_many``) and writes an ``ovl.report/v1`` report. The signal model (monotone epochs, bounded waits) is shared.
 """
 
-from .emulate import Emulator, emulate
+from .emulate import ENGINES, Emulator, choose_engine, emulate
 from .errors import (
     CheckFailed,
     DeviceError,
@@ -31,6 +34,7 @@ from .signals import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ENGINES",
     "MANIFEST_SCHEMA",
     "REPORT_SCHEMA",
     "Baseline",
@@ -50,6 +54,7 @@ __all__ = [
     "UsageError",
     "WaitTimeout",
     "build_report",
+    "choose_engine",
     "emulate",
     "epoch_target",
     "load_manifest",
