@@ -9,7 +9,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
-import { emitAgGemm, emitGemmRs, emitManifestJson, emitTlxAgGemm, type EmitResult, type TlxEmitResult } from "@ovl/tlx-emitter";
+import { builtinBody, compile, emitManifestJson, emitTlxAgGemm, type EmitOptions, type EmitResult, type TlxEmitResult } from "@ovl/tlx-emitter";
 import { MLP_SHAPES, type MlpShapeName } from "../shapes.js";
 
 const TILE = { BM: 128, BN: 256, BK: 64 } as const;
@@ -20,7 +20,7 @@ function flag(name: string, fallback: string): string[] {
 }
 
 /** The suite's cases for one shape and world: name → emitted kernels and manifest (TLX cases carry their PTX expectations). */
-export function suiteCases(shapeName: MlpShapeName, world: number, splits: readonly number[], tlx = false): Record<string, EmitResult | TlxEmitResult> {
+export async function suiteCases(shapeName: MlpShapeName, world: number, splits: readonly number[], tlx = false): Promise<Record<string, EmitResult | TlxEmitResult>> {
   const { S, H, I } = MLP_SHAPES[shapeName];
   const n = I / world;
   if (!Number.isInteger(n) || S % world !== 0) throw new Error(`${shapeName} does not shard evenly over ${world} ranks`);
@@ -34,7 +34,17 @@ export function suiteCases(shapeName: MlpShapeName, world: number, splits: reado
       { tensor: "A", problem: { M: S, N: n, K: H }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
       { role: "consumer" },
     );
-    cases[`${tag}_ag_gemm_s${split}`] = emitAgGemm(ag, schedule, { name: `${tag}_ag_gemm_s${split}`, timing });
+    // Through the one compile path: ovl's built-in TMA body, transformed for this plan.
+    cases[`${tag}_ag_gemm_s${split}`] = await compile({
+      name: `${tag}_ag_gemm_s${split}`,
+      kind: "ag-gemm",
+      plan: ag,
+      body: builtinBody("gemm_tma_persistent"),
+      problem: { M: S, N: n, K: H },
+      tile: TILE,
+      groupM: 8,
+      options: { timing },
+    });
     if (tlx) {
       cases[`${tag}_tlx_ag_gemm_s${split}`] = emitTlxAgGemm(ag, schedule, { name: `${tag}_tlx_ag_gemm_s${split}`, comm: "copy-engine", timing });
       // A fourth warp group caps every thread at 128 registers: half-width tiles.
@@ -50,20 +60,17 @@ export function suiteCases(shapeName: MlpShapeName, world: number, splits: reado
     const rs = planSignals(
       reduceScatterDirect({ tensor: { name: "C", shape: [S, H], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true }),
     );
-    const rsSchedule = lowerToTileSchedule(
-      rs,
-      { tensor: "C_partial", problem: { M: S, N: H, K: n }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
-      { role: "producer" },
-    );
+    const rsOp = (name: string, options: EmitOptions) =>
+      compile({ name, kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), problem: { M: S, N: H, K: n }, tile: TILE, groupM: 8, options });
     const ce = `${tag}_gemm_rs_ce_s${split}`;
-    cases[ce] = emitGemmRs(rs, rsSchedule, { name: ce, backend: "copy-engine", timing });
+    cases[ce] = await rsOp(ce, { backend: "copy-engine", timing });
     // The SM backend moves every m-block itself (the split only changes the copy engine's
     // chunks): once, with 8 and with 16 communication SMs, and with 16 wide programs (8 warps
     // moving 8192 elements a step: more bytes in flight per SM).
     if (split !== splits[0]) continue;
     for (const [suffix, o] of [["sm", { commSms: 8 }], ["sm16", { commSms: 16 }], ["sm16w", { commSms: 16, commWarps: 8, commBlock: 8192 }]] as const) {
       const name = `${tag}_gemm_rs_${suffix}_s${split}`;
-      cases[name] = emitGemmRs(rs, rsSchedule, { name, backend: "sm", ...o, timing });
+      cases[name] = await rsOp(name, { backend: "sm", ...o, timing });
     }
   }
   return cases;
@@ -80,7 +87,7 @@ const worlds = flag("--worlds", "2").map(Number);
 const splits = flag("--splits", "1,2").map(Number);
 for (const shape of shapes) {
   for (const world of worlds) {
-    for (const [name, result] of Object.entries(suiteCases(shape, world, splits, process.argv.includes("--tlx")))) {
+    for (const [name, result] of Object.entries(await suiteCases(shape, world, splits, process.argv.includes("--tlx")))) {
       const dir = join(out, name);
       mkdirSync(dir, { recursive: true });
       for (const f of result.files) writeFileSync(join(dir, f.path), f.text);
