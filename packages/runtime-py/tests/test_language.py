@@ -187,3 +187,42 @@ def test_interpreter_definitions_wait_wrap_aware_time_out_and_type_peer_pointers
     assert x.tolist() == [0.0, 2.0, 4.0, 6.0]  # peer 1's bf16 buffer, through the table
     err, tok, elapsed = run(5, 6, 200_000_000)
     assert err == [1, 3, 0, 5, 6] and tok == 6 and 0.2 <= elapsed < 5
+
+
+BF16_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bf16_math(a_ptr, b_ptr, c_ptr, d_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    tl.store(c_ptr + offs, tl.maximum(a * b + a * 2 - 1, -0.5))
+    acc = tl.dot(tl.reshape(a, (8, 8)), tl.reshape(b, (8, 8)))
+    tl.store(d_ptr + tl.arange(0, 8)[:, None] * 8 + tl.arange(0, 8)[None, :], acc)
+'''
+
+
+@needs_interpreter
+def test_bf16_arithmetic_under_the_interpreter_rounds_like_torch(tmp_path):
+    import torch
+
+    from ovl_runtime.interpret import interpreter_mode
+    from ovl_runtime.interpret_patch import patched
+
+    interpreter_mode()
+    (tmp_path / "bf16_kernel.py").write_text(BF16_KERNEL)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import bf16_kernel
+    finally:
+        sys.path.remove(str(tmp_path))
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(64, generator=g).bfloat16() for _ in range(2))
+    c, d = torch.zeros(64, dtype=torch.bfloat16), torch.zeros(8, 8)
+    with patched():
+        bf16_kernel.bf16_math[(1,)](a, b, c, d, N=64)
+    assert torch.equal(c, torch.clamp(a * b + a * 2 - 1, min=-0.5))
+    assert torch.allclose(d, a.float().reshape(8, 8) @ b.float().reshape(8, 8), atol=1e-5)

@@ -22,9 +22,11 @@ emulating (``patched()``), undone afterwards. Three points of the interpreter:
    add, a copy into a symmetric buffer) landing between its read and its write would be
    lost. Here the copy is skipped when both sides are the same memory.
 
-4. **bf16 dots.** The interpreter holds bf16 values as their uint16 bit patterns and
-   ``create_dot`` multiplies those integers; here bf16 operands are widened to float32
-   first (exact), so a bf16 ``tl.dot`` accumulates in float32 as on the GPU.
+4. **bf16 arithmetic.** The interpreter holds bf16 values as their uint16 bit patterns,
+   and ``create_dot``, ``binary_op``, ``unary_op``, ``create_fma`` and ``create_clampf``
+   compute on those integers; it has no ``get_bf16`` (a bf16 constant). Here bf16 operands
+   are widened to float32 (exact); a dot accumulates in float32 as on the GPU, other
+   results are rounded back to bf16 (to nearest even).
 
 Before the first launch, Triton's argument specialisation is run once on this thread: its
 first call imports a package lazily, which two threads must not do at once.
@@ -143,12 +145,57 @@ def _apply() -> None:
 
     cls.create_dot = create_dot
 
+    # bf16 arithmetic: widen to float32, compute, round back to bf16 (nearest even).
+    for name in ("binary_op", "unary_op", "create_fma", "create_clampf"):
+        _saved[name] = cls.__dict__[name]
+    binary, unary, fma, clampf = (_saved[n] for n in ("binary_op", "unary_op", "create_fma", "create_clampf"))
+
+    def binary_op(self: Any, lhs: Any, rhs: Any, op: Any) -> Any:
+        if lhs.dtype.scalar != itp.tl.bfloat16:
+            return binary(self, lhs, rhs, op)
+        return _narrow(itp, binary(self, _bf16_as_fp32(itp, lhs), _bf16_as_fp32(itp, rhs), op))
+
+    def unary_op(self: Any, arg: Any, op: Any) -> Any:
+        if arg.dtype.scalar != itp.tl.bfloat16:
+            return unary(self, arg, op)
+        return _narrow(itp, unary(self, _bf16_as_fp32(itp, arg), op))
+
+    def create_fma(self: Any, x: Any, y: Any, z: Any) -> Any:
+        if z.dtype.scalar != itp.tl.bfloat16:
+            return fma(self, x, y, z)
+        return _narrow(itp, fma(self, *(_bf16_as_fp32(itp, h) for h in (x, y, z))))
+
+    def create_clampf(self: Any, arg: Any, lo: Any, hi: Any, propagate_nans: Any) -> Any:
+        if arg.dtype.scalar != itp.tl.bfloat16:
+            return clampf(self, arg, lo, hi, propagate_nans)
+        return _narrow(itp, clampf(self, *(_bf16_as_fp32(itp, h) for h in (arg, lo, hi)), propagate_nans))
+
+    def get_bf16(self: Any, value: Any) -> Any:
+        return itp.TensorHandle(_fp32_to_bf16_bits(np.array([value], dtype=np.float32)), itp.tl.bfloat16)
+
+    cls.binary_op, cls.unary_op, cls.create_fma, cls.create_clampf = binary_op, unary_op, create_fma, create_clampf
+    _saved["get_bf16"] = cls.__dict__.get("get_bf16")
+    cls.get_bf16 = get_bf16
+
 
 def _bf16_as_fp32(itp: Any, h: Any) -> Any:
     if h.dtype.scalar != itp.tl.bfloat16:
         return h
     wide = (h.data.astype(np.uint32) << np.uint32(16)).view(np.float32)
     return itp.TensorHandle(wide, itp.tl.float32)
+
+
+def _fp32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    bits = x.astype(np.float32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(np.uint16)
+    return np.where(np.isnan(x), np.uint16(0x7FC0), rounded)
+
+
+def _narrow(itp: Any, h: Any) -> Any:
+    """A float32 result back to bf16 (comparisons, whose data are booleans, stay as they are)."""
+    if h.data.dtype != np.float32:
+        return h
+    return itp.TensorHandle(_fp32_to_bf16_bits(h.data), itp.tl.bfloat16)
 
 
 def _undo() -> None:
@@ -167,6 +214,12 @@ def _undo() -> None:
         scope.restore()
     itp.GridExecutor._restore_args_dev = _saved["restore_args_dev"]
     cls.create_dot = _saved["create_dot"]
+    for name in ("binary_op", "unary_op", "create_fma", "create_clampf"):
+        setattr(cls, name, _saved[name])
+    if _saved["get_bf16"] is None:
+        del cls.get_bf16
+    else:
+        cls.get_bf16 = _saved["get_bf16"]
     _saved.clear()
 
 
