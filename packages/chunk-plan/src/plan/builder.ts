@@ -17,7 +17,7 @@ import {
 } from "../model/schema.js";
 import { PlanError } from "./errors.js";
 import { worldSize } from "./mesh.js";
-import { cloneDependency, cloneOp, cloneRegion } from "./clone.js";
+import { cloneDependencies, cloneOp, cloneRegion } from "./clone.js";
 import { checkPlanStructure } from "./structure.js";
 
 /** A dependency on one op: what {@link PlanBuilder.add} returns. */
@@ -149,7 +149,7 @@ export class PlanBuilder {
     while (draft.streams.length <= stream) draft.streams.push([]);
     const ops = draft.streams[stream]!;
     // One copy, deps included (no intermediate `{...op, deps}` object).
-    ops.push(cloneOp(op as Op, op.deps === undefined ? [] : op.deps.map(cloneDependency)));
+    ops.push(cloneOp(op as Op, op.deps === undefined ? [] : cloneDependencies(op.deps)));
     return opRef(rank, stream, ops.length - 1);
   }
 
