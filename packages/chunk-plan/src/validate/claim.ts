@@ -24,8 +24,13 @@ function sameExtents(a: readonly number[], b: readonly number[], except = -1): b
   return a.length === b.length && a.every((x, d) => d === except || x === b[d]);
 }
 
-/** Visits one target: the fields of a {@link ClaimTarget}, passed apart so no object is built per target. */
-export type ClaimVisitor = (rank: number, region: Region, sources: readonly ClaimSource[], reduce: boolean) => void;
+/**
+ * Visits one target: the fields of a {@link ClaimTarget}, passed apart so no object is built
+ * per target, and `target`, a small id (0, 1, 2, ...) shared by the targets of all ranks
+ * that check the same region against the same sources (AllGather's slab j on every rank),
+ * for callers to cache per id in an array.
+ */
+export type ClaimVisitor = (rank: number, region: Region, sources: readonly ClaimSource[], reduce: boolean, target: number) => void;
 
 /** The targets of a claim, visited one at a time (n² of them for AllGather and AllToAll). */
 export type ClaimTargets = (visit: ClaimVisitor) => void;
@@ -75,7 +80,7 @@ export function claimTargets(claim: Claim, decls: ReadonlyMap<string, TensorDecl
       }
       const sources = ranks.map((from, j) => [{ rank: from, region: shardIsWhole ? fullSrc : (srcSlabs[j] as Region) }]);
       return (visit) => {
-        for (const rank of ranks) for (let j = 0; j < n; j++) visit(rank, slabs[j] as Region, sources[j] ?? [], false);
+        for (const rank of ranks) for (let j = 0; j < n; j++) visit(rank, slabs[j] as Region, sources[j] ?? [], false, j);
       };
     }
     case "reduce-scatter": {
@@ -85,18 +90,18 @@ export function claimTargets(claim: Claim, decls: ReadonlyMap<string, TensorDecl
         return `reduce-scatter claim: ${out.name} axis ${axis} must be ${s} (the full tensor)${s % n === 0 ? ` or ${s / n} (one slab)` : ""}`;
       }
       const sources = ranks.map((_, i) => ranks.map((from) => ({ rank: from, region: srcSlabs[i] as Region })));
-      return (visit) => ranks.forEach((rank, i) => visit(rank, resultIsSlab ? full : (slabs[i] as Region), sources[i] ?? [], true));
+      return (visit) => ranks.forEach((rank, i) => visit(rank, resultIsSlab ? full : (slabs[i] as Region), sources[i] ?? [], true, i));
     }
     case "all-reduce": {
       if (o !== s) return `all-reduce claim: ${src.name} and ${out.name} must have the same shape`;
       const sources = ranks.map((from) => ({ rank: from, region: fullSrc }));
-      return (visit) => ranks.forEach((rank) => visit(rank, full, sources, true));
+      return (visit) => ranks.forEach((rank) => visit(rank, full, sources, true, 0));
     }
     case "all-to-all": {
       if (o !== s || o % n !== 0) return `all-to-all claim: ${src.name} and ${out.name} must have the same shape, divisible by ${n} on axis ${axis}`;
       return (visit) =>
         ranks.forEach((rank, i) =>
-          ranks.forEach((from, j) => visit(rank, slabs[j] as Region, [{ rank: from, region: srcSlabs[i] as Region }], false)),
+          ranks.forEach((from, j) => visit(rank, slabs[j] as Region, [{ rank: from, region: srcSlabs[i] as Region }], false, i * n + j)),
         );
     }
   }

@@ -3,7 +3,7 @@
 // initial contents of rank r"; ops run in a topological order of the happens-before
 // graph, moving and combining values per atom; the claimed result is then compared atom
 // by atom with what the collective must produce.
-import type { CollectiveOp, Reduction, Region } from "../model/schema.js";
+import type { CollectiveOp, Op, Reduction, Region } from "../model/schema.js";
 import { mergeAtoms, type AtomGrid } from "../region/atoms.js";
 import { formatRegion } from "../region/box.js";
 import type { Buffers } from "./buffers.js";
@@ -71,15 +71,17 @@ class Machine {
     buffer[f] = next;
   }
 
-  /** A p2p transfer or local copy: the hot path, without intermediate arrays. */
-  copy(fromRank: number, src: Region, toRank: number, dst: Region, reduce: Reduction | undefined): void {
-    const a = this.from.load(src);
-    const b = this.to.load(dst);
+  /**
+   * Op `o`, a p2p transfer or local copy: the hot path, without intermediate arrays. Its
+   * regions come from the precomputed atom boxes; the op object is read only when the copy
+   * moves values to another place (`moved`), for the shift.
+   */
+  copy(o: number, op: Op, fromRank: number, toRank: number, moved: boolean, reduce: Reduction | undefined): void {
+    const a = this.from.loadOp(o, 0);
+    const b = this.to.loadOp(o, 1);
     const input = this.buffers.get(fromRank, a.tensor).values;
     const output = this.buffers.get(toRank, b.tensor).values;
-    let moved = false;
-    for (let d = 0; d < dst.offsets.length; d++) if (dst.offsets[d] !== src.offsets[d]) moved = true;
-    const delta = moved ? dst.offsets.map((o, d) => o - (src.offsets[d] as number)) : undefined;
+    const delta = moved ? op.dst.offsets.map((x, d) => x - (op.src.offsets[d] as number)) : undefined;
     let lastIn = -1;
     let lastOut = UNWRITTEN;
     for (let k = 0; k < a.count; k++) {
@@ -156,18 +158,22 @@ export function execute(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, gr
       for (let k = 0; k < count; k++) values[indices[k] as number] = start;
     }
   }
-  for (const node of graph.order) {
-    const members = index.instances.get(node);
+  const hasInstances = index.instances.size > 0;
+  const moved = atoms.boxes.moved;
+  for (let k = 0; k < graph.order.length; k++) {
+    const node = graph.order[k]!;
+    const members = hasInstances ? index.instances.get(node) : undefined;
     if (members !== undefined) {
       runCollective(m, index, members);
       continue;
     }
+    if (index.collective[node] === 1) continue; // unreachable: every collective belongs to an instance
     const op = index.ops[node]!;
-    if (op.kind === "collective") continue; // unreachable: every collective belongs to an instance
-    const rank = index.opRank[node] ?? 0;
-    const [from, to] = op.kind === "local-copy" ? [rank, rank] : op.side === "push" ? [rank, op.peer] : [op.peer, rank];
+    // A local copy reads and writes here, a push writes on its peer, a pull reads there.
+    const from = index.readRank[node]!;
+    const to = index.writeRank[node]!;
     m.repeated = false;
-    m.copy(from, op.src, to, op.dst, op.reduce);
+    m.copy(node, op, from, to, moved[node] === 1, index.reduces[node] === 1 ? op.reduce : undefined);
     if (m.repeated) {
       const ref = opRef(index, node);
       out.add(
@@ -184,15 +190,14 @@ export function execute(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, gr
 /** Compares every claimed target with its expected value; reports what is held instead. */
 export function checkClaim(atoms: PlanAtoms, buffers: Buffers, table: ValueTable, claim: ClaimTargets, collective: string, reduce: Reduction, out: Findings): void {
   const names = atoms.decls.map((t) => t.name);
-  const cache = new Map<Region, { indices: Int32Array; tensor: number }>();
+  const cache: ({ indices: Int32Array; tensor: number } | undefined)[] = [];
   const list = new AtomList(atoms);
-  // Expected values memoised by (sources, target region): AllGather shares both across ranks.
-  const expectedOf = new Map<object, Map<Region, number>>();
-  claim((rank, target, sources, reduced) => {
+  // Expected values and atoms memoised per target id (same region, same sources): AllGather
+  // checks slab j against rank j's shard on every rank.
+  const expectedOf: (number | undefined)[] = [];
+  claim((rank, target, sources, reduced, id) => {
     if (out.full) return;
-    let bySources = expectedOf.get(sources);
-    if (bySources === undefined) expectedOf.set(sources, (bySources = new Map()));
-    let expected = bySources.get(target);
+    let expected = expectedOf[id];
     if (expected === undefined) {
       const terms = sources.map((s) =>
         table.init(
@@ -202,12 +207,12 @@ export function checkClaim(atoms: PlanAtoms, buffers: Buffers, table: ValueTable
         ),
       );
       expected = reduced ? table.reduced(reduce, terms) : (terms[0] ?? UNWRITTEN);
-      bySources.set(target, expected);
+      expectedOf[id] = expected;
     }
-    let hit = cache.get(target);
+    let hit = cache[id];
     if (hit === undefined) {
       list.load(target);
-      cache.set(target, (hit = { indices: list.indices.slice(0, list.count), tensor: list.tensor }));
+      cache[id] = hit = { indices: list.indices.slice(0, list.count), tensor: list.tensor };
     }
     const { indices, tensor } = hit;
     const values = buffers.get(rank, tensor).values;

@@ -32,26 +32,25 @@ function csr(size: number, from: Int32Array, to: Int32Array, count: number): { s
 /** Builds the graph and a topological order. Self-edges are kept (they are cycles: an op waiting on itself). */
 export function buildGraph(index: PlanIndex): HbGraph {
   const size = index.ops.length;
+  const { nodeOf, opIndex, depStart, depOp } = index;
   const isNode = new Uint8Array(size);
   let edges = 0;
   for (let o = 0; o < size; o++) {
-    isNode[index.nodeOf[o] ?? 0] = 1;
-    if ((index.opIndex[o] ?? 0) > 0) edges++;
-    edges += index.ops[o]?.deps.length ?? 0;
+    isNode[nodeOf[o]!] = 1;
+    if (opIndex[o]! > 0) edges++;
   }
+  edges += depStart[size]!;
   const from = new Int32Array(edges);
   const to = new Int32Array(edges);
   let e = 0;
   for (let o = 0; o < size; o++) {
-    const node = index.nodeOf[o] ?? 0;
-    if ((index.opIndex[o] ?? 0) > 0) {
-      from[e] = index.nodeOf[o - 1] ?? 0;
+    const node = nodeOf[o]!;
+    if (opIndex[o]! > 0) {
+      from[e] = nodeOf[o - 1]!;
       to[e++] = node;
     }
-    for (const dep of index.ops[o]?.deps ?? []) {
-      if (dep.kind !== "op") continue;
-      const base = index.streamBase[dep.rank]?.[dep.stream] ?? 0;
-      from[e] = index.nodeOf[base + dep.index] ?? 0;
+    for (let k = depStart[o]!; k < depStart[o + 1]!; k++) {
+      from[e] = nodeOf[depOp[k]!]!;
       to[e++] = node;
     }
   }

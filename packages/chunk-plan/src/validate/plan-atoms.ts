@@ -11,6 +11,87 @@ export interface PlanAtoms {
   readonly tensorId: ReadonlyMap<string, number>;
   readonly decls: readonly TensorDecl[];
   readonly grids: readonly AtomGrid[];
+  /**
+   * Per tensor and axis, `at[p]` = index of cut point `p` among the grid's cuts, or -1 when
+   * `p` is not a cut; undefined for an axis too long for a table (binary search there).
+   */
+  readonly cutIndex: readonly (readonly (Int32Array | undefined)[])[];
+  /** The atom box of every op's `src` and `dst`, computed once (see {@link OpBoxes}). */
+  readonly boxes: OpBoxes;
+}
+
+/**
+ * Per op and side (`2 * op` for `src`, `2 * op + 1` for `dst`): the tensor id and the atom
+ * index range `[lo, hi)` on each axis (`dims` entries per side, unused axes 0). Later
+ * phases read these arrays instead of the op objects, which for 10^5–10^6 ops lie
+ * scattered over the heap.
+ */
+export interface OpBoxes {
+  readonly dims: number;
+  readonly tensor: Int32Array;
+  readonly lo: Int32Array;
+  readonly hi: Int32Array;
+  /** 1 where an op's `dst` offsets differ from its `src` offsets (values move by the difference). */
+  readonly moved: Uint8Array;
+  /** Per side: the first flat atom id when the box is one row-major range of ids, else -1. */
+  readonly first: Int32Array;
+  /** Per side: the number of atoms in the box. */
+  readonly count: Int32Array;
+}
+
+/** True when the box `[lo, hi)` (axes `at .. at + dims` of the arrays) is one range of flat ids. */
+function isRange(grid: AtomGrid, lo: Int32Array, hi: Int32Array, at: number, dims: number): boolean {
+  let d = 0;
+  while (d < dims - 1 && hi[at + d]! - lo[at + d]! === 1) d++;
+  for (let e = d + 1; e < dims; e++) if (lo[at + e] !== 0 || hi[at + e] !== grid.counts[e]) return false;
+  return true;
+}
+
+/** Longest axis given a point table (cut marks while collecting, cut indices after): 16 MiB of Int32. */
+const MAX_TABLE_EXTENT = 1 << 22;
+
+/**
+ * The cut points of one axis while they are collected: a mark per element position when
+ * the axis is short enough, else a set. Every region of every op adds two points, so this
+ * is the validator's hottest loop before the atoms exist.
+ */
+class AxisPoints {
+  private readonly marks: Uint8Array | undefined;
+  /** Points without a mark: all of them on a long axis, any outside `0 .. extent` otherwise. */
+  private outside: Set<number> | undefined;
+
+  constructor(private readonly extent: number) {
+    this.marks = extent <= MAX_TABLE_EXTENT ? new Uint8Array(extent + 1) : undefined;
+    this.add(0);
+    this.add(extent);
+  }
+
+  /** Adds point `p`. */
+  add(p: number): void {
+    const marks = this.marks;
+    if (marks !== undefined && p >= 0 && p <= this.extent && Number.isInteger(p)) marks[p] = 1;
+    else (this.outside ??= new Set()).add(p);
+  }
+
+  /** The points, sorted and deduplicated. */
+  sorted(): number[] {
+    const extra = this.outside === undefined ? [] : [...this.outside];
+    const marks = this.marks;
+    if (marks === undefined) return normaliseCuts(extra);
+    const out: number[] = [];
+    for (let p = 0; p < marks.length; p++) if (marks[p] === 1) out.push(p);
+    return extra.length === 0 ? out : normaliseCuts([...out, ...extra]);
+  }
+}
+
+function cutIndexTable(cuts: readonly number[], extent: number): Int32Array | undefined {
+  if (extent > MAX_TABLE_EXTENT) return undefined;
+  const at = new Int32Array(extent + 1).fill(-1);
+  for (let k = 0; k < cuts.length; k++) {
+    const p = cuts[k]!;
+    if (p >= 0 && p <= extent && Number.isInteger(p)) at[p] = k;
+  }
+  return at;
 }
 
 /** Rounds of cut propagation before a still-growing axis is cut at every element. */
@@ -25,8 +106,11 @@ interface Translation {
   sizes: readonly number[];
 }
 
-/** Every (src region → dst region) translation the plan performs, deduplicated. */
-function translations(index: PlanIndex, tensorId: ReadonlyMap<string, number>): Translation[] {
+/**
+ * Every (src region → dst region) translation the plan performs, deduplicated. Ops whose
+ * `translates` flag is 0 (same tensor, same place) are skipped without being read.
+ */
+function translations(index: PlanIndex, tensorId: ReadonlyMap<string, number>, translates: Uint8Array): Translation[] {
   const seen = new Set<string>();
   const out: Translation[] = [];
   const add = (src: Region, dst: Region): void => {
@@ -36,9 +120,11 @@ function translations(index: PlanIndex, tensorId: ReadonlyMap<string, number>): 
     seen.add(key);
     out.push({ src: tensorId.get(src.tensor) ?? 0, dst: tensorId.get(dst.tensor) ?? 0, srcOff: src.offsets, dstOff: dst.offsets, sizes: src.sizes });
   };
-  index.ops.forEach((op) => {
+  for (let o = 0; o < index.ops.length; o++) {
+    if (translates[o] !== 1) continue;
+    const op = index.ops[o]!;
     if (op.kind !== "collective") add(op.src, op.dst);
-  });
+  }
   for (const members of index.instances.values()) {
     const ops = members.map((m) => index.ops[m] as CollectiveOp);
     const first = ops[0] as CollectiveOp;
@@ -65,19 +151,66 @@ function translations(index: PlanIndex, tensorId: ReadonlyMap<string, number>): 
 export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDecl>, claim: ClaimTargets | undefined): PlanAtoms {
   const list = [...decls.values()];
   const tensorId = new Map(list.map((t, i) => [t.name, i] as const));
-  const points: Set<number>[][] = list.map((t) => t.shape.map((extent) => new Set([0, extent])));
+  const points: AxisPoints[][] = list.map((t) => t.shape.map((extent) => new AxisPoints(extent)));
   const addRegion = (r: Region): void => {
     const axes = points[tensorId.get(r.tensor) ?? -1];
     if (axes === undefined) return;
-    r.offsets.forEach((o, d) => {
-      axes[d]?.add(o);
-      axes[d]?.add(o + (r.sizes[d] ?? 0));
-    });
+    const { offsets, sizes } = r;
+    for (let d = 0; d < offsets.length; d++) {
+      const axis = axes[d];
+      if (axis === undefined) continue;
+      const o = offsets[d]!;
+      axis.add(o);
+      axis.add(o + (sizes[d] ?? 0));
+    }
   };
   for (const rp of index.plan.ranks) rp.local.forEach(addRegion);
-  for (const op of index.ops) {
-    addRegion(op.src);
-    addRegion(op.dst);
+  // Each op's regions are read once, here: their boundaries become cut points and are kept
+  // (with the tensor ids) to find the ops' atom boxes once the cuts are final.
+  const nOps = index.ops.length;
+  const dims = list.reduce((m, t) => Math.max(m, t.shape.length), 1);
+  const sideTensor = new Int32Array(2 * nOps);
+  // Boundaries are kept in the arrays that later hold the atom ranges (rewritten in place
+  // below) when every extent fits them, to keep validation's memory small.
+  const narrow = list.every((t) => t.shape.every((extent) => extent <= 0x7fffffff));
+  const lo = new Int32Array(2 * nOps * dims);
+  const hi = new Int32Array(2 * nOps * dims);
+  const sideStart = narrow ? lo : new Float64Array(2 * nOps * dims);
+  const sideEnd = narrow ? hi : new Float64Array(2 * nOps * dims);
+  const moved = new Uint8Array(nOps);
+  const translates = new Uint8Array(nOps);
+  let lastName = "";
+  let lastId = -1;
+  const record = (r: Region, side: number): void => {
+    let t = lastId;
+    if (r.tensor !== lastName || t < 0) {
+      t = lastId = tensorId.get(r.tensor) ?? -1;
+      lastName = r.tensor;
+    }
+    sideTensor[side] = t;
+    const axes = points[t];
+    if (axes === undefined) return;
+    const { offsets, sizes } = r;
+    const at = side * dims;
+    for (let d = 0; d < offsets.length && d < dims; d++) {
+      const o = offsets[d]!;
+      const e = o + (sizes[d] ?? 0);
+      sideStart[at + d] = o;
+      sideEnd[at + d] = e;
+      const axis = axes[d];
+      if (axis === undefined) continue;
+      axis.add(o);
+      axis.add(e);
+    }
+  };
+  for (let o = 0; o < nOps; o++) {
+    const op = index.ops[o]!;
+    record(op.src, 2 * o);
+    record(op.dst, 2 * o + 1);
+    let shifted = false;
+    for (let d = 0; d < op.dst.offsets.length; d++) if (op.dst.offsets[d] !== op.src.offsets[d]) shifted = true;
+    moved[o] = shifted ? 1 : 0;
+    translates[o] = shifted || op.src.tensor !== op.dst.tensor ? 1 : 0;
     if (op.kind === "collective") {
       // Slab boundaries along the collective's axis, where it splits src or dst.
       const n = op.ranks.length;
@@ -91,22 +224,17 @@ export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDec
     }
   }
   if (claim !== undefined) {
-    const seen = new Set<Region>();
-    claim((_, region, sources) => {
-      if (!seen.has(region)) {
-        seen.add(region);
-        addRegion(region);
-      }
-      for (const s of sources) {
-        if (!seen.has(s.region)) {
-          seen.add(s.region);
-          addRegion(s.region);
-        }
-      }
+    // Targets of one id share their region and sources: each id is read once.
+    const seen: boolean[] = [];
+    claim((_, region, sources, _reduce, target) => {
+      if (seen[target] === true) return;
+      seen[target] = true;
+      addRegion(region);
+      for (const s of sources) addRegion(s.region);
     });
   }
-  const cuts: number[][][] = points.map((axes) => axes.map((set) => normaliseCuts(set)));
-  const moves = translations(index, tensorId);
+  const cuts: number[][][] = points.map((axes) => axes.map((axis) => axis.sorted()));
+  const moves = translations(index, tensorId, translates);
   for (let round = 1; moves.length > 0; round++) {
     const pending: number[][][] = cuts.map((axes) => axes.map(() => []));
     let added = 0;
@@ -141,7 +269,38 @@ export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDec
       }),
     );
   }
-  return { tensorId, decls: list, grids: cuts.map((axes) => atomGrid(axes)) };
+  const cutIndex = cuts.map((axes, t) => axes.map((c, d) => cutIndexTable(c, list[t]?.shape[d] ?? 0)));
+  const grids = cuts.map((axes) => atomGrid(axes));
+  // The ops' atom boxes, from the boundaries recorded above (each read before it is overwritten).
+  const indexOf = (t: number, d: number, p: number): number => {
+    const table = cutIndex[t]?.[d];
+    if (table !== undefined) return table[p] ?? -1;
+    const c = cuts[t]?.[d] ?? [];
+    const k = lowerBound(c, p);
+    return c[k] === p ? k : -1;
+  };
+  const first = new Int32Array(2 * nOps);
+  const count = new Int32Array(2 * nOps);
+  for (let side = 0; side < 2 * nOps; side++) {
+    const t = sideTensor[side]!;
+    const grid = grids[t];
+    const axes = grid?.counts.length ?? 0;
+    let total = 1;
+    let base = 0;
+    for (let d = 0, at = side * dims; d < axes; d++, at++) {
+      const a = indexOf(t, d, sideStart[at]!);
+      const b = indexOf(t, d, sideEnd[at]!);
+      if (a < 0 || b < 0) throw new Error(`internal: an op region of ${list[t]?.name} is not aligned to its atom grid`);
+      lo[at] = a;
+      hi[at] = b;
+      total *= b - a;
+      base += a * (grid?.strides[d] ?? 0);
+    }
+    count[side] = total;
+    first[side] = grid !== undefined && isRange(grid, lo, hi, side * dims, axes) ? base : -1;
+  }
+  const boxes: OpBoxes = { dims, tensor: sideTensor, lo, hi, moved, first, count };
+  return { tensorId, decls: list, grids, cutIndex, boxes };
 }
 
 /**
@@ -160,30 +319,64 @@ export class AtomList {
 
   constructor(private readonly atoms: PlanAtoms) {}
 
+  /** The tensor name and id of the last lookup (plans name one or two tensors, op after op). */
+  private lastName = "";
+  private lastId = -1;
+
   /** Loads the atoms of `region` (its boundaries are cuts by construction). */
   load(region: Region): this {
-    const tensor = this.atoms.tensorId.get(region.tensor) ?? 0;
+    let tensor = this.lastId;
+    if (region.tensor !== this.lastName || tensor < 0) {
+      tensor = this.atoms.tensorId.get(region.tensor) ?? 0;
+      this.lastName = region.tensor;
+      this.lastId = tensor;
+    }
     const grid = this.atoms.grids[tensor] as AtomGrid;
+    const tables = this.atoms.cutIndex[tensor] as readonly (Int32Array | undefined)[];
     const dims = grid.counts.length;
     const { lo, hi, at } = this;
     let total = 1;
     for (let d = 0; d < dims; d++) {
-      const cuts = grid.cuts[d] as readonly number[];
       const o = region.offsets[d] as number;
-      const a = lowerBound(cuts, o);
-      const b = lowerBound(cuts, o + (region.sizes[d] as number));
-      if (cuts[a] !== o || cuts[b] !== o + (region.sizes[d] as number)) {
-        throw new Error(`internal: region ${region.tensor} is not aligned to its atom grid`);
+      const e = o + (region.sizes[d] as number);
+      const table = tables[d];
+      let a: number;
+      let b: number;
+      if (table !== undefined) {
+        a = table[o] ?? -1;
+        b = table[e] ?? -1;
+      } else {
+        const cuts = grid.cuts[d] as readonly number[];
+        a = lowerBound(cuts, o);
+        b = lowerBound(cuts, e);
+        if (cuts[a] !== o) a = -1;
+        if (cuts[b] !== e) b = -1;
       }
+      if (a < 0 || b < 0) throw new Error(`internal: region ${region.tensor} is not aligned to its atom grid`);
       lo[d] = a;
       hi[d] = b;
       at[d] = a;
       total *= b - a;
     }
+    return this.fill(grid, tensor, dims, total);
+  }
+
+  /** Writes the flat ids of the box `[lo, hi)` (cursor `at` = `lo`) of `total` atoms. */
+  private fill(grid: AtomGrid, tensor: number, dims: number, total: number): this {
+    const { lo, hi, at } = this;
     if (this.indices.length < total) this.indices = new Int32Array(Math.max(total, this.indices.length * 2));
     const out = this.indices;
     const last = dims - 1;
     const stride = grid.strides;
+    this.count = total;
+    this.tensor = tensor;
+    if (total > 0 && this.contiguous(grid, dims)) {
+      // Row-major contiguous box (every axis after the first cut one is whole): one range.
+      let base = 0;
+      for (let d = 0; d < dims; d++) base += (lo[d] as number) * (stride[d] as number);
+      for (let k = 0; k < total; k++) out[k] = base + k;
+      return this;
+    }
     let k = 0;
     while (k < total) {
       let base = 0;
@@ -201,8 +394,46 @@ export class AtomList {
       }
       if (d < 0) break;
     }
-    this.count = total;
-    this.tensor = tensor;
     return this;
+  }
+
+  /** Loads the atoms of op `op`'s `src` (`side` 0) or `dst` (`side` 1), from {@link OpBoxes}. */
+  loadOp(op: number, side: 0 | 1): this {
+    const boxes = this.atoms.boxes;
+    const k = 2 * op + side;
+    const tensor = boxes.tensor[k]!;
+    const start = boxes.first[k]!;
+    if (start >= 0) {
+      // One range of ids (the usual case): no per-axis walk.
+      const total = boxes.count[k]!;
+      if (this.indices.length < total) this.indices = new Int32Array(Math.max(total, this.indices.length * 2));
+      const out = this.indices;
+      for (let i = 0; i < total; i++) out[i] = start + i;
+      this.count = total;
+      this.tensor = tensor;
+      return this;
+    }
+    const at = k * boxes.dims;
+    const grid = this.atoms.grids[tensor] as AtomGrid;
+    const dims = grid.counts.length;
+    const { lo, hi, at: cursor } = this;
+    let total = 1;
+    for (let d = 0; d < dims; d++) {
+      const a = boxes.lo[at + d]!;
+      const b = boxes.hi[at + d]!;
+      lo[d] = a;
+      hi[d] = b;
+      cursor[d] = a;
+      total *= b - a;
+    }
+    return this.fill(grid, tensor, dims, total);
+  }
+
+  /** True when the loaded box `[lo, hi)` is one range of flat ids. */
+  private contiguous(grid: AtomGrid, dims: number): boolean {
+    let d = 0;
+    while (d < dims - 1 && (this.hi[d] as number) - (this.lo[d] as number) === 1) d++;
+    for (let e = d + 1; e < dims; e++) if (this.lo[e] !== 0 || this.hi[e] !== grid.counts[e]) return false;
+    return true;
   }
 }

@@ -22,6 +22,26 @@ export interface PlanIndex {
   readonly nodeOf: Int32Array;
   /** Per collective instance (keyed by its node): participant op ids, by position in `ranks`. */
   readonly instances: Map<number, number[]>;
+  /** Rank each op reads its `src` on ({@link readRank}). */
+  readonly readRank: Int32Array;
+  /** Rank each op writes its `dst` on ({@link writeRank}). */
+  readonly writeRank: Int32Array;
+  /** 1 where the op combines into its `dst` ({@link reducesInto}). */
+  readonly reduces: Uint8Array;
+  /** 1 where the op is a collective call. */
+  readonly collective: Uint8Array;
+  /**
+   * Op dependencies as global op ids, in each op's `deps` order (compute dependencies left
+   * out): those of op `o` are `depOp[depStart[o] .. depStart[o + 1])`.
+   */
+  readonly depStart: Int32Array;
+  readonly depOp: Int32Array;
+}
+
+function grow(a: Int32Array): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(a.length * 2);
+  b.set(a);
+  return b;
 }
 
 /** The address of a global op id. */
@@ -50,31 +70,66 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
   const opIndexArr = new Int32Array(total);
   const opChain = new Int32Array(total);
   const nodeOf = new Int32Array(total);
+  const readRanks = new Int32Array(total);
+  const writeRanks = new Int32Array(total);
+  const reduces = new Uint8Array(total);
+  const collective = new Uint8Array(total);
+  const depStart = new Int32Array(total + 1);
+  // Op dependencies as (rank, stream, index) until every stream's base id is known.
+  let depRank: Int32Array<ArrayBuffer> = new Int32Array(Math.max(16, total));
+  let depStream = new Int32Array(depRank.length);
+  let depIndex = new Int32Array(depRank.length);
+  let deps = 0;
   const streamBase: number[][] = [];
   let id = 0;
   let chain = 0;
+  // One pass over the op objects: every later phase reads these arrays instead.
   for (const rp of plan.ranks) {
     const bases: number[] = [];
-    rp.streams.forEach((stream, s) => {
+    const rank = rp.rank;
+    for (let s = 0; s < rp.streams.length; s++) {
+      const stream = rp.streams[s]!;
       bases.push(id);
-      stream.forEach((op, i) => {
+      for (let i = 0; i < stream.length; i++) {
+        const op = stream[i]!;
         ops[id] = op;
-        opRank[id] = rp.rank;
+        opRank[id] = rank;
         opStream[id] = s;
         opIndexArr[id] = i;
         opChain[id] = chain;
         nodeOf[id] = id;
+        readRanks[id] = readRank(rank, op);
+        writeRanks[id] = writeRank(rank, op);
+        reduces[id] = reducesInto(op) ? 1 : 0;
+        collective[id] = op.kind === "collective" ? 1 : 0;
+        depStart[id] = deps;
+        for (const dep of op.deps) {
+          if (dep.kind !== "op") continue;
+          if (deps === depRank.length) {
+            depRank = grow(depRank);
+            depStream = grow(depStream);
+            depIndex = grow(depIndex);
+          }
+          depRank[deps] = dep.rank;
+          depStream[deps] = dep.stream;
+          depIndex[deps] = dep.index;
+          deps++;
+        }
         id++;
-      });
+      }
       chain++;
-    });
+    }
     streamBase.push(bases);
   }
+  depStart[total] = deps;
+  const depOp = new Int32Array(deps);
+  for (let e = 0; e < deps; e++) depOp[e] = (streamBase[depRank[e]!]?.[depStream[e]!] ?? 0) + depIndex[e]!;
   const instances = new Map<number, number[]>();
   const unmatched: UnmatchedCollective[] = [];
   const open = new Map<string, number[][]>();
   const seenPerRank = new Map<string, number>();
   for (let o = 0; o < total; o++) {
+    if (collective[o] !== 1) continue;
     const op = ops[o];
     if (op?.kind !== "collective") continue;
     const key = `${op.collective}|${op.ranks.join(",")}|${op.axis}`;
@@ -114,7 +169,24 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
     }
   }
   return {
-    index: { plan, world, ops, opRank, opStream, opIndex: opIndexArr, opChain, streamBase, nodeOf, instances },
+    index: {
+      plan,
+      world,
+      ops,
+      opRank,
+      opStream,
+      opIndex: opIndexArr,
+      opChain,
+      streamBase,
+      nodeOf,
+      instances,
+      readRank: readRanks,
+      writeRank: writeRanks,
+      reduces,
+      collective,
+      depStart,
+      depOp,
+    },
     unmatched,
   };
 }

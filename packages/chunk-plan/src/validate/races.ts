@@ -7,34 +7,56 @@ import type { Buffers } from "./buffers.js";
 import { Findings, PlanValidationError, formatOp } from "./errors.js";
 import { Reachability, type HbGraph } from "./graph.js";
 import { AtomList, type PlanAtoms } from "./plan-atoms.js";
-import { opRef, readRank, writtenPart, type PlanIndex } from "./plan-index.js";
+import { opRef, writtenPart, type PlanIndex } from "./plan-index.js";
 
 
 /** Runs the race check over an acyclic graph. */
 export function checkRaces(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, graph: HbGraph, out: Findings): void {
   const reach = new Reachability(graph, index);
   const ordered = (a: number, b: number): boolean => reach.happensBefore(a, b) || reach.happensBefore(b, a);
-  // writer op -> true when some atom it wrote is read here without being held at start
-  const writers = new Map<number, boolean>();
+  const nodeOf = index.nodeOf;
+  // The writer ops of the atoms op `o` reads, in first-seen order (`writers[0 .. nWriters)`),
+  // each with a flag: true when some atom it wrote is read here without being held at start.
+  // `seenBy[w] = o + 1` marks w as listed for o: no per-op map or allocation.
+  const seenBy = new Int32Array(index.ops.length);
+  const strictOf = new Uint8Array(index.ops.length);
+  let writers = new Int32Array(16);
+  let nWriters = 0;
+  const note = (w: number, strict: boolean, o: number): void => {
+    if (seenBy[w] !== o + 1) {
+      seenBy[w] = o + 1;
+      strictOf[w] = 0;
+      if (nWriters === writers.length) {
+        const more = new Int32Array(writers.length * 2);
+        more.set(writers);
+        writers = more;
+      }
+      writers[nWriters++] = w;
+    }
+    if (strict) strictOf[w] = 1;
+  };
   const list = new AtomList(atoms);
   for (let o = 0; o < index.ops.length && !out.full; o++) {
-    const node = index.nodeOf[o] ?? 0;
-    const op = index.ops[o]!;
-    const rank = readRank(index.opRank[o] ?? 0, op);
-    const { indices, count, tensor } = list.load(op.src);
+    const node = nodeOf[o]!;
+    const rank = index.readRank[o]!;
+    const { indices, count, tensor } = list.loadOp(o, 0);
     const buffer = buffers.get(rank, tensor);
-    writers.clear();
+    const { local, writer, reducers } = buffer;
+    const anyReducers = reducers.size > 0;
+    nWriters = 0;
     let unwritten = false;
     for (let k = 0; k < count; k++) {
       const f = indices[k] as number;
-      const strict = buffer.local[f] !== 1;
-      const w = (buffer.writer[f] as number) - 1;
-      if (w >= 0 && index.nodeOf[w] !== node) writers.set(w, strict || writers.get(w) === true);
-      const reducers = buffer.reducers.get(f);
-      if (reducers !== undefined) {
-        for (const r of reducers) if (index.nodeOf[r] !== node) writers.set(r, strict || writers.get(r) === true);
+      const strict = local[f] !== 1;
+      const w = (writer[f] as number) - 1;
+      if (w >= 0 && nodeOf[w] !== node) note(w, strict, o);
+      const rs = anyReducers ? reducers.get(f) : undefined;
+      if (rs !== undefined) {
+        for (const r of rs) if (nodeOf[r] !== node) note(r, strict, o);
       } else if (w < 0 && strict) unwritten = true;
     }
+    if (nWriters === 0 && !unwritten) continue;
+    const op = index.ops[o]!;
     if (unwritten) {
       const ref = opRef(index, o);
       out.add(
@@ -45,8 +67,10 @@ export function checkRaces(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers,
         ),
       );
     }
-    for (const [w, strict] of writers) {
-      const wn = index.nodeOf[w] ?? 0;
+    for (let i = 0; i < nWriters; i++) {
+      const w = writers[i]!;
+      const strict = strictOf[w] === 1;
+      const wn = nodeOf[w]!;
       if (reach.happensBefore(wn, node) || (!strict && reach.happensBefore(node, wn))) continue;
       const ref = opRef(index, o);
       const region = writtenPart(index, w, rank, op.src);

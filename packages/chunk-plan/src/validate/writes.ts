@@ -1,14 +1,13 @@
 // Phase 2 of validation: writes. Every destination atom is written by at most one op per
 // rank (reductions aside, which symbolic execution checks by contributor), and when the
 // plan claims a collective, every element of its result is either held at start or written.
-import type { Region } from "../model/schema.js";
 import { mergeAtoms, type AtomGrid } from "../region/atoms.js";
 import { formatRegion } from "../region/box.js";
 import type { Buffers } from "./buffers.js";
 import type { ClaimTargets } from "./claim.js";
 import { Findings, PlanValidationError, formatOp } from "./errors.js";
 import { AtomList, type PlanAtoms } from "./plan-atoms.js";
-import { opRef, reducesInto, writeRank, writtenPart, type PlanIndex } from "./plan-index.js";
+import { opRef, writtenPart, type PlanIndex } from "./plan-index.js";
 
 
 /** Marks local atoms and records the writer(s) of every atom; reports duplicated writes. */
@@ -23,11 +22,10 @@ export function recordWrites(index: PlanIndex, atoms: PlanAtoms, buffers: Buffer
   }
   const reported = new Set<string>();
   for (let o = 0; o < index.ops.length; o++) {
-    const op = index.ops[o]!;
-    const rank = writeRank(index.opRank[o] ?? 0, op);
-    const { indices, count, tensor } = list.load(op.dst);
+    const rank = index.writeRank[o]!;
+    const { indices, count, tensor } = list.loadOp(o, 1);
     const buffer = buffers.get(rank, tensor);
-    if (reducesInto(op)) {
+    if (index.reduces[o] === 1) {
       for (let k = 0; k < count; k++) {
         const f = indices[k] as number;
         const reducers = buffer.reducers.get(f);
@@ -48,6 +46,7 @@ export function recordWrites(index: PlanIndex, atoms: PlanAtoms, buffers: Buffer
     const key = `${clash}|${o}|${rank}`;
     if (reported.has(key)) continue;
     reported.add(key);
+    const op = index.ops[o]!;
     const region = writtenPart(index, clash, rank, op.dst);
     const ref = opRef(index, o);
     out.add(
@@ -62,14 +61,15 @@ export function recordWrites(index: PlanIndex, atoms: PlanAtoms, buffers: Buffer
 
 /** Reports the parts of a claimed result that no rank holds at start and no op writes. */
 export function checkMissing(atoms: PlanAtoms, buffers: Buffers, claim: ClaimTargets, collective: string, out: Findings): void {
-  const cache = new Map<Region, { indices: Int32Array; tensor: number }>();
+  // Atoms per target id (see ClaimVisitor): AllGather checks one slab on every rank.
+  const cache: ({ indices: Int32Array; tensor: number } | undefined)[] = [];
   const list = new AtomList(atoms);
-  claim((rank, target) => {
+  claim((rank, target, _sources, _reduce, id) => {
     if (out.full) return;
-    let hit = cache.get(target);
+    let hit = cache[id];
     if (hit === undefined) {
       list.load(target);
-      cache.set(target, (hit = { indices: list.indices.slice(0, list.count), tensor: list.tensor }));
+      cache[id] = hit = { indices: list.indices.slice(0, list.count), tensor: list.tensor };
     }
     const { indices, tensor } = hit;
     const { local, writer, reducers } = buffers.get(rank, tensor);
