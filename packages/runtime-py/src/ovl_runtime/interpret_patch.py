@@ -28,6 +28,10 @@ emulating (``patched()``), undone afterwards. Three points of the interpreter:
    are widened to float32 (exact); a dot accumulates in float32 as on the GPU, other
    results are rounded back to bf16 (to nearest even).
 
+5. **Rewrites.** Each jit function is rewritten (its AST transformed and compiled) on its
+   first call; CPython 3.11's ``compile()`` of ASTs is not safe from several threads at once
+   (``SystemError: AST constructor recursion depth mismatch``). Here rewrites take a lock.
+
 Before the first launch, Triton's argument specialisation is run once on this thread: its
 first call imports a package lazily, which two threads must not do at once.
 
@@ -173,6 +177,20 @@ def _apply() -> None:
     def get_bf16(self: Any, value: Any) -> Any:
         return itp.TensorHandle(_fp32_to_bf16_bits(np.array([value], dtype=np.float32)), itp.tl.bfloat16)
 
+    # One rewrite (parse, transform, compile) at a time: CPython 3.11's compiler is not safe
+    # for concurrent compile() of ASTs ("AST constructor recursion depth mismatch").
+    rewrite = itp.InterpretedFunction.rewrite
+    _saved["rewrite"] = rewrite
+    rewrite_lock = threading.Lock()
+
+    def rewrite_serialised(self: Any) -> Any:
+        cached = itp.InterpretedFunction.rewritten_fn.get(self.fn)
+        if cached is not None:
+            return cached
+        with rewrite_lock:
+            return rewrite(self)
+
+    itp.InterpretedFunction.rewrite = rewrite_serialised
     cls.binary_op, cls.unary_op, cls.create_fma, cls.create_clampf = binary_op, unary_op, create_fma, create_clampf
     _saved["get_bf16"] = cls.__dict__.get("get_bf16")
     cls.get_bf16 = get_bf16
@@ -216,6 +234,7 @@ def _undo() -> None:
     cls.create_dot = _saved["create_dot"]
     for name in ("binary_op", "unary_op", "create_fma", "create_clampf"):
         setattr(cls, name, _saved[name])
+    itp.InterpretedFunction.rewrite = _saved["rewrite"]
     if _saved["get_bf16"] is None:
         del cls.get_bf16
     else:
