@@ -2,6 +2,7 @@
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parsePlanJson, serializePlan, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
 import { defaultPython } from "@ovl/runtime-py";
@@ -120,12 +121,36 @@ describe("ovl emit", () => {
     expect((JSON.parse(r.stdout) as { files: string[] }).files).toContain(join(dir, "tlx", "manifest.json"));
   });
 
-  it("refuses collectives and splits too fine for the tile", async () => {
-    const [collective, fine] = await Promise.all([ovl(["emit", "all-gather"]), ovl(["emit", "ag-gemm", "--world", "2", "--split", "64", "--out", temp()])]);
+  it("refuses collectives; a split finer than the tile makes tiles wait on several chunks", async () => {
+    const dir = temp();
+    const [collective, fine] = await Promise.all([ovl(["emit", "all-gather"]), ovl(["emit", "ag-gemm", "--world", "2", "--split", "64", "--out", dir])]);
     expect(collective.status).toBe(2);
     expect(collective.stderr).toContain("takes ag-gemm or gemm-rs");
-    expect(fine.status).toBe(2);
-    expect(fine.stderr).toMatch(/\(bad-schedule\)|BLOCK_M/);
+    expect(fine.status, fine.stderr).toBe(0);
+    const kernel = readFileSync(join(dir, "ag_gemm_mlp1_w2_s64.py"), "utf8");
+    expect((kernel.match(/wait_slot\(/g) ?? []).length).toBeGreaterThan(1);
+  });
+
+  it("compiles a user's kernel file against a plan file", async () => {
+    const dir = temp();
+    const plan = await ovl(["plan", "ag-gemm", "--world", "2", "--template", "ring", "--m", "512", "--n", "256", "--k", "128", "--out", join(dir, "p")]);
+    expect(plan.status, plan.stderr).toBe(0);
+    const kernel = fileURLToPath(new URL("../../tlx-emitter/examples/user-kernels/tutorial_matmul.py", import.meta.url));
+    const r = await ovl(["emit", "ag-gemm", "--world", "2", "--m", "512", "--n", "256", "--k", "128", "--tile", "128x128x64", "--kernel", kernel, "--plan", join(dir, "p", "plan.json"), "--out", join(dir, "o"), "--json"]);
+    expect(r.status, r.stderr).toBe(0);
+    const manifest = Manifest.parse(JSON.parse(readFileSync(join(dir, "o", "manifest.json"), "utf8")));
+    expect(manifest.kernels[0]!.entry).toBe("matmul_kernel_persistent");
+    expect(readFileSync(join(dir, "o", `${manifest.kernels[0]!.name}.py`), "utf8")).toContain("wait_slot(ovl_sig_ptr");
+  });
+
+  it("refuses a kernel that imports anything but triton, naming the file and line; writes nothing", async () => {
+    const dir = temp();
+    const bad = join(dir, "bad.py");
+    writeFileSync(bad, "import os\nimport triton\n# ovl: consumer gather=a\n@triton.jit\ndef k(a):\n    pass\n");
+    const r = await ovl(["emit", "ag-gemm", "--world", "2", "--kernel", bad, "--out", join(dir, "o")]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("bad.py:1:");
+    expect(existsSync(join(dir, "o"))).toBe(false);
   });
 });
 

@@ -50,12 +50,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description("plan, lower and emit a fused operator as Triton kernels plus manifest.json")
     .option("--out <dir>", "where the kernels and manifest go (default ./ovl-emit/<operator>)")
     .option("--tlx", "ag-gemm: also the TLX warp-specialised kernel and its manifest, in <out>/tlx")
+    .option("--kernel <file>", "your own annotated Triton kernel as the compute body (default: ovl's built-in body)")
+    .option("--plan <file>", "a chunk plan (ovl.chunk-plan/v1 JSON) in place of the template")
     .option("--json", "print what was written as JSON")
-    .addHelpText("after", "\nExamples:\n  ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx\n  ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm")
-    .action((operator: string, o: ProblemFlags & { out?: string; tlx?: boolean; json?: boolean }) => {
+    .addHelpText(
+      "after",
+      "\nExamples:\n  ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx\n  ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm\n  ovl emit ag-gemm --shape MLP-1 --world 4 --kernel my_matmul.py --plan my_plan.json",
+    )
+    .action(async (operator: string, o: ProblemFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string }) => {
       const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
       const out = o.out ?? `ovl-emit/${p.operator}`;
-      printOutput(io, emitCommand(p, out, o.tlx === true), o.json === true);
+      const sources = { ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }), ...(o.plan === undefined ? {} : { planFile: o.plan }) };
+      printOutput(io, await emitCommand(p, out, o.tlx === true, sources), o.json === true);
     });
 
   registerModelCommands(program, io);
@@ -91,7 +97,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   program
     .command("demo")
     .description("the tour: plan AG+GEMM for MLP-1 on the H200 model, validate, emit, simulate, chart, report (CPU, no GPU needed)")
-    .option("--world <ranks>", "ranks (default 8)", positiveInt("--world"))
+    .option("--world <ranks>", "ranks (default 2: the configuration measured on H200s)", positiveInt("--world"))
     .option("--split <chunks>", "chunks per shard transfer (default 2)", positiveInt("--split"))
     .option("--out <dir>", "where the artefacts go (default ./ovl-demo)")
     .option("--gpus <n>", "run the emitted MLP-1 manifest on N GPUs through runtime-py (world = N)", positiveInt("--gpus"))
@@ -101,7 +107,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addHelpText("after", "\nExamples:\n  ovl demo\n  ovl demo --gpus 4 --out demo-4")
     .action(async (o: { world?: number; split?: number; out?: string; gpus?: number; emulate?: boolean; python?: string; json?: boolean }) => {
       const result = await runDemo({
-        world: o.world ?? o.gpus ?? 8,
+        world: o.world ?? o.gpus ?? 2,
         split: o.split ?? 2,
         outDir: o.out ?? "ovl-demo",
         emulate: o.emulate !== false,

@@ -1,10 +1,11 @@
 // `ovl emit`: plan, lower and emit a fused operator (AG+GEMM or GEMM+RS) as Triton kernels
 // plus the `ovl.manifest/v1` the runner executes, with the plan and schedule beside them.
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { serializePlan, type ChunkPlan, type TileSchedule } from "@ovl/chunk-plan";
-import { emitAgGemm, emitGemmRs, emitManifestJson, emitTlxAgGemm, type EmitResult } from "@ovl/tlx-emitter";
-import { buildPlan, buildSchedule } from "../build.js";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { lowerToTileSchedule, planSignals, serializePlan, type ChunkPlan, type TileSchedule } from "@ovl/chunk-plan";
+import { builtinBody, compile, emitManifestJson, emitTlxAgGemm, type EmitResult, type KernelBody, type Operator } from "@ovl/tlx-emitter";
+import { buildPlan, gemmTiling } from "../build.js";
+import { readPlanFile } from "./validate.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeProblem, type Problem } from "../problem.js";
@@ -27,22 +28,57 @@ export function operatorName(p: Problem): string {
   return `${p.operator.replace("-", "_")}_${shape}_w${p.world}${backend}_s${p.split}`;
 }
 
-/** Plan, lower and emit `p` into `outDir`: kernels, manifest.json, plan.json, schedule.json. */
-export function emitProblem(p: Problem, outDir: string, extra: { timing?: { warmup: number; reps: number; checkRuns: number } } = {}): EmittedOperator {
+/** Where the operator's communication plan and compute body come from (default: the template and ovl's built-in body). */
+export interface EmitSources {
+  /** A chunk plan file (ovl.chunk-plan/v1) in place of the template. */
+  readonly planFile?: string;
+  /** A local Triton kernel file (annotated with `# ovl:` comments) in place of the built-in body. */
+  readonly kernelFile?: string;
+  readonly timing?: { warmup: number; reps: number; checkRuns: number };
+}
+
+/** The Operator of `p`: its plan (template or file), its body (built-in or file), its backend choices. */
+export function problemOperator(p: Problem, sources: EmitSources = {}): Operator {
+  const plan = sources.planFile === undefined ? buildPlan(p) : withSignals(readPlanFile(sources.planFile));
+  const body = sources.kernelFile === undefined ? builtinBody(p.operator === "ag-gemm" ? "gemm_tma_persistent" : "gemm_producer") : readKernelFile(sources.kernelFile);
+  return {
+    name: operatorName(p),
+    kind: p.operator === "ag-gemm" ? "ag-gemm" : "gemm-rs",
+    plan,
+    body,
+    problem: { M: p.M, N: p.N, K: p.K },
+    tile: { ...p.tile },
+    groupM: p.groupSizeM,
+    options: { backend: p.backend, ...(sources.timing ? { timing: sources.timing } : {}) },
+  };
+}
+
+function withSignals(plan: ChunkPlan): ChunkPlan {
+  return plan.signals === undefined ? planSignals(plan) : plan;
+}
+
+function readKernelFile(path: string): KernelBody {
+  if (!existsSync(path)) throw new UsageError("bad-file", `--kernel ${path}: no such file`);
+  return { path: basename(path), source: readFileSync(path, "utf8") };
+}
+
+/**
+ * Compile `p` into `outDir` (kernels, manifest.json, plan.json, schedule.json): the plan
+ * validated, lowered against the body's tiling, the body transformed (`compile`).
+ */
+export async function emitProblem(p: Problem, outDir: string, sources: EmitSources = {}): Promise<EmittedOperator> {
   if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
     throw new UsageError("unsupported", `ovl emit writes fused kernels for ag-gemm or gemm-rs, not ${p.operator}; try: ovl emit ag-gemm --shape MLP-1 --world 4`);
   }
   if (p.operator === "ag-gemm" && p.backend === "sm") {
     throw new UsageError("unsupported", "AG+GEMM is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)");
   }
-  if (p.template === "direct" && p.operator === "ag-gemm") {
+  if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {
     throw new UsageError("unsupported", "the direct template is one NCCL collective, with nothing to fuse; use --template swizzle or ring");
   }
-  const plan = buildPlan(p);
-  const schedule = buildSchedule(p, plan);
-  const name = operatorName(p);
-  const options = { name, backend: p.backend, ...(extra.timing ? { timing: extra.timing } : {}) };
-  const result = p.operator === "ag-gemm" ? emitAgGemm(plan, schedule, options) : emitGemmRs(plan, schedule, options);
+  const op = problemOperator(p, sources);
+  const schedule = lowerToTileSchedule(op.plan, { ...gemmTiling(p), tensor: scheduleTensor(p, op.plan) }, { role: p.operator === "ag-gemm" ? "consumer" : "producer" });
+  const result = await compile(op);
   const dir = resolve(outDir);
   mkdirSync(dir, { recursive: true });
   const files: string[] = [];
@@ -52,10 +88,20 @@ export function emitProblem(p: Problem, outDir: string, extra: { timing?: { warm
   }
   const manifestPath = join(dir, "manifest.json");
   writeFileSync(manifestPath, emitManifestJson(result.manifest));
-  writeFileSync(join(dir, "plan.json"), serializePlan(plan));
+  writeFileSync(join(dir, "plan.json"), serializePlan(op.plan));
   writeFileSync(join(dir, "schedule.json"), JSON.stringify(schedule) + "\n");
   files.push(manifestPath, join(dir, "plan.json"), join(dir, "schedule.json"));
-  return { name, dir, manifestPath, files, plan, schedule, result };
+  return { name: op.name, dir, manifestPath, files, plan: op.plan, schedule, result };
+}
+
+/** The tensor the schedule tiles: the template's, or the one a plan file moves / waits on. */
+function scheduleTensor(p: Problem, plan: ChunkPlan): string {
+  const fallback = gemmTiling(p).tensor;
+  if (plan.tensors.some((t) => t.name === fallback)) return fallback;
+  const first = plan.ranks.flatMap((r) => r.streams.flat())[0];
+  if (first === undefined) throw new UsageError("invalid-plan", `plan "${plan.name}" moves nothing`);
+  const dep = first.deps.find((d) => d.kind === "compute");
+  return dep !== undefined && dep.kind === "compute" ? dep.region.tensor : first.dst.tensor;
 }
 
 /**
@@ -75,15 +121,16 @@ export function emitTlx(e: EmittedOperator): string[] {
 }
 
 /** Run `ovl emit`; with `tlx`, also the TLX kernel (AG+GEMM only). */
-export function emitCommand(p: Problem, outDir: string, tlx = false): CommandOutput {
+export async function emitCommand(p: Problem, outDir: string, tlx = false, sources: EmitSources = {}): Promise<CommandOutput> {
   if (tlx && p.operator !== "ag-gemm") throw new UsageError("unsupported", "--tlx emits the warp-specialised AG+GEMM; drop --tlx for gemm-rs");
-  const e = emitProblem(p, outDir);
+  if (tlx && sources.kernelFile !== undefined) throw new UsageError("unsupported", "--tlx assembles its own warp-specialised GEMM and cannot take --kernel");
+  const e = await emitProblem(p, outDir, sources);
   const tlxFiles = tlx ? emitTlx(e) : [];
   const kernels = e.result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   return {
     json: { name: e.name, dir: e.dir, manifest: e.manifestPath, files: [...e.files, ...tlxFiles], kernels, world: p.world },
     lines: [
-      `${e.name}: ${describeProblem(p)}`,
+      `${e.name}: ${describeProblem(p)}${sources.kernelFile === undefined ? "" : ` — body ${sources.kernelFile}`}${sources.planFile === undefined ? "" : ` — plan ${sources.planFile}`}`,
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...[...e.files, ...tlxFiles].map((f) => `wrote ${f}`),
       `run it: ovl run ${e.manifestPath} --emulate    (or on GPUs: ovl run ${e.manifestPath} --gpus ${p.world})`,

@@ -57,7 +57,7 @@ function gpuMeasure(p: Problem, gpus: number, python: string | undefined): (r: R
     try {
       const c = r.candidate;
       const q = c.path === "overlapped" ? problemWith(p, c) : { ...p, template: p.operator === "ag-gemm" ? ("swizzle" as const) : ("direct" as const), split: 1 };
-      const e = emitProblem(q, dir, { timing: { warmup: 5, reps: 30, checkRuns: 2 } });
+      const e = await emitProblem(q, dir, { timing: { warmup: 5, reps: 30, checkRuns: 2 } });
       const report = await runManifest(e.manifestPath, {
         nproc: gpus,
         ...(c.path === "sequential" ? { baselines: true } : {}),
