@@ -20,6 +20,7 @@ import numpy as np
 
 from .emulate_comm import COMM_TEMPLATES
 from .emulate_kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
+from .emulate_local import LOCAL_TEMPLATES
 from .emulate_tlx import TLX_TEMPLATES
 from .emulate_stall import Stalled, StallMonitor, host_thread, kernel_thread, slot_writers
 from .errors import CheckFailed, KernelFault, ManifestError, RunnerError, UsageError
@@ -28,7 +29,7 @@ from .outcome import CheckRecord, RunOutcome
 from .reference import output_view, references, relative_error
 from .signals import SignalWorld, epoch_target
 
-TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **TLX_TEMPLATES}
+TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **TLX_TEMPLATES, **LOCAL_TEMPLATES}
 _NP_DTYPES: dict[str, Any] = {"bf16": np.float32, "fp16": np.float32, "fp32": np.float32, "int32": np.int32, "uint32": np.uint32, "int64": np.int64}
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -222,21 +223,26 @@ def choose_engine(m: Manifest, engine: str = "auto") -> str:
     """The emulation that runs ``m``: ``numpy`` (the templates re-implemented in numpy) or
     ``interpret`` (the kernels' own source under Triton's interpreter, ``interpret.py``).
 
-    ``auto`` takes numpy when every kernel's ``template.kind`` has a numpy template, else the
-    interpreter when torch and triton import; otherwise a ManifestError says what is missing.
+    ``auto`` takes the interpreter for a compiled local body (its own code, possibly a user's,
+    is what needs checking) when torch and triton import, and numpy when every kernel has a
+    numpy template (compiled GEMM bodies are modelled there from their tile program);
+    otherwise a ManifestError says what is missing.
     """
     if engine not in ENGINES:
         raise UsageError(f"unknown emulation engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine != "auto":
         return engine
     unknown = [(i, k) for i, k in enumerate(m.kernels) if k.template_kind not in TEMPLATES]
-    if not unknown:
+    local = any(k.template_kind in LOCAL_TEMPLATES for k in m.kernels)
+    if not unknown and not local:
         return "numpy"
     from .interpret import interpret_unavailable
 
     reason = interpret_unavailable()
     if reason is None:
         return "interpret"
+    if not unknown:
+        return "numpy"
     i, k = unknown[0]
     raise ManifestError(f"kernels[{i}].template.kind", f"the numpy emulation has no template {k.template_kind!r}, and {reason}")
 

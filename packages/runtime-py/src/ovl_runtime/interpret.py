@@ -223,6 +223,10 @@ class InterpretEmulator:
                 out[name] = max(1, int(self.timeout_s * 1e9))
             elif a.kind == "error-buffer":
                 out[name] = self.err[rank]
+            elif a.kind == "num-programs":
+                # A persistent body's tile stride: the launch grid it gets here.
+                g = k.grid[0]
+                out[name] = g.resolve(self.num_sms) if isinstance(g, NumSms) else g
             else:
                 raise ManifestError(f"kernel {k.name}.args.{name}", f"unknown argument kind {a.kind!r}")
         return out

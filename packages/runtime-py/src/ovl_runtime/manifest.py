@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ManifestError
+from .index_maps import parse_tile_program
 from .manifest_check import check_references
 from .manifest_types import (
     BUFFER_DTYPES,
@@ -245,6 +246,7 @@ def _kernel(v: Any, path: str, base_dir: Path | None) -> KernelSpec:
         template_params=_scalar_record(_get(tpl, "params", f"{path}.template"), f"{path}.template.params", True),
         source_path=source_path,
         precompiled=None if o.get("precompiled") is None else _precompiled(o["precompiled"], f"{path}.precompiled", base_dir),
+        tile_program=None if o.get("tileProgram") is None else parse_tile_program(o["tileProgram"], f"{path}.tileProgram"),
     )
 
 

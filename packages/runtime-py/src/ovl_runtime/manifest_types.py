@@ -139,6 +139,8 @@ class KernelSpec:
     template_params: dict[str, int | float | str | bool]
     source_path: Path | None = None
     precompiled: PrecompiledSpec | None = None
+    # The tile program of a compiled local body (index_maps.TileProgram), if any.
+    tile_program: Any = None
 
     def arg(self, name: str) -> KernelArg:
         for n, a in self.args:

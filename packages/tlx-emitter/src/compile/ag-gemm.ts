@@ -99,7 +99,7 @@ export async function compileAgGemm(op: Operator, schedule?: TileSchedule): Prom
     ...gemmLaunch(o, params),
     own,
     inserted,
-    params: { ...params, body: op.body.path, entry: kernel.entry, operator: "ag-gemm", slotColumns: width },
+    params: { ...params, body: op.body.path, entry: kernel.entry, operator: "ag-gemm", slotColumns: width, a: tensor.name, b: "gemm_b", c: "gemm_c" },
     tileProgram: { role: "consumer", order: order.map, slots: slots.map((s) => s.map), numPidM, numPidN: sched.grid.numPidN },
   });
   const manifest = validated({

@@ -79,7 +79,7 @@ function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerContext)
     ...ctx.launch,
     own,
     inserted,
-    params: { ...ctx.params, body: op.body.path, entry: kernel.entry, operator: "gemm-rs" },
+    params: { ...ctx.params, body: op.body.path, entry: kernel.entry, operator: "gemm-rs", a: ctx.a, b: ctx.b, c: ctx.partial },
     tileProgram: { role: "producer", order: order.map, slots: [notify.map], numPidM: ctx.order[0]?.length ?? 1, numPidN: P },
   });
   return { kernel: entry, file: { path: entry.source, text: t.source }, tables };

@@ -1,0 +1,105 @@
+"""Compiled local bodies in the numpy engine: the operator's arithmetic (a GEMM) under the
+kernel's own tile program, evaluated from the manifest's index maps exactly as the source
+prints them — visit order, per-tile waits on every slot column, per-tile notifies.
+
+This models what a body computes, not the body's code: the interpreter engine
+(``interpret.py``) executes the emitted source itself. Bodies whose operator is not a GEMM
+(``template.params.operator``) are left to the interpreter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from .emulate_kernels import KernelContext
+from .errors import ManifestError
+from .index_maps import TileProgram
+
+_GEMM_OPERATORS = ("ag-gemm", "gemm-rs")
+
+
+def _program(ctx: KernelContext, role: str) -> TileProgram:
+    tp = ctx.kernel.tile_program
+    if not isinstance(tp, TileProgram) or tp.role != role:
+        raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", f"a compiled {role} body needs its {role} tile program in the manifest")
+    if ctx.kernel.template_params.get("operator") not in _GEMM_OPERATORS:
+        raise ManifestError(f"kernel {ctx.kernel.name}.template.params.operator", "the numpy engine models GEMM bodies only: use the interpret engine")
+    return tp
+
+
+def _operands(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    p = ctx.kernel.template_params
+    M, N, K = int(p["M"]), int(p["N"]), int(p["K"])
+    names = {str(p[k]) for k in ("a", "b", "c")}
+    bufs = {n: a for n, a in ctx.args.items() if isinstance(a, np.ndarray) and a.ndim >= 1}
+    by_buffer = {b.name: n for n, b in ctx.kernel.args if b.kind == "buffer" and b.name in names}
+    missing = names - set(by_buffer)
+    if missing:
+        raise ManifestError(f"kernel {ctx.kernel.name}.args", f"no argument is bound to buffer(s) {', '.join(sorted(missing))}")
+    a = ctx.matrix(by_buffer[str(p["a"])], M, K)
+    b = ctx.matrix(by_buffer[str(p["b"])], K, N)
+    c = ctx.matrix(by_buffer[str(p["c"])], M, N)
+    del bufs
+    return a, b, c, int(p["BLOCK_M"]), int(p["BLOCK_N"])
+
+
+def _tables(ctx: KernelContext, tp: TileProgram) -> dict[str, np.ndarray]:
+    names = {m.table for m in (tp.order, *tp.slots) if m.table is not None}
+    return {n: ctx.table(n, 1) for n in names}
+
+
+def _env(var: str, value: int, rank: int) -> dict[str, int]:
+    return {var: value, "ovl_rank": rank}
+
+
+def local_consumer(ctx: KernelContext) -> None:
+    """C = A @ B over the gathered A, m-block by m-block in the program's order, each waiting
+    on every slot column of its rows first."""
+    tp = _program(ctx, "consumer")
+    a, b, c, BM, BN = _operands(ctx)
+    M, N = c.shape
+    tables = _tables(ctx, tp)
+    sig, target = ctx.board("ovl_sig_ptr"), ctx.size("ovl_target")
+    for v in range(tp.num_pid_m):
+        m = tp.order(_env("ovl_m", v, ctx.rank), tables)
+        if not 0 <= m < tp.num_pid_m:
+            raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram.order", f"visit {v} maps to m-block {m}, outside [0, {tp.num_pid_m})")
+        for col in tp.slots:
+            slot = col(_env("ovl_m", m, ctx.rank), tables)
+            if slot >= 0:
+                ctx.wait(sig, slot, target)
+        rows = slice(m * BM, min(M, (m + 1) * BM))
+        for n in range(math.ceil(N / BN)):
+            cols = slice(n * BN, min(N, (n + 1) * BN))
+            c[rows, cols] = a[rows, :] @ b[:, cols]
+
+
+def local_producer(ctx: KernelContext) -> None:
+    """C = A @ B tile by tile in the program's order; each stored tile notifies its slot columns."""
+    tp = _program(ctx, "producer")
+    a, b, c, BM, BN = _operands(ctx)
+    M, N = c.shape
+    tables = _tables(ctx, tp)
+    sig = ctx.board("ovl_sig_ptr")
+    tiles = tp.num_pid_m * tp.num_pid_n
+    for t in range(tiles):
+        t2 = tp.order(_env("ovl_t", t, ctx.rank), tables)
+        if not 0 <= t2 < tiles:
+            raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram.order", f"tile {t} maps to {t2}, outside [0, {tiles})")
+        m, n = divmod(t2, tp.num_pid_n)
+        rows = slice(m * BM, min(M, (m + 1) * BM))
+        cols = slice(n * BN, min(N, (n + 1) * BN))
+        c[rows, cols] = a[rows, :] @ b[:, cols]
+        for col in tp.slots:
+            slot = col(_env("ovl_t", t2, ctx.rank), tables)
+            if slot >= 0:
+                ctx.notify(sig, slot)
+
+
+LOCAL_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
+    "local-consumer": local_consumer,
+    "local-producer": local_producer,
+}
