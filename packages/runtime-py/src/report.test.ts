@@ -24,6 +24,7 @@ describe("Report", () => {
     expect(Report.parse(minimal).failures[0]?.slot).toBe(2);
     expect(Report.safeParse({ ...minimal, $schema: "ovl.report/v2" }).success).toBe(false);
     expect(Report.safeParse({ ...minimal, mode: "tpu" }).success).toBe(false);
+    expect(Report.parse({ ...minimal, mode: "one-gpu", extra: { note: "times are not performance figures" } }).mode).toBe("one-gpu");
     expect(Report.safeParse({ ...minimal, checks: [{ ...minimal.checks[0], epoch: 0 }] }).success).toBe(false);
   });
 });
@@ -46,6 +47,12 @@ describe("runnerArgs", () => {
     ]);
     expect(runnerArgs("m.json", "r.json", { nproc: 4, baselines: true, symmBackend: "nvshmem" })).toEqual([
       "-m", "torch.distributed.run", "--nproc_per_node=4", "-m", "ovl_runtime", "run", "m.json", "--out", "r.json", "--baselines", "--symm-backend", "nvshmem",
+    ]);
+  });
+
+  it("runs every rank in one process for ranksOnOneGpu, never under torchrun", () => {
+    expect(runnerArgs("m.json", "r.json", { ranksOnOneGpu: true, nproc: 8, epochs: 3 })).toEqual([
+      "-m", "ovl_runtime", "run", "m.json", "--out", "r.json", "--epochs", "3", "--ranks-on-one-gpu",
     ]);
   });
 });

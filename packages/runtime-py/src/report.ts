@@ -46,8 +46,12 @@ export type ReportFailure = z.infer<typeof ReportFailure>;
 export const Report = z.object({
   $schema: z.literal(REPORT_SCHEMA),
   manifest: z.string(),
-  /** `gpu` (under torchrun, CUDA events) or `emulate` (CPU threads, wall-clock times). */
-  mode: z.enum(["gpu", "emulate"]),
+  /**
+   * `gpu` (under torchrun, CUDA events), `one-gpu` (every rank in one process on one GPU:
+   * correctness only, its times are not performance figures) or `emulate` (CPU threads,
+   * wall-clock times).
+   */
+  mode: z.enum(["gpu", "one-gpu", "emulate"]),
   device: z.string(),
   world: z.number().int().positive(),
   dtype: z.string(),

@@ -34,6 +34,11 @@ export interface RunManifestOptions {
   nproc?: number;
   /** GPU mode: PyTorch symmetric-memory backend (default `cuda`). */
   symmBackend?: "cuda" | "nvshmem";
+  /**
+   * Run every rank of the manifest in one process on one GPU (`--ranks-on-one-gpu`; no
+   * torchrun, so `nproc` is ignored): a correctness check, its times are not performance.
+   */
+  ranksOnOneGpu?: boolean;
   /** Called with each progress line as it arrives. */
   onProgress?: (event: RunnerProgress) => void;
   /** Extra environment for the runner. */
@@ -50,13 +55,15 @@ export function defaultPython(): string {
 
 /** The command line that runs `manifestPath` (without the interpreter). */
 export function runnerArgs(manifestPath: string, out: string, o: RunManifestOptions): string[] {
-  const head = o.nproc !== undefined && o.nproc > 1 && !o.emulate ? ["-m", "torch.distributed.run", `--nproc_per_node=${o.nproc}`] : [];
+  const torchrun = o.nproc !== undefined && o.nproc > 1 && !o.emulate && !o.ranksOnOneGpu;
+  const head = torchrun ? ["-m", "torch.distributed.run", `--nproc_per_node=${o.nproc}`] : [];
   const args = [...head, "-m", "ovl_runtime", "run", manifestPath, "--out", out];
   if (o.emulate) args.push("--emulate");
   if (o.baselines) args.push("--baselines");
   if (o.epochs !== undefined) args.push("--epochs", String(o.epochs));
   if (o.timeoutS !== undefined) args.push("--timeout-s", String(o.timeoutS));
   if (o.symmBackend !== undefined) args.push("--symm-backend", o.symmBackend);
+  if (o.ranksOnOneGpu) args.push("--ranks-on-one-gpu");
   return args;
 }
 

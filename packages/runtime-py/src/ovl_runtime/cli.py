@@ -2,7 +2,8 @@
 
 Progress goes to stderr as JSON lines (``{"event": ...}``). One manifest: the report goes
 to ``--out`` (or stdout). Several manifests (all of one ``world``) run one after the other
-in one process, one process group on GPUs; each report goes to ``--out-dir`` (see
+in one process, one process group on GPUs (``--ranks-on-one-gpu``: every rank of each
+manifest in this one process on one GPU, worlds may differ); each report goes to ``--out-dir`` (see
 ``report_names``). Exit codes: 0 ok, 1 check failed, 2 bad manifest or usage, 3 wait
 timeout; with several manifests, the largest of theirs.
 """
@@ -65,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--timeout-s", type=float, help="emulation only: bound of every wait in seconds (default: waitTimeoutNs)")
     run.add_argument("--symm-backend", choices=("cuda", "nvshmem"), default="cuda", help="PyTorch symmetric-memory backend (GPU mode)")
+    run.add_argument("--ranks-on-one-gpu", action="store_true",
+                     help="run all ranks of each manifest in this one process on one GPU (no torchrun; worlds may differ): "
+                          "checks correctness; its times are not performance figures")
     return ap
 
 
@@ -110,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     paths: list[str] = args.manifests
     if args.epochs is not None and args.epochs < 1:
         return _usage("--epochs must be >= 1")
+    one_gpu_problem = _one_gpu_usage(args)
+    if one_gpu_problem is not None:
+        return _usage(one_gpu_problem)
     if len(paths) > 1 and args.out_dir is None:
         return _usage(f"{len(paths)} manifests need --out-dir DIR (one report per manifest); --out and stdout take one")
     names: list[str] = []
@@ -122,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:  # every manifest is loaded, and of one world, before anything runs
         try:
             m = load_manifest(path)
-            if manifests and m.world != manifests[0].world:
+            if manifests and m.world != manifests[0].world and not args.ranks_on_one_gpu:
                 raise UsageError(f"world {m.world}, but {paths[0]} has world {manifests[0].world}: the manifests of one run share one world")
         except RunnerError as exc:
             event = {"event": "error", **exc.to_json()}
@@ -136,15 +143,37 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.out_dir).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             return _usage(f"cannot create --out-dir {args.out_dir}: {exc.strerror or exc}")
+    if args.ranks_on_one_gpu:  # before CUDA starts: one hardware queue per stream (gpu_onegpu)
+        os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
     emulated = args.emulate or args.engine != "auto" or not gpu_available()
+    if args.ranks_on_one_gpu and emulated:
+        return _usage("--ranks-on-one-gpu needs torch, triton and a CUDA device, and this machine has none "
+                      "(run without it, with --emulate, to check the manifest on the CPU)")
     if args.out_dir is None:
         return _run_one(args, manifests[0], emulated)
     return _run_many(args, manifests, paths, names, emulated)
 
 
+def _one_gpu_usage(args: argparse.Namespace) -> str | None:
+    """Why ``--ranks-on-one-gpu`` cannot go with the other options, or None."""
+    if not args.ranks_on_one_gpu:
+        return None
+    if args.emulate or args.engine != "auto":
+        return "--ranks-on-one-gpu runs on a GPU; --emulate / --engine run on the CPU: choose one"
+    if args.baselines:
+        return "--baselines times NCCL collectives across GPUs; with --ranks-on-one-gpu there are none"
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return "--ranks-on-one-gpu runs every rank in one process: start it with python -m ovl_runtime, not torchrun"
+    return None
+
+
+def _mode(args: argparse.Namespace, emulated: bool) -> str:
+    return "emulate" if emulated else "one-gpu" if args.ranks_on_one_gpu else "gpu"
+
+
 def _run_one(args: argparse.Namespace, m: Manifest, emulated: bool) -> int:
     """One manifest, its report to ``--out`` or stdout."""
-    emit({"event": "start", "manifest": m.name, "world": m.world, "mode": "emulate" if emulated else "gpu"})
+    emit({"event": "start", "manifest": m.name, "world": m.world, "mode": _mode(args, emulated)})
     if emulated and not _is_rank0():
         return EXIT_OK  # under torchrun without GPUs: rank 0 emulates every rank
     code = EXIT_OK
@@ -165,7 +194,7 @@ def _run_many(args: argparse.Namespace, manifests: list[Manifest], paths: list[s
     if emulated and not _is_rank0():
         return EXIT_OK  # under torchrun without GPUs: rank 0 emulates every rank
     n = len(manifests)
-    mode = "emulate" if emulated else "gpu"
+    mode = _mode(args, emulated)
 
     def progress_for(i: int, m: Manifest) -> ProgressFn:
         emit({"event": "case", "index": i, "of": n, "manifest": m.name, "file": paths[i]})
@@ -206,6 +235,10 @@ def _results(args: argparse.Namespace, manifests: list[Manifest], emulated: bool
     try:
         if emulated:
             yield from _emulated(args, manifests, progress_for)
+        elif args.ranks_on_one_gpu:
+            from .gpu_onegpu import run_one_gpu_many
+
+            yield from run_one_gpu_many(manifests, epochs=args.epochs, seed=args.seed, progress_for=progress_for)
         else:
             from .gpu import run_gpu_many
 

@@ -52,13 +52,14 @@ def max_active_blocks(kernel: CubinKernel) -> int:
 class CubinLaunch:
     """One precompiled kernel on one rank: module, grid, scratch and the static addresses."""
 
-    def __init__(self, session: Any, k: KernelSpec, index: int) -> None:
+    def __init__(self, session: Any, k: KernelSpec, index: int, grid: tuple[int, ...] | None = None) -> None:
         cubin_path, meta_path = precompiled_files(k, index)
         self.spec = k
         self.meta = load_metadata(meta_path)
         check_metadata(self.meta, k)
         self.kernel = CubinKernel.load(driver(), cubin_path.read_bytes(), self.meta)
-        raw_grid = [{"kind": "num-sms", "cap": g.cap, "reserve": g.reserve} if isinstance(g, NumSms) else g for g in k.grid]
+        # ``grid``: the rank's resolved grid where the mode decides it (one GPU: the SM budget).
+        raw_grid = list(grid) if grid is not None else [{"kind": "num-sms", "cap": g.cap, "reserve": g.reserve} if isinstance(g, NumSms) else g for g in k.grid]
         self.grid = launch_grid(raw_grid, session.num_sms, self.meta.cluster_dims)
         # The smaller of the driver's answer and the metadata's bound: a wrong guess here hangs.
         per_sm = min(max_active_blocks(self.kernel), blocks_per_sm_bound(self.meta))

@@ -65,6 +65,37 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
     return out
 
 
+def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
+    """Every rank's expected output (float32) from every rank's inputs, all on this process's
+    device (the one-GPU mode: no process group). Same conventions as ``torch_reference``."""
+    ref = m.reference
+    M, N, K = ref.M, ref.N, ref.K
+    rpr = ref.rows_per_rank or M
+    world = len(inputs)
+
+    def total(f: Callable[[int], torch.Tensor]) -> torch.Tensor:
+        acc = f(0)
+        for q in range(1, world):
+            acc = acc + f(q)
+        return acc
+
+    def slabs(key: str, cols: int) -> torch.Tensor:
+        return torch.cat([_slab(_matrix(x[key], (M, rpr), cols, f"reference.inputs.{key}"), r, rpr).float() for r, x in enumerate(inputs)])
+
+    if ref.operator == "ag-gemm":
+        full = slabs("A", K)
+        return [full @ _matrix(x["B"], (K,), N, "reference.inputs.B").float() for x in inputs]
+    if ref.operator in ("gemm-rs", "gemm-ar"):
+        part = total(lambda q: _matrix(inputs[q]["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs[q]["B"], (K,), N, "reference.inputs.B").float())
+        return [part if ref.operator == "gemm-ar" else part[r * rpr:(r + 1) * rpr] for r in range(world)]
+    (key,) = ref.inputs
+    if ref.operator == "all-gather":
+        full = slabs(key, N)
+        return [full for _ in range(world)]
+    summed = total(lambda q: _matrix(inputs[q][key], (M,), N, f"reference.inputs.{key}").float())
+    return [summed if ref.operator == "all-reduce" else summed[r * rpr:(r + 1) * rpr] for r in range(world)]
+
+
 def output_view(m: Manifest, out: torch.Tensor, rank: int) -> torch.Tensor:
     ref = m.reference
     rpr = ref.rows_per_rank or ref.M

@@ -42,11 +42,13 @@ class PendingWait:
 class StreamWaits:
     """Enqueues stream waits on slots of this rank's signal buffer and bounds them."""
 
-    def __init__(self, sig_u32: torch.Tensor, rank: int) -> None:
+    def __init__(self, sig_u32: torch.Tensor, rank: int, rescue: torch.cuda.Stream | None = None) -> None:
         self.sig = sig_u32
         self.rank = rank
         self._wait = _driver_wait_fn()
-        self._rescue = torch.cuda.Stream()
+        # The stream that reads and releases blocked slots: it must not share a hardware
+        # queue with a blocked stream (``rescue``: one the caller made for that).
+        self._rescue = rescue if rescue is not None else torch.cuda.Stream()
         self.pending: list[PendingWait] = []
         self.timeouts: list[tuple[int, int, int, int]] = []
 
@@ -61,18 +63,11 @@ class StreamWaits:
 
     def sync(self, timeout_s: float) -> None:
         """Waits for all work of this device, releasing host waits still blocked after ``timeout_s``."""
-        done = torch.cuda.Event()
-        done.record(torch.cuda.current_stream())
-        deadline = time.monotonic() + timeout_s
-        while not done.query():
-            if time.monotonic() > deadline:
-                self._release()
-                break
-            time.sleep(1e-4)
-        torch.cuda.synchronize()
-        self.pending.clear()
+        sync_bounded([self], timeout_s)
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Record every pending wait whose slot is short of its target, and set the slot to the
+        target (on a side stream) so that the blocked stream drains."""
         with torch.cuda.stream(self._rescue):
             for w in self.pending:
                 seen = int(self.sig[w.slot].item())
@@ -80,3 +75,21 @@ class StreamWaits:
                     self.timeouts.append((self.rank, w.slot, seen, w.target))
                     _SymmetricMemory.stream_write_value32(self.sig, w.slot, w.target)
             self._rescue.synchronize()
+
+
+def sync_bounded(waits: list[StreamWaits], timeout_s: float) -> None:
+    """Waits for all work of this device (every stream joined into the current one), releasing
+    the host waits of every ``StreamWaits`` still blocked after ``timeout_s``. With several
+    ranks in one process (one GPU), each rank's waits are one ``StreamWaits``."""
+    done = torch.cuda.Event()
+    done.record(torch.cuda.current_stream())
+    deadline = time.monotonic() + timeout_s
+    while not done.query():
+        if time.monotonic() > deadline:
+            for w in waits:
+                w.release()
+            break
+        time.sleep(1e-4)
+    torch.cuda.synchronize()
+    for w in waits:
+        w.pending.clear()
