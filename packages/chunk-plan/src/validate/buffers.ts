@@ -15,9 +15,33 @@ export interface Buffer {
   readonly values: Int32Array;
 }
 
+/** A buffer whose values are allocated on first use, or take over the writers' array. */
+class BufferState implements Buffer {
+  readonly local: Uint8Array;
+  writer: Int32Array;
+  readonly reducers = new Map<number, number[]>();
+  private held: Int32Array | undefined;
+
+  constructor(private readonly size: number) {
+    this.local = new Uint8Array(size);
+    this.writer = new Int32Array(size);
+  }
+
+  get values(): Int32Array {
+    return (this.held ??= new Int32Array(this.size));
+  }
+
+  /** Reuses the writers' array for the values (zeroed); the writers are gone after. */
+  recycle(): void {
+    if (this.held !== undefined) return;
+    this.held = this.writer.fill(0);
+    this.writer = new Int32Array(0);
+  }
+}
+
 /** All buffers of a plan. */
 export class Buffers {
-  private readonly state: (Buffer | undefined)[];
+  private readonly state: (BufferState | undefined)[];
   private readonly tensors: number;
 
   constructor(
@@ -25,7 +49,7 @@ export class Buffers {
     world: number,
   ) {
     this.tensors = atoms.grids.length;
-    this.state = new Array<Buffer | undefined>(world * this.tensors);
+    this.state = new Array<BufferState | undefined>(world * this.tensors);
   }
 
   /** The buffer of `tensor` on `rank`. */
@@ -33,11 +57,19 @@ export class Buffers {
     const key = rank * this.tensors + tensor;
     let b = this.state[key];
     if (b === undefined) {
-      const size = this.atoms.grids[tensor]?.size ?? 0;
-      b = { local: new Uint8Array(size), writer: new Int32Array(size), reducers: new Map(), values: new Int32Array(size) };
+      b = new BufferState(this.atoms.grids[tensor]?.size ?? 0);
       this.state[key] = b;
     }
     return b;
+  }
+
+  /**
+   * Symbolic execution needs values and no longer the writers (checked by then): each
+   * buffer's writer array becomes its value array, so validation holds one array of
+   * atom-sized integers per buffer, not two. `writer` reads as empty afterwards.
+   */
+  recycleWriters(): void {
+    for (const b of this.state) b?.recycle();
   }
 
   /** Buffers touched so far, with their rank and tensor. */

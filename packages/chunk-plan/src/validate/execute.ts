@@ -159,7 +159,7 @@ export function execute(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, gr
     }
   }
   const hasInstances = index.instances.size > 0;
-  const moved = atoms.boxes.moved;
+  const moved = atoms.moved;
   for (let k = 0; k < graph.order.length; k++) {
     const node = graph.order[k]!;
     const members = hasInstances ? index.instances.get(node) : undefined;

@@ -19,45 +19,55 @@ export interface HbGraph {
   readonly acyclic: boolean;
 }
 
-function csr(size: number, from: Int32Array, to: Int32Array, count: number): { start: Int32Array; adj: Int32Array } {
-  const start = new Int32Array(size + 1);
-  for (let e = 0; e < count; e++) start[(from[e] ?? 0) + 1]!++;
-  for (let v = 0; v < size; v++) start[v + 1]! += start[v] ?? 0;
-  const fill = start.slice(0, size);
-  const adj = new Int32Array(count);
-  for (let e = 0; e < count; e++) adj[fill[from[e] ?? 0]!++] = to[e] ?? 0;
-  return { start, adj };
-}
-
 /** Builds the graph and a topological order. Self-edges are kept (they are cycles: an op waiting on itself). */
 export function buildGraph(index: PlanIndex): HbGraph {
   const size = index.ops.length;
   const { nodeOf, opIndex, depStart, depOp } = index;
   const isNode = new Uint8Array(size);
-  let edges = 0;
+  // The edges are implicit (stream order, then each op's dependencies, op by op): both CSR
+  // directions are filled from them in two passes, counting then placing, with no edge list.
+  const succStart = new Int32Array(size + 1);
+  const predStart = new Int32Array(size + 1);
   for (let o = 0; o < size; o++) {
-    isNode[nodeOf[o]!] = 1;
-    if (opIndex[o]! > 0) edges++;
+    const node = nodeOf[o]!;
+    isNode[node] = 1;
+    if (opIndex[o]! > 0) {
+      succStart[nodeOf[o - 1]! + 1]!++;
+      predStart[node + 1]!++;
+    }
+    for (let k = depStart[o]!; k < depStart[o + 1]!; k++) {
+      succStart[nodeOf[depOp[k]!]! + 1]!++;
+      predStart[node + 1]!++;
+    }
   }
-  edges += depStart[size]!;
-  const from = new Int32Array(edges);
-  const to = new Int32Array(edges);
-  let e = 0;
+  for (let v = 0; v < size; v++) {
+    succStart[v + 1]! += succStart[v]!;
+    predStart[v + 1]! += predStart[v]!;
+  }
+  const edges = succStart[size]!;
+  const succ = new Int32Array(edges);
+  const pred = new Int32Array(edges);
+  // One scratch array: the fill cursors of succ, then of pred, then the in-degrees.
+  const scratch = succStart.slice(0, size);
   for (let o = 0; o < size; o++) {
     const node = nodeOf[o]!;
     if (opIndex[o]! > 0) {
-      from[e] = nodeOf[o - 1]!;
-      to[e++] = node;
+      const from = nodeOf[o - 1]!;
+      succ[scratch[from]!++] = node;
     }
     for (let k = depStart[o]!; k < depStart[o + 1]!; k++) {
-      from[e] = nodeOf[depOp[k]!]!;
-      to[e++] = node;
+      const from = nodeOf[depOp[k]!]!;
+      succ[scratch[from]!++] = node;
     }
   }
-  const succ = csr(size, from, to, e);
-  const pred = csr(size, to, from, e);
-  const indeg = new Int32Array(size);
-  for (let k = 0; k < e; k++) indeg[to[k] ?? 0]!++;
+  scratch.set(predStart.subarray(0, size));
+  for (let o = 0; o < size; o++) {
+    const node = nodeOf[o]!;
+    if (opIndex[o]! > 0) pred[scratch[node]!++] = nodeOf[o - 1]!;
+    for (let k = depStart[o]!; k < depStart[o + 1]!; k++) pred[scratch[node]!++] = nodeOf[depOp[k]!]!;
+  }
+  const indeg = scratch;
+  for (let v = 0; v < size; v++) indeg[v] = predStart[v + 1]! - predStart[v]!;
   const order = new Int32Array(size);
   const pos = new Int32Array(size).fill(-1);
   let head = 0;
@@ -66,8 +76,8 @@ export function buildGraph(index: PlanIndex): HbGraph {
   while (head < tail) {
     const v = order[head++] ?? 0;
     pos[v] = head - 1;
-    for (let k = succ.start[v] ?? 0; k < (succ.start[v + 1] ?? 0); k++) {
-      const w = succ.adj[k] ?? 0;
+    for (let k = succStart[v] ?? 0; k < (succStart[v + 1] ?? 0); k++) {
+      const w = succ[k] ?? 0;
       if (--indeg[w]! === 0) order[tail++] = w;
     }
   }
@@ -76,10 +86,10 @@ export function buildGraph(index: PlanIndex): HbGraph {
   return {
     size,
     isNode,
-    succStart: succ.start,
-    succ: succ.adj,
-    predStart: pred.start,
-    pred: pred.adj,
+    succStart,
+    succ,
+    predStart,
+    pred,
     order: order.subarray(0, tail),
     pos,
     acyclic: tail === nodes,

@@ -16,27 +16,143 @@ export interface PlanAtoms {
    * `p` is not a cut; undefined for an axis too long for a table (binary search there).
    */
   readonly cutIndex: readonly (readonly (Int32Array | undefined)[])[];
-  /** The atom box of every op's `src` and `dst`, computed once (see {@link OpBoxes}). */
-  readonly boxes: OpBoxes;
+  /** The atom box of every op's `src` and `dst`, computed once (see {@link RegionTable}). */
+  readonly boxes: RegionTable;
+  /** 1 where an op's `dst` offsets differ from its `src` offsets (values move by the difference). */
+  readonly moved: Uint8Array;
 }
 
 /**
- * Per op and side (`2 * op` for `src`, `2 * op + 1` for `dst`): the tensor id and the atom
- * index range `[lo, hi)` on each axis (`dims` entries per side, unused axes 0). Later
- * phases read these arrays instead of the op objects, which for 10^5–10^6 ops lie
- * scattered over the heap.
+ * The distinct boxes of the ops' regions, interned by value, and per op and side (`2 * op`
+ * for `src`, `2 * op + 1` for `dst`) the id of its box. Per box: the tensor id and, once
+ * {@link RegionTable.locate} ran, the atom index range `[lo, hi)` on each axis (`dims`
+ * entries per box), the first flat atom id when the box is one row-major range of ids
+ * (else -1), and its number of atoms. Later phases read these arrays instead of the op
+ * objects, which for 10^5–10^6 ops lie scattered over the heap.
  */
-export interface OpBoxes {
-  readonly dims: number;
-  readonly tensor: Int32Array;
-  readonly lo: Int32Array;
-  readonly hi: Int32Array;
-  /** 1 where an op's `dst` offsets differ from its `src` offsets (values move by the difference). */
-  readonly moved: Uint8Array;
-  /** Per side: the first flat atom id when the box is one row-major range of ids, else -1. */
-  readonly first: Int32Array;
-  /** Per side: the number of atoms in the box. */
-  readonly count: Int32Array;
+export class RegionTable {
+  /** Box id per op side. */
+  readonly side: Int32Array;
+  size = 0;
+  tensor = new Int32Array(64);
+  lo = new Int32Array(0);
+  hi = new Int32Array(0);
+  first = new Int32Array(0);
+  count = new Int32Array(0);
+  /** Per box: start and end of the box on each axis (stride `2 * dims`). */
+  private bounds: Float64Array;
+  /** Open-addressing hash of box ids (-1 = empty), capacity a power of two. */
+  private slots = new Int32Array(256).fill(-1);
+
+  constructor(
+    readonly dims: number,
+    sides: number,
+  ) {
+    this.side = new Int32Array(sides);
+    this.bounds = new Float64Array(64 * 2 * dims);
+  }
+
+  /** The id of the box (`offsets`, `sizes`) of tensor `t`, added when new. */
+  intern(t: number, offsets: readonly number[], sizes: readonly number[]): number {
+    const dims = this.dims;
+    const n = Math.min(offsets.length, dims);
+    let h = t | 0;
+    for (let d = 0; d < dims; d++) {
+      const o = d < n ? offsets[d]! : 0;
+      h = Math.imul(h ^ (o | 0), 0x9e3779b1);
+      h = Math.imul(h ^ ((d < n ? o + sizes[d]! : 0) | 0), 0x85ebca6b);
+    }
+    const mask = this.slots.length - 1;
+    let slot = (h ^ (h >>> 15)) & mask;
+    const bounds = this.bounds;
+    for (;;) {
+      const id = this.slots[slot]!;
+      if (id < 0) break;
+      if (this.tensor[id] === t) {
+        let same = true;
+        const at = id * 2 * dims;
+        for (let d = 0; d < dims && same; d++) {
+          const o = d < n ? offsets[d]! : 0;
+          const e = d < n ? o + sizes[d]! : 0;
+          same = bounds[at + 2 * d] === o && bounds[at + 2 * d + 1] === e;
+        }
+        if (same) return id;
+      }
+      slot = (slot + 1) & mask;
+    }
+    const id = this.size++;
+    if (id === this.tensor.length) {
+      const tensor = new Int32Array(id * 2);
+      tensor.set(this.tensor);
+      this.tensor = tensor;
+      const more = new Float64Array(id * 2 * 2 * dims);
+      more.set(bounds);
+      this.bounds = more;
+    }
+    this.tensor[id] = t;
+    const at = id * 2 * dims;
+    for (let d = 0; d < dims; d++) {
+      const o = d < n ? offsets[d]! : 0;
+      this.bounds[at + 2 * d] = o;
+      this.bounds[at + 2 * d + 1] = d < n ? o + sizes[d]! : 0;
+    }
+    this.slots[slot] = id;
+    if (this.size * 2 > this.slots.length) this.rehash();
+    return id;
+  }
+
+  private rehash(): void {
+    const old = this.slots;
+    const slots = new Int32Array(old.length * 2).fill(-1);
+    const mask = slots.length - 1;
+    const dims = this.dims;
+    for (let id = 0; id < this.size; id++) {
+      let h = this.tensor[id]! | 0;
+      const at = id * 2 * dims;
+      for (let d = 0; d < dims; d++) {
+        h = Math.imul(h ^ (this.bounds[at + 2 * d]! | 0), 0x9e3779b1);
+        h = Math.imul(h ^ (this.bounds[at + 2 * d + 1]! | 0), 0x85ebca6b);
+      }
+      let slot = (h ^ (h >>> 15)) & mask;
+      while (slots[slot] !== -1) slot = (slot + 1) & mask;
+      slots[slot] = id;
+    }
+    this.slots = slots;
+  }
+
+  /** Finds every box's atoms once the cuts are final. */
+  locate(grids: readonly AtomGrid[], cuts: readonly (readonly number[])[][], cutIndex: readonly (readonly (Int32Array | undefined)[])[], decls: readonly TensorDecl[]): void {
+    const dims = this.dims;
+    const lo = (this.lo = new Int32Array(this.size * dims));
+    const hi = (this.hi = new Int32Array(this.size * dims));
+    const first = (this.first = new Int32Array(this.size));
+    const count = (this.count = new Int32Array(this.size));
+    const indexOf = (t: number, d: number, p: number): number => {
+      const table = cutIndex[t]?.[d];
+      if (table !== undefined) return table[p] ?? -1;
+      const c = cuts[t]?.[d] ?? [];
+      const k = lowerBound(c, p);
+      return c[k] === p ? k : -1;
+    };
+    for (let id = 0; id < this.size; id++) {
+      const t = this.tensor[id]!;
+      const grid = grids[t];
+      const axes = grid?.counts.length ?? 0;
+      let total = 1;
+      let base = 0;
+      for (let d = 0; d < axes; d++) {
+        const a = indexOf(t, d, this.bounds[id * 2 * dims + 2 * d]!);
+        const b = indexOf(t, d, this.bounds[id * 2 * dims + 2 * d + 1]!);
+        if (a < 0 || b < 0) throw new Error(`internal: an op region of ${decls[t]?.name} is not aligned to its atom grid`);
+        lo[id * dims + d] = a;
+        hi[id * dims + d] = b;
+        total *= b - a;
+        base += a * (grid?.strides[d] ?? 0);
+      }
+      count[id] = total;
+      first[id] = grid !== undefined && isRange(grid, lo, hi, id * dims, axes) ? base : -1;
+    }
+  }
 }
 
 /** True when the box `[lo, hi)` (axes `at .. at + dims` of the arrays) is one range of flat ids. */
@@ -165,18 +281,12 @@ export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDec
     }
   };
   for (const rp of index.plan.ranks) rp.local.forEach(addRegion);
-  // Each op's regions are read once, here: their boundaries become cut points and are kept
-  // (with the tensor ids) to find the ops' atom boxes once the cuts are final.
+  // Each op's regions are read once, here, and interned: equal boxes of one tensor (chunk j
+  // of a shard, read by every rank of a node) get one integer id, whose boundaries become
+  // cut points once and whose atom box is found once the cuts are final.
   const nOps = index.ops.length;
   const dims = list.reduce((m, t) => Math.max(m, t.shape.length), 1);
-  const sideTensor = new Int32Array(2 * nOps);
-  // Boundaries are kept in the arrays that later hold the atom ranges (rewritten in place
-  // below) when every extent fits them, to keep validation's memory small.
-  const narrow = list.every((t) => t.shape.every((extent) => extent <= 0x7fffffff));
-  const lo = new Int32Array(2 * nOps * dims);
-  const hi = new Int32Array(2 * nOps * dims);
-  const sideStart = narrow ? lo : new Float64Array(2 * nOps * dims);
-  const sideEnd = narrow ? hi : new Float64Array(2 * nOps * dims);
+  const boxes = new RegionTable(dims, 2 * nOps);
   const moved = new Uint8Array(nOps);
   const translates = new Uint8Array(nOps);
   let lastName = "";
@@ -187,20 +297,19 @@ export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDec
       t = lastId = tensorId.get(r.tensor) ?? -1;
       lastName = r.tensor;
     }
-    sideTensor[side] = t;
+    const before = boxes.size;
+    const id = boxes.intern(t, r.offsets, r.sizes);
+    boxes.side[side] = id;
+    if (boxes.size === before) return;
     const axes = points[t];
     if (axes === undefined) return;
     const { offsets, sizes } = r;
-    const at = side * dims;
     for (let d = 0; d < offsets.length && d < dims; d++) {
-      const o = offsets[d]!;
-      const e = o + (sizes[d] ?? 0);
-      sideStart[at + d] = o;
-      sideEnd[at + d] = e;
       const axis = axes[d];
       if (axis === undefined) continue;
+      const o = offsets[d]!;
       axis.add(o);
-      axis.add(e);
+      axis.add(o + (sizes[d] ?? 0));
     }
   };
   for (let o = 0; o < nOps; o++) {
@@ -271,36 +380,8 @@ export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDec
   }
   const cutIndex = cuts.map((axes, t) => axes.map((c, d) => cutIndexTable(c, list[t]?.shape[d] ?? 0)));
   const grids = cuts.map((axes) => atomGrid(axes));
-  // The ops' atom boxes, from the boundaries recorded above (each read before it is overwritten).
-  const indexOf = (t: number, d: number, p: number): number => {
-    const table = cutIndex[t]?.[d];
-    if (table !== undefined) return table[p] ?? -1;
-    const c = cuts[t]?.[d] ?? [];
-    const k = lowerBound(c, p);
-    return c[k] === p ? k : -1;
-  };
-  const first = new Int32Array(2 * nOps);
-  const count = new Int32Array(2 * nOps);
-  for (let side = 0; side < 2 * nOps; side++) {
-    const t = sideTensor[side]!;
-    const grid = grids[t];
-    const axes = grid?.counts.length ?? 0;
-    let total = 1;
-    let base = 0;
-    for (let d = 0, at = side * dims; d < axes; d++, at++) {
-      const a = indexOf(t, d, sideStart[at]!);
-      const b = indexOf(t, d, sideEnd[at]!);
-      if (a < 0 || b < 0) throw new Error(`internal: an op region of ${list[t]?.name} is not aligned to its atom grid`);
-      lo[at] = a;
-      hi[at] = b;
-      total *= b - a;
-      base += a * (grid?.strides[d] ?? 0);
-    }
-    count[side] = total;
-    first[side] = grid !== undefined && isRange(grid, lo, hi, side * dims, axes) ? base : -1;
-  }
-  const boxes: OpBoxes = { dims, tensor: sideTensor, lo, hi, moved, first, count };
-  return { tensorId, decls: list, grids, cutIndex, boxes };
+  boxes.locate(grids, cuts, cutIndex, list);
+  return { tensorId, decls: list, grids, cutIndex, boxes, moved };
 }
 
 /**
@@ -400,12 +481,12 @@ export class AtomList {
   /** Loads the atoms of op `op`'s `src` (`side` 0) or `dst` (`side` 1), from {@link OpBoxes}. */
   loadOp(op: number, side: 0 | 1): this {
     const boxes = this.atoms.boxes;
-    const k = 2 * op + side;
-    const tensor = boxes.tensor[k]!;
-    const start = boxes.first[k]!;
+    const id = boxes.side[2 * op + side]!;
+    const tensor = boxes.tensor[id]!;
+    const start = boxes.first[id]!;
     if (start >= 0) {
       // One range of ids (the usual case): no per-axis walk.
-      const total = boxes.count[k]!;
+      const total = boxes.count[id]!;
       if (this.indices.length < total) this.indices = new Int32Array(Math.max(total, this.indices.length * 2));
       const out = this.indices;
       for (let i = 0; i < total; i++) out[i] = start + i;
@@ -413,7 +494,7 @@ export class AtomList {
       this.tensor = tensor;
       return this;
     }
-    const at = k * boxes.dims;
+    const at = id * boxes.dims;
     const grid = this.atoms.grids[tensor] as AtomGrid;
     const dims = grid.counts.length;
     const { lo, hi, at: cursor } = this;

@@ -62,8 +62,17 @@ export interface UnmatchedCollective {
  */
 export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: UnmatchedCollective[] } {
   const world = plan.mesh.shape.reduce((a, b) => a * b, 1);
+  // Global id of each stream's op 0, from the stream lengths alone.
+  const streamBase: number[][] = [];
   let total = 0;
-  for (const rp of plan.ranks) for (const s of rp.streams) total += s.length;
+  for (const rp of plan.ranks) {
+    const bases: number[] = [];
+    for (const s of rp.streams) {
+      bases.push(total);
+      total += s.length;
+    }
+    streamBase.push(bases);
+  }
   const ops: Op[] = new Array<Op>(total);
   const opRank = new Int32Array(total);
   const opStream = new Int32Array(total);
@@ -75,21 +84,15 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
   const reduces = new Uint8Array(total);
   const collective = new Uint8Array(total);
   const depStart = new Int32Array(total + 1);
-  // Op dependencies as (rank, stream, index) until every stream's base id is known.
-  let depRank: Int32Array<ArrayBuffer> = new Int32Array(Math.max(16, total));
-  let depStream = new Int32Array(depRank.length);
-  let depIndex = new Int32Array(depRank.length);
+  let depOp: Int32Array<ArrayBuffer> = new Int32Array(Math.max(16, total));
   let deps = 0;
-  const streamBase: number[][] = [];
   let id = 0;
   let chain = 0;
   // One pass over the op objects: every later phase reads these arrays instead.
   for (const rp of plan.ranks) {
-    const bases: number[] = [];
     const rank = rp.rank;
     for (let s = 0; s < rp.streams.length; s++) {
       const stream = rp.streams[s]!;
-      bases.push(id);
       for (let i = 0; i < stream.length; i++) {
         const op = stream[i]!;
         ops[id] = op;
@@ -105,25 +108,15 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
         depStart[id] = deps;
         for (const dep of op.deps) {
           if (dep.kind !== "op") continue;
-          if (deps === depRank.length) {
-            depRank = grow(depRank);
-            depStream = grow(depStream);
-            depIndex = grow(depIndex);
-          }
-          depRank[deps] = dep.rank;
-          depStream[deps] = dep.stream;
-          depIndex[deps] = dep.index;
-          deps++;
+          if (deps === depOp.length) depOp = grow(depOp);
+          depOp[deps++] = (streamBase[dep.rank]?.[dep.stream] ?? 0) + dep.index;
         }
         id++;
       }
       chain++;
     }
-    streamBase.push(bases);
   }
   depStart[total] = deps;
-  const depOp = new Int32Array(deps);
-  for (let e = 0; e < deps; e++) depOp[e] = (streamBase[depRank[e]!]?.[depStream[e]!] ?? 0) + depIndex[e]!;
   const instances = new Map<number, number[]>();
   const unmatched: UnmatchedCollective[] = [];
   const open = new Map<string, number[][]>();

@@ -78,6 +78,7 @@ export function validatePlan(plan: ChunkPlan, options: ValidateOptions = {}): Pl
 
   if (claim !== undefined && plan.claim !== undefined && options.symbolic !== false) {
     const table = new ValueTable();
+    buffers.recycleWriters();
     execute(index, atoms, buffers, graph, table, out);
     checkClaim(atoms, buffers, table, claim, plan.claim.collective, plan.claim.reduce ?? "sum", out);
   }
