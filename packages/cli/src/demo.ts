@@ -11,16 +11,15 @@ import {
   planToMermaid,
   regionBytes,
   serializePlan,
-  simulatorCost,
-  tune,
   validatePlan,
   type ChunkPlan,
   type TileSchedule,
 } from "@ovl/chunk-plan";
+import { simulatorCost, tune } from "@ovl/sim";
 import { mapToPython } from "@ovl/mapping";
 import { blockChannel, consumerTileWait, epochTarget, validatePrimitive } from "@ovl/primitives";
-import { defaultPython, runManifest, type Report } from "@ovl/runtime-py";
-import { builtinBody, compile, emitManifestJson, emitTlxAgGemm, exampleManifests, type EmittedFile } from "@ovl/tlx-emitter";
+import { defaultPython, ensurePythonEnv, runManifest, type Report } from "@ovl/runtime-py";
+import { builtinBody, compile, emitManifestJson, emitTlxAgGemm, type EmittedFile } from "@ovl/tlx-emitter";
 import { buildPlan, buildSchedule } from "./build.js";
 import { CliError } from "./errors.js";
 import { ProgressBar, type Io } from "./io.js";
@@ -181,23 +180,33 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
   const tuned = { winner: search.winnerKey, decision: search.decision, predictedMs: search.predictedMs, message: search.message };
   say(`8. tune      ${search.ranked.length} candidates ranked by the model, ${search.pruned.length} pruned: ${search.message} (${(performance.now() - t0).toFixed(0)} ms)`);
 
-  // 9. A tiny AG+GEMM (2 ranks, 256×128×64) through the real runner, emulated on the CPU.
+  // 9. A tiny AG+GEMM (2 ranks, 256×128×64) compiled the same way, run by the real runner on the CPU.
   let emulation: DemoSummary["emulation"];
-  const python = options.python ?? defaultPython();
-  const missing = options.emulate === false ? "turned off (--no-emulate)" : emulationUnavailable(python);
+  let python = options.python ?? defaultPython();
+  let missing = options.emulate === false ? "turned off (--no-emulate)" : emulationUnavailable(python);
+  if (missing !== undefined && options.emulate !== false && options.python === undefined) {
+    // The project makes the environment it needs: a venv beside the runner, with numpy.
+    try {
+      python = await ensurePythonEnv({ onStep: (line) => say(`9. emulate   ${line}`) });
+      missing = emulationUnavailable(python);
+    } catch (e) {
+      missing = e instanceof Error ? e.message : String(e);
+    }
+  }
   if (missing !== undefined) {
     emulation = { skipped: missing };
     say(`9. emulate   skipped: ${missing}`);
   } else {
     t0 = performance.now();
-    const tiny = exampleManifests({ world: 2, M: 256, N: 128, K: 64, split: 1 }).ag_gemm_swizzle!;
+    const tinyPlan = buildPlan(resolveProblem("ag-gemm", { m: 256, n: 128, k: 64, world: 2, split: 1, template: "swizzle", side: "push" }));
+    const tiny = await compile({ name: "ag_gemm_tiny", kind: "ag-gemm", plan: tinyPlan, body, problem: { M: 256, N: 128, K: 64 }, tile: { BM: 64, BN: 64, BK: 32 }, groupM: 2 });
     const dir = join(outDir, "emulation");
     files.push(...writeFiles(dir, tiny.files, emitManifestJson(tiny.manifest)));
     const report = await runManifest(join(dir, "manifest.json"), { emulate: true, epochs: 2, out: join(dir, "report.json"), python });
     files.push(join(dir, "report.json"));
     const maxRelError = report.checks.reduce<number | null>((m, c) => (c.maxRelError === null || m === null ? null : Math.max(m, c.maxRelError)), 0);
     emulation = { ok: report.ok, maxRelError };
-    say(`9. emulate   ${tiny.manifest.name}, 2 ranks as CPU threads: ${report.checks.length} checked launches, max relative error ${maxRelError?.toExponential(1) ?? "NaN"} — ${report.ok ? "ok" : "FAILED"} (${(performance.now() - t0).toFixed(0)} ms)`);
+    say(`9. emulate   ${tiny.manifest.name} (${body.path} transformed), 2 ranks as CPU threads (${report.device}): ${report.checks.length} checked launches, max relative error ${maxRelError?.toExponential(1) ?? "NaN"} — ${report.ok ? "ok" : "FAILED"} (${(performance.now() - t0).toFixed(0)} ms)`);
   }
 
   // 10. With GPUs: the emitted MLP-1 manifest under torchrun, against the baselines of the same run.

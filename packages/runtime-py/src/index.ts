@@ -5,3 +5,4 @@ export type { RunnerErrorCode } from "./errors.js";
 export { REPORT_SCHEMA, RankTimes, Report, ReportCheck, ReportFailure } from "./report.js";
 export { defaultPython, runManifest, runnerArgs } from "./run.js";
 export type { RunManifestOptions, RunnerProgress } from "./run.js";
+export { ensurePythonEnv, type PythonEnvOptions } from "./python-env.js";
