@@ -8,6 +8,3 @@ export * from "./validate/index.js";
 export * from "./format/index.js";
 export * from "./signals/index.js";
 export * from "./lower/index.js";
-export * from "./frontends/index.js";
-export * from "./simulate/index.js";
-export * from "./tune/index.js";

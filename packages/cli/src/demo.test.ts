@@ -2,7 +2,8 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkTileSchedule, parsePlanJson, SimulationResult, TileSchedule, validatePlan } from "@ovl/chunk-plan";
+import { checkTileSchedule, parsePlanJson, TileSchedule, validatePlan } from "@ovl/chunk-plan";
+import { SimulationResult } from "@ovl/sim";
 import { Manifest } from "@ovl/tlx-emitter";
 import { ovl } from "./testing.js";
 

@@ -1,7 +1,7 @@
 // What every planning command is asked about: an operator, a shape (an MLP shape of
 // TileLink Table 4 by name, or explicit M, N, K), a mesh, a template and its knobs. This
 // module turns raw flags into a checked `Problem`, with messages that say what to type.
-import { MLP_SHAPES, type MlpShapeName } from "@ovl/bench";
+import { MLP_SHAPES, type MlpShapeName } from "@ovl/sim";
 import { UsageError } from "./errors.js";
 import { closest, unknownNameMessage } from "./suggest.js";
 

@@ -1,14 +1,11 @@
-// Renders the committed charts: the measured suite (ovl vs baselines, H200, 2026-11-22)
-// as a latency bar chart, and the simulated timeline of MLP-1 AG+GEMM on 8 ranks of the
-// H200 model. Run from packages/bench: `npx tsx src/charts/render-results.ts`.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+// Renders the committed charts of the measured suites (ovl vs baselines, H200, 2026-11-22)
+// as latency bar charts, with @ovl/sim's chart builders. Run from packages/bench:
+// `npx tsx src/charts/render-results.ts`. (The simulated timeline is @ovl/sim's
+// `scripts/render-timeline.ts`.)
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { allGatherSwizzle, lowerToTileSchedule, planSignals, simulate } from "@ovl/chunk-plan";
-import { MLP_SHAPES } from "../shapes.js";
-import { latencyBarChart } from "./latency.js";
-import { reportLatencyRows, type RunReportLike } from "./report-rows.js";
-import { timelineChart } from "./timeline.js";
+import { latencyBarChart, reportLatencyRows, type RunReportLike } from "@ovl/sim";
 
 const RESULTS = join(dirname(fileURLToPath(import.meta.url)), "../../results");
 const SUITE = join(RESULTS, "gpu/suite-2026-11-22");
@@ -38,22 +35,4 @@ for (const world of [2, 4]) {
   });
   writeFileSync(join(SUITE2, `latency-w${world}.svg`), svg);
 }
-
-// MLP-1 AG+GEMM at 8 ranks, as `ovl demo` plans it: push-swizzled AllGather, split 1.
-const { S, H, I } = MLP_SHAPES["MLP-1"];
-const world = 8;
-const plan = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [world], split: 1, side: "push" }));
-const schedule = lowerToTileSchedule(plan, {
-  tensor: "A",
-  problem: { M: S, N: I / world, K: H },
-  tile: { BM: 128, BN: 256, BK: 64 },
-  persistent: { numSms: 132 },
-  groupSizeM: 8,
-});
-const sim = simulate(plan, schedule, { hardware: "H200_SXM" });
-const timeline = await timelineChart(sim, {
-  title: `MLP-1 AllGather+GEMM, 8 ranks, H200_SXM model, copy engine, split 1 (simulated)`,
-});
-mkdirSync(join(RESULTS, "sim"), { recursive: true });
-writeFileSync(join(RESULTS, "sim/timeline-mlp1-w8.svg"), timeline);
-console.log(`latency.svg: ${Object.keys(reports).length} cases; timeline: predicted ${sim.latencyMs.toFixed(3)} ms, not overlapped ${sim.nonOverlappedMs.toFixed(3)} ms, bound ${sim.boundMs.toFixed(3)} ms`);
+console.log(`latency.svg: ${Object.keys(reports).length} cases; latency-w2.svg, latency-w4.svg`);

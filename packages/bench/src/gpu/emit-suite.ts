@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
 import { builtinBody, compile, emitManifestJson, emitTlxAgGemm, type EmitOptions, type EmitResult, type TlxEmitResult } from "@ovl/tlx-emitter";
-import { MLP_SHAPES, type MlpShapeName } from "../shapes.js";
+import { MLP_SHAPES, type MlpShapeName } from "@ovl/sim";
 
 const TILE = { BM: 128, BN: 256, BK: 64 } as const;
 

@@ -3,7 +3,7 @@
 // non-overlapped one.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { latencyBarChart, reportLatencyRows } from "@ovl/bench";
+import { latencyBarChart, reportLatencyRows } from "@ovl/sim";
 import { Report } from "@ovl/runtime-py";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";

@@ -3,8 +3,8 @@
 // TileLink's overlap ratio, and the per-rank timeline (JSON, or an SVG chart).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { HARDWARE_MODELS, predictBaselines, simulate, type ChunkPlan, type SimulationResult, type TileSchedule } from "@ovl/chunk-plan";
-import { timelineChart } from "@ovl/bench";
+import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
+import { HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
 import { buildPlan, buildSchedule } from "../build.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";

@@ -18,7 +18,7 @@ import {
   type RankedCandidate,
   type TuneResult,
   type TuneSpace,
-} from "@ovl/chunk-plan";
+} from "@ovl/sim";
 import { runManifest } from "@ovl/runtime-py";
 import { UsageError } from "../errors.js";
 import { ProgressBar, type CommandOutput, type Io } from "../io.js";

@@ -1,0 +1,7 @@
+// Public surface of @ovl/sim: the discrete-event simulator of overlapped operators and its
+// hardware models, the autotuner that ranks candidates with it, the charts that draw a
+// simulated (or measured) operator, and the MLP workload shapes the suites use.
+export * from "./simulate/index.js";
+export * from "./tune/index.js";
+export * from "./charts/index.js";
+export { MLP_SHAPES, type MlpShapeName } from "./shapes.js";

@@ -1,0 +1,138 @@
+// Simulation of one rank's compute kernel over its tile schedule: programs (persistent) or
+// SM slots (one program per tile) visit tiles in schedule order, each waiting for the
+// chunk slots it reads, then taking the calibrated per-tile time.
+import type { RankTileSchedule, Region, TileSchedule } from "@ovl/chunk-plan";
+
+/** Simulated tiles of one rank, indexed by visit step `v`, plus per-wave summaries (ms). */
+export interface ComputeTiming {
+  readonly start: Float64Array;
+  readonly end: Float64Array;
+  /** End time by tile id. */
+  readonly endByTile: Float64Array;
+  readonly computeEnd: number;
+  readonly waves: readonly WaveTiming[];
+  /** SM-time spent waiting on chunks, divided by the number of lanes (ms). */
+  readonly stallMs: number;
+}
+
+/** One wave: when its tiles ran and, if they had to wait, from when to when. */
+export interface WaveTiming {
+  readonly wave: number;
+  readonly start: number;
+  readonly end: number;
+  readonly tiles: number;
+  /** Earliest time a lane was free for a tile of this wave, and when its last input arrived. */
+  readonly freeAt: number;
+  readonly readyAt: number;
+}
+
+/** What one rank's compute simulation needs. */
+export interface ComputeSimInput {
+  readonly schedule: TileSchedule;
+  readonly rank: RankTileSchedule;
+  /** Time one tile takes on an idle SM (ms). */
+  readonly tileMs: number;
+  /** When the kernel's first tile may start (launch cost, ms). */
+  readonly startMs: number;
+  /** SMs the kernel may use. */
+  readonly sms: number;
+  /** When slot `slot` of this rank reaches its arrivals (ms); 0 when communication is ignored. */
+  readonly slotReady: (slot: number) => number;
+  /** Sorted, disjoint intervals during which copies move data on this rank. */
+  readonly busy: readonly (readonly [number, number])[];
+  /** Fractional tile slow-down inside a busy interval. */
+  readonly slowdown: number;
+}
+
+/** Simulate one rank's tiles in its visit order. */
+export function simulateCompute(input: ComputeSimInput): ComputeTiming {
+  const { schedule, rank } = input;
+  const { tables } = rank;
+  const n = tables.tile.length;
+  const persistent = schedule.tiling.persistent !== null;
+  const lanes = Math.max(1, Math.min(schedule.grid.programs, input.sms));
+  const free = new Float64Array(lanes).fill(input.startMs);
+  const start = new Float64Array(n);
+  const end = new Float64Array(n);
+  const endByTile = new Float64Array(schedule.grid.numTiles);
+  const waves = new Map<number, { start: number; end: number; tiles: number; freeAt: number; readyAt: number }>();
+  let stall = 0;
+  for (let v = 0; v < n; v++) {
+    const lane = persistent ? (v % schedule.grid.programs) % lanes : earliestLane(free);
+    const laneFree = free[lane]!;
+    let ready = 0;
+    for (const column of tables.waitSlot) {
+      const slot = column[v] ?? -1;
+      if (slot >= 0) ready = Math.max(ready, input.slotReady(slot));
+    }
+    const s = Math.max(laneFree, ready);
+    const duration = input.tileMs * (inBusy(input.busy, s) ? 1 + input.slowdown : 1);
+    start[v] = s;
+    end[v] = s + duration;
+    free[lane] = s + duration;
+    endByTile[tables.tile[v]!] = s + duration;
+    stall += s - laneFree;
+    const w = tables.wave[v]!;
+    const agg = waves.get(w);
+    if (agg === undefined) waves.set(w, { start: s, end: s + duration, tiles: 1, freeAt: laneFree, readyAt: ready });
+    else {
+      agg.start = Math.min(agg.start, s);
+      agg.end = Math.max(agg.end, s + duration);
+      agg.tiles++;
+      agg.freeAt = Math.min(agg.freeAt, laneFree);
+      agg.readyAt = Math.max(agg.readyAt, ready);
+    }
+  }
+  let computeEnd = input.startMs;
+  for (const t of free) computeEnd = Math.max(computeEnd, t);
+  return {
+    start,
+    end,
+    endByTile,
+    computeEnd,
+    waves: [...waves.entries()].sort((a, b) => a[0] - b[0]).map(([wave, a]) => ({ wave, ...a })),
+    stallMs: stall / lanes,
+  };
+}
+
+/**
+ * When the tiles writing `region` of the tiling's tensor are done: the latest end of the
+ * tiles meeting its rows (axis 0) and columns (axis 1). A region of another tensor waits
+ * for the whole kernel, which is the safe answer.
+ */
+export function regionDoneAt(schedule: TileSchedule, timing: ComputeTiming, region: Region): number {
+  const { tiling, grid } = schedule;
+  if (region.tensor !== tiling.tensor) return timing.computeEnd;
+  const { BM, BN } = tiling.tile;
+  const [r0, c0] = [region.offsets[0] ?? 0, region.offsets[1] ?? 0];
+  const rows = region.sizes[0] ?? tiling.problem.M;
+  const cols = region.sizes.length > 1 ? region.sizes[1]! : tiling.problem.N;
+  const pm0 = Math.floor(r0 / BM);
+  const pm1 = Math.min(grid.numPidM - 1, Math.floor((r0 + rows - 1) / BM));
+  const pn0 = region.sizes.length > 1 ? Math.floor(c0 / BN) : 0;
+  const pn1 = region.sizes.length > 1 ? Math.min(grid.numPidN - 1, Math.floor((c0 + cols - 1) / BN)) : grid.numPidN - 1;
+  let done = 0;
+  for (let m = pm0; m <= pm1; m++) {
+    for (let c = pn0; c <= pn1; c++) done = Math.max(done, timing.endByTile[m * grid.numPidN + c] ?? timing.computeEnd);
+  }
+  return done;
+}
+
+function earliestLane(free: Float64Array): number {
+  let best = 0;
+  for (let i = 1; i < free.length; i++) if (free[i]! < free[best]!) best = i;
+  return best;
+}
+
+function inBusy(busy: readonly (readonly [number, number])[], t: number): boolean {
+  let lo = 0;
+  let hi = busy.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const [a, b] = busy[mid]!;
+    if (t < a) hi = mid - 1;
+    else if (t >= b) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}

@@ -1,0 +1,60 @@
+// From a candidate to what a cost model prices: the operator's chunk plan (push-swizzled
+// AllGather of A, or direct ReduceScatter of C after compute) cut at the candidate's
+// split, with signals, and the fused GEMM's tile schedule at its tile and swizzle.
+import {
+  allGatherSwizzle,
+  type ChunkPlan,
+  lowerToTileSchedule,
+  planSignals,
+  reduceScatterDirect,
+  type TileSchedule,
+} from "@ovl/chunk-plan";
+import type { OverlappedCandidate, TuneProblem } from "./space.js";
+
+/** A candidate's plan and tile schedule. */
+export interface BuiltCandidate {
+  readonly plan: ChunkPlan;
+  readonly schedule: TileSchedule;
+}
+
+/** The operator's signalled chunk plan at `split`. */
+export function candidatePlan(problem: TuneProblem, split: number): ChunkPlan {
+  const { M, N, K, world, dtype } = problem;
+  const mesh = [world];
+  if (problem.operator === "ag-gemm") {
+    return planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype }, axis: 0, mesh, split, side: "push" }));
+  }
+  return planSignals(
+    reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype }, src: "C_partial", axis: 0, mesh, split, afterCompute: true }),
+  );
+}
+
+/** The fused GEMM's schedule against `plan` at the candidate's tile, swizzle and SM count. */
+export function candidateSchedule(problem: TuneProblem, plan: ChunkPlan, c: OverlappedCandidate, numSms: number): TileSchedule {
+  const consumer = problem.operator === "ag-gemm";
+  return lowerToTileSchedule(
+    plan,
+    {
+      tensor: consumer ? "A" : "C_partial",
+      problem: { M: problem.M, N: problem.N, K: problem.K },
+      tile: { ...c.tile },
+      groupSizeM: c.groupSizeM,
+      persistent: { numSms },
+    },
+    { role: consumer ? "consumer" : "producer" },
+  );
+}
+
+/**
+ * Why the emitted kernels could not realise `c`, or `undefined`: each chunk must cover
+ * whole tile rows (`M / world / split` a multiple of `BM`), so that a tile waits on (or
+ * notifies) exactly one chunk.
+ */
+export function chunkMisfit(problem: TuneProblem, c: OverlappedCandidate): string | undefined {
+  const rows = problem.M / problem.world;
+  const chunk = rows / c.split;
+  if (!Number.isInteger(rows) || !Number.isInteger(chunk) || chunk % c.tile.BM !== 0) {
+    return `chunks of ${Number.isInteger(chunk) ? chunk : chunk.toFixed(1)} rows do not cover whole ${c.tile.BM}-row tiles (M / world / split must be a multiple of BM)`;
+  }
+  return undefined;
+}
