@@ -108,16 +108,16 @@ export function planSignals(plan: ChunkPlan): ChunkPlan {
     }
   });
 
-  const forwarded = forwardedSources(plan, world);
+  const forwarded = forwardedSources(plan, world).map((reads) => new ReadIndex(reads));
   const slotByKey = Array.from({ length: world }, () => new Map<string, number>());
   const slots = chunks.map((byKey, rank) => {
     const chunkDrafts = [...byKey.values()].sort((a, b) => compareRegions(a.region, b.region, tensorOrder));
     const tileDone = [...(computes[rank]?.values() ?? [])].sort((a, b) => compareRegions(a, b, tensorOrder));
     const out: SignalSlot[] = [];
     for (const draft of chunkDrafts) {
-      const isTransit = (forwarded[rank] ?? []).some(
-        (read) => regionsIntersect(read.region, draft.region) && !draft.writers.some((w) => sameOp(w, read.ref)),
-      );
+      const isTransit =
+        forwarded[rank]?.some(draft.region, (read) => regionsIntersect(read.region, draft.region) && !draft.writers.some((w) => sameOp(w, read.ref))) ??
+        false;
       slotByKey[rank]?.set(regionKey(draft.region), out.length);
       out.push({
         slot: out.length,
@@ -149,8 +149,8 @@ export function planSignals(plan: ChunkPlan): ChunkPlan {
  * Per rank, the regions read there by ops that move data off that rank, with the op.
  * An op reading what it writes itself (an in-place collective) forwards nothing.
  */
-function forwardedSources(plan: ChunkPlan, world: number): { region: Region; ref: OpRef }[][] {
-  const out = Array.from({ length: world }, (): { region: Region; ref: OpRef }[] => []);
+function forwardedSources(plan: ChunkPlan, world: number): ForwardedRead[][] {
+  const out = Array.from({ length: world }, (): ForwardedRead[] => []);
   forEachOp(plan, (op, ref) => {
     if (op.kind === "p2p") {
       out[op.side === "push" ? ref.rank : op.peer]?.push({ region: op.src, ref });
@@ -159,6 +159,72 @@ function forwardedSources(plan: ChunkPlan, world: number): { region: Region; ref
     }
   });
   return out;
+}
+
+interface ForwardedRead {
+  region: Region;
+  ref: OpRef;
+}
+
+/**
+ * The forwarded reads of one rank, indexed by tensor and by their interval on axis 0
+ * (sorted by start, with a running maximum of ends), so a chunk slot meets only the reads
+ * that can overlap it instead of every read of the rank: with one read per peer per chunk,
+ * testing all of them was quadratic in the world size.
+ */
+class ReadIndex {
+  private readonly byTensor = new Map<string, { reads: ForwardedRead[]; starts: number[]; maxEnd: number[] }>();
+
+  constructor(reads: readonly ForwardedRead[]) {
+    const groups = new Map<string, ForwardedRead[]>();
+    for (const read of reads) {
+      let group = groups.get(read.region.tensor);
+      if (group === undefined) groups.set(read.region.tensor, (group = []));
+      group.push(read);
+    }
+    for (const [tensor, group] of groups) {
+      group.sort((a, b) => start(a.region) - start(b.region));
+      const maxEnd: number[] = [];
+      let m = Number.NEGATIVE_INFINITY;
+      for (const read of group) maxEnd.push((m = Math.max(m, end(read.region))));
+      this.byTensor.set(tensor, { reads: group, starts: group.map((r) => start(r.region)), maxEnd });
+    }
+  }
+
+  /** True when `test` holds for some read whose axis-0 interval overlaps `region`'s. */
+  some(region: Region, test: (read: ForwardedRead) => boolean): boolean {
+    const group = this.byTensor.get(region.tensor);
+    if (group === undefined) return false;
+    const lo = start(region);
+    const hi = end(region);
+    // Reads starting before `hi`, scanned downwards while some of them may still reach past `lo`.
+    let k = lowerBoundStart(group.starts, hi) - 1;
+    for (; k >= 0 && (group.maxEnd[k] ?? Number.NEGATIVE_INFINITY) > lo; k--) {
+      const read = group.reads[k]!;
+      if (end(read.region) > lo && test(read)) return true;
+    }
+    return false;
+  }
+}
+
+function start(region: Region): number {
+  return region.offsets[0] ?? 0;
+}
+
+function end(region: Region): number {
+  return (region.offsets[0] ?? 0) + (region.sizes[0] ?? 0);
+}
+
+/** Index of the first start `>= point`. */
+function lowerBoundStart(starts: readonly number[], point: number): number {
+  let lo = 0;
+  let hi = starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((starts[mid] ?? 0) < point) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function sameOp(a: OpRef, b: OpRef): boolean {
