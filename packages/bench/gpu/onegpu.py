@@ -108,7 +108,7 @@ def main() -> int:
     with open(out / "progress.jsonl", "w") as log:
         child = subprocess.Popen([sys.executable, __file__, "--cli", *args], stderr=subprocess.PIPE, text=True, env=env)
         assert child.stderr is not None
-        watchdog = threading.Timer(330, child.kill)  # a hang must not cost the table
+        watchdog = threading.Timer(float(os.environ.get("OVL_ONEGPU_LIMIT_S", "330")), child.kill)  # a hang must not cost the table
         watchdog.start()
         for line in child.stderr:
             log.write(line)

@@ -1,13 +1,14 @@
-// Emits the one-GPU correctness set: AllGather+GEMM (copy engine) and GEMM+ReduceScatter
-// (copy engine and SM pushes) at one moderate shape for several worlds, as manifests that
+// Emits the one-GPU correctness set through compile(): AllGather+GEMM (built-in TMA body and
+// a user's tutorial-style matmul) and GEMM+ReduceScatter (built-in producer body, copy engine
+// and SM pushes) at one moderate shape for several worlds, as manifests that
 // `python -m ovl_runtime run --ranks-on-one-gpu` runs with every rank on one GPU:
 //   tsx src/gpu/emit-onegpu.ts <out-dir> [--worlds 2,4,8] [--shape 4096,2048,1024]
 // The shape is M,N,K of the whole operator (AG+GEMM: C[M,N] = gather(A)[M,K] @ B[K,N];
 // GEMM+RS: each rank's A[M,K] @ B[K,N] summed and scattered by rows).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
-import { emitAgGemm, emitGemmRs, emitManifestJson, type EmitResult } from "@ovl/tlx-emitter";
+import { allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import { builtinBody, compile, emitManifestJson, tutorialMatmulBody, type EmitOptions, type EmitResult, type KernelBody } from "@ovl/tlx-emitter";
 
 const TILE = { BM: 128, BN: 128, BK: 64 } as const;
 
@@ -16,29 +17,29 @@ function flag(name: string, fallback: string): number[] {
   return (i >= 0 ? process.argv[i + 1] ?? fallback : fallback).split(",").filter(Boolean).map(Number);
 }
 
-/** The cases of one world: name → emitted kernels and manifest. */
-export function oneGpuCases(world: number, M: number, N: number, K: number): Record<string, EmitResult> {
-  if (M % world !== 0) throw new Error(`M=${M} does not shard over ${world} ranks`);
+/**
+ * The cases of one world, all through compile(): AG+GEMM from ovl's built-in TMA body and
+ * from a user's tutorial-style matmul, and — where M splits into whole m-blocks per rank —
+ * GEMM+RS from the built-in producer body with copy-engine and SM-push deliveries.
+ */
+export async function oneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
   const timing = { warmup: 2, reps: 5, checkRuns: 4 };
   const tag = `w${world}`;
   const cases: Record<string, EmitResult> = {};
   const ag = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2, side: "push" }));
-  const agSchedule = lowerToTileSchedule(
-    ag,
-    { tensor: "A", problem: { M, N, K }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
-    { role: "consumer" },
-  );
-  cases[`${tag}_ag_gemm`] = emitAgGemm(ag, agSchedule, { name: `${tag}_ag_gemm`, timing });
-  const rs = planSignals(
-    reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split: 2, afterCompute: true }),
-  );
-  const rsSchedule = lowerToTileSchedule(
-    rs,
-    { tensor: "C_partial", problem: { M, N, K }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
-    { role: "producer" },
-  );
-  cases[`${tag}_gemm_rs_ce`] = emitGemmRs(rs, rsSchedule, { name: `${tag}_gemm_rs_ce`, backend: "copy-engine", timing });
-  cases[`${tag}_gemm_rs_sm`] = emitGemmRs(rs, rsSchedule, { name: `${tag}_gemm_rs_sm`, backend: "sm", commSms: 8, timing });
+  const agOp = (name: string, body: KernelBody) =>
+    compile({ name, kind: "ag-gemm", plan: ag, body, problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
+  cases[`${tag}_ag_gemm`] = await agOp(`${tag}_ag_gemm`, builtinBody("gemm_tma_persistent"));
+  cases[`${tag}_ag_tutorial`] = await agOp(`${tag}_ag_tutorial`, tutorialMatmulBody());
+  if (M % world === 0 && (M / world) % TILE.BM === 0) {
+    const rs = planSignals(
+      reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split: 2, afterCompute: true }),
+    );
+    const rsOp = (name: string, options: EmitOptions) =>
+      compile({ name, kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), problem: { M, N, K }, tile: TILE, groupM: 8, options: { ...options, timing } });
+    cases[`${tag}_gemm_rs_ce`] = await rsOp(`${tag}_gemm_rs_ce`, { backend: "copy-engine" });
+    cases[`${tag}_gemm_rs_sm`] = await rsOp(`${tag}_gemm_rs_sm`, { backend: "sm", commSms: 8 });
+  }
   return cases;
 }
 
@@ -49,7 +50,7 @@ if (out === undefined || out.startsWith("--")) {
 }
 const [M = 4096, N = 2048, K = 1024] = flag("--shape", "4096,2048,1024");
 for (const world of flag("--worlds", "2,4,8")) {
-  for (const [name, result] of Object.entries(oneGpuCases(world, M, N, K))) {
+  for (const [name, result] of Object.entries(await oneGpuCases(world, M, N, K))) {
     const dir = join(out, name);
     mkdirSync(dir, { recursive: true });
     for (const f of result.files) writeFileSync(join(dir, f.path), f.text);

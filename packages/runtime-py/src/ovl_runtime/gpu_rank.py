@@ -167,12 +167,15 @@ class RankState:
         grid = self.grids[index]
         static: dict[str, Any] = {}
         dynamic: dict[str, Any] = {}
+        extra: dict[str, Any] = dict(k.constexprs)
         for name, a in k.args:
             if a.kind in _EPOCH_KINDS:
                 dynamic[name] = a
+            elif a.kind == "num-programs":
+                # A persistent body's tile stride (often a constexpr): the grid this rank launches.
+                extra[name] = grid[0]
             else:
                 static[name] = self._resolve(a, f"kernels[{index}] ({k.name}) argument {name}")
-        extra: dict[str, Any] = dict(k.constexprs)
         for p in params:
             if p in static or p in dynamic or p in extra:
                 continue
