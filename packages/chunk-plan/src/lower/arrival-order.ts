@@ -101,20 +101,7 @@ export function chunkArrivalOrder(
   const slots = (signals.slots.find((s) => s.rank === rank)?.slots ?? []).filter(
     (s) => s.purpose !== "tile-done" && s.region?.tensor === tensor,
   );
-  const last = new Map<number, { step: number; ref: OpRef }>();
-  signals.notify.forEach((streams, r) =>
-    streams.forEach((ops, s) =>
-      ops.forEach((target, i) => {
-        if (target === null || target.rank !== rank) return;
-        const ref = { rank: r, stream: s, index: i };
-        const step = ends.get(keyOf(ref)) ?? 0;
-        const prev = last.get(target.slot);
-        if (prev === undefined || step > prev.step || (step === prev.step && compareRefs(ref, prev.ref) > 0)) {
-          last.set(target.slot, { step, ref });
-        }
-      }),
-    ),
-  );
+  const last = lastNotifiers(signals, ends).get(rank) ?? new Map<number, LastNotifier>();
   for (const slot of slots) {
     if (!last.has(slot.slot)) {
       throw new TileScheduleError(
@@ -128,6 +115,44 @@ export function chunkArrivalOrder(
     const lb = last.get(b.slot) as { step: number; ref: OpRef };
     return la.step - lb.step || compareRefs(la.ref, lb.ref) || a.slot - b.slot;
   });
+}
+
+interface LastNotifier {
+  step: number;
+  ref: OpRef;
+}
+
+/** {@link lastNotifiers} per signals and end steps: lowering asks once per rank. */
+const lastNotifierCache = new WeakMap<Signals, WeakMap<ReadonlyMap<string, number>, Map<number, Map<number, LastNotifier>>>>();
+
+/**
+ * Per rank and slot, the op that notifies it last (latest end step, then the later op by
+ * position), from one pass over every notify entry: asking rank by rank would read all of
+ * them once per rank (quadratic in the world size).
+ */
+function lastNotifiers(signals: Signals, ends: ReadonlyMap<string, number>): Map<number, Map<number, LastNotifier>> {
+  let byEnds = lastNotifierCache.get(signals);
+  if (byEnds === undefined) lastNotifierCache.set(signals, (byEnds = new WeakMap()));
+  const hit = byEnds.get(ends);
+  if (hit !== undefined) return hit;
+  const byRank = new Map<number, Map<number, LastNotifier>>();
+  signals.notify.forEach((streams, r) =>
+    streams.forEach((ops, s) =>
+      ops.forEach((target, i) => {
+        if (target === null) return;
+        let last = byRank.get(target.rank);
+        if (last === undefined) byRank.set(target.rank, (last = new Map()));
+        const ref = { rank: r, stream: s, index: i };
+        const step = ends.get(keyOf(ref)) ?? 0;
+        const prev = last.get(target.slot);
+        if (prev === undefined || step > prev.step || (step === prev.step && compareRefs(ref, prev.ref) > 0)) {
+          last.set(target.slot, { step, ref });
+        }
+      }),
+    ),
+  );
+  byEnds.set(ends, byRank);
+  return byRank;
 }
 
 /**
