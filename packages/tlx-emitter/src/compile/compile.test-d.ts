@@ -1,0 +1,40 @@
+// Type tests of the compile path's public API: what a user (or a downstream compiler) writes
+// against compile(), Operator, Backend and the local-kernel functions.
+import type { ChunkPlan } from "@ovl/chunk-plan";
+import { describe, expectTypeOf, it } from "vitest";
+import type { EmitResult } from "../emit/ag-gemm.js";
+import type { Manifest } from "../manifest/schema.js";
+import { parseLocalKernel, transformLocalKernel, type LocalKernel, type LocalKernelOutput, type TileProgram } from "../local/index.js";
+import { builtinBody, compile, tlxBackend, tritonBackend, type Backend, type KernelBody, type Operator } from "./index.js";
+
+describe("compile path types", () => {
+  it("compile takes an Operator and an optional Backend and resolves to kernels plus a manifest", () => {
+    expectTypeOf(compile).parameter(0).toEqualTypeOf<Operator>();
+    expectTypeOf(compile).parameter(1).toEqualTypeOf<Backend | undefined>();
+    expectTypeOf(compile).returns.toEqualTypeOf<Promise<EmitResult>>();
+    expectTypeOf<EmitResult["manifest"]>().toEqualTypeOf<Manifest>();
+  });
+
+  it("backends are values implementing one contract", () => {
+    expectTypeOf(tritonBackend).toEqualTypeOf<Backend>();
+    expectTypeOf(tlxBackend).returns.toEqualTypeOf<Backend>();
+    expectTypeOf<Backend["refusal"]>().returns.toEqualTypeOf<string | undefined>();
+    expectTypeOf<Backend["specificationVersion"]>().toEqualTypeOf<"ovl.backend/v1">();
+  });
+
+  it("an Operator needs a kind, a plan, a body, a problem and a tile", () => {
+    expectTypeOf<Operator["kind"]>().toMatchTypeOf<string>();
+    expectTypeOf<Operator["plan"]>().toEqualTypeOf<ChunkPlan>();
+    expectTypeOf<Operator["body"]>().toEqualTypeOf<KernelBody>();
+    expectTypeOf(builtinBody).returns.toEqualTypeOf<KernelBody>();
+    // @ts-expect-error a body is a file, not a bare string
+    const bad: Operator["body"] = "kernel.py";
+    void bad;
+  });
+
+  it("local kernels parse asynchronously and transform synchronously", () => {
+    expectTypeOf(parseLocalKernel).returns.toEqualTypeOf<Promise<LocalKernel>>();
+    expectTypeOf(transformLocalKernel).parameter(1).toEqualTypeOf<TileProgram>();
+    expectTypeOf(transformLocalKernel).returns.toEqualTypeOf<LocalKernelOutput>();
+  });
+});
