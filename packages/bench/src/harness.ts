@@ -24,6 +24,8 @@ export interface Measurement {
 export interface MeasureOptions {
   /** Untimed calls first, so the JIT settles. Default 3. */
   warmup?: number;
+  /** At least this many timed calls (default 5; 1 for cases of tens of seconds). */
+  minIterations?: number;
   /** Stop after this many timed calls... */
   maxIterations?: number;
   /** ...or once this much time was spent timing (ms), whichever comes first. Default 2000. */
@@ -37,15 +39,16 @@ function quantile(sorted: number[], q: number): number {
   return sorted[i] ?? Number.NaN;
 }
 
-/** Times `fn` (at least 5 timed calls) and returns the statistics. */
+/** Times `fn` (at least `minIterations`, default 5, timed calls) and returns the statistics. */
 export function measure(name: string, fn: () => unknown, opts: MeasureOptions = {}): Measurement {
   const warmup = opts.warmup ?? 3;
-  const maxIterations = opts.maxIterations ?? 200;
+  const minIterations = Math.max(1, opts.minIterations ?? 5);
+  const maxIterations = Math.max(minIterations, opts.maxIterations ?? 200);
   const budgetMs = opts.budgetMs ?? 2000;
   for (let i = 0; i < warmup; i++) fn();
   const times: number[] = [];
   const start = performance.now();
-  while (times.length < 5 || (times.length < maxIterations && performance.now() - start < budgetMs)) {
+  while (times.length < minIterations || (times.length < maxIterations && performance.now() - start < budgetMs)) {
     const t0 = performance.now();
     fn();
     times.push(performance.now() - t0);
