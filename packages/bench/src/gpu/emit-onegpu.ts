@@ -1,10 +1,12 @@
 // Emits the one-GPU correctness set through compile(): AllGather+GEMM (built-in TMA body and
-// a user's tutorial-style matmul) and GEMM+ReduceScatter (built-in producer body, copy engine
-// and SM pushes) at one moderate shape for several worlds, as manifests that
+// a user's tutorial-style matmul), GEMM+ReduceScatter (built-in producer body, copy engine
+// and SM pushes) and, at worlds 2 and 4, AllGather+grouped GEMM (built-in MoE body, 8 experts,
+// uneven routing) at one moderate shape for several worlds, as manifests that
 // `python -m ovl_runtime run --ranks-on-one-gpu` runs with every rank on one GPU:
 //   tsx src/gpu/emit-onegpu.ts <out-dir> [--worlds 2,4,8] [--shape 4096,2048,1024]
 // The shape is M,N,K of the whole operator (AG+GEMM: C[M,N] = gather(A)[M,K] @ B[K,N];
-// GEMM+RS: each rank's A[M,K] @ B[K,N] summed and scattered by rows).
+// GEMM+RS: each rank's A[M,K] @ B[K,N] summed and scattered by rows; grouped: C[rows of
+// m-block mb] = gather(A)[rows] @ B[expert(mb)], B [8, K, N]).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
@@ -18,9 +20,21 @@ function flag(name: string, fallback: string): number[] {
 }
 
 /**
+ * An uneven MoE routing of `world` shards of `blocksPerRank` m-blocks over `experts`: each
+ * rank's m-blocks grouped by expert (sorted), the counts uneven and some experts without any.
+ */
+export function moeRouting(world: number, blocksPerRank: number, experts: number): { experts: number; mblockExpert: number[] } {
+  const mblockExpert = Array.from({ length: world }, (_, r) =>
+    Array.from({ length: blocksPerRank }, (_, j) => (j * j * 7 + r * 5) % experts).sort((a, b) => a - b),
+  ).flat();
+  return { experts, mblockExpert };
+}
+
+/**
  * The cases of one world, all through compile(): AG+GEMM from ovl's built-in TMA body and
  * from a user's tutorial-style matmul, and — where M splits into whole m-blocks per rank —
- * GEMM+RS from the built-in producer body with copy-engine and SM-push deliveries.
+ * GEMM+RS from the built-in producer body with copy-engine and SM-push deliveries and, at
+ * worlds 2 and 4, AllGather+grouped GEMM from the built-in grouped body.
  */
 export async function oneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
   const timing = { warmup: 2, reps: 5, checkRuns: 4 };
@@ -31,6 +45,11 @@ export async function oneGpuCases(world: number, M: number, N: number, K: number
     compile({ name, kind: "ag-gemm", plan: ag, body, problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
   cases[`${tag}_ag_gemm`] = await agOp(`${tag}_ag_gemm`, builtinBody("gemm_tma_persistent"));
   cases[`${tag}_ag_tutorial`] = await agOp(`${tag}_ag_tutorial`, tutorialMatmulBody());
+  if ((world === 2 || world === 4) && M % world === 0 && (M / world) % TILE.BM === 0) {
+    const name = `${tag}_ag_grouped`;
+    const groups = moeRouting(world, M / world / TILE.BM, 8);
+    cases[name] = await compile({ name, kind: "ag-grouped-gemm", plan: ag, body: builtinBody("grouped_gemm"), problem: { M, N, K }, tile: TILE, groups, options: { timing } });
+  }
   if (M % world === 0 && (M / world) % TILE.BM === 0) {
     const rs = planSignals(
       reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split: 2, afterCompute: true }),

@@ -4,7 +4,9 @@ prints them — visit order, per-tile waits on every slot column, per-tile notif
 
 This models what a body computes, not the body's code: the interpreter engine
 (``interpret.py``) executes the emitted source itself. Bodies whose operator is not a GEMM
-(``template.params.operator``) are left to the interpreter.
+(``template.params.operator``) are left to the interpreter. The grouped GEMM
+(``ag-grouped-gemm``) reads B as [E, K, N] and each m-block's expert from the table the
+kernel's ``groups`` parameter names, as the body does.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from collections.abc import Callable
 import numpy as np
 
 from .emulate_kernels import KernelContext
-from .errors import ManifestError
+from .errors import KernelFault, ManifestError
 from .index_maps import TileProgram
 
-_GEMM_OPERATORS = ("ag-gemm", "gemm-rs")
+_GEMM_OPERATORS = ("ag-gemm", "gemm-rs", "ag-grouped-gemm")
 
 
 def _program(ctx: KernelContext, role: str) -> TileProgram:
@@ -40,10 +42,40 @@ def _operands(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, i
     if missing:
         raise ManifestError(f"kernel {ctx.kernel.name}.args", f"no argument is bound to buffer(s) {', '.join(sorted(missing))}")
     a = ctx.matrix(by_buffer[str(p["a"])], M, K)
-    b = ctx.matrix(by_buffer[str(p["b"])], K, N)
+    # A grouped GEMM's B is [E, K, N], read here as E*K rows of N; `_weights` picks the expert.
+    b = ctx.matrix(by_buffer[str(p["b"])], K * _experts(ctx), N)
     c = ctx.matrix(by_buffer[str(p["c"])], M, N)
     del bufs
     return a, b, c, int(p["BLOCK_M"]), int(p["BLOCK_N"])
+
+
+def _experts(ctx: KernelContext) -> int:
+    """E of a grouped GEMM (``template.params.experts``), 1 for a plain GEMM."""
+    if ctx.kernel.template_params.get("operator") != "ag-grouped-gemm":
+        return 1
+    return ctx.param("experts")
+
+
+def _weights(ctx: KernelContext, b: np.ndarray, num_pid_m: int) -> Callable[[int], np.ndarray]:
+    """m-block → the [K, N] matrix it multiplies by: B itself, or B[group table[m]] for a
+    grouped GEMM (an expert outside [0, E) is a KernelFault, as the body's load would be)."""
+    E = _experts(ctx)
+    if ctx.kernel.template_params.get("operator") != "ag-grouped-gemm":
+        return lambda m: b
+    name = str(ctx.kernel.template_params.get("groups", ""))
+    arg = next((n for n, a in ctx.kernel.args if a.kind == "table" and a.name == name), None)
+    if arg is None:
+        raise ManifestError(f"kernel {ctx.kernel.name}.args", f"no argument is bound to the group table {name!r} (template.params.groups)")
+    table = ctx.table(arg, num_pid_m)
+    b3 = b.reshape(E, -1, b.shape[1])
+
+    def of(m: int) -> np.ndarray:
+        e = int(table[m])
+        if not 0 <= e < E:
+            raise KernelFault(f"rank {ctx.rank}: {ctx.where()} m-block {m} reads expert {e} of {E} from {name}")
+        return b3[e]
+
+    return of
 
 
 def _tables(ctx: KernelContext, tp: TileProgram) -> dict[str, np.ndarray]:
@@ -62,6 +94,7 @@ def local_consumer(ctx: KernelContext) -> None:
     a, b, c, BM, BN = _operands(ctx)
     M, N = c.shape
     tables = _tables(ctx, tp)
+    weights = _weights(ctx, b, tp.num_pid_m)
     sig, target = ctx.board("ovl_sig_ptr"), ctx.size("ovl_target")
     for v in range(tp.num_pid_m):
         m = tp.order(_env("ovl_m", v, ctx.rank), tables)
@@ -72,9 +105,10 @@ def local_consumer(ctx: KernelContext) -> None:
             if slot >= 0:
                 ctx.wait(sig, slot, target)
         rows = slice(m * BM, min(M, (m + 1) * BM))
+        bm = weights(m)
         for n in range(math.ceil(N / BN)):
             cols = slice(n * BN, min(N, (n + 1) * BN))
-            c[rows, cols] = a[rows, :] @ b[:, cols]
+            c[rows, cols] = a[rows, :] @ bm[:, cols]
 
 
 def local_producer(ctx: KernelContext) -> None:

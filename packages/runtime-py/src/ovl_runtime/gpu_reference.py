@@ -1,7 +1,8 @@
 """Torch references (through NCCL collectives) and the baselines timed beside an operator.
 
 Same conventions as ``reference.py``: GEMM operators read inputs ``A`` and ``B``,
-collectives their single input; row-sharded buffers hold the slab or the whole ``M`` rows.
+collectives their single input; row-sharded buffers hold the slab or the whole ``M`` rows;
+``ag-grouped-gemm`` reads B as [E, K, N] and the experts from ``reference.groupTable``.
 Baselines: torch GEMM alone, the NCCL collective alone, both in sequence (not overlapped),
 and PyTorch's async-TP fused ops where they exist.
 """
@@ -18,6 +19,7 @@ import torch.distributed as dist
 from .errors import ManifestError
 from .manifest import Manifest
 from .outcome import Baseline
+from .reference import expert_blocks, expert_runs
 
 
 def _matrix(t: torch.Tensor, rows: tuple[int, ...], cols: int, where: str) -> torch.Tensor:
@@ -31,6 +33,19 @@ def _slab(t: torch.Tensor, rank: int, rpr: int) -> torch.Tensor:
     return t if t.shape[0] == rpr else t[rank * rpr:(rank + 1) * rpr]
 
 
+def _grouped_matmul(m: Manifest, full: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``C[rows of m-block mb] = full[rows] @ B[expert(mb)]`` in float32, B read as [E, K, N]."""
+    K, N = m.reference.K, m.reference.N
+    if b.numel() % (K * N) != 0:
+        raise ManifestError("reference.inputs.B", f"buffer of {b.numel()} elements cannot be read as [E, {K}, {N}]")
+    b3 = b.reshape(-1, K, N).float()
+    bm, experts = expert_blocks(m)
+    c = torch.zeros(full.shape[0], N, device=full.device, dtype=torch.float32)
+    for lo, hi, e in expert_runs(experts, bm):
+        c[lo:hi] = full[lo:hi] @ b3[e]
+    return c
+
+
 def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> torch.Tensor:
     """This rank's expected output (float32), from every rank's inputs via NCCL."""
     ref = m.reference
@@ -41,6 +56,11 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
         full = torch.empty(M, K, device="cuda", dtype=torch.float32)
         dist.all_gather_into_tensor(full, shard)
         return full @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
+    if ref.operator == "ag-grouped-gemm":
+        shard = _slab(_matrix(inputs["A"], (M, rpr), K, "reference.inputs.A"), rank, rpr).float().contiguous()
+        full = torch.empty(M, K, device="cuda", dtype=torch.float32)
+        dist.all_gather_into_tensor(full, shard)
+        return _grouped_matmul(m, full, inputs["B"])
     if ref.operator in ("gemm-rs", "gemm-ar"):
         part = _matrix(inputs["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
         if ref.operator == "gemm-ar":
@@ -85,6 +105,9 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
     if ref.operator == "ag-gemm":
         full = slabs("A", K)
         return [full @ _matrix(x["B"], (K,), N, "reference.inputs.B").float() for x in inputs]
+    if ref.operator == "ag-grouped-gemm":
+        full = slabs("A", K)
+        return [_grouped_matmul(m, full, x["B"]) for x in inputs]
     if ref.operator in ("gemm-rs", "gemm-ar"):
         part = total(lambda q: _matrix(inputs[q]["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs[q]["B"], (K,), N, "reference.inputs.B").float())
         return [part if ref.operator == "gemm-ar" else part[r * rpr:(r + 1) * rpr] for r in range(world)]
@@ -156,6 +179,23 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
             ("nccl-all-gather", lambda: dist.all_gather_into_tensor(full, shard)),
             ("all-gather-then-gemm", lambda: (dist.all_gather_into_tensor(full, shard), torch.matmul(full, b, out=c))),
             ("torch-async-tp", lambda: torch.ops.symm_mem.fused_all_gather_matmul(shard, [b], 0, group_name)),
+        ]
+    elif ref.operator == "ag-grouped-gemm":
+        shard = torch.randn(rpr, K, device=dev, dtype=dtype)
+        full = torch.empty(M, K, device=dev, dtype=dtype)
+        b3 = torch.randn(m.buffer(ref.inputs["B"]).numel // (K * N), K, N, device=dev, dtype=dtype)
+        c = torch.empty(M, N, device=dev, dtype=dtype)
+        bm, experts = expert_blocks(m)
+        runs = expert_runs(experts, bm)
+
+        def grouped() -> None:
+            for lo, hi, e in runs:
+                torch.matmul(full[lo:hi], b3[e], out=c[lo:hi])
+
+        cases = [
+            ("torch-grouped-gemm", grouped),
+            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(full, shard)),
+            ("all-gather-then-grouped-gemm", lambda: (dist.all_gather_into_tensor(full, shard), grouped())),
         ]
     elif ref.operator in ("gemm-rs", "gemm-ar"):
         a = torch.randn(M, K, device=dev, dtype=dtype)

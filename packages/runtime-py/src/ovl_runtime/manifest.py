@@ -313,6 +313,7 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
         output=_ident(_get(ro, "output", "reference"), "reference.output"),
         rows_per_rank=None if rpr is None else _int(rpr, "reference.rowsPerRank", 1),
         tolerance=float(tol),
+        group_table=None if ro.get("groupTable") is None else _ident(ro["groupTable"], "reference.groupTable"),
     )
     tmo = _obj(_get(o, "timing", ""), "timing")
     timing = TimingSpec(warmup=_int(_get(tmo, "warmup", "timing"), "timing.warmup", 0),

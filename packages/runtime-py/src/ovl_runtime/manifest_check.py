@@ -66,15 +66,40 @@ def check_references(m: Manifest) -> None:
     for where, name in named:
         if name not in bufs:
             raise ManifestError(where, f"names no buffer ({name!r})")
-    if ref.operator in ("ag-gemm", "gemm-rs", "gemm-ar"):
+    if ref.operator in ("ag-gemm", "gemm-rs", "gemm-ar", "ag-grouped-gemm"):
         for key in ("A", "B"):
             if key not in ref.inputs:
                 raise ManifestError(f"reference.inputs.{key}", f"{ref.operator} needs inputs A and B")
     elif len(ref.inputs) != 1:
         raise ManifestError("reference.inputs", f"{ref.operator} takes exactly one input (conventionally X)")
-    if ref.operator in ("ag-gemm", "gemm-rs", "all-gather", "reduce-scatter"):
+    if ref.operator in ("ag-gemm", "gemm-rs", "all-gather", "reduce-scatter", "ag-grouped-gemm"):
         if ref.rows_per_rank is None or ref.rows_per_rank * m.world != ref.M:
             raise ManifestError("reference.rowsPerRank", f"{ref.operator} needs rowsPerRank with rowsPerRank x world = M ({ref.M})")
+    if ref.operator == "ag-grouped-gemm":
+        _check_groups(m, bufs)
+    elif ref.group_table is not None:
+        raise ManifestError("reference.groupTable", f"only ag-grouped-gemm reads a group table, not {ref.operator}")
+
+
+def _check_groups(m: Manifest, bufs: dict[str, BufferSpec]) -> None:
+    """The grouped GEMM's table: one row, the same on every rank, of experts in range of B."""
+    ref = m.reference
+    if ref.group_table is None:
+        raise ManifestError("reference.groupTable", "ag-grouped-gemm needs groupTable, the table of the expert of each m-block")
+    t = next((x for x in m.tables if x.name == ref.group_table), None)
+    if t is None:
+        raise ManifestError("reference.groupTable", f"names no table ({ref.group_table!r})")
+    row = list(t.values[0])
+    if not row or ref.M % len(row) != 0:
+        raise ManifestError("reference.groupTable", f"table {t.name!r} has {len(row)} entries, which do not divide M ({ref.M}) into m-blocks")
+    if any(list(r) != row for r in t.values):
+        raise ManifestError("reference.groupTable", f"table {t.name!r} must be the same on every rank")
+    experts, rest = divmod(bufs[ref.inputs["B"]].numel, ref.K * ref.N)
+    if rest != 0:
+        raise ManifestError("reference.inputs.B", f"buffer {ref.inputs['B']!r} of {bufs[ref.inputs['B']].numel} elements is not [E, K, N] with K x N = {ref.K * ref.N}")
+    for mb, e in enumerate(row):
+        if not 0 <= e < experts:
+            raise ManifestError("reference.groupTable", f"m-block {mb} names expert {e}, outside [0, {experts})")
 
 
 def _check_op(m: Manifest, bufs: dict[str, BufferSpec], rank: int, op: HostOp, p: str) -> None:

@@ -16,7 +16,7 @@ from .errors import ManifestError
 MANIFEST_SCHEMA = "ovl.manifest/v1"
 BUFFER_DTYPES = ("bf16", "fp16", "fp32", "int32", "uint32", "int64")
 FLOAT_DTYPES = ("bf16", "fp16", "fp32")
-OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce")
+OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm")
 ARG_KINDS = ("buffer", "peer-pointers", "table", "int", "rank", "world", "epoch", "epoch-target", "timeout-ns", "error-buffer", "num-programs")
 
 
@@ -166,6 +166,8 @@ class ReferenceSpec:
     output: str
     rows_per_rank: int | None
     tolerance: float
+    # ag-grouped-gemm: the table (in ``tables``) of the expert of each global m-block.
+    group_table: str | None = None
 
 
 @dataclass(frozen=True)

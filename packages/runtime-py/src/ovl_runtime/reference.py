@@ -1,7 +1,10 @@
 """Numpy references of the operators a manifest claims, and the relative-error check.
 
 Conventions (``reference.inputs`` keys): GEMM operators read ``A`` and ``B``; collectives
-read their single input (conventionally ``X``). A row-sharded input or output buffer may
+read their single input (conventionally ``X``). ``ag-grouped-gemm`` (the MoE expert GEMM)
+reads ``A`` [M, K] and ``B`` [E, K, N], and finds the expert of each global m-block in the
+manifest table ``reference.groupTable`` (a table, not a buffer: the same row on every rank,
+of L entries, an m-block being M / L rows). A row-sharded input or output buffer may
 hold either just its rank's ``rowsPerRank`` rows or the whole ``M`` rows, of which the
 rank's slab (rows ``rank × rowsPerRank`` onward) is meant.
 """
@@ -33,6 +36,32 @@ def slab(mat: np.ndarray, rank: int, rows_per_rank: int) -> np.ndarray:
     return mat[rank * rows_per_rank:(rank + 1) * rows_per_rank]
 
 
+def expert_blocks(m: Manifest) -> tuple[int, list[int]]:
+    """ag-grouped-gemm: the rows of one m-block and the expert of every global m-block."""
+    ref = m.reference
+    row = [int(e) for e in m.table(ref.group_table or "").values[0]]
+    return ref.M // len(row), row
+
+
+def expert_runs(experts: Sequence[int], block_rows: int) -> list[tuple[int, int, int]]:
+    """``(first row, end row, expert)`` of each run of consecutive m-blocks of one expert."""
+    runs: list[tuple[int, int, int]] = []
+    for mb, e in enumerate(experts):
+        if runs and runs[-1][2] == e:
+            runs[-1] = (runs[-1][0], (mb + 1) * block_rows, e)
+        else:
+            runs.append((mb * block_rows, (mb + 1) * block_rows, int(e)))
+    return runs
+
+
+def grouped_matmul(a: np.ndarray, b: np.ndarray, block_rows: int, experts: Sequence[int]) -> np.ndarray:
+    """``C[rows of m-block mb] = A[rows] @ B[experts[mb]]`` with ``b`` [E, K, N]."""
+    c = np.zeros((a.shape[0], b.shape[2]), dtype=np.result_type(a, b))
+    for lo, hi, e in expert_runs(experts, block_rows):
+        c[lo:hi] = a[lo:hi] @ b[e]
+    return c
+
+
 def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
     """Per rank, the expected output (float64) from each rank's input buffers.
 
@@ -47,6 +76,15 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
         shards = [slab(as_matrix(f64[r]["A"], (M, rpr), K, "reference.inputs.A"), r, rpr) for r in range(world)]
         full = np.concatenate(shards, axis=0)
         return [full @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world)]
+    if ref.operator == "ag-grouped-gemm":
+        shards = [slab(as_matrix(f64[r]["A"], (M, rpr), K, "reference.inputs.A"), r, rpr) for r in range(world)]
+        full = np.concatenate(shards, axis=0)
+        bm, experts = expert_blocks(m)
+        outs = []
+        for r in range(world):
+            b = f64[r]["B"]
+            outs.append(grouped_matmul(full, as_matrix(b, (b.size // (K * N),), K * N, "reference.inputs.B").reshape(-1, K, N), bm, experts))
+        return outs
     if ref.operator in ("gemm-rs", "gemm-ar"):
         total = sum(as_matrix(f64[r]["A"], (M,), K, "reference.inputs.A") @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world))
         assert isinstance(total, np.ndarray)

@@ -1,25 +1,13 @@
 // AllGather + GEMM from a local kernel (AutoOverlap §5.2's consumer; TileLink's AG+GEMM):
-// the plan's transfers on the copy engine with stream-written chunk signals, and the body
-// transformed to visit m-blocks in arrival order and wait, per tile, on every chunk slot its
-// rows meet (several where chunks do not fall on tile boundaries).
-import { lowerToTileSchedule, type TileSchedule } from "@ovl/chunk-plan";
-import { checkGemmParams } from "../kernels/index.js";
-import { MANIFEST_SCHEMA, type Buffer, type Table } from "../manifest/schema.js";
-import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
+// the shared consumer path (`consumer.ts`) with B [K, N] and the plain GEMM reference.
+import type { TileSchedule } from "@ovl/chunk-plan";
+import { agGemmReference } from "../emit/common.js";
 import type { EmitResult } from "../emit/ag-gemm.js";
-import { planHostOps } from "../emit/host-ops.js";
-import { gemmLaunch, resolveOptions } from "../emit/options.js";
-import { validated } from "../emit/validate.js";
-import { parseLocalKernel, transformLocalKernel } from "../local/index.js";
-import { DEFAULT_TARGET } from "@ovl/primitives";
-import { EmitError } from "../writer/index.js";
-import { bindGemm } from "./bind.js";
-import { localKernelEntry } from "./kernel-entry.js";
-import { consumerColumns, consumerWidth, RANK_VAR, rankMap } from "./maps.js";
+import { resolveOptions } from "../emit/options.js";
+import { compileConsumer } from "./consumer.js";
 import type { Operator } from "./operator.js";
 
-/** Template kind of a transformed consumer body in the manifest. */
-export const LOCAL_CONSUMER_KIND = "local-consumer";
+export { LOCAL_CONSUMER_KIND } from "./consumer.js";
 
 /**
  * Compile an AllGather+GEMM operator: `op.plan` gathers the rows of the body's gathered
@@ -29,101 +17,13 @@ export const LOCAL_CONSUMER_KIND = "local-consumer";
  *   writers, or bad options; {LocalKernelError} for a body that cannot be transformed.
  */
 export async function compileAgGemm(op: Operator, schedule?: TileSchedule): Promise<EmitResult> {
-  const o = resolveOptions(op.options ?? {});
-  const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
-  if (kernel.role !== "consumer") {
-    throw new EmitError("bad-param", `${op.body.path}: AllGather+GEMM needs a consumer body (# ovl: consumer gather=<param>); ${kernel.entry} is a ${kernel.role}`);
-  }
   const { M, N, K } = op.problem;
-  const tensorName = planTensor(op);
-  const sched =
-    schedule ??
-    lowerToTileSchedule(op.plan, {
-      tensor: tensorName,
-      problem: { M, N, K },
-      tile: op.tile,
-      persistent: kernel.persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
-      groupSizeM: op.groupM ?? 8,
-    }, { role: "consumer" });
-  const { signals, world, tensor } = checkPlanAndSchedule(op.plan, sched, "consumer");
-  if (tensor.shape[1] !== K) throw new EmitError("bad-plan", `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the GEMM reads it as [M, K] = [${M}, ${K}]`);
-  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
-  const params = checkGemmParams({ M, N, K, BLOCK_M: op.tile.BM, BLOCK_N: op.tile.BN, BLOCK_K: op.tile.BK, GROUP_M: op.groupM ?? 8 });
-  const { numPidM, numTiles } = sched.grid;
-  const ranks = sched.ranks.slice().sort((a, b) => a.rank - b.rank);
-  const width = consumerWidth(ranks);
-  const cols = ranks.map((r) => consumerColumns(r, numPidM, width));
-  cols.forEach((c, r) =>
-    c.arrivals.forEach((col) =>
-      col.forEach((a, m) => {
-        if (a > 1) throw new EmitError("bad-schedule", `rank ${r}: m-block ${m} waits for ${a} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`);
-      }),
-    ),
-  );
-  const order = rankMap("ovl_order", cols.map((c) => c.order), "ovl_m");
-  const slots = Array.from({ length: width }, (_, j) => rankMap(`ovl_wait${j}`, cols.map((c) => c.slots[j]!), "ovl_m"));
-  const maps = [order, ...slots];
-  const tables: Table[] = maps.flatMap((b) => (b.table === undefined ? [] : [b.table]));
-  const t = transformLocalKernel(kernel, {
-    role: "consumer",
-    order: order.map,
-    slots: slots.map((s) => s.map),
-    tables: tables.map((x) => x.name),
-  });
-  const slotCount = Math.max(1, ...signals.slots.map((e) => e.slots.length));
-  const buffers: Buffer[] = [
-    { name: tensor.name, shape: [M, K], dtype: o.dtype, symmetric: true, init: "random" },
-    { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
-    { name: "gemm_c", shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
-    signalBuffer(slotCount, true),
-  ];
-  checkDistinctBuffers(buffers);
-  const own = bindGemm(
-    kernel.params.map((p) => p.name),
-    { buffers: { a: tensor.name, b: "gemm_b", c: "gemm_c" }, params: { a: kernel.operand }, ...params },
-    op.bind,
-  );
-  const inserted = {
-    ...Object.fromEntries(tables.map((x) => [x.name, { kind: "table" as const, name: x.name }])),
-    ovl_sig_ptr: { kind: "buffer" as const, name: SIGNAL_BUFFER },
-    ovl_err_ptr: { kind: "error-buffer" as const },
-    [RANK_VAR]: { kind: "rank" as const },
-    ovl_target: { kind: "epoch-target" as const, arrivals: 1 },
-    ovl_timeout_ns: { kind: "timeout-ns" as const },
-  };
-  const entry = localKernelEntry(t, {
-    name: op.name,
-    kind: LOCAL_CONSUMER_KIND,
-    stream: "compute",
-    grid: kernel.persistent ? [{ kind: "num-sms", cap: numTiles }] : [numTiles],
-    ...gemmLaunch(o, params),
-    own,
-    inserted,
-    params: { ...params, body: op.body.path, entry: kernel.entry, operator: "ag-gemm", slotColumns: width, a: tensor.name, b: "gemm_b", c: "gemm_c" },
-    tileProgram: { role: "consumer", order: order.map, slots: slots.map((s) => s.map), numPidM, numPidN: sched.grid.numPidN },
-  });
-  const manifest = validated({
-    $schema: MANIFEST_SCHEMA,
-    name: op.name,
-    world,
-    dtype: o.dtype,
-    buffers,
-    signals: { buffer: SIGNAL_BUFFER, slots: slotCount, bits: 32 },
-    tables,
-    kernels: [entry],
-    hostOps: planHostOps(op.plan, signals),
-    reference: agGemmReference(tensor.name, { M, N, K }, world, o.tolerance),
-    timing: o.timing,
-    waitTimeoutNs: o.waitTimeoutNs,
-  });
-  return { files: [{ path: entry.source, text: t.source }], manifest };
-}
-
-/** The one 2-D tensor an AllGather+GEMM plan gathers. */
-function planTensor(op: Operator): string {
-  const moved = new Set(op.plan.ranks.flatMap((r) => r.streams.flatMap((s) => s.flatMap((x) => (x.kind === "collective" ? [x.dst.tensor] : [x.dst.tensor])))));
-  const [name, other] = [...moved];
-  if (name === undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" moves nothing`);
-  if (other !== undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" writes tensors ${[...moved].join(", ")}; an AllGather+GEMM plan gathers one`);
-  return name;
+  const dtype = resolveOptions(op.options ?? {}).dtype;
+  return compileConsumer(op, {
+    operator: "ag-gemm",
+    title: "AllGather+GEMM",
+    b: { name: "gemm_b", shape: [K, N], dtype, symmetric: false, init: "random" },
+    c: { name: "gemm_c", shape: [M, N], dtype, symmetric: false, init: "poison" },
+    reference: (a, world, tolerance) => agGemmReference(a, { M, N, K }, world, tolerance),
+  }, schedule);
 }

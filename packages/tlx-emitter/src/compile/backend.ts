@@ -7,6 +7,7 @@ import { emitTlxAgGemm, type TlxTarget } from "../tlx/emit.js";
 import { DEFAULT_TARGET } from "@ovl/primitives";
 import { EmitError } from "../writer/index.js";
 import { compileAgGemm } from "./ag-gemm.js";
+import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
 import { builtinBody } from "./builtin.js";
 import { compileGemmRs } from "./gemm-rs.js";
 import type { Operator } from "./operator.js";
@@ -30,7 +31,7 @@ export const tritonBackend: Backend = {
   specificationVersion: BACKEND_SPECIFICATION,
   name: "triton",
   refusal: () => undefined,
-  realise: (op) => (op.kind === "ag-gemm" ? compileAgGemm(op) : compileGemmRs(op)),
+  realise: (op) => (op.kind === "ag-gemm" ? compileAgGemm(op) : op.kind === "ag-grouped-gemm" ? compileAgGroupedGemm(op) : compileGemmRs(op)),
 };
 
 /**

@@ -1,6 +1,7 @@
 // Worked examples of the compile path (what the tests, the AOT check and the runner's CPU
 // emulation compile): AllGather+GEMM from the built-in TMA body and from a user's
-// tutorial-style matmul, and GEMM+ReduceScatter from the built-in producer body.
+// tutorial-style matmul, GEMM+ReduceScatter from the built-in producer body, and
+// AllGather+grouped GEMM (MoE experts) from the built-in grouped body.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
@@ -13,6 +14,14 @@ import type { KernelBody } from "./operator.js";
 /** The user-kernel example shipped with the package (`examples/user-kernels/tutorial_matmul.py`). */
 export function tutorialMatmulBody(): KernelBody {
   return { path: "tutorial_matmul.py", source: readFileSync(join(packageRoot(), "examples", "user-kernels", "tutorial_matmul.py"), "utf8") };
+}
+
+/**
+ * An uneven MoE routing of `mblocks` m-blocks over 4 experts, grouped contiguously: half the
+ * m-blocks on expert 0, none on expert 1, the rest split between experts 2 and 3.
+ */
+export function exampleRouting(mblocks: number): { experts: number; mblockExpert: number[] } {
+  return { experts: 4, mblockExpert: Array.from({ length: mblocks }, (_, i) => (2 * i < mblocks ? 0 : 4 * i < 3 * mblocks ? 2 : 3)) };
 }
 
 const DEFAULT: ExampleShape = { world: 2, M: 512, N: 256, K: 128, split: 2 };
@@ -30,5 +39,13 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
     local_ag_tma: await compile({ name: "local_ag_tma", kind: "ag-gemm", plan: ag, body: builtinBody("gemm_tma_persistent"), ...common }),
     local_ag_tutorial: await compile({ name: "local_ag_tutorial", kind: "ag-gemm", plan: ag, body: tutorialMatmulBody(), ...common }),
     local_gemm_rs: await compile({ name: "local_gemm_rs", kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), ...common }),
+    local_ag_grouped: await compile({
+      name: "local_ag_grouped",
+      kind: "ag-grouped-gemm",
+      plan: ag,
+      body: builtinBody("grouped_gemm"),
+      groups: exampleRouting(M / tile.BM),
+      ...common,
+    }),
   };
 }

@@ -6,7 +6,7 @@ import type { EmitOptions } from "../emit/options.js";
 import type { Binding } from "./bind.js";
 
 /** The operators the compiler builds: what the body computes and which way data moves. */
-export type OperatorKind = "ag-gemm" | "gemm-rs";
+export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm";
 
 /** A local kernel: its file name (for errors and provenance) and its Python text. */
 export interface KernelBody {
@@ -25,12 +25,23 @@ export interface GemmProblem {
   readonly K: number;
 }
 
+/**
+ * The MoE routing of a grouped GEMM: A's rows are grouped contiguously by expert, each group
+ * padded to BLOCK_M rows, so every global m-block belongs to one expert.
+ */
+export interface ExpertRouting {
+  /** Number of experts E (B is `[E, K, N]`); an expert may have no m-block. */
+  readonly experts: number;
+  /** `mblockExpert[mb]`: the expert of global m-block `mb` (`M / BLOCK_M` entries, each in `[0, E)`). */
+  readonly mblockExpert: readonly number[];
+}
+
 /** An overlapped operator, everything `compile()` needs. */
 export interface Operator {
   /** Manifest name (an identifier). */
   readonly name: string;
   readonly kind: OperatorKind;
-  /** The communication: an AllGather of the body's gathered operand (ag-gemm) or a ReduceScatter of its output (gemm-rs). */
+  /** The communication: an AllGather of the body's gathered operand (ag-gemm, ag-grouped-gemm) or a ReduceScatter of its output (gemm-rs). */
   readonly plan: ChunkPlan;
   /** The compute body (see `builtinBody` for ovl's own). */
   readonly body: KernelBody;
@@ -39,6 +50,8 @@ export interface Operator {
   readonly tile: { readonly BM: number; readonly BN: number; readonly BK: number };
   /** L2 grouping of the body's persistent loop (default 8). */
   readonly groupM?: number;
+  /** ag-grouped-gemm only (required there): the expert of every global m-block. */
+  readonly groups?: ExpertRouting;
   /** Bindings of body parameters the compiler cannot infer from their names. */
   readonly bind?: Readonly<Record<string, Binding>>;
   /** Element type, transfers (`copy-engine` | `sm`), launch and timing options. */

@@ -199,9 +199,14 @@ export type Kernel = z.infer<typeof Kernel>;
  * What the result is checked against. `operator` is the logical (global) problem; `inputs`
  * and `output` name the buffers holding each rank's shard / result. Thresholds are relative
  * Frobenius errors ‖out − ref‖ / ‖ref‖.
+ *
+ * `ag-grouped-gemm` (the MoE expert GEMM): `inputs` are `A` [M, K] (row-sharded) and `B`
+ * [E, K, N]; `groupTable` names the manifest table (not a buffer) holding the expert of each
+ * global m-block, the same row on every rank. Its length L divides M, an m-block is M / L rows,
+ * and the reference is `C[rows of mb] = A[rows of mb] @ B[table[mb]]`.
  */
 export const Reference = z.object({
-  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce"]),
+  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm"]),
   M: Positive,
   N: Positive,
   K: Positive,
@@ -209,6 +214,8 @@ export const Reference = z.object({
   output: Identifier,
   /** For row-sharded inputs/outputs: the first row each rank holds of the global tensor. */
   rowsPerRank: Positive.optional(),
+  /** ag-grouped-gemm: the table (in `tables`) of the expert of every global m-block. */
+  groupTable: Identifier.optional(),
   tolerance: z.number().positive(),
 });
 export type Reference = z.infer<typeof Reference>;
