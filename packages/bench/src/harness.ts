@@ -42,17 +42,39 @@ function quantile(sorted: number[], q: number): number {
 /** Times `fn` (at least `minIterations`, default 5, timed calls) and returns the statistics. */
 export function measure(name: string, fn: () => unknown, opts: MeasureOptions = {}): Measurement {
   const warmup = opts.warmup ?? 3;
-  const minIterations = Math.max(1, opts.minIterations ?? 5);
-  const maxIterations = Math.max(minIterations, opts.maxIterations ?? 200);
-  const budgetMs = opts.budgetMs ?? 2000;
   for (let i = 0; i < warmup; i++) fn();
   const times: number[] = [];
   const start = performance.now();
-  while (times.length < minIterations || (times.length < maxIterations && performance.now() - start < budgetMs)) {
+  while (more(times, start, opts)) {
     const t0 = performance.now();
     fn();
     times.push(performance.now() - t0);
   }
+  return summarise(name, times, opts);
+}
+
+/** {@link measure} for an asynchronous `fn`: each call is awaited before the next starts. */
+export async function measureAsync(name: string, fn: () => Promise<unknown>, opts: MeasureOptions = {}): Promise<Measurement> {
+  const warmup = opts.warmup ?? 3;
+  for (let i = 0; i < warmup; i++) await fn();
+  const times: number[] = [];
+  const start = performance.now();
+  while (more(times, start, opts)) {
+    const t0 = performance.now();
+    await fn();
+    times.push(performance.now() - t0);
+  }
+  return summarise(name, times, opts);
+}
+
+function more(times: readonly number[], start: number, opts: MeasureOptions): boolean {
+  const minIterations = Math.max(1, opts.minIterations ?? 5);
+  const maxIterations = Math.max(minIterations, opts.maxIterations ?? 200);
+  const budgetMs = opts.budgetMs ?? 2000;
+  return times.length < minIterations || (times.length < maxIterations && performance.now() - start < budgetMs);
+}
+
+function summarise(name: string, times: number[], opts: MeasureOptions): Measurement {
   times.sort((a, b) => a - b);
   const medianMs = quantile(times, 0.5);
   const items = opts.itemsPerIteration ?? 1;
