@@ -201,7 +201,9 @@ class Emulator:
                         signals.board(op.signal.rank).write(op.signal.slot, self.epoch)
                 else:
                     target = epoch_target(self.epoch, op.arrivals, m.signals.bits)
-                    wait_slot(signals.board(rank), op.slot, target, self.timeout_s, abort, rank, where, monitor, thread)
+                    # A wait on a peer's slot (rank set) reads that rank's board.
+                    on = op.rank_of(rank)
+                    wait_slot(signals.board(on), op.slot, target, self.timeout_s, abort, on, where if on == rank else f"{where} of rank {rank}", monitor, thread)
         return make
 
     def checked_launch(self, run: int) -> tuple[CheckRecord, list[float]]:

@@ -157,7 +157,7 @@ class OneGpuWorld:
             w = None
             if any(op[0] == "wait" for _n, ops in s.host_ops for op in ops):
                 assert s.sig_u32 is not None  # host waits need 32-bit slots (checked in connect)
-                w = StreamWaits(s.sig_u32, s.rank, rescue)
+                w = StreamWaits(s.sig_u32, s.rank, rescue, peers=s.peer_sig32)
                 self.waits.append(w)
             self.rank_waits.append(w)
         self.phases = kernel_phases([k.stream for k in m.kernels], self.budget.waits)

@@ -148,7 +148,9 @@ class RankState:
             else:
                 if self.m.signals.bits != 32:
                     raise ManifestError("signals.bits", f"rank {self.rank} stream {stream} op {i}: host-side waits spin on 32-bit slots; 64-bit slots are not supported on the GPU yet")
-                out.append(("wait", op.slot, op.arrivals))
+                # A wait on a peer's slot (a pull ring's forwarding step) reads it through the
+                # peer view of that rank's signal buffer (``peer_sig32``).
+                out.append(("wait", op.slot, op.arrivals, on))
         return out
 
     def target(self, arrivals: int) -> int:
@@ -238,8 +240,8 @@ class RankState:
                     if sig is not None:
                         _SymmetricMemory.stream_write_value32(sig[0], sig[1], value)
                 else:
-                    _, slot, arrivals = op
-                    waits.enqueue(stream, slot, 0 if warm else self.target(arrivals))
+                    _, slot, arrivals, on = op
+                    waits.enqueue(stream, slot, 0 if warm else self.target(arrivals), on)
 
     def device_timeout(self) -> tuple[int, int, int, int] | None:
         """``(rank, slot, seen, expected)`` a device-side wait of this rank recorded, if any (syncs)."""

@@ -67,7 +67,8 @@ class GpuSession(RankState):
             from .gpu_streamwait import StreamWaits
 
             assert self.sig_u32 is not None  # host waits need 32-bit slots (checked in connect)
-            self.stream_waits = StreamWaits(self.sig_u32, rank)
+            # Waits on a peer's slot go through its symmetric signal buffer's peer address.
+            self.stream_waits = StreamWaits(self.sig_u32, rank, peers=self.peer_sig32)
         torch.cuda.synchronize()
         dist.barrier()
 

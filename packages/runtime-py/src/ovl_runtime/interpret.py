@@ -319,7 +319,8 @@ class InterpretEmulator:
                     if op.signal is not None:
                         self.sig[op.signal.rank][op.signal.slot] = signed32(self.epoch)
                 else:
-                    self._host_wait(rank, op.slot, epoch_target(self.epoch, op.arrivals, 32), abort, f"host stream {s.name}")
+                    # A wait on a peer's slot (rank set) reads that rank's signal tensor.
+                    self._host_wait(op.rank_of(rank), op.slot, epoch_target(self.epoch, op.arrivals, 32), abort, f"host stream {s.name} of rank {rank}")
         return body
 
     def _host_wait(self, rank: int, slot: int, target: int, abort: threading.Event, where: str) -> None:

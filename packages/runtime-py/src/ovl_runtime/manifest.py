@@ -129,7 +129,9 @@ def _host_op(v: Any, path: str) -> HostOp:
     o = _obj(v, path)
     kind = _enum(_get(o, "kind", path), ("copy", "wait"), f"{path}.kind")
     if kind == "wait":
-        return WaitOp(slot=_int(_get(o, "slot", path), f"{path}.slot", 0), arrivals=_int(_get(o, "arrivals", path), f"{path}.arrivals", 1))
+        rank = o.get("rank")
+        return WaitOp(slot=_int(_get(o, "slot", path), f"{path}.slot", 0), arrivals=_int(_get(o, "arrivals", path), f"{path}.arrivals", 1),
+                      rank=None if rank is None else _int(rank, f"{path}.rank", 0))
     sig = None
     if o.get("signal") is not None:
         so = _obj(o["signal"], f"{path}.signal")

@@ -106,6 +106,8 @@ def _check_op(m: Manifest, bufs: dict[str, BufferSpec], rank: int, op: HostOp, p
     if isinstance(op, WaitOp):
         if op.slot >= m.signals.slots:
             raise ManifestError(f"{p}.slot", f"slot {op.slot} is outside the {m.signals.slots} signal slots")
+        if op.rank is not None and op.rank >= m.world:
+            raise ManifestError(f"{p}.rank", f"rank {op.rank} is outside the world of {m.world}")
         return
     dtypes = []
     for side, seg in (("src", op.src), ("dst", op.dst)):

@@ -57,9 +57,18 @@ class CopyOp:
 
 @dataclass(frozen=True)
 class WaitOp:
+    """The stream waits until ``slot`` of rank ``rank``'s signal buffer reaches the epoch
+    target; ``rank`` None is the issuing rank (a peer's slot is read through its peer
+    address, as a pull ring's forwarding step needs)."""
+
     slot: int
     arrivals: int
+    rank: int | None = None
     kind: str = "wait"
+
+    def rank_of(self, issuer: int) -> int:
+        """The rank whose slot this wait reads, issued by ``issuer``."""
+        return issuer if self.rank is None else self.rank
 
 
 HostOp = Union[CopyOp, WaitOp]

@@ -1,12 +1,14 @@
 // The backend contract (one value `compile()` takes): a backend realises an operator as
 // kernel sources plus a manifest, or says why it cannot. Triton transforms the operator's
 // local body; TLX assembles warp-specialised kernels from its own parts.
-import { lowerToTileSchedule, validatePlan } from "@ovl/chunk-plan";
+import { lowerToTileSchedule, planSignals, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { emitTlxAgGemm, type TlxTarget } from "../tlx/emit.js";
 import { DEFAULT_TARGET } from "@ovl/primitives";
 import { EmitError } from "../writer/index.js";
 import { compileAgGemm } from "./ag-gemm.js";
+import { decomposeCollectives, hasCollectives } from "./decompose.js";
+import { collectiveAlternative } from "../emit/host-ops.js";
 import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
 import { builtinBody } from "./builtin.js";
 import { compileGemmRs } from "./gemm-rs.js";
@@ -48,7 +50,7 @@ export function tlxBackend(options: { readonly target?: TlxTarget; readonly comm
       if (op.body.source !== builtinBody("gemm_tma_persistent").source) {
         return `the TLX backend assembles its own warp-specialised GEMM and cannot transform ${op.body.path}; use the triton backend for a local body`;
       }
-      if ((options.target ?? "sm_90a") !== "sm_90a") return "TLX AllGather+GEMM is emitted for sm_90a only";
+      if ((options.target ?? "sm_90a") !== "sm_90a") return "TLX AllGather+GEMM is emitted for sm_90a only: use tlxBackend({ target: \"sm_90a\" }), or the triton backend";
       return undefined;
     },
     async realise(op) {
@@ -68,9 +70,38 @@ export function tlxBackend(options: { readonly target?: TlxTarget; readonly comm
 }
 
 /**
+ * `op`'s plan with its collective ops decomposed into P2P transfers (`decomposeCollectives`;
+ * a ReduceScatter of a GEMM+RS operator waits on compute, as the deliveries need), signals
+ * allocated anew; the plan itself when it has none.
+ * @throws {EmitError} `unsupported-op` for a collective this operator cannot realise (a
+ *   reduction under AllGather+GEMM, an all-reduce), naming the nearest plan that works.
+ */
+export function realisablePlan(op: Operator): ChunkPlan {
+  if (!hasCollectives(op.plan)) return op.plan;
+  for (const r of op.plan.ranks) {
+    r.streams.forEach((ops, s) =>
+      ops.forEach((x, i) => {
+        if (x.kind !== "collective") return;
+        const gathers = op.kind !== "gemm-rs";
+        if (x.collective !== (gathers ? "all-gather" : "reduce-scatter")) {
+          throw new EmitError("unsupported-op", `rank ${r.rank} stream ${s} op ${i} is a ${x.collective} collective in a ${op.kind} operator, which ${gathers ? "gathers its operand" : "reduce-scatters its output"}; ${collectiveAlternative(x.collective)}`);
+        }
+      }),
+    );
+  }
+  const plan = planSignals(decomposeCollectives(op.plan, { afterCompute: op.kind === "gemm-rs" }));
+  const report = validatePlan(plan);
+  if (!report.ok) {
+    const first = report.errors.slice(0, 3).map((e) => `${e.code}: ${e.message}`).join("; ");
+    throw new EmitError("bad-plan", `plan "${op.plan.name}" with its collectives decomposed into P2P transfers does not validate: ${first}`);
+  }
+  return plan;
+}
+
+/**
  * Compile `op` with `backend` (default Triton): the plan is validated first (exactly-once
- * writes, resolvable dependencies, no deadlock, the claimed collective), then the backend
- * realises it.
+ * writes, resolvable dependencies, no deadlock, the claimed collective), its collective ops
+ * decomposed into the P2P transfers they stand for, then the backend realises it.
  * @throws {EmitError} `bad-plan` with the validator's findings for a plan that does not
  *   validate, `unsupported-op` with the backend's reason for an operator it cannot realise.
  */
@@ -80,7 +111,9 @@ export async function compile(op: Operator, backend: Backend = tritonBackend): P
     const first = report.errors.slice(0, 3).map((e) => `${e.code}: ${e.message}`).join("; ");
     throw new EmitError("bad-plan", `plan "${op.plan.name}" does not validate (${report.errors.length} finding${report.errors.length === 1 ? "" : "s"}): ${first}`);
   }
-  const why = backend.refusal(op);
+  const plan = realisablePlan(op);
+  const realised = plan === op.plan ? op : { ...op, plan };
+  const why = backend.refusal(realised);
   if (why !== undefined) throw new EmitError("unsupported-op", `backend ${backend.name}: ${why}`);
-  return backend.realise(op);
+  return backend.realise(realised);
 }

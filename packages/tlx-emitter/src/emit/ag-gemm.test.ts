@@ -45,7 +45,8 @@ function runHostOps(m: Manifest, M: number, K: number) {
       while (q.ops.length > 0) {
         const op = q.ops[0]!;
         if (op.kind === "wait") {
-          if (!signalled.has(`${q.rank}:${op.slot}`)) break;
+          // A wait names the rank whose slot it reads (a pull ring's peer), default its own.
+          if (!signalled.has(`${op.rank ?? q.rank}:${op.slot}`)) break;
         } else {
           expect(op.src.length).toBe(op.dst.length);
           for (let i = 0; i < op.src.length; i++) {
@@ -80,7 +81,7 @@ describe("emitAgGemm", () => {
   it("host copies gather A on every rank, and each m-block's slot is written only after its rows", () => {
     fc.assert(
       fc.property(
-        fc.constantFrom("swizzle-push", "swizzle-pull", "ring-push") as fc.Arbitrary<"swizzle-push" | "swizzle-pull" | "ring-push">,
+        fc.constantFrom("swizzle-push", "swizzle-pull", "ring-push", "ring-pull") as fc.Arbitrary<"swizzle-push" | "swizzle-pull" | "ring-push" | "ring-pull">,
         fc.integer({ min: 1, max: 4 }),
         fc.constantFrom(1, 2),
         fc.constantFrom(1, 2),
@@ -127,9 +128,13 @@ describe("emitAgGemm", () => {
   });
 
   it("refuses what the copy engine or the row-blocked kernel cannot do", () => {
-    // Ring pull chains on a peer's slot, which a host stream cannot wait on.
+    // A ring pull chains on a peer's slot: its host streams wait on the peer's slot by rank.
     const ringPull = agPlan("ring-pull", 3, 384, 32, 1);
-    expect(codeOf(() => emitAgGemm(ringPull, schedule(ringPull, 384, 64, 32)))).toBe("unsupported-dependency");
+    const waits = emitAgGemm(ringPull, schedule(ringPull, 384, 64, 32)).manifest.hostOps.flatMap((h) =>
+      h.streams.flatMap((st) => st.ops.flatMap((o) => (o.kind === "wait" ? [[h.rank, o.rank]] : []))),
+    );
+    expect(waits.length).toBeGreaterThan(0);
+    for (const [r, on] of waits) expect(on).toBe((r! + 2) % 3);
     // Chunks of 32 rows: one 64-row m-block spans two chunk slots.
     const fine = agPlan("swizzle-push", 2, 128, 32, 2);
     expect(codeOf(() => emitAgGemm(fine, schedule(fine, 128, 64, 32)))).toBe("bad-schedule");

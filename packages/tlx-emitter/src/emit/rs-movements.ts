@@ -44,15 +44,15 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
     rp.streams.forEach((ops, s) => {
       ops.forEach((op, i) => {
         const where = `rank ${rp.rank} stream ${s} op ${i}${op.label === undefined ? "" : ` (${op.label})`}`;
-        if (op.kind === "collective") throw new EmitError("unsupported-op", `${where} is a collective; use reduceScatterDirect`);
+        if (op.kind === "collective") throw new EmitError("unsupported-op", `${where} is a collective (compile() decomposes a reduce-scatter collective into deliveries); use reduceScatterDirect({ afterCompute: true })`);
         const [from, to] = op.kind === "local-copy" ? [rp.rank, rp.rank] : op.side === "push" ? [rp.rank, op.peer] : [op.peer, rp.rank];
         if (op.deps.some((d) => d.kind === "op")) {
-          throw new EmitError("unsupported-dependency", `${where} depends on another op (a chained partial sum, as in the ring); deliveries carry single partials: use reduceScatterDirect, or the ring-reduce kernel`);
+          throw new EmitError("unsupported-dependency", `${where} depends on another op (a chained partial sum, as in the ring); deliveries carry single partials: use reduceScatterDirect({ afterCompute: true })`);
         }
-        if (op.src.tensor !== src) throw new EmitError("unsupported-op", `${where} reads ${op.src.tensor}; GEMM+RS moves only rows of the partial tensor ${src}`);
+        if (op.src.tensor !== src) throw new EmitError("unsupported-op", `${where} reads ${op.src.tensor}; GEMM+RS moves only rows of the partial tensor ${src}: use reduceScatterDirect({ afterCompute: true }) with src: "${src}"`);
         const [r0 = 0, c0 = 0] = op.src.offsets;
         const [rows = 0, cols = 0] = op.src.sizes;
-        if (c0 !== 0 || cols !== N) throw new EmitError("unsupported-op", `${where} moves columns ${c0}..${c0 + cols} of ${N}; GEMM+RS moves whole rows (split along rows)`);
+        if (c0 !== 0 || cols !== N) throw new EmitError("unsupported-op", `${where} moves columns ${c0}..${c0 + cols} of ${N}; GEMM+RS moves whole rows: use reduceScatterDirect({ afterCompute: true }) split along rows (splitAxis 0)`);
         if (r0 % BM !== 0 || rows % BM !== 0) throw new EmitError("bad-plan", `${where} moves rows ${r0}..${r0 + rows}, not whole m-blocks of ${BM} rows`);
         if (r0 < to * rowsPerRank || r0 + rows > (to + 1) * rowsPerRank) {
           throw new EmitError("bad-plan", `${where} moves rows ${r0}..${r0 + rows} to rank ${to}, whose slab is rows ${to * rowsPerRank}..${(to + 1) * rowsPerRank}; deliveries go straight to the slab owner (a ring forwards partial sums through other ranks): use reduceScatterDirect`);
@@ -62,7 +62,7 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
           if (dep.kind !== "compute" || dep.rank !== from) {
             throw new EmitError(
               "unsupported-dependency",
-              `${where} depends on ${dep.kind === "compute" ? `compute on rank ${dep.rank}` : "another op"}; GEMM+RS deliveries wait only on compute of the issuing rank ${from} (use reduceScatterDirect with afterCompute)`,
+              `${where} depends on ${dep.kind === "compute" ? `compute on rank ${dep.rank}` : "another op"}; GEMM+RS deliveries wait only on compute of the issuing rank ${from} (use reduceScatterDirect({ afterCompute: true }))`,
             );
           }
           const sched = schedule.ranks.find((r) => r.rank === from);

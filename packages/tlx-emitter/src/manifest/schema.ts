@@ -64,12 +64,14 @@ export type SignalWrite = z.infer<typeof SignalWrite>;
  * A host-side op on a communication stream (the copy-engine backend):
  * - `copy`: a peer or local copy of a contiguous segment (`cudaMemcpyAsync` on the stream),
  *   optionally followed by a stream-written signal.
- * - `wait`: the stream waits until a slot of this rank reaches `epoch × arrivals`
- *   (a host-side `rank_wait`), bounded like every wait.
+ * - `wait`: the stream waits until slot `slot` of rank `rank`'s signal buffer (default: the
+ *   issuing rank's own) reaches `epoch × arrivals` (a host-side `rank_wait`), bounded like
+ *   every wait. A wait on another rank's slot (a pull that forwards what a peer pulled, as
+ *   in a pull ring) reads that rank's symmetric signal buffer through its peer address.
  */
 export const HostOp = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("copy"), src: Segment, dst: Segment, signal: SignalWrite.optional() }),
-  z.object({ kind: z.literal("wait"), slot: Count, arrivals: Positive }),
+  z.object({ kind: z.literal("wait"), slot: Count, arrivals: Positive, rank: Count.optional() }),
 ]);
 export type HostOp = z.infer<typeof HostOp>;
 
