@@ -9,7 +9,7 @@
 // m-block mb] = gather(A)[rows] @ B[expert(mb)], B [8, K, N]).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
 import { builtinBody, compile, emitManifestJson, tutorialMatmulBody, type EmitOptions, type EmitResult, type KernelBody } from "@ovl/tlx-emitter";
 
 const TILE = { BM: 128, BN: 128, BK: 64 } as const;
@@ -45,6 +45,14 @@ export async function oneGpuCases(world: number, M: number, N: number, K: number
     compile({ name, kind: "ag-gemm", plan: ag, body, problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
   cases[`${tag}_ag_gemm`] = await agOp(`${tag}_ag_gemm`, builtinBody("gemm_tma_persistent"));
   cases[`${tag}_ag_tutorial`] = await agOp(`${tag}_ag_tutorial`, tutorialMatmulBody());
+  // Plans the copy engine realises with waits on another rank's slot (pull ring) and a 2-level mesh.
+  const A = { name: "A", shape: [M, K], dtype: "bf16" as const };
+  const pull = planSignals(allGatherRing({ tensor: A, axis: 0, mesh: [world], split: 2, side: "pull" }));
+  cases[`${tag}_ag_pull_ring`] = await compile({ name: `${tag}_ag_pull_ring`, kind: "ag-gemm", plan: pull, body: builtinBody("gemm_tma_persistent"), problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
+  if (world % 2 === 0 && world >= 4) {
+    const hier = planSignals(allGatherHierarchical({ tensor: A, axis: 0, mesh: [2, world / 2], split: 2 }));
+    cases[`${tag}_ag_hierarchical`] = await compile({ name: `${tag}_ag_hierarchical`, kind: "ag-gemm", plan: hier, body: builtinBody("gemm_tma_persistent"), problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
+  }
   if ((world === 2 || world === 4) && M % world === 0 && (M / world) % TILE.BM === 0) {
     const name = `${tag}_ag_grouped`;
     const groups = moeRouting(world, M / world / TILE.BM, 8);

@@ -150,7 +150,7 @@ class RankState:
                     raise ManifestError("signals.bits", f"rank {self.rank} stream {stream} op {i}: host-side waits spin on 32-bit slots; 64-bit slots are not supported on the GPU yet")
                 # A wait on a peer's slot (a pull ring's forwarding step) reads it through the
                 # peer view of that rank's signal buffer (``peer_sig32``).
-                out.append(("wait", op.slot, op.arrivals, on))
+                out.append(("wait", op.slot, op.arrivals, op.rank_of(self.rank)))
         return out
 
     def target(self, arrivals: int) -> int:
