@@ -7,12 +7,16 @@ import { measure, toMarkdown, writeSuite } from "./harness.js";
 describe("measure", () => {
   it("counts calls and orders its quantiles", () => {
     let calls = 0;
-    const m = measure("busy", () => {
-      calls++;
-      let x = 0;
-      for (let i = 0; i < 2000; i++) x += Math.sqrt(i);
-      return x;
-    }, { warmup: 2, maxIterations: 7, budgetMs: 10_000, itemsPerIteration: 2000 });
+    const m = measure(
+      "busy",
+      () => {
+        calls++;
+        let x = 0;
+        for (let i = 0; i < 2000; i++) x += Math.sqrt(i);
+        return x;
+      },
+      { warmup: 2, maxIterations: 7, budgetMs: 10_000, itemsPerIteration: 2000 },
+    );
     expect(m.iterations).toBe(7);
     expect(calls).toBe(9);
     expect(m.p10Ms).toBeLessThanOrEqual(m.medianMs);

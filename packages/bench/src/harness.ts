@@ -121,7 +121,7 @@ export function toMarkdown(result: SuiteResult, machine: string): string {
       `| ${m.name} | ${fmt(m.medianMs)} | ${fmt(m.p10Ms)} | ${fmt(m.p90Ms)} | ${m.itemsPerIteration} | ${fmt(m.itemsPerSecond)} | ${m.iterations} |`,
     );
   }
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 /** Describes this machine for the results header. */
@@ -135,7 +135,7 @@ export function writeSuite(result: SuiteResult, dir: string = RESULTS_DIR): stri
   mkdirSync(dir, { recursive: true });
   const machine = machineDescription();
   const stamped = { ...result, machine, node: process.version, date: new Date().toISOString() };
-  writeFileSync(join(dir, `${result.suite}.json`), JSON.stringify(stamped, null, 2) + "\n");
+  writeFileSync(join(dir, `${result.suite}.json`), `${JSON.stringify(stamped, null, 2)}\n`);
   const md = toMarkdown(result, machine);
   writeFileSync(join(dir, `${result.suite}.md`), md);
   return md;

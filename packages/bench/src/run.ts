@@ -21,5 +21,5 @@ for (const file of files) {
     default: () => SuiteResult | Promise<SuiteResult>;
   };
   const result = await mod.default();
-  process.stdout.write(writeSuite(result) + "\n");
+  process.stdout.write(`${writeSuite(result)}\n`);
 }

@@ -8,8 +8,8 @@ import { chunkPlanJsonSchema, tileScheduleJsonSchema } from "../src/index.js";
 /** The schema files, by file name, as they are written. */
 export function jsonSchemaFiles(): Record<string, string> {
   return {
-    "chunk-plan.schema.json": JSON.stringify(chunkPlanJsonSchema(), null, 2) + "\n",
-    "tile-schedule.schema.json": JSON.stringify(tileScheduleJsonSchema(), null, 2) + "\n",
+    "chunk-plan.schema.json": `${JSON.stringify(chunkPlanJsonSchema(), null, 2)}\n`,
+    "tile-schedule.schema.json": `${JSON.stringify(tileScheduleJsonSchema(), null, 2)}\n`,
   };
 }
 

@@ -123,7 +123,10 @@ describe("ovl emit", () => {
 
   it("refuses collectives; a split finer than the tile makes tiles wait on several chunks", async () => {
     const dir = temp();
-    const [collective, fine] = await Promise.all([ovl(["emit", "all-gather"]), ovl(["emit", "ag-gemm", "--world", "2", "--split", "64", "--out", dir])]);
+    const [collective, fine] = await Promise.all([
+      ovl(["emit", "all-gather"]),
+      ovl(["emit", "ag-gemm", "--world", "2", "--split", "64", "--out", dir]),
+    ]);
     expect(collective.status).toBe(2);
     expect(collective.stderr).toContain("takes ag-gemm or gemm-rs");
     expect(fine.status, fine.stderr).toBe(0);
@@ -133,10 +136,45 @@ describe("ovl emit", () => {
 
   it("compiles a user's kernel file against a plan file", async () => {
     const dir = temp();
-    const plan = await ovl(["plan", "ag-gemm", "--world", "2", "--template", "ring", "--m", "512", "--n", "256", "--k", "128", "--out", join(dir, "p")]);
+    const plan = await ovl([
+      "plan",
+      "ag-gemm",
+      "--world",
+      "2",
+      "--template",
+      "ring",
+      "--m",
+      "512",
+      "--n",
+      "256",
+      "--k",
+      "128",
+      "--out",
+      join(dir, "p"),
+    ]);
     expect(plan.status, plan.stderr).toBe(0);
     const kernel = fileURLToPath(new URL("../../tlx-emitter/examples/user-kernels/tutorial_matmul.py", import.meta.url));
-    const r = await ovl(["emit", "ag-gemm", "--world", "2", "--m", "512", "--n", "256", "--k", "128", "--tile", "128x128x64", "--kernel", kernel, "--plan", join(dir, "p", "plan.json"), "--out", join(dir, "o"), "--json"]);
+    const r = await ovl([
+      "emit",
+      "ag-gemm",
+      "--world",
+      "2",
+      "--m",
+      "512",
+      "--n",
+      "256",
+      "--k",
+      "128",
+      "--tile",
+      "128x128x64",
+      "--kernel",
+      kernel,
+      "--plan",
+      join(dir, "p", "plan.json"),
+      "--out",
+      join(dir, "o"),
+      "--json",
+    ]);
     expect(r.status, r.stderr).toBe(0);
     const manifest = Manifest.parse(JSON.parse(readFileSync(join(dir, "o", "manifest.json"), "utf8")));
     expect(manifest.kernels[0]!.entry).toBe("matmul_kernel_persistent");
@@ -160,7 +198,13 @@ describe("ovl simulate and ovl tune", () => {
     const svg = join(dir, "t.svg");
     const r = await ovl(["simulate", "ag-gemm", "--world", "4", "--device", "h100", "--svg", svg, "--json"]);
     expect(r.status).toBe(0);
-    const s = JSON.parse(r.stdout) as { hardware: string; latencyMs: number; notOverlappedMs: number; speedupOverNotOverlapped: number; ranks: unknown[] };
+    const s = JSON.parse(r.stdout) as {
+      hardware: string;
+      latencyMs: number;
+      notOverlappedMs: number;
+      speedupOverNotOverlapped: number;
+      ranks: unknown[];
+    };
     expect(s.hardware).toBe("H100_SXM");
     expect(s.ranks).toHaveLength(4);
     expect(s.speedupOverNotOverlapped).toBeCloseTo(s.notOverlappedMs / s.latencyMs, 9);
@@ -175,7 +219,12 @@ describe("ovl simulate and ovl tune", () => {
     const cache = join(dir, "cache.json");
     const first = await ovl(["tune", "ag-gemm", "--world", "4", "--cache", cache, "--json"]);
     expect(first.status).toBe(0);
-    const a = JSON.parse(first.stdout) as { fromCache: boolean; winnerKey: string; top: { key: string; predictedMs: number }[]; decision: string };
+    const a = JSON.parse(first.stdout) as {
+      fromCache: boolean;
+      winnerKey: string;
+      top: { key: string; predictedMs: number }[];
+      decision: string;
+    };
     expect(a.fromCache).toBe(false);
     expect(a.winnerKey).toBe(a.top[0]!.key);
     expect(a.top.map((t) => t.predictedMs)).toEqual([...a.top.map((t) => t.predictedMs)].sort((x, y) => x - y));
@@ -216,7 +265,11 @@ describe("ovl run and ovl report", () => {
     // The same report as a GPU run would write it, with the baselines the runner times.
     const gpu = { ...JSON.parse(readFileSync(join(dir, "report.json"), "utf8")), mode: "gpu", device: "NVIDIA H200" };
     gpu.times = { ...gpu.times, clock: "cuda-events", maxMedian: 0.25 };
-    gpu.baselines = [{ name: "torch-gemm", ms: 0.2 }, { name: "all-gather-then-gemm", ms: 0.5 }, { name: "torch-async-tp", ms: null, error: "not built" }];
+    gpu.baselines = [
+      { name: "torch-gemm", ms: 0.2 },
+      { name: "all-gather-then-gemm", ms: 0.5 },
+      { name: "torch-async-tp", ms: null, error: "not built" },
+    ];
     writeFileSync(join(dir, "gpu.json"), JSON.stringify(gpu));
     const svg = join(dir, "lat.svg");
     const table = await ovl(["report", join(dir, "report.json"), join(dir, "gpu.json"), "--svg", svg, "--json"]);

@@ -27,7 +27,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .description("build an operator's chunk plan from a template and print it (or write plan.json/.txt/.mmd with --out)")
     .option("--out <dir>", "write plan.json, plan.txt and plan.mmd here")
     .option("--json", "print the plan as ovl.chunk-plan/v1 JSON")
-    .addHelpText("after", "\nExamples:\n  ovl plan ag-gemm --shape MLP-1 --world 8 --split 2\n  ovl plan all-gather --mesh 2x4 --template hierarchical --json > plan.json")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  ovl plan ag-gemm --shape MLP-1 --world 8 --split 2\n  ovl plan all-gather --mesh 2x4 --template hierarchical --json > plan.json",
+    )
     .action((operator: string, o: ProblemFlags & { out?: string; json?: boolean }) => {
       printOutput(io, planCommand(resolveProblem(parseOperator(operator), o), o.out), o.json === true);
     });
@@ -60,7 +63,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (operator: string, o: ProblemFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string }) => {
       const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
       const out = o.out ?? `ovl-emit/${p.operator}`;
-      const sources = { ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }), ...(o.plan === undefined ? {} : { planFile: o.plan }) };
+      const sources = {
+        ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),
+        ...(o.plan === undefined ? {} : { planFile: o.plan }),
+      };
       printOutput(io, await emitCommand(p, out, o.tlx === true, sources), o.json === true);
     });
 
@@ -105,19 +111,21 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option("--python <path>", "the runner's Python interpreter (default: runtime-py's .venv, else python3)")
     .option("--json", "print the demo's summary as JSON")
     .addHelpText("after", "\nExamples:\n  ovl demo\n  ovl demo --gpus 4 --out demo-4")
-    .action(async (o: { world?: number; split?: number; out?: string; gpus?: number; emulate?: boolean; python?: string; json?: boolean }) => {
-      const result = await runDemo({
-        world: o.world ?? o.gpus ?? 2,
-        split: o.split ?? 2,
-        outDir: o.out ?? "ovl-demo",
-        emulate: o.emulate !== false,
-        ...(o.gpus !== undefined ? { gpus: o.gpus } : {}),
-        ...(o.python !== undefined ? { python: o.python } : {}),
-        write: o.json === true ? (line: string) => io.err(line + "\n") : (line: string) => io.out(line + "\n"),
-        progress: io,
-      });
-      if (o.json === true) io.out(JSON.stringify(result.summary, null, 2) + "\n");
-    });
+    .action(
+      async (o: { world?: number; split?: number; out?: string; gpus?: number; emulate?: boolean; python?: string; json?: boolean }) => {
+        const result = await runDemo({
+          world: o.world ?? o.gpus ?? 2,
+          split: o.split ?? 2,
+          outDir: o.out ?? "ovl-demo",
+          emulate: o.emulate !== false,
+          ...(o.gpus !== undefined ? { gpus: o.gpus } : {}),
+          ...(o.python !== undefined ? { python: o.python } : {}),
+          write: o.json === true ? (line: string) => io.err(`${line}\n`) : (line: string) => io.out(`${line}\n`),
+          progress: io,
+        });
+        if (o.json === true) io.out(`${JSON.stringify(result.summary, null, 2)}\n`);
+      },
+    );
 
   return program;
 }

@@ -12,7 +12,15 @@ describe("ovl demo", () => {
     const cwd = mkdtempSync(join(tmpdir(), "ovl-demo-"));
     const r = await ovl(["demo", "--world", "4", "--json"], cwd);
     expect(r.status, r.stderr).toBe(0);
-    const summary = JSON.parse(r.stdout) as { files: string[]; speedup: number; predictedMs: number; notOverlappedMs: number; fractionOfBound: number; boundMs: number; emulation: object };
+    const summary = JSON.parse(r.stdout) as {
+      files: string[];
+      speedup: number;
+      predictedMs: number;
+      notOverlappedMs: number;
+      fractionOfBound: number;
+      boundMs: number;
+      emulation: object;
+    };
     const out = join(cwd, "ovl-demo");
     for (const f of summary.files) {
       expect(f.startsWith(out)).toBe(true);
@@ -41,7 +49,10 @@ describe("ovl demo", () => {
 
   it("prints the steps as text, and refuses a world MLP-1 cannot be sharded over", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "ovl-demo-"));
-    const [ok, bad] = await Promise.all([ovl(["demo", "--world", "2", "--split", "1", "--no-emulate", "--out", "d"], cwd), ovl(["demo", "--world", "3"], cwd)]);
+    const [ok, bad] = await Promise.all([
+      ovl(["demo", "--world", "2", "--split", "1", "--no-emulate", "--out", "d"], cwd),
+      ovl(["demo", "--world", "3"], cwd),
+    ]);
     expect(ok.status, ok.stderr).toBe(0);
     expect(ok.stdout).toContain("2 ranks of the H200_SXM model, split 1");
     expect(ok.stdout).toMatch(/^2\. validate {2}ok/m);

@@ -63,7 +63,12 @@ export interface DemoSummary {
   readonly fractionOfBound: number;
   readonly overlapRatio: number;
   /** The autotuner's choice for this shape on the model (`sequential` when overlapping loses). */
-  readonly tuned: { readonly winner: string; readonly decision: "overlapped" | "sequential"; readonly predictedMs: number; readonly message: string };
+  readonly tuned: {
+    readonly winner: string;
+    readonly decision: "overlapped" | "sequential";
+    readonly predictedMs: number;
+    readonly message: string;
+  };
   readonly emulation: { readonly ok: boolean; readonly maxRelError: number | null } | { readonly skipped: string };
   readonly gpu?: { readonly ok: boolean; readonly ms: number | null; readonly baselines: Readonly<Record<string, number | null>> };
   readonly files: readonly string[];
@@ -106,8 +111,13 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
   const split = options.split ?? 2;
   const device = options.device ?? "H200_SXM";
   const outDir = resolve(options.outDir ?? "ovl-demo");
-  const say = options.write ?? ((line: string) => process.stdout.write(line + "\n"));
-  if (options.gpus !== undefined && options.gpus !== world) throw new CliError("usage", `--gpus ${options.gpus} runs the demo on ${options.gpus} ranks; drop --world or set it to ${options.gpus}`, 2);
+  const say = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
+  if (options.gpus !== undefined && options.gpus !== world)
+    throw new CliError(
+      "usage",
+      `--gpus ${options.gpus} runs the demo on ${options.gpus} ranks; drop --world or set it to ${options.gpus}`,
+      2,
+    );
   const p = resolveProblem("ag-gemm", { shape: "MLP-1", world, split, template: "swizzle", side: "push" });
   const { M, N, K } = p;
   say(`ovl demo — AllGather+GEMM, MLP-1 (S=${M}, H=${K}, I=${N * world}), bf16, ${world} ranks of the ${device} model, split ${split}`);
@@ -119,7 +129,9 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
   const decl = plan.tensors[0]!;
   const rank0Ops = plan.ranks[0]!.streams.flat();
   const moved = rank0Ops.reduce((n, op) => n + regionBytes(op.dst, decl), 0);
-  say(`\n1. plan      ${plan.name}: ${rank0Ops.length} transfers per rank, ${mib(moved)} pushed per rank (${(performance.now() - t0).toFixed(1)} ms)`);
+  say(
+    `\n1. plan      ${plan.name}: ${rank0Ops.length} transfers per rank, ${mib(moved)} pushed per rank (${(performance.now() - t0).toFixed(1)} ms)`,
+  );
 
   // 2. Validate: structure, exactly-once writes, deadlock, races, symbolic execution.
   t0 = performance.now();
@@ -128,11 +140,15 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
     for (const e of verdict.errors) say(`   ✗ ${e.code}: ${e.message}`);
     throw new CliError("invalid-plan", `the plan failed validation (${verdict.errors.length} errors)`);
   }
-  say(`2. validate  ok — every destination written once, no deadlock, symbolic execution proves the AllGather (${(performance.now() - t0).toFixed(1)} ms)`);
+  say(
+    `2. validate  ok — every destination written once, no deadlock, symbolic execution proves the AllGather (${(performance.now() - t0).toFixed(1)} ms)`,
+  );
 
   // 3. Signals: one chunk-ready slot per arriving chunk; launch k waits for k × arrivals.
   const slots = plan.signals?.slots.find((s) => s.rank === 0)?.slots ?? [];
-  say(`3. signals   ${slots.length} slots per rank; launch k waits for slot ≥ k × arrivals (e.g. launch 3 → ${epochTarget(3, slots[0]?.arrivals ?? 1, 32)}), never reset`);
+  say(
+    `3. signals   ${slots.length} slots per rank; launch k waits for slot ≥ k × arrivals (e.g. launch 3 → ${epochTarget(3, slots[0]?.arrivals ?? 1, 32)}), never reset`,
+  );
 
   // 4. Lower against the consumer GEMM's tiling (TMA persistent GEMM, 132 SMs).
   t0 = performance.now();
@@ -141,17 +157,25 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
   if (issues.length > 0) throw new CliError("invalid-plan", `the tile schedule failed its check: ${issues[0]!.message}`);
   const r = Math.min(3, world - 1);
   const rs = schedule.ranks[r]!;
-  say(`4. lower     ${schedule.grid.numTiles} GEMM tiles per rank in ${new Set(rs.tables.wave).size} waves on ${schedule.grid.programs} programs (${(performance.now() - t0).toFixed(1)} ms); checked`);
+  say(
+    `4. lower     ${schedule.grid.numTiles} GEMM tiles per rank in ${new Set(rs.tables.wave).size} waves on ${schedule.grid.programs} programs (${(performance.now() - t0).toFixed(1)} ms); checked`,
+  );
   say(`            rank ${r}: local tiles first, then waves in chunk-arrival order; pidM(v) = ${mapToPython(rs.maps.pidM).slice(0, 60)}`);
 
   // 5. The device primitive each tile runs before its loads (TileLink's consumer_tile_wait).
   const firstWait = rs.tables.waitSlot[0]!.findIndex((s) => s >= 0);
-  const channel = blockChannel({ rank: r, worldSize: world, slots: slots.map((s) => ({ index: s.slot, arrivals: s.arrivals, width: 32 })) });
+  const channel = blockChannel({
+    rank: r,
+    worldSize: world,
+    slots: slots.map((s) => ({ index: s.slot, arrivals: s.arrivals, width: 32 })),
+  });
   const tile = [rs.tables.pidM[firstWait] ?? 0, rs.tables.pidN[firstWait] ?? 0];
   // The chunk is written by another GPU's copy engine, so the acquire must be system-scoped.
   const wait = consumerTileWait({ tile, slot: rs.tables.waitSlot[0]![firstWait] ?? 0, scope: "sys" });
   const ok = validatePrimitive(wait, channel);
-  say(`5. primitive ${wait.primitive}(tile [${tile.join(", ")}]) on slot ${wait.slot}: ${wait.order} order, ${wait.scope} scope — ${ok.ok ? "valid" : "invalid"} in rank ${r}'s channel`);
+  say(
+    `5. primitive ${wait.primitive}(tile [${tile.join(", ")}]) on slot ${wait.slot}: ${wait.order} order, ${wait.scope} scope — ${ok.ok ? "valid" : "invalid"} in rank ${r}'s channel`,
+  );
 
   // 6. Emit: Triton kernels + manifest (runs under torchrun), and the TLX warp-specialised variant.
   t0 = performance.now();
@@ -164,21 +188,33 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
   const files = writeFiles(tritonDir, triton.files, emitManifestJson(triton.manifest));
   const tlx = emitTlxAgGemm(plan, schedule, { name: `${name}_tlx` });
   files.push(...writeFiles(join(outDir, "tlx"), tlx.files, emitManifestJson(tlx.manifest)));
-  say(`6. emit      Triton: ${body.path} transformed (${triton.manifest.kernels[0]!.args.filter((a) => a.name.startsWith("ovl_")).length} inserted parameters) + ${triton.manifest.hostOps.length ? "copy-engine host ops" : "no host ops"}; TLX: ${tlx.manifest.kernels.map((k) => k.entry).join(", ")} (${(performance.now() - t0).toFixed(0)} ms)`);
+  say(
+    `6. emit      Triton: ${body.path} transformed (${triton.manifest.kernels[0]!.args.filter((a) => a.name.startsWith("ovl_")).length} inserted parameters) + ${triton.manifest.hostOps.length ? "copy-engine host ops" : "no host ops"}; TLX: ${tlx.manifest.kernels.map((k) => k.entry).join(", ")} (${(performance.now() - t0).toFixed(0)} ms)`,
+  );
 
   // 7. Simulate on the hardware model and draw the per-rank timeline.
   t0 = performance.now();
   const pr = predict(p, device);
   const sim = pr.sim;
-  writeFileSync(join(outDir, "sim.json"), JSON.stringify(sim) + "\n");
-  files.push(join(outDir, "sim.json"), await writeTimeline(sim, join(outDir, "timeline.svg"), `AG+GEMM MLP-1, ${world} × ${device}, split ${split}`));
-  say(`7. simulate  ${device}: ${sim.latencyMs.toFixed(3)} ms predicted; not overlapped ${pr.notOverlappedMs.toFixed(3)} ms; bound ${sim.boundMs.toFixed(3)} ms; overlap ratio ${sim.overlapRatio.toFixed(2)} (${(performance.now() - t0).toFixed(0)} ms)`);
+  writeFileSync(join(outDir, "sim.json"), `${JSON.stringify(sim)}\n`);
+  files.push(
+    join(outDir, "sim.json"),
+    await writeTimeline(sim, join(outDir, "timeline.svg"), `AG+GEMM MLP-1, ${world} × ${device}, split ${split}`),
+  );
+  say(
+    `7. simulate  ${device}: ${sim.latencyMs.toFixed(3)} ms predicted; not overlapped ${pr.notOverlappedMs.toFixed(3)} ms; bound ${sim.boundMs.toFixed(3)} ms; overlap ratio ${sim.overlapRatio.toFixed(2)} (${(performance.now() - t0).toFixed(0)} ms)`,
+  );
 
   // 8. The autotuner on the same model: split × tile × swizzle, and whether to overlap at all.
   t0 = performance.now();
-  const search = await tune({ operator: "ag-gemm", M, N, K, world }, { cost: simulatorCost(device), memory: deviceMemory(device), device, space: searchSpace("ag-gemm"), numSms: p.numSms });
+  const search = await tune(
+    { operator: "ag-gemm", M, N, K, world },
+    { cost: simulatorCost(device), memory: deviceMemory(device), device, space: searchSpace("ag-gemm"), numSms: p.numSms },
+  );
   const tuned = { winner: search.winnerKey, decision: search.decision, predictedMs: search.predictedMs, message: search.message };
-  say(`8. tune      ${search.ranked.length} candidates ranked by the model, ${search.pruned.length} pruned: ${search.message} (${(performance.now() - t0).toFixed(0)} ms)`);
+  say(
+    `8. tune      ${search.ranked.length} candidates ranked by the model, ${search.pruned.length} pruned: ${search.message} (${(performance.now() - t0).toFixed(0)} ms)`,
+  );
 
   // 9. A tiny AG+GEMM (2 ranks, 256×128×64) compiled the same way, run by the real runner on the CPU.
   let emulation: DemoSummary["emulation"];
@@ -199,14 +235,27 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
   } else {
     t0 = performance.now();
     const tinyPlan = buildPlan(resolveProblem("ag-gemm", { m: 256, n: 128, k: 64, world: 2, split: 1, template: "swizzle", side: "push" }));
-    const tiny = await compile({ name: "ag_gemm_tiny", kind: "ag-gemm", plan: tinyPlan, body, problem: { M: 256, N: 128, K: 64 }, tile: { BM: 64, BN: 64, BK: 32 }, groupM: 2 });
+    const tiny = await compile({
+      name: "ag_gemm_tiny",
+      kind: "ag-gemm",
+      plan: tinyPlan,
+      body,
+      problem: { M: 256, N: 128, K: 64 },
+      tile: { BM: 64, BN: 64, BK: 32 },
+      groupM: 2,
+    });
     const dir = join(outDir, "emulation");
     files.push(...writeFiles(dir, tiny.files, emitManifestJson(tiny.manifest)));
     const report = await runManifest(join(dir, "manifest.json"), { emulate: true, epochs: 2, out: join(dir, "report.json"), python });
     files.push(join(dir, "report.json"));
-    const maxRelError = report.checks.reduce<number | null>((m, c) => (c.maxRelError === null || m === null ? null : Math.max(m, c.maxRelError)), 0);
+    const maxRelError = report.checks.reduce<number | null>(
+      (m, c) => (c.maxRelError === null || m === null ? null : Math.max(m, c.maxRelError)),
+      0,
+    );
     emulation = { ok: report.ok, maxRelError };
-    say(`9. emulate   ${tiny.manifest.name} (${body.path} transformed), 2 ranks as CPU threads (${report.device}): ${report.checks.length} checked launches, max relative error ${maxRelError?.toExponential(1) ?? "NaN"} — ${report.ok ? "ok" : "FAILED"} (${(performance.now() - t0).toFixed(0)} ms)`);
+    say(
+      `9. emulate   ${tiny.manifest.name} (${body.path} transformed), 2 ranks as CPU threads (${report.device}): ${report.checks.length} checked launches, max relative error ${maxRelError?.toExponential(1) ?? "NaN"} — ${report.ok ? "ok" : "FAILED"} (${(performance.now() - t0).toFixed(0)} ms)`,
+    );
   }
 
   // 10. With GPUs: the emitted MLP-1 manifest under torchrun, against the baselines of the same run.
@@ -225,15 +274,21 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
     });
     bar?.finish();
     files.push(join(outDir, "gpu-report.json"));
-    gpu = { ok: report.ok, ms: report.times?.maxMedian ?? null, baselines: Object.fromEntries(report.baselines.map((b) => [b.name, b.ms])) };
-    say(`10. gpus     ${report.device} × ${options.gpus}: ${gpu.ms?.toFixed(3) ?? "-"} ms measured (predicted ${sim.latencyMs.toFixed(3)}); ${report.baselines.map((b) => `${b.name} ${b.ms?.toFixed(3) ?? "-"}`).join(", ")}`);
+    gpu = {
+      ok: report.ok,
+      ms: report.times?.maxMedian ?? null,
+      baselines: Object.fromEntries(report.baselines.map((b) => [b.name, b.ms])),
+    };
+    say(
+      `10. gpus     ${report.device} × ${options.gpus}: ${gpu.ms?.toFixed(3) ?? "-"} ms measured (predicted ${sim.latencyMs.toFixed(3)}); ${report.baselines.map((b) => `${b.name} ${b.ms?.toFixed(3) ?? "-"}`).join(", ")}`,
+    );
   }
 
   // Plan artefacts and the report.
   const artefacts = {
     "plan.json": serializePlan(plan, { indent: 1 }),
     "plan.txt": dumpPlan(plan),
-    "schedule.json": JSON.stringify(schedule) + "\n",
+    "schedule.json": `${JSON.stringify(schedule)}\n`,
     "plan-rank0.mmd": planToMermaid({ ...plan, ranks: plan.ranks.slice(0, Math.min(world, 3)) }),
   };
   for (const [f, text] of Object.entries(artefacts)) {
@@ -257,7 +312,9 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
   };
   writeFileSync(join(outDir, "report.md"), reportMarkdown(summary, outDir));
   files.push(join(outDir, "report.md"));
-  say(`${options.gpus !== undefined ? "11." : "10."} written  ${files.length} files under ${outDir} (report.md, timeline.svg, triton/, tlx/, plan.json, …)`);
+  say(
+    `${options.gpus !== undefined ? "11." : "10."} written  ${files.length} files under ${outDir} (report.md, timeline.svg, triton/, tlx/, plan.json, …)`,
+  );
   const verdictText =
     summary.speedup >= 1
       ? `predicted ${summary.speedup.toFixed(2)}× faster than not overlapping`
@@ -266,7 +323,9 @@ export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoR
     `\nsummary: overlapped AG+GEMM is ${verdictText} ` +
       `(${summary.predictedMs.toFixed(3)} vs ${summary.notOverlappedMs.toFixed(3)} ms) and reaches ${(summary.fractionOfBound * 100).toFixed(0)}% of its perfect-overlap bound on ${world} × ${device}.`,
   );
-  say(`autotuner: ${tuned.decision === "sequential" ? "not overlapping" : tuned.winner} at ${tuned.predictedMs.toFixed(3)} ms — ${tuned.decision === "sequential" ? "the model says overlap loses for this shape, so the non-overlapped path is chosen" : "run `ovl tune` to see the ranking"}.`);
+  say(
+    `autotuner: ${tuned.decision === "sequential" ? "not overlapping" : tuned.winner} at ${tuned.predictedMs.toFixed(3)} ms — ${tuned.decision === "sequential" ? "the model says overlap loses for this shape, so the non-overlapped path is chosen" : "run `ovl tune` to see the ranking"}.`,
+  );
   say(`open ${join(outDir, "timeline.svg")} in a browser; run it on GPUs with: ovl demo --gpus ${world}`);
   return { plan, schedule, files, summary };
 }
@@ -289,7 +348,12 @@ function reportMarkdown(s: DemoSummary, outDir: string): string {
     `| autotuner (same model) | ${s.tuned.decision === "sequential" ? "not overlapping" : s.tuned.winner}, ${ms(s.tuned.predictedMs)}: ${s.tuned.message} |`,
     `| CPU emulation (2 ranks, tiny shape) | ${"skipped" in s.emulation ? `skipped: ${s.emulation.skipped}` : `${s.emulation.ok ? "ok" : "FAILED"}, max rel. error ${s.emulation.maxRelError ?? "NaN"}`} |`,
   ];
-  if (s.gpu) lines.push(`| measured on GPUs | ${s.gpu.ms === null ? "-" : ms(s.gpu.ms)} (${Object.entries(s.gpu.baselines).map(([k, v]) => `${k} ${v === null ? "-" : ms(v)}`).join(", ")}) |`);
+  if (s.gpu)
+    lines.push(
+      `| measured on GPUs | ${s.gpu.ms === null ? "-" : ms(s.gpu.ms)} (${Object.entries(s.gpu.baselines)
+        .map(([k, v]) => `${k} ${v === null ? "-" : ms(v)}`)
+        .join(", ")}) |`,
+    );
   lines.push("", "![timeline](timeline.svg)", "", "Files:", "", ...s.files.map((f) => `- \`${relative(outDir, f)}\``), "");
   return lines.join("\n");
 }

@@ -13,11 +13,19 @@ describe("--gpus through a stand-in runner", () => {
     const cache = join(dir, "cache.json");
     const r = await ovl(["tune", "ag-gemm", "--world", "2", "--gpus", "2", "--top-k", "3", "--python", python, "--cache", cache, "--json"]);
     expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { top: { key: string; predictedMs: number }[]; measured: { key: string; measuredMs?: number }[]; winnerKey: string; measuredMs: number; device: string };
+    const out = JSON.parse(r.stdout) as {
+      top: { key: string; predictedMs: number }[];
+      measured: { key: string; measuredMs?: number }[];
+      winnerKey: string;
+      measuredMs: number;
+      device: string;
+    };
     // The best 3 the model tells apart: candidates differing only in their swizzle (group) and
     // predicted alike are measured once.
     const sansGroup = (key: string) => key.replace(/ group=\d+$/, "");
-    const distinct = out.top.filter((t, i) => out.top.findIndex((u) => sansGroup(u.key) === sansGroup(t.key) && u.predictedMs === t.predictedMs) === i);
+    const distinct = out.top.filter(
+      (t, i) => out.top.findIndex((u) => sansGroup(u.key) === sansGroup(t.key) && u.predictedMs === t.predictedMs) === i,
+    );
     expect(out.measured.map((m) => m.key)).toEqual(distinct.slice(0, 3).map((t) => t.key));
     expect(new Set(out.measured.map((m) => sansGroup(m.key))).size).toBe(3);
     const fastest = [...out.measured].sort((a, b) => a.measuredMs! - b.measuredMs!)[0]!;
@@ -62,4 +70,3 @@ describe("--gpus through a stand-in runner", () => {
     expect(table.stdout).toMatch(/gemm_rs_mlp1_w2_ce_s1 +gpu .* 5\.00×/);
   });
 });
-

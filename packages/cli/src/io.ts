@@ -26,8 +26,8 @@ export interface CommandOutput {
 
 /** Print a command's output as JSON (`--json`) or as text. */
 export function printOutput(io: Io, output: CommandOutput, json: boolean): void {
-  if (json) io.out(JSON.stringify(output.json, null, 2) + "\n");
-  else if (output.lines.length > 0) io.out(output.lines.join("\n") + "\n");
+  if (json) io.out(`${JSON.stringify(output.json, null, 2)}\n`);
+  else if (output.lines.length > 0) io.out(`${output.lines.join("\n")}\n`);
 }
 
 /**

@@ -83,7 +83,10 @@ const EXAMPLE = "ovl plan ag-gemm --shape MLP-1 --world 8";
 export function parseOperator(input: string, allowed: readonly Operator[] = OPERATORS): Operator {
   if ((allowed as readonly string[]).includes(input)) return input as Operator;
   if ((OPERATORS as readonly string[]).includes(input)) {
-    throw new UsageError("unsupported", `this command takes ${allowed.join(" or ")}, not '${input}' (plan and validate take every operator)`);
+    throw new UsageError(
+      "unsupported",
+      `this command takes ${allowed.join(" or ")}, not '${input}' (plan and validate take every operator)`,
+    );
   }
   throw new UsageError("unknown-operator", unknownNameMessage("operator", input, allowed));
 }
@@ -92,7 +95,10 @@ export function parseOperator(input: string, allowed: readonly Operator[] = OPER
 export function parseMesh(flags: Pick<ProblemFlags, "world" | "mesh">): number[] {
   if (flags.mesh !== undefined) {
     if (!/^[1-9][0-9]*(x[1-9][0-9]*)*$/.test(flags.mesh)) {
-      throw new UsageError("bad-mesh", `--mesh '${flags.mesh}' is not a mesh; write the levels outermost first, e.g. --mesh 8 or --mesh 2x4 (2 nodes × 4 GPUs)`);
+      throw new UsageError(
+        "bad-mesh",
+        `--mesh '${flags.mesh}' is not a mesh; write the levels outermost first, e.g. --mesh 8 or --mesh 2x4 (2 nodes × 4 GPUs)`,
+      );
     }
     const mesh = flags.mesh.split("x").map(Number);
     const world = mesh.reduce((a, b) => a * b, 1);
@@ -109,7 +115,10 @@ function parseTile(text: string | undefined): Tile {
   const m = /^(\d+)x(\d+)x(\d+)$/.exec(text);
   const dims = m === null ? [] : [Number(m[1]), Number(m[2]), Number(m[3])];
   if (dims.length !== 3 || dims.some((d) => d < 16 || d > 256 || (d & (d - 1)) !== 0)) {
-    throw new UsageError("bad-shape", `--tile '${text}' is not a tile; write BMxBNxBK with powers of two in 16..256, e.g. --tile 128x256x64`);
+    throw new UsageError(
+      "bad-shape",
+      `--tile '${text}' is not a tile; write BMxBNxBK with powers of two in 16..256, e.g. --tile 128x256x64`,
+    );
   }
   return { BM: dims[0]!, BN: dims[1]!, BK: dims[2]! };
 }
@@ -125,7 +134,10 @@ export function mlpProblem(operator: Operator, name: MlpShapeName, world: number
   const { S, H, I } = MLP_SHAPES[name];
   if (I % world !== 0) {
     const ok = [2, 4, 8, 16].filter((w) => I % w === 0 && S % w === 0);
-    throw new UsageError("bad-mesh", `${name} (I=${I}) does not split evenly over ${world} ranks: use --world ${ok.join(", ")} (or give --m --n --k)`);
+    throw new UsageError(
+      "bad-mesh",
+      `${name} (I=${I}) does not split evenly over ${world} ranks: use --world ${ok.join(", ")} (or give --m --n --k)`,
+    );
   }
   // AG+GEMM: A[S × H] gathered times B[H × I/W]; GEMM+RS: A[S × I/W] times B[I/W × H].
   if (operator === "gemm-rs" || operator === "reduce-scatter" || operator === "all-reduce" || operator === "all-to-all") {
@@ -134,7 +146,11 @@ export function mlpProblem(operator: Operator, name: MlpShapeName, world: number
   return { M: S, N: I / world, K: H };
 }
 
-function resolveShape(operator: Operator, flags: ProblemFlags, world: number): { shapeName: MlpShapeName | undefined; M: number; N: number; K: number } {
+function resolveShape(
+  operator: Operator,
+  flags: ProblemFlags,
+  world: number,
+): { shapeName: MlpShapeName | undefined; M: number; N: number; K: number } {
   const explicit = [flags.m, flags.n, flags.k];
   if (flags.shape !== undefined) {
     if (explicit.some((v) => v !== undefined)) throw new UsageError("bad-shape", "give either --shape or --m --n --k, not both");
@@ -166,19 +182,30 @@ function resolveShape(operator: Operator, flags: ProblemFlags, world: number): {
 export function resolveProblem(operator: Operator, flags: ProblemFlags): Problem {
   const mesh = parseMesh(flags);
   const world = mesh.reduce((a, b) => a * b, 1);
-  if (world < 2) throw new UsageError("bad-mesh", `a mesh of ${world} rank has nothing to communicate: use --world 2 or more (e.g. ${EXAMPLE})`);
+  if (world < 2)
+    throw new UsageError("bad-mesh", `a mesh of ${world} rank has nothing to communicate: use --world 2 or more (e.g. ${EXAMPLE})`);
   const templates = OPERATOR_TEMPLATES[operator];
   const template = pick("template", "--template", flags.template, templates, templates[0]!);
   if (template === "hierarchical" && mesh.length !== 2) {
-    throw new UsageError("bad-mesh", `the hierarchical template needs a 2-level mesh (nodes × GPUs per node): use e.g. --mesh 2x${Math.max(2, world / 2)}`);
+    throw new UsageError(
+      "bad-mesh",
+      `the hierarchical template needs a 2-level mesh (nodes × GPUs per node): use e.g. --mesh 2x${Math.max(2, world / 2)}`,
+    );
   }
   const side = pick("side", "--side", flags.side, ["push", "pull"] as const, "push");
   const backend = pick("backend", "--backend", flags.backend, BACKENDS, "copy-engine");
   const shape = resolveShape(operator, flags, world);
   const rows = shape.M;
-  if (rows < world) throw new UsageError("bad-shape", `M=${rows} rows cannot be sharded over ${world} ranks: use --world ${Math.max(2, rows)} or less, or a larger --m`);
+  if (rows < world)
+    throw new UsageError(
+      "bad-shape",
+      `M=${rows} rows cannot be sharded over ${world} ranks: use --world ${Math.max(2, rows)} or less, or a larger --m`,
+    );
   if ((GEMM_OPERATORS as readonly string[]).includes(operator) && rows % world !== 0) {
-    throw new UsageError("bad-shape", `M=${rows} does not divide over ${world} ranks; the fused kernels need equal shards: use an --m that is a multiple of ${world}`);
+    throw new UsageError(
+      "bad-shape",
+      `M=${rows} does not divide over ${world} ranks; the fused kernels need equal shards: use an --m that is a multiple of ${world}`,
+    );
   }
   return {
     operator,

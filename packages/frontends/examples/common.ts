@@ -35,7 +35,9 @@ export async function compileAndWrite(name: string, plan: ChunkPlan, shape: Shap
   writeFileSync(join(out, "manifest.json"), emitManifestJson(r.manifest));
   const ops = r.manifest.hostOps.flatMap((h) => h.streams.flatMap((s) => s.ops));
   const remote = ops.filter((o) => o.kind === "wait" && o.rank !== undefined).length;
-  console.log(`\ncompiled ${name}: world ${r.manifest.world}, ${ops.filter((o) => o.kind === "copy").length} copies, ${ops.length - ops.filter((o) => o.kind === "copy").length} host waits (${remote} on a peer's slot), kernel ${r.files.map((f) => f.path).join(", ")}`);
+  console.log(
+    `\ncompiled ${name}: world ${r.manifest.world}, ${ops.filter((o) => o.kind === "copy").length} copies, ${ops.length - ops.filter((o) => o.kind === "copy").length} host waits (${remote} on a peer's slot), kernel ${r.files.map((f) => f.path).join(", ")}`,
+  );
   console.log(`wrote ${join(out, "manifest.json")}; emulate it with: python -m ovl_runtime run --emulate ${join(out, "manifest.json")}`);
   return r;
 }

@@ -12,7 +12,13 @@ import { compileAndWrite } from "./common.js";
 
 /** The lowered reshard of X [M, K] from row-sharded to replicated on `world` ranks. */
 export function gatherPlan(world: number, M: number, K: number) {
-  const lowered = lowerReshard({ tensor: { name: "X", shape: [M, K], dtype: "bf16" }, mesh: [world], before: [shard(0)], after: [replicate()], path: "direct" });
+  const lowered = lowerReshard({
+    tensor: { name: "X", shape: [M, K], dtype: "bf16" },
+    mesh: [world],
+    before: [shard(0)],
+    after: [replicate()],
+    path: "direct",
+  });
   console.log(`implied collective: ${lowered.implied.kind} (${lowered.path} path)`);
   return lowered.plan;
 }

@@ -14,7 +14,10 @@ export function emptyValues(plan: ChunkPlan, init?: (rank: number, tensor: Tenso
     for (const t of plan.tensors) {
       const strides = rowMajor(t.shape);
       const n = t.shape.reduce((a, b) => a * b, 1);
-      m.set(t.name, Array.from({ length: n }, (_, flat) => (init === undefined ? undefined : init(r, t, unflatten(flat, t.shape, strides)))));
+      m.set(
+        t.name,
+        Array.from({ length: n }, (_, flat) => (init === undefined ? undefined : init(r, t, unflatten(flat, t.shape, strides)))),
+      );
     }
     return m;
   });
@@ -80,8 +83,7 @@ export function runPlan(plan: ChunkPlan, values: RankValues, compute?: (values: 
     );
   }
   let computed = compute === undefined;
-  const ready = (n: Node): boolean =>
-    n.op.deps.every((d) => (d.kind === "op" ? done.has(key(d.rank, d.stream, d.index)) : computed));
+  const ready = (n: Node): boolean => n.op.deps.every((d) => (d.kind === "op" ? done.has(key(d.rank, d.stream, d.index)) : computed));
   const read = (r: number, region: Region): number[] => {
     const arr = values[r]?.get(region.tensor);
     if (arr === undefined) throw new FrontendError("execution", `rank ${r} has no tensor ${region.tensor}`);
@@ -131,7 +133,11 @@ export function runPlan(plan: ChunkPlan, values: RankValues, compute?: (values: 
       continue;
     }
     const left = plan.ranks.some((rp) => rp.streams.some((ops, s) => next[rp.rank]![s]! < ops.length));
-    if (left) throw new FrontendError("execution", `plan ${plan.name} stalls: some ops never become ready (a dependency cycle or an unmatched collective)`);
+    if (left)
+      throw new FrontendError(
+        "execution",
+        `plan ${plan.name} stalls: some ops never become ready (a dependency cycle or an unmatched collective)`,
+      );
     return;
   }
 }
@@ -144,7 +150,8 @@ function collectivePeers(plan: ChunkPlan, op: CollectiveOp, seq: number, seqOf: 
     rp?.streams.forEach((ops, s) => {
       const i = next[q]![s]!;
       const o = ops[i];
-      if (o?.kind === "collective" && o.ranks.join(",") === op.ranks.join(",") && seqOf.get(`${q}/${s}/${i}`) === seq) found = { rank: q, stream: s, index: i, op: o };
+      if (o?.kind === "collective" && o.ranks.join(",") === op.ranks.join(",") && seqOf.get(`${q}/${s}/${i}`) === seq)
+        found = { rank: q, stream: s, index: i, op: o };
     });
     if (found === undefined) return undefined;
     out.push(found);
@@ -179,7 +186,11 @@ function runCollective(
       write(nd.rank, op.dst, acc);
     } else if (op.collective === "reduce-scatter") {
       const mine = nodes.map((m, j) => read(m.rank, slabs(ops[j]!.src, n)[i]!));
-      write(nd.rank, op.dst, mine.reduce((a, s) => a.map((v, k) => (op.reduce === "max" ? Math.max(v, s[k]!) : v + s[k]!))));
+      write(
+        nd.rank,
+        op.dst,
+        mine.reduce((a, s) => a.map((v, k) => (op.reduce === "max" ? Math.max(v, s[k]!) : v + s[k]!))),
+      );
     } else {
       nodes.forEach((m, j) => write(nd.rank, slabs(op.dst, n)[j]!, read(m.rank, slabs(ops[j]!.src, n)[i]!)));
     }

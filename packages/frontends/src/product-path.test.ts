@@ -11,7 +11,15 @@ import { replicate, shard } from "./partition/spec.js";
 import { asyncTpGemm, gemmProgram } from "./search/schedules.js";
 
 function agOp(name: string, plan: Operator["plan"], M: number, N: number, K: number): Operator {
-  return { name, kind: "ag-gemm", plan: planSignals(plan), body: builtinBody("gemm_tma_persistent"), problem: { M, N, K }, tile: { BM: 32, BN: 32, BK: 32 }, groupM: 2 };
+  return {
+    name,
+    kind: "ag-gemm",
+    plan: planSignals(plan),
+    body: builtinBody("gemm_tma_persistent"),
+    problem: { M, N, K },
+    tile: { BM: 32, BN: 32, BK: 32 },
+    groupM: 2,
+  };
 }
 
 describe("frontend plans compile", () => {
@@ -22,7 +30,9 @@ describe("frontend plans compile", () => {
         const plan = lowerProgram(asyncTpGemm(gemmProgram(M, 32 * world, 64, "bf16"), world), [world]).plan;
         const r = await compile(agOp("async_tp", plan, M, 32, 64));
         expect(Manifest.safeParse(r.manifest).success).toBe(true);
-        const waits = r.manifest.hostOps.flatMap((h) => h.streams.flatMap((s) => s.ops.flatMap((o) => (o.kind === "wait" ? [[h.rank, o.rank]] : []))));
+        const waits = r.manifest.hostOps.flatMap((h) =>
+          h.streams.flatMap((s) => s.ops.flatMap((o) => (o.kind === "wait" ? [[h.rank, o.rank]] : []))),
+        );
         expect(waits.length).toBe(world * (world - 2));
         for (const [r0, on] of waits) expect(on).toBe((r0! + 1) % world);
       }),
@@ -31,7 +41,13 @@ describe("frontend plans compile", () => {
   });
 
   it("a partition-IR reshard (row-sharded to replicated, direct path) compiles: its AllGather collective becomes pushes", async () => {
-    const lowered = lowerReshard({ tensor: { name: "X", shape: [128, 64], dtype: "bf16" }, mesh: [4], before: [shard(0)], after: [replicate()], path: "direct" });
+    const lowered = lowerReshard({
+      tensor: { name: "X", shape: [128, 64], dtype: "bf16" },
+      mesh: [4],
+      before: [shard(0)],
+      after: [replicate()],
+      path: "direct",
+    });
     expect(lowered.plan.ranks[0]!.streams[0]![0]!.kind).toBe("collective");
     const r = await compile(agOp("partition_ag", lowered.plan, 128, 64, 64));
     for (const h of r.manifest.hostOps) {

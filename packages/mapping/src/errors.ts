@@ -35,10 +35,7 @@ export class MappingError extends Error {
 /** Throws `overflow` unless `n` is a safe integer; returns it otherwise. */
 export function checkedInteger(n: number, what: string): number {
   if (!Number.isSafeInteger(n)) {
-    throw new MappingError(
-      "overflow",
-      `${what} = ${n} is not a safe integer (|n| <= 2^53 - 1); reduce the sizes or ranges involved`,
-    );
+    throw new MappingError("overflow", `${what} = ${n} is not a safe integer (|n| <= 2^53 - 1); reduce the sizes or ranges involved`);
   }
   return n;
 }

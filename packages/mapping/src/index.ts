@@ -3,8 +3,21 @@
 export { MappingError } from "./errors.js";
 export type { MappingErrorCode } from "./errors.js";
 export {
-  ExprSchema, parseExpr, constant, variable, add, sub, mul, floorDiv, ceilDiv, mod, min, max,
-  freeVariables, variableRanges, toExpr,
+  ExprSchema,
+  parseExpr,
+  constant,
+  variable,
+  add,
+  sub,
+  mul,
+  floorDiv,
+  ceilDiv,
+  mod,
+  min,
+  max,
+  freeVariables,
+  variableRanges,
+  toExpr,
 } from "./expr/expr.js";
 export type { Expr, ExprLike, Range, ConstExpr, VarExpr, NaryExpr, DivExpr } from "./expr/expr.js";
 export { isValidIdentifier } from "./expr/identifier.js";
@@ -15,7 +28,14 @@ export { simplify } from "./expr/simplify.js";
 export { toPython, toTypeScript } from "./expr/print.js";
 export type { PythonDialect, PythonOptions } from "./expr/print.js";
 export {
-  LookupTableSchema, IndexMapSchema, lookupTable, fillTable, staticMap, dynamicMap, evaluateMap, mapToPython,
+  LookupTableSchema,
+  IndexMapSchema,
+  lookupTable,
+  fillTable,
+  staticMap,
+  dynamicMap,
+  evaluateMap,
+  mapToPython,
 } from "./tables/table.js";
 export type { LookupTable, TableDtype, IndexMap, TableValues } from "./tables/table.js";
 export { recoverAffine } from "./tables/affine.js";
@@ -23,11 +43,24 @@ export { staticIfAffine } from "./tables/affine.js";
 export { recoverRankAffine } from "./tables/rank-affine.js";
 export type { RankTables } from "./tables/rank-affine.js";
 export {
-  TILE, RANK, ShapeMapSchema, RankMapSchema, ChannelMapSchema, TileMappingSchema, tileBox, tileRank, tileChannel,
+  TILE,
+  RANK,
+  ShapeMapSchema,
+  RankMapSchema,
+  ChannelMapSchema,
+  TileMappingSchema,
+  tileBox,
+  tileRank,
+  tileChannel,
 } from "./maps/tile-maps.js";
 export type { DimRange, ShapeMap, RankMap, ChannelMap, TileMapping, MapEvalOptions, Box } from "./maps/tile-maps.js";
 export {
-  allGatherPull, allGatherPush, reduceScatterRing, allToAll, matrixTiles, rowSharding,
+  allGatherPull,
+  allGatherPush,
+  reduceScatterRing,
+  allToAll,
+  matrixTiles,
+  rowSharding,
 } from "./maps/collectives.js";
 export type { CollectiveTiling, GatherOrder, MatrixTiling } from "./maps/collectives.js";
 export { moeRoutingTables, ROW, EXPERT } from "./maps/moe.js";

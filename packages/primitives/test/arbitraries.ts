@@ -83,22 +83,45 @@ export function primitiveArb(channel: BlockChannel): fc.Arbitrary<Primitive> {
   );
   return fc.oneof(
     fc
-      .record({ tile: tileArb, slot: slot("producer-consumer"), add, target: fc.oneof(target, fc.constant({ mode: "p2p" as const, rank: undefined })), scope: anyScope, resource: deviceSignalResource, label: labelArb })
+      .record({
+        tile: tileArb,
+        slot: slot("producer-consumer"),
+        add,
+        target: fc.oneof(target, fc.constant({ mode: "p2p" as const, rank: undefined })),
+        scope: anyScope,
+        resource: deviceSignalResource,
+        label: labelArb,
+      })
       .map(({ target: t, scope, ...r }) => {
         // A notify that reaches another rank only orders anything at sys scope.
         const local = t.mode === "p2p" && isSelf(t.rank, channel);
         return producerTileNotify(defined({ ...r, ...t, scope: local ? scope : scope === undefined ? undefined : "sys" }));
       }),
-    fc.record({ tile: tileArb, slot: slot("producer-consumer"), scope: anyScope, resource: deviceSignalResource, label: labelArb }).map((r) => consumerTileWait(defined(r))),
-    fc.record({ tile: tileArb, slot: slot("peer"), add, target, scope: sysOrDefault, resource: deviceSignalResource }).map(({ target: t, ...r }) => peerTileNotify(defined({ ...r, ...t }))),
-    fc.record({ tile: tileArb, slot: slot("peer"), rank: ranks, scope: sysOrDefault, resource: deviceSignalResource }).map((r) => peerTileWait(defined(r))),
-    fc.record({ tile: tileArb, slot: slot("rank"), add, target, resource: hostResource, label: labelArb }).map(({ target: t, ...r }) => rankNotify(defined({ ...r, ...t }))),
+    fc
+      .record({ tile: tileArb, slot: slot("producer-consumer"), scope: anyScope, resource: deviceSignalResource, label: labelArb })
+      .map((r) => consumerTileWait(defined(r))),
+    fc
+      .record({ tile: tileArb, slot: slot("peer"), add, target, scope: sysOrDefault, resource: deviceSignalResource })
+      .map(({ target: t, ...r }) => peerTileNotify(defined({ ...r, ...t }))),
+    fc
+      .record({ tile: tileArb, slot: slot("peer"), rank: ranks, scope: sysOrDefault, resource: deviceSignalResource })
+      .map((r) => peerTileWait(defined(r))),
+    fc
+      .record({ tile: tileArb, slot: slot("rank"), add, target, resource: hostResource, label: labelArb })
+      .map(({ target: t, ...r }) => rankNotify(defined({ ...r, ...t }))),
     fc.record({ slot: slot("rank"), rank: ranks, resource: hostResource }).map((r) => rankWait(defined(r))),
     fc
-      .record({ tensor: fc.constantFrom("buf", "tokens"), tile: tileArb, target: fc.oneof(target, fc.constant({ mode: "p2p" as const, rank: undefined })), resource: deviceDataResource })
+      .record({
+        tensor: fc.constantFrom("buf", "tokens"),
+        tile: tileArb,
+        target: fc.oneof(target, fc.constant({ mode: "p2p" as const, rank: undefined })),
+        resource: deviceDataResource,
+      })
       .chain(({ target: t, ...r }) => fc.constantFrom(tilePushData, tilePullData).map((build) => build(defined({ ...r, ...t })))),
     fc
       .record({ src: ranks, dst: ranks, tile: fc.option(tileArb, { nil: undefined }), resource: hostResource })
-      .map(({ src, dst, ...r }) => rankCopyData(defined({ ...r, src: { tensor: "K_shards", rank: src }, dst: { tensor: "K", rank: dst } }))),
+      .map(({ src, dst, ...r }) =>
+        rankCopyData(defined({ ...r, src: { tensor: "K_shards", rank: src }, dst: { tensor: "K", rank: dst } })),
+      ),
   );
 }

@@ -13,4 +13,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,interpret]'
   touch "$stamp"
 fi
+# Lint and format of the runner's Python (ruff, configured in pyproject.toml) before its tests.
+.venv/bin/python -m ruff check src tests
+.venv/bin/python -m ruff format --check src tests
 exec .venv/bin/python -m pytest "$@"

@@ -12,7 +12,15 @@ import type { Report } from "./report.js";
  * - `spawn-failed`: Python could not be started;
  * - `bad-report`: the runner exited but its report is missing or not `ovl.report/v1`.
  */
-export type RunnerErrorCode = "bad-manifest" | "check-failed" | "wait-timeout" | "runner-failed" | "spawn-failed" | "bad-report" | "python-missing" | "install-failed";
+export type RunnerErrorCode =
+  | "bad-manifest"
+  | "check-failed"
+  | "wait-timeout"
+  | "runner-failed"
+  | "spawn-failed"
+  | "bad-report"
+  | "python-missing"
+  | "install-failed";
 
 /** A failed run of the Python runner. `report` is set when the runner wrote one (failed checks, timeouts). */
 export class RunnerError extends Error {

@@ -48,16 +48,26 @@ export async function ensurePythonEnv(options: PythonEnvOptions = {}): Promise<s
     say(`creating the runner's Python environment in ${dir}`);
     const made = await execa(base, ["-m", "venv", dir], { reject: false });
     if (made.exitCode !== 0) {
-      throw new RunnerError("python-missing", `could not create a virtual environment with ${base}: ${lastLines(String(made.stderr ?? "") || String(made.message))}`);
+      throw new RunnerError(
+        "python-missing",
+        `could not create a virtual environment with ${base}: ${lastLines(String(made.stderr ?? "") || String(made.message))}`,
+      );
     }
   }
   const pyproject = join(PACKAGE_ROOT, "pyproject.toml");
   // In the repository the runner is installed from its sources; from npm only its dependencies are.
-  const target = existsSync(pyproject) ? [`${PACKAGE_ROOT}${options.interpret === true ? "[interpret]" : ""}`] : options.interpret === true ? ["numpy", "torch==2.11.0", "triton==3.6.0"] : ["numpy"];
+  const target = existsSync(pyproject)
+    ? [`${PACKAGE_ROOT}${options.interpret === true ? "[interpret]" : ""}`]
+    : options.interpret === true
+      ? ["numpy", "torch==2.11.0", "triton==3.6.0"]
+      : ["numpy"];
   say(`installing ${options.interpret === true ? "numpy, torch and triton" : "numpy"} into it (pip)`);
   const pip = await execa(python, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", ...target], { reject: false });
   if (pip.exitCode !== 0) {
-    throw new RunnerError("install-failed", `pip could not install the runner's dependencies: ${lastLines(String(pip.stderr ?? "") || String(pip.message))}`);
+    throw new RunnerError(
+      "install-failed",
+      `pip could not install the runner's dependencies: ${lastLines(String(pip.stderr ?? "") || String(pip.message))}`,
+    );
   }
   return python;
 }

@@ -10,11 +10,18 @@ const minimal = {
   world: 2,
   dtype: "fp32",
   shapes: { operator: "ag-gemm", M: 64, N: 32, K: 16, rowsPerRank: 32, buffers: { A: [64, 16] } },
-  backends: { symmetricMemory: "emulated", hostOps: "copy-engine", kernels: [{ name: "k", template: "ag-gemm-consumer", stream: "compute" }] },
+  backends: {
+    symmetricMemory: "emulated",
+    hostOps: "copy-engine",
+    kernels: [{ name: "k", template: "ag-gemm-consumer", stream: "compute" }],
+  },
   epochs: 1,
   checks: [{ run: 0, epoch: 1, relErrors: [1e-7, null], maxRelError: null, tolerance: 1e-4, ok: false }],
   times: null,
-  baselines: [{ name: "torch-gemm", ms: 0.5 }, { name: "torch-async-tp", ms: null, error: "RuntimeError" }],
+  baselines: [
+    { name: "torch-gemm", ms: 0.5 },
+    { name: "torch-async-tp", ms: null, error: "RuntimeError" },
+  ],
   failures: [{ code: "wait-timeout", message: "rank 1 ...", rank: 1, slot: 2, seen: 0, expected: 1 }],
   ok: false,
 };
@@ -36,23 +43,55 @@ describe("codeOfExit", () => {
     expect(codeOfExit(1, "device-error")).toBe("runner-failed");
     expect(codeOfExit(2, "bad-manifest")).toBe("bad-manifest");
     expect(codeOfExit(3, "wait-timeout")).toBe("wait-timeout");
-    fc.assert(fc.property(fc.integer({ min: 4, max: 255 }), (c) => codeOfExit(c, undefined) === "runner-failed"), { numRuns: 50 });
+    fc.assert(
+      fc.property(fc.integer({ min: 4, max: 255 }), (c) => codeOfExit(c, undefined) === "runner-failed"),
+      { numRuns: 50 },
+    );
   });
 });
 
 describe("runnerArgs", () => {
   it("builds the runner's command line", () => {
     expect(runnerArgs("m.json", "r.json", { emulate: true, epochs: 2, timeoutS: 0.5 })).toEqual([
-      "-m", "ovl_runtime", "run", "m.json", "--out", "r.json", "--emulate", "--epochs", "2", "--timeout-s", "0.5",
+      "-m",
+      "ovl_runtime",
+      "run",
+      "m.json",
+      "--out",
+      "r.json",
+      "--emulate",
+      "--epochs",
+      "2",
+      "--timeout-s",
+      "0.5",
     ]);
     expect(runnerArgs("m.json", "r.json", { nproc: 4, baselines: true, symmBackend: "nvshmem" })).toEqual([
-      "-m", "torch.distributed.run", "--nproc_per_node=4", "-m", "ovl_runtime", "run", "m.json", "--out", "r.json", "--baselines", "--symm-backend", "nvshmem",
+      "-m",
+      "torch.distributed.run",
+      "--nproc_per_node=4",
+      "-m",
+      "ovl_runtime",
+      "run",
+      "m.json",
+      "--out",
+      "r.json",
+      "--baselines",
+      "--symm-backend",
+      "nvshmem",
     ]);
   });
 
   it("runs every rank in one process for ranksOnOneGpu, never under torchrun", () => {
     expect(runnerArgs("m.json", "r.json", { ranksOnOneGpu: true, nproc: 8, epochs: 3 })).toEqual([
-      "-m", "ovl_runtime", "run", "m.json", "--out", "r.json", "--epochs", "3", "--ranks-on-one-gpu",
+      "-m",
+      "ovl_runtime",
+      "run",
+      "m.json",
+      "--out",
+      "r.json",
+      "--epochs",
+      "3",
+      "--ranks-on-one-gpu",
     ]);
   });
 });

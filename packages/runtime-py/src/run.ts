@@ -107,7 +107,9 @@ export async function runManifest(manifestPath: string, options: RunManifestOpti
   const tmp = options.out === undefined ? await mkdtemp(join(tmpdir(), "ovl-report-")) : undefined;
   const out = options.out ?? join(tmp ?? "", "report.json");
   const src = join(PACKAGE_ROOT, "src");
-  const pythonPath = existsSync(join(src, "ovl_runtime")) ? [src, process.env.PYTHONPATH].filter(Boolean).join(delimiter) : process.env.PYTHONPATH;
+  const pythonPath = existsSync(join(src, "ovl_runtime"))
+    ? [src, process.env.PYTHONPATH].filter(Boolean).join(delimiter)
+    : process.env.PYTHONPATH;
   const events: RunnerProgress[] = [];
   const stderrLines: string[] = [];
   try {
@@ -126,7 +128,9 @@ export async function runManifest(manifestPath: string, options: RunManifestOpti
     }
     const result = await child;
     if (result.exitCode === undefined) {
-      throw new RunnerError("spawn-failed", `could not run ${python}: ${result.originalMessage ?? result.message}`, { stderr: stderrLines.join("\n") });
+      throw new RunnerError("spawn-failed", `could not run ${python}: ${result.originalMessage ?? result.message}`, {
+        stderr: stderrLines.join("\n"),
+      });
     }
     const lastError = [...events].reverse().find((e) => e.event === "error");
     const report = result.exitCode === 2 ? undefined : await readReport(out);

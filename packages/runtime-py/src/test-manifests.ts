@@ -22,7 +22,11 @@ export function agGemmManifest(world = 2, M = 64, N = 32, K = 16, split = 2): Js
       for (let b = 0; b < perRank; b++) o.push(src * perRank + b);
     }
     order.push(o);
-    slots.push(Array.from({ length: M / BM }, (_, m) => (Math.floor(m / perRank) === r ? -1 : Math.floor(m / perRank) * split + Math.floor((m % perRank) / perChunk))));
+    slots.push(
+      Array.from({ length: M / BM }, (_, m) =>
+        Math.floor(m / perRank) === r ? -1 : Math.floor(m / perRank) * split + Math.floor((m % perRank) / perChunk),
+      ),
+    );
     const ops: Json[] = [];
     for (let i = 1; i < world; i++) {
       const p = (r + i) % world;

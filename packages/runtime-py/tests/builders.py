@@ -12,14 +12,31 @@ def _arg(arg_name: str, **value: Any) -> dict[str, Any]:
 
 def _kernel(name: str, kind: str, params: dict[str, Any], args: list[dict[str, Any]], grid: list[Any]) -> dict[str, Any]:
     return {
-        "name": name, "source": f"{name}.py", "entry": name, "stream": "compute", "grid": grid,
-        "numWarps": 4, "numStages": 3, "args": args, "constexprs": {},
+        "name": name,
+        "source": f"{name}.py",
+        "entry": name,
+        "stream": "compute",
+        "grid": grid,
+        "numWarps": 4,
+        "numStages": 3,
+        "args": args,
+        "constexprs": {},
         "template": {"kind": kind, "params": params},
     }
 
 
-def ag_gemm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16, BN: int = 32, split: int = 2,
-            group_m: int = 2, dtype: str = "fp32", tolerance: float = 1e-4) -> dict[str, Any]:
+def ag_gemm(
+    world: int = 2,
+    M: int = 128,
+    N: int = 64,
+    K: int = 32,
+    BM: int = 16,
+    BN: int = 32,
+    split: int = 2,
+    group_m: int = 2,
+    dtype: str = "fp32",
+    tolerance: float = 1e-4,
+) -> dict[str, Any]:
     """Copy-engine push AllGather of A's row shards + a consumer GEMM waiting per chunk."""
     rpr = M // world
     assert rpr % (split * BM) == 0, "each chunk must be whole m-blocks"
@@ -38,18 +55,36 @@ def ag_gemm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
             p = (r + i) % world
             for j in range(split):
                 off = (r * rpr + j * rows) * K
-                ops.append({"kind": "copy", "src": {"buffer": "A", "rank": r, "offset": off, "length": rows * K},
-                            "dst": {"buffer": "A", "rank": p, "offset": off, "length": rows * K},
-                            "signal": {"rank": p, "slot": r * split + j}})
+                ops.append(
+                    {
+                        "kind": "copy",
+                        "src": {"buffer": "A", "rank": r, "offset": off, "length": rows * K},
+                        "dst": {"buffer": "A", "rank": p, "offset": off, "length": rows * K},
+                        "signal": {"rank": p, "slot": r * split + j},
+                    }
+                )
         host.append({"rank": r, "streams": [{"name": "push", "ops": ops}]})
     params = {"M": M, "N": N, "K": K, "BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": 16, "GROUP_M": group_m}
-    args = [_arg("a_ptr", kind="buffer", name="A"), _arg("b_ptr", kind="buffer", name="B"), _arg("c_ptr", kind="buffer", name="C"),
-            _arg("order_ptr", kind="table", name="order"), _arg("slot_ptr", kind="table", name="wait_slot"),
-            _arg("sig_ptr", kind="buffer", name="sig"), _arg("err_ptr", kind="error-buffer"),
-            _arg("M", kind="int", value=M), _arg("N", kind="int", value=N), _arg("K", kind="int", value=K),
-            _arg("rank", kind="rank"), _arg("target", kind="epoch-target", arrivals=1), _arg("timeout_ns", kind="timeout-ns")]
+    args = [
+        _arg("a_ptr", kind="buffer", name="A"),
+        _arg("b_ptr", kind="buffer", name="B"),
+        _arg("c_ptr", kind="buffer", name="C"),
+        _arg("order_ptr", kind="table", name="order"),
+        _arg("slot_ptr", kind="table", name="wait_slot"),
+        _arg("sig_ptr", kind="buffer", name="sig"),
+        _arg("err_ptr", kind="error-buffer"),
+        _arg("M", kind="int", value=M),
+        _arg("N", kind="int", value=N),
+        _arg("K", kind="int", value=K),
+        _arg("rank", kind="rank"),
+        _arg("target", kind="epoch-target", arrivals=1),
+        _arg("timeout_ns", kind="timeout-ns"),
+    ]
     return {
-        "$schema": "ovl.manifest/v1", "name": f"ag_gemm_w{world}", "world": world, "dtype": dtype,
+        "$schema": "ovl.manifest/v1",
+        "name": f"ag_gemm_w{world}",
+        "world": world,
+        "dtype": dtype,
         "buffers": [
             {"name": "A", "shape": [M, K], "dtype": dtype, "symmetric": True, "init": "random"},
             {"name": "B", "shape": [K, N], "dtype": dtype, "symmetric": False, "init": "random"},
@@ -58,16 +93,39 @@ def ag_gemm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
         ],
         "signals": {"buffer": "sig", "slots": world * split, "bits": 32},
         "tables": [{"name": "order", "dtype": "int32", "values": orders}, {"name": "wait_slot", "dtype": "int32", "values": slots}],
-        "kernels": [_kernel("ag_gemm_consumer", "ag-gemm-consumer", params, args, [{"kind": "num-sms", "cap": math.ceil(M / BM) * math.ceil(N / BN)}])],
+        "kernels": [
+            _kernel(
+                "ag_gemm_consumer", "ag-gemm-consumer", params, args, [{"kind": "num-sms", "cap": math.ceil(M / BM) * math.ceil(N / BN)}]
+            )
+        ],
         "hostOps": host,
-        "reference": {"operator": "ag-gemm", "M": M, "N": N, "K": K, "inputs": {"A": "A", "B": "B"}, "output": "C", "rowsPerRank": rpr, "tolerance": tolerance},
+        "reference": {
+            "operator": "ag-gemm",
+            "M": M,
+            "N": N,
+            "K": K,
+            "inputs": {"A": "A", "B": "B"},
+            "output": "C",
+            "rowsPerRank": rpr,
+            "tolerance": tolerance,
+        },
         "timing": {"warmup": 1, "reps": 3, "checkRuns": 3},
         "waitTimeoutNs": 2_000_000_000,
     }
 
 
-def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16, BN: int = 32, group_m: int = 2,
-            dtype: str = "fp32", tolerance: float = 1e-4, chunk_blocks: int = 1) -> dict[str, Any]:
+def gemm_rs(
+    world: int = 2,
+    M: int = 128,
+    N: int = 64,
+    K: int = 32,
+    BM: int = 16,
+    BN: int = 32,
+    group_m: int = 2,
+    dtype: str = "fp32",
+    tolerance: float = 1e-4,
+    chunk_blocks: int = 1,
+) -> dict[str, Any]:
     """A producer GEMM notifying per tile, copy-engine sends of finished chunks (``chunk_blocks``
     m-blocks, one copy and one signal each) to their owner, rs-reduce reading its slot table."""
     rpr = M // world
@@ -92,23 +150,47 @@ def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
             for mb in range(0, per_slab, chunk_blocks):
                 m = o * per_slab + mb
                 ops += [{"kind": "wait", "slot": done0 + m + k, "arrivals": n_tiles} for k in range(chunk_blocks)]
-                ops.append({"kind": "copy", "src": {"buffer": "C", "rank": r, "offset": m * BM * N, "length": chunk_blocks * BM * N},
-                            "dst": {"buffer": "P", "rank": o, "offset": (r * rpr + mb * BM) * N, "length": chunk_blocks * BM * N},
-                            "signal": {"rank": o, "slot": r * per_slab + mb}})
+                ops.append(
+                    {
+                        "kind": "copy",
+                        "src": {"buffer": "C", "rank": r, "offset": m * BM * N, "length": chunk_blocks * BM * N},
+                        "dst": {"buffer": "P", "rank": o, "offset": (r * rpr + mb * BM) * N, "length": chunk_blocks * BM * N},
+                        "signal": {"rank": o, "slot": r * per_slab + mb},
+                    }
+                )
             streams.append({"name": f"to{o}", "ops": ops})
         host.append({"rank": r, "streams": streams})
     gp = {"M": M, "N": N, "K": K, "BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": 16, "GROUP_M": group_m}
-    gargs = [_arg("a_ptr", kind="buffer", name="A"), _arg("b_ptr", kind="buffer", name="B"), _arg("c_ptr", kind="buffer", name="C"),
-             _arg("order_ptr", kind="table", name="order"), _arg("notify_ptr", kind="table", name="notify_slot"),
-             _arg("sig_ptr", kind="buffer", name="sig"),
-             _arg("M", kind="int", value=M), _arg("N", kind="int", value=N), _arg("K", kind="int", value=K)]
+    gargs = [
+        _arg("a_ptr", kind="buffer", name="A"),
+        _arg("b_ptr", kind="buffer", name="B"),
+        _arg("c_ptr", kind="buffer", name="C"),
+        _arg("order_ptr", kind="table", name="order"),
+        _arg("notify_ptr", kind="table", name="notify_slot"),
+        _arg("sig_ptr", kind="buffer", name="sig"),
+        _arg("M", kind="int", value=M),
+        _arg("N", kind="int", value=N),
+        _arg("K", kind="int", value=K),
+    ]
     rp = {"WORLD": world, "BLOCK_M": BM, "BLOCK_N": BN, "N": N, "rows_per_rank": rpr}
-    rargs = [_arg("part_ptr", kind="buffer", name="P"), _arg("out_ptr", kind="buffer", name="out"), _arg("sig_ptr", kind="buffer", name="sig"),
-             _arg("slot_ptr", kind="table", name="arrival_slot"), _arg("err_ptr", kind="error-buffer"), _arg("N", kind="int", value=N), _arg("rank", kind="rank"),
-             _arg("target", kind="epoch-target", arrivals=1), _arg("timeout_ns", kind="timeout-ns"), _arg("rows_per_rank", kind="int", value=rpr)]
+    rargs = [
+        _arg("part_ptr", kind="buffer", name="P"),
+        _arg("out_ptr", kind="buffer", name="out"),
+        _arg("sig_ptr", kind="buffer", name="sig"),
+        _arg("slot_ptr", kind="table", name="arrival_slot"),
+        _arg("err_ptr", kind="error-buffer"),
+        _arg("N", kind="int", value=N),
+        _arg("rank", kind="rank"),
+        _arg("target", kind="epoch-target", arrivals=1),
+        _arg("timeout_ns", kind="timeout-ns"),
+        _arg("rows_per_rank", kind="int", value=rpr),
+    ]
     slots = done0 + blocks
     return {
-        "$schema": "ovl.manifest/v1", "name": f"gemm_rs_w{world}", "world": world, "dtype": dtype,
+        "$schema": "ovl.manifest/v1",
+        "name": f"gemm_rs_w{world}",
+        "world": world,
+        "dtype": dtype,
         "buffers": [
             {"name": "A", "shape": [M, K], "dtype": dtype, "symmetric": False, "init": "random"},
             {"name": "B", "shape": [K, N], "dtype": dtype, "symmetric": False, "init": "random"},
@@ -118,14 +200,26 @@ def gemm_rs(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int = 16
             {"name": "sig", "shape": [slots], "dtype": "uint32", "symmetric": True, "init": "zeros"},
         ],
         "signals": {"buffer": "sig", "slots": slots, "bits": 32},
-        "tables": [{"name": "order", "dtype": "int32", "values": orders}, {"name": "notify_slot", "dtype": "int32", "values": notify},
-                   {"name": "arrival_slot", "dtype": "int32", "values": arrival}],
+        "tables": [
+            {"name": "order", "dtype": "int32", "values": orders},
+            {"name": "notify_slot", "dtype": "int32", "values": notify},
+            {"name": "arrival_slot", "dtype": "int32", "values": arrival},
+        ],
         "kernels": [
             _kernel("gemm_producer", "gemm-producer", gp, gargs, [{"kind": "num-sms", "cap": blocks * n_tiles}]),
             _kernel("rs_reduce", "rs-reduce", rp, rargs, [per_slab, n_tiles]),
         ],
         "hostOps": host,
-        "reference": {"operator": "gemm-rs", "M": M, "N": N, "K": K, "inputs": {"A": "A", "B": "B"}, "output": "out", "rowsPerRank": rpr, "tolerance": tolerance},
+        "reference": {
+            "operator": "gemm-rs",
+            "M": M,
+            "N": N,
+            "K": K,
+            "inputs": {"A": "A", "B": "B"},
+            "output": "out",
+            "rowsPerRank": rpr,
+            "tolerance": tolerance,
+        },
         "timing": {"warmup": 1, "reps": 3, "checkRuns": 3},
         "waitTimeoutNs": 2_000_000_000,
     }
@@ -147,10 +241,18 @@ def gemm_rs_sm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int =
         segs.append(rows)
     d["hostOps"] = []
     d["tables"].append({"name": "push_segments", "dtype": "int64", "values": segs})
-    args = [_arg("src_ptr", kind="buffer", name="C"), _arg("dst_ptrs", kind="peer-pointers", buffer="P"),
-            _arg("sig_ptr", kind="buffer", name="sig"), _arg("sig_ptrs", kind="peer-pointers", buffer="sig"),
-            _arg("seg_ptr", kind="table", name="push_segments"), _arg("num_segments", kind="int", value=world * per_slab),
-            _arg("err_ptr", kind="error-buffer"), _arg("rank", kind="rank"), _arg("epoch", kind="epoch"), _arg("timeout_ns", kind="timeout-ns")]
+    args = [
+        _arg("src_ptr", kind="buffer", name="C"),
+        _arg("dst_ptrs", kind="peer-pointers", buffer="P"),
+        _arg("sig_ptr", kind="buffer", name="sig"),
+        _arg("sig_ptrs", kind="peer-pointers", buffer="sig"),
+        _arg("seg_ptr", kind="table", name="push_segments"),
+        _arg("num_segments", kind="int", value=world * per_slab),
+        _arg("err_ptr", kind="error-buffer"),
+        _arg("rank", kind="rank"),
+        _arg("epoch", kind="epoch"),
+        _arg("timeout_ns", kind="timeout-ns"),
+    ]
     push = _kernel("sm_push", "sm-push", {"BLOCK": 1024}, args, [4])
     push["stream"], push["constexprs"] = "comm", {"BLOCK": 1024}
     d["kernels"].insert(1, push)
@@ -165,22 +267,48 @@ def all_gather_pull(world: int = 2, M: int = 64, N: int = 48) -> dict[str, Any]:
     rpr = M // world
     host, segs = [], []
     for r in range(world):
-        host.append({"rank": r, "streams": [{"name": "stage", "ops": [
-            {"kind": "copy", "src": {"buffer": "X", "rank": r, "offset": 0, "length": rpr * N},
-             "dst": {"buffer": "S", "rank": r, "offset": 0, "length": rpr * N}, "signal": {"rank": r, "slot": r}}]}]})
+        host.append(
+            {
+                "rank": r,
+                "streams": [
+                    {
+                        "name": "stage",
+                        "ops": [
+                            {
+                                "kind": "copy",
+                                "src": {"buffer": "X", "rank": r, "offset": 0, "length": rpr * N},
+                                "dst": {"buffer": "S", "rank": r, "offset": 0, "length": rpr * N},
+                                "signal": {"rank": r, "slot": r},
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
         rows = []
         for i in range(world):
             p = (r + i) % world
             rows += [p, 0, p * rpr * N, rpr * N, p, 1, world + p]
         segs.append(rows)
-    args = [_arg("src_ptrs", kind="peer-pointers", buffer="S"), _arg("dst_ptr", kind="buffer", name="Y"),
-            _arg("sig_ptr", kind="buffer", name="sig"), _arg("sig_ptrs", kind="peer-pointers", buffer="sig"),
-            _arg("seg_ptr", kind="table", name="pull_segments"), _arg("num_segments", kind="int", value=world),
-            _arg("err_ptr", kind="error-buffer"), _arg("rank", kind="rank"), _arg("epoch", kind="epoch"), _arg("timeout_ns", kind="timeout-ns")]
+    args = [
+        _arg("src_ptrs", kind="peer-pointers", buffer="S"),
+        _arg("dst_ptr", kind="buffer", name="Y"),
+        _arg("sig_ptr", kind="buffer", name="sig"),
+        _arg("sig_ptrs", kind="peer-pointers", buffer="sig"),
+        _arg("seg_ptr", kind="table", name="pull_segments"),
+        _arg("num_segments", kind="int", value=world),
+        _arg("err_ptr", kind="error-buffer"),
+        _arg("rank", kind="rank"),
+        _arg("epoch", kind="epoch"),
+        _arg("timeout_ns", kind="timeout-ns"),
+    ]
     pull = _kernel("sm_pull", "sm-pull", {"BLOCK": 1024}, args, [2])
     pull["stream"] = "comm"
     return {
-        "$schema": "ovl.manifest/v1", "name": f"all_gather_pull_w{world}", "world": world, "dtype": "fp32",
+        "$schema": "ovl.manifest/v1",
+        "name": f"all_gather_pull_w{world}",
+        "world": world,
+        "dtype": "fp32",
         "buffers": [
             {"name": "X", "shape": [rpr, N], "dtype": "fp32", "symmetric": False, "init": "random"},
             {"name": "S", "shape": [rpr, N], "dtype": "fp32", "symmetric": True, "init": "poison"},
@@ -189,9 +317,20 @@ def all_gather_pull(world: int = 2, M: int = 64, N: int = 48) -> dict[str, Any]:
         ],
         "signals": {"buffer": "sig", "slots": 2 * world, "bits": 32},
         "tables": [{"name": "pull_segments", "dtype": "int64", "values": segs}],
-        "kernels": [pull], "hostOps": host,
-        "reference": {"operator": "all-gather", "M": M, "N": N, "K": 1, "inputs": {"X": "X"}, "output": "Y", "rowsPerRank": rpr, "tolerance": 1e-6},
-        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3}, "waitTimeoutNs": 2_000_000_000,
+        "kernels": [pull],
+        "hostOps": host,
+        "reference": {
+            "operator": "all-gather",
+            "M": M,
+            "N": N,
+            "K": 1,
+            "inputs": {"X": "X"},
+            "output": "Y",
+            "rowsPerRank": rpr,
+            "tolerance": 1e-6,
+        },
+        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3},
+        "waitTimeoutNs": 2_000_000_000,
     }
 
 
@@ -203,23 +342,49 @@ def reduce_scatter_ring(world: int = 3, M: int = 96, N: int = 32) -> dict[str, A
     host, segs = [], []
     for r in range(world):
         c0, nxt = (r - 1) % world, (r + 1) % world
-        host.append({"rank": r, "streams": [{"name": "start", "ops": [
-            {"kind": "copy", "src": {"buffer": "X", "rank": r, "offset": c0 * ch, "length": ch},
-             "dst": {"buffer": "recv", "rank": nxt, "offset": c0 * ch, "length": ch}, "signal": {"rank": nxt, "slot": c0}}]}]})
+        host.append(
+            {
+                "rank": r,
+                "streams": [
+                    {
+                        "name": "start",
+                        "ops": [
+                            {
+                                "kind": "copy",
+                                "src": {"buffer": "X", "rank": r, "offset": c0 * ch, "length": ch},
+                                "dst": {"buffer": "recv", "rank": nxt, "offset": c0 * ch, "length": ch},
+                                "signal": {"rank": nxt, "slot": c0},
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
         rows = []
         for h in range(1, world):
             c = (r - 1 - h) % world
             last = c == r
             rows += [c * ch, c * ch, ch, c, 1, -1 if last else nxt, c * ch, world + c if last else c]
         segs.append(rows)
-    args = [_arg("recv_ptr", kind="buffer", name="recv"), _arg("acc_ptr", kind="buffer", name="X"),
-            _arg("recv_ptrs", kind="peer-pointers", buffer="recv"), _arg("sig_ptr", kind="buffer", name="sig"),
-            _arg("sig_ptrs", kind="peer-pointers", buffer="sig"), _arg("seg_ptr", kind="table", name="ring_segments"),
-            _arg("num_segments", kind="int", value=world - 1), _arg("err_ptr", kind="error-buffer"), _arg("rank", kind="rank"),
-            _arg("epoch", kind="epoch"), _arg("timeout_ns", kind="timeout-ns")]
+    args = [
+        _arg("recv_ptr", kind="buffer", name="recv"),
+        _arg("acc_ptr", kind="buffer", name="X"),
+        _arg("recv_ptrs", kind="peer-pointers", buffer="recv"),
+        _arg("sig_ptr", kind="buffer", name="sig"),
+        _arg("sig_ptrs", kind="peer-pointers", buffer="sig"),
+        _arg("seg_ptr", kind="table", name="ring_segments"),
+        _arg("num_segments", kind="int", value=world - 1),
+        _arg("err_ptr", kind="error-buffer"),
+        _arg("rank", kind="rank"),
+        _arg("epoch", kind="epoch"),
+        _arg("timeout_ns", kind="timeout-ns"),
+    ]
     ring = _kernel("ring_reduce", "ring-reduce", {"BLOCK": 1024}, args, [1])
     return {
-        "$schema": "ovl.manifest/v1", "name": f"reduce_scatter_ring_w{world}", "world": world, "dtype": "fp32",
+        "$schema": "ovl.manifest/v1",
+        "name": f"reduce_scatter_ring_w{world}",
+        "world": world,
+        "dtype": "fp32",
         "buffers": [
             {"name": "X", "shape": [M, N], "dtype": "fp32", "symmetric": False, "init": "random"},
             {"name": "recv", "shape": [M, N], "dtype": "fp32", "symmetric": True, "init": "poison"},
@@ -227,7 +392,18 @@ def reduce_scatter_ring(world: int = 3, M: int = 96, N: int = 32) -> dict[str, A
         ],
         "signals": {"buffer": "sig", "slots": 2 * world, "bits": 32},
         "tables": [{"name": "ring_segments", "dtype": "int64", "values": segs}],
-        "kernels": [ring], "hostOps": host,
-        "reference": {"operator": "reduce-scatter", "M": M, "N": N, "K": 1, "inputs": {"X": "X"}, "output": "X", "rowsPerRank": rpr, "tolerance": 1e-5},
-        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3}, "waitTimeoutNs": 2_000_000_000,
+        "kernels": [ring],
+        "hostOps": host,
+        "reference": {
+            "operator": "reduce-scatter",
+            "M": M,
+            "N": N,
+            "K": 1,
+            "inputs": {"X": "X"},
+            "output": "X",
+            "rowsPerRank": rpr,
+            "tolerance": 1e-5,
+        },
+        "timing": {"warmup": 1, "reps": 3, "checkRuns": 3},
+        "waitTimeoutNs": 2_000_000_000,
     }

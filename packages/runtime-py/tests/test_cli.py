@@ -3,9 +3,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import builders
 import pytest
 
-import builders
 from ovl_runtime.cli import main
 from ovl_runtime.env import SAFE_ENV
 

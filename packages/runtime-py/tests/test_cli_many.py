@@ -13,9 +13,9 @@ import types
 from pathlib import Path
 from typing import Any
 
+import builders
 import pytest
 
-import builders
 from ovl_runtime import cli
 from ovl_runtime.errors import CheckFailed, DeviceError, ManifestError, UsageError
 from ovl_runtime.manifest import load_manifest
@@ -123,8 +123,9 @@ def test_out_and_out_dir_together_are_a_usage_error(tmp_path):
     assert exc.value.code == 2
 
 
-@pytest.mark.parametrize("layout", [("p/a/manifest.json", "q/a/manifest.json"), ("a/manifest.json", "a/manifest.json"),
-                                    ("a/manifest.json", "b/a.json")])
+@pytest.mark.parametrize(
+    "layout", [("p/a/manifest.json", "q/a/manifest.json"), ("a/manifest.json", "a/manifest.json"), ("a/manifest.json", "b/a.json")]
+)
 def test_manifests_that_would_share_a_report_are_refused(tmp_path, layout):
     paths = [_write(tmp_path / rel, builders.ag_gemm(world=2)) for rel in layout]
     out = tmp_path / "r"
@@ -248,8 +249,13 @@ class _Stack:
         self.reference_mod.baselines = lambda *a: []  # type: ignore[attr-defined]
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        for name, mod in (("torch", self.torch), ("torch.distributed", self.dist), ("triton", self.triton),
-                          ("ovl_runtime.gpu_session", self.session_mod), ("ovl_runtime.gpu_reference", self.reference_mod)):
+        for name, mod in (
+            ("torch", self.torch),
+            ("torch.distributed", self.dist),
+            ("triton", self.triton),
+            ("ovl_runtime.gpu_session", self.session_mod),
+            ("ovl_runtime.gpu_reference", self.reference_mod),
+        ):
             monkeypatch.setitem(sys.modules, name, mod)
         for k, v in {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}.items():
             monkeypatch.setenv(k, v)
@@ -264,6 +270,7 @@ def _checked_and_timed(stack: _Stack):
         if m.name.startswith("crash"):
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         outcome.times_ms = [[1.0], [1.0]]
+
     return run
 
 
@@ -292,12 +299,27 @@ def test_run_gpu_many_shares_one_process_group_and_frees_each_session(tmp_path, 
     assert isinstance(ok2, RunOutcome) and ok2.ok
     assert isinstance(crash, DeviceError) and "illegal memory access" in str(crash)
     assert stack.calls == [
-        "set_device 0", "init nccl", "check_world 2", "set_allocator",
-        "session ok1 (alive before: 0)", "run ok1", "empty_cache", "barrier",
-        "session wrong (alive before: 0)", "run wrong", "empty_cache", "barrier",
-        "session bad_kernel (alive before: 0)", "empty_cache", "barrier",
-        "session ok2 (alive before: 0)", "run ok2", "empty_cache", "barrier",
-        "session crash (alive before: 0)", "run crash",
+        "set_device 0",
+        "init nccl",
+        "check_world 2",
+        "set_allocator",
+        "session ok1 (alive before: 0)",
+        "run ok1",
+        "empty_cache",
+        "barrier",
+        "session wrong (alive before: 0)",
+        "run wrong",
+        "empty_cache",
+        "barrier",
+        "session bad_kernel (alive before: 0)",
+        "empty_cache",
+        "barrier",
+        "session ok2 (alive before: 0)",
+        "run ok2",
+        "empty_cache",
+        "barrier",
+        "session crash (alive before: 0)",
+        "run crash",
         "destroy",
     ]
     gc.collect()  # after a device error the run stops without collecting
@@ -311,8 +333,10 @@ def test_run_gpu_many_refuses_mixed_worlds_before_the_process_group(tmp_path, mo
 
     stack = _Stack()
     stack.install(monkeypatch)
-    ms = [load_manifest(_write(tmp_path / "a" / "manifest.json", builders.ag_gemm(world=2))),
-          load_manifest(_write(tmp_path / "b" / "manifest.json", builders.ag_gemm(world=4)))]
+    ms = [
+        load_manifest(_write(tmp_path / "a" / "manifest.json", builders.ag_gemm(world=2))),
+        load_manifest(_write(tmp_path / "b" / "manifest.json", builders.ag_gemm(world=4))),
+    ]
     with pytest.raises(UsageError, match="worlds 2, 4"):
         list(gpu.run_gpu_many(ms))
     assert stack.calls == []

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import builders
-from ovl_runtime.outcome import CheckRecord, RunOutcome
+
 from ovl_runtime.manifest import load_manifest
+from ovl_runtime.outcome import CheckRecord, RunOutcome
 from ovl_runtime.report import build_report
 
 
@@ -25,8 +26,9 @@ def _write(folder: Path, d: dict) -> Path:
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-m", "ovl_runtime", "run", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "ovl_runtime", "run", *args], capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}
+    )
 
 
 def _error(p: subprocess.CompletedProcess) -> dict:
@@ -62,8 +64,14 @@ def test_a_bad_manifest_is_still_reported_as_such(tmp_path):
 
 def test_a_one_gpu_report_says_its_mode_and_that_its_times_are_not_performance(tmp_path):
     m = load_manifest(_write(tmp_path / "ag", builders.ag_gemm(world=2)))
-    o = RunOutcome(mode="one-gpu", device="GPU", backend="none (one process, plain tensors)", clock="cuda-events",
-                   checks=[CheckRecord.of(0, 2, [1e-3, 2e-3], 0.02)], times_ms=[[1.0, 2.0], [1.5, 2.5]],
-                   extra={"note": "all ranks share one GPU: times are not performance figures"})
+    o = RunOutcome(
+        mode="one-gpu",
+        device="GPU",
+        backend="none (one process, plain tensors)",
+        clock="cuda-events",
+        checks=[CheckRecord.of(0, 2, [1e-3, 2e-3], 0.02)],
+        times_ms=[[1.0, 2.0], [1.5, 2.5]],
+        extra={"note": "all ranks share one GPU: times are not performance figures"},
+    )
     r = build_report(m, o)
     assert r["mode"] == "one-gpu" and r["ok"] is True and "not performance" in r["extra"]["note"]

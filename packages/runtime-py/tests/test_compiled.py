@@ -67,8 +67,11 @@ def compiled(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("compiled")
     keys = ["name", "kind", "body", "world", "M", "N", "K", "split", "tile", "dtype", "ring"]
     cases = [dict(zip(keys, c)) for c in CASES]
-    subprocess.run([node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), plan_pkg.as_uri(), json.dumps(cases)],
-                   check=True, timeout=120)
+    subprocess.run(
+        [node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), plan_pkg.as_uri(), json.dumps(cases)],
+        check=True,
+        timeout=120,
+    )
     return out
 
 

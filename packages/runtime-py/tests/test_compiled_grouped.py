@@ -65,8 +65,11 @@ def compiled(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("grouped")
     keys = ["name", "world", "M", "N", "K", "split", "tile", "dtype", "ring", "experts", "routing"]
     cases = [dict(zip(keys, c)) for c in CASES]
-    subprocess.run([node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), plan_pkg.as_uri(), json.dumps(cases)],
-                   check=True, timeout=120)
+    subprocess.run(
+        [node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), plan_pkg.as_uri(), json.dumps(cases)],
+        check=True,
+        timeout=120,
+    )
     return out
 
 
@@ -110,16 +113,20 @@ def test_a_routing_that_differs_from_the_kernels_is_caught(compiled, tmp_path):
         d["tables"].append({"name": "other", "dtype": "int32", "values": [list(r) for r in t["values"]]})
         d["reference"]["groupTable"] = "other"
         t["values"] = [[0] * len(r) for r in t["values"]]
+
     out = emulate(load_manifest(_edited(compiled, tmp_path, "w2_uneven", edit)), epochs=1, seed=1, engine="numpy")
     assert out.failures or not all(c.ok for c in out.checks)
 
 
-@pytest.mark.parametrize("fault,message", [
-    ("out-of-range", "outside \\[0, 4\\)"),
-    ("per-rank", "the same on every rank"),
-    ("missing", "needs groupTable"),
-    ("length", "do not divide M"),
-])
+@pytest.mark.parametrize(
+    "fault,message",
+    [
+        ("out-of-range", "outside \\[0, 4\\)"),
+        ("per-rank", "the same on every rank"),
+        ("missing", "needs groupTable"),
+        ("length", "do not divide M"),
+    ],
+)
 def test_bad_group_tables_are_refused_when_loaded(compiled, tmp_path, fault, message):
     def edit(d):
         t = _table(d)
@@ -131,6 +138,7 @@ def test_bad_group_tables_are_refused_when_loaded(compiled, tmp_path, fault, mes
             del d["reference"]["groupTable"]
         else:
             t["values"] = [[*r, 0] for r in t["values"]]
+
     with pytest.raises(ManifestError, match=message):
         load_manifest(_edited(compiled, tmp_path, "w2_uneven", edit))
 
@@ -144,7 +152,7 @@ def test_the_references_multiply_each_m_block_by_its_expert(compiled):
     full = np.concatenate([x["A"] for x in inputs])
     routing = [0, 2, 0, 1, 2, 2]
     assert expert_runs(routing, 32) == [(0, 32, 0), (32, 64, 2), (64, 96, 0), (96, 128, 1), (128, 192, 2)]
-    want = [np.concatenate([full[32 * mb:32 * (mb + 1)] @ x["B"][e] for mb, e in enumerate(routing)]) for x in inputs]
+    want = [np.concatenate([full[32 * mb : 32 * (mb + 1)] @ x["B"][e] for mb, e in enumerate(routing)]) for x in inputs]
     got = references(m, inputs)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12)

@@ -67,8 +67,20 @@ def compiled(tmp_path_factory) -> Path:
         pytest.skip(f"needs node and the built {EMITTER} and {PLAN_PKG}")
     out = tmp_path_factory.mktemp("compiled_plans")
     keys = ["name", "kind", "plan", "mesh", "M", "N", "K", "split", "tile", "dtype"]
-    subprocess.run([node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), PLAN_PKG.as_uri(),
-                    json.dumps([dict(zip(keys, c)) for c in CASES])], check=True, timeout=120)
+    subprocess.run(
+        [
+            node,
+            "--input-type=module",
+            "-e",
+            SCRIPT,
+            EMITTER.as_uri(),
+            str(out),
+            PLAN_PKG.as_uri(),
+            json.dumps([dict(zip(keys, c)) for c in CASES]),
+        ],
+        check=True,
+        timeout=120,
+    )
     return out
 
 

@@ -6,9 +6,9 @@ import ctypes
 import pytest
 
 from ovl_runtime.cubin import (
+    CubinError,
     CUlaunchAttribute,
     CUlaunchConfig,
-    CubinError,
     launch_config,
     launch_grid,
     pack_args,
@@ -80,7 +80,15 @@ def test_parse_metadata_names_the_bad_field(path, bad):
 
 def test_pack_args_in_order_with_scratch_pointers():
     m = parse_metadata(META)
-    values = {"a_ptr": 0x7F0000001000, "M": 1024, "rank": 1, "target": scalar_value(m.args[3], 1, 2, 3, 5), "timeout_ns": 5_000_000_000, "dst_ptrs": 0x7F0000002000, "global_scratch": 0x7F0000003000}
+    values = {
+        "a_ptr": 0x7F0000001000,
+        "M": 1024,
+        "rank": 1,
+        "target": scalar_value(m.args[3], 1, 2, 3, 5),
+        "timeout_ns": 5_000_000_000,
+        "dst_ptrs": 0x7F0000002000,
+        "global_scratch": 0x7F0000003000,
+    }
     packed = pack_args(m, values)
     assert len(packed) == 8
     assert read_back(packed) == [0x7F0000001000, 1024, 1, 12, 5_000_000_000, 0x7F0000002000, 0x7F0000003000, 0]

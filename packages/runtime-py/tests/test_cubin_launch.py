@@ -98,12 +98,20 @@ def test_values_pack_in_the_metadata_layout(push):
     expected = []
     for ca in meta.args:
         a = args[ca.name]
-        expected.append({
-            "buffer": lambda: addr.buffers[a.name], "table": lambda: addr.tables[a.name],
-            "peer-pointers": lambda: addr.peers[a.buffer], "error-buffer": lambda: addr.error,
-            "int": lambda: a.value, "rank": lambda: 1, "world": lambda: 2, "timeout-ns": lambda: m.wait_timeout_ns,
-            "epoch-target": lambda: 3 * a.arrivals,
-        }[a.kind]())
+        # Each lambda is called at once, with this iteration's `a` bound as a default.
+        expected.append(
+            {
+                "buffer": lambda a=a: addr.buffers[a.name],
+                "table": lambda a=a: addr.tables[a.name],
+                "peer-pointers": lambda a=a: addr.peers[a.buffer],
+                "error-buffer": lambda: addr.error,
+                "int": lambda a=a: a.value,
+                "rank": lambda: 1,
+                "world": lambda: 2,
+                "timeout-ns": lambda: m.wait_timeout_ns,
+                "epoch-target": lambda a=a: 3 * a.arrivals,
+            }[a.kind]()
+        )
     expected += [0x7E00_0000_0000, 0]  # global_scratch, then profile_scratch (0 bytes: null)
     assert got == expected
     sizes = {"ptr": 8, "i32": 4, "i64": 8}

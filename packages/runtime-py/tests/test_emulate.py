@@ -1,10 +1,10 @@
 import math
 import random
 
+import builders
 import numpy as np
 import pytest
 
-import builders
 from ovl_runtime import CheckFailed, Emulator, KernelFault, ManifestError, WaitTimeout, emulate, parse_manifest
 
 FAST = 0.25  # seconds: the bound of every emulated wait in fault tests (a backstop: stalls are detected)
@@ -131,9 +131,10 @@ def test_data_copied_to_the_wrong_rows_fails_the_check_with_a_finite_error():
 
 
 def test_a_wait_bound_still_applies_when_some_thread_keeps_running():
-    from ovl_runtime.emulate_kernels import Aborted, wait_slot
     import threading
+
     from ovl_runtime import SignalBoard
+    from ovl_runtime.emulate_kernels import Aborted, wait_slot
 
     board = SignalBoard(rank=2, num_slots=4)
     with pytest.raises(WaitTimeout) as err:

@@ -1,11 +1,13 @@
+import builders
 import pytest
 
-import builders
 from ovl_runtime import KernelFault, WaitTimeout, emulate, parse_manifest
 
 
 @pytest.mark.parametrize("world", [2, 3, 4])
-@pytest.mark.parametrize("build", [builders.gemm_rs_sm, builders.all_gather_pull, builders.reduce_scatter_ring], ids=lambda f: getattr(f, "__name__", ""))
+@pytest.mark.parametrize(
+    "build", [builders.gemm_rs_sm, builders.all_gather_pull, builders.reduce_scatter_ring], ids=lambda f: getattr(f, "__name__", "")
+)
 def test_sm_communication_kernels_are_exact_over_three_epochs(build, world):
     out = emulate(parse_manifest(build(world=world, M=32 * world)), epochs=3)
     assert out.ok and out.failures == [] and [c.epoch for c in out.checks] == [1, 2, 3]

@@ -40,7 +40,9 @@ def emitted() -> dict:
     node = shutil.which("node")
     if node is None or not EMITTER.exists():
         pytest.skip(f"needs node and {EMITTER} (built by the @ovl/tlx-emitter build)")
-    run = subprocess.run([node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri()], capture_output=True, text=True, timeout=120, check=True)
+    run = subprocess.run(
+        [node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    )
     return json.loads(run.stdout)
 
 

@@ -30,8 +30,13 @@ def written(tmp_path_factory) -> Path:
         pytest.skip(f"needs node, {TSX} and the built {EMITTER}")
     out = tmp_path_factory.mktemp("frontend_examples")
     for script, name, world in EXAMPLES:
-        subprocess.run([str(TSX), f"examples/{script}", str(out / f"{name}_w{world}"), str(world)], cwd=FRONTENDS,
-                       check=True, timeout=180, capture_output=True)
+        subprocess.run(
+            [str(TSX), f"examples/{script}", str(out / f"{name}_w{world}"), str(world)],
+            cwd=FRONTENDS,
+            check=True,
+            timeout=180,
+            capture_output=True,
+        )
     return out
 
 

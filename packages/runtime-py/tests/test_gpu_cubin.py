@@ -65,7 +65,11 @@ def gpu_cubin(monkeypatch):
 def _session(num_sms: int, rank: int = 1):
     m = load_manifest(FIXTURE)
     return types.SimpleNamespace(
-        m=m, rank=rank, world=m.world, num_sms=num_sms, epoch=0,
+        m=m,
+        rank=rank,
+        world=m.world,
+        num_sms=num_sms,
+        epoch=0,
         tensors={b.name: FakeTensor() for b in m.buffers},
         sig_kernel=FakeTensor(),
         tables={t.name: FakeTensor() for t in m.tables},

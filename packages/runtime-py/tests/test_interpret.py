@@ -8,7 +8,6 @@ triton (the ``interpret`` extra); skipped without them.
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import subprocess
@@ -16,10 +15,10 @@ import threading
 import time
 from pathlib import Path
 
+import builders
 import pytest
 
-import builders
-from ovl_runtime import WaitTimeout, emulate, load_manifest, parse_manifest
+from ovl_runtime import WaitTimeout, emulate, load_manifest
 from ovl_runtime.emulate import choose_engine
 from ovl_runtime.interpret import interpret_unavailable
 
@@ -158,7 +157,7 @@ def test_unknown_engines_are_usage_errors(emitted):
         emulate(m, engine="cuda")
 
 
-KERNELS = '''
+KERNELS = """
 import triton
 import triton.language as tl
 from ovl_runtime.language import notify_slot, wait_slot
@@ -180,7 +179,7 @@ def fast(out_ptr, sig_ptr):
     tl.store(out_ptr + pid * 2 + 1, tl.num_programs(0))
     if pid == tl.num_programs(0) - 1:
         notify_slot(sig_ptr, 0)
-'''
+"""
 
 
 def test_concurrent_launches_see_their_own_program_ids(tmp_path):

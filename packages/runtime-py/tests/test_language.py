@@ -72,9 +72,15 @@ def gpu_language(monkeypatch):
     gpu = Gpu()
     tl = types.ModuleType("triton.language")
     tl.__dict__.update(
-        inline_asm_elementwise=gpu.asm, atomic_xchg=gpu.atomic_xchg, atomic_add=gpu.atomic_add,
-        debug_barrier=lambda: gpu.log.append(("barrier",)), load=lambda p, **_k: I32(gpu.mem.get(p, 0)),
-        store=None, pointer_type=lambda t: t, int32="i32", int64="i64",
+        inline_asm_elementwise=gpu.asm,
+        atomic_xchg=gpu.atomic_xchg,
+        atomic_add=gpu.atomic_add,
+        debug_barrier=lambda: gpu.log.append(("barrier",)),
+        load=lambda p, **_k: I32(gpu.mem.get(p, 0)),
+        store=None,
+        pointer_type=lambda t: t,
+        int32="i32",
+        int64="i64",
     )
     triton = types.ModuleType("triton")
     triton.jit = lambda f: f
@@ -126,8 +132,11 @@ def test_notifies_complete_tma_stores_then_barrier_then_release(gpu_language):
 
 def test_every_primitive_is_defined_once_in_each_mode():
     text = LANGUAGE.read_text()
-    names = next(ast.literal_eval(n.value) for n in ast.parse(text).body
-                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DEVICE_FUNCTIONS")
+    names = next(
+        ast.literal_eval(n.value)
+        for n in ast.parse(text).body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DEVICE_FUNCTIONS"
+    )
     assert len(names) == 9
     for f in names:
         n = text.count(f"\ndef {f}(") + text.count(f"\n    def {f}(")
@@ -138,9 +147,10 @@ def test_every_primitive_is_defined_once_in_each_mode():
 
 needs_interpreter = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None,
-    reason="needs torch and triton (pip install 'ovl-runtime[interpret]')")
+    reason="needs torch and triton (pip install 'ovl-runtime[interpret]')",
+)
 
-KERNEL = '''
+KERNEL = """
 import triton
 import triton.language as tl
 from ovl_runtime.language import consume_token, peer_base, wait_slot
@@ -153,7 +163,7 @@ def probe(sig_ptr, err_ptr, out_ptr, ptrs, x_ptr, target, timeout_ns):
     tl.store(out_ptr + i, tok)
     offs = tl.arange(0, 4)
     tl.store(x_ptr + offs, (tl.load(peer_base(ptrs, 1, x_ptr) + offs).to(tl.float32) * 2).to(tl.bfloat16))
-'''
+"""
 
 
 @needs_interpreter
@@ -177,7 +187,11 @@ def test_interpreter_definitions_wait_wrap_aware_time_out_and_type_peer_pointers
     ptrs = torch.tensor([x.data_ptr(), peer.data_ptr()], dtype=torch.int64)
 
     def run(sig_value, target, timeout_ns):
-        sig, err, out = torch.tensor([i32(sig_value)], dtype=torch.int32), torch.zeros(8, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+        sig, err, out = (
+            torch.tensor([i32(sig_value)], dtype=torch.int32),
+            torch.zeros(8, dtype=torch.int32),
+            torch.zeros(1, dtype=torch.int32),
+        )
         with patched():
             t0 = time.monotonic()
             probe_kernel.probe[(1,)](sig, err, out, ptrs, x, i32(target), timeout_ns)
@@ -189,7 +203,7 @@ def test_interpreter_definitions_wait_wrap_aware_time_out_and_type_peer_pointers
     assert err == [1, 3, 0, 5, 6] and tok == 6 and 0.2 <= elapsed < 5
 
 
-BF16_KERNEL = '''
+BF16_KERNEL = """
 import triton
 import triton.language as tl
 
@@ -202,7 +216,7 @@ def bf16_math(a_ptr, b_ptr, c_ptr, d_ptr, N: tl.constexpr):
     tl.store(c_ptr + offs, tl.maximum(a * b + a * 2 - 1, -0.5))
     acc = tl.dot(tl.reshape(a, (8, 8)), tl.reshape(b, (8, 8)))
     tl.store(d_ptr + tl.arange(0, 8)[:, None] * 8 + tl.arange(0, 8)[None, :], acc)
-'''
+"""
 
 
 @needs_interpreter

@@ -2,9 +2,9 @@ import copy
 import json
 from pathlib import Path
 
+import builders
 import pytest
 
-import builders
 from ovl_runtime import MANIFEST_SCHEMA, ManifestError, load_manifest, parse_manifest
 from ovl_runtime.manifest import CopyOp, NumSms, WaitOp
 
@@ -39,6 +39,7 @@ def _set(path, value):
             del d[last]
         else:
             d[last] = value
+
     return mutate
 
 
@@ -119,8 +120,13 @@ def test_hand_built_manifests_satisfy_the_emitters_json_schema():
     import jsonschema
 
     schema = json.loads(SCHEMA_FILE.read_text())
-    built = (builders.ag_gemm(world=2), builders.gemm_rs(world=4, M=256), builders.gemm_rs_sm(world=2),
-             builders.all_gather_pull(world=3, M=96), builders.reduce_scatter_ring(world=3, M=96))
+    built = (
+        builders.ag_gemm(world=2),
+        builders.gemm_rs(world=4, M=256),
+        builders.gemm_rs_sm(world=2),
+        builders.all_gather_pull(world=3, M=96),
+        builders.reduce_scatter_ring(world=3, M=96),
+    )
     for d in built:
         assert d["$schema"] == MANIFEST_SCHEMA
         jsonschema.validate(d, schema)

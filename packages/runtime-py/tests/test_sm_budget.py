@@ -14,8 +14,19 @@ from ovl_runtime.sm_budget import default_reserve, kernel_waits, plan_sm_budget
 
 def _k(name: str, kind: str, grid: tuple, stream: str = "compute", target: bool = False) -> KernelSpec:
     args = (("target", KernelArg("epoch-target", arrivals=1)),) if target else ()
-    return KernelSpec(name=name, source=f"{name}.py", entry=name, stream=stream, grid=grid, num_warps=4, num_stages=2,
-                      args=args, constexprs={}, template_kind=kind, template_params={})
+    return KernelSpec(
+        name=name,
+        source=f"{name}.py",
+        entry=name,
+        stream=stream,
+        grid=grid,
+        num_warps=4,
+        num_stages=2,
+        args=args,
+        constexprs={},
+        template_kind=kind,
+        template_params={},
+    )
 
 
 GEMM = _k("gemm_producer", "gemm-producer", (NumSms(cap=512),))

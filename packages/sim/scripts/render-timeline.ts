@@ -11,7 +11,9 @@ const RESULTS = join(dirname(fileURLToPath(import.meta.url)), "../results");
 // MLP-1 AG+GEMM at 8 ranks, as `ovl demo` plans it: push-swizzled AllGather, split 1.
 const { S, H, I } = MLP_SHAPES["MLP-1"];
 const world = 8;
-const plan = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [world], split: 1, side: "push" }));
+const plan = planSignals(
+  allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [world], split: 1, side: "push" }),
+);
 const schedule = lowerToTileSchedule(plan, {
   tensor: "A",
   problem: { M: S, N: I / world, K: H },
@@ -25,4 +27,6 @@ const timeline = await timelineChart(sim, {
 });
 mkdirSync(RESULTS, { recursive: true });
 writeFileSync(join(RESULTS, "timeline-mlp1-w8.svg"), timeline);
-console.log(`timeline-mlp1-w8.svg: predicted ${sim.latencyMs.toFixed(3)} ms, not overlapped ${sim.nonOverlappedMs.toFixed(3)} ms, bound ${sim.boundMs.toFixed(3)} ms`);
+console.log(
+  `timeline-mlp1-w8.svg: predicted ${sim.latencyMs.toFixed(3)} ms, not overlapped ${sim.nonOverlappedMs.toFixed(3)} ms, bound ${sim.boundMs.toFixed(3)} ms`,
+);

@@ -12,7 +12,10 @@ import { latencyBarChart, type LatencyRow } from "../src/charts/index.js";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS = join(HERE, "../results");
 const GPU = join(HERE, "../../bench/results/gpu");
-const measured = JSON.parse(readFileSync(join(GPU, "suite-2026-11-22/w48-ag-run3.json"), "utf8")) as Record<string, { times: { maxMedian: number } | null }>;
+const measured = JSON.parse(readFileSync(join(GPU, "suite-2026-11-22/w48-ag-run3.json"), "utf8")) as Record<
+  string,
+  { times: { maxMedian: number } | null }
+>;
 const rows: LatencyRow[] = [];
 for (const p of predictWorld(8)) {
   const name = `mlp${p.mlp}_w8_${p.operator === "AG+GEMM" ? "ag_gemm" : "gemm_rs_ce"}_s${p.split}`;

@@ -71,5 +71,5 @@ const kernels = {
     }),
   ],
 };
-writeFileSync(join(dir, "kernels.json"), JSON.stringify(kernels, null, 2) + "\n");
+writeFileSync(join(dir, "kernels.json"), `${JSON.stringify(kernels, null, 2)}\n`);
 console.log(`${dir}: sm_pull.py, ring_reduce.py`);

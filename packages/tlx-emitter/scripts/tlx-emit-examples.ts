@@ -29,7 +29,7 @@ for (const [shape, results] of Object.entries(sets)) {
     mkdirSync(dir, { recursive: true });
     for (const f of result.files) writeFileSync(join(dir, f.path), f.text);
     writeFileSync(join(dir, "manifest.json"), emitManifestJson(result.manifest));
-    writeFileSync(join(dir, "expect.json"), JSON.stringify(result.expect, null, 2) + "\n");
+    writeFileSync(join(dir, "expect.json"), `${JSON.stringify(result.expect, null, 2)}\n`);
     console.log(`${dir}: ${result.files.map((f) => f.path).join(", ")}`);
   }
 }

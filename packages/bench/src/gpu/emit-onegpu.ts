@@ -10,13 +10,21 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
-import { builtinBody, compile, emitManifestJson, tutorialMatmulBody, type EmitOptions, type EmitResult, type KernelBody } from "@ovl/tlx-emitter";
+import {
+  builtinBody,
+  compile,
+  emitManifestJson,
+  tutorialMatmulBody,
+  type EmitOptions,
+  type EmitResult,
+  type KernelBody,
+} from "@ovl/tlx-emitter";
 
 const TILE = { BM: 128, BN: 128, BK: 64 } as const;
 
 function flag(name: string, fallback: string): number[] {
   const i = process.argv.indexOf(name);
-  return (i >= 0 ? process.argv[i + 1] ?? fallback : fallback).split(",").filter(Boolean).map(Number);
+  return (i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback).split(",").filter(Boolean).map(Number);
 }
 
 /**
@@ -40,7 +48,9 @@ export async function oneGpuCases(world: number, M: number, N: number, K: number
   const timing = { warmup: 2, reps: 5, checkRuns: 4 };
   const tag = `w${world}`;
   const cases: Record<string, EmitResult> = {};
-  const ag = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2, side: "push" }));
+  const ag = planSignals(
+    allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2, side: "push" }),
+  );
   const agOp = (name: string, body: KernelBody) =>
     compile({ name, kind: "ag-gemm", plan: ag, body, problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
   cases[`${tag}_ag_gemm`] = await agOp(`${tag}_ag_gemm`, builtinBody("gemm_tma_persistent"));
@@ -48,22 +58,65 @@ export async function oneGpuCases(world: number, M: number, N: number, K: number
   // Plans the copy engine realises with waits on another rank's slot (pull ring) and a 2-level mesh.
   const A = { name: "A", shape: [M, K], dtype: "bf16" as const };
   const pull = planSignals(allGatherRing({ tensor: A, axis: 0, mesh: [world], split: 2, side: "pull" }));
-  cases[`${tag}_ag_pull_ring`] = await compile({ name: `${tag}_ag_pull_ring`, kind: "ag-gemm", plan: pull, body: builtinBody("gemm_tma_persistent"), problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
+  cases[`${tag}_ag_pull_ring`] = await compile({
+    name: `${tag}_ag_pull_ring`,
+    kind: "ag-gemm",
+    plan: pull,
+    body: builtinBody("gemm_tma_persistent"),
+    problem: { M, N, K },
+    tile: TILE,
+    groupM: 8,
+    options: { timing },
+  });
   if (world % 2 === 0 && world >= 4) {
     const hier = planSignals(allGatherHierarchical({ tensor: A, axis: 0, mesh: [2, world / 2], split: 2 }));
-    cases[`${tag}_ag_hierarchical`] = await compile({ name: `${tag}_ag_hierarchical`, kind: "ag-gemm", plan: hier, body: builtinBody("gemm_tma_persistent"), problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
+    cases[`${tag}_ag_hierarchical`] = await compile({
+      name: `${tag}_ag_hierarchical`,
+      kind: "ag-gemm",
+      plan: hier,
+      body: builtinBody("gemm_tma_persistent"),
+      problem: { M, N, K },
+      tile: TILE,
+      groupM: 8,
+      options: { timing },
+    });
   }
   if ((world === 2 || world === 4) && M % world === 0 && (M / world) % TILE.BM === 0) {
     const name = `${tag}_ag_grouped`;
     const groups = moeRouting(world, M / world / TILE.BM, 8);
-    cases[name] = await compile({ name, kind: "ag-grouped-gemm", plan: ag, body: builtinBody("grouped_gemm"), problem: { M, N, K }, tile: TILE, groups, options: { timing } });
+    cases[name] = await compile({
+      name,
+      kind: "ag-grouped-gemm",
+      plan: ag,
+      body: builtinBody("grouped_gemm"),
+      problem: { M, N, K },
+      tile: TILE,
+      groups,
+      options: { timing },
+    });
   }
   if (M % world === 0 && (M / world) % TILE.BM === 0) {
     const rs = planSignals(
-      reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split: 2, afterCompute: true }),
+      reduceScatterDirect({
+        tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+        src: "C_partial",
+        axis: 0,
+        mesh: [world],
+        split: 2,
+        afterCompute: true,
+      }),
     );
     const rsOp = (name: string, options: EmitOptions) =>
-      compile({ name, kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), problem: { M, N, K }, tile: TILE, groupM: 8, options: { ...options, timing } });
+      compile({
+        name,
+        kind: "gemm-rs",
+        plan: rs,
+        body: builtinBody("gemm_producer"),
+        problem: { M, N, K },
+        tile: TILE,
+        groupM: 8,
+        options: { ...options, timing },
+      });
     cases[`${tag}_gemm_rs_ce`] = await rsOp(`${tag}_gemm_rs_ce`, { backend: "copy-engine" });
     cases[`${tag}_gemm_rs_sm`] = await rsOp(`${tag}_gemm_rs_sm`, { backend: "sm", commSms: 8 });
   }

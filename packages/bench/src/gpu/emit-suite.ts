@@ -9,18 +9,31 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
-import { builtinBody, compile, emitManifestJson, emitTlxAgGemm, type EmitOptions, type EmitResult, type TlxEmitResult } from "@ovl/tlx-emitter";
+import {
+  builtinBody,
+  compile,
+  emitManifestJson,
+  emitTlxAgGemm,
+  type EmitOptions,
+  type EmitResult,
+  type TlxEmitResult,
+} from "@ovl/tlx-emitter";
 import { MLP_SHAPES, type MlpShapeName } from "@ovl/sim";
 
 const TILE = { BM: 128, BN: 256, BK: 64 } as const;
 
 function flag(name: string, fallback: string): string[] {
   const i = process.argv.indexOf(name);
-  return (i >= 0 ? process.argv[i + 1] ?? fallback : fallback).split(",").filter(Boolean);
+  return (i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback).split(",").filter(Boolean);
 }
 
 /** The suite's cases for one shape and world: name → emitted kernels and manifest (TLX cases carry their PTX expectations). */
-export async function suiteCases(shapeName: MlpShapeName, world: number, splits: readonly number[], tlx = false): Promise<Record<string, EmitResult | TlxEmitResult>> {
+export async function suiteCases(
+  shapeName: MlpShapeName,
+  world: number,
+  splits: readonly number[],
+  tlx = false,
+): Promise<Record<string, EmitResult | TlxEmitResult>> {
   const { S, H, I } = MLP_SHAPES[shapeName];
   const n = I / world;
   if (!Number.isInteger(n) || S % world !== 0) throw new Error(`${shapeName} does not shard evenly over ${world} ranks`);
@@ -28,7 +41,9 @@ export async function suiteCases(shapeName: MlpShapeName, world: number, splits:
   const timing = { warmup: 5, reps: 30, checkRuns: 10 };
   const cases: Record<string, EmitResult | TlxEmitResult> = {};
   for (const split of splits) {
-    const ag = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }));
+    const ag = planSignals(
+      allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }),
+    );
     const schedule = lowerToTileSchedule(
       ag,
       { tensor: "A", problem: { M: S, N: n, K: H }, tile: TILE, persistent: { numSms: 132 }, groupSizeM: 8 },
@@ -46,7 +61,11 @@ export async function suiteCases(shapeName: MlpShapeName, world: number, splits:
       options: { timing },
     });
     if (tlx) {
-      cases[`${tag}_tlx_ag_gemm_s${split}`] = emitTlxAgGemm(ag, schedule, { name: `${tag}_tlx_ag_gemm_s${split}`, comm: "copy-engine", timing });
+      cases[`${tag}_tlx_ag_gemm_s${split}`] = emitTlxAgGemm(ag, schedule, {
+        name: `${tag}_tlx_ag_gemm_s${split}`,
+        comm: "copy-engine",
+        timing,
+      });
       // A fourth warp group caps every thread at 128 registers: half-width tiles.
       const narrow = lowerToTileSchedule(
         ag,
@@ -58,17 +77,37 @@ export async function suiteCases(shapeName: MlpShapeName, world: number, splits:
   }
   for (const split of splits) {
     const rs = planSignals(
-      reduceScatterDirect({ tensor: { name: "C", shape: [S, H], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true }),
+      reduceScatterDirect({
+        tensor: { name: "C", shape: [S, H], dtype: "bf16" },
+        src: "C_partial",
+        axis: 0,
+        mesh: [world],
+        split,
+        afterCompute: true,
+      }),
     );
     const rsOp = (name: string, options: EmitOptions) =>
-      compile({ name, kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), problem: { M: S, N: H, K: n }, tile: TILE, groupM: 8, options });
+      compile({
+        name,
+        kind: "gemm-rs",
+        plan: rs,
+        body: builtinBody("gemm_producer"),
+        problem: { M: S, N: H, K: n },
+        tile: TILE,
+        groupM: 8,
+        options,
+      });
     const ce = `${tag}_gemm_rs_ce_s${split}`;
     cases[ce] = await rsOp(ce, { backend: "copy-engine", timing });
     // The SM backend moves every m-block itself (the split only changes the copy engine's
     // chunks): once, with 8 and with 16 communication SMs, and with 16 wide programs (8 warps
     // moving 8192 elements a step: more bytes in flight per SM).
     if (split !== splits[0]) continue;
-    for (const [suffix, o] of [["sm", { commSms: 8 }], ["sm16", { commSms: 16 }], ["sm16w", { commSms: 16, commWarps: 8, commBlock: 8192 }]] as const) {
+    for (const [suffix, o] of [
+      ["sm", { commSms: 8 }],
+      ["sm16", { commSms: 16 }],
+      ["sm16w", { commSms: 16, commWarps: 8, commBlock: 8192 }],
+    ] as const) {
       const name = `${tag}_gemm_rs_${suffix}_s${split}`;
       cases[name] = await rsOp(name, { backend: "sm", ...o, timing });
     }
@@ -92,7 +131,7 @@ for (const shape of shapes) {
       mkdirSync(dir, { recursive: true });
       for (const f of result.files) writeFileSync(join(dir, f.path), f.text);
       writeFileSync(join(dir, "manifest.json"), emitManifestJson(result.manifest));
-      if ("expect" in result) writeFileSync(join(dir, "expect.json"), JSON.stringify(result.expect, null, 2) + "\n");
+      if ("expect" in result) writeFileSync(join(dir, "expect.json"), `${JSON.stringify(result.expect, null, 2)}\n`);
       console.log(`${dir} (world ${world})`);
     }
   }

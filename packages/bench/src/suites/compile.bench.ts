@@ -15,13 +15,40 @@ const TILE = { BM: 128, BN: 256, BK: 64 } as const;
 
 function operators(): Record<string, Operator> {
   const n = I / WORLD;
-  const ag = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [WORLD], split: 2, side: "push" }));
-  const rs = planSignals(reduceScatterDirect({ tensor: { name: "C", shape: [S, H], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [WORLD], split: 2, afterCompute: true }));
-  const agOp = (name: string, body: Operator["body"]): Operator => ({ name, kind: "ag-gemm", plan: ag, body, problem: { M: S, N: n, K: H }, tile: TILE, groupM: 8 });
+  const ag = planSignals(
+    allGatherSwizzle({ tensor: { name: "A", shape: [S, H], dtype: "bf16" }, axis: 0, mesh: [WORLD], split: 2, side: "push" }),
+  );
+  const rs = planSignals(
+    reduceScatterDirect({
+      tensor: { name: "C", shape: [S, H], dtype: "bf16" },
+      src: "C_partial",
+      axis: 0,
+      mesh: [WORLD],
+      split: 2,
+      afterCompute: true,
+    }),
+  );
+  const agOp = (name: string, body: Operator["body"]): Operator => ({
+    name,
+    kind: "ag-gemm",
+    plan: ag,
+    body,
+    problem: { M: S, N: n, K: H },
+    tile: TILE,
+    groupM: 8,
+  });
   return {
     "AG+GEMM, built-in TMA body": agOp("ag_tma", builtinBody("gemm_tma_persistent")),
     "AG+GEMM, tutorial-style user matmul": agOp("ag_tutorial", tutorialMatmulBody()),
-    "GEMM+RS, built-in producer body": { name: "gemm_rs", kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), problem: { M: S, N: H, K: n }, tile: TILE, groupM: 8 },
+    "GEMM+RS, built-in producer body": {
+      name: "gemm_rs",
+      kind: "gemm-rs",
+      plan: rs,
+      body: builtinBody("gemm_producer"),
+      problem: { M: S, N: H, K: n },
+      tile: TILE,
+      groupM: 8,
+    },
   };
 }
 
@@ -30,9 +57,24 @@ export default async function run(): Promise<SuiteResult> {
   const t0 = performance.now();
   await loadPythonParser();
   const loadMs = performance.now() - t0;
-  measurements.push({ name: "load the Python parser (once per process)", itemsPerIteration: 1, iterations: 1, medianMs: loadMs, p10Ms: loadMs, p90Ms: loadMs, itemsPerSecond: 1000 / loadMs });
+  measurements.push({
+    name: "load the Python parser (once per process)",
+    itemsPerIteration: 1,
+    iterations: 1,
+    medianMs: loadMs,
+    p10Ms: loadMs,
+    p90Ms: loadMs,
+    itemsPerSecond: 1000 / loadMs,
+  });
   for (const [name, op] of Object.entries(operators())) {
-    measurements.push(await measureAsync(`compile(): ${name}, MLP-1, ${WORLD} ranks`, () => compile(op), { warmup: 3, maxIterations: 50, budgetMs: 4000, extra: { world: WORLD, M: op.problem.M, N: op.problem.N, K: op.problem.K } }));
+    measurements.push(
+      await measureAsync(`compile(): ${name}, MLP-1, ${WORLD} ranks`, () => compile(op), {
+        warmup: 3,
+        maxIterations: 50,
+        budgetMs: 4000,
+        extra: { world: WORLD, M: op.problem.M, N: op.problem.N, K: op.problem.K },
+      }),
+    );
   }
   return {
     suite: "compile",

@@ -2,8 +2,24 @@
 // AllGather maps (pull, push, swizzled), ring ReduceScatter and AllToAll maps over a sweep
 // of shapes and world sizes (including 3, 5, 6, 7), simplified, evaluated and printed.
 import {
-  add, allGatherPull, allGatherPush, allToAll, ceilDiv, evaluate, floorDiv, freeVariables, min, mod, mul,
-  reduceScatterRing, simplify, toPython, toTypeScript, variable, type Expr, type TileMapping,
+  add,
+  allGatherPull,
+  allGatherPush,
+  allToAll,
+  ceilDiv,
+  evaluate,
+  floorDiv,
+  freeVariables,
+  min,
+  mod,
+  mul,
+  reduceScatterRing,
+  simplify,
+  toPython,
+  toTypeScript,
+  variable,
+  type Expr,
+  type TileMapping,
 } from "@ovl/mapping";
 import { measure, type SuiteResult } from "../harness.js";
 
@@ -71,15 +87,27 @@ export default function mappingSuite(): SuiteResult {
   let sink = 0;
   const measurements = [
     measure("simplify: raw TileLink AllGather formulas", () => raw.forEach((e) => simplify(e)), { itemsPerIteration: raw.length }),
-    measure("simplify: built collective maps (canonical input)", () => built.forEach((e) => simplify(e)), { itemsPerIteration: built.length }),
-    measure("evaluate: interpreted, 16 tiles per expression", () => {
-      simplified.forEach((e, i) => points[i]!.forEach((env) => (sink += evaluate(e, env))));
-    }, { itemsPerIteration: evaluations }),
-    measure("evaluate: toTypeScript + new Function (baseline)", () => {
-      compiled.forEach((f, i) => points[i]!.forEach((env) => (sink += f(env))));
-    }, { itemsPerIteration: evaluations }),
+    measure("simplify: built collective maps (canonical input)", () => built.forEach((e) => simplify(e)), {
+      itemsPerIteration: built.length,
+    }),
+    measure(
+      "evaluate: interpreted, 16 tiles per expression",
+      () => {
+        simplified.forEach((e, i) => points[i]!.forEach((env) => (sink += evaluate(e, env))));
+      },
+      { itemsPerIteration: evaluations },
+    ),
+    measure(
+      "evaluate: toTypeScript + new Function (baseline)",
+      () => {
+        compiled.forEach((f, i) => points[i]!.forEach((env) => (sink += f(env))));
+      },
+      { itemsPerIteration: evaluations },
+    ),
     measure("toPython (python dialect)", () => simplified.forEach((e) => toPython(e)), { itemsPerIteration: simplified.length }),
-    measure("toPython (triton dialect)", () => simplified.forEach((e) => toPython(e, { dialect: "triton" })), { itemsPerIteration: simplified.length }),
+    measure("toPython (triton dialect)", () => simplified.forEach((e) => toPython(e, { dialect: "triton" })), {
+      itemsPerIteration: simplified.length,
+    }),
     measure("toTypeScript", () => simplified.forEach((e) => toTypeScript(e)), { itemsPerIteration: simplified.length }),
   ];
   if (Number.isNaN(sink)) throw new Error("unreachable: evaluation produced NaN");

@@ -54,7 +54,13 @@ export default function run(): SuiteResult {
     const ops = opCount(plan(world));
     const extra = { ranks: world, mesh: `[${world / GPUS_PER_NODE}, ${GPUS_PER_NODE}]`, split: SPLIT, ops };
     // Medians of several runs after a warm-up; large worlds take a second or more per call.
-    const opts: MeasureOptions = { itemsPerIteration: ops, extra, warmup: world >= 1024 ? 2 : 3, maxIterations: world >= 1024 ? 7 : 20, budgetMs: 8000 };
+    const opts: MeasureOptions = {
+      itemsPerIteration: ops,
+      extra,
+      warmup: world >= 1024 ? 2 : 3,
+      maxIterations: world >= 1024 ? 7 : 20,
+      budgetMs: 8000,
+    };
     // Plan + validate first, while no other plan of this size is alive: each run's plan is
     // garbage by the next, as in a program that plans and validates once.
     measurements.push(measure(`plan + validate: hierarchical AllGather, ${world} ranks`, () => validated(plan(world)), opts));
@@ -66,7 +72,9 @@ export default function run(): SuiteResult {
     let signalled: ChunkPlan | undefined;
     measurements.push(measure(`planSignals: hierarchical AllGather, ${world} ranks`, () => (signalled = planSignals(built)), slow));
     const withSignals = signalled as ChunkPlan;
-    measurements.push(measure(`lowerToTileSchedule (consumer): hierarchical AllGather, ${world} ranks`, () => lowered(withSignals, world), slow));
+    measurements.push(
+      measure(`lowerToTileSchedule (consumer): hierarchical AllGather, ${world} ranks`, () => lowered(withSignals, world), slow),
+    );
     console.error(`plan-scale: ${world} ranks, ${ops} ops done`);
   }
   return {

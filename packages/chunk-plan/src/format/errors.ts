@@ -19,7 +19,10 @@ export class FormatError extends Error {
   constructor(code: FormatErrorCode, issues: readonly FormatIssue[]) {
     const shown = issues.slice(0, 8).map((i) => `  ${i.path}: ${i.message}`);
     if (issues.length > shown.length) shown.push(`  ... and ${issues.length - shown.length} more`);
-    const head = code === "invalid-json" ? "not valid JSON" : `not a valid ovl.chunk-plan/v1 plan (${issues.length} issue${issues.length === 1 ? "" : "s"})`;
+    const head =
+      code === "invalid-json"
+        ? "not valid JSON"
+        : `not a valid ovl.chunk-plan/v1 plan (${issues.length} issue${issues.length === 1 ? "" : "s"})`;
     super(`${head}:\n${shown.join("\n")}`);
     this.code = code;
     this.issues = issues;

@@ -13,7 +13,12 @@ import { planToMermaid } from "./mermaid.js";
 const RUNS = { numRuns: 30 };
 
 const planArb: fc.Arbitrary<ChunkPlan> = fc
-  .record({ world: fc.integer({ min: 1, max: 4 }), extra: fc.integer({ min: 0, max: 5 }), split: fc.integer({ min: 1, max: 2 }), which: fc.integer({ min: 0, max: 3 }) })
+  .record({
+    world: fc.integer({ min: 1, max: 4 }),
+    extra: fc.integer({ min: 0, max: 5 }),
+    split: fc.integer({ min: 1, max: 2 }),
+    which: fc.integer({ min: 0, max: 3 }),
+  })
   .map(({ world, extra, split, which }) => {
     const tensor = { name: "A", shape: [2 * world + extra, 3], dtype: "bf16" as const };
     const o = { tensor, axis: 0, mesh: [world], split };
@@ -56,7 +61,9 @@ describe("JSON", () => {
       }),
       RUNS,
     );
-    expect(serializePlan(smallPlan(), { indent: 0 })).toMatch(/^\{"\$schema":"ovl\.chunk-plan\/v1","name":"demo","mesh":\{"shape":\[2\]\},"tensors":\[\{"name":"A","shape":\[4,8\],"dtype":"fp16"\}/);
+    expect(serializePlan(smallPlan(), { indent: 0 })).toMatch(
+      /^\{"\$schema":"ovl\.chunk-plan\/v1","name":"demo","mesh":\{"shape":\[2\]\},"tensors":\[\{"name":"A","shape":\[4,8\],"dtype":"fp16"\}/,
+    );
   });
 
   it("lists every schema issue with its JSON path", () => {
@@ -84,8 +91,14 @@ describe("JSON", () => {
         expect(e).toBeInstanceOf(FormatError);
       }
     };
-    fc.assert(fc.property(fc.string(), (text) => check(() => parsePlanJson(text))), { numRuns: 200 });
-    fc.assert(fc.property(fc.jsonValue(), (value) => check(() => parsePlan(value))), { numRuns: 200 });
+    fc.assert(
+      fc.property(fc.string(), (text) => check(() => parsePlanJson(text))),
+      { numRuns: 200 },
+    );
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => check(() => parsePlan(value))),
+      { numRuns: 200 },
+    );
     // Damaged real plans: one value replaced somewhere inside.
     fc.assert(
       fc.property(planArb, fc.nat(), fc.jsonValue(), (plan, at, value) => {

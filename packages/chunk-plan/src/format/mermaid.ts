@@ -43,7 +43,8 @@ export function planToMermaid(plan: ChunkPlan): string {
         const me = id(rp.rank, s, i);
         if (i > 0) edges.push(`  ${id(rp.rank, s, i - 1)} --> ${me}`);
         for (const dep of op.deps) {
-          const from = dep.kind === "op" ? id(dep.rank, dep.stream, dep.index) : computeNode(dep.rank, `r${dep.rank} ${formatRegionText(dep.region)}`);
+          const from =
+            dep.kind === "op" ? id(dep.rank, dep.stream, dep.index) : computeNode(dep.rank, `r${dep.rank} ${formatRegionText(dep.region)}`);
           edges.push(`  ${from} -.-> ${me}`);
         }
       }),

@@ -83,7 +83,10 @@ describe("checkTileSchedule", () => {
     const s = structuredClone(consumer);
     const rs = s.ranks[0];
     if (rs === undefined) throw new Error("rank 0 missing");
-    rs.maps.pidM = tableToIndexMap("m", rs.tables.pidM.map((x) => x + 1));
+    rs.maps.pidM = tableToIndexMap(
+      "m",
+      rs.tables.pidM.map((x) => x + 1),
+    );
     expect(codes(s)).toEqual(["map-mismatch"]);
   });
 

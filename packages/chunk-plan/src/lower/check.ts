@@ -60,7 +60,10 @@ export function checkTileSchedule(schedule: TileSchedule, plan: ChunkPlan): Tile
   }
   const { grid, tensor, tiling } = resolved;
   if (schedule.grid.numPidM !== grid.numPidM || schedule.grid.numPidN !== grid.numPidN || schedule.grid.numTiles !== grid.numTiles) {
-    issues.push({ code: "grid", message: `grid ${schedule.grid.numPidM}×${schedule.grid.numPidN} ≠ ${grid.numPidM}×${grid.numPidN} implied by the tiling` });
+    issues.push({
+      code: "grid",
+      message: `grid ${schedule.grid.numPidM}×${schedule.grid.numPidN} ≠ ${grid.numPidM}×${grid.numPidN} implied by the tiling`,
+    });
     return issues;
   }
   const world = worldSize(plan);
@@ -111,7 +114,11 @@ function checkShape(rs: RankTileSchedule, grid: TileGrid, issues: TileScheduleIs
   ];
   for (const [what, table] of named) {
     if (table.length !== grid.numTiles) {
-      issues.push({ code: "table-length", rank: rs.rank, message: `${what} has ${table.length} entries, not one per tile (${grid.numTiles})` });
+      issues.push({
+        code: "table-length",
+        rank: rs.rank,
+        message: `${what} has ${table.length} entries, not one per tile (${grid.numTiles})`,
+      });
     }
   }
   if (tables.waitSlot.length !== tables.waitArrivals.length) {
@@ -129,7 +136,11 @@ function checkShape(rs: RankTileSchedule, grid: TileGrid, issues: TileScheduleIs
   });
   seen.forEach((count, t) => {
     if (count !== 1) {
-      issues.push({ code: "not-a-permutation", rank: rs.rank, message: `tile ${t} is visited ${count} times on rank ${rs.rank}; every tile must be visited exactly once` });
+      issues.push({
+        code: "not-a-permutation",
+        rank: rs.rank,
+        message: `tile ${t} is visited ${count} times on rank ${rs.rank}; every tile must be visited exactly once`,
+      });
     }
   });
   const mapped: [string, TileMapLike | undefined, number[]][] = [
@@ -164,14 +175,28 @@ function sameSet(a: readonly number[], b: readonly number[]): boolean {
 function checkOrder(c: RankCheck, expectedOrder: readonly number[], expectedWave: (v: number) => number): void {
   const { rs, issues } = c;
   if (!sameSet(rs.slotOrder, expectedOrder) || rs.slotOrder.some((s, i) => s !== expectedOrder[i])) {
-    issues.push({ code: "slot-order", rank: rs.rank, message: `slotOrder [${rs.slotOrder.join(",")}] ≠ the plan's order [${expectedOrder.join(",")}]` });
+    issues.push({
+      code: "slot-order",
+      rank: rs.rank,
+      message: `slotOrder [${rs.slotOrder.join(",")}] ≠ the plan's order [${expectedOrder.join(",")}]`,
+    });
   }
   rs.tables.wave.forEach((w, v) => {
     const want = expectedWave(v);
     if (w !== want) {
-      issues.push({ code: "wave-order", rank: rs.rank, visit: v, message: `visit ${v} (tile ${rs.tables.tile[v]}) is in wave ${w}; its slots put it in wave ${want}` });
+      issues.push({
+        code: "wave-order",
+        rank: rs.rank,
+        visit: v,
+        message: `visit ${v} (tile ${rs.tables.tile[v]}) is in wave ${w}; its slots put it in wave ${want}`,
+      });
     } else if (v > 0 && w < (rs.tables.wave[v - 1] ?? 0)) {
-      issues.push({ code: "wave-order", rank: rs.rank, visit: v, message: `visit ${v} (wave ${w}) comes after a tile of a later wave: waves must follow arrival order` });
+      issues.push({
+        code: "wave-order",
+        rank: rs.rank,
+        visit: v,
+        message: `visit ${v} (wave ${w}) comes after a tile of a later wave: waves must follow arrival order`,
+      });
     }
   });
 }
@@ -186,14 +211,24 @@ function checkConsumer(c: RankCheck, order: readonly SignalSlot[]): void {
     const want = order.filter((s) => regionsIntersect(s.region as Region, rows)).map((s) => s.slot);
     const got = listed(rs.tables.waitSlot, v);
     if (!sameSet(got, want)) {
-      issues.push({ code: "wait-set", rank: rs.rank, visit: v, message: `visit ${v} (tile ${rs.tables.tile[v]}) waits on slots [${got.join(",")}]; its rows meet chunk slots [${want.join(",")}]` });
+      issues.push({
+        code: "wait-set",
+        rank: rs.rank,
+        visit: v,
+        message: `visit ${v} (tile ${rs.tables.tile[v]}) waits on slots [${got.join(",")}]; its rows meet chunk slots [${want.join(",")}]`,
+      });
     }
     rs.tables.waitSlot.forEach((col, j) => {
       const slot = col[v] ?? -1;
       const target = rs.tables.waitArrivals[j]?.[v];
       const expected = slot < 0 ? 0 : bySlot.get(slot)?.arrivals;
       if (target !== expected) {
-        issues.push({ code: "wait-arrivals", rank: rs.rank, visit: v, message: `visit ${v} waits on slot ${slot} for ${target} arrivals per epoch; the slot has ${expected ?? "no such slot"}` });
+        issues.push({
+          code: "wait-arrivals",
+          rank: rs.rank,
+          visit: v,
+          message: `visit ${v} waits on slot ${slot} for ${target} arrivals per epoch; the slot has ${expected ?? "no such slot"}`,
+        });
       }
     });
     const covering = [...local, ...got.flatMap((s) => (bySlot.get(s)?.region ? [bySlot.get(s)?.region as Region] : []))];
@@ -205,7 +240,11 @@ function checkConsumer(c: RankCheck, order: readonly SignalSlot[]): void {
     const got = listed(rs.tables.waitSlot, v);
     return got.length === 0 ? 0 : 1 + Math.max(...got.map((s) => position.get(s) ?? Number.POSITIVE_INFINITY));
   };
-  checkOrder(c, order.map((s) => s.slot), waveOf);
+  checkOrder(
+    c,
+    order.map((s) => s.slot),
+    waveOf,
+  );
 }
 
 function checkProducer(c: RankCheck, order: readonly SignalSlot[]): void {
@@ -217,7 +256,12 @@ function checkProducer(c: RankCheck, order: readonly SignalSlot[]): void {
     const want = order.filter((s) => regionsIntersect(s.region as Region, out)).map((s) => s.slot);
     const got = listed(rs.tables.notifySlot, v);
     if (!sameSet(got, want)) {
-      issues.push({ code: "notify-set", rank: rs.rank, visit: v, message: `visit ${v} (tile ${rs.tables.tile[v]}) notifies slots [${got.join(",")}]; its output meets tile-done slots [${want.join(",")}]` });
+      issues.push({
+        code: "notify-set",
+        rank: rs.rank,
+        visit: v,
+        message: `visit ${v} (tile ${rs.tables.tile[v]}) notifies slots [${got.join(",")}]; its output meets tile-done slots [${want.join(",")}]`,
+      });
     }
     for (const s of got) counts.set(s, (counts.get(s) ?? 0) + 1);
   });
@@ -225,10 +269,17 @@ function checkProducer(c: RankCheck, order: readonly SignalSlot[]): void {
   for (const s of order) {
     const n = counts.get(s.slot) ?? 0;
     if (declared.get(s.slot) !== n) {
-      issues.push({ code: "notify-count", rank: rs.rank, message: `tile-done slot ${s.slot} is notified by ${n} tiles but declares ${declared.get(s.slot) ?? "no"} arrivals: its waiters would ${n < (declared.get(s.slot) ?? 0) ? "hang" : "wake early"}` });
+      issues.push({
+        code: "notify-count",
+        rank: rs.rank,
+        message: `tile-done slot ${s.slot} is notified by ${n} tiles but declares ${declared.get(s.slot) ?? "no"} arrivals: its waiters would ${n < (declared.get(s.slot) ?? 0) ? "hang" : "wake early"}`,
+      });
     }
   }
-  const waveOf = (v: number) =>
-    Math.min(order.length, ...listed(rs.tables.notifySlot, v).map((s) => position.get(s) ?? order.length));
-  checkOrder(c, order.map((s) => s.slot), waveOf);
+  const waveOf = (v: number) => Math.min(order.length, ...listed(rs.tables.notifySlot, v).map((s) => position.get(s) ?? order.length));
+  checkOrder(
+    c,
+    order.map((s) => s.slot),
+    waveOf,
+  );
 }

@@ -176,7 +176,13 @@ describe("lowerToTileSchedule, consumer (AllGather + GEMM)", () => {
       ...plan,
       ranks: plan.ranks.map((r) =>
         r.rank === 0
-          ? { ...r, streams: [r.streams[0]?.map((op, i) => ({ ...op, deps: i === 0 ? [{ kind: "op" as const, rank: 0, stream: 0, index: 1 }] : [] })) ?? []] }
+          ? {
+              ...r,
+              streams: [
+                r.streams[0]?.map((op, i) => ({ ...op, deps: i === 0 ? [{ kind: "op" as const, rank: 0, stream: 0, index: 1 }] : [] })) ??
+                  [],
+              ],
+            }
           : r,
       ),
     };
@@ -197,16 +203,21 @@ describe("lowerToTileSchedule, consumer (AllGather + GEMM)", () => {
 describe("groupedOrder", () => {
   it("visits a full grid exactly as Triton's grouped pid mapping", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 8 }), (numPidM, numPidN, G) => {
-        const tiles = Array.from({ length: numPidM * numPidN }, (_, i) => ({ pidM: Math.floor(i / numPidN), pidN: i % numPidN }));
-        const triton = Array.from({ length: numPidM * numPidN }, (_, pid) => {
-          const inGroup = G * numPidN;
-          const first = Math.floor(pid / inGroup) * G;
-          const size = Math.min(numPidM - first, G);
-          return { pidM: first + ((pid % inGroup) % size), pidN: Math.floor((pid % inGroup) / size) };
-        });
-        expect(groupedOrder(tiles, G)).toEqual(triton);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 8 }),
+        (numPidM, numPidN, G) => {
+          const tiles = Array.from({ length: numPidM * numPidN }, (_, i) => ({ pidM: Math.floor(i / numPidN), pidN: i % numPidN }));
+          const triton = Array.from({ length: numPidM * numPidN }, (_, pid) => {
+            const inGroup = G * numPidN;
+            const first = Math.floor(pid / inGroup) * G;
+            const size = Math.min(numPidM - first, G);
+            return { pidM: first + ((pid % inGroup) % size), pidN: Math.floor((pid % inGroup) / size) };
+          });
+          expect(groupedOrder(tiles, G)).toEqual(triton);
+        },
+      ),
       { numRuns: 60 },
     );
   });

@@ -16,7 +16,9 @@ function render(schedule: TileSchedule): string {
     });
     const maps = rs.maps;
     lines.push(`  pid_m = ${mapToPython(maps.pidM)}; pid_n = ${mapToPython(maps.pidN)}; wave = ${mapToPython(maps.wave)}`);
-    maps.waitSlot.forEach((m, j) => lines.push(`  wait_slot${j} = ${mapToPython(m)}; arrivals = ${mapToPython(maps.waitArrivals[j] ?? m)}`));
+    maps.waitSlot.forEach((m, j) =>
+      lines.push(`  wait_slot${j} = ${mapToPython(m)}; arrivals = ${mapToPython(maps.waitArrivals[j] ?? m)}`),
+    );
   }
   return lines.join("\n");
 }

@@ -39,11 +39,7 @@ export interface LowerOptions {
  *   not match, unknown or cyclic dependencies, slots nobody fills, or tiles whose rows
  *   the rank never holds; {SignalError} when signals cannot be allocated.
  */
-export function lowerToTileSchedule(
-  plan: ChunkPlan,
-  tiling: ComputeTilingInput,
-  options: LowerOptions = {},
-): TileSchedule {
+export function lowerToTileSchedule(plan: ChunkPlan, tiling: ComputeTilingInput, options: LowerOptions = {}): TileSchedule {
   const role = options.role ?? inferRole(plan, tiling.tensor);
   const resolved = resolveTiling(plan, tiling, role);
   const signals = plan.signals ?? planSignals(plan).signals;

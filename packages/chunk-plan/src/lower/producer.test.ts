@@ -61,7 +61,10 @@ describe("lowerToTileSchedule, producer (GEMM + ReduceScatter)", () => {
             lastWave = wave;
           });
           expect(new Map(rs.slots.map((s) => [s.slot, s.arrivals]))).toEqual(counts);
-          for (const [map, table] of [[rs.maps.tile, rs.tables.tile], ...rs.maps.notifySlot.map((m, j) => [m, rs.tables.notifySlot[j] ?? []] as const)] as const) {
+          for (const [map, table] of [
+            [rs.maps.tile, rs.tables.tile],
+            ...rs.maps.notifySlot.map((m, j) => [m, rs.tables.notifySlot[j] ?? []] as const),
+          ] as const) {
             expect(table.map((_x, v) => evaluateMap(map, { v }))).toEqual(table);
           }
         }
@@ -86,9 +89,7 @@ describe("lowerToTileSchedule, producer (GEMM + ReduceScatter)", () => {
     const plan = gemmReduceScatterDirect({ world: 2, M: 64, N: 64 });
     const tiling = { tensor: "C", problem: { M: 64, N: 64, K: 64 }, tile: { BM: 32, BN: 32, BK: 32 } };
     // Read as a consumer, C is neither held nor received: no schedule can be correct.
-    expect(() => lowerToTileSchedule(plan, tiling, { role: "consumer" })).toThrow(
-      expect.objectContaining({ code: "uncovered-tile" }),
-    );
+    expect(() => lowerToTileSchedule(plan, tiling, { role: "consumer" })).toThrow(expect.objectContaining({ code: "uncovered-tile" }));
     const gather = allGatherPullSwizzled({ world: 2, M: 64, K: 64 });
     const gatherTiling = { tensor: "A", problem: { M: 64, N: 64, K: 64 }, tile: { BM: 32, BN: 32, BK: 32 } };
     // Written as a producer, A has no compute dependency: nothing to notify.

@@ -37,7 +37,11 @@ export interface TileGrid {
 }
 
 /** Parse and check a tiling against the plan tensor it names. */
-export function resolveTiling(plan: ChunkPlan, input: ComputeTilingInput, role: TileRole): {
+export function resolveTiling(
+  plan: ChunkPlan,
+  input: ComputeTilingInput,
+  role: TileRole,
+): {
   tiling: ComputeTiling;
   tensor: TensorDecl;
   grid: TileGrid;
@@ -79,13 +83,7 @@ export function resolveTiling(plan: ChunkPlan, input: ComputeTilingInput, role: 
  * rows × columns `[pidN·BN, min((pidN+1)·BN, N))`, and every further axis whole. Edge
  * tiles are clipped (ragged M or N).
  */
-export function tileRegion(
-  tiling: ComputeTiling,
-  tensor: TensorDecl,
-  role: TileRole,
-  pidM: number,
-  pidN: number,
-): Region {
+export function tileRegion(tiling: ComputeTiling, tensor: TensorDecl, role: TileRole, pidM: number, pidN: number): Region {
   const { M, N } = tiling.problem;
   const { BM, BN } = tiling.tile;
   const offsets = tensor.shape.map(() => 0);

@@ -23,9 +23,7 @@ export const DTYPE_BYTES: Readonly<Record<DType, number>> = {
 
 const Count = z.number().int().nonnegative();
 const PositiveCount = z.number().int().positive();
-const Identifier = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an identifier: letters, digits and _, not starting with a digit");
+const Identifier = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an identifier: letters, digits and _, not starting with a digit");
 
 /**
  * A tensor the plan moves. Every rank holds a buffer of this shape and dtype (symmetric

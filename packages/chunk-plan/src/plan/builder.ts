@@ -58,7 +58,9 @@ function common(o: OpOptions): Pick<P2POp, "deps"> & Partial<Pick<P2POp, "reduce
 function p2p(side: P2POp["side"], peer: number, src: Region, dst: Region, o: OpOptions): P2POp {
   const deps = o.deps === undefined ? [] : o.deps.slice();
   if (o.reduce === undefined) {
-    return o.label === undefined ? { kind: "p2p", side, peer, src, dst, deps } : { kind: "p2p", side, peer, src, dst, deps, label: o.label };
+    return o.label === undefined
+      ? { kind: "p2p", side, peer, src, dst, deps }
+      : { kind: "p2p", side, peer, src, dst, deps, label: o.label };
   }
   const op: P2POp = { kind: "p2p", side, peer, src, dst, reduce: o.reduce, deps };
   if (o.label !== undefined) op.label = o.label;

@@ -68,13 +68,17 @@ export function cloneOp(op: Op, deps?: Dependency[]): Op {
   const d = deps ?? cloneDependencies(op.deps);
   if (op.kind === "p2p" && keysFollow(op, P2P_KEYS)) {
     const { side, peer } = op;
-    if (!("reduce" in op)) return "label" in op ? { kind: "p2p", side, peer, src, dst, deps: d, label: op.label } : { kind: "p2p", side, peer, src, dst, deps: d };
+    if (!("reduce" in op))
+      return "label" in op
+        ? { kind: "p2p", side, peer, src, dst, deps: d, label: op.label }
+        : { kind: "p2p", side, peer, src, dst, deps: d };
     return "label" in op
       ? { kind: "p2p", side, peer, src, dst, reduce: op.reduce, deps: d, label: op.label }
       : { kind: "p2p", side, peer, src, dst, reduce: op.reduce, deps: d };
   }
   if (op.kind === "local-copy" && keysFollow(op, LOCAL_COPY_KEYS)) {
-    if (!("reduce" in op)) return "label" in op ? { kind: "local-copy", src, dst, deps: d, label: op.label } : { kind: "local-copy", src, dst, deps: d };
+    if (!("reduce" in op))
+      return "label" in op ? { kind: "local-copy", src, dst, deps: d, label: op.label } : { kind: "local-copy", src, dst, deps: d };
     return "label" in op
       ? { kind: "local-copy", src, dst, reduce: op.reduce, deps: d, label: op.label }
       : { kind: "local-copy", src, dst, reduce: op.reduce, deps: d };

@@ -5,10 +5,7 @@ import { PlanError } from "./errors.js";
 
 function checkMesh(mesh: Mesh): void {
   if (mesh.shape.length === 0 || mesh.shape.some((s) => !Number.isSafeInteger(s) || s < 1)) {
-    throw new PlanError(
-      "invalid-mesh",
-      `mesh.shape must be a non-empty list of positive integers, got [${mesh.shape.join(", ")}]`,
-    );
+    throw new PlanError("invalid-mesh", `mesh.shape must be a non-empty list of positive integers, got [${mesh.shape.join(", ")}]`);
   }
 }
 

@@ -11,14 +11,17 @@ const RUNS = { numRuns: 50 };
 describe("mesh", () => {
   it("rank and coordinates correspond row-major, outermost level first", () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 4 }).chain((shape) =>
-        fc.tuple(fc.constant(shape), fc.integer({ min: 0, max: shape.reduce((a, b) => a * b, 1) - 1 })),
-      ), ([shape, rank]) => {
-        const mesh = { shape };
-        const coords = meshCoords(rank, mesh);
-        expect(coords.every((c, l) => c >= 0 && c < shape[l]!)).toBe(true);
-        expect(rankOf(coords, mesh)).toBe(rank);
-      }),
+      fc.property(
+        fc
+          .array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 4 })
+          .chain((shape) => fc.tuple(fc.constant(shape), fc.integer({ min: 0, max: shape.reduce((a, b) => a * b, 1) - 1 }))),
+        ([shape, rank]) => {
+          const mesh = { shape };
+          const coords = meshCoords(rank, mesh);
+          expect(coords.every((c, l) => c >= 0 && c < shape[l]!)).toBe(true);
+          expect(rankOf(coords, mesh)).toBe(rank);
+        },
+      ),
       RUNS,
     );
     expect(meshCoords(13, { shape: [4, 8] })).toEqual([1, 5]);
@@ -36,19 +39,22 @@ describe("mesh", () => {
 describe("shards and chunks", () => {
   it("partition: consecutive, non-empty, sizes differ by at most one, larger first, exact cover", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 64 }).chain((parts) => fc.tuple(fc.constant(parts), fc.integer({ min: parts, max: 500 }))), ([parts, extent]) => {
-        const spans = partition(extent, parts);
-        expect(spans).toHaveLength(parts);
-        let at = 0;
-        for (const s of spans) {
-          expect(s.offset).toBe(at);
-          expect(s.size).toBeGreaterThan(0);
-          expect([Math.floor(extent / parts), Math.ceil(extent / parts)]).toContain(s.size);
-          at += s.size;
-        }
-        expect(at).toBe(extent);
-        expect(spans.map((s) => s.size)).toEqual([...spans.map((s) => s.size)].sort((a, b) => b - a));
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 64 }).chain((parts) => fc.tuple(fc.constant(parts), fc.integer({ min: parts, max: 500 }))),
+        ([parts, extent]) => {
+          const spans = partition(extent, parts);
+          expect(spans).toHaveLength(parts);
+          let at = 0;
+          for (const s of spans) {
+            expect(s.offset).toBe(at);
+            expect(s.size).toBeGreaterThan(0);
+            expect([Math.floor(extent / parts), Math.ceil(extent / parts)]).toContain(s.size);
+            at += s.size;
+          }
+          expect(at).toBe(extent);
+          expect(spans.map((s) => s.size)).toEqual([...spans.map((s) => s.size)].sort((a, b) => b - a));
+        },
+      ),
       RUNS,
     );
     expect(partition(10, 4).map((s) => s.size)).toEqual([3, 3, 2, 2]);
@@ -63,7 +69,9 @@ describe("shards and chunks", () => {
       { tensor: "A", offsets: [3, 2], sizes: [5, 3] },
       { tensor: "A", offsets: [3, 5], sizes: [5, 2] },
     ]);
-    expect(() => splitChunks({ tensor: "A", offsets: [0], sizes: [2] }, 3, 0)).toThrow(expect.objectContaining({ code: "region-too-small" }));
+    expect(() => splitChunks({ tensor: "A", offsets: [0], sizes: [2] }, 3, 0)).toThrow(
+      expect.objectContaining({ code: "region-too-small" }),
+    );
     expect(() => shardRegion(t, 2, 4, 0)).toThrow(expect.objectContaining({ code: "invalid-axis" }));
   });
 });
@@ -111,8 +119,12 @@ describe("PlanBuilder", () => {
     expect(fault((b) => b.add(0, 0, push(1, r([0, 0], [1, 1], "B"), r([0, 0], [1, 1]))))).toBe("unknown-tensor");
     expect(fault((b) => b.add(0, 0, push(1, r([7, 0], [2, 1]), r([0, 0], [2, 1]))))).toBe("out-of-bounds");
     expect(fault((b) => b.add(0, 0, push(1, r([0], [1]), r([0, 0], [1, 1]))))).toBe("shape-mismatch");
-    expect(fault((b) => b.add(0, 0, push(1, r([0, 0], [1, 1]), r([0, 0], [1, 1]), { deps: [{ kind: "op", rank: 1, stream: 0, index: 0 }] })))).toBe("invalid-dependency");
-    expect(fault((b) => b.add(0, 0, localCopy(r([0, 0], [1, 1]), r([1, 0], [1, 1]), { deps: [computeDep(3, r([0, 0], [1, 1]))] })))).toBe("invalid-rank");
+    expect(
+      fault((b) => b.add(0, 0, push(1, r([0, 0], [1, 1]), r([0, 0], [1, 1]), { deps: [{ kind: "op", rank: 1, stream: 0, index: 0 }] }))),
+    ).toBe("invalid-dependency");
+    expect(fault((b) => b.add(0, 0, localCopy(r([0, 0], [1, 1]), r([1, 0], [1, 1]), { deps: [computeDep(3, r([0, 0], [1, 1]))] })))).toBe(
+      "invalid-rank",
+    );
     expect(fault((b) => b.tensor(A))).toBe("duplicate-tensor");
     expect(fault((b) => b.local(5, r([0, 0], [1, 1])))).toBe("invalid-rank");
     expect(fault(() => undefined)).toBe("built");

@@ -36,8 +36,7 @@ const planArb: fc.Arbitrary<{ plan: ChunkPlan }> = fc
   });
 
 const ops = (plan: ChunkPlan): Op[] => plan.ranks.flatMap((rp) => rp.streams.flat());
-const bytes = (plan: ChunkPlan): number =>
-  ops(plan).reduce((n, op) => n + op.dst.sizes.reduce((a, b) => a * b, 1) * DTYPE_BYTES.fp16, 0);
+const bytes = (plan: ChunkPlan): number => ops(plan).reduce((n, op) => n + op.dst.sizes.reduce((a, b) => a * b, 1) * DTYPE_BYTES.fp16, 0);
 const withoutDeps = (op: Op): string => JSON.stringify({ ...op, deps: undefined, label: undefined });
 
 describe("split", () => {
@@ -152,7 +151,9 @@ describe("assignStreams", () => {
               if (dep.kind !== "op") return;
               const target = withoutDeps(before.ranks[dep.rank]!.streams[dep.stream]![dep.index]!);
               const moved = after.ranks[r]!.streams.flat().find((o) => withoutDeps(o) === withoutDeps(op))!;
-              const names = moved.deps.flatMap((d) => (d.kind === "op" ? [withoutDeps(after.ranks[d.rank]!.streams[d.stream]![d.index]!)] : []));
+              const names = moved.deps.flatMap((d) =>
+                d.kind === "op" ? [withoutDeps(after.ranks[d.rank]!.streams[d.stream]![d.index]!)] : [],
+              );
               expect(names).toContain(target);
             }),
           ),
@@ -218,7 +219,11 @@ describe("conflictingPairs", () => {
             if (mine.some((a) => theirs.some((b) => accessesConflict(a, b)))) brute.push(`${p},${i}`);
           }),
         );
-        expect(conflictingPairs(lists).map(([p, i]) => `${p},${i}`).sort()).toEqual(brute.sort());
+        expect(
+          conflictingPairs(lists)
+            .map(([p, i]) => `${p},${i}`)
+            .sort(),
+        ).toEqual(brute.sort());
       }),
       { numRuns: 100 },
     );

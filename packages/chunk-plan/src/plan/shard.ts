@@ -75,13 +75,7 @@ export function shardRegion(tensor: TensorShape, axis: number, parts: number, in
  * The union of `count` consecutive shards starting at `first` (of `parts` along `axis`): a
  * node's block of shards in a hierarchical plan.
  */
-export function shardSpanRegion(
-  tensor: TensorShape,
-  axis: number,
-  parts: number,
-  first: number,
-  count: number,
-): Region {
+export function shardSpanRegion(tensor: TensorShape, axis: number, parts: number, first: number, count: number): Region {
   checkAxis(axis, tensor.shape.length, `tensor ${tensor.name}`);
   // Two spans of the partition, not all `parts` of them: templates ask for every rank's shard.
   const begin = partitionSpan(tensor.shape[axis]!, parts, first);

@@ -114,7 +114,13 @@ export function split(plan: ChunkPlan, n: number, axis: number): ChunkPlan {
     local: rp.local.map(cloneRegion),
     streams: rp.streams.map((ops, s) =>
       ops.flatMap((op, i) => {
-        if (counts[r]![s]![i] === 1) return [cloneOp(op, op.deps.map((dep) => rewrite(op, r, op, 1, 0, dep)))];
+        if (counts[r]![s]![i] === 1)
+          return [
+            cloneOp(
+              op,
+              op.deps.map((dep) => rewrite(op, r, op, 1, 0, dep)),
+            ),
+          ];
         // Cut pieces own fresh regions already.
         const mine = splitOp(op, n, axis);
         return mine.map((piece, j) => {

@@ -100,7 +100,10 @@ export function assignStreams(plan: ChunkPlan, policy: StreamPolicy): ChunkPlan 
     const order = rp.streams
       .flatMap((ops, s) => ops.map((op, i) => ({ op, s, i, level: levels[r]![s]![i]! })))
       .sort((a, b) => a.level - b.level || a.s - b.s || a.i - b.i);
-    const keys = streamKeys(order.map((e) => e.op), policy);
+    const keys = streamKeys(
+      order.map((e) => e.op),
+      policy,
+    );
     const streams: { op: Op; s: number; i: number }[][] = Array.from({ length: keys.count }, () => []);
     const pos: Position[][] = rp.streams.map((ops) => ops.map(() => ({ stream: 0, index: 0 })));
     order.forEach((entry, k) => {

@@ -34,12 +34,7 @@ function checkRank(rank: number, world: number, where: string): void {
   }
 }
 
-function checkDependency(
-  plan: ChunkPlan,
-  dep: Dependency,
-  tensors: ReadonlyMap<string, TensorDecl>,
-  where: string,
-): void {
+function checkDependency(plan: ChunkPlan, dep: Dependency, tensors: ReadonlyMap<string, TensorDecl>, where: string): void {
   const world = plan.ranks.length;
   checkRank(dep.rank, world, `${where} dependency`);
   if (dep.kind === "compute") {

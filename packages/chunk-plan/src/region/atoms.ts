@@ -118,7 +118,12 @@ export function atomBoxRegion(grid: AtomGrid, tensor: string, lo: readonly numbe
  * grows along the innermost axis first, then outwards while a whole next slab is selected.
  * Stops after `limit` boxes (the report of a broken plan needs the first few, not all).
  */
-export function mergeAtoms(grid: AtomGrid, tensor: string, selected: (flat: number) => boolean, limit = Number.POSITIVE_INFINITY): Region[] {
+export function mergeAtoms(
+  grid: AtomGrid,
+  tensor: string,
+  selected: (flat: number) => boolean,
+  limit = Number.POSITIVE_INFINITY,
+): Region[] {
   const dims = grid.counts.length;
   const taken = new Uint8Array(grid.size);
   const free = (flat: number): boolean => taken[flat] === 0 && selected(flat);

@@ -3,13 +3,7 @@
 import { CodedError } from "../errors.js";
 
 /** Why a region operation was refused. */
-export type RegionErrorCode =
-  | "rank-mismatch"
-  | "tensor-mismatch"
-  | "out-of-bounds"
-  | "bad-split"
-  | "bad-axis"
-  | "bad-strides";
+export type RegionErrorCode = "rank-mismatch" | "tensor-mismatch" | "out-of-bounds" | "bad-split" | "bad-axis" | "bad-strides";
 
 /** Thrown by region functions when their input cannot describe a valid box. */
 export class RegionError extends CodedError<RegionErrorCode> {

@@ -81,7 +81,13 @@ describe("box algebra", () => {
           expect(coverage(pieces, box)).toMatchObject({ exact: true, gaps: [], overlaps: [], outside: [] });
           const sizes = pieces.map((p) => p.sizes[axis] ?? 0);
           expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
-          for (const p of pieces) expect(sameShape({ ...p, sizes: p.sizes.map((s, d) => (d === axis ? 0 : s)) }, { ...box, sizes: box.sizes.map((s, d) => (d === axis ? 0 : s)) })).toBe(true);
+          for (const p of pieces)
+            expect(
+              sameShape(
+                { ...p, sizes: p.sizes.map((s, d) => (d === axis ? 0 : s)) },
+                { ...box, sizes: box.sizes.map((s, d) => (d === axis ? 0 : s)) },
+              ),
+            ).toBe(true);
         },
       ),
       RUNS,
@@ -155,7 +161,16 @@ describe("toByteSegments", () => {
   const declArb: fc.Arbitrary<TensorDecl> = fc
     .tuple(shapeArb, dtypeArb, fc.boolean())
     .chain(([shape, dtype, custom]) =>
-      fc.tuple(fc.constant(shape), fc.constant(dtype), fc.constant(custom), fc.shuffledSubarray(shape.map((_, d) => d), { minLength: shape.length, maxLength: shape.length }), fc.array(fc.integer({ min: 0, max: 2 }), { minLength: shape.length, maxLength: shape.length })),
+      fc.tuple(
+        fc.constant(shape),
+        fc.constant(dtype),
+        fc.constant(custom),
+        fc.shuffledSubarray(
+          shape.map((_, d) => d),
+          { minLength: shape.length, maxLength: shape.length },
+        ),
+        fc.array(fc.integer({ min: 0, max: 2 }), { minLength: shape.length, maxLength: shape.length }),
+      ),
     )
     .map(([shape, dtype, custom, order, pads]) => {
       if (!custom) return { name: "x", shape, dtype };

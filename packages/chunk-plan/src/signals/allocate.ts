@@ -116,8 +116,10 @@ export function planSignals(plan: ChunkPlan): ChunkPlan {
     const out: SignalSlot[] = [];
     for (const draft of chunkDrafts) {
       const isTransit =
-        forwarded[rank]?.some(draft.region, (read) => regionsIntersect(read.region, draft.region) && !draft.writers.some((w) => sameOp(w, read.ref))) ??
-        false;
+        forwarded[rank]?.some(
+          draft.region,
+          (read) => regionsIntersect(read.region, draft.region) && !draft.writers.some((w) => sameOp(w, read.ref)),
+        ) ?? false;
       slotByKey[rank]?.set(regionKey(draft.region), out.length);
       out.push({
         slot: out.length,
@@ -237,10 +239,7 @@ function checkRanksAndRegions(plan: ChunkPlan, world: number): void {
   const checkRegion = (region: Region, where: string): void => {
     const tensor = tensors.get(region.tensor);
     if (tensor === undefined) {
-      throw new SignalError(
-        "unknown-tensor",
-        `${where} names tensor "${region.tensor}", which the plan does not declare in "tensors"`,
-      );
+      throw new SignalError("unknown-tensor", `${where} names tensor "${region.tensor}", which the plan does not declare in "tensors"`);
     }
     const dims = tensor.shape.length;
     const fits =
@@ -257,10 +256,7 @@ function checkRanksAndRegions(plan: ChunkPlan, world: number): void {
   };
   for (const rankPlan of plan.ranks) {
     if (rankPlan.rank >= world || seen.has(rankPlan.rank)) {
-      throw new SignalError(
-        "bad-rank",
-        `rank ${rankPlan.rank} is listed twice or lies outside the mesh of ${world} ranks`,
-      );
+      throw new SignalError("bad-rank", `rank ${rankPlan.rank} is listed twice or lies outside the mesh of ${world} ranks`);
     }
     seen.add(rankPlan.rank);
     rankPlan.local.forEach((r, i) => checkRegion(r, `rank ${rankPlan.rank} local[${i}]`));

@@ -1,12 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ChunkPlan, Op } from "../model/schema.js";
-import {
-  allGatherPullSwizzled,
-  allGatherPushRing,
-  gemmReduceScatterDirect,
-  rowsOf,
-} from "../lower/testing/plans.js";
+import { allGatherPullSwizzled, allGatherPushRing, gemmReduceScatterDirect, rowsOf } from "../lower/testing/plans.js";
 import { SignalError, planSignals, slotsOfRank, waitTarget } from "./index.js";
 
 /** Number of notify entries naming each `rank/slot`. */

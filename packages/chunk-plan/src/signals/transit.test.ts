@@ -17,7 +17,9 @@ interface Ref {
 }
 
 function ops(plan: ChunkPlan): { op: Op; ref: Ref }[] {
-  return plan.ranks.flatMap((rp) => rp.streams.flatMap((s, stream) => s.map((op, index) => ({ op, ref: { rank: rp.rank, stream, index } }))));
+  return plan.ranks.flatMap((rp) =>
+    rp.streams.flatMap((s, stream) => s.map((op, index) => ({ op, ref: { rank: rp.rank, stream, index } }))),
+  );
 }
 
 /** The purposes of every rank's chunk slots, straight from the definition (quadratic). */
@@ -26,7 +28,8 @@ function referencePurposes(plan: ChunkPlan): string[][] {
   const landsOn = (op: Op, rank: number): number => (op.kind === "p2p" && op.side === "push" ? op.peer : rank);
   const readsOff = (op: Op, rank: number): number | undefined =>
     op.kind === "p2p" ? (op.side === "push" ? rank : op.peer) : op.kind === "collective" && op.ranks.length > 1 ? rank : undefined;
-  const same = (a: Region, b: Region): boolean => a.tensor === b.tensor && a.offsets.join() === b.offsets.join() && a.sizes.join() === b.sizes.join();
+  const same = (a: Region, b: Region): boolean =>
+    a.tensor === b.tensor && a.offsets.join() === b.offsets.join() && a.sizes.join() === b.sizes.join();
   return (plan.signals?.slots ?? []).map(({ rank, slots }) =>
     slots
       .filter((s) => s.purpose !== "tile-done")
@@ -52,10 +55,22 @@ function chunkPurposes(plan: ChunkPlan): string[][] {
 const plans: fc.Arbitrary<ChunkPlan> = fc.oneof(
   allGatherSpec.map(allGatherPlan),
   fc
-    .record({ kind: fc.constantFrom("all-gather" as const, "reduce-scatter" as const, "all-reduce" as const, "all-to-all" as const), world: fc.integer({ min: 2, max: 4 }), rows: fc.integer({ min: 1, max: 3 }) })
+    .record({
+      kind: fc.constantFrom("all-gather" as const, "reduce-scatter" as const, "all-reduce" as const, "all-to-all" as const),
+      world: fc.integer({ min: 2, max: 4 }),
+      rows: fc.integer({ min: 1, max: 3 }),
+    })
     .map((c) => collectivePlan(c.kind, c.world, c.rows)),
   fc
-    .record({ nodes: fc.integer({ min: 1, max: 3 }), gpus: fc.integer({ min: 1, max: 3 }), rows: fc.integer({ min: 1, max: 3 }), cols: fc.integer({ min: 1, max: 3 }), split: fc.integer({ min: 1, max: 3 }), splitAxis: fc.constantFrom(0, 1), pipelined: fc.boolean() })
+    .record({
+      nodes: fc.integer({ min: 1, max: 3 }),
+      gpus: fc.integer({ min: 1, max: 3 }),
+      rows: fc.integer({ min: 1, max: 3 }),
+      cols: fc.integer({ min: 1, max: 3 }),
+      split: fc.integer({ min: 1, max: 3 }),
+      splitAxis: fc.constantFrom(0, 1),
+      pipelined: fc.boolean(),
+    })
     .map((c) =>
       allGatherHierarchical({
         tensor: { name: "x", shape: [c.nodes * c.gpus * c.rows, c.cols], dtype: "bf16" },
@@ -67,17 +82,29 @@ const plans: fc.Arbitrary<ChunkPlan> = fc.oneof(
       }),
     ),
   fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }), push: fc.boolean() }).map((c) =>
-    allGatherRing({ tensor: { name: "x", shape: [c.world * 2, 3], dtype: "fp16" }, axis: 0, mesh: [c.world], split: c.split, side: c.push ? "push" : "pull" }),
+    allGatherRing({
+      tensor: { name: "x", shape: [c.world * 2, 3], dtype: "fp16" },
+      axis: 0,
+      mesh: [c.world],
+      split: c.split,
+      side: c.push ? "push" : "pull",
+    }),
   ),
-  fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) }).map((c) =>
-    reduceScatterRing({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
-  ),
-  fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) }).map((c) =>
-    allReducePartitioned({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
-  ),
-  fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) }).map((c) =>
-    allToAll({ tensor: { name: "z", shape: [c.world * c.world * 2, 2], dtype: "fp16" }, axis: 0, mesh: [c.world], split: c.split }),
-  ),
+  fc
+    .record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) })
+    .map((c) =>
+      reduceScatterRing({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
+    ),
+  fc
+    .record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) })
+    .map((c) =>
+      allReducePartitioned({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
+    ),
+  fc
+    .record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) })
+    .map((c) =>
+      allToAll({ tensor: { name: "z", shape: [c.world * c.world * 2, 2], dtype: "fp16" }, axis: 0, mesh: [c.world], split: c.split }),
+    ),
 );
 
 describe("planSignals: transit slots", () => {

@@ -43,10 +43,7 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
   const ctx = templateContext(o);
   const [N, G] = ctx.mesh.shape;
   if (ctx.mesh.shape.length !== 2 || N === undefined || G === undefined) {
-    throw new PlanError(
-      "invalid-mesh",
-      `the hierarchical AllGather needs a mesh [nodes, gpusPerNode]; got [${ctx.mesh.shape.join(", ")}]`,
-    );
+    throw new PlanError("invalid-mesh", `the hierarchical AllGather needs a mesh [nodes, gpusPerNode]; got [${ctx.mesh.shape.join(", ")}]`);
   }
   const S = ctx.split;
   const schedule = o.schedule ?? "staged";
@@ -54,7 +51,7 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
   const chunksOfBlock = Array.from({ length: N }, (_, m) =>
     splitChunks(shardSpanRegion(ctx.tensor, ctx.axis, ctx.world, m * G, G), S, ctx.splitAxis),
   );
-  const intraIndex = (g: number, q: number, j: number): number => j * (G - 1) + ((q % G) - g + G) % G - 1;
+  const intraIndex = (g: number, q: number, j: number): number => j * (G - 1) + (((q % G) - g + G) % G) - 1;
 
   // The stage-1 op on rank p that completes the data of p's node-block chunk j: the latest,
   // in p's stream order, of the stage-1 chunks it overlaps. Cached per (p, j).

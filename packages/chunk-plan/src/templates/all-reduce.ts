@@ -5,14 +5,7 @@ import type { ChunkPlan, Op, Region } from "../model/schema.js";
 import { collective, computeDep, localCopy, opRef, pull } from "../plan/builder.js";
 import { checkInteger, PlanError } from "../plan/errors.js";
 import { ringAllGatherOps, swizzleAllGatherOps } from "./all-gather.js";
-import {
-  assemble,
-  onTensor,
-  partialTensor,
-  type ReductionOptions,
-  templateContext,
-  wholeTensor,
-} from "./common.js";
+import { assemble, onTensor, partialTensor, type ReductionOptions, templateContext, wholeTensor } from "./common.js";
 import { directReduceScatterOps, ringReduceScatterOps } from "./reduce-scatter.js";
 
 /** Options of {@link allReducePartitioned}. */

@@ -65,7 +65,10 @@ export function templateContext(o: TemplateOptions, sharded = true): TemplateCon
     throw new PlanError("invalid-option", `tensor ${tensor.name} needs a non-empty shape of positive integers`);
   }
   const dims = tensor.shape.length;
-  for (const [what, a] of [["axis", o.axis], ["splitAxis", o.splitAxis ?? o.axis]] as const) {
+  for (const [what, a] of [
+    ["axis", o.axis],
+    ["splitAxis", o.splitAxis ?? o.axis],
+  ] as const) {
     if (!Number.isSafeInteger(a) || a < 0 || a >= dims) {
       throw new PlanError("invalid-axis", `${what} ${a} is outside tensor ${tensor.name}, which has ${dims} dimensions`);
     }

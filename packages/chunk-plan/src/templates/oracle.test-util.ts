@@ -54,10 +54,11 @@ export function runPlan(plan: ChunkPlan): State {
   }
   if (order.length !== nodes.length) throw new Error("dependency cycle");
   const before: Set<number>[] = nodes.map(() => new Set());
-  for (const n of order) for (const p of preds[n]!) {
-    before[n]!.add(p);
-    for (const a of before[p]!) before[n]!.add(a);
-  }
+  for (const n of order)
+    for (const p of preds[n]!) {
+      before[n]!.add(p);
+      for (const a of before[p]!) before[n]!.add(a);
+    }
 
   const state: State = new Map();
   const writer = new Map<string, unknown[]>();
@@ -95,7 +96,8 @@ export function runPlan(plan: ChunkPlan): State {
       const v = src[e];
       if (v === undefined) throw new Error(`r${r}: reads invalid element ${e} of ${read.region.tensor} on r${read.rank}`);
       for (const w of srcWriters[e] ?? []) {
-        if (!before[n]!.has(w)) throw new Error(`r${r}: reads element ${e} of ${read.region.tensor} on r${read.rank} not ordered after its writer`);
+        if (!before[n]!.has(w))
+          throw new Error(`r${r}: reads element ${e} of ${read.region.tensor} on r${read.rank} not ordered after its writer`);
       }
       return v;
     });
@@ -114,7 +116,10 @@ export function runPlan(plan: ChunkPlan): State {
         dst[e] = { ...v };
       }
       for (const reader of dstReaders[e] ?? []) {
-        if (reader !== n && !before[n]!.has(reader)) throw new Error(`r${r}: overwrites element ${e} of ${write.region.tensor} on r${write.rank} while r${nodes[reader]!.r} may still read it`);
+        if (reader !== n && !before[n]!.has(reader))
+          throw new Error(
+            `r${r}: overwrites element ${e} of ${write.region.tensor} on r${write.rank} while r${nodes[reader]!.r} may still read it`,
+          );
       }
       dstWriters[e] = [...(dstWriters[e] ?? []), n];
     });

@@ -3,15 +3,7 @@
 // values live in tensor `src` on every rank; rank r's result lands in shard r of `tensor`.
 import type { ChunkPlan, Dependency, Op, Reduction, TensorDecl } from "../model/schema.js";
 import { computeDep, localCopy, opRef, pull, push } from "../plan/builder.js";
-import {
-  assemble,
-  onTensor,
-  partialTensor,
-  type ReductionOptions,
-  type TemplateContext,
-  templateContext,
-  wholeTensor,
-} from "./common.js";
+import { assemble, onTensor, partialTensor, type ReductionOptions, type TemplateContext, templateContext, wholeTensor } from "./common.js";
 
 /** Options of the ReduceScatter templates. */
 export interface ReduceScatterOptions extends ReductionOptions {
@@ -27,13 +19,7 @@ export interface ReduceScatterOptions extends ReductionOptions {
  * `c = (r - k) mod world` of `src` to rank r + 1, accumulating into that rank's `src`
  * shard c; then a local copy of the fully reduced `src` shard r into `tensor` shard r.
  */
-export function ringReduceScatterOps(
-  ctx: TemplateContext,
-  src: TensorDecl,
-  r: number,
-  reduce: Reduction,
-  afterCompute: boolean,
-): Op[] {
+export function ringReduceScatterOps(ctx: TemplateContext, src: TensorDecl, r: number, reduce: Reduction, afterCompute: boolean): Op[] {
   const W = ctx.world;
   const prev = (r - 1 + W) % W;
   const next = (r + 1) % W;
@@ -56,18 +42,10 @@ export function ringReduceScatterOps(
  * `tensor` shard r, then for i = 1 .. world-1 pull shard r of `src` from rank
  * `(r + i) mod world`, accumulating into `tensor` shard r.
  */
-export function directReduceScatterOps(
-  ctx: TemplateContext,
-  src: TensorDecl,
-  r: number,
-  reduce: Reduction,
-  afterCompute: boolean,
-): Op[] {
+export function directReduceScatterOps(ctx: TemplateContext, src: TensorDecl, r: number, reduce: Reduction, afterCompute: boolean): Op[] {
   const W = ctx.world;
   const own = onTensor(ctx.shard(r), src.name);
-  const ops: Op[] = [
-    localCopy(own, ctx.shard(r), { deps: afterCompute ? [computeDep(r, own)] : [], label: "own partial" }),
-  ];
+  const ops: Op[] = [localCopy(own, ctx.shard(r), { deps: afterCompute ? [computeDep(r, own)] : [], label: "own partial" })];
   for (let i = 1; i < W; i++) {
     const peer = (r + i) % W;
     const deps = afterCompute ? [computeDep(peer, own)] : [];

@@ -57,7 +57,13 @@ function ownerOf(e: number, shape: number[], axis: number, world: number): numbe
 }
 
 /** Every element of `tensor` on every listed rank holds exactly the contributions `expect` names. */
-function expectCells(state: State, tensor: string, shape: number[], ranks: number[], wanted: (r: number, e: number) => { mask: number; pos: number } | undefined): void {
+function expectCells(
+  state: State,
+  tensor: string,
+  shape: number[],
+  ranks: number[],
+  wanted: (r: number, e: number) => { mask: number; pos: number } | undefined,
+): void {
   const size = shape[0]! * shape[1]!;
   for (const r of ranks) {
     const buf = state.get(`${r}|${tensor}`) ?? [];
@@ -138,7 +144,14 @@ describe("AllGather templates", () => {
         meshArb.chain(([n, g]) => caseOf(fc.constant(n * g)).map((c) => ({ c, n, g }))),
         fc.constantFrom("staged", "pipelined") as fc.Arbitrary<"staged" | "pipelined">,
         ({ c, n, g }, schedule) => {
-          const plan = allGatherHierarchical({ tensor: tensorOf(c), axis: c.axis, mesh: [n, g], split: c.split, splitAxis: c.splitAxis, schedule });
+          const plan = allGatherHierarchical({
+            tensor: tensorOf(c),
+            axis: c.axis,
+            mesh: [n, g],
+            split: c.split,
+            splitAxis: c.splitAxis,
+            schedule,
+          });
           expectParses(plan);
           expect(opsPerRank(plan)).toEqual(plan.ranks.map(() => (g - 1 + n - 1) * c.split));
           if (schedule === "pipelined" && n > 1) expect(plan.ranks[0]!.streams[1]).toHaveLength((n - 1) * c.split);
@@ -181,8 +194,12 @@ describe("ReduceScatter and AllReduce templates", () => {
         expectParses(plan);
         expect(opsPerRank(plan)).toEqual(plan.ranks.map(() => c.world * c.split));
         const state = runPlan(plan);
-        expectCells(state, "A", c.shape, plan.ranks.map((rp) => rp.rank), (r, e) =>
-          ownerOf(e, c.shape, c.axis, c.world) === r ? { mask: all(c.world), pos: e } : undefined,
+        expectCells(
+          state,
+          "A",
+          c.shape,
+          plan.ranks.map((rp) => rp.rank),
+          (r, e) => (ownerOf(e, c.shape, c.axis, c.world) === r ? { mask: all(c.world), pos: e } : undefined),
         );
         expect(validatePlan(plan)).toEqual({ ok: true });
       }),
@@ -197,11 +214,25 @@ describe("ReduceScatter and AllReduce templates", () => {
         fc.constantFrom("ring", "direct") as fc.Arbitrary<"ring" | "direct">,
         fc.constantFrom("ring-push", "ring-pull", "swizzle") as fc.Arbitrary<"ring-push" | "ring-pull" | "swizzle">,
         (c, reduceScatter, allGather) => {
-          const plan = allReducePartitioned({ tensor: tensorOf(c), axis: c.axis, mesh: [c.world], split: c.split, splitAxis: c.splitAxis, reduceScatter, allGather });
+          const plan = allReducePartitioned({
+            tensor: tensorOf(c),
+            axis: c.axis,
+            mesh: [c.world],
+            split: c.split,
+            splitAxis: c.splitAxis,
+            reduceScatter,
+            allGather,
+          });
           expectParses(plan);
           expect(opsPerRank(plan)).toEqual(plan.ranks.map(() => (2 * c.world - 1) * c.split));
           const state = runPlan(plan);
-          expectCells(state, "A", c.shape, plan.ranks.map((rp) => rp.rank), (_, e) => ({ mask: all(c.world), pos: e }));
+          expectCells(
+            state,
+            "A",
+            c.shape,
+            plan.ranks.map((rp) => rp.rank),
+            (_, e) => ({ mask: all(c.world), pos: e }),
+          );
           expect(validatePlan(plan)).toEqual({ ok: true });
         },
       ),
@@ -230,14 +261,23 @@ describe("ReduceScatter and AllReduce templates", () => {
             rp.streams.flat().forEach((op) => {
               const read = opAccesses(op, r)[0];
               const covered = op.deps.some(
-                (d) => d.kind === "compute" && d.rank === read.rank && elements(read.region, shape).every((e) => elements(d.region, shape).includes(e)),
+                (d) =>
+                  d.kind === "compute" &&
+                  d.rank === read.rank &&
+                  elements(read.region, shape).every((e) => elements(d.region, shape).includes(e)),
               );
               expect(covered).toBe(true);
             }),
           );
           if (path === "p2p") {
             const state = runPlan(plan);
-            expectCells(state, "A", shape, plan.ranks.map((rp) => rp.rank), (_, e) => ({ mask: all(world), pos: e }));
+            expectCells(
+              state,
+              "A",
+              shape,
+              plan.ranks.map((rp) => rp.rank),
+              (_, e) => ({ mask: all(world), pos: e }),
+            );
           }
           expect(validatePlan(plan)).toEqual({ ok: true });
         },
@@ -256,12 +296,18 @@ describe("AllToAll and the direct path", () => {
         expect(opsPerRank(plan)).toEqual(plan.ranks.map(() => c.world * c.split));
         const slab = c.shape[c.axis]! / c.world;
         const state = runPlan(plan);
-        expectCells(state, "A", c.shape, plan.ranks.map((rp) => rp.rank), (r, e) => {
-          const coords = [Math.floor(e / c.shape[1]!), e % c.shape[1]!];
-          const p = Math.floor(coords[c.axis]! / slab);
-          coords[c.axis] = r * slab + (coords[c.axis]! % slab);
-          return { mask: 1 << p, pos: coords[0]! * c.shape[1]! + coords[1]! };
-        });
+        expectCells(
+          state,
+          "A",
+          c.shape,
+          plan.ranks.map((rp) => rp.rank),
+          (r, e) => {
+            const coords = [Math.floor(e / c.shape[1]!), e % c.shape[1]!];
+            const p = Math.floor(coords[c.axis]! / slab);
+            coords[c.axis] = r * slab + (coords[c.axis]! % slab);
+            return { mask: 1 << p, pos: coords[0]! * c.shape[1]! + coords[1]! };
+          },
+        );
         expect(validatePlan(plan)).toEqual({ ok: true });
       }),
       RUNS,
@@ -273,7 +319,12 @@ describe("AllToAll and the direct path", () => {
   it("collectiveDirect: one collective op per rank, valid for each kind", () => {
     for (const kind of ["all-gather", "reduce-scatter", "all-reduce", "all-to-all"] as const) {
       for (const world of [1, 3, 5]) {
-        const plan = collectiveDirect({ collective: kind, tensor: { name: "A", shape: [world * 2, 3], dtype: "bf16" }, axis: 0, mesh: [world] });
+        const plan = collectiveDirect({
+          collective: kind,
+          tensor: { name: "A", shape: [world * 2, 3], dtype: "bf16" },
+          axis: 0,
+          mesh: [world],
+        });
         expectParses(plan);
         expect(opsPerRank(plan)).toEqual(plan.ranks.map(() => 1));
         expect(plan.claim?.collective).toBe(kind);

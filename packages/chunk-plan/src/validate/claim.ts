@@ -98,7 +98,8 @@ export function claimTargets(claim: Claim, decls: ReadonlyMap<string, TensorDecl
       return (visit) => ranks.forEach((rank) => visit(rank, full, sources, true, 0));
     }
     case "all-to-all": {
-      if (o !== s || o % n !== 0) return `all-to-all claim: ${src.name} and ${out.name} must have the same shape, divisible by ${n} on axis ${axis}`;
+      if (o !== s || o % n !== 0)
+        return `all-to-all claim: ${src.name} and ${out.name} must have the same shape, divisible by ${n} on axis ${axis}`;
       return (visit) =>
         ranks.forEach((rank, i) =>
           ranks.forEach((from, j) => visit(rank, slabs[j] as Region, [{ rank: from, region: srcSlabs[i] as Region }], false, i * n + j)),

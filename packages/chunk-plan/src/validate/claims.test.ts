@@ -73,7 +73,11 @@ describe("symbolic execution proves the claim", () => {
             ],
           ],
         },
-        { rank: 1, local: [box("y", [3], [3])], streams: [[{ kind: "p2p", side: "push", peer: 0, src: box("y", [3], [3]), dst: box("y", [3], [3]), deps: [] }]] },
+        {
+          rank: 1,
+          local: [box("y", [3], [3])],
+          streams: [[{ kind: "p2p", side: "push", peer: 0, src: box("y", [3], [3]), dst: box("y", [3], [3]), deps: [] }]],
+        },
       ],
     };
     expect(findings(staged)).toEqual([]);
@@ -94,7 +98,13 @@ describe("termination", () => {
       name: "shifted",
       mesh: { shape: [1] },
       tensors: [{ name: "y", shape: [64], dtype: "int8" }],
-      ranks: [{ rank: 0, local: [box("y", [0], [63])], streams: [[{ kind: "local-copy", src: box("y", [0], [63]), dst: box("y", [1], [63]), deps: [] }]] }],
+      ranks: [
+        {
+          rank: 0,
+          local: [box("y", [0], [63])],
+          streams: [[{ kind: "local-copy", src: box("y", [0], [63]), dst: box("y", [1], [63]), deps: [] }]],
+        },
+      ],
     };
     expect(validatePlan(plan)).toEqual({ ok: true });
   });
@@ -103,7 +113,15 @@ describe("termination", () => {
 describe("deadlocks across ranks", () => {
   it("finds a cycle through a collective that two ranks reach in different orders", () => {
     const ranks = [0, 1];
-    const ag: Op = { kind: "collective", collective: "all-gather", ranks, axis: 0, src: box("x", [0], [2]), dst: box("y", [0], [4]), deps: [] };
+    const ag: Op = {
+      kind: "collective",
+      collective: "all-gather",
+      ranks,
+      axis: 0,
+      src: box("x", [0], [2]),
+      dst: box("y", [0], [4]),
+      deps: [],
+    };
     const plan: ChunkPlan = {
       $schema: CHUNK_PLAN_SCHEMA,
       name: "crossed",
@@ -114,11 +132,25 @@ describe("deadlocks across ranks", () => {
         { name: "z", shape: [2], dtype: "bf16" },
       ],
       ranks: [
-        { rank: 0, local: [box("x", [0], [2])], streams: [[ag, { kind: "p2p", side: "push", peer: 1, src: box("x", [0], [2]), dst: box("z", [0], [2]), deps: [] }]] },
+        {
+          rank: 0,
+          local: [box("x", [0], [2])],
+          streams: [[ag, { kind: "p2p", side: "push", peer: 1, src: box("x", [0], [2]), dst: box("z", [0], [2]), deps: [] }]],
+        },
         {
           rank: 1,
           local: [box("x", [0], [2])],
-          streams: [[{ kind: "local-copy", src: box("z", [0], [2]), dst: box("y", [0], [2]), deps: [{ kind: "op", rank: 0, stream: 0, index: 1 }] }, ag]],
+          streams: [
+            [
+              {
+                kind: "local-copy",
+                src: box("z", [0], [2]),
+                dst: box("y", [0], [2]),
+                deps: [{ kind: "op", rank: 0, stream: 0, index: 1 }],
+              },
+              ag,
+            ],
+          ],
         },
       ],
     };
@@ -134,24 +166,30 @@ describe("template plans validate", () => {
   const tensor = (rows: number) => ({ name: "y", shape: [rows, 4], dtype: "bf16" as const });
   it("ring, swizzled and hierarchical AllGather, ReduceScatter, AllReduce and AllToAll", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 3 }), fc.integer({ min: 0, max: 5 }), fc.boolean(), (world, split, extra, push) => {
-        const side = push ? ("push" as const) : ("pull" as const);
-        const rows = world * split * 2 + extra;
-        const plans: ChunkPlan[] = [
-          templates.allGatherRing({ tensor: tensor(rows), axis: 0, mesh: [world], split, side }),
-          templates.allGatherSwizzle({ tensor: tensor(rows), axis: 0, mesh: [world], split, side }),
-          templates.allGatherHierarchical({ tensor: tensor(rows * 2), axis: 0, mesh: [2, world], split }),
-          templates.allGatherHierarchical({ tensor: tensor(rows * 2), axis: 0, mesh: [2, world], split, schedule: "pipelined" }),
-          templates.reduceScatterRing({ tensor: tensor(rows), axis: 0, mesh: [world], split }),
-          templates.reduceScatterDirect({ tensor: tensor(rows), axis: 0, mesh: [world], split }),
-          templates.allReducePartitioned({ tensor: tensor(rows), axis: 0, mesh: [world], split }),
-          templates.allToAll({ tensor: tensor(world * world * split), axis: 0, mesh: [world], split }),
-        ];
-        for (const plan of plans) {
-          const result = validatePlan(plan);
-          expect(result.ok ? [] : result.errors.map((e) => `${plan.name}: ${e.message}`)).toEqual([]);
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 2, max: 6 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.boolean(),
+        (world, split, extra, push) => {
+          const side = push ? ("push" as const) : ("pull" as const);
+          const rows = world * split * 2 + extra;
+          const plans: ChunkPlan[] = [
+            templates.allGatherRing({ tensor: tensor(rows), axis: 0, mesh: [world], split, side }),
+            templates.allGatherSwizzle({ tensor: tensor(rows), axis: 0, mesh: [world], split, side }),
+            templates.allGatherHierarchical({ tensor: tensor(rows * 2), axis: 0, mesh: [2, world], split }),
+            templates.allGatherHierarchical({ tensor: tensor(rows * 2), axis: 0, mesh: [2, world], split, schedule: "pipelined" }),
+            templates.reduceScatterRing({ tensor: tensor(rows), axis: 0, mesh: [world], split }),
+            templates.reduceScatterDirect({ tensor: tensor(rows), axis: 0, mesh: [world], split }),
+            templates.allReducePartitioned({ tensor: tensor(rows), axis: 0, mesh: [world], split }),
+            templates.allToAll({ tensor: tensor(world * world * split), axis: 0, mesh: [world], split }),
+          ];
+          for (const plan of plans) {
+            const result = validatePlan(plan);
+            expect(result.ok ? [] : result.errors.map((e) => `${plan.name}: ${e.message}`)).toEqual([]);
+          }
+        },
+      ),
       { numRuns: 15 },
     );
   });
@@ -178,7 +216,11 @@ describe("splitRegion-based plans", () => {
       ranks: [0, 1, 2].map((r) => ({
         rank: r,
         local: [shards[r]!],
-        streams: [[0, 1, 2].filter((p) => p !== r).map((p): Op => ({ kind: "p2p", side: "push", peer: p, src: shards[r]!, dst: shards[r]!, deps: [] }))],
+        streams: [
+          [0, 1, 2]
+            .filter((p) => p !== r)
+            .map((p): Op => ({ kind: "p2p", side: "push", peer: p, src: shards[r]!, dst: shards[r]!, deps: [] })),
+        ],
       })),
     };
     expect(findings(plan)).toEqual([]);

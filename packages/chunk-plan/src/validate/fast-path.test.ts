@@ -88,7 +88,8 @@ function broken(plan: ChunkPlan, fault: Fault, at: At, other: At): ChunkPlan {
       // Copy to a place one element further along axis 0 when it stays inside the tensor:
       // a translation, whose cuts the atom grid must carry.
       const extent = copy.tensors.find((t) => t.name === op.dst.tensor)?.shape[0] ?? 0;
-      if (op.kind !== "collective" && (op.dst.offsets[0] ?? 0) + (op.dst.sizes[0] ?? 0) < extent) op.dst.offsets[0] = (op.dst.offsets[0] ?? 0) + 1;
+      if (op.kind !== "collective" && (op.dst.offsets[0] ?? 0) + (op.dst.sizes[0] ?? 0) < extent)
+        op.dst.offsets[0] = (op.dst.offsets[0] ?? 0) + 1;
       break;
     }
     case "extra-dep": {
@@ -134,45 +135,78 @@ const templatePlan: fc.Arbitrary<ChunkPlan> = fc.oneof(
       });
     }),
   fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }), push: fc.boolean() }).map((c) =>
-    allGatherRing({ tensor: { name: "x", shape: [c.world * 2, 3], dtype: "fp16" }, axis: 0, mesh: [c.world], split: c.split, side: c.push ? "push" : "pull" }),
+    allGatherRing({
+      tensor: { name: "x", shape: [c.world * 2, 3], dtype: "fp16" },
+      axis: 0,
+      mesh: [c.world],
+      split: c.split,
+      side: c.push ? "push" : "pull",
+    }),
   ),
-  fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) }).map((c) =>
-    reduceScatterRing({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
-  ),
-  fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) }).map((c) =>
-    allReducePartitioned({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
-  ),
-  fc.record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) }).map((c) =>
-    allToAll({ tensor: { name: "z", shape: [c.world * c.world * 2, 2], dtype: "fp16" }, axis: 0, mesh: [c.world], split: c.split }),
-  ),
+  fc
+    .record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) })
+    .map((c) =>
+      reduceScatterRing({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
+    ),
+  fc
+    .record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) })
+    .map((c) =>
+      allReducePartitioned({ tensor: { name: "y", shape: [c.world * 2, 2], dtype: "fp32" }, axis: 0, mesh: [c.world], split: c.split }),
+    ),
+  fc
+    .record({ world: fc.integer({ min: 1, max: 4 }), split: fc.integer({ min: 1, max: 2 }) })
+    .map((c) =>
+      allToAll({ tensor: { name: "z", shape: [c.world * c.world * 2, 2], dtype: "fp16" }, axis: 0, mesh: [c.world], split: c.split }),
+    ),
 );
 
 const handPlan: fc.Arbitrary<ChunkPlan> = fc.oneof(
   allGatherSpec.map(allGatherPlan),
   fc
     .record({ world: fc.integer({ min: 2, max: 5 }), rows: fc.integer({ min: 1, max: 3 }), drop: fc.boolean(), noSeedDep: fc.boolean() })
-    .map((c) => reduceScatterPlan(c.world, c.rows, { ...(c.drop ? { dropFrom: [1, 0] as [number, number] } : {}), noSeedDep: c.noSeedDep })),
+    .map((c) =>
+      reduceScatterPlan(c.world, c.rows, { ...(c.drop ? { dropFrom: [1, 0] as [number, number] } : {}), noSeedDep: c.noSeedDep }),
+    ),
   fc
-    .record({ kind: fc.constantFrom("all-gather" as const, "reduce-scatter" as const, "all-reduce" as const, "all-to-all" as const), world: fc.integer({ min: 2, max: 4 }), rows: fc.integer({ min: 1, max: 3 }) })
+    .record({
+      kind: fc.constantFrom("all-gather" as const, "reduce-scatter" as const, "all-reduce" as const, "all-to-all" as const),
+      world: fc.integer({ min: 2, max: 4 }),
+      rows: fc.integer({ min: 1, max: 3 }),
+    })
     .map((c) => collectivePlan(c.kind, c.world, c.rows)),
 );
 
 /** Plans with at least one op, then one fault. */
 const faulty = (plans: fc.Arbitrary<ChunkPlan>): fc.Arbitrary<ChunkPlan> =>
-  plans.filter((p) => opAddresses(p).length > 0).chain(withSites).map(([plan, at, other, fault]) => broken(plan, fault, at, other));
+  plans
+    .filter((p) => opAddresses(p).length > 0)
+    .chain(withSites)
+    .map(([plan, at, other, fault]) => broken(plan, fault, at, other));
 
 describe("the validator's fast path reports what the reference reports", () => {
   it("on hand-built plans (AllGather rings and meshes, ReduceScatter, direct collectives), valid or broken", () => {
-    fc.assert(fc.property(faulty(handPlan), (plan) => sameFindings(plan)), RUNS);
+    fc.assert(
+      fc.property(faulty(handPlan), (plan) => sameFindings(plan)),
+      RUNS,
+    );
   });
 
   it("on template plans (hierarchical and ring AllGather, ReduceScatter, AllReduce, AllToAll), valid or broken", () => {
-    fc.assert(fc.property(faulty(templatePlan), (plan) => sameFindings(plan)), RUNS);
+    fc.assert(
+      fc.property(faulty(templatePlan), (plan) => sameFindings(plan)),
+      RUNS,
+    );
   });
 
   it("on boxes that are not one range of atom ids (node blocks cut across columns)", () => {
     const crossCut = fc
-      .record({ nodes: fc.integer({ min: 2, max: 3 }), gpus: fc.integer({ min: 2, max: 3 }), rows: fc.integer({ min: 1, max: 2 }), cols: fc.integer({ min: 2, max: 4 }), pipelined: fc.boolean() })
+      .record({
+        nodes: fc.integer({ min: 2, max: 3 }),
+        gpus: fc.integer({ min: 2, max: 3 }),
+        rows: fc.integer({ min: 1, max: 2 }),
+        cols: fc.integer({ min: 2, max: 4 }),
+        pipelined: fc.boolean(),
+      })
       .chain((c) => fc.integer({ min: 2, max: c.cols }).map((split) => ({ ...c, split })))
       .map((c) =>
         allGatherHierarchical({
@@ -184,11 +218,17 @@ describe("the validator's fast path reports what the reference reports", () => {
           schedule: c.pipelined ? "pipelined" : "staged",
         }),
       );
-    fc.assert(fc.property(faulty(crossCut), (plan) => sameFindings(plan)), { numRuns: 40 });
+    fc.assert(
+      fc.property(faulty(crossCut), (plan) => sameFindings(plan)),
+      { numRuns: 40 },
+    );
   });
 
   it("with few findings allowed (the cut-off lands at the same finding)", () => {
-    fc.assert(fc.property(faulty(fc.oneof(handPlan, templatePlan)), fc.integer({ min: 1, max: 3 }), (plan, max) => sameFindings(plan, max)), RUNS);
+    fc.assert(
+      fc.property(faulty(fc.oneof(handPlan, templatePlan)), fc.integer({ min: 1, max: 3 }), (plan, max) => sameFindings(plan, max)),
+      RUNS,
+    );
   });
 
   it("on plans with two faults at once", () => {
@@ -196,6 +236,9 @@ describe("the validator's fast path reports what the reference reports", () => {
       .filter((p) => opAddresses(p).length > 0)
       .chain(withSites)
       .map(([plan, at, other, fault]) => broken(plan, fault, at, other));
-    fc.assert(fc.property(twice, (plan) => sameFindings(plan)), RUNS);
+    fc.assert(
+      fc.property(twice, (plan) => sameFindings(plan)),
+      RUNS,
+    );
   });
 });

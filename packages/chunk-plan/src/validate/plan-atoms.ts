@@ -121,7 +121,12 @@ export class RegionTable {
   }
 
   /** Finds every box's atoms once the cuts are final. */
-  locate(grids: readonly AtomGrid[], cuts: readonly (readonly number[])[][], cutIndex: readonly (readonly (Int32Array | undefined)[])[], decls: readonly TensorDecl[]): void {
+  locate(
+    grids: readonly AtomGrid[],
+    cuts: readonly (readonly number[])[][],
+    cutIndex: readonly (readonly (Int32Array | undefined)[])[],
+    decls: readonly TensorDecl[],
+  ): void {
     const dims = this.dims;
     const lo = (this.lo = new Int32Array(this.size * dims));
     const hi = (this.hi = new Int32Array(this.size * dims));
@@ -234,7 +239,13 @@ function translations(index: PlanIndex, tensorId: ReadonlyMap<string, number>, t
     const key = `${src.tensor}:${src.offsets.join(",")}>${dst.tensor}:${dst.offsets.join(",")}:${src.sizes.join(",")}`;
     if (seen.has(key)) return;
     seen.add(key);
-    out.push({ src: tensorId.get(src.tensor) ?? 0, dst: tensorId.get(dst.tensor) ?? 0, srcOff: src.offsets, dstOff: dst.offsets, sizes: src.sizes });
+    out.push({
+      src: tensorId.get(src.tensor) ?? 0,
+      dst: tensorId.get(dst.tensor) ?? 0,
+      srcOff: src.offsets,
+      dstOff: dst.offsets,
+      sizes: src.sizes,
+    });
   };
   for (let o = 0; o < index.ops.length; o++) {
     if (translates[o] !== 1) continue;

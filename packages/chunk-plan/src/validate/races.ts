@@ -4,11 +4,10 @@
 // plain and one reducing, must be ordered too.
 import { formatRegion } from "../region/box.js";
 import type { Buffers } from "./buffers.js";
-import { Findings, PlanValidationError, formatOp } from "./errors.js";
+import { type Findings, PlanValidationError, formatOp } from "./errors.js";
 import { Reachability, type HbGraph } from "./graph.js";
 import { AtomList, type PlanAtoms } from "./plan-atoms.js";
 import { opRef, writtenPart, type PlanIndex } from "./plan-index.js";
-
 
 /** Runs the race check over an acyclic graph. */
 export function checkRaces(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, graph: HbGraph, out: Findings): void {

@@ -23,7 +23,9 @@ export interface AllGatherSpec {
 export const allGatherSpec: fc.Arbitrary<AllGatherSpec> = fc
   .record({
     world: fc.integer({ min: 2, max: 7 }),
-    shard: fc.tuple(fc.integer({ min: 1, max: 6 }), fc.array(fc.integer({ min: 1, max: 5 }), { maxLength: 2 })).map(([rows, rest]) => [rows, ...rest]),
+    shard: fc
+      .tuple(fc.integer({ min: 1, max: 6 }), fc.array(fc.integer({ min: 1, max: 5 }), { maxLength: 2 }))
+      .map(([rows, rest]) => [rows, ...rest]),
     split: fc.integer({ min: 1, max: 6 }),
     topology: fc.constantFrom("ring" as const, "full-mesh" as const),
     side: fc.constantFrom("push" as const, "pull" as const),
@@ -57,7 +59,10 @@ export function allGatherPlan(spec: AllGatherSpec): ChunkPlan {
     // Out of place, each rank also places its own shard into the result.
     if (spec.outOfPlace) {
       for (let k = 0; k < split; k++) {
-        perRank[r]?.push({ key: `${r}/${r}/${k}`, planned: { op: { kind: "local-copy", src: own(r, k), dst: chunks(r)[k] as Region, deps: [] } } });
+        perRank[r]?.push({
+          key: `${r}/${r}/${k}`,
+          planned: { op: { kind: "local-copy", src: own(r, k), dst: chunks(r)[k] as Region, deps: [] } },
+        });
       }
     }
     for (let t = 0; t < W - 1; t++) {
@@ -202,7 +207,20 @@ export function collectivePlan(kind: CollectiveKind, world: number, rows: number
     ranks: ranks.map((r) => ({
       rank: r,
       local: [box("a", [0, 0], [srcRows, 2])],
-      streams: [[{ kind: "collective", collective: kind, ranks, axis: 0, src: box("a", [0, 0], [srcRows, 2]), dst: box("b", [0, 0], [dstRows, 2]), ...(kind.includes("reduce") ? { reduce: "sum" as const } : {}), deps: [] }]],
+      streams: [
+        [
+          {
+            kind: "collective",
+            collective: kind,
+            ranks,
+            axis: 0,
+            src: box("a", [0, 0], [srcRows, 2]),
+            dst: box("b", [0, 0], [dstRows, 2]),
+            ...(kind.includes("reduce") ? { reduce: "sum" as const } : {}),
+            deps: [],
+          },
+        ],
+      ],
     })),
   };
 }

@@ -4,7 +4,7 @@
 import type { ChunkPlan, CollectiveOp, Dependency, Op, Region, TensorDecl } from "../model/schema.js";
 import { formatRegion, inBounds } from "../region/box.js";
 import { claimTargets } from "./claim.js";
-import { Findings, PlanValidationError, type OpAddress } from "./errors.js";
+import { type Findings, PlanValidationError, type OpAddress } from "./errors.js";
 
 interface Where extends Partial<OpAddress> {
   what: string;
@@ -33,16 +33,34 @@ function checkRegion(region: Region, decls: Map<string, TensorDecl>, w: Where, o
   if (decl !== undefined && fits(region, decl)) return decl;
   const loc = { rank: w.rank, stream: w.stream, index: w.index, region };
   if (decl === undefined) {
-    out.add(new PlanValidationError("unknown-tensor", `${at(w)}: ${w.what} ${formatRegion(region)} names an undeclared tensor; declare ${region.tensor} in plan.tensors`, loc));
+    out.add(
+      new PlanValidationError(
+        "unknown-tensor",
+        `${at(w)}: ${w.what} ${formatRegion(region)} names an undeclared tensor; declare ${region.tensor} in plan.tensors`,
+        loc,
+      ),
+    );
     return undefined;
   }
   const dims = decl.shape.length;
   if (region.offsets.length !== dims || region.sizes.length !== dims) {
-    out.add(new PlanValidationError("rank-mismatch", `${at(w)}: ${w.what} ${formatRegion(region)} has ${region.sizes.length} axes but ${decl.name} has ${dims}`, loc));
+    out.add(
+      new PlanValidationError(
+        "rank-mismatch",
+        `${at(w)}: ${w.what} ${formatRegion(region)} has ${region.sizes.length} axes but ${decl.name} has ${dims}`,
+        loc,
+      ),
+    );
     return undefined;
   }
   if (!inBounds(region, decl)) {
-    out.add(new PlanValidationError("out-of-bounds", `${at(w)}: ${w.what} ${formatRegion(region)} is outside ${decl.name} of shape [${decl.shape.join(", ")}]`, loc));
+    out.add(
+      new PlanValidationError(
+        "out-of-bounds",
+        `${at(w)}: ${w.what} ${formatRegion(region)} is outside ${decl.name} of shape [${decl.shape.join(", ")}]`,
+        loc,
+      ),
+    );
   }
   return undefined;
 }
@@ -56,13 +74,30 @@ function sameSizes(a: readonly number[], b: readonly number[]): boolean {
 function checkCollectiveShape(op: CollectiveOp, w: Where, world: number, out: Findings): void {
   const loc = { rank: w.rank, stream: w.stream, index: w.index };
   const n = op.ranks.length;
-  if (new Set(op.ranks).size !== n) out.add(new PlanValidationError("collective-shape", `${at(w)}: collective lists a rank twice in [${op.ranks.join(", ")}]`, loc));
+  if (new Set(op.ranks).size !== n)
+    out.add(new PlanValidationError("collective-shape", `${at(w)}: collective lists a rank twice in [${op.ranks.join(", ")}]`, loc));
   const outside = op.ranks.find((r) => r >= world);
-  if (outside !== undefined) out.add(new PlanValidationError("rank-out-of-mesh", `${at(w)}: collective names rank ${outside}, outside the mesh of ${world} ranks`, loc));
-  if (!op.ranks.includes(w.rank ?? -1)) out.add(new PlanValidationError("collective-mismatch", `${at(w)}: a ${op.collective} over [${op.ranks.join(", ")}] is listed on rank ${w.rank}, which is not one of its ranks`, loc));
+  if (outside !== undefined)
+    out.add(
+      new PlanValidationError("rank-out-of-mesh", `${at(w)}: collective names rank ${outside}, outside the mesh of ${world} ranks`, loc),
+    );
+  if (!op.ranks.includes(w.rank ?? -1))
+    out.add(
+      new PlanValidationError(
+        "collective-mismatch",
+        `${at(w)}: a ${op.collective} over [${op.ranks.join(", ")}] is listed on rank ${w.rank}, which is not one of its ranks`,
+        loc,
+      ),
+    );
   const dims = op.src.sizes.length;
   if (op.axis >= dims || op.dst.sizes.length !== dims) {
-    out.add(new PlanValidationError("bad-axis", `${at(w)}: collective axis ${op.axis} needs src and dst with the same axes, more than ${op.axis}`, loc));
+    out.add(
+      new PlanValidationError(
+        "bad-axis",
+        `${at(w)}: collective axis ${op.axis} needs src and dst with the same axes, more than ${op.axis}`,
+        loc,
+      ),
+    );
     return;
   }
   const s = op.src.sizes;
@@ -72,7 +107,13 @@ function checkCollectiveShape(op: CollectiveOp, w: Where, world: number, out: Fi
   const da = d[op.axis] ?? 0;
   const ok =
     others &&
-    (op.collective === "all-gather" ? da === n * sa : op.collective === "reduce-scatter" ? sa === n * da : op.collective === "all-reduce" ? sa === da : sa === da && sa % n === 0);
+    (op.collective === "all-gather"
+      ? da === n * sa
+      : op.collective === "reduce-scatter"
+        ? sa === n * da
+        : op.collective === "all-reduce"
+          ? sa === da
+          : sa === da && sa % n === 0);
   if (!ok) {
     const want = {
       "all-gather": `dst must be ${n}× src along axis ${op.axis}`,
@@ -80,7 +121,13 @@ function checkCollectiveShape(op: CollectiveOp, w: Where, world: number, out: Fi
       "all-reduce": "src and dst must have the same sizes",
       "all-to-all": `src and dst must have the same sizes, divisible by ${n} along axis ${op.axis}`,
     }[op.collective];
-    out.add(new PlanValidationError("collective-shape", `${at(w)}: ${op.collective} src ${formatRegion(op.src)} and dst ${formatRegion(op.dst)}: ${want}`, loc));
+    out.add(
+      new PlanValidationError(
+        "collective-shape",
+        `${at(w)}: ${op.collective} src ${formatRegion(op.src)} and dst ${formatRegion(op.dst)}: ${want}`,
+        loc,
+      ),
+    );
   }
 }
 
@@ -111,7 +158,8 @@ function checkOp(op: Op, plan: ChunkPlan, decls: Map<string, TensorDecl>, world:
   w.what = "compute dependency";
   for (const dep of op.deps) checkDep(dep, plan, decls, world, w, out);
   if (op.kind === "p2p") {
-    if (op.peer >= world) out.add(new PlanValidationError("rank-out-of-mesh", `${at(w)}: peer ${op.peer} is outside the mesh of ${world} ranks`, loc));
+    if (op.peer >= world)
+      out.add(new PlanValidationError("rank-out-of-mesh", `${at(w)}: peer ${op.peer} is outside the mesh of ${world} ranks`, loc));
     if (op.peer === w.rank) out.add(new PlanValidationError("p2p-self", `${at(w)}: p2p ${op.side} to itself; use a local-copy`, loc));
   }
   w.what = "src";
@@ -125,7 +173,12 @@ function checkOp(op: Op, plan: ChunkPlan, decls: Map<string, TensorDecl>, world:
   if (op.kind === "collective") {
     checkCollectiveShape(op, w, world, out);
   } else if (!sameSizes(op.src.sizes, op.dst.sizes)) {
-    out.add(new PlanValidationError("shape-mismatch", `${at(w)}: src ${formatRegion(op.src)} and dst ${formatRegion(op.dst)} differ in shape`, { ...loc, region: op.dst }));
+    out.add(
+      new PlanValidationError("shape-mismatch", `${at(w)}: src ${formatRegion(op.src)} and dst ${formatRegion(op.dst)} differ in shape`, {
+        ...loc,
+        region: op.dst,
+      }),
+    );
   }
 }
 
@@ -133,7 +186,8 @@ function checkOp(op: Op, plan: ChunkPlan, decls: Map<string, TensorDecl>, world:
 export function checkStructure(plan: ChunkPlan, out: Findings): Map<string, TensorDecl> {
   const decls = new Map<string, TensorDecl>();
   for (const t of plan.tensors) {
-    if (decls.has(t.name)) out.add(new PlanValidationError("duplicate-tensor", `tensor ${t.name} is declared twice; give each tensor one declaration`));
+    if (decls.has(t.name))
+      out.add(new PlanValidationError("duplicate-tensor", `tensor ${t.name} is declared twice; give each tensor one declaration`));
     else decls.set(t.name, t);
     if (t.strides !== undefined && t.strides.length !== t.shape.length) {
       out.add(new PlanValidationError("rank-mismatch", `tensor ${t.name} has ${t.shape.length} axes but ${t.strides.length} strides`));
@@ -141,11 +195,22 @@ export function checkStructure(plan: ChunkPlan, out: Findings): Map<string, Tens
   }
   const world = plan.mesh.shape.reduce((a, b) => a * b, 1);
   if (plan.ranks.length !== world) {
-    out.add(new PlanValidationError("rank-plan-order", `the mesh has ${world} ranks but the plan lists ${plan.ranks.length} rank plans; list each rank exactly once`));
+    out.add(
+      new PlanValidationError(
+        "rank-plan-order",
+        `the mesh has ${world} ranks but the plan lists ${plan.ranks.length} rank plans; list each rank exactly once`,
+      ),
+    );
   }
   plan.ranks.forEach((rp, i) => {
     if (rp.rank !== i) {
-      out.add(new PlanValidationError("rank-plan-order", `plan.ranks[${i}] is rank ${rp.rank}; rank plans must be listed in rank order, ranks[i].rank == i`, { rank: i }));
+      out.add(
+        new PlanValidationError(
+          "rank-plan-order",
+          `plan.ranks[${i}] is rank ${rp.rank}; rank plans must be listed in rank order, ranks[i].rank == i`,
+          { rank: i },
+        ),
+      );
     }
   });
   if (out.errors.length > 0) return decls;

@@ -121,7 +121,12 @@ describe("injected faults are caught with the right code", () => {
         const result = validatePlan(broken);
         expect(result.ok).toBe(false);
         if (result.ok) return;
-        expect(result.errors[0]).toMatchObject({ code: which === 3 ? "rank-out-of-mesh" : "missing-dep", rank: at.rank, stream: at.stream, index: at.index });
+        expect(result.errors[0]).toMatchObject({
+          code: which === 3 ? "rank-out-of-mesh" : "missing-dep",
+          rank: at.rank,
+          stream: at.stream,
+          index: at.index,
+        });
       }),
       RUNS,
     );
@@ -168,9 +173,15 @@ describe("validatePlan never throws on schema-valid input", () => {
   const anyPlan: fc.Arbitrary<ChunkPlan> = fc.oneof(
     allGatherSpec.map(allGatherPlan),
     fc
-      .tuple(fc.constantFrom("all-gather" as const, "reduce-scatter" as const, "all-reduce" as const, "all-to-all" as const), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 3 }))
+      .tuple(
+        fc.constantFrom("all-gather" as const, "reduce-scatter" as const, "all-reduce" as const, "all-to-all" as const),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 3 }),
+      )
       .map(([kind, world, rows]) => collectivePlan(kind, world, rows)),
-    fc.tuple(fc.integer({ min: 2, max: 5 }), fc.integer({ min: 1, max: 3 }), fc.boolean()).map(([world, rows, noSeedDep]) => reduceScatterPlan(world, rows, { noSeedDep })),
+    fc
+      .tuple(fc.integer({ min: 2, max: 5 }), fc.integer({ min: 1, max: 3 }), fc.boolean())
+      .map(([world, rows, noSeedDep]) => reduceScatterPlan(world, rows, { noSeedDep })),
   );
 
   function mutate(plan: ChunkPlan, path: number[], value: number): unknown {
@@ -261,7 +272,12 @@ describe("structure", () => {
 
   it("assertValidPlan throws an InvalidPlanError carrying the findings", () => {
     const broken = removeOp(base, 0, 0, 0);
-    expect(() => assertValidPlan(broken)).toThrow(expect.objectContaining({ code: "invalid-plan", errors: expect.arrayContaining([expect.objectContaining({ code: "missing-write" })]) }));
+    expect(() => assertValidPlan(broken)).toThrow(
+      expect.objectContaining({
+        code: "invalid-plan",
+        errors: expect.arrayContaining([expect.objectContaining({ code: "missing-write" })]),
+      }),
+    );
     expect(() => assertValidPlan(base)).not.toThrow();
   });
 });

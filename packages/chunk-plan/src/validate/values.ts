@@ -49,14 +49,24 @@ export class ValueTable {
   reduced(op: Reduction, terms: number[]): number {
     if (terms.length === 1) return terms[0] ?? UNWRITTEN;
     terms.sort((a, b) => a - b);
-    return this.intern(`r${op}:${terms.join(",")}`, () => ({ kind: "reduce", op, terms, repeated: terms.some((t, k) => k > 0 && terms[k - 1] === t) }));
+    return this.intern(`r${op}:${terms.join(",")}`, () => ({
+      kind: "reduce",
+      op,
+      terms,
+      repeated: terms.some((t, k) => k > 0 && terms[k - 1] === t),
+    }));
   }
 
   /** The value moved by `delta` elements (a copy to another place). */
   translate(id: number, delta: readonly number[]): number {
     const v = this.values[id];
     if (v === undefined) return UNWRITTEN;
-    if (v.kind === "init") return this.init(v.rank, v.tensor, v.shift.map((s, d) => s + (delta[d] ?? 0)));
+    if (v.kind === "init")
+      return this.init(
+        v.rank,
+        v.tensor,
+        v.shift.map((s, d) => s + (delta[d] ?? 0)),
+      );
     return this.reduced(
       v.op,
       v.terms.map((t) => this.translate(t, delta)),

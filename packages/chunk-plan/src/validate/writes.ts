@@ -5,10 +5,9 @@ import { mergeAtoms, type AtomGrid } from "../region/atoms.js";
 import { formatRegion } from "../region/box.js";
 import type { Buffers } from "./buffers.js";
 import type { ClaimTargets } from "./claim.js";
-import { Findings, PlanValidationError, formatOp } from "./errors.js";
+import { type Findings, PlanValidationError, formatOp } from "./errors.js";
 import { AtomList, type PlanAtoms } from "./plan-atoms.js";
 import { opRef, writtenPart, type PlanIndex } from "./plan-index.js";
-
 
 /** Marks local atoms and records the writer(s) of every atom; reports duplicated writes. */
 export function recordWrites(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, out: Findings): void {

@@ -40,7 +40,10 @@ export interface EmitSources {
 /** The Operator of `p`: its plan (template or file), its body (built-in or file), its backend choices. */
 export function problemOperator(p: Problem, sources: EmitSources = {}): Operator {
   const plan = sources.planFile === undefined ? buildPlan(p) : withSignals(readPlanFile(sources.planFile));
-  const body = sources.kernelFile === undefined ? builtinBody(p.operator === "ag-gemm" ? "gemm_tma_persistent" : "gemm_producer") : readKernelFile(sources.kernelFile);
+  const body =
+    sources.kernelFile === undefined
+      ? builtinBody(p.operator === "ag-gemm" ? "gemm_tma_persistent" : "gemm_producer")
+      : readKernelFile(sources.kernelFile);
   return {
     name: operatorName(p),
     kind: p.operator === "ag-gemm" ? "ag-gemm" : "gemm-rs",
@@ -68,16 +71,26 @@ function readKernelFile(path: string): KernelBody {
  */
 export async function emitProblem(p: Problem, outDir: string, sources: EmitSources = {}): Promise<EmittedOperator> {
   if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
-    throw new UsageError("unsupported", `ovl emit writes fused kernels for ag-gemm or gemm-rs, not ${p.operator}; try: ovl emit ag-gemm --shape MLP-1 --world 4`);
+    throw new UsageError(
+      "unsupported",
+      `ovl emit writes fused kernels for ag-gemm or gemm-rs, not ${p.operator}; try: ovl emit ag-gemm --shape MLP-1 --world 4`,
+    );
   }
   if (p.operator === "ag-gemm" && p.backend === "sm") {
-    throw new UsageError("unsupported", "AG+GEMM is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)");
+    throw new UsageError(
+      "unsupported",
+      "AG+GEMM is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)",
+    );
   }
   if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {
     throw new UsageError("unsupported", "the direct template is one NCCL collective, with nothing to fuse; use --template swizzle or ring");
   }
   const op = problemOperator(p, sources);
-  const schedule = lowerToTileSchedule(op.plan, { ...gemmTiling(p), tensor: scheduleTensor(p, op.plan) }, { role: p.operator === "ag-gemm" ? "consumer" : "producer" });
+  const schedule = lowerToTileSchedule(
+    op.plan,
+    { ...gemmTiling(p), tensor: scheduleTensor(p, op.plan) },
+    { role: p.operator === "ag-gemm" ? "consumer" : "producer" },
+  );
   const result = await compile(op);
   const dir = resolve(outDir);
   mkdirSync(dir, { recursive: true });
@@ -89,7 +102,7 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
   const manifestPath = join(dir, "manifest.json");
   writeFileSync(manifestPath, emitManifestJson(result.manifest));
   writeFileSync(join(dir, "plan.json"), serializePlan(op.plan));
-  writeFileSync(join(dir, "schedule.json"), JSON.stringify(schedule) + "\n");
+  writeFileSync(join(dir, "schedule.json"), `${JSON.stringify(schedule)}\n`);
   files.push(manifestPath, join(dir, "plan.json"), join(dir, "schedule.json"));
   return { name: op.name, dir, manifestPath, files, plan: op.plan, schedule, result };
 }
@@ -122,8 +135,10 @@ export function emitTlx(e: EmittedOperator): string[] {
 
 /** Run `ovl emit`; with `tlx`, also the TLX kernel (AG+GEMM only). */
 export async function emitCommand(p: Problem, outDir: string, tlx = false, sources: EmitSources = {}): Promise<CommandOutput> {
-  if (tlx && p.operator !== "ag-gemm") throw new UsageError("unsupported", "--tlx emits the warp-specialised AG+GEMM; drop --tlx for gemm-rs");
-  if (tlx && sources.kernelFile !== undefined) throw new UsageError("unsupported", "--tlx assembles its own warp-specialised GEMM and cannot take --kernel");
+  if (tlx && p.operator !== "ag-gemm")
+    throw new UsageError("unsupported", "--tlx emits the warp-specialised AG+GEMM; drop --tlx for gemm-rs");
+  if (tlx && sources.kernelFile !== undefined)
+    throw new UsageError("unsupported", "--tlx assembles its own warp-specialised GEMM and cannot take --kernel");
   const e = await emitProblem(p, outDir, sources);
   const tlxFiles = tlx ? emitTlx(e) : [];
   const kernels = e.result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));

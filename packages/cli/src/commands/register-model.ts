@@ -15,11 +15,16 @@ export function registerModelCommands(program: Command, io: Io): void {
     .option("--svg <file>", "write the per-rank timeline chart (SVG)")
     .option("--out <file>", "write the full simulation (ovl.sim-result/v1, with every timeline event)")
     .option("--json", "print the figures as JSON")
-    .addHelpText("after", "\nExamples:\n  ovl simulate ag-gemm --shape MLP-1 --world 8 --svg timeline.svg\n  ovl simulate gemm-rs --shape MLP-2 --world 4 --backend sm --comm-sms 16 --json")
-    .action(async (operator: string, o: ProblemFlags & { device?: string; commSms?: number; svg?: string; out?: string; json?: boolean }) => {
-      const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
-      printOutput(io, await simulateCommand(p, o), o.json === true);
-    });
+    .addHelpText(
+      "after",
+      "\nExamples:\n  ovl simulate ag-gemm --shape MLP-1 --world 8 --svg timeline.svg\n  ovl simulate gemm-rs --shape MLP-2 --world 4 --backend sm --comm-sms 16 --json",
+    )
+    .action(
+      async (operator: string, o: ProblemFlags & { device?: string; commSms?: number; svg?: string; out?: string; json?: boolean }) => {
+        const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
+        printOutput(io, await simulateCommand(p, o), o.json === true);
+      },
+    );
 
   problemOptions(program.command("tune").argument("<operator>", GEMM_OPERATORS.join(" | ")), { gemm: false, knobs: false })
     .description("search split × backend × comm SMs × tile × swizzle by the model; with --gpus, measure the best k")
@@ -30,7 +35,10 @@ export function registerModelCommands(program: Command, io: Io): void {
     .option("--no-cache", "neither read nor write the cache")
     .option("--python <path>", "with --gpus: the Python interpreter")
     .option("--json", "print the result as JSON")
-    .addHelpText("after", "\nExamples:\n  ovl tune ag-gemm --shape MLP-1 --world 8\n  ovl tune gemm-rs --shape MLP-2 --world 4 --gpus 4 --top-k 3")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  ovl tune ag-gemm --shape MLP-1 --world 8\n  ovl tune gemm-rs --shape MLP-2 --world 4 --gpus 4 --top-k 3",
+    )
     .action(async (operator: string, o: ProblemFlags & TuneFlags & { json?: boolean }) => {
       const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
       printOutput(io, await tuneCommand(p, o, io), o.json === true);

@@ -69,7 +69,11 @@ export function reportRow(file: string, r: Report): ReportRow {
 
 function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const fmt = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
+  const fmt = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
   return [fmt(header), fmt(widths.map((w) => "-".repeat(w))), ...rows.map(fmt)];
 }
 
@@ -78,11 +82,20 @@ export async function writeLatencyChart(reports: readonly { file: string; report
   const byCase = Object.fromEntries(
     reports.map(({ report: r }) => [
       `${r.manifest} (${r.mode})`,
-      { manifest: r.manifest, ok: r.ok, times: r.times, baselines: r.baselines.filter((b) => b.ms !== null).map((b) => ({ name: b.name, ms: b.ms! })) },
+      {
+        manifest: r.manifest,
+        ok: r.ok,
+        times: r.times,
+        baselines: r.baselines.filter((b) => b.ms !== null).map((b) => ({ name: b.name, ms: b.ms! })),
+      },
     ]),
   );
   const rows = reportLatencyRows(byCase);
-  if (rows.length === 0) throw new UsageError("usage", "no report has both a passing check and times to chart; run one with: ovl run <manifest> --gpus N --baselines");
+  if (rows.length === 0)
+    throw new UsageError(
+      "usage",
+      "no report has both a passing check and times to chart; run one with: ovl run <manifest> --gpus N --baselines",
+    );
   const path = resolve(svg);
   mkdirSync(dirname(path), { recursive: true });
   const devices = [...new Set(reports.map((r) => r.report.device))].join(", ");

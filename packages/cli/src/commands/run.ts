@@ -46,7 +46,8 @@ export function summarizeReport(r: Report): string[] {
     `  checks: ${r.checks.length} launches, max relative error ${worst.toExponential(2)} (tolerance ${r.checks[0]?.tolerance ?? "?"})`,
   ];
   if (r.times !== null) lines.push(`  time: ${r.times.maxMedian.toFixed(3)} ms (${r.times.clock}, median, slowest rank)`);
-  for (const b of r.baselines) lines.push(`  baseline ${b.name}: ${b.ms === null ? `n/a (${b.error ?? "failed"})` : `${b.ms.toFixed(3)} ms`}`);
+  for (const b of r.baselines)
+    lines.push(`  baseline ${b.name}: ${b.ms === null ? `n/a (${b.error ?? "failed"})` : `${b.ms.toFixed(3)} ms`}`);
   for (const f of r.failures) lines.push(`  ✗ ${f.code}: ${f.message}`);
   return lines;
 }
@@ -59,7 +60,10 @@ export async function runCommand(manifestArg: string, flags: RunFlags, io: Io): 
   if (flags.gpus !== undefined) {
     if (flags.emulate) throw new UsageError("usage", "--gpus and --emulate exclude each other: drop --emulate to run on GPUs");
     if (flags.gpus !== head.world) {
-      throw new UsageError("bad-mesh", `${head.name} is for ${head.world} ranks: use --gpus ${head.world}, or emit it again with --world ${flags.gpus}`);
+      throw new UsageError(
+        "bad-mesh",
+        `${head.name} is for ${head.world} ranks: use --gpus ${head.world}, or emit it again with --world ${flags.gpus}`,
+      );
     }
     const command = torchrunCommand(manifest, flags.gpus, out, flags.baselines === true);
     if (flags.dryRun) return { json: { command, manifest, world: head.world }, lines: [command] };
@@ -71,7 +75,8 @@ export async function runCommand(manifestArg: string, flags: RunFlags, io: Io): 
   const bar = new ProgressBar(io, `run ${head.name}`);
   let checks = 0;
   const onProgress = (e: RunnerProgress): void => {
-    if (e.event === "check") bar.update(++checks, total, `max rel error ${typeof e.maxRelError === "number" ? e.maxRelError.toExponential(1) : "n/a"}`);
+    if (e.event === "check")
+      bar.update(++checks, total, `max rel error ${typeof e.maxRelError === "number" ? e.maxRelError.toExponential(1) : "n/a"}`);
     else if (e.event === "timing") bar.update(checks, total, "timing");
   };
   try {

@@ -17,7 +17,9 @@ export const DEVICES = Object.keys(HARDWARE_MODELS);
 /** Parse `--device`: a built-in model's name (`h200` and `H200` are read as `H200_SXM`). */
 export function parseDevice(input: string | undefined): string {
   if (input === undefined) return "H200_SXM";
-  const exact = DEVICES.find((d) => d === input || d.toLowerCase() === `${input.toLowerCase()}_sxm` || d.toLowerCase() === input.toLowerCase());
+  const exact = DEVICES.find(
+    (d) => d === input || d.toLowerCase() === `${input.toLowerCase()}_sxm` || d.toLowerCase() === input.toLowerCase(),
+  );
   if (exact !== undefined) return exact;
   throw new UsageError("usage", `${unknownNameMessage("device", input, DEVICES)} (--device)`);
 }
@@ -38,7 +40,10 @@ export interface Prediction {
 /** Plan, lower and simulate `p` on `device` (the fused GEMM as the emitted Triton kernel). */
 export function predict(p: Problem, device: string, commSms?: number): Prediction {
   if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
-    throw new UsageError("unsupported", `ovl simulate predicts fused operators (ag-gemm, gemm-rs), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`);
+    throw new UsageError(
+      "unsupported",
+      `ovl simulate predicts fused operators (ag-gemm, gemm-rs), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`,
+    );
   }
   const plan = buildPlan(p);
   const schedule = buildSchedule(p, plan);
@@ -57,7 +62,14 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
     collective: { kind: ag ? "all-gather" : "reduce-scatter", shape: ag ? [p.M, p.K] : [p.M, p.N], dtype: "bf16" },
     world: p.world,
   });
-  return { plan, schedule, sim, notOverlappedMs: base.notOverlappedMs, speedup: base.notOverlappedMs / sim.latencyMs, fractionOfBound: sim.boundMs / sim.latencyMs };
+  return {
+    plan,
+    schedule,
+    sim,
+    notOverlappedMs: base.notOverlappedMs,
+    speedup: base.notOverlappedMs / sim.latencyMs,
+    fractionOfBound: sim.boundMs / sim.latencyMs,
+  };
 }
 
 /** The summary lines of a prediction. */
@@ -88,22 +100,35 @@ export async function writeTimeline(sim: SimulationResult, file: string, title: 
 }
 
 /** Run `ovl simulate`. */
-export async function simulateCommand(p: Problem, o: { device?: string; commSms?: number; svg?: string; out?: string }): Promise<CommandOutput> {
+export async function simulateCommand(
+  p: Problem,
+  o: { device?: string; commSms?: number; svg?: string; out?: string },
+): Promise<CommandOutput> {
   const device = parseDevice(o.device);
   const pr = predict(p, device, o.commSms);
-  const lines = [`${pr.plan.name} on ${device} (${p.backend}${pr.sim.commSms > 0 ? `, ${pr.sim.commSms} comm SMs` : ""}): ${describeProblem(p)}`, ...predictionLines(pr)];
+  const lines = [
+    `${pr.plan.name} on ${device} (${p.backend}${pr.sim.commSms > 0 ? `, ${pr.sim.commSms} comm SMs` : ""}): ${describeProblem(p)}`,
+    ...predictionLines(pr),
+  ];
   const files: string[] = [];
   if (o.out !== undefined) {
     const path = resolve(o.out);
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, JSON.stringify(pr.sim, null, 1) + "\n");
+    writeFileSync(path, `${JSON.stringify(pr.sim, null, 1)}\n`);
     files.push(path);
   }
   if (o.svg !== undefined) files.push(await writeTimeline(pr.sim, o.svg, `${pr.plan.name} on ${device}`));
   lines.push(...files.map((f) => `wrote ${f}`));
   const { ranks, ...figures } = pr.sim;
   return {
-    json: { ...figures, notOverlappedMs: pr.notOverlappedMs, speedupOverNotOverlapped: pr.speedup, fractionOfBound: pr.fractionOfBound, ranks: ranks.map(({ events, ...r }) => ({ ...r, events: events.length })), files },
+    json: {
+      ...figures,
+      notOverlappedMs: pr.notOverlappedMs,
+      speedupOverNotOverlapped: pr.speedup,
+      fractionOfBound: pr.fractionOfBound,
+      ranks: ranks.map(({ events, ...r }) => ({ ...r, events: events.length })),
+      files,
+    },
     lines,
   };
 }

@@ -47,7 +47,15 @@ export function emitFlags(p: Problem, c: Candidate): string {
 }
 
 function problemWith(p: Problem, c: Candidate & { path: "overlapped" }): Problem {
-  return { ...p, template: p.operator === "ag-gemm" ? "swizzle" : "direct", side: "push", split: c.split, backend: c.backend, tile: c.tile, groupSizeM: c.groupSizeM };
+  return {
+    ...p,
+    template: p.operator === "ag-gemm" ? "swizzle" : "direct",
+    side: "push",
+    split: c.split,
+    backend: c.backend,
+    tile: c.tile,
+    groupSizeM: c.groupSizeM,
+  };
 }
 
 /** A `measure` that emits a candidate and runs it on `gpus` GPUs; the sequential path is the runner's GEMM-then-collective baseline. */
@@ -56,7 +64,10 @@ function gpuMeasure(p: Problem, gpus: number, python: string | undefined): (r: R
     const dir = mkdtempSync(join(tmpdir(), "ovl-tune-"));
     try {
       const c = r.candidate;
-      const q = c.path === "overlapped" ? problemWith(p, c) : { ...p, template: p.operator === "ag-gemm" ? ("swizzle" as const) : ("direct" as const), split: 1 };
+      const q =
+        c.path === "overlapped"
+          ? problemWith(p, c)
+          : { ...p, template: p.operator === "ag-gemm" ? ("swizzle" as const) : ("direct" as const), split: 1 };
       const e = await emitProblem(q, dir, { timing: { warmup: 5, reps: 30, checkRuns: 2 } });
       const report = await runManifest(e.manifestPath, {
         nproc: gpus,
@@ -86,7 +97,8 @@ export async function tuneCommand(p: Problem, flags: TuneFlags, io: Io): Promise
   if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
     throw new UsageError("unsupported", `ovl tune searches fused operators (ag-gemm, gemm-rs), not ${p.operator}`);
   }
-  if (flags.gpus !== undefined && flags.gpus !== p.world) throw new UsageError("bad-mesh", `--gpus ${flags.gpus} must equal the world: use --world ${flags.gpus}`);
+  if (flags.gpus !== undefined && flags.gpus !== p.world)
+    throw new UsageError("bad-mesh", `--gpus ${flags.gpus} must equal the world: use --world ${flags.gpus}`);
   const device = parseDevice(flags.device);
   const cachePath = flags.cache === false ? undefined : resolve(flags.cache ?? DEFAULT_CACHE);
   const cache = cachePath !== undefined && existsSync(cachePath) ? parseTuneCache(readFileSync(cachePath, "utf8")) : emptyTuneCache();
@@ -123,12 +135,20 @@ export async function tuneCommand(p: Problem, flags: TuneFlags, io: Io): Promise
     lines.push("top candidates (model):");
     for (const r of result.ranked.slice(0, 5)) lines.push(`  ${r.predictedMs.toFixed(3)} ms  ${r.key}`);
   }
-  for (const m of result.measured) lines.push(`  measured ${m.key}: ${m.measuredMs !== undefined ? `${m.measuredMs.toFixed(3)} ms` : m.error}`);
+  for (const m of result.measured)
+    lines.push(`  measured ${m.key}: ${m.measuredMs !== undefined ? `${m.measuredMs.toFixed(3)} ms` : m.error}`);
   if (cachePath !== undefined) lines.push(`cache: ${cachePath}`);
   const { ranked, pruned, measured, ...rest } = result;
   return {
     result,
-    json: { ...rest, top: ranked.slice(0, 10), prunedCount: pruned.length, pruned: pruned.slice(0, 10), measured, cache: cachePath ?? null },
+    json: {
+      ...rest,
+      top: ranked.slice(0, 10),
+      prunedCount: pruned.length,
+      pruned: pruned.slice(0, 10),
+      measured,
+      cache: cachePath ?? null,
+    },
     lines,
   };
 }

@@ -15,7 +15,10 @@ export function readPlanFile(path: string): ChunkPlan {
     return parsePlanJson(readFileSync(path, "utf8"));
   } catch (e) {
     const issues = (e as { issues?: { path: string; message: string }[] }).issues ?? [];
-    const detail = issues.slice(0, 3).map((i) => `${i.path}: ${i.message}`).join("; ");
+    const detail = issues
+      .slice(0, 3)
+      .map((i) => `${i.path}: ${i.message}`)
+      .join("; ");
     throw new UsageError("bad-file", `${path} is not an ovl.chunk-plan/v1 plan: ${detail || (e as Error).message}`);
   }
 }
@@ -37,14 +40,19 @@ export function validateCommand(plan: ChunkPlan): CommandOutput & { ok: boolean 
     return {
       ok: true,
       json: { ok: true, ...summary, errors: [] },
-      lines: [`${plan.name}: ok — ${ops} ops on ${plan.ranks.length} ranks; every destination written once, no deadlock, no race, the ${plan.claim?.collective ?? "plan"} proven (${summary.ms} ms)`],
+      lines: [
+        `${plan.name}: ok — ${ops} ops on ${plan.ranks.length} ranks; every destination written once, no deadlock, no race, the ${plan.claim?.collective ?? "plan"} proven (${summary.ms} ms)`,
+      ],
     };
   }
   const errors = verdict.errors.map((e) => ({ code: e.code, message: e.message }));
   return {
     ok: false,
     json: { ok: false, ...summary, errors },
-    lines: [`${plan.name}: INVALID — ${errors.length} finding${errors.length === 1 ? "" : "s"}`, ...errors.map((e) => `  ✗ ${e.code}: ${e.message}`)],
+    lines: [
+      `${plan.name}: INVALID — ${errors.length} finding${errors.length === 1 ? "" : "s"}`,
+      ...errors.map((e) => `  ✗ ${e.code}: ${e.message}`),
+    ],
   };
 }
 

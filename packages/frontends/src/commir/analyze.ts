@@ -48,11 +48,24 @@ export function checkMesh(p: Program, mesh: Mesh): Record<string, number> {
   const par = p.loops.filter((l) => l.parallel);
   mesh.shape.forEach((n, level) => {
     const l = par.find((x) => x.parallel!.level === level);
-    if (l === undefined) throw new FrontendError("mesh-mismatch", `mesh level ${level} (size ${n}) has no parallel loop; parallelize a loop of extent ${n} at level ${level}`);
-    if (l.extent !== n) throw new FrontendError("mesh-mismatch", `loop ${l.name} has extent ${l.extent} but mesh level ${level} has ${n} ranks; tile it to ${n} first`);
+    if (l === undefined)
+      throw new FrontendError(
+        "mesh-mismatch",
+        `mesh level ${level} (size ${n}) has no parallel loop; parallelize a loop of extent ${n} at level ${level}`,
+      );
+    if (l.extent !== n)
+      throw new FrontendError(
+        "mesh-mismatch",
+        `loop ${l.name} has extent ${l.extent} but mesh level ${level} has ${n} ranks; tile it to ${n} first`,
+      );
     levels[l.name] = level;
   });
-  for (const l of par) if (l.parallel!.level >= mesh.shape.length) throw new FrontendError("mesh-mismatch", `loop ${l.name} is parallel at level ${l.parallel!.level}, but the mesh has ${mesh.shape.length} levels`);
+  for (const l of par)
+    if (l.parallel!.level >= mesh.shape.length)
+      throw new FrontendError(
+        "mesh-mismatch",
+        `loop ${l.name} is parallel at level ${l.parallel!.level}, but the mesh has ${mesh.shape.length} levels`,
+      );
   return levels;
 }
 
@@ -77,7 +90,10 @@ export function heldRegion(p: Program, mesh: Mesh, levels: Readonly<Record<strin
   for (const s of shards) {
     const n = mesh.shape[levels[s.loop]!]!;
     if (sizes[s.dim]! < n) {
-      throw new FrontendError("unsupported-schedule", `buffer ${b.name}: dimension ${s.dim} has ${sizes[s.dim]} entries left for the ${n} ranks of loop ${s.loop}; replicate it over ${s.loop}`);
+      throw new FrontendError(
+        "unsupported-schedule",
+        `buffer ${b.name}: dimension ${s.dim} has ${sizes[s.dim]} entries left for the ${n} ranks of loop ${s.loop}; replicate it over ${s.loop}`,
+      );
     }
     const span = partition(sizes[s.dim]!, n)[env[s.loop]!]!;
     offsets[s.dim] = offsets[s.dim]! + span.offset;
@@ -115,7 +131,10 @@ export function accessBox(p: Program, b: BufferDecl, env: Readonly<Record<string
     const lo = Math.min(...seen);
     const hi = Math.max(...seen);
     if (hi - lo + 1 !== seen.size) {
-      throw new FrontendError("unsupported-schedule", `buffer ${b.name} is read with a stride along one dimension; tile or reorder so each rank reads a contiguous block`);
+      throw new FrontendError(
+        "unsupported-schedule",
+        `buffer ${b.name} is read with a stride along one dimension; tile or reorder so each rank reads a contiguous block`,
+      );
     }
     offsets.push(lo);
     sizes.push(hi - lo + 1);
@@ -207,13 +226,21 @@ export function analyzeProgram(p: Program, meshIn: Mesh | readonly number[]): Pr
         // The shard's dim must be read through the shifted loop and not be `by`'s own axis
         // (else each rank stays inside its own block and the shift only reorders its reads).
         const byAxes = p.loops.find((x) => x.name === by)!.origin;
-        return shards.some((s) => s.loop === by && dimVars(p, b.dims[s.dim]!).has(l.name) && !b.dims[s.dim]!.axes.some((a) => byAxes.includes(a)));
+        return shards.some(
+          (s) => s.loop === by && dimVars(p, b.dims[s.dim]!).has(l.name) && !b.dims[s.dim]!.axes.some((a) => byAxes.includes(a)),
+        );
       })
       .map((l) => ({ loop: l.name, level: levels[l.shift!.by]!, extent: l.extent }));
     const tensor = tensorOf(p, b);
     if (ring.length > 0) {
       checkRing(p, mesh, levels, b, held, ring);
-      const group = ranks.map((r) => groupAt(mesh, r, ring.map((x) => x.level)));
+      const group = ranks.map((r) =>
+        groupAt(
+          mesh,
+          r,
+          ring.map((x) => x.level),
+        ),
+      );
       buffers.push({ buffer: name, role: "read", tensor, comm: "ring", held, needed, group, ring });
       continue;
     }
@@ -236,9 +263,23 @@ export function analyzeProgram(p: Program, meshIn: Mesh | readonly number[]): Pr
   const redLoops = Object.keys(levels).filter((l) => !outVars.has(l));
   const tensor = tensorOf(p, out);
   if (redLoops.length === 0) {
-    buffers.push({ buffer: p.output, role: "write", tensor, comm: "local", held: computed, needed: computed, group: ranks.map((r) => [r]) });
+    buffers.push({
+      buffer: p.output,
+      role: "write",
+      tensor,
+      comm: "local",
+      held: computed,
+      needed: computed,
+      group: ranks.map((r) => [r]),
+    });
   } else {
-    const group = ranks.map((r) => groupAt(mesh, r, redLoops.map((l) => levels[l]!)));
+    const group = ranks.map((r) =>
+      groupAt(
+        mesh,
+        r,
+        redLoops.map((l) => levels[l]!),
+      ),
+    );
     const scatter = (p.shards[p.output] ?? []).find((s) => redLoops.includes(s.loop));
     if (scatter === undefined) {
       buffers.push({ buffer: p.output, role: "write", tensor, comm: "all-reduce", held: computed, needed: computed, group });
@@ -248,7 +289,10 @@ export function analyzeProgram(p: Program, meshIn: Mesh | readonly number[]): Pr
         const region = computed[r]!;
         const n = g.length;
         if (region.sizes[scatter.dim]! % n !== 0) {
-          throw new FrontendError("unsupported-schedule", `output ${p.output} is reduce-scattered over ${n} ranks along dim ${scatter.dim} of extent ${region.sizes[scatter.dim]}; pick a divisible extent`);
+          throw new FrontendError(
+            "unsupported-schedule",
+            `output ${p.output} is reduce-scattered over ${n} ranks along dim ${scatter.dim} of extent ${region.sizes[scatter.dim]}; pick a divisible extent`,
+          );
         }
         const size = region.sizes[scatter.dim]! / n;
         const offsets = [...region.offsets];
@@ -282,7 +326,14 @@ export function ringOwner(mesh: Mesh, ring: readonly { readonly level: number }[
  * Checks that at every step each rank reads inside its owner's block; shards of one dim
  * nest in mesh-level order, so a schedule whose index nests them otherwise is refused.
  */
-function checkRing(p: Program, mesh: Mesh, levels: Readonly<Record<string, number>>, b: BufferDecl, held: readonly Region[], ring: NonNullable<BufferFacts["ring"]>): void {
+function checkRing(
+  p: Program,
+  mesh: Mesh,
+  levels: Readonly<Record<string, number>>,
+  b: BufferDecl,
+  held: readonly Region[],
+  ring: NonNullable<BufferFacts["ring"]>,
+): void {
   for (const s of ringSteps(ring)) {
     for (const r of meshRanks(mesh)) {
       const q = ringOwner(mesh, ring, r, s);
@@ -302,15 +353,25 @@ function gatherable(held: readonly Region[], needed: readonly Region[], group: r
   return group.every((g, r) => {
     const hs = g.map((q) => held[q]!);
     const need = needed[r]!;
-    if (g.some((q) => group[q]!.join() !== g.join() || needed[q]!.offsets.join() !== need.offsets.join() || needed[q]!.sizes.join() !== need.sizes.join())) return false;
+    if (
+      g.some(
+        (q) =>
+          group[q]!.join() !== g.join() ||
+          needed[q]!.offsets.join() !== need.offsets.join() ||
+          needed[q]!.sizes.join() !== need.sizes.join(),
+      )
+    )
+      return false;
     const dims = need.sizes.map((_, d) => d).filter((d) => hs.some((h) => h.offsets[d] !== hs[0]!.offsets[d]));
     if (dims.length > 1) return false;
     const d = dims[0] ?? 0;
-    return hs.every(
-      (h, i) =>
-        h.sizes[d] === hs[0]!.sizes[d] &&
-        h.offsets[d] === need.offsets[d]! + i * hs[0]!.sizes[d]! &&
-        h.sizes.every((s, e) => e === d || (s === need.sizes[e] && h.offsets[e] === need.offsets[e])),
-    ) && hs.length * hs[0]!.sizes[d]! === need.sizes[d];
+    return (
+      hs.every(
+        (h, i) =>
+          h.sizes[d] === hs[0]!.sizes[d] &&
+          h.offsets[d] === need.offsets[d]! + i * hs[0]!.sizes[d]! &&
+          h.sizes.every((s, e) => e === d || (s === need.sizes[e] && h.offsets[e] === need.offsets[e])),
+      ) && hs.length * hs[0]!.sizes[d]! === need.sizes[d]
+    );
   });
 }

@@ -44,7 +44,12 @@ const gemm = gemmProgram(8, 4, 6);
 describe("CommIR primitives", () => {
   it("tile, join and reorder rewrite the nest and keep the semantics", () => {
     const t = tile(gemm, "k", 2);
-    expect(t.loops.map((l) => [l.name, l.extent])).toEqual([["m", 8], ["n", 4], ["k0", 3], ["k1", 2]]);
+    expect(t.loops.map((l) => [l.name, l.extent])).toEqual([
+      ["m", 8],
+      ["n", 4],
+      ["k0", 3],
+      ["k1", 2],
+    ]);
     const j = join(reorder(t, ["k0", "k1", "m", "n"]), "m", "n");
     expect(j.loops.map((l) => l.name)).toEqual(["k0", "k1", "mn"]);
     const inputs = inputsOf(gemm);
@@ -102,7 +107,15 @@ describe("CommIR primitives", () => {
               if (f) p = tile(p, l.name, f, [`${l.name}a${steps.length}`, `${l.name}b${steps.length}`]);
             } else if (s === "reorder") p = reorder(p, [...p.loops.map((x) => x.name)].reverse());
             else if (s === "join") {
-              const i = p.loops.findIndex((x, k) => !x.parallel && !x.shift && p.loops[k + 1] && !p.loops[k + 1]!.parallel && !p.loops[k + 1]!.shift && p.loops[k + 1]!.kind === x.kind);
+              const i = p.loops.findIndex(
+                (x, k) =>
+                  !x.parallel &&
+                  !x.shift &&
+                  p.loops[k + 1] &&
+                  !p.loops[k + 1]!.parallel &&
+                  !p.loops[k + 1]!.shift &&
+                  p.loops[k + 1]!.kind === x.kind,
+              );
               if (i >= 0) p = join(p, p.loops[i]!.name, p.loops[i + 1]!.name, `q${rnd}`);
             } else if (s === "parallelize" && l) p = parallelize(p, l.name, p.loops.filter((x) => x.parallel).length);
             else if (s === "shift" && l) {
@@ -124,7 +137,11 @@ describe("CommIR primitives", () => {
 describe("lowering CommIR to chunk plans", () => {
   it("ring attention: shift becomes ring passes of KV that validate as an all-gather", () => {
     const { plan, facts } = checkLowering(attn, ringAttention(attn, 4), [4]);
-    expect(facts.buffers.map((f) => [f.buffer, f.comm])).toEqual([["P", "local"], ["KV", "ring"], ["O", "local"]]);
+    expect(facts.buffers.map((f) => [f.buffer, f.comm])).toEqual([
+      ["P", "local"],
+      ["KV", "ring"],
+      ["O", "local"],
+    ]);
     expect(plan.claim).toMatchObject({ collective: "all-gather", tensor: "KV", axis: 1 });
     expect(plan.ranks.every((r) => r.streams[0]!.length === 3 && r.streams[0]!.every((op) => op.kind === "p2p"))).toBe(true);
   });
@@ -166,7 +183,10 @@ describe("lowering CommIR to chunk plans", () => {
     const { facts, plan } = checkLowering(gemm, p, [2]);
     const b = facts.buffers.find((f) => f.buffer === "B")!;
     expect(b.comm).toBe("broadcast");
-    expect(b.broadcast!.owners).toEqual([[0, 1], [0, 1]]);
+    expect(b.broadcast!.owners).toEqual([
+      [0, 1],
+      [0, 1],
+    ]);
     expect(plan.ranks.map((r) => r.streams[0]!.map((op) => (op.kind === "p2p" ? op.peer : -1)))).toEqual([[1], [0]]);
     expect(estimateMemory(p, [2]).perBuffer.B).toBe(2 * 3 * 4 * 2);
   });

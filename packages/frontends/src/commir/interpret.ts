@@ -24,7 +24,11 @@ export type PatchKernel = (ctx: KernelContext) => void;
 
 /** The reference kernel every patch defaults to: the grid's own multiply-accumulate over the block. */
 export const macKernel: PatchKernel = (ctx) => {
-  for (const pt of ctx.points()) ctx.accumulate(pt, ctx.inputs.reduce((acc, b) => acc * ctx.read(b, pt), 1));
+  for (const pt of ctx.points())
+    ctx.accumulate(
+      pt,
+      ctx.inputs.reduce((acc, b) => acc * ctx.read(b, pt), 1),
+    );
 };
 
 /** Flat offset of a buffer element given logical axis values. */
@@ -89,7 +93,8 @@ export function interpret(p: Program, inputs: Readonly<Record<string, Tensor>>, 
   const split = p.patch === undefined ? p.loops.length : loopOf(p, p.patch.from).index;
   const outer = p.loops.slice(0, split);
   const inner = p.loops.slice(split);
-  const kernel: PatchKernel = p.patch === undefined ? macKernel : (o.kernels?.[p.patch.kernel] ?? (o.kernels === undefined ? macKernel : missing(p.patch.kernel)));
+  const kernel: PatchKernel =
+    p.patch === undefined ? macKernel : (o.kernels?.[p.patch.kernel] ?? (o.kernels === undefined ? macKernel : missing(p.patch.kernel)));
   for (const env of loopPoints(outer, o.fixed ?? {})) {
     kernel({
       inputs: p.inputs,

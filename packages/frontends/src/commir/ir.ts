@@ -77,7 +77,11 @@ export interface ProgramInput {
   readonly name: string;
   readonly axes: readonly Axis[];
   /** Dims as axis names, tuples of names, or full bindings. */
-  readonly buffers: readonly { readonly name: string; readonly dims: readonly (string | readonly string[] | DimBinding)[]; readonly dtype?: DType }[];
+  readonly buffers: readonly {
+    readonly name: string;
+    readonly dims: readonly (string | readonly string[] | DimBinding)[];
+    readonly dtype?: DType;
+  }[];
   readonly output: string;
   readonly inputs: readonly string[];
   readonly reduce?: "sum" | "max";
@@ -96,13 +100,20 @@ export function program(p: ProgramInput): Program {
   const names = new Set<string>();
   for (const a of p.axes) {
     if (names.has(a.name)) throw new FrontendError("invalid-program", `axis ${a.name} is declared twice`);
-    if (!Number.isSafeInteger(a.extent) || a.extent < 1) throw new FrontendError("invalid-program", `axis ${a.name} needs a positive integer extent, got ${a.extent}`);
+    if (!Number.isSafeInteger(a.extent) || a.extent < 1)
+      throw new FrontendError("invalid-program", `axis ${a.name} needs a positive integer extent, got ${a.extent}`);
     names.add(a.name);
   }
   const buffers: BufferDecl[] = p.buffers.map((b) => ({
     name: b.name,
     dtype: b.dtype ?? p.dtype ?? "bf16",
-    dims: b.dims.map((d) => (typeof d === "string" ? { axes: [d] } : "axes" in d ? { axes: [...(d as DimBinding).axes], ...((d as DimBinding).scale === undefined ? {} : { scale: (d as DimBinding).scale! }) } : { axes: [...(d as readonly string[])] })),
+    dims: b.dims.map((d) =>
+      typeof d === "string"
+        ? { axes: [d] }
+        : "axes" in d
+          ? { axes: [...(d as DimBinding).axes], ...((d as DimBinding).scale === undefined ? {} : { scale: (d as DimBinding).scale! }) }
+          : { axes: [...(d as readonly string[])] },
+    ),
   }));
   const prog: Program = {
     name: p.name,
@@ -122,14 +133,19 @@ export function program(p: ProgramInput): Program {
 /** The declaration of buffer `name` (throws `unknown-buffer`). */
 export function bufferOf(p: Program, name: string): BufferDecl {
   const b = p.buffers.find((x) => x.name === name);
-  if (b === undefined) throw new FrontendError("unknown-buffer", `program ${p.name} has no buffer ${name}; buffers: ${p.buffers.map((x) => x.name).join(", ")}`);
+  if (b === undefined)
+    throw new FrontendError(
+      "unknown-buffer",
+      `program ${p.name} has no buffer ${name}; buffers: ${p.buffers.map((x) => x.name).join(", ")}`,
+    );
   return b;
 }
 
 /** The loop named `name` and its position (throws `unknown-axis`). */
 export function loopOf(p: Program, name: string): { loop: Loop; index: number } {
   const index = p.loops.findIndex((l) => l.name === name);
-  if (index < 0) throw new FrontendError("unknown-axis", `program ${p.name} has no loop ${name}; loops: ${p.loops.map((l) => l.name).join(", ")}`);
+  if (index < 0)
+    throw new FrontendError("unknown-axis", `program ${p.name} has no loop ${name}; loops: ${p.loops.map((l) => l.name).join(", ")}`);
   return { loop: p.loops[index]!, index };
 }
 
@@ -164,15 +180,24 @@ export function checkProgram(p: Program): void {
   for (const b of p.buffers) {
     if (b.dims.length === 0) throw new FrontendError("invalid-program", `buffer ${b.name} needs at least one dimension`);
     for (const d of b.dims) {
-      for (const a of d.axes) if (!axes.has(a)) throw new FrontendError("unknown-axis", `buffer ${b.name} is bound to axis ${a}, which program ${p.name} does not declare`);
-      if (d.scale !== undefined && (!Number.isSafeInteger(d.scale) || d.scale < 1)) throw new FrontendError("invalid-program", `buffer ${b.name}: scale must be a positive integer`);
+      for (const a of d.axes)
+        if (!axes.has(a))
+          throw new FrontendError("unknown-axis", `buffer ${b.name} is bound to axis ${a}, which program ${p.name} does not declare`);
+      if (d.scale !== undefined && (!Number.isSafeInteger(d.scale) || d.scale < 1))
+        throw new FrontendError("invalid-program", `buffer ${b.name}: scale must be a positive integer`);
     }
   }
   for (const name of [p.output, ...p.inputs]) bufferOf(p, name);
-  if (p.inputs.includes(p.output)) throw new FrontendError("invalid-program", `buffer ${p.output} is both read and written; write a separate output`);
+  if (p.inputs.includes(p.output))
+    throw new FrontendError("invalid-program", `buffer ${p.output} is both read and written; write a separate output`);
   const outAxes = new Set(bufferOf(p, p.output).dims.flatMap((d) => d.axes));
   for (const a of p.axes) {
-    if (a.kind === "s" && !outAxes.has(a.name)) throw new FrontendError("invalid-program", `spatial axis ${a.name} does not index output ${p.output}; make it a reduction axis ("r")`);
-    if (a.kind === "r" && outAxes.has(a.name)) throw new FrontendError("invalid-program", `reduction axis ${a.name} indexes output ${p.output}; make it spatial ("s")`);
+    if (a.kind === "s" && !outAxes.has(a.name))
+      throw new FrontendError(
+        "invalid-program",
+        `spatial axis ${a.name} does not index output ${p.output}; make it a reduction axis ("r")`,
+      );
+    if (a.kind === "r" && outAxes.has(a.name))
+      throw new FrontendError("invalid-program", `reduction axis ${a.name} indexes output ${p.output}; make it spatial ("s")`);
   }
 }

@@ -51,7 +51,12 @@ export function lowerProgram(p: Program, mesh: Mesh | readonly number[]): Lowere
       else if (f.comm === "all-gather") gather(b, f);
       else if (f.comm === "p2p") pullFromOwners(b, f);
       const whole = f.needed.every((n) => n.sizes.every((s, d) => s === f.tensor.shape[d]));
-      if (claim === undefined && (f.comm === "ring" || f.comm === "broadcast" || f.comm === "all-gather") && f.group.every((g) => g.length === world) && whole) {
+      if (
+        claim === undefined &&
+        (f.comm === "ring" || f.comm === "broadcast" || f.comm === "all-gather") &&
+        f.group.every((g) => g.length === world) &&
+        whole
+      ) {
         const cut = f.tensor.shape.flatMap((s, dim) => (f.held[0]!.sizes[dim] !== s ? [dim] : []));
         const d = cut[0] ?? -1;
         if (cut.length === 1 && f.tensor.shape[d]! % world === 0) claim = { collective: "all-gather", tensor: f.buffer, axis: d, ranks };
@@ -66,11 +71,26 @@ export function lowerProgram(p: Program, mesh: Mesh | readonly number[]): Lowere
       b.local(r, src);
       const kind = f.comm === "reduce-scatter" ? "reduce-scatter" : "all-reduce";
       const axis = f.dim ?? 0;
-      b.add(r, 0, collective(kind, [...f.group[r]!], axis, src, f.needed[r]!, { reduce: p.reduce, deps: [computeDep(r, src)], label: `${kind} ${f.buffer}` }));
+      b.add(
+        r,
+        0,
+        collective(kind, [...f.group[r]!], axis, src, f.needed[r]!, {
+          reduce: p.reduce,
+          deps: [computeDep(r, src)],
+          label: `${kind} ${f.buffer}`,
+        }),
+      );
     }
     const whole = f.held.every((h) => h.sizes.every((s, d) => s === f.tensor.shape[d]));
     if (claim === undefined && whole && f.group.every((g) => g.length === world)) {
-      claim = { collective: f.comm === "reduce-scatter" ? "reduce-scatter" : "all-reduce", tensor: f.buffer, src: partial.name, axis: f.dim ?? 0, ranks, reduce: p.reduce };
+      claim = {
+        collective: f.comm === "reduce-scatter" ? "reduce-scatter" : "all-reduce",
+        tensor: f.buffer,
+        src: partial.name,
+        axis: f.dim ?? 0,
+        ranks,
+        reduce: p.reduce,
+      };
     }
   }
   if (claim !== undefined) b.claim(claim);
@@ -100,7 +120,10 @@ function ringPasses(b: PlanBuilder, facts: ProgramFacts, f: BufferFacts): void {
       prev[m] = prev[m]! - 1;
       const dep = refs.get(`${peer}:${prev.join(",")}`);
       const block = f.held[ringOwner(mesh, ring, r, s)]!;
-      refs.set(`${r}:${s.join(",")}`, b.add(r, 0, pull(peer, block, block, { deps: dep ? [dep] : [], label: `ring ${f.buffer} step ${s.join(".")}` })));
+      refs.set(
+        `${r}:${s.join(",")}`,
+        b.add(r, 0, pull(peer, block, block, { deps: dep ? [dep] : [], label: `ring ${f.buffer} step ${s.join(".")}` })),
+      );
     }
   }
 }

@@ -18,7 +18,11 @@ function inside(region: { offsets: readonly number[]; sizes: readonly number[] }
  * the global output; replicas that disagree throw. Compare with {@link interpret} of the
  * program to check the lowering.
  */
-export function runLowered(lowered: LoweredProgram, inputs: Readonly<Record<string, Tensor>>, kernels?: Readonly<Record<string, PatchKernel>>): number[] {
+export function runLowered(
+  lowered: LoweredProgram,
+  inputs: Readonly<Record<string, Tensor>>,
+  kernels?: Readonly<Record<string, PatchKernel>>,
+): number[] {
   const { facts, plan } = lowered;
   const p = facts.program;
   const byName = new Map(facts.buffers.map((f) => [f.buffer, f]));
@@ -38,7 +42,8 @@ export function runLowered(lowered: LoweredProgram, inputs: Readonly<Record<stri
         fixed: rankEnv(facts.mesh, facts.levels, r),
         read: (buffer, flat) => {
           const x = mine.get(buffer)?.[flat];
-          if (x === undefined) throw new FrontendError("execution", `rank ${r} reads element ${flat} of ${buffer}, which the plan never delivered`);
+          if (x === undefined)
+            throw new FrontendError("execution", `rank ${r} reads element ${flat} of ${buffer}, which the plan never delivered`);
           return x;
         },
       });
@@ -53,7 +58,8 @@ export function runLowered(lowered: LoweredProgram, inputs: Readonly<Record<stri
     for (const i of regionIndices(out.needed[r]!, shape)) {
       const x = arr[i];
       if (x === undefined) throw new FrontendError("execution", `rank ${r} ends without element ${i} of ${p.output}`);
-      if (result[i] !== undefined && result[i] !== x) throw new FrontendError("execution", `replicas of ${p.output}[${i}] disagree: ${result[i]} vs ${x} on rank ${r}`);
+      if (result[i] !== undefined && result[i] !== x)
+        throw new FrontendError("execution", `replicas of ${p.output}[${i}] disagree: ${result[i]} vs ${x} on rank ${r}`);
       result[i] = x;
     }
   });

@@ -26,9 +26,15 @@ export function tile(p: Program, name: string, factor: number, names: readonly [
   const { loop, index } = loopOf(p, name);
   if (loop.parallel || loop.shift) fail(`tile(${name})`, "tile a loop before parallelizing or shifting it");
   if (p.patch && index >= loopOf(p, p.patch.from).index) fail(`tile(${name})`, "the loop is inside a patch; tile before patching");
-  if (!Number.isSafeInteger(factor) || factor < 1 || loop.extent % factor !== 0) fail(`tile(${name}, ${factor})`, `the factor must divide the extent ${loop.extent}`);
+  if (!Number.isSafeInteger(factor) || factor < 1 || loop.extent % factor !== 0)
+    fail(`tile(${name}, ${factor})`, `the factor must divide the extent ${loop.extent}`);
   const outer: Loop = { name: freshName(p, names[0]), extent: loop.extent / factor, kind: loop.kind, origin: loop.origin };
-  const inner: Loop = { name: names[1] === names[0] ? fail("tile", "the two loops need different names") : freshName(p, names[1]), extent: factor, kind: loop.kind, origin: loop.origin };
+  const inner: Loop = {
+    name: names[1] === names[0] ? fail("tile", "the two loops need different names") : freshName(p, names[1]),
+    extent: factor,
+    kind: loop.kind,
+    origin: loop.origin,
+  };
   const loops = [...p.loops.slice(0, index), outer, inner, ...p.loops.slice(index + 1)];
   return { ...p, loops, bindings: rebind(p, name, add(mul(v(outer.name), factor), v(inner.name))) };
 }
@@ -39,10 +45,20 @@ export function join(p: Program, outer: string, inner: string, name = `${outer}$
   const b = loopOf(p, inner);
   if (b.index !== a.index + 1) fail(`join(${outer}, ${inner})`, "the loops must be adjacent, outer first; reorder them first");
   for (const l of [a.loop, b.loop]) if (l.parallel || l.shift) fail(`join(${outer}, ${inner})`, `loop ${l.name} is parallel or shifted`);
-  if (p.patch && b.index >= loopOf(p, p.patch.from).index) fail(`join(${outer}, ${inner})`, "the loops are inside a patch; join before patching");
+  if (p.patch && b.index >= loopOf(p, p.patch.from).index)
+    fail(`join(${outer}, ${inner})`, "the loops are inside a patch; join before patching");
   if (a.loop.kind !== b.loop.kind) fail(`join(${outer}, ${inner})`, "a spatial and a reduction loop cannot merge");
-  const merged: Loop = { name: freshName(p, name), extent: a.loop.extent * b.loop.extent, kind: a.loop.kind, origin: [...a.loop.origin, ...b.loop.origin] };
-  const bindings = rebind({ ...p, bindings: rebind(p, outer, div(v(merged.name), b.loop.extent)) }, inner, mod(v(merged.name), b.loop.extent));
+  const merged: Loop = {
+    name: freshName(p, name),
+    extent: a.loop.extent * b.loop.extent,
+    kind: a.loop.kind,
+    origin: [...a.loop.origin, ...b.loop.origin],
+  };
+  const bindings = rebind(
+    { ...p, bindings: rebind(p, outer, div(v(merged.name), b.loop.extent)) },
+    inner,
+    mod(v(merged.name), b.loop.extent),
+  );
   const loops = [...p.loops.slice(0, a.index), merged, ...p.loops.slice(b.index + 1)];
   return { ...p, loops, bindings };
 }
@@ -50,7 +66,8 @@ export function join(p: Program, outer: string, inner: string, name = `${outer}$
 /** `Reorder`: the loop nest in the given order (a permutation of the loop names). */
 export function reorder(p: Program, order: readonly string[]): Program {
   const loops = order.map((n) => loopOf(p, n).loop);
-  if (new Set(order).size !== p.loops.length || order.length !== p.loops.length) fail("reorder", `give every loop exactly once: ${p.loops.map((l) => l.name).join(", ")}`);
+  if (new Set(order).size !== p.loops.length || order.length !== p.loops.length)
+    fail("reorder", `give every loop exactly once: ${p.loops.map((l) => l.name).join(", ")}`);
   if (p.patch) {
     const inside = new Set(p.loops.slice(loopOf(p, p.patch.from).index).map((l) => l.name));
     const tail = loops.slice(loops.length - inside.size);
@@ -63,7 +80,8 @@ export function reorder(p: Program, order: readonly string[]): Program {
 /** `Patch(op)`: loops from `from` inward become one opaque call of `kernel` (e.g. "flash_attention"). */
 export function patch(p: Program, from: string, kernel: string): Program {
   const { index } = loopOf(p, from);
-  for (const l of p.loops.slice(index)) if (l.parallel || l.shift) fail(`patch(${from})`, `loop ${l.name} inside the patch is parallel or shifted`);
+  for (const l of p.loops.slice(index))
+    if (l.parallel || l.shift) fail(`patch(${from})`, `loop ${l.name} inside the patch is parallel or shifted`);
   return { ...p, patch: { from, kernel } };
 }
 
@@ -76,7 +94,8 @@ export function patch(p: Program, from: string, kernel: string): Program {
 export function parallelize(p: Program, name: string, level: number): Program {
   const { loop, index } = loopOf(p, name);
   if (loop.parallel) fail(`parallelize(${name})`, "the loop is already parallel");
-  if (p.loops.some((l) => l.parallel?.level === level)) fail(`parallelize(${name}, ${level})`, `mesh level ${level} already has a parallel loop`);
+  if (p.loops.some((l) => l.parallel?.level === level))
+    fail(`parallelize(${name}, ${level})`, `mesh level ${level} already has a parallel loop`);
   if (!Number.isSafeInteger(level) || level < 0) fail(`parallelize(${name}, ${level})`, "the mesh level must be an integer >= 0");
   if (p.patch && index >= loopOf(p, p.patch.from).index) fail(`parallelize(${name})`, "the loop is inside a patch");
   const loops = p.loops.map((l, i) => (i === index ? { ...l, parallel: { level } } : l));
@@ -103,7 +122,8 @@ export function shift(p: Program, name: string, by: string): Program {
   if (loop.parallel) fail(`shift(${name}, ${by})`, `${name} is parallel; shift a local loop`);
   if (!par.parallel) fail(`shift(${name}, ${by})`, `${by} is not parallel; parallelize it first`);
   if (loop.shift) fail(`shift(${name}, ${by})`, `${name} is already shifted`);
-  if (loop.extent !== par.extent) fail(`shift(${name}, ${by})`, `extents differ (${loop.extent} vs ${par.extent}); tile ${name} by ${par.extent} first`);
+  if (loop.extent !== par.extent)
+    fail(`shift(${name}, ${by})`, `extents differ (${loop.extent} vs ${par.extent}); tile ${name} by ${par.extent} first`);
   if (p.patch && index >= loopOf(p, p.patch.from).index) fail(`shift(${name})`, "the loop is inside a patch");
   const loops = p.loops.map((l, i) => (i === index ? { ...l, shift: { by } } : l));
   const next: Program = { ...p, loops, bindings: rebind(p, name, mod(add(v(name), v(by)), loop.extent)) };
@@ -129,9 +149,15 @@ export function shard(p: Program, buffer: string, loop: string, dim?: number): P
   const shifted = p.loops.filter((l) => l.shift?.by === loop).map((l) => l.name);
   const pick =
     dim ??
-    [b.dims.findIndex((d) => shifted.some((s) => dimVars(p, d).has(s))), b.dims.findIndex((d) => dimVars(p, d).has(loop)), b.dims.findIndex((d) => dimExtent(p, d) % par.extent === 0)].find((x) => x >= 0);
-  if (pick === undefined || pick < 0 || pick >= b.dims.length) fail(`shard(${buffer}, ${loop})`, "no dimension of the buffer can be cut by this loop; pass dim");
-  if (dimExtent(p, b.dims[pick]!) < par.extent) fail(`shard(${buffer}, ${loop})`, `dimension ${pick} is smaller than the ${par.extent} ranks`);
+    [
+      b.dims.findIndex((d) => shifted.some((s) => dimVars(p, d).has(s))),
+      b.dims.findIndex((d) => dimVars(p, d).has(loop)),
+      b.dims.findIndex((d) => dimExtent(p, d) % par.extent === 0),
+    ].find((x) => x >= 0);
+  if (pick === undefined || pick < 0 || pick >= b.dims.length)
+    fail(`shard(${buffer}, ${loop})`, "no dimension of the buffer can be cut by this loop; pass dim");
+  if (dimExtent(p, b.dims[pick]!) < par.extent)
+    fail(`shard(${buffer}, ${loop})`, `dimension ${pick} is smaller than the ${par.extent} ranks`);
   const own: ShardAnnotation[] = (p.shards[buffer] ?? []).filter((s) => s.loop !== loop);
   return { ...p, shards: { ...p.shards, [buffer]: [...own, { loop, dim: pick }] } };
 }

@@ -94,7 +94,8 @@ function viaCollective(o: ReshardOptions, mesh: Mesh, implied: ImpliedCollective
   const dim = kind === "all-gather" ? uniformDim(o.before) : kind === "reduce-scatter" ? uniformDim(o.after) : 0;
   const uniform = kind === "all-reduce" ? o.before.every((p) => p.kind === "partial") : dim !== undefined;
   if (!uniform || dim === undefined) return refuse("every mesh axis must make the same change along one dimension");
-  if (kind !== "all-reduce" && o.tensor.shape[dim]! % world !== 0) return refuse(`extent ${o.tensor.shape[dim]} is not a multiple of ${world} ranks`);
+  if (kind !== "all-reduce" && o.tensor.shape[dim]! % world !== 0)
+    return refuse(`extent ${o.tensor.shape[dim]} is not a multiple of ${world} ranks`);
   const base = { tensor: o.tensor, axis: dim, mesh, split: o.split ?? 1 };
   const reduce: Reduction = implied.reduce ?? "sum";
   const src = partialName(o.tensor.name);
@@ -145,14 +146,22 @@ function synthesize(tensor: TensorDecl, mesh: Mesh, before: ShardingSpec, after:
       }
     }
     const dim = uniformDim(before);
-    if (implied.kind === "all-gather" && dim !== undefined && after.every((p) => p.kind === "replicate") && tensor.shape[dim]! % ranks.length === 0) {
+    if (
+      implied.kind === "all-gather" &&
+      dim !== undefined &&
+      after.every((p) => p.kind === "replicate") &&
+      tensor.shape[dim]! % ranks.length === 0
+    ) {
       b.claim({ collective: "all-gather", tensor: tensor.name, axis: dim, ranks });
     }
     return b.build();
   }
   const partialAxes = before.flatMap((p, a) => (p.kind === "partial" ? [a] : []));
   before.forEach((p, a) => {
-    if (p.kind !== "partial" && (after[a]!.kind !== p.kind || (p.kind === "shard" && after[a]!.kind === "shard" && (after[a] as { dim: number }).dim !== p.dim))) {
+    if (
+      p.kind !== "partial" &&
+      (after[a]!.kind !== p.kind || (p.kind === "shard" && after[a]!.kind === "shard" && (after[a] as { dim: number }).dim !== p.dim))
+    ) {
       throw new FrontendError(
         "unsupported-reshard",
         `synth reduces partial values and reshards other axes in one step; split it: first reduce on mesh axes ${partialAxes.join(", ")}, then reshard mesh axis ${a}`,

@@ -32,7 +32,14 @@ function checkMovesData(tensor: TensorDecl, mesh: readonly number[], before: Sha
     const want = regionIndices(target, tensor.shape).map((flat) => {
       const idx = tensor.shape.map((_, d) => Math.floor(flat / tensor.shape.slice(d + 1).reduce((a, b) => a * b, 1)) % tensor.shape[d]!);
       if (!reducing) return value(idx);
-      const group = meshRanks(m).filter((q) => before.every((p, a) => p.kind === "partial" || Math.floor(q / mesh.slice(a + 1).reduce((x, y) => x * y, 1)) % mesh[a]! === Math.floor(r / mesh.slice(a + 1).reduce((x, y) => x * y, 1)) % mesh[a]!));
+      const group = meshRanks(m).filter((q) =>
+        before.every(
+          (p, a) =>
+            p.kind === "partial" ||
+            Math.floor(q / mesh.slice(a + 1).reduce((x, y) => x * y, 1)) % mesh[a]! ===
+              Math.floor(r / mesh.slice(a + 1).reduce((x, y) => x * y, 1)) % mesh[a]!,
+        ),
+      );
       return group.reduce((acc, q) => acc + partialOf(q, idx), 0);
     });
     expect(got).toEqual(want);
@@ -46,7 +53,10 @@ describe("inferCollective", () => {
     expect(inferCollective(t, { shape: [4] }, [partialSum()], [shard(1)])).toMatchObject({ kind: "reduce-scatter", dim: 1, reduce: "sum" });
     expect(inferCollective(t, { shape: [4] }, [partialSum()], [replicate()]).kind).toBe("all-reduce");
     expect(inferCollective(t, { shape: [4] }, [shard(0)], [shard(1)]).kind).toBe("all-to-all");
-    expect(inferCollective(t, { shape: [2, 2] }, [shard(0), replicate()], [shard(0), shard(1)])).toMatchObject({ kind: "slice", meshAxes: [1] });
+    expect(inferCollective(t, { shape: [2, 2] }, [shard(0), replicate()], [shard(0), shard(1)])).toMatchObject({
+      kind: "slice",
+      meshAxes: [1],
+    });
     expect(inferCollective(t, { shape: [2, 2] }, [shard(0), partialSum()], [replicate(), shard(1)]).kind).toBe("mixed");
   });
 

@@ -38,7 +38,10 @@ export function checkSpec(spec: ShardingSpec, tensor: TensorDecl, mesh: Mesh, wh
   }
   spec.forEach((p, a) => {
     if (p.kind === "shard" && (!Number.isSafeInteger(p.dim) || p.dim < 0 || p.dim >= tensor.shape.length)) {
-      throw new FrontendError("invalid-spec", `${what} of ${tensor.name} shards dimension ${p.dim} on mesh axis ${a}, but the tensor has ${tensor.shape.length} dimensions`);
+      throw new FrontendError(
+        "invalid-spec",
+        `${what} of ${tensor.name} shards dimension ${p.dim} on mesh axis ${a}, but the tensor has ${tensor.shape.length} dimensions`,
+      );
     }
   });
 }

@@ -89,10 +89,25 @@ export function summarize(facts: ProgramFacts, flopsPerPoint = 2): ScheduleSumma
       }
     } else if (f.comm === "broadcast") {
       // One block per step from its owner to the group, overlapped with the previous step's compute.
-      comm.push({ buffer: f.buffer, kind: "broadcast", level: groupLevel(mesh, g), steps: f.broadcast!.extent - 1, bytesPerStep: held, overlapped: true });
+      comm.push({
+        buffer: f.buffer,
+        kind: "broadcast",
+        level: groupLevel(mesh, g),
+        steps: f.broadcast!.extent - 1,
+        bytesPerStep: held,
+        overlapped: true,
+      });
     } else if (f.comm === "all-gather" || f.comm === "p2p") {
       const bytes = regionBytes(f.needed[0]!, f.tensor) - held;
-      if (n > 1 && bytes > 0) comm.push({ buffer: f.buffer, kind: f.comm, level: groupLevel(mesh, g), steps: n - 1, bytesPerStep: bytes / (n - 1), overlapped: false });
+      if (n > 1 && bytes > 0)
+        comm.push({
+          buffer: f.buffer,
+          kind: f.comm,
+          level: groupLevel(mesh, g),
+          steps: n - 1,
+          bytesPerStep: bytes / (n - 1),
+          overlapped: false,
+        });
     } else if (f.comm === "all-reduce" || f.comm === "reduce-scatter") {
       const steps = f.comm === "all-reduce" ? 2 * (n - 1) : n - 1;
       comm.push({ buffer: f.buffer, kind: f.comm, level: groupLevel(mesh, g), steps, bytesPerStep: held / n, overlapped: false });

@@ -89,12 +89,14 @@ export function searchResharding(dag: OperatorDag, o: ReshardSearchOptions): Res
   for (const e of dag.edges) {
     const from = index.get(e.from);
     const to = index.get(e.to);
-    if (from === undefined || to === undefined) throw new FrontendError("invalid-spec", `edge ${e.from} → ${e.to} names an operator the DAG does not have`);
+    if (from === undefined || to === undefined)
+      throw new FrontendError("invalid-spec", `edge ${e.from} → ${e.to} names an operator the DAG does not have`);
     preds[to]!.push(from);
   }
   const total = dag.ops.reduce((a, op) => a * op.candidates.length, 1);
   if (total === 0) throw new FrontendError("invalid-spec", "every operator needs at least one candidate");
-  if (total > (o.maxAssignments ?? 1e6)) throw new FrontendError("search-too-large", `${total} assignments exceed maxAssignments; prune candidates first`);
+  if (total > (o.maxAssignments ?? 1e6))
+    throw new FrontendError("search-too-large", `${total} assignments exceed maxAssignments; prune candidates first`);
   // Edge costs depend only on the pair of candidates: compute each once.
   const edgeCost = new Map<string, number>();
   const costOf = (k: number, jk: number, i: number, ji: number): number => {
@@ -103,7 +105,11 @@ export function searchResharding(dag: OperatorDag, o: ReshardSearchOptions): Res
     if (c === undefined) {
       const producer = dag.ops[k]!;
       const want = dag.ops[i]!.candidates[ji]!.inputs[producer.output.name];
-      if (want === undefined) throw new FrontendError("invalid-spec", `candidate ${dag.ops[i]!.candidates[ji]!.name} of ${dag.ops[i]!.name} gives no sharding for input ${producer.output.name}`);
+      if (want === undefined)
+        throw new FrontendError(
+          "invalid-spec",
+          `candidate ${dag.ops[i]!.candidates[ji]!.name} of ${dag.ops[i]!.name} gives no sharding for input ${producer.output.name}`,
+        );
       c = reshard(producer.output, mesh, producer.candidates[jk]!.output, want);
       edgeCost.set(key, c);
     }

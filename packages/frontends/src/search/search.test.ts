@@ -60,7 +60,10 @@ describe("schedule search", () => {
   });
 
   it("every ranked candidate lowers to a plan that validates and computes the operator", () => {
-    for (const [base, result] of [[attn, space], [gemm, searchSchedules(gemm, { world: 4, hardware: hw })]] as const) {
+    for (const [base, result] of [
+      [attn, space],
+      [gemm, searchSchedules(gemm, { world: 4, hardware: hw })],
+    ] as const) {
       const inputs = inputsOf(base);
       const want = interpret(base, inputs);
       for (const c of result.ranked) {
@@ -162,18 +165,33 @@ describe("Algorithm 1: inter-operator resharding on one Llama layer", () => {
       d.ops.reduce((acc, op) => {
         const c = op.candidates.find((x) => x.name === choice[op.name])!;
         const pred = d.edges.filter((e) => e.to === op.name).map((e) => d.ops.find((o) => o.name === e.from)!);
-        return acc + c.execCost + pred.reduce((a, p) => a + reshard(p.output, { shape: [world] }, p.candidates.find((x) => x.name === choice[p.name])!.output, c.inputs[p.output.name]!), 0);
+        return (
+          acc +
+          c.execCost +
+          pred.reduce(
+            (a, p) =>
+              a +
+              reshard(p.output, { shape: [world] }, p.candidates.find((x) => x.name === choice[p.name])!.output, c.inputs[p.output.name]!),
+            0,
+          )
+        );
       }, 0);
     expect(result.cost).toBeCloseTo(costOf(result.choice), 15);
     expect(result.cost).toBeCloseTo(result.execCost + result.reshardCost, 15);
-    for (const q of ["column", "sequence"]) for (const a of ["heads", "ring"]) for (const m of ["row", "sequence"]) {
-      expect(result.cost).toBeLessThanOrEqual(costOf({ input: "sequence", qkv: q, attention: a, mlp: m }) + 1e-18);
-    }
+    for (const q of ["column", "sequence"])
+      for (const a of ["heads", "ring"])
+        for (const m of ["row", "sequence"]) {
+          expect(result.cost).toBeLessThanOrEqual(costOf({ input: "sequence", qkv: q, attention: a, mlp: m }) + 1e-18);
+        }
   });
 
   it("avoids resharding when it is expensive, and picks each operator's fastest sharding when it is free", () => {
     const d = dag();
-    const pricey = searchResharding(d, { mesh: [world], hardware: hw, reshardCost: (t, m, b, a) => alphaBetaReshard(hw)(t, m, b, a) * 1e6 });
+    const pricey = searchResharding(d, {
+      mesh: [world],
+      hardware: hw,
+      reshardCost: (t, m, b, a) => alphaBetaReshard(hw)(t, m, b, a) * 1e6,
+    });
     expect(pricey.choice).toEqual({ input: "sequence", qkv: "sequence", attention: "ring", mlp: "sequence" });
     expect(pricey.reshardCost).toBe(0);
     const free = searchResharding(d, { mesh: [world], hardware: hw, reshardCost: () => 0 });
@@ -190,7 +208,10 @@ describe("Algorithm 1: inter-operator resharding on one Llama layer", () => {
     const gather = alphaBetaReshard(hw)(x, m, [shard(0)], [replicate()]);
     expect(gather).toBeCloseTo(3 * (hw.intra.latency + shardBytes / hw.intra.bandwidth), 15);
     const spec: ShardingSpec = [partialSum()];
-    expect(alphaBetaReshard(hw)(x, m, spec, [replicate()])).toBeCloseTo(6 * (hw.intra.latency + (S * D * 2) / world / hw.intra.bandwidth), 15);
+    expect(alphaBetaReshard(hw)(x, m, spec, [replicate()])).toBeCloseTo(
+      6 * (hw.intra.latency + (S * D * 2) / world / hw.intra.bandwidth),
+      15,
+    );
     expect(alphaBetaReshard(hw)(x, m, [replicate()], [shard(0)])).toBe(0);
   });
 });

@@ -48,7 +48,8 @@ export interface SearchResult {
 
 /** Ordered factorisations of `world` into at most `maxLevels` factors, each >= 2 (`[1]` for one GPU). */
 export function meshFactorisations(world: number, maxLevels = 2): number[][] {
-  if (!Number.isSafeInteger(world) || world < 1) throw new FrontendError("invalid-spec", `world size must be a positive integer, got ${world}`);
+  if (!Number.isSafeInteger(world) || world < 1)
+    throw new FrontendError("invalid-spec", `world size must be a positive integer, got ${world}`);
   if (world === 1) return [[1]];
   const out: number[][] = [];
   const go = (left: number, acc: number[]): void => {
@@ -119,7 +120,10 @@ export function searchSchedules(base: Program, o: SearchOptions): SearchResult {
     for (const parallel of product(mesh.map(() => axes))) {
       for (const shifts of product(mesh.map(() => [undefined, ...axes]))) {
         if (++count > (o.maxCandidates ?? 20000)) {
-          throw new FrontendError("search-too-large", `more than ${o.maxCandidates ?? 20000} candidates; lower maxLevels or raise maxCandidates`);
+          throw new FrontendError(
+            "search-too-large",
+            `more than ${o.maxCandidates ?? 20000} candidates; lower maxLevels or raise maxCandidates`,
+          );
         }
         try {
           const program = build(base, mesh, { parallel, shifts });
@@ -131,7 +135,14 @@ export function searchSchedules(base: Program, o: SearchOptions): SearchResult {
           if (seen.has(key)) continue;
           seen.add(key);
           const summary = summarize(facts, o.flopsPerPoint);
-          const cand: Candidate = { program, mesh, signature: sig, summary, memoryBytes: summary.memoryBytes, cost: cost(summary, o.hardware) };
+          const cand: Candidate = {
+            program,
+            mesh,
+            signature: sig,
+            summary,
+            memoryBytes: summary.memoryBytes,
+            cost: cost(summary, o.hardware),
+          };
           (cand.memoryBytes > capacity ? pruned : ranked).push(cand);
         } catch (e) {
           if (!(e instanceof FrontendError)) throw e;

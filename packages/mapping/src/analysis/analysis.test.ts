@@ -49,7 +49,13 @@ describe("coversExactlyOnce", () => {
 
   it("reports tiles outside the tensor and inverted ranges", () => {
     expect(coversExactlyOnce(rows1d(4, 3, 12), [10])).toMatchObject({ ok: false, issue: { kind: "out-of-bounds", tile: 3, dim: 0 } });
-    const inverted = exactCover([{ start: [0], end: [5] }, { start: [7], end: [5] }], [5]);
+    const inverted = exactCover(
+      [
+        { start: [0], end: [5] },
+        { start: [7], end: [5] },
+      ],
+      [5],
+    );
     expect(inverted).toMatchObject({ ok: false, issue: { kind: "inverted", tile: 1, start: 7, end: 5 } });
   });
 
@@ -65,11 +71,15 @@ describe("coversExactlyOnce", () => {
   });
 
   it("agrees with a per-element count on random box sets", () => {
-    const box = fc.tuple(fc.nat(6), fc.nat(6), fc.nat(6), fc.nat(6)).map(([a, b, c, d]): Box => ({ start: [Math.min(a, b), Math.min(c, d)], end: [Math.max(a, b), Math.max(c, d)] }));
+    const box = fc
+      .tuple(fc.nat(6), fc.nat(6), fc.nat(6), fc.nat(6))
+      .map(([a, b, c, d]): Box => ({ start: [Math.min(a, b), Math.min(c, d)], end: [Math.max(a, b), Math.max(c, d)] }));
     fc.assert(
       fc.property(fc.array(box, { maxLength: 6 }), (boxes) => {
         const counts = new Map<string, number>();
-        for (const b of boxes) for (let i = b.start[0]!; i < b.end[0]!; i++) for (let j = b.start[1]!; j < b.end[1]!; j++) counts.set(`${i},${j}`, (counts.get(`${i},${j}`) ?? 0) + 1);
+        for (const b of boxes)
+          for (let i = b.start[0]!; i < b.end[0]!; i++)
+            for (let j = b.start[1]!; j < b.end[1]!; j++) counts.set(`${i},${j}`, (counts.get(`${i},${j}`) ?? 0) + 1);
         let exact = true;
         for (let i = 0; i < 6; i++) for (let j = 0; j < 6; j++) if (counts.get(`${i},${j}`) !== 1) exact = false;
         expect(exactCover(boxes, [6, 6]).ok).toBe(exact);
@@ -128,14 +138,24 @@ describe("consumerWaits (decoupled producer/consumer tile sizes)", () => {
     const consumer = matrixTiles({ rows: 10, cols: 7, tileRows: 3, tileCols: 7 });
     const r = consumerWaits(producer, consumer);
     expect(r.ok).toBe(true);
-    expect(r.waits).toEqual([[0, 1, 2, 3, 4, 5], [3, 4, 5, 6, 7, 8], [9, 10, 11, 12, 13, 14], [12, 13, 14]]);
+    expect(r.waits).toEqual([
+      [0, 1, 2, 3, 4, 5],
+      [3, 4, 5, 6, 7, 8],
+      [9, 10, 11, 12, 13, 14],
+      [12, 13, 14],
+    ]);
   });
 
   it("agrees with a per-element derivation for random decoupled sizes", () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 12 }), fc.constantFrom(1, 2, 3, 5, 6, 7),
-        fc.integer({ min: 1, max: 9 }), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 11 }), fc.integer({ min: 1, max: 7 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.constantFrom(1, 2, 3, 5, 6, 7),
+        fc.integer({ min: 1, max: 9 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 11 }),
+        fc.integer({ min: 1, max: 7 }),
         (rows, cols, worldSize, tp, tpc, tc, tcc) => {
           const producer = allGatherPull({ rows, cols, worldSize, tileRows: tp, tileCols: tpc }).shape;
           const consumer = matrixTiles({ rows, cols, tileRows: tc, tileCols: tcc });
@@ -164,7 +184,10 @@ describe("consumerWaits (decoupled producer/consumer tile sizes)", () => {
     const r = consumerWaits(producer, consumer);
     expect(r.ok).toBe(false);
     expect(r.waits).toEqual([[0, 1], [2]]);
-    expect(r.uncovered).toEqual([{ consumerTile: 0, point: [2] }, { consumerTile: 1, point: [5] }]);
+    expect(r.uncovered).toEqual([
+      { consumerTile: 0, point: [2] },
+      { consumerTile: 1, point: [5] },
+    ]);
   });
 
   it("rejects maps over tensors of different rank", () => {

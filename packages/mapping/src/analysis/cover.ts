@@ -12,9 +12,7 @@ export type CoverageIssue =
   | { kind: "inverted"; tile: number; dim: number; start: number; end: number };
 
 /** Result of {@link coversExactlyOnce} / {@link exactCover}. */
-export type CoverageReport =
-  | { ok: true; tileCount: number; emptyTiles: number[] }
-  | { ok: false; issue: CoverageIssue; message: string };
+export type CoverageReport = { ok: true; tileCount: number; emptyTiles: number[] } | { ok: false; issue: CoverageIssue; message: string };
 
 function describe(issue: CoverageIssue): string {
   switch (issue.kind) {
@@ -42,10 +40,7 @@ export function exactCover(boxes: readonly Box[], tensorShape: readonly number[]
   const emptyTiles: number[] = [];
   for (const [tile, b] of boxes.entries()) {
     if (b.start.length !== tensorShape.length || b.end.length !== tensorShape.length) {
-      throw new MappingError(
-        "invalid-size",
-        `tile ${tile} has ${b.start.length} dimensions but the tensor has ${tensorShape.length}`,
-      );
+      throw new MappingError("invalid-size", `tile ${tile} has ${b.start.length} dimensions but the tensor has ${tensorShape.length}`);
     }
     let empty = false;
     for (let dim = 0; dim < tensorShape.length; dim++) {

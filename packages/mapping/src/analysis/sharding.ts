@@ -48,10 +48,7 @@ export function rankMapConsistent(
     throw new MappingError("invalid-size", `dim ${dim} is not a dimension of the shape map`);
   }
   if (mapping.rank.tileCount !== mapping.shape.tileCount) {
-    throw new MappingError(
-      "invalid-size",
-      `rank map has ${mapping.rank.tileCount} tiles but shape map has ${mapping.shape.tileCount}`,
-    );
+    throw new MappingError("invalid-size", `rank map has ${mapping.rank.tileCount} tiles but shape map has ${mapping.shape.tileCount}`);
   }
   for (let tile = 0; tile < mapping.shape.tileCount; tile++) {
     const box = tileBox(mapping.shape, tile, options);
@@ -61,7 +58,9 @@ export function rankMapConsistent(
     const rank = tileRank(mapping.rank, tile, options);
     const owned = sharding[rank];
     if (!owned || start < owned.start || end > owned.end) {
-      const where = owned ? `rank ${rank} owns [${owned.start}, ${owned.end})` : `rank ${rank} is not in the sharding of ${sharding.length} ranks`;
+      const where = owned
+        ? `rank ${rank} owns [${owned.start}, ${owned.end})`
+        : `rank ${rank} is not in the sharding of ${sharding.length} ranks`;
       return {
         ok: false,
         tile,

@@ -50,8 +50,11 @@ export function consumerWaits(producerMap: ShapeMap, consumerMap: ShapeMap, opti
     }
     const hits = live.filter(({ b }) => intersects(b, box));
     waits.push(hits.map(({ i }) => i));
-    const grid = cellGrid(box, hits.map(({ b }) => b));
-    const hole = grid.count.findIndex((n) => n === 0);
+    const grid = cellGrid(
+      box,
+      hits.map(({ b }) => b),
+    );
+    const hole = grid.count.indexOf(0);
     if (hole >= 0) uncovered.push({ consumerTile: c, point: cellPoint(grid, hole) });
   }
   return { waits, ok: uncovered.length === 0, uncovered };

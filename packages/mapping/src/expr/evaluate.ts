@@ -18,7 +18,7 @@ export function evaluate(e: Expr, env: Env): number {
     case "const":
       return e.value;
     case "var": {
-      if (!Object.prototype.hasOwnProperty.call(env, e.name)) {
+      if (!Object.hasOwn(env, e.name)) {
         throw new MappingError("unknown-variable", `no value given for variable ${e.name}`);
       }
       const v = env[e.name] as number;
@@ -26,10 +26,7 @@ export function evaluate(e: Expr, env: Env): number {
         throw new MappingError("non-integer", `variable ${e.name} = ${String(v)} is not an integer`);
       }
       if (v < e.range.min || v > e.range.max) {
-        throw new MappingError(
-          "out-of-range",
-          `variable ${e.name} = ${v} is outside its declared range [${e.range.min}, ${e.range.max}]`,
-        );
+        throw new MappingError("out-of-range", `variable ${e.name} = ${v} is outside its declared range [${e.range.min}, ${e.range.max}]`);
       }
       return v;
     }

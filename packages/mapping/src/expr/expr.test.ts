@@ -1,7 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { MappingError } from "../errors.js";
 import {
-  ExprSchema, add, ceilDiv, constant, floorDiv, freeVariables, max, min, mod, mul, parseExpr, sub, variable, variableRanges,
+  ExprSchema,
+  add,
+  ceilDiv,
+  constant,
+  floorDiv,
+  freeVariables,
+  max,
+  min,
+  mod,
+  mul,
+  parseExpr,
+  sub,
+  variable,
+  variableRanges,
 } from "./expr.js";
 import { evaluate } from "./evaluate.js";
 import { bounds } from "./bounds.js";
@@ -25,7 +38,16 @@ describe("builders", () => {
   it("build plain JSON nodes", () => {
     expect(sub(x, 3)).toEqual({
       op: "add",
-      args: [x, { op: "mul", args: [{ op: "const", value: -1 }, { op: "const", value: 3 }] }],
+      args: [
+        x,
+        {
+          op: "mul",
+          args: [
+            { op: "const", value: -1 },
+            { op: "const", value: 3 },
+          ],
+        },
+      ],
     });
     expect(floorDiv(x, y)).toEqual({ op: "floorDiv", dividend: x, divisor: y });
     expect(JSON.parse(JSON.stringify(mul(add(x, 1), min(x, y))))).toEqual(mul(add(x, 1), min(x, y)));
@@ -76,8 +98,15 @@ describe("evaluate", () => {
   it("uses Python floor division and modulo for every sign combination", () => {
     // Values of Python's a // b, a % b and -(-a // b).
     const cases: Array<[number, number, number, number, number]> = [
-      [7, 2, 3, 1, 4], [-7, 2, -4, 1, -3], [7, -2, -4, -1, -3], [-7, -2, 3, -1, 4],
-      [6, 3, 2, 0, 2], [-6, 3, -2, 0, -2], [0, -5, 0, 0, 0], [1, 7, 0, 1, 1], [-1, 7, -1, 6, 0],
+      [7, 2, 3, 1, 4],
+      [-7, 2, -4, 1, -3],
+      [7, -2, -4, -1, -3],
+      [-7, -2, 3, -1, 4],
+      [6, 3, 2, 0, 2],
+      [-6, 3, -2, 0, -2],
+      [0, -5, 0, 0, 0],
+      [1, 7, 0, 1, 1],
+      [-1, 7, -1, 6, 0],
     ];
     for (const [a, b, q, r, c] of cases) {
       expect([floorDivInt(a, b), modInt(a, b), ceilDivInt(a, b)]).toEqual([q, r, c]);

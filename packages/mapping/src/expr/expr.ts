@@ -37,9 +37,7 @@ export interface DivExpr {
 /** A symbolic integer expression: plain, serialisable data discriminated by `op`. */
 export type Expr = ConstExpr | VarExpr | NaryExpr | DivExpr;
 
-const RangeSchema = z
-  .object({ min: z.int(), max: z.int() })
-  .refine((r) => r.min <= r.max, { message: "range.min must be <= range.max" });
+const RangeSchema = z.object({ min: z.int(), max: z.int() }).refine((r) => r.min <= r.max, { message: "range.min must be <= range.max" });
 
 /** zod schema of {@link Expr}; safe integers, valid identifiers, non-empty operand lists. */
 export const ExprSchema: z.ZodType<Expr> = z.lazy(() =>
@@ -90,15 +88,8 @@ export function variable(name: string, range: Range): VarExpr {
 
 /** Throws `invalid-range` unless `range` is a safe-integer interval with min <= max. */
 export function checkRange(range: Range, name: string): void {
-  if (
-    !Number.isSafeInteger(range.min) ||
-    !Number.isSafeInteger(range.max) ||
-    range.min > range.max
-  ) {
-    throw new MappingError(
-      "invalid-range",
-      `range of ${name} must be safe integers with min <= max, got [${range.min}, ${range.max}]`,
-    );
+  if (!Number.isSafeInteger(range.min) || !Number.isSafeInteger(range.max) || range.min > range.max) {
+    throw new MappingError("invalid-range", `range of ${name} must be safe integers with min <= max, got [${range.min}, ${range.max}]`);
   }
 }
 

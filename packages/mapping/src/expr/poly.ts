@@ -138,9 +138,7 @@ export function compareExprs(a: Expr, b: Expr): number {
 /** Terms in canonical order: by degree, then by monomial key. */
 export function sortedTerms(p: Poly): Term[] {
   const keyed = [...p.terms.values()].map((t) => ({ t, k: t.atoms.map(orderKey).join("\u0001") }));
-  return keyed
-    .sort((a, b) => a.t.atoms.length - b.t.atoms.length || compareStrings(a.k, b.k))
-    .map(({ t }) => t);
+  return keyed.sort((a, b) => a.t.atoms.length - b.t.atoms.length || compareStrings(a.k, b.k)).map(({ t }) => t);
 }
 
 function termExpr(t: Term): Expr {

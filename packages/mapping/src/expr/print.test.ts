@@ -45,9 +45,7 @@ describe("printed text", () => {
 
   it("prints Triton with tl.minimum/tl.maximum and tl.cdiv", () => {
     const e = min(mul(ceilDiv(add(tile, 1), 4), 8), max(rank, 3), 100);
-    expect(toPython(e, { dialect: "triton" })).toBe(
-      "tl.minimum(tl.cdiv(tile + 1, 4) * 8, tl.minimum(tl.maximum(rank, 3), 100))",
-    );
+    expect(toPython(e, { dialect: "triton" })).toBe("tl.minimum(tl.cdiv(tile + 1, 4) * 8, tl.minimum(tl.maximum(rank, 3), 100))");
     expect(toPython(mod(add(tile, rank), 6), { dialect: "triton" })).toBe("(tile + rank) % 6");
   });
 

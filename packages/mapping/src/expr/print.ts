@@ -44,7 +44,10 @@ abstract class Printer {
       case "max":
         if (e.args.length === 0) throw new MappingError("invalid-expression", `${e.op} needs at least one operand`);
         if (e.args.length === 1) return this.print(e.args[0] as Expr);
-        return this.extremum(e.op, e.args.map((a) => this.print(a).text));
+        return this.extremum(
+          e.op,
+          e.args.map((a) => this.print(a).text),
+        );
       case "floorDiv":
       case "ceilDiv":
       case "mod":
@@ -92,7 +95,11 @@ function negated(e: Expr): Expr | undefined {
   if (e.op === "mul" && e.args.length >= 2 && e.args[0]?.op === "const" && e.args[0].value < 0) {
     const c = -e.args[0].value;
     const rest = e.args.slice(1);
-    return c === 1 ? (rest.length === 1 ? (rest[0] as Expr) : { op: "mul", args: rest }) : { op: "mul", args: [{ op: "const", value: c }, ...rest] };
+    return c === 1
+      ? rest.length === 1
+        ? (rest[0] as Expr)
+        : { op: "mul", args: rest }
+      : { op: "mul", args: [{ op: "const", value: c }, ...rest] };
   }
   return undefined;
 }

@@ -76,14 +76,18 @@ describe("simplify properties", () => {
   it("division primitives satisfy a = q*b + r with 0 <= r*sign(b) < |b| (BigInt check)", () => {
     const safe = fc.integer({ min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER });
     fc.assert(
-      fc.property(safe, safe.filter((b) => b !== 0), (a, b) => {
-        const q = BigInt(floorDivInt(a, b));
-        const rem = BigInt(modInt(a, b));
-        const [A, B] = [BigInt(a), BigInt(b)];
-        expect(q * B + rem).toBe(A);
-        expect(b > 0 ? rem >= 0n && rem < B : rem <= 0n && rem > B).toBe(true);
-        expect(ceilDivInt(a, b)).toBe(-floorDivInt(-a, b) + 0);
-      }),
+      fc.property(
+        safe,
+        safe.filter((b) => b !== 0),
+        (a, b) => {
+          const q = BigInt(floorDivInt(a, b));
+          const rem = BigInt(modInt(a, b));
+          const [A, B] = [BigInt(a), BigInt(b)];
+          expect(q * B + rem).toBe(A);
+          expect(b > 0 ? rem >= 0n && rem < B : rem <= 0n && rem > B).toBe(true);
+          expect(ceilDivInt(a, b)).toBe(-floorDivInt(-a, b) + 0);
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -6,8 +6,19 @@ import { ceilDivInt, floorDivInt, gcd, modInt, mulInt } from "./arith.js";
 import { bounds } from "./bounds.js";
 import { variableRanges, type DivExpr, type Expr } from "./expr.js";
 import {
-  addPoly, atomKey, atomPoly, compareExprs, constPoly, isConstant, mulPoly, polyToExpr, scalePoly, soleAtom,
-  withKeyCache, type Poly, type Term,
+  addPoly,
+  atomKey,
+  atomPoly,
+  compareExprs,
+  constPoly,
+  isConstant,
+  mulPoly,
+  polyToExpr,
+  scalePoly,
+  soleAtom,
+  withKeyCache,
+  type Poly,
+  type Term,
 } from "./poly.js";
 
 /**

@@ -5,7 +5,13 @@ import { rankMapConsistent } from "../analysis/sharding.js";
 import { MappingError } from "../errors.js";
 import { mapToPython } from "../tables/table.js";
 import {
-  allGatherPull, allGatherPush, allToAll, matrixTiles, reduceScatterRing, rowSharding, type CollectiveTiling,
+  allGatherPull,
+  allGatherPush,
+  allToAll,
+  matrixTiles,
+  reduceScatterRing,
+  rowSharding,
+  type CollectiveTiling,
 } from "./collectives.js";
 import { tileBox, tileChannel, tileRank, type Box, type TileMapping } from "./tile-maps.js";
 
@@ -47,7 +53,14 @@ describe("AllGather pull (TileLink §4.1)", () => {
       return [b.start[0], b.end[0], tileRank(m.rank, t)];
     });
     // Shards of ceil(10 / 3) = 4 rows: [0,4) [4,8) [8,10); tiles of 3 rows cut at the shard end.
-    expect(rows).toEqual([[0, 3, 0], [3, 4, 0], [4, 7, 1], [7, 8, 1], [8, 10, 2], [10, 10, 2]]);
+    expect(rows).toEqual([
+      [0, 3, 0],
+      [3, 4, 0],
+      [4, 7, 1],
+      [7, 8, 1],
+      [8, 10, 2],
+      [10, 10, 2],
+    ]);
   });
 
   it("covers the gathered tensor exactly once and pulls from the owner, for random shapes", () => {
@@ -150,11 +163,17 @@ describe("AllToAll", () => {
 describe("matrixTiles", () => {
   it("tiles any matrix exactly once", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 90 }), fc.integer({ min: 1, max: 90 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 40 }), (rows, cols, tileRows, tileCols) => {
-        const s = matrixTiles({ rows, cols, tileRows, tileCols });
-        expect(s.tileCount).toBe(Math.ceil(rows / tileRows) * Math.ceil(cols / tileCols));
-        expect(coversExactlyOnce(s, [rows, cols])).toMatchObject({ ok: true, emptyTiles: [] });
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 90 }),
+        fc.integer({ min: 1, max: 90 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 40 }),
+        (rows, cols, tileRows, tileCols) => {
+          const s = matrixTiles({ rows, cols, tileRows, tileCols });
+          expect(s.tileCount).toBe(Math.ceil(rows / tileRows) * Math.ceil(cols / tileCols));
+          expect(coversExactlyOnce(s, [rows, cols])).toMatchObject({ ok: true, emptyTiles: [] });
+        },
+      ),
       { numRuns: 60 },
     );
   });

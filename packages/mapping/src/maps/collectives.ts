@@ -59,12 +59,7 @@ function layout(t: CollectiveTiling, steps: number) {
   return { M, K, R, C, tileCount, rank, step, rowRange, colRange, slot };
 }
 
-function mapping(
-  l: ReturnType<typeof layout>,
-  shard: Expr,
-  rank: Expr,
-  channel: Expr,
-): TileMapping {
+function mapping(l: ReturnType<typeof layout>, shard: Expr, rank: Expr, channel: Expr): TileMapping {
   const shape: ShapeMap = { tile: TILE, tileCount: l.tileCount, ranges: [l.rowRange(shard), l.colRange] };
   return {
     worldSize: l.R,

@@ -16,7 +16,16 @@ const code = (f: () => unknown) => {
 
 describe("moeRoutingTables", () => {
   it("gathers token rows expert by expert, in token order", () => {
-    const r = moeRoutingTables([[0, 2], [1, 2], [0, 1], [2, 3]], 4, { worldSize: 2 });
+    const r = moeRoutingTables(
+      [
+        [0, 2],
+        [1, 2],
+        [0, 1],
+        [2, 3],
+      ],
+      4,
+      { worldSize: 2 },
+    );
     expect(r.tables.gatherRows.values).toEqual([0, 2, 1, 2, 0, 1, 3, 3]);
     expect(r.tables.expertOfRow.values).toEqual([0, 0, 1, 1, 2, 2, 2, 3]);
     expect(r.tables.expertOffsets.values).toEqual([0, 2, 4, 7, 8]);
@@ -31,26 +40,32 @@ describe("moeRoutingTables", () => {
 
   it("routes every (token, expert) pair exactly once, for random routings", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 30 }), fc.nat(), (experts, k0, tokens, seed) => {
-        const k = Math.min(k0, experts);
-        const topk = Array.from({ length: tokens }, (_, t) => Array.from({ length: k }, (_, j) => (seed + t * 7 + j) % experts));
-        const r = moeRoutingTables(topk, experts);
-        const pairs: string[] = [];
-        for (let e = 0; e < experts; e++) {
-          const lo = evaluateMap(r.maps.expertStart, { expert: e });
-          const hi = evaluateMap(r.maps.expertEnd, { expert: e });
-          let prev = -1;
-          for (let row = lo; row < hi; row++) {
-            const token = evaluateMap(r.maps.tokenRow, { row });
-            expect(evaluateMap(r.maps.expert, { row })).toBe(e);
-            expect(token).toBeGreaterThan(prev); // in token order
-            prev = token;
-            pairs.push(`${token}:${e}`);
+      fc.property(
+        fc.integer({ min: 1, max: 9 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.nat(),
+        (experts, k0, tokens, seed) => {
+          const k = Math.min(k0, experts);
+          const topk = Array.from({ length: tokens }, (_, t) => Array.from({ length: k }, (_, j) => (seed + t * 7 + j) % experts));
+          const r = moeRoutingTables(topk, experts);
+          const pairs: string[] = [];
+          for (let e = 0; e < experts; e++) {
+            const lo = evaluateMap(r.maps.expertStart, { expert: e });
+            const hi = evaluateMap(r.maps.expertEnd, { expert: e });
+            let prev = -1;
+            for (let row = lo; row < hi; row++) {
+              const token = evaluateMap(r.maps.tokenRow, { row });
+              expect(evaluateMap(r.maps.expert, { row })).toBe(e);
+              expect(token).toBeGreaterThan(prev); // in token order
+              prev = token;
+              pairs.push(`${token}:${e}`);
+            }
           }
-        }
-        const expected = topk.flatMap((ids, t) => ids.map((e) => `${t}:${e}`));
-        expect(pairs.sort()).toEqual(expected.sort());
-      }),
+          const expected = topk.flatMap((ids, t) => ids.map((e) => `${t}:${e}`));
+          expect(pairs.sort()).toEqual(expected.sort());
+        },
+      ),
       { numRuns: 60 },
     );
   });

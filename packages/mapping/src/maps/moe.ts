@@ -94,7 +94,10 @@ export function moeRoutingTables(topkIds: readonly (readonly number[])[], numExp
   if (options.worldSize !== undefined) {
     const R = checkSize(options.worldSize, "worldSize");
     const perRank = Math.ceil(topkIds.length / R);
-    const sourceRank = fillTable(lookupTable("source_rank", rows.length), rows.map((t) => Math.floor(t / perRank)));
+    const sourceRank = fillTable(
+      lookupTable("source_rank", rows.length),
+      rows.map((t) => Math.floor(t / perRank)),
+    );
     routing.tables.sourceRank = sourceRank;
     routing.maps.sourceRank = dynamicMap(sourceRank, row);
   }

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MappingError } from "../errors.js";
+import type { MappingError } from "../errors.js";
 import { evaluate } from "../expr/evaluate.js";
 import { floorDiv, variable } from "../expr/expr.js";
 import { toPython } from "../expr/print.js";
@@ -49,10 +49,15 @@ describe("recoverAffine", () => {
 
   it("recovers random affine tables exactly", () => {
     fc.assert(
-      fc.property(fc.integer({ min: -1000, max: 1000 }), fc.integer({ min: -1_000_000, max: 1_000_000 }), fc.integer({ min: 1, max: 40 }), (a, b, n) => {
-        const values = Array.from({ length: n }, (_, i) => a * i + b);
-        expect(valuesOf(recoverAffine(values, indexOver(n)), n)).toEqual(values);
-      }),
+      fc.property(
+        fc.integer({ min: -1000, max: 1000 }),
+        fc.integer({ min: -1_000_000, max: 1_000_000 }),
+        fc.integer({ min: 1, max: 40 }),
+        (a, b, n) => {
+          const values = Array.from({ length: n }, (_, i) => a * i + b);
+          expect(valuesOf(recoverAffine(values, indexOver(n)), n)).toEqual(values);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -97,7 +102,10 @@ describe("recoverAffine", () => {
 describe("staticIfAffine", () => {
   it("turns a filled affine dynamic map into a static one", () => {
     const tile = variable("tile", { min: 0, max: 5 });
-    const t = fillTable(lookupTable("peer", 6), [1, 2, 3, 0, 1, 2].map((v) => v));
+    const t = fillTable(
+      lookupTable("peer", 6),
+      [1, 2, 3, 0, 1, 2].map((v) => v),
+    );
     const m = staticIfAffine(dynamicMap(t, tile));
     expect(m.kind).toBe("static");
     const irregular = dynamicMap(fillTable(lookupTable("peer", 6), [1, 0, 3, 2, 5, 4]), tile);

@@ -21,10 +21,7 @@ export function recoverAffine(values: readonly number[], index: Expr): Expr | un
   });
   const r = bounds(index);
   if (r.min < 0 || r.max >= values.length) {
-    throw new MappingError(
-      "index-out-of-bounds",
-      `index ranges over [${r.min}, ${r.max}] but the table has ${values.length} entries`,
-    );
+    throw new MappingError("index-out-of-bounds", `index ranges over [${r.min}, ${r.max}] but the table has ${values.length} entries`);
   }
   const b = values[0] as number;
   const steps = new Set<number>();

@@ -33,7 +33,11 @@ describe("recoverRankAffine", () => {
   });
 
   it("returns undefined for offsets that are not affine in the rank", () => {
-    const tables = [[0, 1], [5, 6], [6, 7]];
+    const tables = [
+      [0, 1],
+      [5, 6],
+      [6, 7],
+    ];
     expect(recoverRankAffine(tables, idx(2), rk(3))).toBeUndefined();
   });
 

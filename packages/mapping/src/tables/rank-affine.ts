@@ -53,7 +53,8 @@ function fitRanks(cs: readonly number[]): { alpha: number; beta: number } | unde
  */
 export function recoverRankAffine(tables: RankTables, index: Expr, rank: Expr): Expr | undefined {
   const length = tables[0]?.length ?? 0;
-  if (tables.length === 0 || length === 0) throw new MappingError("invalid-size", "cannot recover an expression from no tables or empty tables");
+  if (tables.length === 0 || length === 0)
+    throw new MappingError("invalid-size", "cannot recover an expression from no tables or empty tables");
   tables.forEach((t, r) => {
     if (t.length !== length) throw new MappingError("invalid-size", `rank ${r}'s table has ${t.length} entries, rank 0's ${length}`);
     t.forEach((v, i) => {

@@ -2,9 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MappingError } from "../errors.js";
 import { add, mul, variable } from "../expr/expr.js";
 import { evalPython } from "../testing/expr-arbitraries.js";
-import {
-  IndexMapSchema, dynamicMap, evaluateMap, fillTable, lookupTable, mapToPython, staticMap,
-} from "./table.js";
+import { IndexMapSchema, dynamicMap, evaluateMap, fillTable, lookupTable, mapToPython, staticMap } from "./table.js";
 
 const code = (f: () => unknown): string | undefined => {
   try {

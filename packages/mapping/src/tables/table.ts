@@ -64,10 +64,7 @@ export function fillTable(table: LookupTable, values: readonly number[]): Lookup
 
 function checkTableValues(table: LookupTable, values: readonly number[]): void {
   if (values.length !== table.length) {
-    throw new MappingError(
-      "table-length",
-      `table ${table.name} is declared with length ${table.length} but got ${values.length} values`,
-    );
+    throw new MappingError("table-length", `table ${table.name} is declared with length ${table.length} but got ${values.length} values`);
   }
   const limit = table.dtype === "int32" ? INT32 : { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER };
   values.forEach((v, i) => {

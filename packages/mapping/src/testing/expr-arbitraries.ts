@@ -2,10 +2,7 @@
 // property tests of the simplifier, the printers and the analyses. Not part of the public API.
 import fc from "fast-check";
 import { execFileSync } from "node:child_process";
-import {
-  add, ceilDiv, constant, floorDiv, max, min, mod, mul, sub, variable,
-  type Expr, type VarExpr,
-} from "../expr/expr.js";
+import { add, ceilDiv, constant, floorDiv, max, min, mod, mul, sub, variable, type Expr, type VarExpr } from "../expr/expr.js";
 
 /** Variables with ranges that include negatives, zero and one-point ranges. */
 export const VARS: readonly VarExpr[] = [
@@ -27,7 +24,10 @@ const nonZero = fc.integer({ min: -9, max: 9 }).filter((n) => n !== 0);
 export function exprArb(vars: readonly VarExpr[] = VARS, depth = 4, positiveDivisors = false): fc.Arbitrary<Expr> {
   const divisor = positiveDivisors ? fc.integer({ min: 1, max: 9 }) : nonZero;
   const { expr } = fc.letrec<{ expr: Expr; leaf: Expr }>((tie) => ({
-    leaf: fc.oneof(fc.integer({ min: -12, max: 12 }).map((n) => constant(positiveDivisors ? Math.abs(n) : n)), fc.constantFrom(...vars)),
+    leaf: fc.oneof(
+      fc.integer({ min: -12, max: 12 }).map((n) => constant(positiveDivisors ? Math.abs(n) : n)),
+      fc.constantFrom(...vars),
+    ),
     expr: fc.oneof(
       { depthSize: "small", maxDepth: depth },
       { arbitrary: tie("leaf"), weight: 3 },
@@ -42,9 +42,9 @@ export function exprArb(vars: readonly VarExpr[] = VARS, depth = 4, positiveDivi
       fc.tuple(tie("expr"), tie("expr")).map(([a, b]): Expr => ({ op: "floorDiv", dividend: a, divisor: b })),
       fc.tuple(tie("expr"), tie("expr")).map(([a, b]): Expr => ({ op: "mod", dividend: a, divisor: b })),
       // A tile id split into (block, offset) and recombined, as the collective maps do.
-      fc.tuple(tie("expr"), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 3 })).map(
-        ([e, c, k, j]) => add(mul(c * k, floorDiv(e, c)), mul(k, mod(e, c)), floorDiv(mod(e, c * j), c)),
-      ),
+      fc
+        .tuple(tie("expr"), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 3 }))
+        .map(([e, c, k, j]) => add(mul(c * k, floorDiv(e, c)), mul(k, mod(e, c)), floorDiv(mod(e, c * j), c))),
       fc.array(tie("expr"), { minLength: 1, maxLength: 3 }).map((xs) => min(...xs)),
       fc.array(tie("expr"), { minLength: 1, maxLength: 3 }).map((xs) => max(...xs)),
     ),

@@ -57,7 +57,11 @@ export function allocateSlots(
   const count = Number.isSafeInteger(args.count) && args.count >= 1 ? args.count : 0;
   if (count === 0) {
     throw new PrimitiveError([
-      { code: "invalid-shape", path: ["count"], message: `allocate at least one slot (count must be an integer >= 1), got ${String(args.count)}` },
+      {
+        code: "invalid-shape",
+        path: ["count"],
+        message: `allocate at least one slot (count must be an integer >= 1), got ${String(args.count)}`,
+      },
     ]);
   }
   const slots = Array.from({ length: count }, (_, i) => first + i);
@@ -80,7 +84,13 @@ export function allocateSlots(
 export function waitTarget(channel: BlockChannel, slot: number, epoch: number | bigint): bigint {
   const s = channel.slots.find((x) => x.index === slot);
   if (s === undefined) {
-    throw new PrimitiveError([{ code: "unknown-slot", path: ["slot"], message: `signal slot ${slot} is not in the channel's slot configuration; allocate it first` }]);
+    throw new PrimitiveError([
+      {
+        code: "unknown-slot",
+        path: ["slot"],
+        message: `signal slot ${slot} is not in the channel's slot configuration; allocate it first`,
+      },
+    ]);
   }
   return epochTarget(epoch, s.arrivals, s.width);
 }

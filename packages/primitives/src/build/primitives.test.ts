@@ -45,7 +45,14 @@ describe("builders fill TileLink's defaults", () => {
 
   it("consumerTileWait: acquire, gpu scope, sm", () => {
     const p = consumerTileWait({ tile: [1, 4], slot: 2 });
-    expect(p).toMatchObject({ primitive: "consumer_tile_wait", side: "device", order: "acquire", scope: "gpu", resource: { unit: "sm" }, slot: 2 });
+    expect(p).toMatchObject({
+      primitive: "consumer_tile_wait",
+      side: "device",
+      order: "acquire",
+      scope: "gpu",
+      resource: { unit: "sm" },
+      slot: 2,
+    });
     roundTrips(p);
   });
 
@@ -63,14 +70,26 @@ describe("builders fill TileLink's defaults", () => {
     const n = rankNotify({ tile: [2], rank: 0, slot: 2 });
     expect(n).toMatchObject({ side: "host", order: "release", scope: "sys", resource: { unit: "copy-engine" } });
     const w = rankWait({ rank: 1, slot: 4, resource: { unit: "copy-engine", stream: 1 } });
-    expect(w).toMatchObject({ side: "host", order: "acquire", resource: { unit: "copy-engine", stream: 1 }, rank: { kind: "absolute", rank: 1 } });
+    expect(w).toMatchObject({
+      side: "host",
+      order: "acquire",
+      resource: { unit: "copy-engine", stream: 1 },
+      rank: { kind: "absolute", rank: 1 },
+    });
     roundTrips(n);
     roundTrips(w);
   });
 
   it("tilePushData / tilePullData: relaxed device data, sm or tma", () => {
     const push = tilePushData({ tensor: "buffers", tile: [3, 1], rank: { kind: "relative", offset: -1 } });
-    expect(push).toMatchObject({ side: "device", order: "relaxed", scope: "sys", resource: { unit: "sm" }, mode: "p2p", tensor: "buffers" });
+    expect(push).toMatchObject({
+      side: "device",
+      order: "relaxed",
+      scope: "sys",
+      resource: { unit: "sm" },
+      mode: "p2p",
+      tensor: "buffers",
+    });
     const pull = tilePullData({ tensor: "token_shards", tile: { index: [0, 2], shapeMap: "f_S" }, resource: { unit: "tma", sms: 20 } });
     expect(pull).toMatchObject({ resource: { unit: "tma", sms: 20 }, tile: { index: [0, 2], shapeMap: "f_S" } });
     expect(pull).not.toHaveProperty("rank");

@@ -55,8 +55,8 @@ function finish<T extends Primitive>(name: PrimitiveName, fields: Record<string,
     resource: opts.resource ?? { unit: spec.resources[0] },
     ...fields,
   };
-  if (opts.label !== undefined) draft["label"] = opts.label;
-  draft["scope"] = opts.scope ?? (mayCrossRanks(draft as Primitive) ? "sys" : spec.defaultScope);
+  if (opts.label !== undefined) draft.label = opts.label;
+  draft.scope = opts.scope ?? (mayCrossRanks(draft as Primitive) ? "sys" : spec.defaultScope);
   return assertPrimitive(draft) as T;
 }
 
@@ -146,9 +146,7 @@ export function rankWait(args: { rank: RankInput; slot: number } & PrimitiveOpti
  *
  * @throws PrimitiveError when the result contradicts TileLink's semantics.
  */
-export function tilePushData(
-  args: { tensor: string; tile: TileInput; mode?: Mode; rank?: RankInput } & PrimitiveOptions,
-): TilePushData {
+export function tilePushData(args: { tensor: string; tile: TileInput; mode?: Mode; rank?: RankInput } & PrimitiveOptions): TilePushData {
   const fields = { tensor: args.tensor, tile: tileRef(args.tile), mode: args.mode ?? "p2p" };
   return finish("tile_push_data", withRank(fields, args.rank), args);
 }
@@ -159,9 +157,7 @@ export function tilePushData(
  *
  * @throws PrimitiveError when the result contradicts TileLink's semantics.
  */
-export function tilePullData(
-  args: { tensor: string; tile: TileInput; mode?: Mode; rank?: RankInput } & PrimitiveOptions,
-): TilePullData {
+export function tilePullData(args: { tensor: string; tile: TileInput; mode?: Mode; rank?: RankInput } & PrimitiveOptions): TilePullData {
   const fields = { tensor: args.tensor, tile: tileRef(args.tile), mode: args.mode ?? "p2p" };
   return finish("tile_pull_data", withRank(fields, args.rank), args);
 }
@@ -183,6 +179,6 @@ export function rankCopyData(
     src: { tensor: args.src.tensor, rank: rankRef(args.src.rank) },
     dst: { tensor: args.dst.tensor, rank: rankRef(args.dst.rank) },
   };
-  if (args.tile !== undefined) fields["tile"] = tileRef(args.tile);
+  if (args.tile !== undefined) fields.tile = tileRef(args.tile);
   return finish("rank_copy_data", fields, args);
 }

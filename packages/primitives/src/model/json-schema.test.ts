@@ -17,8 +17,16 @@ describe("schema/primitives.schema.json", () => {
     };
     expect(schema.title).toBe("ovl.primitives/v1");
     expect(schema.properties.$schema.const).toBe("ovl.primitives/v1");
-    const names = (schema.$defs["Primitive"]?.oneOf ?? []).map((o) => o.properties.primitive?.const);
+    const names = (schema.$defs.Primitive?.oneOf ?? []).map((o) => o.properties.primitive?.const);
     expect(names).toEqual(PRIMITIVE_NAMES);
-    expect(Object.keys(schema.$defs).sort()).toEqual(["BlockChannel", "Primitive", "RankRef", "Resource", "SignalSlot", "SlotRelation", "TileRef"]);
+    expect(Object.keys(schema.$defs).sort()).toEqual([
+      "BlockChannel",
+      "Primitive",
+      "RankRef",
+      "Resource",
+      "SignalSlot",
+      "SlotRelation",
+      "TileRef",
+    ]);
   });
 });

@@ -56,11 +56,14 @@ describe("reached", () => {
 
   it("property: value = target + d reaches target exactly when d < 2^(bits-1)", () => {
     fc.assert(
-      fc.property(widths.chain((bits) => fc.tuple(fc.constant(bits), u(bits), u(bits))), ([bits, target, d]) => {
-        const m = 1n << BigInt(bits);
-        const value = (target + d) % m;
-        expect(reached(value, target, bits)).toBe(d < m / 2n);
-      }),
+      fc.property(
+        widths.chain((bits) => fc.tuple(fc.constant(bits), u(bits), u(bits))),
+        ([bits, target, d]) => {
+          const m = 1n << BigInt(bits);
+          const value = (target + d) % m;
+          expect(reached(value, target, bits)).toBe(d < m / 2n);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -68,7 +71,14 @@ describe("reached", () => {
   it("property: monotone within half the range (once reached, further notifies keep it reached)", () => {
     fc.assert(
       fc.property(
-        widths.chain((bits) => fc.tuple(fc.constant(bits), u(bits), fc.bigInt({ min: 0n, max: (1n << BigInt(bits - 2)) - 1n }), fc.bigInt({ min: 0n, max: (1n << BigInt(bits - 2)) - 1n }))),
+        widths.chain((bits) =>
+          fc.tuple(
+            fc.constant(bits),
+            u(bits),
+            fc.bigInt({ min: 0n, max: (1n << BigInt(bits - 2)) - 1n }),
+            fc.bigInt({ min: 0n, max: (1n << BigInt(bits - 2)) - 1n }),
+          ),
+        ),
         ([bits, target, d1, d2]) => {
           const m = 1n << BigInt(bits);
           const v1 = (target + d1) % m;
@@ -124,7 +134,7 @@ describe("agreement with the Python runner (ovl_runtime.signals)", () => {
       // __init__ pulls in the runner (numpy), which plain python3 may lack.
       "import importlib.util, json, os, sys",
       `spec = importlib.util.spec_from_file_location("ovl_signals", os.path.join(${JSON.stringify(pySrc)}, "ovl_runtime", "signals.py"))`,
-      "signals = sys.modules[\"ovl_signals\"] = importlib.util.module_from_spec(spec)",
+      'signals = sys.modules["ovl_signals"] = importlib.util.module_from_spec(spec)',
       "spec.loader.exec_module(signals)",
       "epoch_target, reached = signals.epoch_target, signals.reached",
       "out = []",
@@ -133,7 +143,9 @@ describe("agreement with the Python runner (ovl_runtime.signals)", () => {
       "    out.append([reached(int(c['value']), int(c['target']), b), str(epoch_target(int(c['epoch']), int(c['arrivals']), b))])",
       "print(json.dumps(out))",
     ].join("\n");
-    const input = JSON.stringify(cases.map((c) => ({ ...c, value: String(c.value), target: String(c.target), epoch: String(c.epoch), arrivals: String(c.arrivals) })));
+    const input = JSON.stringify(
+      cases.map((c) => ({ ...c, value: String(c.value), target: String(c.target), epoch: String(c.epoch), arrivals: String(c.arrivals) })),
+    );
     const py = JSON.parse(execFileSync("python3", ["-c", script], { input, encoding: "utf8" })) as [boolean, string][];
     expect(py).toHaveLength(cases.length);
     const ts = cases.map((c) => [reached(c.value, c.target, c.bits), String(epochTarget(c.epoch, c.arrivals, c.bits))]);

@@ -72,7 +72,13 @@ export class PrimitiveError extends Error {
 
   constructor(issues: readonly [PrimitiveIssue, ...PrimitiveIssue[]]) {
     const [first] = issues;
-    const more = issues.length > 1 ? ` (and ${issues.length - 1} more: ${issues.slice(1).map((i) => i.code).join(", ")})` : "";
+    const more =
+      issues.length > 1
+        ? ` (and ${issues.length - 1} more: ${issues
+            .slice(1)
+            .map((i) => i.code)
+            .join(", ")})`
+        : "";
     super(`${formatPath(first.path)}: ${first.message}${more}`);
     this.name = "PrimitiveError";
     this.code = first.code;
@@ -105,7 +111,12 @@ export function issuesFromZod(error: z.ZodError, base: IssuePath): PrimitiveIssu
     const leaf = path[path.length - 1];
     const special = zi.code === "too_small" && typeof leaf === "string" ? BELOW_ONE[leaf] : undefined;
     if (special !== undefined) {
-      return issue(special, base, path, `${String(leaf)} must be an integer >= 1: each launch must add at least 1 to a slot, or no wait can ever be satisfied`);
+      return issue(
+        special,
+        base,
+        path,
+        `${String(leaf)} must be an integer >= 1: each launch must add at least 1 to a slot, or no wait can ever be satisfied`,
+      );
     }
     return issue("invalid-shape", base, path, zi.message);
   });

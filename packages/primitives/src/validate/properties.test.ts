@@ -46,12 +46,16 @@ const side = (p: Primitive) => PRIMITIVES[p.primitive].side;
 
 // Each mutation introduces exactly one known contradiction.
 const mutations: Mutation[] = [
-  { code: "wrong-side", applies: () => true, apply: (p) => ({ ...p, side: p["side"] === "host" ? "device" : "host" }) },
+  { code: "wrong-side", applies: () => true, apply: (p) => ({ ...p, side: p.side === "host" ? "device" : "host" }) },
   { code: "acquire-on-notify", applies: (p) => role(p) === "notify", apply: (p) => ({ ...p, order: "acquire" }) },
   { code: "release-on-wait", applies: (p) => role(p) === "wait", apply: (p) => ({ ...p, order: "release" }) },
   { code: "relaxed-signal", applies: (p) => role(p) !== "data", apply: (p) => ({ ...p, order: "relaxed" }) },
   { code: "ordered-data", applies: (p) => role(p) === "data", apply: (p, _c, k) => ({ ...p, order: k % 2 ? "acquire" : "release" }) },
-  { code: "rank-with-broadcast", applies: (p) => "mode" in p, apply: (p) => ({ ...p, mode: "broadcast", rank: { kind: "absolute", rank: 0 } }) },
+  {
+    code: "rank-with-broadcast",
+    applies: (p) => "mode" in p,
+    apply: (p) => ({ ...p, mode: "broadcast", rank: { kind: "absolute", rank: 0 } }),
+  },
   {
     code: "p2p-without-rank",
     applies: (p) => "mode" in p && PRIMITIVES[p.primitive].rank === "required",
@@ -62,19 +66,31 @@ const mutations: Mutation[] = [
     applies: (p) => p.primitive === "peer_tile_wait" || p.primitive === "rank_wait" || p.primitive === "rank_copy_data",
     apply: (p, c, k) => {
       const rank = { kind: "absolute", rank: c.worldSize + (k % 5) };
-      return p["primitive"] === "rank_copy_data" ? { ...p, src: { ...(p["src"] as Json), rank } } : { ...p, rank };
+      return p.primitive === "rank_copy_data" ? { ...p, src: { ...(p.src as Json), rank } } : { ...p, rank };
     },
   },
   { code: "host-on-sm", applies: (p) => side(p) === "host", apply: (p) => ({ ...p, resource: { unit: "sm" } }) },
   { code: "tma-on-host", applies: (p) => side(p) === "host", apply: (p) => ({ ...p, resource: { unit: "tma" } }) },
   { code: "device-on-copy-engine", applies: (p) => side(p) === "device", apply: (p) => ({ ...p, resource: { unit: "copy-engine" } }) },
-  { code: "tma-on-signal", applies: (p) => side(p) === "device" && role(p) !== "data", apply: (p) => ({ ...p, resource: { unit: "tma" } }) },
-  { code: "narrow-scope-across-ranks", applies: (p) => PRIMITIVES[p.primitive].crossRank, apply: (p, _c, k) => ({ ...p, scope: k % 2 ? "cta" : "gpu" }) },
-  { code: "unknown-slot", applies: (p) => "slot" in p, apply: (p, c, k) => ({ ...p, slot: Math.max(...c.slots.map((s) => s.index)) + 1 + (k % 7) }) },
+  {
+    code: "tma-on-signal",
+    applies: (p) => side(p) === "device" && role(p) !== "data",
+    apply: (p) => ({ ...p, resource: { unit: "tma" } }),
+  },
+  {
+    code: "narrow-scope-across-ranks",
+    applies: (p) => PRIMITIVES[p.primitive].crossRank,
+    apply: (p, _c, k) => ({ ...p, scope: k % 2 ? "cta" : "gpu" }),
+  },
+  {
+    code: "unknown-slot",
+    applies: (p) => "slot" in p,
+    apply: (p, c, k) => ({ ...p, slot: Math.max(...c.slots.map((s) => s.index)) + 1 + (k % 7) }),
+  },
   {
     code: "add-exceeds-arrivals",
     applies: (p) => "add" in p,
-    apply: (p, c, k) => ({ ...p, add: (c.slots.find((s) => s.index === p["slot"])?.arrivals ?? 1) + 1 + (k % 3) }),
+    apply: (p, c, k) => ({ ...p, add: (c.slots.find((s) => s.index === p.slot)?.arrivals ?? 1) + 1 + (k % 3) }),
   },
   { code: "add-below-one", applies: (p) => "add" in p, apply: (p, _c, k) => ({ ...p, add: -(k % 3) }) },
 ];

@@ -46,8 +46,9 @@ export function crossesRanks(p: Primitive, channel?: BlockChannel): boolean {
 function orderRules(p: Primitive, base: IssuePath): PrimitiveIssue[] {
   const spec = PRIMITIVES[p.primitive];
   if (p.order === spec.order) return [];
-  const at = (code: PrimitiveIssue["code"], why: string) =>
-    [issue(code, base, ["order"], `${p.primitive} carries ${spec.order} order, not ${p.order}: ${why}`)];
+  const at = (code: PrimitiveIssue["code"], why: string) => [
+    issue(code, base, ["order"], `${p.primitive} carries ${spec.order} order, not ${p.order}: ${why}`),
+  ];
   if (spec.role === "notify") {
     return p.order === "acquire"
       ? at("acquire-on-notify", "a notify must keep the stores before it from moving after it, which is release")
@@ -64,10 +65,24 @@ function orderRules(p: Primitive, base: IssuePath): PrimitiveIssue[] {
 function targetRules(p: Primitive, base: IssuePath): PrimitiveIssue[] {
   if (!("mode" in p)) return [];
   if (p.mode === "broadcast" && p.rank !== undefined) {
-    return [issue("rank-with-broadcast", base, ["rank"], `${p.primitive} in broadcast mode reaches every rank; drop rank, or use mode "p2p" to reach only that rank`)];
+    return [
+      issue(
+        "rank-with-broadcast",
+        base,
+        ["rank"],
+        `${p.primitive} in broadcast mode reaches every rank; drop rank, or use mode "p2p" to reach only that rank`,
+      ),
+    ];
   }
   if (p.mode === "p2p" && p.rank === undefined && PRIMITIVES[p.primitive].rank === "required") {
-    return [issue("p2p-without-rank", base, ["rank"], `${p.primitive} in p2p mode needs the rank it notifies; give rank, or use mode "broadcast"`)];
+    return [
+      issue(
+        "p2p-without-rank",
+        base,
+        ["rank"],
+        `${p.primitive} in p2p mode needs the rank it notifies; give rank, or use mode "broadcast"`,
+      ),
+    ];
   }
   return [];
 }
@@ -75,14 +90,22 @@ function targetRules(p: Primitive, base: IssuePath): PrimitiveIssue[] {
 function resourceRules(p: Primitive, base: IssuePath): PrimitiveIssue[] {
   const spec = PRIMITIVES[p.primitive];
   const unit = p.resource.unit;
-  const at = (code: PrimitiveIssue["code"], why: string) => [issue(code, base, ["resource", "unit"], `${p.primitive} cannot be bound to ${unit}: ${why}`)];
+  const at = (code: PrimitiveIssue["code"], why: string) => [
+    issue(code, base, ["resource", "unit"], `${p.primitive} cannot be bound to ${unit}: ${why}`),
+  ];
   if (spec.side === "host") {
-    if (unit === "sm") return at("host-on-sm", "host-side primitives are issued on a stream and drive the copy engine; use a device-side primitive to run on SMs");
+    if (unit === "sm")
+      return at(
+        "host-on-sm",
+        "host-side primitives are issued on a stream and drive the copy engine; use a device-side primitive to run on SMs",
+      );
     if (unit === "tma") return at("tma-on-host", "the TMA is issued from SMs inside a kernel; bind host-side primitives to copy-engine");
     return [];
   }
-  if (unit === "copy-engine") return at("device-on-copy-engine", "device-side primitives run on SMs; use rank_copy_data / rank_notify to drive the copy engine");
-  if (unit === "tma" && spec.group === "signal") return at("tma-on-signal", "the TMA moves tiles of data; signals are atomics issued by SM threads, bind them to sm");
+  if (unit === "copy-engine")
+    return at("device-on-copy-engine", "device-side primitives run on SMs; use rank_copy_data / rank_notify to drive the copy engine");
+  if (unit === "tma" && spec.group === "signal")
+    return at("tma-on-signal", "the TMA moves tiles of data; signals are atomics issued by SM threads, bind them to sm");
   return [];
 }
 
@@ -94,7 +117,14 @@ function sideRules(p: Primitive, base: IssuePath): PrimitiveIssue[] {
 
 function scopeRules(p: Primitive, channel: BlockChannel | undefined, base: IssuePath): PrimitiveIssue[] {
   if (p.scope === "sys" || !crossesRanks(p, channel)) return [];
-  return [issue("narrow-scope-across-ranks", base, ["scope"], `${p.primitive} is observed by another rank or the host, which only sys scope covers; ${p.scope} scope orders nothing for them`)];
+  return [
+    issue(
+      "narrow-scope-across-ranks",
+      base,
+      ["scope"],
+      `${p.primitive} is observed by another rank or the host, which only sys scope covers; ${p.scope} scope orders nothing for them`,
+    ),
+  ];
 }
 
 const RELATION_OF: Readonly<Record<string, RelationKind>> = {
@@ -110,23 +140,51 @@ function channelRulesFor(p: Primitive, channel: BlockChannel, base: IssuePath): 
   const out: PrimitiveIssue[] = [];
   for (const [path, ref] of rankRefs(p)) {
     if (ref.kind === "absolute" && ref.rank >= channel.worldSize) {
-      out.push(issue("rank-outside-world", base, path, `rank ${ref.rank} is outside the world of ${channel.worldSize} ranks (0..${channel.worldSize - 1})`));
+      out.push(
+        issue(
+          "rank-outside-world",
+          base,
+          path,
+          `rank ${ref.rank} is outside the world of ${channel.worldSize} ranks (0..${channel.worldSize - 1})`,
+        ),
+      );
     }
   }
   if (!("slot" in p)) return out;
   const slot = channel.slots.find((s) => s.index === p.slot);
   if (slot === undefined) {
     const known = channel.slots.map((s) => s.index).join(", ") || "none";
-    out.push(issue("unknown-slot", base, ["slot"], `signal slot ${p.slot} is not in the channel's slot configuration (slots: ${known}); allocate it first`));
+    out.push(
+      issue(
+        "unknown-slot",
+        base,
+        ["slot"],
+        `signal slot ${p.slot} is not in the channel's slot configuration (slots: ${known}); allocate it first`,
+      ),
+    );
     return out;
   }
   if ("add" in p && p.add > slot.arrivals) {
-    out.push(issue("add-exceeds-arrivals", base, ["add"], `a notify adding ${p.add} overshoots slot ${slot.index}, which expects ${slot.arrivals} per launch: the next launch's wait would pass early`));
+    out.push(
+      issue(
+        "add-exceeds-arrivals",
+        base,
+        ["add"],
+        `a notify adding ${p.add} overshoots slot ${slot.index}, which expects ${slot.arrivals} per launch: the next launch's wait would pass early`,
+      ),
+    );
   }
   const relation = channel.relations.find((r) => r.slots.includes(slot.index));
   const expected = RELATION_OF[p.primitive];
   if (relation !== undefined && expected !== undefined && relation.kind !== expected) {
-    out.push(issue("slot-relation-mismatch", base, ["slot"], `${p.primitive} is a ${expected} signal but slot ${slot.index} belongs to the ${relation.kind} relation ${relation.producer} -> ${relation.consumer}`));
+    out.push(
+      issue(
+        "slot-relation-mismatch",
+        base,
+        ["slot"],
+        `${p.primitive} is a ${expected} signal but slot ${slot.index} belongs to the ${relation.kind} relation ${relation.producer} -> ${relation.consumer}`,
+      ),
+    );
   }
   return out;
 }
@@ -152,23 +210,50 @@ function halfRange(width: SignalWidth): number {
 export function channelRules(c: BlockChannel, base: IssuePath): PrimitiveIssue[] {
   const out: PrimitiveIssue[] = [];
   if (c.rank >= c.worldSize) {
-    out.push(issue("rank-outside-world", base, ["rank"], `rank ${c.rank} is outside the world of ${c.worldSize} ranks (0..${c.worldSize - 1})`));
+    out.push(
+      issue("rank-outside-world", base, ["rank"], `rank ${c.rank} is outside the world of ${c.worldSize} ranks (0..${c.worldSize - 1})`),
+    );
   }
   const seen = new Set<number>();
   c.slots.forEach((s, i) => {
-    if (seen.has(s.index)) out.push(issue("duplicate-slot", base, ["slots", i, "index"], `signal slot ${s.index} is configured twice; give each slot its own index`));
+    if (seen.has(s.index))
+      out.push(
+        issue("duplicate-slot", base, ["slots", i, "index"], `signal slot ${s.index} is configured twice; give each slot its own index`),
+      );
     seen.add(s.index);
     if (s.arrivals >= halfRange(s.width)) {
-      out.push(issue("arrivals-exceed-half-range", base, ["slots", i, "arrivals"], `slot ${s.index} expects ${s.arrivals} arrivals per launch, but a ${s.width}-bit counter only compares within 2^${s.width - 1}; use fewer arrivals or 64-bit slots`));
+      out.push(
+        issue(
+          "arrivals-exceed-half-range",
+          base,
+          ["slots", i, "arrivals"],
+          `slot ${s.index} expects ${s.arrivals} arrivals per launch, but a ${s.width}-bit counter only compares within 2^${s.width - 1}; use fewer arrivals or 64-bit slots`,
+        ),
+      );
     }
   });
   const owner = new Map<number, number>();
   c.relations.forEach((r, i) => {
     r.slots.forEach((slot, j) => {
-      if (!seen.has(slot)) out.push(issue("relation-unknown-slot", base, ["relations", i, "slots", j], `relation ${r.producer} -> ${r.consumer} uses slot ${slot}, which is not configured`));
+      if (!seen.has(slot))
+        out.push(
+          issue(
+            "relation-unknown-slot",
+            base,
+            ["relations", i, "slots", j],
+            `relation ${r.producer} -> ${r.consumer} uses slot ${slot}, which is not configured`,
+          ),
+        );
       const prev = owner.get(slot);
       if (prev !== undefined && prev !== i) {
-        out.push(issue("slot-in-two-relations", base, ["relations", i, "slots", j], `slot ${slot} already belongs to relation ${prev}; a slot counts the arrivals of one relation only`));
+        out.push(
+          issue(
+            "slot-in-two-relations",
+            base,
+            ["relations", i, "slots", j],
+            `slot ${slot} already belongs to relation ${prev}; a slot counts the arrivals of one relation only`,
+          ),
+        );
       }
       owner.set(slot, i);
     });

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .env import set_safe_env
 from .emulate import ENGINES
+from .env import set_safe_env
 from .errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
 from .manifest import Manifest, load_manifest
 from .outcome import RunOutcome
@@ -48,27 +48,43 @@ def gpu_available() -> bool:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m ovl_runtime", description="Run ovl manifests on GPUs (under torchrun) or emulated on the CPU.")
+    ap = argparse.ArgumentParser(
+        prog="python -m ovl_runtime", description="Run ovl manifests on GPUs (under torchrun) or emulated on the CPU."
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run manifests, check them against a reference, time them, write their reports")
-    run.add_argument("manifests", nargs="+", metavar="manifest", help="path of an ovl.manifest/v1 JSON file; several (of one world) run in one process")
+    run.add_argument(
+        "manifests", nargs="+", metavar="manifest", help="path of an ovl.manifest/v1 JSON file; several (of one world) run in one process"
+    )
     run.add_argument("--emulate", action="store_true", help="run on the CPU (ranks as threads); --emulate=ENGINE also picks the engine")
-    run.add_argument("--engine", choices=ENGINES, default="auto",
-                     help="emulation engine: numpy (the templates re-implemented in numpy), interpret (the kernels' own source under "
-                          "Triton's CPU interpreter; needs torch and triton) or auto (numpy when every kernel has a numpy template, else interpret); "
-                          "numpy or interpret imply --emulate")
+    run.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="emulation engine: numpy (the templates re-implemented in numpy), interpret (the kernels' own source under "
+        "Triton's CPU interpreter; needs torch and triton) or auto (numpy when every kernel has a numpy template, else interpret); "
+        "numpy or interpret imply --emulate",
+    )
     out = run.add_mutually_exclusive_group()
     out.add_argument("--out", help="one manifest: write the report here (default: stdout)")
-    out.add_argument("--out-dir", help="write each report to DIR/<name>.json (required with several manifests): <name> is the "
-                                       "manifest's folder name for a file called manifest.json, else the file name without .json")
-    run.add_argument("--baselines", action="store_true", help="also time torch GEMM, NCCL collective, both in sequence, and PyTorch async-TP")
+    out.add_argument(
+        "--out-dir",
+        help="write each report to DIR/<name>.json (required with several manifests): <name> is the "
+        "manifest's folder name for a file called manifest.json, else the file name without .json",
+    )
+    run.add_argument(
+        "--baselines", action="store_true", help="also time torch GEMM, NCCL collective, both in sequence, and PyTorch async-TP"
+    )
     run.add_argument("--epochs", type=int, help="checked launches in a row (default: timing.checkRuns)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--timeout-s", type=float, help="emulation only: bound of every wait in seconds (default: waitTimeoutNs)")
     run.add_argument("--symm-backend", choices=("cuda", "nvshmem"), default="cuda", help="PyTorch symmetric-memory backend (GPU mode)")
-    run.add_argument("--ranks-on-one-gpu", action="store_true",
-                     help="run all ranks of each manifest in this one process on one GPU (no torchrun; worlds may differ): "
-                          "checks correctness; its times are not performance figures")
+    run.add_argument(
+        "--ranks-on-one-gpu",
+        action="store_true",
+        help="run all ranks of each manifest in this one process on one GPU (no torchrun; worlds may differ): "
+        "checks correctness; its times are not performance figures",
+    )
     return ap
 
 
@@ -130,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             m = load_manifest(path)
             if manifests and m.world != manifests[0].world and not args.ranks_on_one_gpu:
-                raise UsageError(f"world {m.world}, but {paths[0]} has world {manifests[0].world}: the manifests of one run share one world")
+                raise UsageError(
+                    f"world {m.world}, but {paths[0]} has world {manifests[0].world}: the manifests of one run share one world"
+                )
         except RunnerError as exc:
             event = {"event": "error", **exc.to_json()}
             if len(paths) > 1:
@@ -147,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
     emulated = args.emulate or args.engine != "auto" or not gpu_available()
     if args.ranks_on_one_gpu and emulated:
-        return _usage("--ranks-on-one-gpu needs torch, triton and a CUDA device, and this machine has none "
-                      "(run without it, with --emulate, to check the manifest on the CPU)")
+        return _usage(
+            "--ranks-on-one-gpu needs torch, triton and a CUDA device, and this machine has none "
+            "(run without it, with --emulate, to check the manifest on the CPU)"
+        )
     if args.out_dir is None:
         return _run_one(args, manifests[0], emulated)
     return _run_many(args, manifests, paths, names, emulated)
@@ -224,8 +244,9 @@ def _run_many(args: argparse.Namespace, manifests: list[Manifest], paths: list[s
     return code
 
 
-def _results(args: argparse.Namespace, manifests: list[Manifest], emulated: bool,
-             progress_for: Callable[[int, Manifest], ProgressFn]) -> Iterator[RunOutcome | RunnerError]:
+def _results(
+    args: argparse.Namespace, manifests: list[Manifest], emulated: bool, progress_for: Callable[[int, Manifest], ProgressFn]
+) -> Iterator[RunOutcome | RunnerError]:
     """Per manifest in order, its outcome or the ``RunnerError`` that kept it from running.
 
     A ``DeviceError`` (an exception of the GPU stack) ends the sequence: the manifests after
@@ -242,24 +263,32 @@ def _results(args: argparse.Namespace, manifests: list[Manifest], emulated: bool
         else:
             from .gpu import run_gpu_many
 
-            yield from run_gpu_many(manifests, epochs=args.epochs, seed=args.seed, baselines=args.baselines,
-                                    symm_backend=args.symm_backend, progress_for=progress_for)
+            yield from run_gpu_many(
+                manifests,
+                epochs=args.epochs,
+                seed=args.seed,
+                baselines=args.baselines,
+                symm_backend=args.symm_backend,
+                progress_for=progress_for,
+            )
     except RunnerError as exc:
         yield exc
     except Exception as exc:  # noqa: BLE001 - the GPU stack's own errors, reported as values
         yield DeviceError(f"{type(exc).__name__}: {exc}")
 
 
-def _emulated(args: argparse.Namespace, manifests: list[Manifest],
-              progress_for: Callable[[int, Manifest], ProgressFn]) -> Iterator[RunOutcome | RunnerError]:
+def _emulated(
+    args: argparse.Namespace, manifests: list[Manifest], progress_for: Callable[[int, Manifest], ProgressFn]
+) -> Iterator[RunOutcome | RunnerError]:
     """``_results`` on the CPU; an unexpected exception is reported like the GPU stack's."""
     from .emulate import emulate
 
     for i, m in enumerate(manifests):
         progress = progress_for(i, m)
         try:
-            result: RunOutcome | RunnerError = emulate(m, epochs=args.epochs, seed=args.seed, timeout_s=args.timeout_s, on_progress=progress,
-                                                       engine=args.engine)
+            result: RunOutcome | RunnerError = emulate(
+                m, epochs=args.epochs, seed=args.seed, timeout_s=args.timeout_s, on_progress=progress, engine=args.engine
+            )
         except RunnerError as exc:
             result = exc
         except Exception as exc:  # noqa: BLE001 - reported as a value, as on the GPU

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import RunnerError
 
@@ -294,17 +295,24 @@ class CubinKernel:
         self.driver, self.function, self.module, self.meta = driver, function, module, meta
 
     @classmethod
-    def load(cls, driver: CudaDriver, cubin: bytes, meta: CubinMetadata) -> "CubinKernel":
+    def load(cls, driver: CudaDriver, cubin: bytes, meta: CubinMetadata) -> CubinKernel:
         """``cuModuleLoadData`` + ``cuModuleGetFunction``; opts in to the dynamic shared memory the kernel needs (in the current CUDA context, e.g. torch's)."""
         module, function = ctypes.c_void_p(), ctypes.c_void_p()
         driver.check(driver.lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(cubin)), "cuModuleLoadData")
-        driver.check(driver.lib.cuModuleGetFunction(ctypes.byref(function), module, meta.entry.encode()), f"cuModuleGetFunction({meta.entry})")
+        driver.check(
+            driver.lib.cuModuleGetFunction(ctypes.byref(function), module, meta.entry.encode()), f"cuModuleGetFunction({meta.entry})"
+        )
         if meta.shared > DEFAULT_SHARED_LIMIT:
-            driver.check(driver.lib.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, meta.shared), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+            driver.check(
+                driver.lib.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, meta.shared),
+                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+            )
         return cls(driver, function, module, meta)
 
     def launch(self, grid: tuple[int, int, int], values: Mapping[str, int], stream: int = 0) -> None:
         """``cuLaunchKernelEx`` on ``stream`` (a ``CUstream`` handle, e.g. ``torch.cuda.current_stream().cuda_stream``)."""
         packed = pack_args(self.meta, values)
         cfg, _attrs = launch_config(self.meta, grid, stream)
-        self.driver.check(self.driver.lib.cuLaunchKernelEx(ctypes.byref(cfg), self.function, packed.params, None), f"cuLaunchKernelEx({self.meta.entry})")
+        self.driver.check(
+            self.driver.lib.cuLaunchKernelEx(ctypes.byref(cfg), self.function, packed.params, None), f"cuLaunchKernelEx({self.meta.entry})"
+        )

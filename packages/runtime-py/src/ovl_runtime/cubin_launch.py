@@ -128,7 +128,9 @@ def check_metadata(meta: CubinMetadata, kernel: KernelSpec) -> None:
     missing = [n for n in manifest_args if n not in meta_names]
     extra = [n for n in meta_names if n not in manifest_args]
     if missing or extra:
-        raise CubinError("metadata.args", f"kernel {kernel.name}: parameters differ from the manifest (missing {missing}, extra {extra}): {fix}")
+        raise CubinError(
+            "metadata.args", f"kernel {kernel.name}: parameters differ from the manifest (missing {missing}, extra {extra}): {fix}"
+        )
     for i, ca in enumerate(meta.args):
         a = manifest_args[ca.name]
         if not _same_value(a, ca.value):
@@ -137,8 +139,9 @@ def check_metadata(meta: CubinMetadata, kernel: KernelSpec) -> None:
             raise CubinError(f"metadata.args[{i}]", f"{ca.name} is a {a.kind} argument packed as {ca.pack}: {fix}")
 
 
-def cubin_values(meta: CubinMetadata, kernel: KernelSpec, addr: DeviceAddresses, scalars: LaunchScalars,
-                 scratch: Mapping[str, int]) -> dict[str, int]:
+def cubin_values(
+    meta: CubinMetadata, kernel: KernelSpec, addr: DeviceAddresses, scalars: LaunchScalars, scratch: Mapping[str, int]
+) -> dict[str, int]:
     """Every parameter of a launch by name, in the form ``cubin.pack_args`` takes: device
     addresses for pointers, integers for scalars, and the hidden scratch pointers (``scratch``
     maps each hidden parameter to its buffer's address; one of 0 bytes may be left out: null).
@@ -154,10 +157,15 @@ def cubin_values(meta: CubinMetadata, kernel: KernelSpec, addr: DeviceAddresses,
         if h.name in scratch:
             out[h.name] = scratch[h.name]
         elif h.bytes_per_program > 0:
-            raise CubinError(f"hidden_args.{h.name}", f"kernel {kernel.name} needs {h.bytes_per_program} bytes of {h.name} per program; none was allocated")
+            raise CubinError(
+                f"hidden_args.{h.name}",
+                f"kernel {kernel.name} needs {h.bytes_per_program} bytes of {h.name} per program; none was allocated",
+            )
     for name in meta.aligned:
         if name in out and out[name] % 16:
-            raise CubinError(f"args.{name}", f"kernel {kernel.name} was compiled assuming {name} is a multiple of 16; this launch passes {out[name]:#x}")
+            raise CubinError(
+                f"args.{name}", f"kernel {kernel.name} was compiled assuming {name} is a multiple of 16; this launch passes {out[name]:#x}"
+            )
     return out
 
 

@@ -21,8 +21,8 @@ import numpy as np
 from .emulate_comm import COMM_TEMPLATES
 from .emulate_kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
 from .emulate_local import LOCAL_TEMPLATES
-from .emulate_tlx import TLX_TEMPLATES
 from .emulate_stall import Stalled, StallMonitor, host_thread, kernel_thread, slot_writers
+from .emulate_tlx import TLX_TEMPLATES
 from .errors import CheckFailed, KernelFault, ManifestError, RunnerError, UsageError
 from .manifest import CommStream, CopyOp, KernelSpec, Manifest, checked_init
 from .outcome import CheckRecord, RunOutcome
@@ -30,7 +30,14 @@ from .reference import output_view, references, relative_error
 from .signals import SignalWorld, epoch_target
 
 TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **TLX_TEMPLATES, **LOCAL_TEMPLATES}
-_NP_DTYPES: dict[str, Any] = {"bf16": np.float32, "fp16": np.float32, "fp32": np.float32, "int32": np.int32, "uint32": np.uint32, "int64": np.int64}
+_NP_DTYPES: dict[str, Any] = {
+    "bf16": np.float32,
+    "fp16": np.float32,
+    "fp32": np.float32,
+    "int32": np.int32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+}
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -45,7 +52,9 @@ class EmulatedWorld:
 
     @classmethod
     def allocate(cls, m: Manifest) -> EmulatedWorld:
-        bufs = [{b.name: np.zeros(b.shape, dtype=_NP_DTYPES[b.dtype]) for b in m.buffers if b.name != m.signals.buffer} for _ in range(m.world)]
+        bufs = [
+            {b.name: np.zeros(b.shape, dtype=_NP_DTYPES[b.dtype]) for b in m.buffers if b.name != m.signals.buffer} for _ in range(m.world)
+        ]
         return cls(m, bufs, SignalWorld(m.world, m.signals.slots, m.signals.bits))
 
     def flat(self, rank: int, name: str) -> np.ndarray:
@@ -106,7 +115,9 @@ class Emulator:
         for i, k in enumerate(m.kernels):
             if k.template_kind not in TEMPLATES:
                 known = ", ".join(sorted(TEMPLATES))
-                raise ManifestError(f"kernels[{i}].template.kind", f"the CPU emulation has no template {k.template_kind!r} (it knows {known})")
+                raise ManifestError(
+                    f"kernels[{i}].template.kind", f"the CPU emulation has no template {k.template_kind!r} (it knows {known})"
+                )
         self.m = m
         self.world = EmulatedWorld.allocate(m)
         self.rng = np.random.default_rng(seed)
@@ -143,6 +154,7 @@ class Emulator:
                 finally:
                     with lock:
                         done[rank] = max(done[rank], time.perf_counter() - start)
+
             return run
 
         bodies: list[tuple[int, str, Callable[[str, StallMonitor], Callable[[], None]]]] = []
@@ -161,6 +173,7 @@ class Emulator:
                     body()
                 finally:
                     monitor.finished(name)
+
             return run
 
         threads = [threading.Thread(target=guard(r, finishing(name, make(name, monitor))), name=name) for r, name, make in bodies]
@@ -178,7 +191,9 @@ class Emulator:
                 for k in ks:
                     args = _resolve_args(self.world, k, rank, self.epoch, device_target_zero=False)
                     TEMPLATES[k.template_kind](KernelContext(k, rank, args, self.timeout_s, abort, monitor, thread))
+
             return body
+
         return make
 
     def _host_stream(self, s: CommStream, rank: int, abort: threading.Event) -> Callable[[str, StallMonitor], Callable[[], None]]:
@@ -195,15 +210,26 @@ class Emulator:
                 if abort.is_set():
                     raise Aborted()
                 if isinstance(op, CopyOp):
-                    src = w.flat(op.src.rank, op.src.buffer)[op.src.offset:op.src.offset + op.src.length]
-                    w.flat(op.dst.rank, op.dst.buffer)[op.dst.offset:op.dst.offset + op.dst.length] = src
+                    src = w.flat(op.src.rank, op.src.buffer)[op.src.offset : op.src.offset + op.src.length]
+                    w.flat(op.dst.rank, op.dst.buffer)[op.dst.offset : op.dst.offset + op.dst.length] = src
                     if op.signal is not None:
                         signals.board(op.signal.rank).write(op.signal.slot, self.epoch)
                 else:
                     target = epoch_target(self.epoch, op.arrivals, m.signals.bits)
                     # A wait on a peer's slot (rank set) reads that rank's board.
                     on = op.rank_of(rank)
-                    wait_slot(signals.board(on), op.slot, target, self.timeout_s, abort, on, where if on == rank else f"{where} of rank {rank}", monitor, thread)
+                    wait_slot(
+                        signals.board(on),
+                        op.slot,
+                        target,
+                        self.timeout_s,
+                        abort,
+                        on,
+                        where if on == rank else f"{where} of rank {rank}",
+                        monitor,
+                        thread,
+                    )
+
         return make
 
     def checked_launch(self, run: int) -> tuple[CheckRecord, list[float]]:
@@ -249,8 +275,9 @@ def choose_engine(m: Manifest, engine: str = "auto") -> str:
     raise ManifestError(f"kernels[{i}].template.kind", f"the numpy emulation has no template {k.template_kind!r}, and {reason}")
 
 
-def make_emulator(m: Manifest, engine: str = "auto", seed: int = 0, timeout_s: float | None = None,
-                  on_progress: ProgressFn | None = None) -> Any:
+def make_emulator(
+    m: Manifest, engine: str = "auto", seed: int = 0, timeout_s: float | None = None, on_progress: ProgressFn | None = None
+) -> Any:
     """An ``Emulator`` (numpy) or an ``interpret.InterpretEmulator`` for ``m`` (``choose_engine``)."""
     chosen = choose_engine(m, engine)
     if chosen == "numpy":
@@ -263,12 +290,21 @@ def make_emulator(m: Manifest, engine: str = "auto", seed: int = 0, timeout_s: f
         if engine != "auto":
             raise
         i, k = next((i, k) for i, k in enumerate(m.kernels) if k.template_kind not in TEMPLATES)
-        raise ManifestError(exc.path, f"the numpy emulation has no template {k.template_kind!r} (kernels[{i}]), "
-                                      f"and the interpreter emulation cannot run the manifest: {exc.detail}") from exc
+        raise ManifestError(
+            exc.path,
+            f"the numpy emulation has no template {k.template_kind!r} (kernels[{i}]), "
+            f"and the interpreter emulation cannot run the manifest: {exc.detail}",
+        ) from exc
 
 
-def emulate(m: Manifest, epochs: int | None = None, seed: int = 0, timeout_s: float | None = None, on_progress: ProgressFn | None = None,
-            engine: str = "auto") -> RunOutcome:
+def emulate(
+    m: Manifest,
+    epochs: int | None = None,
+    seed: int = 0,
+    timeout_s: float | None = None,
+    on_progress: ProgressFn | None = None,
+    engine: str = "auto",
+) -> RunOutcome:
     """Run ``epochs`` checked launches in a row (default ``timing.checkRuns``) on the CPU.
 
     ``engine``: ``numpy``, ``interpret`` or ``auto`` (see ``choose_engine``). Failures do not

@@ -102,8 +102,17 @@ class KernelContext:
             raise KernelFault(f"rank {self.rank}: {self.where()} notifies {exc}") from exc
 
 
-def wait_slot(board: SignalBoard, slot: int, target: int, timeout_s: float, abort: threading.Event, rank: int, where: str,
-              monitor: StallMonitor | None = None, thread: str = "") -> None:
+def wait_slot(
+    board: SignalBoard,
+    slot: int,
+    target: int,
+    timeout_s: float,
+    abort: threading.Event,
+    rank: int,
+    where: str,
+    monitor: StallMonitor | None = None,
+    thread: str = "",
+) -> None:
     """Acquire-wait for ``slot >= target``, in slices: between slices, stop if another
     thread failed, and report a stall (every live thread blocked) without waiting it out."""
     left = timeout_s

@@ -26,9 +26,13 @@ _GEMM_OPERATORS = ("ag-gemm", "gemm-rs", "ag-grouped-gemm")
 def _program(ctx: KernelContext, role: str) -> TileProgram:
     tp = ctx.kernel.tile_program
     if not isinstance(tp, TileProgram) or tp.role != role:
-        raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", f"a compiled {role} body needs its {role} tile program in the manifest")
+        raise ManifestError(
+            f"kernel {ctx.kernel.name}.tileProgram", f"a compiled {role} body needs its {role} tile program in the manifest"
+        )
     if ctx.kernel.template_params.get("operator") not in _GEMM_OPERATORS:
-        raise ManifestError(f"kernel {ctx.kernel.name}.template.params.operator", "the numpy engine models GEMM bodies only: use the interpret engine")
+        raise ManifestError(
+            f"kernel {ctx.kernel.name}.template.params.operator", "the numpy engine models GEMM bodies only: use the interpret engine"
+        )
     return tp
 
 
@@ -99,7 +103,9 @@ def local_consumer(ctx: KernelContext) -> None:
     for v in range(tp.num_pid_m):
         m = tp.order(_env("ovl_m", v, ctx.rank), tables)
         if not 0 <= m < tp.num_pid_m:
-            raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram.order", f"visit {v} maps to m-block {m}, outside [0, {tp.num_pid_m})")
+            raise ManifestError(
+                f"kernel {ctx.kernel.name}.tileProgram.order", f"visit {v} maps to m-block {m}, outside [0, {tp.num_pid_m})"
+            )
         for col in tp.slots:
             slot = col(_env("ovl_m", m, ctx.rank), tables)
             if slot >= 0:

@@ -103,7 +103,7 @@ def push_task(ctx: KernelContext, pid: int, programs: int) -> None:
             raise KernelFault(f"{where} reads [{r.src_offset}, {r.src_offset + r.length}) of a {src_flat.size}-element buffer")
         if r.dst_offset < 0 or r.dst_offset + r.length > dst_flat.size:
             raise KernelFault(f"{where} writes [{r.dst_offset}, {r.dst_offset + r.length}) of a {dst_flat.size}-element buffer")
-        dst_flat[r.dst_offset:r.dst_offset + r.length] = src_flat[r.src_offset:r.src_offset + r.length]
+        dst_flat[r.dst_offset : r.dst_offset + r.length] = src_flat[r.src_offset : r.src_offset + r.length]
         if r.notify_slot >= 0:
             ctx.notify(boards[r.dst_rank], r.notify_slot)
 

@@ -29,16 +29,32 @@ def _init_distributed(m: Manifest) -> int:
 
     if "RANK" not in os.environ:
         if m.world != 1:
-            raise UsageError(f"the manifest is for {m.world} ranks: run it as torchrun --nproc_per_node={m.world} -m ovl_runtime run <manifest.json>")
-        os.environ.update({"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": os.environ.get("MASTER_PORT", "29517")})
+            raise UsageError(
+                f"the manifest is for {m.world} ranks: run it as torchrun --nproc_per_node={m.world} -m ovl_runtime run <manifest.json>"
+            )
+        os.environ.update(
+            {
+                "RANK": "0",
+                "WORLD_SIZE": "1",
+                "LOCAL_RANK": "0",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": os.environ.get("MASTER_PORT", "29517"),
+            }
+        )
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     return dist.get_rank()
 
 
-def run_gpu(m: Manifest, epochs: int | None = None, seed: int = 0, baselines: bool = False,
-            symm_backend: str = "cuda", on_progress: ProgressFn | None = None) -> RunOutcome:
+def run_gpu(
+    m: Manifest,
+    epochs: int | None = None,
+    seed: int = 0,
+    baselines: bool = False,
+    symm_backend: str = "cuda",
+    on_progress: ProgressFn | None = None,
+) -> RunOutcome:
     """Run ``m`` on this process's GPU: warm-up, checked launches, timed launches, baselines.
 
     Failures (a wait timeout, a failed check) end the run and are listed in the outcome;
@@ -46,16 +62,22 @@ def run_gpu(m: Manifest, epochs: int | None = None, seed: int = 0, baselines: bo
     ``DeviceError``). One manifest of ``run_gpu_many``.
     """
     progress = on_progress or _no_progress
-    (result,) = run_gpu_many([m], epochs=epochs, seed=seed, baselines=baselines, symm_backend=symm_backend,
-                             progress_for=lambda _i, _m: progress)
+    (result,) = run_gpu_many(
+        [m], epochs=epochs, seed=seed, baselines=baselines, symm_backend=symm_backend, progress_for=lambda _i, _m: progress
+    )
     if isinstance(result, RunnerError):
         raise result
     return result
 
 
-def run_gpu_many(manifests: Sequence[Manifest], epochs: int | None = None, seed: int = 0, baselines: bool = False,
-                 symm_backend: str = "cuda", progress_for: Callable[[int, Manifest], ProgressFn] | None = None,
-                 ) -> Iterator[RunOutcome | RunnerError]:
+def run_gpu_many(
+    manifests: Sequence[Manifest],
+    epochs: int | None = None,
+    seed: int = 0,
+    baselines: bool = False,
+    symm_backend: str = "cuda",
+    progress_for: Callable[[int, Manifest], ProgressFn] | None = None,
+) -> Iterator[RunOutcome | RunnerError]:
     """Run every manifest in turn in one process group, initialised once and destroyed once.
 
     All manifests must have the same ``world``. Yields, per manifest in order, its outcome

@@ -44,8 +44,12 @@ def max_active_blocks(kernel: CubinKernel) -> int:
 
     n = ctypes.c_int(0)
     d, meta = kernel.driver, kernel.meta
-    d.check(d.lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(n), kernel.function, ctypes.c_int(meta.threads_per_block), ctypes.c_size_t(meta.shared)),
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    d.check(
+        d.lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(n), kernel.function, ctypes.c_int(meta.threads_per_block), ctypes.c_size_t(meta.shared)
+        ),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    )
     return n.value
 
 
@@ -59,7 +63,11 @@ class CubinLaunch:
         check_metadata(self.meta, k)
         self.kernel = CubinKernel.load(driver(), cubin_path.read_bytes(), self.meta)
         # ``grid``: the rank's resolved grid where the mode decides it (one GPU: the SM budget).
-        raw_grid = list(grid) if grid is not None else [{"kind": "num-sms", "cap": g.cap, "reserve": g.reserve} if isinstance(g, NumSms) else g for g in k.grid]
+        raw_grid = (
+            list(grid)
+            if grid is not None
+            else [{"kind": "num-sms", "cap": g.cap, "reserve": g.reserve} if isinstance(g, NumSms) else g for g in k.grid]
+        )
         self.grid = launch_grid(raw_grid, session.num_sms, self.meta.cluster_dims)
         # The smaller of the driver's answer and the metadata's bound: a wrong guess here hangs.
         per_sm = min(max_active_blocks(self.kernel), blocks_per_sm_bound(self.meta))
@@ -73,7 +81,8 @@ class CubinLaunch:
                 self.scratch[name] = torch.zeros(size, dtype=torch.uint8, device="cuda")
         m = session.m
         self.addresses = DeviceAddresses(
-            buffers={name: int(t.data_ptr()) for name, t in session.tensors.items()} | {m.signals.buffer: int(session.sig_kernel.data_ptr())},
+            buffers={name: int(t.data_ptr()) for name, t in session.tensors.items()}
+            | {m.signals.buffer: int(session.sig_kernel.data_ptr())},
             tables={name: int(t.data_ptr()) for name, t in session.tables.items()},
             peers={name: int(t.data_ptr()) for name, t in session.peer_ptrs.items()},
             error=int(session.err.data_ptr()),
@@ -83,6 +92,8 @@ class CubinLaunch:
     def launch(self, warm: bool) -> None:
         """Enqueue on the current stream with this epoch's scalars (see ``launch_epoch`` for warm-ups)."""
         s = self.session
-        scalars = LaunchScalars(rank=s.rank, world=s.world, epoch=launch_epoch(self.spec, s.epoch, warm), bits=s.m.signals.bits, timeout_ns=s.m.wait_timeout_ns)
+        scalars = LaunchScalars(
+            rank=s.rank, world=s.world, epoch=launch_epoch(self.spec, s.epoch, warm), bits=s.m.signals.bits, timeout_ns=s.m.wait_timeout_ns
+        )
         values = cubin_values(self.meta, self.spec, self.addresses, scalars, {n: int(t.data_ptr()) for n, t in self.scratch.items()})
         self.kernel.launch(self.grid, values, stream=int(torch.cuda.current_stream().cuda_stream))

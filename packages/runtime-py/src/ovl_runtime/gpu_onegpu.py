@@ -59,8 +59,10 @@ from .sm_budget import SmBudget, plan_sm_budget
 
 ProgressFn = Callable[[dict[str, Any]], None]
 MAX_CONNECTIONS = 32
-NOTE = ("all ranks share one GPU (--ranks-on-one-gpu): a correctness run; times are not performance figures "
-        "(the ranks share SMs and memory bandwidth, waiting kernels run on a reduced SM budget, copies stay on one device)")
+NOTE = (
+    "all ranks share one GPU (--ranks-on-one-gpu): a correctness run; times are not performance figures "
+    "(the ranks share SMs and memory bandwidth, waiting kernels run on a reduced SM budget, copies stay on one device)"
+)
 
 
 class OneGpuPeers:
@@ -144,9 +146,11 @@ class OneGpuWorld:
         has_comm = any(k.stream == "comm" for k in m.kernels)
         needed = sum(1 + has_comm + len(s.host_ops) for s in self.ranks) + 2
         if needed > MAX_CONNECTIONS:
-            raise UsageError(f"{m.name}: {m.world} ranks on one GPU need {needed} streams (compute{', comm' if has_comm else ''} and "
-                             f"{len(self.ranks[0].host_ops)} host-op stream(s) per rank, plus 2), beyond the {MAX_CONNECTIONS} hardware "
-                             "queues: a blocked stream could stall another's work; run fewer ranks")
+            raise UsageError(
+                f"{m.name}: {m.world} ranks on one GPU need {needed} streams (compute{', comm' if has_comm else ''} and "
+                f"{len(self.ranks[0].host_ops)} host-op stream(s) per rank, plus 2), beyond the {MAX_CONNECTIONS} hardware "
+                "queues: a blocked stream could stall another's work; run fewer ranks"
+            )
         self.streams = DriverStreams()
         self.kernel_streams = [{"compute": self.streams.new(), **({"comm": self.streams.new()} if has_comm else {})} for _ in self.ranks]
         self.host_streams = [[(self.streams.new(), ops) for _name, ops in s.host_ops] for s in self.ranks]
@@ -228,9 +232,13 @@ class OneGpuWorld:
         return [self.start.elapsed_time(e) for e in self.ends]
 
 
-def run_one_gpu_many(manifests: Sequence[Manifest], epochs: int | None = None, seed: int = 0,
-                     progress_for: Callable[[int, Manifest], ProgressFn] | None = None,
-                     reserve: int | None = None) -> Iterator[RunOutcome | RunnerError]:
+def run_one_gpu_many(
+    manifests: Sequence[Manifest],
+    epochs: int | None = None,
+    seed: int = 0,
+    progress_for: Callable[[int, Manifest], ProgressFn] | None = None,
+    reserve: int | None = None,
+) -> Iterator[RunOutcome | RunnerError]:
     """Run every manifest in turn with all its ranks on this process's GPU (worlds may differ).
 
     Yields, per manifest, its outcome (a wait timeout or a failed check listed in it) or the
@@ -271,14 +279,23 @@ def _run_one(m: Manifest, num_sms: int, epochs: int | None, seed: int, reserve: 
     import torch
     import triton
 
-    outcome = RunOutcome(mode="one-gpu", device=torch.cuda.get_device_name(), backend="none (one process, plain tensors)", clock="cuda-events")
+    outcome = RunOutcome(
+        mode="one-gpu", device=torch.cuda.get_device_name(), backend="none (one process, plain tensors)", clock="cuda-events"
+    )
     world = OneGpuWorld(m, num_sms, reserve)
     b = world.budget
     outcome.extra = {
-        "torch": torch.__version__, "triton": triton.__version__, "numSms": num_sms, "note": NOTE,
-        "smBudget": {"reserve": b.reserve, "perRank": b.per_rank, "grids": {k.name: list(g) for k, g in zip(m.kernels, b.grids)},
-                     "waiting": [k.name for k, w in zip(m.kernels, b.waits) if w],
-                     "concurrentWaitingPrograms": b.concurrent_waiting_programs([k.stream for k in m.kernels])},
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "numSms": num_sms,
+        "note": NOTE,
+        "smBudget": {
+            "reserve": b.reserve,
+            "perRank": b.per_rank,
+            "grids": {k.name: list(g) for k, g in zip(m.kernels, b.grids)},
+            "waiting": [k.name for k, w in zip(m.kernels, b.waits) if w],
+            "concurrentWaitingPrograms": b.concurrent_waiting_programs([k.stream for k in m.kernels]),
+        },
     }
     try:
         progress({"event": "allocated", "device": outcome.device, "backend": outcome.backend, "smBudget": outcome.extra["smBudget"]})

@@ -27,8 +27,12 @@ from .manifest import BufferSpec, CopyOp, KernelSpec, Manifest, NumSms, checked_
 from .signals import epoch_target, signed32
 
 TORCH_DTYPES = {
-    "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-    "int32": torch.int32, "uint32": torch.uint32, "int64": torch.int64,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp32": torch.float32,
+    "int32": torch.int32,
+    "uint32": torch.uint32,
+    "int64": torch.int64,
 }
 ERR_WORDS = 8
 _EPOCH_KINDS = ("epoch", "epoch-target")
@@ -136,18 +140,24 @@ class RankState:
         out: list[tuple[Any, ...]] = []
         for i, op in enumerate(ops):
             if isinstance(op, CopyOp):
-                src = self._flat(op.src.buffer, op.src.rank)[op.src.offset:op.src.offset + op.src.length]
-                dst = self._flat(op.dst.buffer, op.dst.rank)[op.dst.offset:op.dst.offset + op.dst.length]
+                src = self._flat(op.src.buffer, op.src.rank)[op.src.offset : op.src.offset + op.src.length]
+                dst = self._flat(op.dst.buffer, op.dst.rank)[op.dst.offset : op.dst.offset + op.dst.length]
                 sig = None
                 if op.signal is not None:
                     tgt = self.peer_sig32[op.signal.rank]
                     if tgt is None:
-                        raise ManifestError("signals.bits", f"rank {self.rank} stream {stream} op {i}: host-written signals need 32-bit slots (stream_write_value32)")
+                        raise ManifestError(
+                            "signals.bits",
+                            f"rank {self.rank} stream {stream} op {i}: host-written signals need 32-bit slots (stream_write_value32)",
+                        )
                     sig = (tgt, op.signal.slot)
                 out.append(("copy", dst, src, sig))
             else:
                 if self.m.signals.bits != 32:
-                    raise ManifestError("signals.bits", f"rank {self.rank} stream {stream} op {i}: host-side waits spin on 32-bit slots; 64-bit slots are not supported on the GPU yet")
+                    raise ManifestError(
+                        "signals.bits",
+                        f"rank {self.rank} stream {stream} op {i}: host-side waits spin on 32-bit slots; 64-bit slots are not supported on the GPU yet",
+                    )
                 # A wait on a peer's slot (a pull ring's forwarding step) reads it through the
                 # peer view of that rank's signal buffer (``peer_sig32``).
                 out.append(("wait", op.slot, op.arrivals, op.rank_of(self.rank)))
@@ -253,7 +263,9 @@ class RankState:
     def record_host_timeout(self, rank: int, slot: int, seen: int, expected: int) -> None:
         """Record a host-side wait timeout in the error buffer, as a device wait would."""
         if int(self.err[0].item()) == 0:
-            self.err.copy_(torch.tensor([1, rank, slot, signed32(seen), signed32(expected), 0, 0, 0], dtype=torch.int32, device=self.err.device))
+            self.err.copy_(
+                torch.tensor([1, rank, slot, signed32(seen), signed32(expected), 0, 0, 0], dtype=torch.int32, device=self.err.device)
+            )
 
     def init_buffers(self, gen: torch.Generator) -> None:
         """Fresh inputs and poisoned outputs before a checked launch; signal slots are never reset."""

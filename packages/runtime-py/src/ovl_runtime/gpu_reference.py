@@ -30,7 +30,7 @@ def _matrix(t: torch.Tensor, rows: tuple[int, ...], cols: int, where: str) -> to
 
 
 def _slab(t: torch.Tensor, rank: int, rpr: int) -> torch.Tensor:
-    return t if t.shape[0] == rpr else t[rank * rpr:(rank + 1) * rpr]
+    return t if t.shape[0] == rpr else t[rank * rpr : (rank + 1) * rpr]
 
 
 def _grouped_matmul(m: Manifest, full: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -109,14 +109,19 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
         full = slabs("A", K)
         return [_grouped_matmul(m, full, x["B"]) for x in inputs]
     if ref.operator in ("gemm-rs", "gemm-ar"):
-        part = total(lambda q: _matrix(inputs[q]["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs[q]["B"], (K,), N, "reference.inputs.B").float())
-        return [part if ref.operator == "gemm-ar" else part[r * rpr:(r + 1) * rpr] for r in range(world)]
+        part = total(
+            lambda q: (
+                _matrix(inputs[q]["A"], (M,), K, "reference.inputs.A").float()
+                @ _matrix(inputs[q]["B"], (K,), N, "reference.inputs.B").float()
+            )
+        )
+        return [part if ref.operator == "gemm-ar" else part[r * rpr : (r + 1) * rpr] for r in range(world)]
     (key,) = ref.inputs
     if ref.operator == "all-gather":
         full = slabs(key, N)
         return [full for _ in range(world)]
     summed = total(lambda q: _matrix(inputs[q][key], (M,), N, f"reference.inputs.{key}").float())
-    return [summed if ref.operator == "all-reduce" else summed[r * rpr:(r + 1) * rpr] for r in range(world)]
+    return [summed if ref.operator == "all-reduce" else summed[r * rpr : (r + 1) * rpr] for r in range(world)]
 
 
 def output_view(m: Manifest, out: torch.Tensor, rank: int) -> torch.Tensor:

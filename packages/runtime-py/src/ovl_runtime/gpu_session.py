@@ -120,7 +120,9 @@ class GpuSession(RankState):
         rows = every.view(self.world, ERR_WORDS).tolist()
         for r, e in enumerate(rows):
             if e[0]:
-                raise WaitTimeout(e[1], e[2], e[3] % (1 << 32), e[4] % (1 << 32), f"a device-side wait (reported by rank {r}, epoch {self.epoch})")
+                raise WaitTimeout(
+                    e[1], e[2], e[3] % (1 << 32), e[4] % (1 << 32), f"a device-side wait (reported by rank {r}, epoch {self.epoch})"
+                )
 
     def init_buffers(self, gen: torch.Generator) -> None:
         """Fresh inputs and poisoned outputs before a checked launch; signal slots are never reset."""
@@ -131,4 +133,6 @@ class GpuSession(RankState):
 
 def check_world(m: Manifest) -> None:
     if dist.get_world_size() != m.world:
-        raise UsageError(f"the manifest is for {m.world} ranks, but {dist.get_world_size()} processes run: use torchrun --nproc_per_node={m.world}")
+        raise UsageError(
+            f"the manifest is for {m.world} ranks, but {dist.get_world_size()} processes run: use torchrun --nproc_per_node={m.world}"
+        )

@@ -49,8 +49,9 @@ class StreamWaits:
     ``peers`` (each rank's signal buffer as a uint32 view this process can address), and
     bounds them."""
 
-    def __init__(self, sig_u32: torch.Tensor, rank: int, rescue: torch.cuda.Stream | None = None,
-                 peers: list[torch.Tensor | None] | None = None) -> None:
+    def __init__(
+        self, sig_u32: torch.Tensor, rank: int, rescue: torch.cuda.Stream | None = None, peers: list[torch.Tensor | None] | None = None
+    ) -> None:
         self.sig = sig_u32
         self.rank = rank
         self.peers = peers
@@ -67,7 +68,9 @@ class StreamWaits:
             return self.sig
         view = None if self.peers is None or not 0 <= rank < len(self.peers) else self.peers[rank]
         if view is None:
-            raise RuntimeError(f"rank {self.rank}: a host wait names rank {rank}'s slot, but no view of that rank's signal buffer was given")
+            raise RuntimeError(
+                f"rank {self.rank}: a host wait names rank {rank}'s slot, but no view of that rank's signal buffer was given"
+            )
         return view
 
     def enqueue(self, stream: torch.cuda.Stream, slot: int, target: int, rank: int | None = None) -> None:

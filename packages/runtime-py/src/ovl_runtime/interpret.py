@@ -63,8 +63,7 @@ def interpret_unavailable() -> str | None:
     """Why the interpreter engine cannot run here (torch or triton missing), or None."""
     missing = [p for p in ("torch", "triton") if importlib.util.find_spec(p) is None]
     if missing:
-        return (f"the interpreter emulation needs {' and '.join(missing)} "
-                "(pip install 'ovl-runtime[interpret]': torch 2.11.0, triton 3.6.0)")
+        return f"the interpreter emulation needs {' and '.join(missing)} (pip install 'ovl-runtime[interpret]': torch 2.11.0, triton 3.6.0)"
     return None
 
 
@@ -85,13 +84,17 @@ def interpreter_mode() -> Any:
     os.environ["TRITON_INTERPRET"] = "1"
     std = sys.modules.get("triton.language.standard")
     if std is not None and type(getattr(std, "cdiv", None)).__name__ != "InterpretedFunction":
-        raise UsageError("triton was imported in this process without TRITON_INTERPRET=1; the interpreter emulation "
-                         "needs a process where it is set before triton is first imported")
+        raise UsageError(
+            "triton was imported in this process without TRITON_INTERPRET=1; the interpreter emulation "
+            "needs a process where it is set before triton is first imported"
+        )
     import ovl_runtime.language as lang
 
     if not lang.INTERPRET:
-        raise UsageError("ovl_runtime.language was imported without TRITON_INTERPRET=1; the interpreter emulation "
-                         "needs a process where it is set before triton is first imported")
+        raise UsageError(
+            "ovl_runtime.language was imported without TRITON_INTERPRET=1; the interpreter emulation "
+            "needs a process where it is set before triton is first imported"
+        )
     return lang
 
 
@@ -115,7 +118,9 @@ def load_interpreted_entry(k: KernelSpec, index: int) -> Any:
             try:
                 spec.loader.exec_module(mod)
             except Exception as exc:  # noqa: BLE001 - a kernel that does not import
-                raise ManifestError(f"kernels[{index}].source", f"{path} does not import under the Triton interpreter: {type(exc).__name__}: {exc}") from exc
+                raise ManifestError(
+                    f"kernels[{index}].source", f"{path} does not import under the Triton interpreter: {type(exc).__name__}: {exc}"
+                ) from exc
             _modules[path] = mod
     fn = getattr(mod, k.entry, None)
     if fn is None:
@@ -142,14 +147,23 @@ class InterpretEmulator:
     The same interface as ``emulate.Emulator`` (``launch``, ``checked_launch``, ``epoch``).
     """
 
-    def __init__(self, m: Manifest, seed: int = 0, timeout_s: float | None = None,
-                 on_progress: ProgressFn | None = None, num_sms: int = DEFAULT_NUM_SMS) -> None:
+    def __init__(
+        self,
+        m: Manifest,
+        seed: int = 0,
+        timeout_s: float | None = None,
+        on_progress: ProgressFn | None = None,
+        num_sms: int = DEFAULT_NUM_SMS,
+    ) -> None:
         reason = interpret_unavailable()
         if reason:
             raise ManifestError("kernels", reason)
         for i, k in enumerate(m.kernels):
             if k.precompiled is not None:
-                raise ManifestError(f"kernels[{i}].precompiled", f"kernel {k.name} is a precompiled (TLX) kernel: the Triton interpreter cannot run it; use the numpy emulation")
+                raise ManifestError(
+                    f"kernels[{i}].precompiled",
+                    f"kernel {k.name} is a precompiled (TLX) kernel: the Triton interpreter cannot run it; use the numpy emulation",
+                )
         import torch
 
         self.torch = torch
@@ -159,8 +173,14 @@ class InterpretEmulator:
         self.num_sms = num_sms
         self.epoch = 0
         self.on_progress = on_progress or (lambda _e: None)
-        dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-                  "int32": torch.int32, "uint32": torch.int32, "int64": torch.int64}
+        dtypes = {
+            "bf16": torch.bfloat16,
+            "fp16": torch.float16,
+            "fp32": torch.float32,
+            "int32": torch.int32,
+            "uint32": torch.int32,
+            "int64": torch.int64,
+        }
         self.buffers: list[dict[str, Any]] = []
         for _r in range(m.world):
             bufs = {}
@@ -172,8 +192,11 @@ class InterpretEmulator:
         if self.sig[0].dtype != torch.int32 or m.signals.bits != 32:
             raise ManifestError("signals", "the interpreter emulation supports 32-bit signal slots in an int32/uint32 buffer")
         self.err = [torch.zeros(ERR_WORDS, dtype=torch.int32) for _ in range(m.world)]
-        self.peer_ptrs = {b.name: torch.tensor([self.buffers[r][b.name].data_ptr() for r in range(m.world)], dtype=torch.int64)
-                          for b in m.buffers if b.symmetric}
+        self.peer_ptrs = {
+            b.name: torch.tensor([self.buffers[r][b.name].data_ptr() for r in range(m.world)], dtype=torch.int64)
+            for b in m.buffers
+            if b.symmetric
+        }
         self.tables = [{t.name: torch.tensor(list(t.values[r]), dtype=dtypes[t.dtype]) for t in m.tables} for r in range(m.world)]
         self.kernels = [self._prepare(k, i) for i, k in enumerate(m.kernels)]
 
@@ -266,6 +289,7 @@ class InterpretEmulator:
                 finally:
                     with lock:
                         done[rank] = max(done[rank], time.perf_counter() - start)
+
             return run
 
         threads: list[threading.Thread] = []
@@ -291,7 +315,11 @@ class InterpretEmulator:
         for r in range(m.world):
             e = self.err[r].tolist()
             if e[0]:
-                timeouts.append(WaitTimeout(e[1], e[2], e[3] % (1 << 32), e[4] % (1 << 32), f"a device-side wait (reported by rank {r}, epoch {self.epoch})"))
+                timeouts.append(
+                    WaitTimeout(
+                        e[1], e[2], e[3] % (1 << 32), e[4] % (1 << 32), f"a device-side wait (reported by rank {r}, epoch {self.epoch})"
+                    )
+                )
         if timeouts:
             raise Stalled(timeouts)
         return [d * 1e3 for d in done]
@@ -303,6 +331,7 @@ class InterpretEmulator:
                     raise _Abort()
                 args = self._resolve(kd["spec"], rank)
                 kd["fn"][kd["grid"]](**args, **kd["extra"])
+
         return body
 
     def _host_body(self, s: Any, rank: int, abort: threading.Event) -> Callable[[], None]:
@@ -314,13 +343,16 @@ class InterpretEmulator:
                 if abort.is_set():
                     raise _Abort()
                 if isinstance(op, CopyOp):
-                    src = flat(op.src.rank, op.src.buffer)[op.src.offset:op.src.offset + op.src.length]
-                    flat(op.dst.rank, op.dst.buffer)[op.dst.offset:op.dst.offset + op.dst.length].copy_(src)
+                    src = flat(op.src.rank, op.src.buffer)[op.src.offset : op.src.offset + op.src.length]
+                    flat(op.dst.rank, op.dst.buffer)[op.dst.offset : op.dst.offset + op.dst.length].copy_(src)
                     if op.signal is not None:
                         self.sig[op.signal.rank][op.signal.slot] = signed32(self.epoch)
                 else:
                     # A wait on a peer's slot (rank set) reads that rank's signal tensor.
-                    self._host_wait(op.rank_of(rank), op.slot, epoch_target(self.epoch, op.arrivals, 32), abort, f"host stream {s.name} of rank {rank}")
+                    self._host_wait(
+                        op.rank_of(rank), op.slot, epoch_target(self.epoch, op.arrivals, 32), abort, f"host stream {s.name} of rank {rank}"
+                    )
+
         return body
 
     def _host_wait(self, rank: int, slot: int, target: int, abort: threading.Event, where: str) -> None:

@@ -85,7 +85,9 @@ def _apply() -> None:
     tls = threading.local()
     cls = itp.InterpreterBuilder
     _saved["builder_dict"] = {n: cls.__dict__.get(n) for n in ("grid_idx", "grid_dim")}
-    _saved["instance"] = {n: itp.interpreter_builder.__dict__.pop(n) for n in ("grid_idx", "grid_dim") if n in itp.interpreter_builder.__dict__}
+    _saved["instance"] = {
+        n: itp.interpreter_builder.__dict__.pop(n) for n in ("grid_idx", "grid_dim") if n in itp.interpreter_builder.__dict__
+    }
     cls.grid_idx = _grid_property("grid_idx", tls)
     cls.grid_dim = _grid_property("grid_dim", tls)
 

@@ -58,8 +58,15 @@ __all__ = [
 ]
 
 DEVICE_FUNCTIONS = (
-    "ld_acquire_sys", "global_timer", "wait_slot", "consume_token", "notify_slot",
-    "peer_notify", "peer_base", "peer_tile_load", "peer_tile_store",
+    "ld_acquire_sys",
+    "global_timer",
+    "wait_slot",
+    "consume_token",
+    "notify_slot",
+    "peer_notify",
+    "peer_base",
+    "peer_tile_load",
+    "peer_tile_store",
 )
 
 

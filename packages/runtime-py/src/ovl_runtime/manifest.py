@@ -16,11 +16,12 @@ from .errors import ManifestError
 from .index_maps import parse_tile_program
 from .manifest_check import check_references
 from .manifest_types import (
+    ARG_KINDS,
     BUFFER_DTYPES,
     FLOAT_DTYPES,
     MANIFEST_SCHEMA,
     OPERATORS,
-    ARG_KINDS,
+    PRECOMPILED_TARGETS,
     BufferSpec,
     CommStream,
     CopyOp,
@@ -30,7 +31,6 @@ from .manifest_types import (
     KernelSpec,
     Manifest,
     NumSms,
-    PRECOMPILED_TARGETS,
     PrecompiledSpec,
     RankHostOps,
     ReferenceSpec,
@@ -43,9 +43,29 @@ from .manifest_types import (
 )
 
 __all__ = [
-    "MANIFEST_SCHEMA", "BufferSpec", "CommStream", "CopyOp", "GridDim", "HostOp", "KernelArg", "KernelSpec",
-    "Manifest", "NumSms", "PrecompiledSpec", "RankHostOps", "ReferenceSpec", "Segment", "SignalWrite", "SignalsSpec", "TableSpec",
-    "TimingSpec", "WaitOp", "checked_init", "load_manifest", "parse_manifest", "precompiled_files",
+    "MANIFEST_SCHEMA",
+    "BufferSpec",
+    "CommStream",
+    "CopyOp",
+    "GridDim",
+    "HostOp",
+    "KernelArg",
+    "KernelSpec",
+    "Manifest",
+    "NumSms",
+    "PrecompiledSpec",
+    "RankHostOps",
+    "ReferenceSpec",
+    "Segment",
+    "SignalWrite",
+    "SignalsSpec",
+    "TableSpec",
+    "TimingSpec",
+    "WaitOp",
+    "checked_init",
+    "load_manifest",
+    "parse_manifest",
+    "precompiled_files",
 ]
 
 
@@ -58,6 +78,7 @@ def checked_init(m: Manifest, buffer: str, init: str) -> str:
         return "poison"
     return init
 
+
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TEMPLATE_KIND = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _SOURCE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py$")
@@ -65,6 +86,7 @@ _RELATIVE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")
 
 
 # ---- structural readers: each names the field it rejects ----
+
 
 def _obj(v: Any, path: str) -> dict[str, Any]:
     if not isinstance(v, dict):
@@ -130,13 +152,18 @@ def _host_op(v: Any, path: str) -> HostOp:
     kind = _enum(_get(o, "kind", path), ("copy", "wait"), f"{path}.kind")
     if kind == "wait":
         rank = o.get("rank")
-        return WaitOp(slot=_int(_get(o, "slot", path), f"{path}.slot", 0), arrivals=_int(_get(o, "arrivals", path), f"{path}.arrivals", 1),
-                      rank=None if rank is None else _int(rank, f"{path}.rank", 0))
+        return WaitOp(
+            slot=_int(_get(o, "slot", path), f"{path}.slot", 0),
+            arrivals=_int(_get(o, "arrivals", path), f"{path}.arrivals", 1),
+            rank=None if rank is None else _int(rank, f"{path}.rank", 0),
+        )
     sig = None
     if o.get("signal") is not None:
         so = _obj(o["signal"], f"{path}.signal")
-        sig = SignalWrite(rank=_int(_get(so, "rank", f"{path}.signal"), f"{path}.signal.rank", 0),
-                          slot=_int(_get(so, "slot", f"{path}.signal"), f"{path}.signal.slot", 0))
+        sig = SignalWrite(
+            rank=_int(_get(so, "rank", f"{path}.signal"), f"{path}.signal.rank", 0),
+            slot=_int(_get(so, "slot", f"{path}.signal"), f"{path}.signal.slot", 0),
+        )
     return CopyOp(src=_segment(_get(o, "src", path), f"{path}.src"), dst=_segment(_get(o, "dst", path), f"{path}.dst"), signal=sig)
 
 
@@ -211,7 +238,10 @@ def precompiled_files(k: KernelSpec, index: int) -> tuple[Path, Path]:
         raise ManifestError(where, "precompiled paths resolve against the manifest file; load it with load_manifest")
     for field_name, f in (("cubin", p.cubin_path), ("metadata", p.metadata_path)):
         if not f.is_file():
-            raise ManifestError(f"{where}.{field_name}", f"{f} does not exist (paths are relative to the manifest; run the AOT compile, scripts/tlx-aot-compile.py of @ovl/tlx-emitter)")
+            raise ManifestError(
+                f"{where}.{field_name}",
+                f"{f} does not exist (paths are relative to the manifest; run the AOT compile, scripts/tlx-aot-compile.py of @ovl/tlx-emitter)",
+            )
     return p.cubin_path, p.metadata_path
 
 
@@ -228,8 +258,12 @@ def _kernel(v: Any, path: str, base_dir: Path | None) -> KernelSpec:
     args = []
     for i, a in enumerate(_list(_get(o, "args", path), f"{path}.args")):
         ao = _obj(a, f"{path}.args[{i}]")
-        args.append((_ident(_get(ao, "name", f"{path}.args[{i}]"), f"{path}.args[{i}].name"),
-                     _kernel_arg(_get(ao, "value", f"{path}.args[{i}]"), f"{path}.args[{i}].value")))
+        args.append(
+            (
+                _ident(_get(ao, "name", f"{path}.args[{i}]"), f"{path}.args[{i}].name"),
+                _kernel_arg(_get(ao, "value", f"{path}.args[{i}]"), f"{path}.args[{i}].value"),
+            )
+        )
     names = [n for n, _ in args]
     if len(set(names)) != len(names):
         raise ManifestError(f"{path}.args", "argument names must be unique")
@@ -268,13 +302,15 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
     for i, b in enumerate(_list(_get(o, "buffers", ""), "buffers", 1)):
         p = f"buffers[{i}]"
         bo = _obj(b, p)
-        buffers.append(BufferSpec(
-            name=_ident(_get(bo, "name", p), f"{p}.name"),
-            shape=tuple(_int(x, f"{p}.shape[{j}]", 1) for j, x in enumerate(_list(_get(bo, "shape", p), f"{p}.shape", 1))),
-            dtype=_enum(_get(bo, "dtype", p), BUFFER_DTYPES, f"{p}.dtype"),
-            symmetric=_bool(_get(bo, "symmetric", p), f"{p}.symmetric"),
-            init=_enum(_get(bo, "init", p), ("random", "zeros", "poison", "keep"), f"{p}.init"),
-        ))
+        buffers.append(
+            BufferSpec(
+                name=_ident(_get(bo, "name", p), f"{p}.name"),
+                shape=tuple(_int(x, f"{p}.shape[{j}]", 1) for j, x in enumerate(_list(_get(bo, "shape", p), f"{p}.shape", 1))),
+                dtype=_enum(_get(bo, "dtype", p), BUFFER_DTYPES, f"{p}.dtype"),
+                symmetric=_bool(_get(bo, "symmetric", p), f"{p}.symmetric"),
+                init=_enum(_get(bo, "init", p), ("random", "zeros", "poison", "keep"), f"{p}.init"),
+            )
+        )
     so = _obj(_get(o, "signals", ""), "signals")
     signals = SignalsSpec(
         buffer=_ident(_get(so, "buffer", "signals"), "signals.buffer"),
@@ -286,8 +322,16 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
         p = f"tables[{i}]"
         to = _obj(t, p)
         rows = _list(_get(to, "values", p), f"{p}.values", 1)
-        values = tuple(tuple(_int(x, f"{p}.values[{r}][{j}]") for j, x in enumerate(_list(row, f"{p}.values[{r}]"))) for r, row in enumerate(rows))
-        tables.append(TableSpec(name=_ident(_get(to, "name", p), f"{p}.name"), dtype=_enum(_get(to, "dtype", p), ("int32", "int64"), f"{p}.dtype"), values=values))
+        values = tuple(
+            tuple(_int(x, f"{p}.values[{r}][{j}]") for j, x in enumerate(_list(row, f"{p}.values[{r}]"))) for r, row in enumerate(rows)
+        )
+        tables.append(
+            TableSpec(
+                name=_ident(_get(to, "name", p), f"{p}.name"),
+                dtype=_enum(_get(to, "dtype", p), ("int32", "int64"), f"{p}.dtype"),
+                values=values,
+            )
+        )
     kernels = tuple(_kernel(k, f"kernels[{i}]", base_dir) for i, k in enumerate(_list(_get(o, "kernels", ""), "kernels", 1)))
     host_ops = []
     for i, h in enumerate(_list(_get(o, "hostOps", ""), "hostOps")):
@@ -318,9 +362,11 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
         group_table=None if ro.get("groupTable") is None else _ident(ro["groupTable"], "reference.groupTable"),
     )
     tmo = _obj(_get(o, "timing", ""), "timing")
-    timing = TimingSpec(warmup=_int(_get(tmo, "warmup", "timing"), "timing.warmup", 0),
-                        reps=_int(_get(tmo, "reps", "timing"), "timing.reps", 1),
-                        check_runs=_int(_get(tmo, "checkRuns", "timing"), "timing.checkRuns", 1))
+    timing = TimingSpec(
+        warmup=_int(_get(tmo, "warmup", "timing"), "timing.warmup", 0),
+        reps=_int(_get(tmo, "reps", "timing"), "timing.reps", 1),
+        check_runs=_int(_get(tmo, "checkRuns", "timing"), "timing.checkRuns", 1),
+    )
     m = Manifest(
         name=_ident(_get(o, "name", ""), "name"),
         world=world,

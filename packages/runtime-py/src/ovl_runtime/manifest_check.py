@@ -91,12 +91,17 @@ def _check_groups(m: Manifest, bufs: dict[str, BufferSpec]) -> None:
         raise ManifestError("reference.groupTable", f"names no table ({ref.group_table!r})")
     row = list(t.values[0])
     if not row or ref.M % len(row) != 0:
-        raise ManifestError("reference.groupTable", f"table {t.name!r} has {len(row)} entries, which do not divide M ({ref.M}) into m-blocks")
+        raise ManifestError(
+            "reference.groupTable", f"table {t.name!r} has {len(row)} entries, which do not divide M ({ref.M}) into m-blocks"
+        )
     if any(list(r) != row for r in t.values):
         raise ManifestError("reference.groupTable", f"table {t.name!r} must be the same on every rank")
     experts, rest = divmod(bufs[ref.inputs["B"]].numel, ref.K * ref.N)
     if rest != 0:
-        raise ManifestError("reference.inputs.B", f"buffer {ref.inputs['B']!r} of {bufs[ref.inputs['B']].numel} elements is not [E, K, N] with K x N = {ref.K * ref.N}")
+        raise ManifestError(
+            "reference.inputs.B",
+            f"buffer {ref.inputs['B']!r} of {bufs[ref.inputs['B']].numel} elements is not [E, K, N] with K x N = {ref.K * ref.N}",
+        )
     for mb, e in enumerate(row):
         if not 0 <= e < experts:
             raise ManifestError("reference.groupTable", f"m-block {mb} names expert {e}, outside [0, {experts})")
@@ -119,7 +124,9 @@ def _check_op(m: Manifest, bufs: dict[str, BufferSpec], rank: int, op: HostOp, p
         if seg.rank != rank and not b.symmetric:
             raise ManifestError(f"{p}.{side}", f"rank {rank} cannot address {b.name!r} on rank {seg.rank}: the buffer is not symmetric")
         if seg.offset + seg.length > b.numel:
-            raise ManifestError(f"{p}.{side}", f"elements [{seg.offset}, {seg.offset + seg.length}) reach past {b.name!r} ({b.numel} elements)")
+            raise ManifestError(
+                f"{p}.{side}", f"elements [{seg.offset}, {seg.offset + seg.length}) reach past {b.name!r} ({b.numel} elements)"
+            )
         dtypes.append(b.dtype)
     if dtypes[0] != dtypes[1]:
         raise ManifestError(p, f"copies between dtypes {dtypes[0]} and {dtypes[1]}; a copy moves bytes, not values")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from .errors import ManifestError
 
@@ -17,7 +17,19 @@ MANIFEST_SCHEMA = "ovl.manifest/v1"
 BUFFER_DTYPES = ("bf16", "fp16", "fp32", "int32", "uint32", "int64")
 FLOAT_DTYPES = ("bf16", "fp16", "fp32")
 OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm")
-ARG_KINDS = ("buffer", "peer-pointers", "table", "int", "rank", "world", "epoch", "epoch-target", "timeout-ns", "error-buffer", "num-programs")
+ARG_KINDS = (
+    "buffer",
+    "peer-pointers",
+    "table",
+    "int",
+    "rank",
+    "world",
+    "epoch",
+    "epoch-target",
+    "timeout-ns",
+    "error-buffer",
+    "num-programs",
+)
 
 
 @dataclass(frozen=True)
@@ -71,7 +83,7 @@ class WaitOp:
         return issuer if self.rank is None else self.rank
 
 
-HostOp = Union[CopyOp, WaitOp]
+HostOp = CopyOp | WaitOp
 
 
 @dataclass(frozen=True)
@@ -117,7 +129,7 @@ class NumSms:
         return min(n, self.cap) if self.cap else n
 
 
-GridDim = Union[int, NumSms]
+GridDim = int | NumSms
 PRECOMPILED_TARGETS = ("sm_90a", "sm_100a")
 
 

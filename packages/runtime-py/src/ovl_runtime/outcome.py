@@ -35,6 +35,7 @@ class CheckRecord:
         def key(r: int) -> float:
             e = self.rel_errors[r]
             return math.inf if math.isnan(e) else e
+
         return max(range(len(self.rel_errors)), key=key)
 
     @property
@@ -48,8 +49,10 @@ class CheckRecord:
         r = self.worst_rank
         e = self.rel_errors[r]
         if math.isnan(e):
-            return (f"run {self.run} (epoch {self.epoch}): rank {r}'s output holds NaN/inf: some element was never "
-                    "written (a tile the visit table skips, or a chunk that never arrived)")
+            return (
+                f"run {self.run} (epoch {self.epoch}): rank {r}'s output holds NaN/inf: some element was never "
+                "written (a tile the visit table skips, or a chunk that never arrived)"
+            )
         return f"run {self.run} (epoch {self.epoch}): rank {r} relative error {e:.3e} exceeds the tolerance {self.tolerance:g}"
 
 

@@ -33,7 +33,7 @@ def slab(mat: np.ndarray, rank: int, rows_per_rank: int) -> np.ndarray:
     """This rank's rows of a row-sharded matrix given either whole or as the slab itself."""
     if mat.shape[0] == rows_per_rank:
         return mat
-    return mat[rank * rows_per_rank:(rank + 1) * rows_per_rank]
+    return mat[rank * rows_per_rank : (rank + 1) * rows_per_rank]
 
 
 def expert_blocks(m: Manifest) -> tuple[int, list[int]]:
@@ -83,14 +83,19 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
         outs = []
         for r in range(world):
             b = f64[r]["B"]
-            outs.append(grouped_matmul(full, as_matrix(b, (b.size // (K * N),), K * N, "reference.inputs.B").reshape(-1, K, N), bm, experts))
+            outs.append(
+                grouped_matmul(full, as_matrix(b, (b.size // (K * N),), K * N, "reference.inputs.B").reshape(-1, K, N), bm, experts)
+            )
         return outs
     if ref.operator in ("gemm-rs", "gemm-ar"):
-        total = sum(as_matrix(f64[r]["A"], (M,), K, "reference.inputs.A") @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world))
+        total = sum(
+            as_matrix(f64[r]["A"], (M,), K, "reference.inputs.A") @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B")
+            for r in range(world)
+        )
         assert isinstance(total, np.ndarray)
         if ref.operator == "gemm-ar":
             return [total for _ in range(world)]
-        return [total[r * rpr:(r + 1) * rpr] for r in range(world)]
+        return [total[r * rpr : (r + 1) * rpr] for r in range(world)]
     (key,) = ref.inputs.keys()
     where = f"reference.inputs.{key}"
     if ref.operator == "all-gather":
@@ -100,7 +105,7 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
     assert isinstance(total, np.ndarray)
     if ref.operator == "all-reduce":
         return [total for _ in range(world)]
-    return [total[r * rpr:(r + 1) * rpr] for r in range(world)]
+    return [total[r * rpr : (r + 1) * rpr] for r in range(world)]
 
 
 def output_view(m: Manifest, out: np.ndarray, rank: int) -> np.ndarray:

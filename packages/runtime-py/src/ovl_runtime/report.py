@@ -79,9 +79,7 @@ def build_report(m: Manifest, outcome: RunOutcome) -> dict[str, Any]:
             for c in outcome.checks
         ],
         "times": times,
-        "baselines": [
-            {"name": b.name, "ms": b.ms, **({"error": b.error} if b.error else {})} for b in outcome.baselines
-        ],
+        "baselines": [{"name": b.name, "ms": b.ms, **({"error": b.error} if b.error else {})} for b in outcome.baselines],
         "failures": [f.to_json() for f in outcome.failures],
         "ok": outcome.ok,
         **({"extra": outcome.extra} if outcome.extra else {}),

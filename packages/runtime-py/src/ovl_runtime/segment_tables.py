@@ -21,7 +21,7 @@ def segment_rows(kind: str, table: Sequence[int], count: int) -> list[dict[str, 
     n = len(fields)
     if count * n > len(table):
         raise IndexError(f"{count} segments of {n} fields need {count * n} entries, the table has {len(table)}")
-    return [dict(zip(fields, (int(x) for x in table[i * n:(i + 1) * n]))) for i in range(count)]
+    return [dict(zip(fields, (int(x) for x in table[i * n : (i + 1) * n]))) for i in range(count)]
 
 
 def notified_slot(kind: str, row: dict[str, int], rank: int) -> tuple[int, int] | None:

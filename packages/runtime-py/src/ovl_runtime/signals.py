@@ -87,9 +87,7 @@ class SignalBoard:
 
     def _check_slot(self, slot: int) -> None:
         if not 0 <= slot < len(self._values):
-            raise SignalError(
-                f"rank {self.rank}: signal slot {slot} is out of range (0..{len(self._values) - 1})"
-            )
+            raise SignalError(f"rank {self.rank}: signal slot {slot} is out of range (0..{len(self._values) - 1})")
 
     def value(self, slot: int) -> int:
         self._check_slot(slot)

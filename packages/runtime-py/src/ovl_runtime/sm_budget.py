@@ -38,9 +38,17 @@ from .errors import UsageError
 from .manifest_types import GridDim, KernelSpec, NumSms
 
 #: Template kinds whose kernels spin on signal slots (besides any kernel with an ``epoch-target``).
-WAITING_KINDS = frozenset({
-    "ag-gemm-consumer", "rs-reduce", "sm-push", "sm-pull", "ring-reduce", "tlx-ag-gemm", "tlx-ag-gemm-push",
-})
+WAITING_KINDS = frozenset(
+    {
+        "ag-gemm-consumer",
+        "rs-reduce",
+        "sm-push",
+        "sm-pull",
+        "ring-reduce",
+        "tlx-ag-gemm",
+        "tlx-ag-gemm-push",
+    }
+)
 
 
 def default_reserve(num_sms: int) -> int:
@@ -97,8 +105,10 @@ def plan_sm_budget(kernels: Sequence[KernelSpec], world: int, num_sms: int, rese
     where = f"{world} ranks on {num_sms} SMs, {res} reserved: {per_rank} programs of waiting kernels per rank"
     for k, w in zip(kernels, waits):
         if w and not any(isinstance(g, NumSms) for g in k.grid) and _fixed_programs(k.grid) > per_rank:
-            raise UsageError(f"kernel {k.name} waits on signals with a fixed grid of {_fixed_programs(k.grid)} programs, "
-                             f"beyond the one-GPU budget ({where}): give it a num-sms grid or run fewer ranks")
+            raise UsageError(
+                f"kernel {k.name} waits on signals with a fixed grid of {_fixed_programs(k.grid)} programs, "
+                f"beyond the one-GPU budget ({where}): give it a num-sms grid or run fewer ranks"
+            )
     streams = sorted({k.stream for k, w in zip(kernels, waits) if w})
     fixed: dict[str, int] = {}
     persistent: set[str] = set()
@@ -112,8 +122,10 @@ def plan_sm_budget(kernels: Sequence[KernelSpec], world: int, num_sms: int, rese
     left = per_rank - sum(fixed.get(s, 0) for s in streams if s not in persistent)
     if left < 0:
         worst = max((k for k, w in zip(kernels, waits) if w), key=lambda k: _fixed_programs(k.grid))
-        raise UsageError(f"the fixed-grid waiting kernels ({worst.name} the largest, {_fixed_programs(worst.grid)} programs) "
-                         f"need {per_rank - left} programs per rank together, beyond the one-GPU budget ({where})")
+        raise UsageError(
+            f"the fixed-grid waiting kernels ({worst.name} the largest, {_fixed_programs(worst.grid)} programs) "
+            f"need {per_rank - left} programs per rank together, beyond the one-GPU budget ({where})"
+        )
     share = left // len(persistent) if persistent else 0
     grids: list[tuple[int, ...]] = []
     for k, w in zip(kernels, waits):
@@ -124,18 +136,22 @@ def plan_sm_budget(kernels: Sequence[KernelSpec], world: int, num_sms: int, rese
         other = _fixed_programs(k.grid)
         if n_dims == 0:  # a fixed grid beside persistent waiting kernels of its stream
             if other > share:
-                raise UsageError(f"kernel {k.name} waits on signals with a fixed grid of {other} programs, "
-                                 f"beyond its stream's share of {share} ({where})")
+                raise UsageError(
+                    f"kernel {k.name} waits on signals with a fixed grid of {other} programs, "
+                    f"beyond its stream's share of {share} ({where})"
+                )
             grids.append(tuple(int(g) for g in k.grid if not isinstance(g, NumSms)))
             continue
         each = int((share // other) ** (1.0 / n_dims)) if share >= other else 0
         while (each + 1) ** n_dims * other <= share:
             each += 1
-        while each > 0 and each ** n_dims * other > share:
+        while each > 0 and each**n_dims * other > share:
             each -= 1
         dims = tuple(min(each, g.resolve(num_sms)) if isinstance(g, NumSms) else g for g in k.grid)
         if min(dims) < 1:
-            raise UsageError(f"kernel {k.name} waits on signals, but the one-GPU budget leaves it no program ({where}; "
-                             f"{len(persistent)} stream(s) of persistent waiting kernels share it): run fewer ranks")
+            raise UsageError(
+                f"kernel {k.name} waits on signals, but the one-GPU budget leaves it no program ({where}; "
+                f"{len(persistent)} stream(s) of persistent waiting kernels share it): run fewer ranks"
+            )
         grids.append(dims)
     return SmBudget(num_sms=num_sms, world=world, reserve=res, per_rank=per_rank, grids=tuple(grids), waits=waits)

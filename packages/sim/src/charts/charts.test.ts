@@ -32,7 +32,17 @@ describe("timelineChart", () => {
     const svg = await timelineChart(sim);
     expect(svg.startsWith("<svg")).toBe(true);
     expect(svg).toContain("</svg>");
-    for (const label of ["rank 0 · compute", "rank 0 · waits", "rank 0 · stream 0", "rank 1 · compute", "rank 1 · stream 0", "transfer", "wait", "wave", "time (ms)"]) {
+    for (const label of [
+      "rank 0 · compute",
+      "rank 0 · waits",
+      "rank 0 · stream 0",
+      "rank 1 · compute",
+      "rank 1 · stream 0",
+      "transfer",
+      "wait",
+      "wave",
+      "time (ms)",
+    ]) {
       expect(svg).toContain(label);
     }
     expect(svg).toContain("latency 0.500 ms");
@@ -55,7 +65,8 @@ describe("latencyBarChart", () => {
     expect(rows.find((r) => r.case === "mlp1_w2_ag_gemm_s1" && r.series === "ovl")?.ms).toBeCloseTo(0.562, 3);
     const svg = await latencyBarChart(rows, { title: "suite w2" });
     expect(svg.startsWith("<svg")).toBe(true);
-    for (const label of ["suite w2", "mlp1_w2_ag_gemm_s1", "ovl", "PyTorch async-TP", "latency (ms, lower is better)"]) expect(svg).toContain(label);
+    for (const label of ["suite w2", "mlp1_w2_ag_gemm_s1", "ovl", "PyTorch async-TP", "latency (ms, lower is better)"])
+      expect(svg).toContain(label);
     expect((svg.match(/aria-roledescription="bar"/g) ?? []).length).toBe(rows.length);
   });
 

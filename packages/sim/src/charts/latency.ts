@@ -24,7 +24,9 @@ export interface LatencyBarChartOptions {
 export function latencyBarSpec(rows: readonly LatencyRow[], options: LatencyBarChartOptions = {}): TopLevelSpec {
   for (const r of rows) {
     if (!Number.isFinite(r.ms) || r.ms < 0) {
-      throw new RangeError(`latency row ${r.case} / ${r.series}: ms = ${r.ms}; give a finite time in milliseconds (leave failed cases out)`);
+      throw new RangeError(
+        `latency row ${r.case} / ${r.series}: ms = ${r.ms}; give a finite time in milliseconds (leave failed cases out)`,
+      );
     }
   }
   const series = options.series ?? [...new Set(rows.map((r) => r.series))];

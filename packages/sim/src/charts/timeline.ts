@@ -86,7 +86,10 @@ export function timelineSpec(sim: TimelineChartInput, options: TimelineChartOpti
         encoding: {
           x: { field: "ms", type: "quantitative" },
           color: { value: "#333" },
-          tooltip: [{ field: "figure", type: "nominal" }, { field: "ms", type: "quantitative", format: ".4f" }],
+          tooltip: [
+            { field: "figure", type: "nominal" },
+            { field: "ms", type: "quantitative", format: ".4f" },
+          ],
         },
       },
     ],

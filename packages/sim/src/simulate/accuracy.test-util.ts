@@ -62,9 +62,19 @@ const row = (file: string, name: string, measuredMs: number, predictedMs: number
 });
 
 /** The MLP shapes of the suites (TileLink Table 4), in order MLP-1…6: S tokens, H hidden, I intermediate. */
-export const MLP_SHAPES: readonly { readonly S: number; readonly H: number; readonly I: number }[] = Object.values(SUITE_SHAPES).map(({ S, H, I }) => ({ S, H, I }));
+export const MLP_SHAPES: readonly { readonly S: number; readonly H: number; readonly I: number }[] = Object.values(SUITE_SHAPES).map(
+  ({ S, H, I }) => ({ S, H, I }),
+);
 
-interface BaselineRow { shape: string; op: string; S: number; H: number; I: number; gemm_ms: number; collective_ms: number }
+interface BaselineRow {
+  shape: string;
+  op: string;
+  S: number;
+  H: number;
+  I: number;
+  gemm_ms: number;
+  collective_ms: number;
+}
 
 /** cuBLAS GEMM and NCCL collective of every MLP shape at worlds 2, 4, 8. */
 export function baselineComparisons(): { gemm: Comparison[]; collective: Comparison[] } {
@@ -89,7 +99,19 @@ export function baselineComparisons(): { gemm: Comparison[]; collective: Compari
   return { gemm, collective };
 }
 
-interface ReduceRow { shape: string; variant: string; warps?: number; BLOCK_N?: number; unroll?: boolean; hoist?: boolean; sys?: boolean; waits?: boolean; old?: boolean; programs?: number; ms: number }
+interface ReduceRow {
+  shape: string;
+  variant: string;
+  warps?: number;
+  BLOCK_N?: number;
+  unroll?: boolean;
+  hoist?: boolean;
+  sys?: boolean;
+  waits?: boolean;
+  old?: boolean;
+  programs?: number;
+  ms: number;
+}
 
 /** Slab of each `rs-reduce` microbenchmark shape: world, rows per rank, N. */
 const REDUCE_SLABS: Record<string, { W: number; rows: number; N: number }> = {
@@ -109,7 +131,17 @@ export function reduceKernelComparisons(old = false): { h200: Comparison[]; h100
   const pick = (file: string, hw: HardwareModel): Comparison[] => {
     const data = JSON.parse(readFileSync(join(GPU, "rs-reduce-2026-11-22", file), "utf8")) as { rows: ReduceRow[] };
     return data.rows
-      .filter((r) => (old ? r.old === true : r.old === false && r.warps === 4 && r.BLOCK_N === 128 && r.unroll === true && r.hoist === false && r.sys === true && r.waits === true))
+      .filter((r) =>
+        old
+          ? r.old === true
+          : r.old === false &&
+            r.warps === 4 &&
+            r.BLOCK_N === 128 &&
+            r.unroll === true &&
+            r.hoist === false &&
+            r.sys === true &&
+            r.waits === true,
+      )
       .map((r) => {
         const s = REDUCE_SLABS[r.shape]!;
         return row(file, `${r.shape} P${r.programs}`, r.ms, reducePassMs(hw, (s.W + 1) * s.rows * s.N * 2, r.programs));
@@ -148,7 +180,11 @@ export function emittedReduceScatter(plan: ChunkPlan): ChunkPlan {
         const row0 = op.src.offsets[0] ?? 0;
         if (op.kind === "local-copy") deliveries.push({ from: rp.rank, to: rp.rank, row: row0, op });
         else if (op.kind === "p2p" && op.side === "pull") {
-          const moved = push(rp.rank, op.src, op.dst, { deps: op.deps, ...(op.reduce === undefined ? {} : { reduce: op.reduce }), ...(op.label === undefined ? {} : { label: op.label }) });
+          const moved = push(rp.rank, op.src, op.dst, {
+            deps: op.deps,
+            ...(op.reduce === undefined ? {} : { reduce: op.reduce }),
+            ...(op.label === undefined ? {} : { label: op.label }),
+          });
           deliveries.push({ from: op.peer, to: rp.rank, row: row0, op: moved });
         } else throw new Error(`emittedReduceScatter: ${op.kind} ops are not part of a direct ReduceScatter`);
       }
@@ -161,7 +197,12 @@ export function emittedReduceScatter(plan: ChunkPlan): ChunkPlan {
     name: `${plan.name} (as emitted)`,
     ranks: plan.ranks.map((rp) => ({
       ...rp,
-      streams: [deliveries.filter((d) => d.from === rp.rank).sort((a, b) => sendOrder(a) - sendOrder(b) || a.row - b.row).map((d) => d.op)],
+      streams: [
+        deliveries
+          .filter((d) => d.from === rp.rank)
+          .sort((a, b) => sendOrder(a) - sendOrder(b) || a.row - b.row)
+          .map((d) => d.op),
+      ],
     })),
   };
 }
@@ -219,19 +260,42 @@ export interface EmittedCase {
 export type RsPlan = "emitted" | "template";
 
 /** Simulate one emitted case from the plan, split and tiling the suite emitted it from (emit-suite.ts). */
-export function simulateCase(c: EmittedCase, code: CodeVersion = X2_CODE, kernels: KernelChoice = MEASURED_KERNELS, efficiency = 1, rsPlan: RsPlan = "emitted"): SimulationResult {
+export function simulateCase(
+  c: EmittedCase,
+  code: CodeVersion = X2_CODE,
+  kernels: KernelChoice = MEASURED_KERNELS,
+  efficiency = 1,
+  rsPlan: RsPlan = "emitted",
+): SimulationResult {
   const { M, N, K, world, split } = c;
   if (c.operator === "ag-gemm") {
-    const plan = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }));
-    const schedule = lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile: TILE, persistent: { numSms: NUM_SMS }, groupSizeM: 8 }, { role: "consumer" });
+    const plan = planSignals(
+      allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }),
+    );
+    const schedule = lowerToTileSchedule(
+      plan,
+      { tensor: "A", problem: { M, N, K }, tile: TILE, persistent: { numSms: NUM_SMS }, groupSizeM: 8 },
+      { role: "consumer" },
+    );
     return simulate(plan, schedule, { hardware: code.hardware, computeKernel: { kind: kernels.consumer, efficiency } });
   }
   const backend = c.backend ?? "copy-engine";
   const commSms = c.commSms ?? 8;
-  const direct = reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true });
+  const direct = reduceScatterDirect({
+    tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+    src: "C_partial",
+    axis: 0,
+    mesh: [world],
+    split,
+    afterCompute: true,
+  });
   const plan0 = planSignals(rsPlan === "emitted" ? emittedReduceScatter(direct) : direct);
   const numSms = backend === "sm" && code.smReserve ? NUM_SMS - commSms : NUM_SMS;
-  const schedule = lowerToTileSchedule(plan0, { tensor: "C_partial", problem: { M, N, K }, tile: TILE, persistent: { numSms }, groupSizeM: 8 }, { role: "producer" });
+  const schedule = lowerToTileSchedule(
+    plan0,
+    { tensor: "C_partial", problem: { M, N, K }, tile: TILE, persistent: { numSms }, groupSizeM: 8 },
+    { role: "producer" },
+  );
   const plan = applyTileArrivals(plan0, schedule);
   return simulate(plan, schedule, {
     hardware: code.hardware,
@@ -242,7 +306,12 @@ export function simulateCase(c: EmittedCase, code: CodeVersion = X2_CODE, kernel
   });
 }
 
-interface Report { shapes: { operator: string; M: number; N: number; K: number }; world: number; times: { maxMedian: number } | null; baselines?: { name: string; ms: number }[] }
+interface Report {
+  shapes: { operator: string; M: number; N: number; K: number };
+  world: number;
+  times: { maxMedian: number } | null;
+  baselines?: { name: string; ms: number }[];
+}
 
 const CASE = /^mlp(\d)_w(\d+)_(ag_gemm|gemm_rs_ce|gemm_rs_sm16|gemm_rs_sm)(?:_s(\d+))?$/;
 
@@ -258,7 +327,15 @@ export function parseCase(name: string, r: Report): (EmittedCase & { mlp: number
   return { ...base, operator: "gemm-rs", backend: "sm", commSms: kind === "gemm_rs_sm16" ? 16 : 8, op: "GEMM+RS sm" };
 }
 
-function compareFile(dir: string, file: string, code: CodeVersion, kernels: KernelChoice, efficiency: number, keep: (c: EmittedCase & { op: Operator }) => boolean = () => true, plan: RsPlan = "emitted"): KernelComparison[] {
+function compareFile(
+  dir: string,
+  file: string,
+  code: CodeVersion,
+  kernels: KernelChoice,
+  efficiency: number,
+  keep: (c: EmittedCase & { op: Operator }) => boolean = () => true,
+  plan: RsPlan = "emitted",
+): KernelComparison[] {
   const data = JSON.parse(readFileSync(join(GPU, dir, file), "utf8")) as Record<string, Report>;
   const out: KernelComparison[] = [];
   for (const [name, r] of Object.entries(data)) {
@@ -268,7 +345,14 @@ function compareFile(dir: string, file: string, code: CodeVersion, kernels: Kern
     const predicted = simulateCase(c, code, kernels, efficiency, plan).latencyMs;
     const runGemmMs = r.baselines?.find((b) => b.name === "torch-gemm")?.ms;
     const modelGemmMs = gemmMs(H200_SXM, { M: c.M, N: c.N, K: c.K });
-    out.push({ ...row(file, name, r.times.maxMedian, predicted), operator: c.op, world: c.world, mlp: c.mlp, modelGemmMs, ...(runGemmMs === undefined ? {} : { runGemmMs }) });
+    out.push({
+      ...row(file, name, r.times.maxMedian, predicted),
+      operator: c.op,
+      world: c.world,
+      mlp: c.mlp,
+      modelGemmMs,
+      ...(runGemmMs === undefined ? {} : { runGemmMs }),
+    });
   }
   return out;
 }
@@ -282,7 +366,9 @@ function compareFile(dir: string, file: string, code: CodeVersion, kernels: Kern
  */
 export function suiteComparisons(kernels: KernelChoice = MEASURED_KERNELS, efficiency = 1): KernelComparison[] {
   const noSm = (c: { op: Operator }) => c.op !== "GEMM+RS sm";
-  return ["w2-run1.json", "w48-ag-run3.json", "w2-rs-run5.json"].flatMap((f) => compareFile("suite-2026-11-22", f, SUITE1_CODE, kernels, efficiency, noSm));
+  return ["w2-run1.json", "w48-ag-run3.json", "w2-rs-run5.json"].flatMap((f) =>
+    compareFile("suite-2026-11-22", f, SUITE1_CODE, kernels, efficiency, noSm),
+  );
 }
 
 /**
@@ -293,11 +379,19 @@ export function suiteComparisons(kernels: KernelChoice = MEASURED_KERNELS, effic
  * same kind) with {@link X2_CODE}. The SM backend's `smCopy.bandwidthPerSmGBps` is
  * fitted on x2's SM rows, so those are in-sample and x1's SM rows test it.
  */
-export function suite2Comparisons(kernels: KernelChoice = MEASURED_KERNELS, efficiency = 1, variant: { plan?: RsPlan; x1?: CodeVersion; x2?: CodeVersion } = {}): KernelComparison[] {
+export function suite2Comparisons(
+  kernels: KernelChoice = MEASURED_KERNELS,
+  efficiency = 1,
+  variant: { plan?: RsPlan; x1?: CodeVersion; x2?: CodeVersion } = {},
+): KernelComparison[] {
   const all = () => true;
   return [
-    ...["x1-w2.json", "x1-w4.json"].flatMap((f) => compareFile("suite2-2026-11-22", f, variant.x1 ?? X1_CODE, kernels, efficiency, all, variant.plan)),
-    ...["x2-w2.json", "x2-w4.json", "x3-w2.json", "x3-w4.json", "x4-w4.json"].flatMap((f) => compareFile("suite2-2026-11-22", f, variant.x2 ?? X2_CODE, kernels, efficiency, all, variant.plan)),
+    ...["x1-w2.json", "x1-w4.json"].flatMap((f) =>
+      compareFile("suite2-2026-11-22", f, variant.x1 ?? X1_CODE, kernels, efficiency, all, variant.plan),
+    ),
+    ...["x2-w2.json", "x2-w4.json", "x3-w2.json", "x3-w4.json", "x4-w4.json"].flatMap((f) =>
+      compareFile("suite2-2026-11-22", f, variant.x2 ?? X2_CODE, kernels, efficiency, all, variant.plan),
+    ),
   ];
 }
 
@@ -311,7 +405,10 @@ export const inClaim = (r: KernelComparison): boolean => r.mlp <= 2 && r.operato
  * and the per-region waits).
  */
 export function gemmRsSteps(): { step: string; mlp12: number; mlp36: number; cases: number }[] {
-  const before: HardwareModel = { ...H200_SXM, reduceKernel: { programs: 64, peakGBps: 268.8, halfPrograms: 0, launchUs: H200_SXM.gemm.launchUs } };
+  const before: HardwareModel = {
+    ...H200_SXM,
+    reduceKernel: { programs: 64, peakGBps: 268.8, halfPrograms: 0, launchUs: H200_SXM.gemm.launchUs },
+  };
   const codes = (hw: HardwareModel) => ({ x1: { ...X1_CODE, hardware: hw }, x2: { ...X2_CODE, hardware: hw } });
   const steps: [string, { plan?: RsPlan; x1?: CodeVersion; x2?: CodeVersion }][] = [
     ["previous reduction law, template plan (pulls on the slab owner)", { plan: "template", ...codes(before) }],
@@ -331,7 +428,14 @@ export function meanAbsError(rows: readonly Comparison[]): number {
 }
 
 /** One operator at one world: cases, mean abs. error, max abs. error, cases within `within`. */
-export interface Summary { readonly operator: Operator; readonly world: number; readonly cases: number; readonly meanAbs: number; readonly maxAbs: number; readonly within: number }
+export interface Summary {
+  readonly operator: Operator;
+  readonly world: number;
+  readonly cases: number;
+  readonly meanAbs: number;
+  readonly maxAbs: number;
+  readonly within: number;
+}
 
 /** {@link Summary} per operator and world, in that order. */
 export function summarize(rows: readonly KernelComparison[], within = 0.15): Summary[] {
@@ -378,10 +482,24 @@ export function predictWorld(world: number, splits: readonly number[] = [1, 2]):
     for (const operator of ["AG+GEMM", "GEMM+RS ce"] as const) {
       const ag = operator === "AG+GEMM";
       const problem = ag ? { M: S, N: I / world, K: H } : { M: S, N: H, K: I / world };
-      const base = predictBaselines({ hardware: "H200_SXM", problem, collective: { kind: ag ? "all-gather" : "reduce-scatter", shape: [S, H], dtype: "bf16" }, world });
+      const base = predictBaselines({
+        hardware: "H200_SXM",
+        problem,
+        collective: { kind: ag ? "all-gather" : "reduce-scatter", shape: [S, H], dtype: "bf16" },
+        world,
+      });
       for (const split of splits) {
         const sim = simulateCase({ operator: ag ? "ag-gemm" : "gemm-rs", ...problem, world, split });
-        out.push({ mlp: k + 1, operator, split, latencyMs: sim.latencyMs, nonOverlappedMs: sim.nonOverlappedMs, boundMs: sim.boundMs, speedup: sim.speedup, cublasNcclMs: base.notOverlappedMs });
+        out.push({
+          mlp: k + 1,
+          operator,
+          split,
+          latencyMs: sim.latencyMs,
+          nonOverlappedMs: sim.nonOverlappedMs,
+          boundMs: sim.boundMs,
+          speedup: sim.speedup,
+          cublasNcclMs: base.notOverlappedMs,
+        });
       }
     }
   });
@@ -395,16 +513,23 @@ export function table(rows: readonly Comparison[], withFile = false): string {
   const lines = withFile
     ? ["| file | case | measured ms | predicted ms | error |", "| --- | --- | ---: | ---: | ---: |"]
     : ["| case | measured ms | predicted ms | error |", "| --- | ---: | ---: | ---: |"];
-  for (const r of rows) lines.push(`| ${withFile ? `${r.file} | ` : ""}${r.name} | ${r.measuredMs.toFixed(3)} | ${r.predictedMs.toFixed(3)} | ${pct(r.error)} |`);
+  for (const r of rows)
+    lines.push(
+      `| ${withFile ? `${r.file} | ` : ""}${r.name} | ${r.measuredMs.toFixed(3)} | ${r.predictedMs.toFixed(3)} | ${pct(r.error)} |`,
+    );
   lines.push(`| mean abs. error |${withFile ? " |" : ""} | | ${pct(meanAbsError(rows))} |`);
   return lines.join("\n");
 }
 
 /** A markdown table of {@link summarize}, one block of rows per labelled set. */
 export function summaryTable(sets: readonly (readonly [string, readonly KernelComparison[]])[]): string {
-  const lines = ["| operator | world | runs | cases | mean abs. error | max abs. error | within 15% |", "| --- | ---: | --- | ---: | ---: | ---: | ---: |"];
+  const lines = [
+    "| operator | world | runs | cases | mean abs. error | max abs. error | within 15% |",
+    "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
+  ];
   for (const [label, rows] of sets) {
-    for (const s of summarize(rows)) lines.push(`| ${s.operator} | ${s.world} | ${label} | ${s.cases} | ${pct(s.meanAbs)} | ${pct(s.maxAbs)} | ${s.within} |`);
+    for (const s of summarize(rows))
+      lines.push(`| ${s.operator} | ${s.world} | ${label} | ${s.cases} | ${pct(s.meanAbs)} | ${pct(s.maxAbs)} | ${s.within} |`);
   }
   return lines.join("\n");
 }
@@ -416,7 +541,9 @@ export function kernelTable(rows: readonly KernelComparison[]): string {
     "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
   ];
   for (const r of rows) {
-    lines.push(`| ${r.file} | ${r.name} | ${r.measuredMs.toFixed(3)} | ${r.predictedMs.toFixed(3)} | ${pct(r.error)} | ${r.runGemmMs === undefined ? "—" : r.runGemmMs.toFixed(3)} | ${r.modelGemmMs.toFixed(3)} |`);
+    lines.push(
+      `| ${r.file} | ${r.name} | ${r.measuredMs.toFixed(3)} | ${r.predictedMs.toFixed(3)} | ${pct(r.error)} | ${r.runGemmMs === undefined ? "—" : r.runGemmMs.toFixed(3)} | ${r.modelGemmMs.toFixed(3)} |`,
+    );
   }
   lines.push(`| mean abs. error | | | | ${pct(meanAbsError(rows))} | | |`);
   return lines.join("\n");
@@ -428,7 +555,9 @@ function worldTable(rows: readonly WorldPrediction[]): string {
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   for (const r of rows) {
-    lines.push(`| MLP-${r.mlp} | ${r.operator} | ${r.split} | ${r.latencyMs.toFixed(3)} | ${r.nonOverlappedMs.toFixed(3)} | ${r.boundMs.toFixed(3)} | ${r.speedup.toFixed(2)}× | ${r.cublasNcclMs.toFixed(3)} | ${(r.cublasNcclMs / r.latencyMs).toFixed(2)}× |`);
+    lines.push(
+      `| MLP-${r.mlp} | ${r.operator} | ${r.split} | ${r.latencyMs.toFixed(3)} | ${r.nonOverlappedMs.toFixed(3)} | ${r.boundMs.toFixed(3)} | ${r.speedup.toFixed(2)}× | ${r.cublasNcclMs.toFixed(3)} | ${(r.cublasNcclMs / r.latencyMs).toFixed(2)}× |`,
+    );
   }
   return lines.join("\n");
 }
@@ -447,10 +576,30 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     const wider = fresh.filter((r) => r.mlp > 2);
     const old = suiteComparisons();
     const steps = gemmRsSteps();
-    const stepTable = ["| GEMM+RS copy-engine model | MLP-1/2 mean abs. error | MLP-3…6 mean abs. error |", "| --- | ---: | ---: |", ...steps.map((s) => `| ${s.step} | ${pct(s.mlp12)} | ${pct(s.mlp36)} |`)].join("\n");
+    const stepTable = [
+      "| GEMM+RS copy-engine model | MLP-1/2 mean abs. error | MLP-3…6 mean abs. error |",
+      "| --- | ---: | ---: |",
+      ...steps.map((s) => `| ${s.step} | ${pct(s.mlp12)} | ${pct(s.mlp36)} |`),
+    ].join("\n");
     const sections: [string, string][] = [
-      ["Summary: the issue's target (MLP-1/2, AG+GEMM and GEMM+RS copy engine, worlds 2/4)", summaryTable([["x1 … x4", claim], ["x1", claim.filter(x1)], ["x2", claim.filter(x2)], ["x3", claim.filter(x3)], ["x4", claim.filter(x4)]])],
-      ["Summary: GEMM+RS SM push, MLP-1/2 (smCopy fitted on x2, tested on x1 and x3)", summaryTable([["x1 (test)", sm12.filter(x1)], ["x2 (fit)", sm12.filter(x2)], ["x3 (test)", sm12.filter(x3)]])],
+      [
+        "Summary: the issue's target (MLP-1/2, AG+GEMM and GEMM+RS copy engine, worlds 2/4)",
+        summaryTable([
+          ["x1 … x4", claim],
+          ["x1", claim.filter(x1)],
+          ["x2", claim.filter(x2)],
+          ["x3", claim.filter(x3)],
+          ["x4", claim.filter(x4)],
+        ]),
+      ],
+      [
+        "Summary: GEMM+RS SM push, MLP-1/2 (smCopy fitted on x2, tested on x1 and x3)",
+        summaryTable([
+          ["x1 (test)", sm12.filter(x1)],
+          ["x2 (fit)", sm12.filter(x2)],
+          ["x3 (test)", sm12.filter(x3)],
+        ]),
+      ],
       ["Summary: MLP-3…6 (x2)", summaryTable([["x2", wider]])],
       ["Summary: suite-2026-11-22 (earlier code and runs)", summaryTable([["suite-2026-11-22", old]])],
       ["The GEMM+RS copy-engine model, one change at a time (suite2)", stepTable],

@@ -49,7 +49,8 @@ describe("model vs measurements (H200, 2026-11-22)", () => {
 
 describe("model vs suite2-2026-11-22 (4×H200, worlds 2 and 4; out of sample)", () => {
   const fresh = suite2Comparisons();
-  const group = (operator: KernelComparison["operator"], world: number) => fresh.filter((r) => inClaim(r) && r.operator === operator && r.world === world);
+  const group = (operator: KernelComparison["operator"], world: number) =>
+    fresh.filter((r) => inClaim(r) && r.operator === operator && r.world === world);
 
   it("compares every timed case of x1…x4 except the TLX ones and x3's wide SM push", () => {
     expect(fresh.filter((r) => r.file.startsWith("x1"))).toHaveLength(12);
@@ -96,7 +97,12 @@ describe("model vs suite2-2026-11-22 (4×H200, worlds 2 and 4; out of sample)", 
   });
 
   it("the summary covers AG+GEMM and GEMM+RS ce at worlds 2 and 4", () => {
-    expect(summarize(fresh.filter(inClaim)).map((s) => `${s.operator} w${s.world}`)).toEqual(["AG+GEMM w2", "AG+GEMM w4", "GEMM+RS ce w2", "GEMM+RS ce w4"]);
+    expect(summarize(fresh.filter(inClaim)).map((s) => `${s.operator} w${s.world}`)).toEqual([
+      "AG+GEMM w2",
+      "AG+GEMM w4",
+      "GEMM+RS ce w2",
+      "GEMM+RS ce w4",
+    ]);
   });
 
   it("MLP-3…6 (x2): AG+GEMM and GEMM+RS ce under 4.5% on average, one AG+GEMM case beyond 15%", () => {

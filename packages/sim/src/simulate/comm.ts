@@ -84,8 +84,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
       : backend === "copy-engine"
         ? streamWriteMs(hw, world)
         : hw.signal.deviceNotifyUs * 1e-3;
-  const launchCost = (op: Op): number =>
-    op.kind === "collective" ? 0 : backend === "copy-engine" ? copyLaunchMs(hw, world) : 0;
+  const launchCost = (op: Op): number => (op.kind === "collective" ? 0 : backend === "copy-engine" ? copyLaunchMs(hw, world) : 0);
   const firstStart = backend === "sm" ? hw.smCopy.launchUs * 1e-3 : 0;
   const port = portGBps(hw) * 1e6; // bytes per ms
   const engine = hw.copyEngine.bandwidthGBps * 1e6;
@@ -114,7 +113,10 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
       if (dep.kind === "compute") continue;
       const other = streams[dep.rank]?.[dep.stream]?.[dep.index];
       if (other === undefined) {
-        throw new SimulateError("unresolved-dependency", `rank ${st.t.rank} stream ${st.t.stream} op ${st.t.index} depends on missing op (${dep.rank}, ${dep.stream}, ${dep.index}): validate the plan first`);
+        throw new SimulateError(
+          "unresolved-dependency",
+          `rank ${st.t.rank} stream ${st.t.stream} op ${st.t.index} depends on missing op (${dep.rank}, ${dep.stream}, ${dep.index}): validate the plan first`,
+        );
       }
       if (other.phase !== "done") return null;
       deps = Math.max(deps, other.end);
@@ -154,7 +156,10 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
       else next = Math.min(next, st.phaseEnd);
     }
     if (!Number.isFinite(next)) {
-      throw new SimulateError("unresolved-dependency", `communication stalls at ${now.toFixed(4)} ms with ${remainingOps} ops left: the plan's dependencies form a cycle or wait on ops that never run (run validatePlan)`);
+      throw new SimulateError(
+        "unresolved-dependency",
+        `communication stalls at ${now.toFixed(4)} ms with ${remainingOps} ops left: the plan's dependencies form a cycle or wait on ops that never run (run validatePlan)`,
+      );
     }
     const dt = Math.max(0, next - now);
     now = next;
@@ -247,7 +252,14 @@ function fixedDataMs(st: OpState, hw: HardwareModel, world: number): number {
  * copy SMs: its share of those SMs, at most an HBM pass (read + write, or read ×2 + write
  * when it accumulates).
  */
-function dataRates(active: readonly OpState[], port: number, engine: (st: OpState) => number, smPool: number, hbm: number, backend: CommBackend): Map<OpState, number> {
+function dataRates(
+  active: readonly OpState[],
+  port: number,
+  engine: (st: OpState) => number,
+  smPool: number,
+  hbm: number,
+  backend: CommBackend,
+): Map<OpState, number> {
   const out = new Map<number, number>();
   const inn = new Map<number, number>();
   const byRank = new Map<number, number>();

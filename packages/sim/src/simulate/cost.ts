@@ -18,7 +18,7 @@ const US = 1e-3;
  * model's sustained per-SM rate, scaled by `efficiency` (1 = cuBLAS-class kernel).
  */
 export function tileMs(hw: HardwareModel, tile: { BM: number; BN: number }, K: number, efficiency = 1): number {
-  return (2 * tile.BM * tile.BN * K) / (hw.gemm.tflopsPerSm * 1e12 * efficiency) * 1e3;
+  return ((2 * tile.BM * tile.BN * K) / (hw.gemm.tflopsPerSm * 1e12 * efficiency)) * 1e3;
 }
 
 /**
@@ -46,7 +46,7 @@ export function streamWriteMs(hw: HardwareModel, world: number): number {
 
 /** One copy-engine transfer alone on an idle link: launch + bytes at the engine's bandwidth (ms). */
 export function copyEngineMs(hw: HardwareModel, bytes: number, world: number): number {
-  return copyLaunchMs(hw, world) + bytes / (hw.copyEngine.bandwidthGBps * 1e9) * 1e3;
+  return copyLaunchMs(hw, world) + (bytes / (hw.copyEngine.bandwidthGBps * 1e9)) * 1e3;
 }
 
 /** Per-direction NVLink bandwidth of one GPU (GB/s): the cap its concurrent transfers share. */
@@ -62,12 +62,12 @@ export function portGBps(hw: HardwareModel): number {
 export function collectiveMs(hw: HardwareModel, kind: CollectiveKind, bytes: number, n: number): number {
   if (n <= 1) return 0;
   const traffic = ((n - 1) / n) * bytes * (kind === "all-reduce" ? 2 : 1);
-  return hw.collective.latencyUs * US + traffic / (hw.collective.busGBps * 1e9) * 1e3;
+  return hw.collective.latencyUs * US + (traffic / (hw.collective.busGBps * 1e9)) * 1e3;
 }
 
 /** An HBM-bound pass reading `readBytes` and writing `writeBytes` (ms), e.g. a local copy or a reduction. */
 export function hbmPassMs(hw: HardwareModel, readBytes: number, writeBytes: number): number {
-  return (readBytes + writeBytes) / (hw.hbmGBps * 1e9) * 1e3;
+  return ((readBytes + writeBytes) / (hw.hbmGBps * 1e9)) * 1e3;
 }
 
 /**
@@ -87,7 +87,7 @@ export function reduceKernelGBps(hw: HardwareModel, programs?: number): number {
  * (`reduceKernel.launchUs`, else a GEMM launch) plus the bytes at {@link reduceKernelGBps}.
  */
 export function reducePassMs(hw: HardwareModel, bytes: number, programs?: number): number {
-  return (hw.reduceKernel?.launchUs ?? hw.gemm.launchUs) * US + bytes / (reduceKernelGBps(hw, programs) * 1e9) * 1e3;
+  return (hw.reduceKernel?.launchUs ?? hw.gemm.launchUs) * US + (bytes / (reduceKernelGBps(hw, programs) * 1e9)) * 1e3;
 }
 
 function checkProblem(p: GemmProblem): void {

@@ -73,7 +73,11 @@ export const HardwareModel = z.object({
     .object({
       efficiency: Pos,
       launchUs: NonNeg,
-      tiles: z.array(z.object({ BM: z.number().int().positive(), BN: z.number().int().positive(), BK: z.number().int().positive(), efficiency: Pos })).optional(),
+      tiles: z
+        .array(
+          z.object({ BM: z.number().int().positive(), BN: z.number().int().positive(), BK: z.number().int().positive(), efficiency: Pos }),
+        )
+        .optional(),
     })
     .optional(),
   /**
@@ -84,9 +88,7 @@ export const HardwareModel = z.object({
    * `peakGBps · programs / (programs + halfPrograms)`; a pass costs
    * `launchUs + bytes / bandwidth`.
    */
-  reduceKernel: z
-    .object({ programs: z.number().int().positive(), peakGBps: Pos, halfPrograms: NonNeg, launchUs: NonNeg })
-    .optional(),
+  reduceKernel: z.object({ programs: z.number().int().positive(), peakGBps: Pos, halfPrograms: NonNeg, launchUs: NonNeg }).optional(),
   contention: z.object({
     /** Fractional slow-down of GEMM tiles while a copy moves data on the same rank. */
     copySlowdown: NonNeg,
@@ -146,7 +148,8 @@ export const H200_SXM: HardwareModel = {
   // on suite2-2026-11-22).
   contention: { copySlowdown: 0.05, copyBandwidthUnderCompute: 0.35 },
   source: {
-    tritonGemm: "measured: least squares (relative error) of launch + wave-quantised rounds / efficiency over the emitted ag_gemm_consumer alone (no waits) at 128×256×64, 8 warps, 3 stages on six problems (AG+GEMM MLP-1 w2/w4, MLP-2 w4, MLP-5 w2; GEMM+RS MLP-1 w2, MLP-2 w4), mean error 3.6%, max 8.8%; tiles: per tile, its factor fitted the same way with launch and efficiency held, at the emitter's launch defaults (gemmLaunchDefaults), mean errors 3.2–4.3%; packages/bench/results/gpu/tiles-2026-11-22/tiles-h200.json (one H200, 2026-11-22). Replaces the prototype kernel's fit (launch 111 µs, efficiency 1.024; prototype-2026-11-22)",
+    tritonGemm:
+      "measured: least squares (relative error) of launch + wave-quantised rounds / efficiency over the emitted ag_gemm_consumer alone (no waits) at 128×256×64, 8 warps, 3 stages on six problems (AG+GEMM MLP-1 w2/w4, MLP-2 w4, MLP-5 w2; GEMM+RS MLP-1 w2, MLP-2 w4), mean error 3.6%, max 8.8%; tiles: per tile, its factor fitted the same way with launch and efficiency held, at the emitter's launch defaults (gemmLaunchDefaults), mean errors 3.2–4.3%; packages/bench/results/gpu/tiles-2026-11-22/tiles-h200.json (one H200, 2026-11-22). Replaces the prototype kernel's fit (launch 111 µs, efficiency 1.024; prototype-2026-11-22)",
     reduceKernel: `measured: ${RS_REDUCE}/rs-reduce-h200-quick.json, the emitted variant (w4 bn128 unroll sys) at 64 and 264 programs on slabs H4096_w2, H4096_w4, H8192_w2: least squares (relative error) of launchUs + bytes / (peakGBps · p / (p + halfPrograms)), bytes = (W + 1) · rows · N · 2; mean error 2.0%, max 3.9%. The functional form is checked on the H100 sweep (rs-reduce-h100.json, 64..2048 programs: mean error 4.8%). programs 132: the emitted grid (one per SM)`,
     smCount: "measured: numSms 132 in suite-2026-11-22/*.json (extra.numSms)",
     gemm: `measured: fit of 48 cuBLAS bf16 GEMM times (MLP gemm_ms and gemm_rows with M >= 1024, worlds 2/4/8) in ${BASELINES}: wave-quantised 128×256 tiles, mean error 8.7%, max 25%`,
@@ -155,9 +158,11 @@ export const H200_SXM: HardwareModel = {
     nvlink: "measured: NV18, 26.5 GB/s per link per direction (/work/shared/notes/device.md, topology-h200x8-2026-11-22.txt)",
     copyEngine: `measured: copy-engine push 4–256 MiB in ${BASELINES}: 385 GB/s slope; intercept 14/18/37 µs at worlds 2/4/8 fitted as 6 + 3.8·world. count: assumed`,
     signal: `measured: stream_write_value32 2.73/3.39/4.00 µs at worlds 2/4/8 in ${BASELINES}; deviceNotifyUs assumed`,
-    smCopy: "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed",
+    smCopy:
+      "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed",
     collective: `measured: fit of 36 NCCL all-gather / reduce-scatter times (MLP-1..6, worlds 2/4/8) in ${BASELINES}, mean error 7.9%`,
-    contention: "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
+    contention:
+      "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
   },
 };
 

@@ -118,7 +118,8 @@ describe("simulate", () => {
 
   it("SM copies drive local copies too, at the copy SMs' bandwidth", () => {
     const { plan, schedule } = gemmRs(2, 1);
-    const own = (r: ReturnType<typeof simulate>) => r.ranks[0]!.events.find((e) => e.kind === "transfer" && e.label.startsWith("own partial"))!;
+    const own = (r: ReturnType<typeof simulate>) =>
+      r.ranks[0]!.events.find((e) => e.kind === "transfer" && e.label.startsWith("own partial"))!;
     const bytes = 4096 * 4096 * 2;
     const ce = own(simulate(plan, schedule, { hardware: "H200_SXM" }));
     expect(ce.endMs - ce.startMs).toBeCloseTo((2 * bytes) / (H200_SXM.hbmGBps * 1e6), 9);
@@ -161,18 +162,38 @@ describe("simulate", () => {
   });
 
   it("predictBaselines: GEMM, collective, their sum and the bound; bad input is an error", () => {
-    const b = predictBaselines({ hardware: "H200_SXM", problem: { M: 8192, N: 5504, K: 4096 }, collective: { kind: "all-gather", shape: [8192, 4096], dtype: "bf16" }, world: 2 });
+    const b = predictBaselines({
+      hardware: "H200_SXM",
+      problem: { M: 8192, N: 5504, K: 4096 },
+      collective: { kind: "all-gather", shape: [8192, 4096], dtype: "bf16" },
+      world: 2,
+    });
     expect(b.notOverlappedMs).toBeCloseTo(b.gemmMs + b.collectiveMs, 12);
     expect(b.boundMs).toBe(Math.max(b.gemmMs, b.collectiveMs));
     expect(b.collectiveMs).toBeCloseTo(0.054 + (0.5 * 8192 * 4096 * 2) / 268e6, 9);
-    expect(() => predictBaselines({ hardware: "H200_SXM", problem: { M: 0, N: 1, K: 1 }, collective: { kind: "all-gather", shape: [8], dtype: "bf16" }, world: 2 })).toThrow(SimulateError);
-    expect(() => predictBaselines({ hardware: "H200_SXM", problem: { M: 8, N: 1, K: 1 }, collective: { kind: "all-gather", shape: [8], dtype: "bf16" }, world: 0 })).toThrow(/positive integer/);
+    expect(() =>
+      predictBaselines({
+        hardware: "H200_SXM",
+        problem: { M: 0, N: 1, K: 1 },
+        collective: { kind: "all-gather", shape: [8], dtype: "bf16" },
+        world: 2,
+      }),
+    ).toThrow(SimulateError);
+    expect(() =>
+      predictBaselines({
+        hardware: "H200_SXM",
+        problem: { M: 8, N: 1, K: 1 },
+        collective: { kind: "all-gather", shape: [8], dtype: "bf16" },
+        world: 0,
+      }),
+    ).toThrow(/positive integer/);
   });
 
   it("built-in models parse and cite their sources", () => {
     for (const hw of [H100_SXM, H200_SXM]) {
       expect(HardwareModel.parse(hw)).toEqual(hw);
-      for (const key of ["gemm", "copyEngine", "collective", "signal"]) expect(hw.source[key]).toMatch(/measured|derived|assumed|datasheet/);
+      for (const key of ["gemm", "copyEngine", "collective", "signal"])
+        expect(hw.source[key]).toMatch(/measured|derived|assumed|datasheet/);
     }
   });
 });
@@ -212,19 +233,26 @@ describe("simulate properties", () => {
 
   it("GEMM+RS on either backend: bound ≤ latency ≤ non-overlapped + overheads", () => {
     fc.assert(
-      fc.property(fc.constantFrom(2, 4, 8), fc.integer({ min: 1, max: 2 }), fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">, (world, split, backend) => {
-        // A persistent kernel beside 16 copy SMs is launched on the 116 SMs left.
-        const { plan, schedule } = gemmRs(world, split, backend === "sm" ? 116 : 132);
-        const r = simulate(plan, schedule, { hardware: "H200_SXM", backend });
-        for (const x of r.ranks) {
-          expect(x.latencyMs).toBeGreaterThanOrEqual(x.boundMs - 1e-9);
-          // SM copies also take commSms SMs from compute.
-          const tiles = schedule.grid.numTiles;
-          const fewerSms = backend === "sm" ? Math.ceil(tiles / (132 - 16)) / Math.ceil(tiles / 132) : 1;
-          const under = backend === "copy-engine" ? H200_SXM.contention.copyBandwidthUnderCompute ?? 1 : 1;
-          expect(x.latencyMs).toBeLessThanOrEqual(x.computeAloneMs * fewerSms * (1 + H200_SXM.contention.copySlowdown) + x.commAloneMs / under + 1e-9);
-        }
-      }),
+      fc.property(
+        fc.constantFrom(2, 4, 8),
+        fc.integer({ min: 1, max: 2 }),
+        fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">,
+        (world, split, backend) => {
+          // A persistent kernel beside 16 copy SMs is launched on the 116 SMs left.
+          const { plan, schedule } = gemmRs(world, split, backend === "sm" ? 116 : 132);
+          const r = simulate(plan, schedule, { hardware: "H200_SXM", backend });
+          for (const x of r.ranks) {
+            expect(x.latencyMs).toBeGreaterThanOrEqual(x.boundMs - 1e-9);
+            // SM copies also take commSms SMs from compute.
+            const tiles = schedule.grid.numTiles;
+            const fewerSms = backend === "sm" ? Math.ceil(tiles / (132 - 16)) / Math.ceil(tiles / 132) : 1;
+            const under = backend === "copy-engine" ? (H200_SXM.contention.copyBandwidthUnderCompute ?? 1) : 1;
+            expect(x.latencyMs).toBeLessThanOrEqual(
+              x.computeAloneMs * fewerSms * (1 + H200_SXM.contention.copySlowdown) + x.commAloneMs / under + 1e-9,
+            );
+          }
+        },
+      ),
       { numRuns: 8 },
     );
   });
@@ -268,7 +296,11 @@ describe("calibration mechanisms", () => {
     const first = launches(piped)[0]!;
     expect(first).toBeCloseTo(full, 9);
     // Later launches only show the part their predecessor's transfer did not hide.
-    expect(launches(piped).slice(1).every((d) => d < full - 1e-6)).toBe(true);
+    expect(
+      launches(piped)
+        .slice(1)
+        .every((d) => d < full - 1e-6),
+    ).toBe(true);
     expect(piped.latencyMs).toBeGreaterThanOrEqual(piped.boundMs - 1e-9);
   });
 
@@ -278,12 +310,14 @@ describe("calibration mechanisms", () => {
     const triton = simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "triton" } });
     const t = H200_SXM.tritonGemm!;
     const rounds = Math.ceil(schedule.grid.numTiles / 132);
-    const tile = (2 * 128 * 256 * 4096) / (H200_SXM.gemm.tflopsPerSm * 1e12 * t.efficiency) * 1e3;
+    const tile = ((2 * 128 * 256 * 4096) / (H200_SXM.gemm.tflopsPerSm * 1e12 * t.efficiency)) * 1e3;
     expect(triton.computeAloneMs).toBeCloseTo(t.launchUs * 1e-3 + rounds * tile, 9);
     expect(triton.computeAloneMs).toBeGreaterThan(cublas.computeAloneMs);
     const bare: HardwareModel = { ...H200_SXM, tritonGemm: undefined };
     expect(code(() => simulate(plan, schedule, { hardware: bare, computeKernel: { kind: "triton" } }))).toBe("bad-option");
-    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "cutlass" as "triton" } }))).toBe("bad-option");
+    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "cutlass" as "triton" } }))).toBe(
+      "bad-option",
+    );
   });
 
   it("runs the reduction kernel at its grid's in-flight bandwidth over (W + 1) slabs", () => {
@@ -322,15 +356,21 @@ describe("calibration mechanisms", () => {
 
   it("slows copies beside the GEMM: latency is monotone in copyBandwidthUnderCompute, comm alone is not affected", () => {
     fc.assert(
-      fc.property(fc.constantFrom(2, 4, 8), fc.integer({ min: 1, max: 2 }), fc.double({ min: 0.1, max: 1, noNaN: true }), fc.double({ min: 0.1, max: 1, noNaN: true }), (world, split, x, y) => {
-        const [lo, hi] = x <= y ? [x, y] : [y, x];
-        const hw = (f: number): HardwareModel => ({ ...H200_SXM, contention: { ...H200_SXM.contention, copyBandwidthUnderCompute: f } });
-        const { plan, schedule } = agGemm(world, split);
-        const slow = simulate(plan, schedule, { hardware: hw(lo) });
-        const fast = simulate(plan, schedule, { hardware: hw(hi) });
-        expect(fast.latencyMs).toBeLessThanOrEqual(slow.latencyMs + 1e-9);
-        expect(fast.commAloneMs).toBeCloseTo(slow.commAloneMs, 12);
-      }),
+      fc.property(
+        fc.constantFrom(2, 4, 8),
+        fc.integer({ min: 1, max: 2 }),
+        fc.double({ min: 0.1, max: 1, noNaN: true }),
+        fc.double({ min: 0.1, max: 1, noNaN: true }),
+        (world, split, x, y) => {
+          const [lo, hi] = x <= y ? [x, y] : [y, x];
+          const hw = (f: number): HardwareModel => ({ ...H200_SXM, contention: { ...H200_SXM.contention, copyBandwidthUnderCompute: f } });
+          const { plan, schedule } = agGemm(world, split);
+          const slow = simulate(plan, schedule, { hardware: hw(lo) });
+          const fast = simulate(plan, schedule, { hardware: hw(hi) });
+          expect(fast.latencyMs).toBeLessThanOrEqual(slow.latencyMs + 1e-9);
+          expect(fast.commAloneMs).toBeCloseTo(slow.commAloneMs, 12);
+        },
+      ),
       { numRuns: 10 },
     );
   });

@@ -63,29 +63,49 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
   }
   const commSms = options.commSms ?? (backend === "sm" ? 16 : 0);
   if (!Number.isInteger(commSms) || commSms < 0 || commSms >= hw.smCount || (backend === "sm" && commSms === 0)) {
-    throw new SimulateError("bad-option", `commSms = ${commSms}: give an integer in ${backend === "sm" ? 1 : 0}..${hw.smCount - 1} (SMs left for compute must be at least 1)`);
+    throw new SimulateError(
+      "bad-option",
+      `commSms = ${commSms}: give an integer in ${backend === "sm" ? 1 : 0}..${hw.smCount - 1} (SMs left for compute must be at least 1)`,
+    );
   }
   const efficiency = options.computeKernel?.efficiency ?? 1;
   if (!(efficiency > 0 && efficiency <= 2)) {
-    throw new SimulateError("bad-option", `computeKernel.efficiency = ${efficiency}: give a positive factor (1 = cuBLAS-class, 0.8 = 20% slower)`);
+    throw new SimulateError(
+      "bad-option",
+      `computeKernel.efficiency = ${efficiency}: give a positive factor (1 = cuBLAS-class, 0.8 = 20% slower)`,
+    );
   }
   if (schedule.plan !== plan.name || schedule.ranks.length !== plan.ranks.length) {
-    throw new SimulateError("schedule-mismatch", `tile schedule of plan "${schedule.plan}" (${schedule.ranks.length} ranks) does not belong to plan "${plan.name}" (${plan.ranks.length} ranks): lower this plan with lowerToTileSchedule`);
+    throw new SimulateError(
+      "schedule-mismatch",
+      `tile schedule of plan "${schedule.plan}" (${schedule.ranks.length} ranks) does not belong to plan "${plan.name}" (${plan.ranks.length} ranks): lower this plan with lowerToTileSchedule`,
+    );
   }
   const kind = options.computeKernel?.kind ?? "cublas";
   if (kind !== "cublas" && kind !== "triton") {
     throw new SimulateError("bad-option", `computeKernel.kind "${String(kind)}": use "cublas" or "triton"`);
   }
   if (kind === "triton" && hw.tritonGemm === undefined) {
-    throw new SimulateError("bad-option", `computeKernel.kind "triton": hardware model ${hw.name} has no tritonGemm calibration; add one or use "cublas"`);
+    throw new SimulateError(
+      "bad-option",
+      `computeKernel.kind "triton": hardware model ${hw.name} has no tritonGemm calibration; add one or use "cublas"`,
+    );
   }
   const kernel = kind === "triton" ? hw.tritonGemm! : { efficiency: 1, launchUs: hw.gemm.launchUs };
   const reducePrograms = options.reduceKernel?.programs ?? hw.reduceKernel?.programs;
   if (reducePrograms !== undefined && !(Number.isInteger(reducePrograms) && reducePrograms > 0)) {
-    throw new SimulateError("bad-option", `reduceKernel.programs = ${reducePrograms}: give a positive integer (the reduction kernel's persistent grid)`);
+    throw new SimulateError(
+      "bad-option",
+      `reduceKernel.programs = ${reducePrograms}: give a positive integer (the reduction kernel's persistent grid)`,
+    );
   }
   const signalled = plan.signals === undefined ? planSignals(plan) : plan;
-  const tMs = tileMs(hw, schedule.tiling.tile, schedule.tiling.problem.K, efficiency * kernel.efficiency * (kind === "triton" ? tritonTileFactor(hw, schedule.tiling.tile) : 1));
+  const tMs = tileMs(
+    hw,
+    schedule.tiling.tile,
+    schedule.tiling.problem.K,
+    efficiency * kernel.efficiency * (kind === "triton" ? tritonTileFactor(hw, schedule.tiling.tile) : 1),
+  );
   const startMs = kernel.launchUs * 1e-3;
   const computeSms = hw.smCount - (backend === "sm" ? commSms : 0);
   const comm = { plan: signalled, hardware: hw, backend, commSms, pipelinedLaunch: options.pipelinedLaunch ?? true };
@@ -107,10 +127,18 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     // Compute gates communication; a second pass prices the copies' contention on compute.
     compute = ranks.map((r) => computeOf(r, computeSms, () => 0, idle, 0));
     const first = compute;
-    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, first[r]!, region), computeUntil: first.map((c) => c.computeEnd) });
+    ops = simulateComm({
+      ...comm,
+      computeDone: (r, region) => regionDoneAt(schedule, first[r]!, region),
+      computeUntil: first.map((c) => c.computeEnd),
+    });
     compute = ranks.map((r) => computeOf(r, computeSms, () => 0, busyOf(ops, r), hw.contention.copySlowdown));
     const final = compute;
-    ops = simulateComm({ ...comm, computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region), computeUntil: final.map((c) => c.computeEnd) });
+    ops = simulateComm({
+      ...comm,
+      computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region),
+      computeUntil: final.map((c) => c.computeEnd),
+    });
   }
   const work = reductionWork(signalled);
   const reduceGBps = reduceKernelGBps(hw, reducePrograms);
@@ -194,7 +222,10 @@ function slotReadiness(plan: ChunkPlan, ops: readonly OpTiming[]): Map<string, n
 function readyOf(ready: Map<string, number>, rank: number, slot: number): number {
   const t = ready.get(`${rank}:${slot}`);
   if (t === undefined) {
-    throw new SimulateError("unknown-slot", `rank ${rank} waits on slot ${slot}, which no op of the plan fills enough times: re-run planSignals and lowerToTileSchedule on the same plan`);
+    throw new SimulateError(
+      "unknown-slot",
+      `rank ${rank} waits on slot ${slot}, which no op of the plan fills enough times: re-run planSignals and lowerToTileSchedule on the same plan`,
+    );
   }
   return t;
 }
@@ -275,7 +306,13 @@ function compareOffsets(a: readonly number[], b: readonly number[]): number {
  * `gbps`, each region once every op landing in it has ended (the kernel waits per chunk).
  * Null when the rank reduces nothing.
  */
-function reductionPass(segments: readonly ReduceSegment[], start: number, launchMs: number, gbps: number, ends: Map<string, number>): { start: number; end: number } | null {
+function reductionPass(
+  segments: readonly ReduceSegment[],
+  start: number,
+  launchMs: number,
+  gbps: number,
+  ends: Map<string, number>,
+): { start: number; end: number } | null {
   if (segments.length === 0) return null;
   let t = start + launchMs;
   for (const seg of segments) {
@@ -297,7 +334,13 @@ function timeline(
   if (detail === "tiles") {
     const tables = schedule.ranks[rank]!.tables;
     for (let v = 0; v < compute.start.length; v++) {
-      events.push({ lane: "compute", kind: "tile", startMs: compute.start[v]!, endMs: compute.end[v]!, label: `tile ${tables.tile[v]!} (wave ${tables.wave[v]!})` });
+      events.push({
+        lane: "compute",
+        kind: "tile",
+        startMs: compute.start[v]!,
+        endMs: compute.end[v]!,
+        label: `tile ${tables.tile[v]!} (wave ${tables.wave[v]!})`,
+      });
     }
   } else {
     for (const w of compute.waves) {
@@ -313,7 +356,13 @@ function timeline(
   for (const o of ops) {
     const lane = `stream ${o.stream}`;
     if (o.dataStart > o.start) events.push({ lane, kind: "launch", startMs: o.start, endMs: o.dataStart, label: `launch ${o.label}` });
-    events.push({ lane, kind: o.kind === "collective" ? "collective" : "transfer", startMs: o.dataStart, endMs: o.dataEnd, label: `${o.label} (${(o.bytes / 2 ** 20).toFixed(1)} MiB)` });
+    events.push({
+      lane,
+      kind: o.kind === "collective" ? "collective" : "transfer",
+      startMs: o.dataStart,
+      endMs: o.dataEnd,
+      label: `${o.label} (${(o.bytes / 2 ** 20).toFixed(1)} MiB)`,
+    });
     if (o.end > o.dataEnd) events.push({ lane, kind: "signal", startMs: o.dataEnd, endMs: o.end, label: "signal" });
   }
   return events;

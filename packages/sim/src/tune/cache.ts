@@ -81,7 +81,10 @@ export function parseTuneCache(text: string): TuneCache {
   const parsed = TuneCache.safeParse(json);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
-    throw new TuneError("bad-cache", `the tuning cache is not ${TUNE_CACHE_SCHEMA}: ${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"}; delete the file to start a new one`);
+    throw new TuneError(
+      "bad-cache",
+      `the tuning cache is not ${TUNE_CACHE_SCHEMA}: ${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"}; delete the file to start a new one`,
+    );
   }
   // A record parse assigns keys one by one, and an own key "__proto__" would be lost (it
   // sets the prototype instead): rebuild the entries with defined properties.
@@ -92,5 +95,5 @@ export function parseTuneCache(text: string): TuneCache {
 
 /** The cache as JSON text, keys in insertion order, 2-space indent. */
 export function serializeTuneCache(cache: TuneCache): string {
-  return JSON.stringify(cache, null, 2) + "\n";
+  return `${JSON.stringify(cache, null, 2)}\n`;
 }

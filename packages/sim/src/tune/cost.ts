@@ -39,7 +39,11 @@ export function simulatorCost(hardware: HardwareModel | string): CostFunction {
       const b = predictBaselines({
         hardware: hw,
         problem: { M: problem.M, N: problem.N, K: problem.K },
-        collective: { kind: ag ? "all-gather" : "reduce-scatter", shape: ag ? [problem.M, problem.K] : [problem.M, problem.N], dtype: problem.dtype },
+        collective: {
+          kind: ag ? "all-gather" : "reduce-scatter",
+          shape: ag ? [problem.M, problem.K] : [problem.M, problem.N],
+          dtype: problem.dtype,
+        },
         world: problem.world,
       });
       return { latencyMs: b.notOverlappedMs, detail: { gemmMs: b.gemmMs, collectiveMs: b.collectiveMs, boundMs: b.boundMs } };
@@ -53,7 +57,13 @@ export function simulatorCost(hardware: HardwareModel | string): CostFunction {
     });
     return {
       latencyMs: sim.latencyMs,
-      detail: { boundMs: sim.boundMs, nonOverlappedMs: sim.nonOverlappedMs, overlapRatio: sim.overlapRatio, computeAloneMs: sim.computeAloneMs, commAloneMs: sim.commAloneMs },
+      detail: {
+        boundMs: sim.boundMs,
+        nonOverlappedMs: sim.nonOverlappedMs,
+        overlapRatio: sim.overlapRatio,
+        computeAloneMs: sim.computeAloneMs,
+        commAloneMs: sim.commAloneMs,
+      },
     };
   };
 }

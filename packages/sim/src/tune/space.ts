@@ -93,7 +93,8 @@ export function enumerateCandidates(space: TuneSpace): Candidate[] {
   positiveInts("splits", space.splits);
   positiveInts("groupSizesM", space.groupSizesM);
   if (space.backends.includes("sm")) positiveInts("commSms", space.commSms);
-  if (space.tiles.length === 0) throw new TuneError("bad-space", "space.tiles is empty: give at least one tile, e.g. { BM: 128, BN: 256, BK: 64 }");
+  if (space.tiles.length === 0)
+    throw new TuneError("bad-space", "space.tiles is empty: give at least one tile, e.g. { BM: 128, BN: 256, BK: 64 }");
   for (const t of space.tiles) positiveInts("tiles", [t.BM, t.BN, t.BK]);
   const out: Candidate[] = [];
   for (const split of space.splits) {
@@ -107,6 +108,7 @@ export function enumerateCandidates(space: TuneSpace): Candidate[] {
     }
   }
   if (space.sequential !== false) out.push({ path: "sequential" });
-  if (out.length === 0) throw new TuneError("bad-space", "the space has no candidate: list at least one backend, or allow the sequential path");
+  if (out.length === 0)
+    throw new TuneError("bad-space", "the space has no candidate: list at least one backend, or allow the sequential path");
   return out;
 }

@@ -80,7 +80,14 @@ describe("enumerateCandidates", () => {
 describe("memory pruning", () => {
   it("counts the GEMM+RS receive slabs and the tile's pipelined shared memory", () => {
     const rs = TuneProblem.parse({ operator: "gemm-rs", M: 1024, N: 512, K: 256, world: 4 });
-    const c: Candidate = { path: "overlapped", split: 1, backend: "copy-engine", commSms: 0, tile: { BM: 128, BN: 128, BK: 64 }, groupSizeM: 1 };
+    const c: Candidate = {
+      path: "overlapped",
+      split: 1,
+      backend: "copy-engine",
+      commSms: 0,
+      tile: { BM: 128, BN: 128, BK: 64 },
+      groupSizeM: 1,
+    };
     const seq = candidateMemory(rs, { path: "sequential" });
     expect(seq.globalBytes).toBe((1024 * 256 + 256 * 512 + 1024 * 512 + 256 * 512) * 2);
     const m = candidateMemory(rs, c);
@@ -92,7 +99,9 @@ describe("memory pruning", () => {
   });
 
   it("fails with nothing-fits, naming the reason, when no candidate fits", async () => {
-    const err = await tune(SMALL, { cost: hashedCost(1), memory: { ...ROOMY, globalBytes: 1000 }, device: "test", space: SPACE }).catch((e: unknown) => e);
+    const err = await tune(SMALL, { cost: hashedCost(1), memory: { ...ROOMY, globalBytes: 1000 }, device: "test", space: SPACE }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(TuneError);
     expect((err as TuneError).code).toBe("nothing-fits");
     expect((err as TuneError).message).toMatch(/GB per rank/);
@@ -112,7 +121,9 @@ describe("tune", () => {
           const memory = { globalBytes, sharedBytesPerBlock };
           const cost = hashedCost(seed);
           const result = await tune(SMALL, { cost, memory, device: "test", space: SPACE });
-          const fits = all.filter((c) => memoryMisfit(SMALL, c, memory) === undefined && (c.path === "sequential" || chunkMisfit(SMALL, c) === undefined));
+          const fits = all.filter(
+            (c) => memoryMisfit(SMALL, c, memory) === undefined && (c.path === "sequential" || chunkMisfit(SMALL, c) === undefined),
+          );
           const best = Math.min(...fits.map((c) => cost({ problem: SMALL, candidate: c } as never).latencyMs));
           expect(memoryMisfit(SMALL, result.winner, memory)).toBeUndefined();
           expect(result.predictedMs).toBe(best);
@@ -155,7 +166,10 @@ describe("tune", () => {
         fc.constantFrom(128, 256),
         fc.constantFrom(128, 256),
         async (operator, world, blocks, N, K) => {
-          const small = await tune({ operator, M: world * 128 * blocks, N, K, world }, { cost: model, memory: ROOMY, device: "test", space: SPACE });
+          const small = await tune(
+            { operator, M: world * 128 * blocks, N, K, world },
+            { cost: model, memory: ROOMY, device: "test", space: SPACE },
+          );
           expect(small.decision).toBe("sequential");
           expect(small.winner).toEqual({ path: "sequential" });
           expect(small.message).toMatch(/overlap loses.*non-overlapped path/);
@@ -163,17 +177,30 @@ describe("tune", () => {
       ),
       { numRuns: 10 },
     );
-    const large = await tune({ operator: "ag-gemm", M: 8192, N: 2752, K: 4096, world: 4 }, { cost: model, memory: ROOMY, device: "test", space: SPACE });
+    const large = await tune(
+      { operator: "ag-gemm", M: 8192, N: 2752, K: 4096, world: 4 },
+      { cost: model, memory: ROOMY, device: "test", space: SPACE },
+    );
     expect(large.decision).toBe("overlapped");
     expect(large.message).toMatch(/overlapping wins/);
   });
 
   it("ranks with the simulator: each prediction is simulate()'s latency for that candidate, as the emitted Triton kernel", async () => {
-    const result = await tune(SMALL, { cost: simulatorCost("H200_SXM"), memory: ROOMY, device: "H200_SXM", space: { ...SPACE, splits: [1, 2] } });
+    const result = await tune(SMALL, {
+      cost: simulatorCost("H200_SXM"),
+      memory: ROOMY,
+      device: "H200_SXM",
+      space: { ...SPACE, splits: [1, 2] },
+    });
     const top = result.ranked.find((r) => r.candidate.path === "overlapped")!;
     const c = top.candidate as OverlappedCandidate;
     const plan = candidatePlan(SMALL, c.split);
-    const sim = simulate(plan, candidateSchedule(SMALL, plan, c, 132 - c.commSms), { hardware: "H200_SXM", backend: c.backend, commSms: c.commSms, computeKernel: { kind: "triton" } });
+    const sim = simulate(plan, candidateSchedule(SMALL, plan, c, 132 - c.commSms), {
+      hardware: "H200_SXM",
+      backend: c.backend,
+      commSms: c.commSms,
+      computeKernel: { kind: "triton" },
+    });
     expect(top.predictedMs).toBe(sim.latencyMs);
     expect(top.detail?.boundMs).toBe(sim.boundMs);
     expect(result.ranked.map((r) => r.predictedMs)).toEqual([...result.ranked.map((r) => r.predictedMs)].sort((a, b) => a - b));
@@ -197,7 +224,9 @@ describe("tune", () => {
   });
 
   it("refuses a bad problem with bad-problem", () => {
-    expect(() => rankCandidates({ operator: "ag-gemm", M: 0, N: 1, K: 1, world: 2 }, { cost: hashedCost(0), memory: ROOMY })).toThrow(/problem.M/);
+    expect(() => rankCandidates({ operator: "ag-gemm", M: 0, N: 1, K: 1, world: 2 }, { cost: hashedCost(0), memory: ROOMY })).toThrow(
+      /problem.M/,
+    );
   });
 });
 
@@ -249,13 +278,22 @@ describe("tune cache", () => {
 
   it("rejects text that is not a cache with bad-cache", () => {
     expect(() => parseTuneCache("{")).toThrow(TuneError);
-    expect(() => parseTuneCache(JSON.stringify({ $schema: "ovl.tune-cache/v1", entries: { a: { operator: "x" } } }))).toThrow(/entries\.a\.operator/);
+    expect(() => parseTuneCache(JSON.stringify({ $schema: "ovl.tune-cache/v1", entries: { a: { operator: "x" } } }))).toThrow(
+      /entries\.a\.operator/,
+    );
   });
 });
 
 describe("measurementSet", () => {
   const rc = (split: number, groupSizeM: number, predictedMs: number, BN = 256): RankedCandidate => {
-    const candidate: OverlappedCandidate = { path: "overlapped", split, backend: "copy-engine", commSms: 0, tile: { BM: 128, BN, BK: 64 }, groupSizeM };
+    const candidate: OverlappedCandidate = {
+      path: "overlapped",
+      split,
+      backend: "copy-engine",
+      commSms: 0,
+      tile: { BM: 128, BN, BK: 64 },
+      groupSizeM,
+    };
     return { candidate, key: candidateKey(candidate), predictedMs, globalBytes: 0 };
   };
   it("measures the best k the model tells apart: swizzles predicted alike count once", () => {

@@ -7,7 +7,7 @@ import type { ChunkPlan } from "@ovl/chunk-plan";
 import { candidateMemory, memoryMisfit, type MemoryLimits } from "./memory.js";
 import { candidatePlan, candidateSchedule, chunkMisfit, type BuiltCandidate } from "./build.js";
 import { lookupTune, tuneCacheKey, type TuneCache, type TuneCacheEntry } from "./cache.js";
-import type { CostFunction } from "./cost.js";
+import type { CostEstimate, CostFunction } from "./cost.js";
 import { TuneError } from "./errors.js";
 import {
   candidateKey,
@@ -116,7 +116,10 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
   const parsed = TuneProblem.safeParse(problemInput);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
-    throw new TuneError("bad-problem", `problem.${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"} (operator ag-gemm or gemm-rs, positive M N K, world ≥ 2)`);
+    throw new TuneError(
+      "bad-problem",
+      `problem.${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"} (operator ag-gemm or gemm-rs, positive M N K, world ≥ 2)`,
+    );
   }
   const problem = parsed.data;
   const candidates = enumerateCandidates(options.space ?? DEFAULT_TUNE_SPACE);
@@ -140,13 +143,14 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
   candidates.forEach((candidate, i) => {
     const key = candidateKey(candidate);
     options.onProgress?.({ phase: "model", done: i + 1, total: candidates.length, key });
-    const misfit = memoryMisfit(problem, candidate, options.memory) ?? (candidate.path === "overlapped" ? chunkMisfit(problem, candidate) : undefined);
+    const misfit =
+      memoryMisfit(problem, candidate, options.memory) ?? (candidate.path === "overlapped" ? chunkMisfit(problem, candidate) : undefined);
     if (misfit !== undefined) {
       pruned.push({ candidate, key, reason: misfit });
       return;
     }
     try {
-      let estimate;
+      let estimate: CostEstimate;
       if (candidate.path === "sequential") {
         estimate = options.cost({ problem, candidate });
       } else {
@@ -154,9 +158,16 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
         const built: BuiltCandidate = { plan, schedule: candidateSchedule(problem, plan, candidate, numSms - candidate.commSms) };
         estimate = options.cost({ problem, candidate, built });
       }
-      if (!Number.isFinite(estimate.latencyMs) || estimate.latencyMs < 0) throw new Error(`the cost function returned ${estimate.latencyMs} ms`);
+      if (!Number.isFinite(estimate.latencyMs) || estimate.latencyMs < 0)
+        throw new Error(`the cost function returned ${estimate.latencyMs} ms`);
       const globalBytes = candidateMemory(problem, candidate).globalBytes;
-      ranked.push({ candidate, key, predictedMs: estimate.latencyMs, globalBytes, ...(estimate.detail ? { detail: estimate.detail } : {}) });
+      ranked.push({
+        candidate,
+        key,
+        predictedMs: estimate.latencyMs,
+        globalBytes,
+        ...(estimate.detail ? { detail: estimate.detail } : {}),
+      });
     } catch (e) {
       pruned.push({ candidate, key, reason: `cannot be built or priced: ${messageOf(e)}` });
     }
@@ -176,10 +187,16 @@ function decide(ranked: readonly RankedCandidate[], winner: RankedCandidate, mea
   const how = measured ? "measured" : "predicted";
   const t = measuredMs ?? winner.predictedMs;
   if (winner.candidate.path === "sequential") {
-    const vs = overlapped === undefined ? "no overlapped candidate fits" : `the best overlapped candidate is predicted at ${fmt(overlapped.predictedMs)}`;
+    const vs =
+      overlapped === undefined
+        ? "no overlapped candidate fits"
+        : `the best overlapped candidate is predicted at ${fmt(overlapped.predictedMs)}`;
     return `overlap loses for this shape: not overlapping is ${how} at ${fmt(t)} and ${vs}; choosing the non-overlapped path (the collective, then the GEMM)`;
   }
-  const gain = sequential !== undefined ? `, ${(sequential.predictedMs / winner.predictedMs).toFixed(2)}× the predicted non-overlapped ${fmt(sequential.predictedMs)}` : "";
+  const gain =
+    sequential !== undefined
+      ? `, ${(sequential.predictedMs / winner.predictedMs).toFixed(2)}× the predicted non-overlapped ${fmt(sequential.predictedMs)}`
+      : "";
   return `overlapping wins: ${winner.key} ${how} at ${fmt(t)}${gain}`;
 }
 

@@ -19,11 +19,15 @@ export { LOCAL_CONSUMER_KIND } from "./consumer.js";
 export async function compileAgGemm(op: Operator, schedule?: TileSchedule): Promise<EmitResult> {
   const { M, N, K } = op.problem;
   const dtype = resolveOptions(op.options ?? {}).dtype;
-  return compileConsumer(op, {
-    operator: "ag-gemm",
-    title: "AllGather+GEMM",
-    b: { name: "gemm_b", shape: [K, N], dtype, symmetric: false, init: "random" },
-    c: { name: "gemm_c", shape: [M, N], dtype, symmetric: false, init: "poison" },
-    reference: (a, world, tolerance) => agGemmReference(a, { M, N, K }, world, tolerance),
-  }, schedule);
+  return compileConsumer(
+    op,
+    {
+      operator: "ag-gemm",
+      title: "AllGather+GEMM",
+      b: { name: "gemm_b", shape: [K, N], dtype, symmetric: false, init: "random" },
+      c: { name: "gemm_c", shape: [M, N], dtype, symmetric: false, init: "poison" },
+      reference: (a, world, tolerance) => agGemmReference(a, { M, N, K }, world, tolerance),
+    },
+    schedule,
+  );
 }

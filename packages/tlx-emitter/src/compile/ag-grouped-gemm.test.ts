@@ -13,7 +13,14 @@ function agPlan(world: number, M: number, K: number, split: number, ring = false
   return planSignals(ring ? allGatherRing(o) : allGatherSwizzle(o));
 }
 
-function groupedOp(plan: ChunkPlan, M: number, N: number, K: number, groups: ExpertRouting | undefined, extra: Partial<Operator> = {}): Operator {
+function groupedOp(
+  plan: ChunkPlan,
+  M: number,
+  N: number,
+  K: number,
+  groups: ExpertRouting | undefined,
+  extra: Partial<Operator> = {},
+): Operator {
   return {
     name: "ag_grouped",
     kind: "ag-grouped-gemm",
@@ -35,14 +42,31 @@ describe("compile ag-grouped-gemm", () => {
     expect(() => Manifest.parse(r.manifest)).not.toThrow();
     expect(parseWithPython({ k: r.files[0]!.text })).toEqual({ k: "ok" });
     const m = r.manifest;
-    expect(m.tables.find((t) => t.name === GROUP_TABLE)).toEqual({ name: GROUP_TABLE, dtype: "int32", values: [groups.mblockExpert, groups.mblockExpert] });
+    expect(m.tables.find((t) => t.name === GROUP_TABLE)).toEqual({
+      name: GROUP_TABLE,
+      dtype: "int32",
+      values: [groups.mblockExpert, groups.mblockExpert],
+    });
     expect(m.buffers.find((b) => b.name === "moe_b")?.shape).toEqual([3, 64, 64]);
     expect(m.buffers.find((b) => b.name === "moe_c")).toMatchObject({ shape: [192, 64], init: "poison" });
     const k = m.kernels[0]!;
     expect(k.template.kind).toBe("local-consumer");
-    expect(k.template.params).toMatchObject({ operator: "ag-grouped-gemm", a: "A", b: "moe_b", c: "moe_c", groups: GROUP_TABLE, experts: 3 });
+    expect(k.template.params).toMatchObject({
+      operator: "ag-grouped-gemm",
+      a: "A",
+      b: "moe_b",
+      c: "moe_c",
+      groups: GROUP_TABLE,
+      experts: 3,
+    });
     expect(k.args.find((a) => a.name === "group_of_mblock")?.value).toEqual({ kind: "table", name: GROUP_TABLE });
-    expect(m.reference).toMatchObject({ operator: "ag-grouped-gemm", inputs: { A: "A", B: "moe_b" }, groupTable: GROUP_TABLE, output: "moe_c", rowsPerRank: 96 });
+    expect(m.reference).toMatchObject({
+      operator: "ag-grouped-gemm",
+      inputs: { A: "A", B: "moe_b" },
+      groupTable: GROUP_TABLE,
+      output: "moe_c",
+      rowsPerRank: 96,
+    });
     // The expert is read after the wait's remap of pid_m: the inserted wait precedes the load.
     const text = r.files[0]!.text;
     expect(text.indexOf("wait_slot(")).toBeLessThan(text.indexOf("tl.load(group_of_mblock"));
@@ -52,27 +76,41 @@ describe("compile ag-grouped-gemm", () => {
     const body = builtinBody("grouped_gemm");
     const renamed = { path: "my_grouped.py", source: body.source.replaceAll("group_of_mblock", "expert_of_block") };
     const bind = { expert_of_block: { kind: "arg" as const, arg: { kind: "table" as const, name: GROUP_TABLE } } };
-    const r = await compile(groupedOp(agPlan(2, 128, 64, 1), 128, 64, 64, { experts: 2, mblockExpert: [1, 1, 0, 1] }, { body: renamed, bind }));
-    expect(r.manifest.kernels[0]!.args.find((a) => a.name === "expert_of_block")?.value).toEqual({ kind: "table", name: GROUP_TABLE });
-    await expect(compile(groupedOp(agPlan(2, 128, 64, 1), 128, 64, 64, { experts: 2, mblockExpert: [1, 1, 0, 1] }, { body: renamed }))).rejects.toSatisfy(
-      badParam(/expert_of_block/),
+    const r = await compile(
+      groupedOp(agPlan(2, 128, 64, 1), 128, 64, 64, { experts: 2, mblockExpert: [1, 1, 0, 1] }, { body: renamed, bind }),
     );
+    expect(r.manifest.kernels[0]!.args.find((a) => a.name === "expert_of_block")?.value).toEqual({ kind: "table", name: GROUP_TABLE });
+    await expect(
+      compile(groupedOp(agPlan(2, 128, 64, 1), 128, 64, 64, { experts: 2, mblockExpert: [1, 1, 0, 1] }, { body: renamed })),
+    ).rejects.toSatisfy(badParam(/expert_of_block/));
   });
 
   it("refuses bad routing and bodies that read no routing table, with the reason", async () => {
     const plan = agPlan(2, 128, 64, 1);
     const op = (groups: ExpertRouting | undefined, extra: Partial<Operator> = {}) => compile(groupedOp(plan, 128, 64, 64, groups, extra));
     await expect(op(undefined)).rejects.toSatisfy(badParam(/needs groups: \{ experts, mblockExpert \}/));
-    await expect(op({ experts: 2, mblockExpert: [0, 1, 1] })).rejects.toSatisfy(badParam(/has 3 entries; it needs one per m-block, M \/ BLOCK_M = 128 \/ 32 = 4/));
-    await expect(op({ experts: 2, mblockExpert: [0, 1, 2, 1] })).rejects.toSatisfy(badParam(/mblockExpert\[2\] = 2: an expert must be an integer in \[0, 2\)/));
+    await expect(op({ experts: 2, mblockExpert: [0, 1, 1] })).rejects.toSatisfy(
+      badParam(/has 3 entries; it needs one per m-block, M \/ BLOCK_M = 128 \/ 32 = 4/),
+    );
+    await expect(op({ experts: 2, mblockExpert: [0, 1, 2, 1] })).rejects.toSatisfy(
+      badParam(/mblockExpert\[2\] = 2: an expert must be an integer in \[0, 2\)/),
+    );
     await expect(op({ experts: 2, mblockExpert: [0, -1, 1, 1] })).rejects.toSatisfy(badParam(/mblockExpert\[1\] = -1/));
     await expect(op({ experts: 2, mblockExpert: [0, 0.5, 1, 1] })).rejects.toSatisfy(badParam(/mblockExpert\[1\] = 0.5/));
     await expect(op({ experts: 0, mblockExpert: [0, 0, 0, 0] })).rejects.toSatisfy(badParam(/experts must be a positive integer/));
-    await expect(op({ experts: 1, mblockExpert: [0, 0, 0, 0] }, { tile: { BM: 48, BN: 64, BK: 32 } })).rejects.toSatisfy(badParam(/multiple of BLOCK_M/));
+    await expect(op({ experts: 1, mblockExpert: [0, 0, 0, 0] }, { tile: { BM: 48, BN: 64, BK: 32 } })).rejects.toSatisfy(
+      badParam(/multiple of BLOCK_M/),
+    );
     // A plain GEMM body reads no routing: refused rather than computing with B[0] alone.
-    await expect(op({ experts: 1, mblockExpert: [0, 0, 0, 0] }, { body: builtinBody("gemm_tma_persistent") })).rejects.toSatisfy(badParam(/reads the routing table/));
-    await expect(op({ experts: 1, mblockExpert: [0, 0, 0, 0] }, { body: builtinBody("gemm_producer") })).rejects.toThrow(/grouped GEMM needs a consumer body/);
-    await expect(compile(groupedOp(plan, 128, 64, 64, { experts: 1, mblockExpert: [0, 0, 0, 0] }), tlxBackend())).rejects.toThrow(/AllGather\+GEMM only/);
+    await expect(op({ experts: 1, mblockExpert: [0, 0, 0, 0] }, { body: builtinBody("gemm_tma_persistent") })).rejects.toSatisfy(
+      badParam(/reads the routing table/),
+    );
+    await expect(op({ experts: 1, mblockExpert: [0, 0, 0, 0] }, { body: builtinBody("gemm_producer") })).rejects.toThrow(
+      /grouped GEMM needs a consumer body/,
+    );
+    await expect(compile(groupedOp(plan, 128, 64, 64, { experts: 1, mblockExpert: [0, 0, 0, 0] }), tlxBackend())).rejects.toThrow(
+      /AllGather\+GEMM only/,
+    );
   });
 
   it("every routing of every AllGather shape compiles to a valid manifest carrying it (property)", async () => {
@@ -93,7 +131,11 @@ describe("compile ag-grouped-gemm", () => {
         const mblockExpert = Array.from({ length: blocks }, (_, i) =>
           s.mode === "one-expert" ? pick(0) : s.mode === "skip-one" ? (s.experts === 1 ? 0 : pick(i) % empty) : pick(i),
         ).sort((a, b) => a - b);
-        return { ...s, M: blocks * TILE.BM, groups: { experts: s.experts + (s.mode === "skip-one" && s.experts === 1 ? 1 : 0), mblockExpert } };
+        return {
+          ...s,
+          M: blocks * TILE.BM,
+          groups: { experts: s.experts + (s.mode === "skip-one" && s.experts === 1 ? 1 : 0), mblockExpert },
+        };
       });
     await fc.assert(
       fc.asyncProperty(shape, async ({ world, M, split, ring, groups, mode }) => {

@@ -22,15 +22,25 @@ export const MOE_C = "moe_c";
  */
 export function checkRouting(groups: ExpertRouting | undefined, M: number, BM: number): ExpertRouting {
   if (groups === undefined) {
-    throw new EmitError("bad-param", "an ag-grouped-gemm operator needs groups: { experts, mblockExpert } (the expert of every global m-block)");
+    throw new EmitError(
+      "bad-param",
+      "an ag-grouped-gemm operator needs groups: { experts, mblockExpert } (the expert of every global m-block)",
+    );
   }
   const { experts, mblockExpert } = groups;
-  if (!Number.isInteger(experts) || experts < 1) throw new EmitError("bad-param", `groups.experts must be a positive integer, got ${experts}`);
+  if (!Number.isInteger(experts) || experts < 1)
+    throw new EmitError("bad-param", `groups.experts must be a positive integer, got ${experts}`);
   if (M % BM !== 0) {
-    throw new EmitError("bad-param", `grouped GEMM: M (${M}) must be a multiple of BLOCK_M (${BM}); pad every expert's rows to BLOCK_M so an m-block belongs to one expert`);
+    throw new EmitError(
+      "bad-param",
+      `grouped GEMM: M (${M}) must be a multiple of BLOCK_M (${BM}); pad every expert's rows to BLOCK_M so an m-block belongs to one expert`,
+    );
   }
   if (mblockExpert.length !== M / BM) {
-    throw new EmitError("bad-param", `groups.mblockExpert has ${mblockExpert.length} entries; it needs one per m-block, M / BLOCK_M = ${M} / ${BM} = ${M / BM}`);
+    throw new EmitError(
+      "bad-param",
+      `groups.mblockExpert has ${mblockExpert.length} entries; it needs one per m-block, M / BLOCK_M = ${M} / ${BM} = ${M / BM}`,
+    );
   }
   mblockExpert.forEach((e, m) => {
     if (!Number.isInteger(e) || e < 0 || e >= experts) {
@@ -55,31 +65,37 @@ export async function compileAgGroupedGemm(op: Operator, schedule?: TileSchedule
   const { experts, mblockExpert } = checkRouting(op.groups, M, op.tile.BM);
   const dtype = resolveOptions(op.options ?? {}).dtype;
   const table = { kind: "table" as const, name: GROUP_TABLE };
-  return compileConsumer(op, {
-    operator: "ag-grouped-gemm",
-    title: "AllGather+grouped GEMM",
-    b: { name: MOE_B, shape: [experts, K, N], dtype, symmetric: false, init: "random" },
-    c: { name: MOE_C, shape: [M, N], dtype, symmetric: false, init: "poison" },
-    tables: (world) => [{ name: GROUP_TABLE, dtype: "int32", values: Array.from({ length: world }, () => [...mblockExpert]) }],
-    byName: { [GROUP_TABLE]: { kind: "arg", arg: table } },
-    checkBindings(own, entry) {
-      const reads = [...own.values()].some((b) => b.kind === "arg" && b.arg.kind === "table" && b.arg.name === GROUP_TABLE);
-      if (!reads) {
-        throw new EmitError(
-          "bad-param",
-          `${op.body.path}: no parameter of ${entry} reads the routing table: name it ${GROUP_TABLE} or pass bind: { <param>: { kind: "arg", arg: { kind: "table", name: "${GROUP_TABLE}" } } }`,
-        );
-      }
-    },
-    params: { groups: GROUP_TABLE, experts },
-    reference: (a, world, tolerance) => ({
+  return compileConsumer(
+    op,
+    {
       operator: "ag-grouped-gemm",
-      M, N, K,
-      inputs: { A: a, B: MOE_B },
-      groupTable: GROUP_TABLE,
-      output: MOE_C,
-      ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
-      tolerance,
-    }),
-  }, schedule);
+      title: "AllGather+grouped GEMM",
+      b: { name: MOE_B, shape: [experts, K, N], dtype, symmetric: false, init: "random" },
+      c: { name: MOE_C, shape: [M, N], dtype, symmetric: false, init: "poison" },
+      tables: (world) => [{ name: GROUP_TABLE, dtype: "int32", values: Array.from({ length: world }, () => [...mblockExpert]) }],
+      byName: { [GROUP_TABLE]: { kind: "arg", arg: table } },
+      checkBindings(own, entry) {
+        const reads = [...own.values()].some((b) => b.kind === "arg" && b.arg.kind === "table" && b.arg.name === GROUP_TABLE);
+        if (!reads) {
+          throw new EmitError(
+            "bad-param",
+            `${op.body.path}: no parameter of ${entry} reads the routing table: name it ${GROUP_TABLE} or pass bind: { <param>: { kind: "arg", arg: { kind: "table", name: "${GROUP_TABLE}" } } }`,
+          );
+        }
+      },
+      params: { groups: GROUP_TABLE, experts },
+      reference: (a, world, tolerance) => ({
+        operator: "ag-grouped-gemm",
+        M,
+        N,
+        K,
+        inputs: { A: a, B: MOE_B },
+        groupTable: GROUP_TABLE,
+        output: MOE_C,
+        ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
+        tolerance,
+      }),
+    },
+    schedule,
+  );
 }

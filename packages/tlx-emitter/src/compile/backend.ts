@@ -33,7 +33,8 @@ export const tritonBackend: Backend = {
   specificationVersion: BACKEND_SPECIFICATION,
   name: "triton",
   refusal: () => undefined,
-  realise: (op) => (op.kind === "ag-gemm" ? compileAgGemm(op) : op.kind === "ag-grouped-gemm" ? compileAgGroupedGemm(op) : compileGemmRs(op)),
+  realise: (op) =>
+    op.kind === "ag-gemm" ? compileAgGemm(op) : op.kind === "ag-grouped-gemm" ? compileAgGroupedGemm(op) : compileGemmRs(op),
 };
 
 /**
@@ -50,18 +51,23 @@ export function tlxBackend(options: { readonly target?: TlxTarget; readonly comm
       if (op.body.source !== builtinBody("gemm_tma_persistent").source) {
         return `the TLX backend assembles its own warp-specialised GEMM and cannot transform ${op.body.path}; use the triton backend for a local body`;
       }
-      if ((options.target ?? "sm_90a") !== "sm_90a") return "TLX AllGather+GEMM is emitted for sm_90a only: use tlxBackend({ target: \"sm_90a\" }), or the triton backend";
+      if ((options.target ?? "sm_90a") !== "sm_90a")
+        return 'TLX AllGather+GEMM is emitted for sm_90a only: use tlxBackend({ target: "sm_90a" }), or the triton backend';
       return undefined;
     },
     async realise(op) {
       const tensor = op.plan.tensors[0]?.name ?? "A";
-      const schedule = lowerToTileSchedule(op.plan, {
-        tensor,
-        problem: op.problem,
-        tile: op.tile,
-        persistent: { numSms: DEFAULT_TARGET.smCount },
-        groupSizeM: op.groupM ?? 8,
-      }, { role: "consumer" });
+      const schedule = lowerToTileSchedule(
+        op.plan,
+        {
+          tensor,
+          problem: op.problem,
+          tile: op.tile,
+          persistent: { numSms: DEFAULT_TARGET.smCount },
+          groupSizeM: op.groupM ?? 8,
+        },
+        { role: "consumer" },
+      );
       const { backend: _transfers, numWarps: _w, numStages: _s, ...rest } = op.options ?? {};
       const r = emitTlxAgGemm(op.plan, schedule, { ...rest, name: op.name, ...(options.comm === undefined ? {} : { comm: options.comm }) });
       return { files: r.files, manifest: r.manifest };
@@ -84,7 +90,10 @@ export function realisablePlan(op: Operator): ChunkPlan {
         if (x.kind !== "collective") return;
         const gathers = op.kind !== "gemm-rs";
         if (x.collective !== (gathers ? "all-gather" : "reduce-scatter")) {
-          throw new EmitError("unsupported-op", `rank ${r.rank} stream ${s} op ${i} is a ${x.collective} collective in a ${op.kind} operator, which ${gathers ? "gathers its operand" : "reduce-scatters its output"}; ${collectiveAlternative(x.collective)}`);
+          throw new EmitError(
+            "unsupported-op",
+            `rank ${r.rank} stream ${s} op ${i} is a ${x.collective} collective in a ${op.kind} operator, which ${gathers ? "gathers its operand" : "reduce-scatters its output"}; ${collectiveAlternative(x.collective)}`,
+          );
         }
       }),
     );
@@ -92,8 +101,14 @@ export function realisablePlan(op: Operator): ChunkPlan {
   const plan = planSignals(decomposeCollectives(op.plan, { afterCompute: op.kind === "gemm-rs" }));
   const report = validatePlan(plan);
   if (!report.ok) {
-    const first = report.errors.slice(0, 3).map((e) => `${e.code}: ${e.message}`).join("; ");
-    throw new EmitError("bad-plan", `plan "${op.plan.name}" with its collectives decomposed into P2P transfers does not validate: ${first}`);
+    const first = report.errors
+      .slice(0, 3)
+      .map((e) => `${e.code}: ${e.message}`)
+      .join("; ");
+    throw new EmitError(
+      "bad-plan",
+      `plan "${op.plan.name}" with its collectives decomposed into P2P transfers does not validate: ${first}`,
+    );
   }
   return plan;
 }
@@ -108,8 +123,14 @@ export function realisablePlan(op: Operator): ChunkPlan {
 export async function compile(op: Operator, backend: Backend = tritonBackend): Promise<EmitResult> {
   const report = validatePlan(op.plan);
   if (!report.ok) {
-    const first = report.errors.slice(0, 3).map((e) => `${e.code}: ${e.message}`).join("; ");
-    throw new EmitError("bad-plan", `plan "${op.plan.name}" does not validate (${report.errors.length} finding${report.errors.length === 1 ? "" : "s"}): ${first}`);
+    const first = report.errors
+      .slice(0, 3)
+      .map((e) => `${e.code}: ${e.message}`)
+      .join("; ");
+    throw new EmitError(
+      "bad-plan",
+      `plan "${op.plan.name}" does not validate (${report.errors.length} finding${report.errors.length === 1 ? "" : "s"}): ${first}`,
+    );
   }
   const plan = realisablePlan(op);
   const realised = plan === op.plan ? op : { ...op, plan };

@@ -5,9 +5,7 @@ import type { KernelArg } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 
 /** What one kernel parameter receives: a manifest argument, or a constexpr value. */
-export type Binding =
-  | { readonly kind: "arg"; readonly arg: KernelArg }
-  | { readonly kind: "constexpr"; readonly value: number | boolean };
+export type Binding = { readonly kind: "arg"; readonly arg: KernelArg } | { readonly kind: "constexpr"; readonly value: number | boolean };
 
 /** A GEMM `C[M,N] = A[M,K] @ B[K,N]` as a body sees it: buffers and tiling. */
 export interface GemmBindingInput {
@@ -31,9 +29,12 @@ const constexpr = (value: number): Binding => ({ kind: "constexpr", value });
 /** Row-major strides of each operand, by the tutorials' `stride_<operand><dim>` names. */
 function strides(g: GemmBindingInput): Record<string, number> {
   return {
-    stride_am: g.K, stride_ak: 1,
-    stride_bk: g.N, stride_bn: 1,
-    stride_cm: g.N, stride_cn: 1,
+    stride_am: g.K,
+    stride_ak: 1,
+    stride_bk: g.N,
+    stride_bn: 1,
+    stride_cm: g.N,
+    stride_cn: 1,
   };
 }
 
@@ -44,14 +45,25 @@ function strides(g: GemmBindingInput): Record<string, number> {
  * `GROUP_SIZE_M`) and `NUM_SMS` / `NUM_PROGRAMS` (the persistent grid's size).
  * @throws {EmitError} `bad-param` naming every parameter left without a binding.
  */
-export function bindGemm(params: readonly string[], g: GemmBindingInput, explicit: Readonly<Record<string, Binding>> = {}): Map<string, Binding> {
+export function bindGemm(
+  params: readonly string[],
+  g: GemmBindingInput,
+  explicit: Readonly<Record<string, Binding>> = {},
+): Map<string, Binding> {
   const byName: Record<string, Binding> = {
-    M: int(g.M), N: int(g.N), K: int(g.K),
-    BLOCK_M: constexpr(g.BLOCK_M), BLOCK_SIZE_M: constexpr(g.BLOCK_M),
-    BLOCK_N: constexpr(g.BLOCK_N), BLOCK_SIZE_N: constexpr(g.BLOCK_N),
-    BLOCK_K: constexpr(g.BLOCK_K), BLOCK_SIZE_K: constexpr(g.BLOCK_K),
-    GROUP_M: constexpr(g.GROUP_M), GROUP_SIZE_M: constexpr(g.GROUP_M),
-    NUM_SMS: arg({ kind: "num-programs" }), NUM_PROGRAMS: arg({ kind: "num-programs" }),
+    M: int(g.M),
+    N: int(g.N),
+    K: int(g.K),
+    BLOCK_M: constexpr(g.BLOCK_M),
+    BLOCK_SIZE_M: constexpr(g.BLOCK_M),
+    BLOCK_N: constexpr(g.BLOCK_N),
+    BLOCK_SIZE_N: constexpr(g.BLOCK_N),
+    BLOCK_K: constexpr(g.BLOCK_K),
+    BLOCK_SIZE_K: constexpr(g.BLOCK_K),
+    GROUP_M: constexpr(g.GROUP_M),
+    GROUP_SIZE_M: constexpr(g.GROUP_M),
+    NUM_SMS: arg({ kind: "num-programs" }),
+    NUM_PROGRAMS: arg({ kind: "num-programs" }),
   };
   for (const [name, v] of Object.entries(strides(g))) byName[name] = int(v);
   for (const [op, buffer] of Object.entries(g.buffers) as [keyof GemmBindingInput["buffers"], string][]) {
@@ -66,7 +78,8 @@ export function bindGemm(params: readonly string[], g: GemmBindingInput, explici
     else out.set(p, b);
   }
   for (const p of Object.keys(explicit)) {
-    if (!params.includes(p)) throw new EmitError("bad-param", `bind names "${p}", which is not a parameter of the kernel (it has ${params.join(", ")})`);
+    if (!params.includes(p))
+      throw new EmitError("bad-param", `bind names "${p}", which is not a parameter of the kernel (it has ${params.join(", ")})`);
   }
   if (missing.length > 0) {
     throw new EmitError(

@@ -7,7 +7,10 @@ import { parseWithPython } from "../testing/python.js";
 import { EmitError } from "../writer/index.js";
 import { builtinBody, compile, tlxBackend, type Operator } from "./index.js";
 
-const TUTORIAL = { path: "tutorial_matmul.py", source: readFileSync(new URL("../../examples/user-kernels/tutorial_matmul.py", import.meta.url), "utf8") };
+const TUTORIAL = {
+  path: "tutorial_matmul.py",
+  source: readFileSync(new URL("../../examples/user-kernels/tutorial_matmul.py", import.meta.url), "utf8"),
+};
 const TILE = { BM: 64, BN: 64, BK: 32 };
 
 function agPlan(world: number, M: number, K: number, split: number, ring = false): ChunkPlan {
@@ -28,7 +31,9 @@ describe("compile", () => {
     expect(k.template.kind).toBe("local-consumer");
     expect(k.args.map((a) => a.name)).toEqual(expect.arrayContaining(["a_ptr", "ovl_sig_ptr", "ovl_target", "ovl_rank"]));
     // Every copy of the ring is a host op; the last of each chunk writes its slot.
-    expect(r.manifest.hostOps.flatMap((h) => h.streams.flatMap((s) => s.ops)).filter((o) => o.kind === "copy" && o.signal !== undefined).length).toBeGreaterThan(0);
+    expect(
+      r.manifest.hostOps.flatMap((h) => h.streams.flatMap((s) => s.ops)).filter((o) => o.kind === "copy" && o.signal !== undefined).length,
+    ).toBeGreaterThan(0);
   });
 
   it("binds the tutorial's parameters by name: strides, BLOCK_SIZE_*, NUM_SMS as the grid", async () => {
@@ -58,11 +63,31 @@ describe("compile", () => {
   });
 
   it("compiles GEMM+ReduceScatter from the built-in producer body", async () => {
-    const plan = planSignals(reduceScatterDirect({ tensor: { name: "C", shape: [256, 128], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [2], split: 2, afterCompute: true }));
-    const r = await compile({ name: "gemm_rs", kind: "gemm-rs", plan, body: builtinBody("gemm_producer"), problem: { M: 256, N: 128, K: 64 }, tile: TILE, groupM: 2 });
+    const plan = planSignals(
+      reduceScatterDirect({
+        tensor: { name: "C", shape: [256, 128], dtype: "bf16" },
+        src: "C_partial",
+        axis: 0,
+        mesh: [2],
+        split: 2,
+        afterCompute: true,
+      }),
+    );
+    const r = await compile({
+      name: "gemm_rs",
+      kind: "gemm-rs",
+      plan,
+      body: builtinBody("gemm_producer"),
+      problem: { M: 256, N: 128, K: 64 },
+      tile: TILE,
+      groupM: 2,
+    });
     expect(r.manifest.kernels.map((k) => k.template.kind)).toEqual(["local-producer", "rs-reduce"]);
     expect(r.files[0]!.text).toContain("notify_slot(ovl_sig_ptr, ovl_slot0)");
-    expect(parseWithPython(Object.fromEntries(r.files.map((f) => [f.path, f.text])))).toEqual({ "gemm_rs_producer.py": "ok", "rs_reduce.py": "ok" });
+    expect(parseWithPython(Object.fromEntries(r.files.map((f) => [f.path, f.text])))).toEqual({
+      "gemm_rs_producer.py": "ok",
+      "rs_reduce.py": "ok",
+    });
   });
 
   it("refuses a body of the wrong role, a plan that does not validate, and a body TLX cannot take", async () => {

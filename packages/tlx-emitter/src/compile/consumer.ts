@@ -55,21 +55,32 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
   const o = resolveOptions(op.options ?? {});
   const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
   if (kernel.role !== "consumer") {
-    throw new EmitError("bad-param", `${op.body.path}: ${spec.title} needs a consumer body (# ovl: consumer gather=<param>); ${kernel.entry} is a ${kernel.role}`);
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: ${spec.title} needs a consumer body (# ovl: consumer gather=<param>); ${kernel.entry} is a ${kernel.role}`,
+    );
   }
   const { M, N, K } = op.problem;
   const tensorName = planTensor(op, spec.title);
   const sched =
     schedule ??
-    lowerToTileSchedule(op.plan, {
-      tensor: tensorName,
-      problem: { M, N, K },
-      tile: op.tile,
-      persistent: kernel.persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
-      groupSizeM: op.groupM ?? 8,
-    }, { role: "consumer" });
+    lowerToTileSchedule(
+      op.plan,
+      {
+        tensor: tensorName,
+        problem: { M, N, K },
+        tile: op.tile,
+        persistent: kernel.persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
+        groupSizeM: op.groupM ?? 8,
+      },
+      { role: "consumer" },
+    );
   const { signals, world, tensor } = checkPlanAndSchedule(op.plan, sched, "consumer");
-  if (tensor.shape[1] !== K) throw new EmitError("bad-plan", `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the ${spec.title} reads it as [M, K] = [${M}, ${K}]`);
+  if (tensor.shape[1] !== K)
+    throw new EmitError(
+      "bad-plan",
+      `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the ${spec.title} reads it as [M, K] = [${M}, ${K}]`,
+    );
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
   const params = checkGemmParams({ M, N, K, BLOCK_M: op.tile.BM, BLOCK_N: op.tile.BN, BLOCK_K: op.tile.BK, GROUP_M: op.groupM ?? 8 });
   const { numPidM, numTiles } = sched.grid;
@@ -79,12 +90,26 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
   cols.forEach((c, r) =>
     c.arrivals.forEach((col) =>
       col.forEach((a, m) => {
-        if (a > 1) throw new EmitError("bad-schedule", `rank ${r}: m-block ${m} waits for ${a} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`);
+        if (a > 1)
+          throw new EmitError(
+            "bad-schedule",
+            `rank ${r}: m-block ${m} waits for ${a} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`,
+          );
       }),
     ),
   );
-  const order = rankMap("ovl_order", cols.map((c) => c.order), "ovl_m");
-  const slots = Array.from({ length: width }, (_, j) => rankMap(`ovl_wait${j}`, cols.map((c) => c.slots[j]!), "ovl_m"));
+  const order = rankMap(
+    "ovl_order",
+    cols.map((c) => c.order),
+    "ovl_m",
+  );
+  const slots = Array.from({ length: width }, (_, j) =>
+    rankMap(
+      `ovl_wait${j}`,
+      cols.map((c) => c.slots[j]!),
+      "ovl_m",
+    ),
+  );
   const maps = [order, ...slots];
   const mapTables: Table[] = maps.flatMap((b) => (b.table === undefined ? [] : [b.table]));
   const t = transformLocalKernel(kernel, {
@@ -166,6 +191,7 @@ function planTensor(op: Operator, title: string): string {
   const moved = new Set(op.plan.ranks.flatMap((r) => r.streams.flatMap((s) => s.map((x) => x.dst.tensor))));
   const [name, other] = [...moved];
   if (name === undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" moves nothing`);
-  if (other !== undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" writes tensors ${[...moved].join(", ")}; an ${title} plan gathers one`);
+  if (other !== undefined)
+    throw new EmitError("bad-plan", `plan "${op.plan.name}" writes tensors ${[...moved].join(", ")}; an ${title} plan gathers one`);
   return name;
 }

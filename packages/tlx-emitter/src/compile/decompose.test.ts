@@ -1,4 +1,13 @@
-import { collectiveDirect, localCopy, opRef, planSignals, validatePlan, type ChunkPlan, type CollectiveKind, type Op } from "@ovl/chunk-plan";
+import {
+  collectiveDirect,
+  localCopy,
+  opRef,
+  planSignals,
+  validatePlan,
+  type ChunkPlan,
+  type CollectiveKind,
+  type Op,
+} from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EmitError } from "../writer/index.js";
@@ -17,7 +26,10 @@ describe("decomposeCollectives", () => {
     for (const r of d.ranks) {
       const mine = r.streams.flat();
       expect(mine.map((o) => (o.kind === "p2p" ? `${o.side}->${o.peer}` : o.kind)).sort()).toEqual(
-        [0, 1, 2, 3].filter((q) => q !== r.rank).map((q) => `push->${q}`).sort(),
+        [0, 1, 2, 3]
+          .filter((q) => q !== r.rank)
+          .map((q) => `push->${q}`)
+          .sort(),
       );
       for (const o of mine) expect(o.src).toEqual({ tensor: "T", offsets: [2 * r.rank, 0], sizes: [2, 3] });
     }
@@ -29,7 +41,10 @@ describe("decomposeCollectives", () => {
     const d = decomposeCollectives(plan, { afterCompute: true });
     const r1 = d.ranks[1]!.streams[0]!;
     expect(r1.map((o) => o.kind)).toEqual(["local-copy", "p2p", "p2p"]);
-    expect(r1.slice(1).map((o) => (o.kind === "p2p" ? [o.side, o.peer, o.reduce] : []))).toEqual([["pull", 2, "sum"], ["pull", 0, "sum"]]);
+    expect(r1.slice(1).map((o) => (o.kind === "p2p" ? [o.side, o.peer, o.reduce] : []))).toEqual([
+      ["pull", 2, "sum"],
+      ["pull", 0, "sum"],
+    ]);
     expect(r1.every((o) => o.deps.length === 1 && o.deps[0]!.kind === "compute")).toBe(true);
     expect(validatePlan(planSignals(d))).toEqual({ ok: true });
     expect(decomposeCollectives(plan).ranks[1]!.streams[0]!.every((o) => o.deps.length === 0)).toBe(true);
@@ -44,7 +59,16 @@ describe("decomposeCollectives", () => {
       tensors: [...base.tensors, { name: "U", shape: [6, 2], dtype: "fp32" }],
       ranks: base.ranks.map((r) => ({
         ...r,
-        streams: [[...r.streams[0]!, localCopy({ tensor: "T", offsets: [0, 0], sizes: [6, 2] }, { tensor: "U", offsets: [0, 0], sizes: [6, 2] }, { deps: [opRef(r.rank, 0, 0)] })]],
+        streams: [
+          [
+            ...r.streams[0]!,
+            localCopy(
+              { tensor: "T", offsets: [0, 0], sizes: [6, 2] },
+              { tensor: "U", offsets: [0, 0], sizes: [6, 2] },
+              { deps: [opRef(r.rank, 0, 0)] },
+            ),
+          ],
+        ],
       })),
     };
     expect(validatePlan(plan)).toEqual({ ok: true });
@@ -65,7 +89,9 @@ describe("decomposeCollectives", () => {
     }
     expect(err).toBeInstanceOf(EmitError);
     expect((err as EmitError).code).toBe("unsupported-op");
-    expect((err as EmitError).message).toMatch(/all-reduce.*reduceScatterDirect\(\{ afterCompute: true \}\).*allGatherSwizzle\(\{ side: 'push' \}\)$/);
+    expect((err as EmitError).message).toMatch(
+      /all-reduce.*reduceScatterDirect\(\{ afterCompute: true \}\).*allGatherSwizzle\(\{ side: 'push' \}\)$/,
+    );
   });
 
   it("leaves a plan without collectives as it is", () => {

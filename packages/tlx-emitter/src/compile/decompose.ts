@@ -11,7 +11,18 @@
 // A dependency on a collective on rank r becomes dependencies on every transfer that writes
 // r's `dst` and on r's own last transfer; a transfer inherits the dependencies of the
 // collective on both ranks it joins.
-import { computeDep, localCopy, opRef, pull, push, type ChunkPlan, type CollectiveOp, type Dependency, type Op, type Region } from "@ovl/chunk-plan";
+import {
+  computeDep,
+  localCopy,
+  opRef,
+  pull,
+  push,
+  type ChunkPlan,
+  type CollectiveOp,
+  type Dependency,
+  type Op,
+  type Region,
+} from "@ovl/chunk-plan";
 import { collectiveAlternative } from "../emit/host-ops.js";
 import { EmitError } from "../writer/index.js";
 
@@ -48,8 +59,10 @@ const key = (p: Pos): string => `${p.rank}/${p.stream}/${p.index}`;
 function slab(region: Region, axis: number, n: number, j: number, where: string): Region {
   const size = region.sizes[axis];
   const off = region.offsets[axis];
-  if (size === undefined || off === undefined) throw new EmitError("bad-plan", `${where}: axis ${axis} is outside region of ${region.tensor}`);
-  if (size % n !== 0) throw new EmitError("bad-plan", `${where}: extent ${size} of ${region.tensor} along axis ${axis} is not ${n} equal slabs`);
+  if (size === undefined || off === undefined)
+    throw new EmitError("bad-plan", `${where}: axis ${axis} is outside region of ${region.tensor}`);
+  if (size % n !== 0)
+    throw new EmitError("bad-plan", `${where}: extent ${size} of ${region.tensor} along axis ${axis} is not ${n} equal slabs`);
   const s = size / n;
   return {
     tensor: region.tensor,
@@ -59,7 +72,12 @@ function slab(region: Region, axis: number, n: number, j: number, where: string)
 }
 
 function sameRegion(a: Region, b: Region): boolean {
-  return a.tensor === b.tensor && a.offsets.every((o, d) => o === b.offsets[d]) && a.sizes.every((x, d) => x === b.sizes[d]) && a.offsets.length === b.offsets.length;
+  return (
+    a.tensor === b.tensor &&
+    a.offsets.every((o, d) => o === b.offsets[d]) &&
+    a.sizes.every((x, d) => x === b.sizes[d]) &&
+    a.offsets.length === b.offsets.length
+  );
 }
 
 /**
@@ -99,7 +117,10 @@ export function decomposeCollectives(plan: ChunkPlan, options: DecomposeOptions 
     const pos = byOrdinal.get(`${peer}#${groupKey(c)}#${ordinal.get(key(at))!}`);
     const op = pos === undefined ? undefined : opAt(pos);
     if (pos === undefined || op === undefined || op.kind !== "collective") {
-      throw new EmitError("bad-plan", `rank ${at.rank} stream ${at.stream} op ${at.index} is a ${c.collective} over ranks [${c.ranks.join(", ")}], but rank ${peer} lists no matching collective`);
+      throw new EmitError(
+        "bad-plan",
+        `rank ${at.rank} stream ${at.stream} op ${at.index} is a ${c.collective} over ranks [${c.ranks.join(", ")}], but rank ${peer} lists no matching collective`,
+      );
     }
     return { pos, op };
   };
@@ -120,9 +141,17 @@ export function decomposeCollectives(plan: ChunkPlan, options: DecomposeOptions 
     const where = `rank ${at.rank} stream ${at.stream} op ${at.index}${c.label === undefined ? "" : ` (${c.label})`}`;
     const n = c.ranks.length;
     const p = c.ranks.indexOf(at.rank);
-    if (p < 0) throw new EmitError("bad-plan", `${where} is a ${c.collective} over ranks [${c.ranks.join(", ")}], which do not include rank ${at.rank}`);
+    if (p < 0)
+      throw new EmitError(
+        "bad-plan",
+        `${where} is a ${c.collective} over ranks [${c.ranks.join(", ")}], which do not include rank ${at.rank}`,
+      );
     const label = (what: string) => `${c.label ?? c.collective} ${what}`;
-    const depsWith = (peer: ReturnType<typeof counterpart> | undefined, extra: Dependency[] = []): Dependency[] => [...c.deps, ...(peer?.op.deps ?? []), ...extra];
+    const depsWith = (peer: ReturnType<typeof counterpart> | undefined, extra: Dependency[] = []): Dependency[] => [
+      ...c.deps,
+      ...(peer?.op.deps ?? []),
+      ...extra,
+    ];
     const out: Entry[] = [];
     switch (c.collective) {
       case "all-gather": {
@@ -131,36 +160,60 @@ export function decomposeCollectives(plan: ChunkPlan, options: DecomposeOptions 
         for (let t = 1; t < n; t++) {
           const q = c.ranks[(p - t + n) % n]!;
           const peer = counterpart(at, c, q);
-          out.push({ op: push(q, c.src, slab(peer.op.dst, c.axis, n, p, where), { deps: depsWith(peer), label: label(`to rank ${q}`) }), into: q });
+          out.push({
+            op: push(q, c.src, slab(peer.op.dst, c.axis, n, p, where), { deps: depsWith(peer), label: label(`to rank ${q}`) }),
+            into: q,
+          });
         }
         return out;
       }
       case "all-to-all": {
         const ownSrc = slab(c.src, c.axis, n, p, where);
         const ownDst = slab(c.dst, c.axis, n, p, where);
-        if (!sameRegion(ownSrc, ownDst)) out.push({ op: localCopy(ownSrc, ownDst, { deps: depsWith(undefined), label: label("own slab") }) });
+        if (!sameRegion(ownSrc, ownDst))
+          out.push({ op: localCopy(ownSrc, ownDst, { deps: depsWith(undefined), label: label("own slab") }) });
         for (let t = 1; t < n; t++) {
           const j = (p - t + n) % n;
           const q = c.ranks[j]!;
           const peer = counterpart(at, c, q);
-          out.push({ op: push(q, slab(c.src, c.axis, n, j, where), slab(peer.op.dst, c.axis, n, p, where), { deps: depsWith(peer), label: label(`to rank ${q}`) }), into: q });
+          out.push({
+            op: push(q, slab(c.src, c.axis, n, j, where), slab(peer.op.dst, c.axis, n, p, where), {
+              deps: depsWith(peer),
+              label: label(`to rank ${q}`),
+            }),
+            into: q,
+          });
         }
         return out;
       }
       case "reduce-scatter": {
         const reduce = c.reduce ?? "sum";
         const own = slab(c.src, c.axis, n, p, where);
-        out.push({ op: localCopy(own, c.dst, { deps: depsWith(undefined, afterCompute ? [computeDep(at.rank, own)] : []), label: label("own partial") }) });
+        out.push({
+          op: localCopy(own, c.dst, {
+            deps: depsWith(undefined, afterCompute ? [computeDep(at.rank, own)] : []),
+            label: label("own partial"),
+          }),
+        });
         for (let t = 1; t < n; t++) {
           const q = c.ranks[(p + t) % n]!;
           const peer = counterpart(at, c, q);
           const theirs = slab(peer.op.src, c.axis, n, p, where);
-          out.push({ op: pull(q, theirs, c.dst, { reduce, deps: depsWith(peer, afterCompute ? [computeDep(q, theirs)] : []), label: label(`from rank ${q}`) }) });
+          out.push({
+            op: pull(q, theirs, c.dst, {
+              reduce,
+              deps: depsWith(peer, afterCompute ? [computeDep(q, theirs)] : []),
+              label: label(`from rank ${q}`),
+            }),
+          });
         }
         return out;
       }
       default:
-        throw new EmitError("unsupported-op", `${where} is an all-reduce collective, which has no P2P decomposition without a reduction and a second phase; ${collectiveAlternative("all-reduce")}`);
+        throw new EmitError(
+          "unsupported-op",
+          `${where} is an all-reduce collective, which has no P2P decomposition without a reduction and a second phase; ${collectiveAlternative("all-reduce")}`,
+        );
     }
   }
 

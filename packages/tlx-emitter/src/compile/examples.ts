@@ -13,7 +13,10 @@ import type { KernelBody } from "./operator.js";
 
 /** The user-kernel example shipped with the package (`examples/user-kernels/tutorial_matmul.py`). */
 export function tutorialMatmulBody(): KernelBody {
-  return { path: "tutorial_matmul.py", source: readFileSync(join(packageRoot(), "examples", "user-kernels", "tutorial_matmul.py"), "utf8") };
+  return {
+    path: "tutorial_matmul.py",
+    source: readFileSync(join(packageRoot(), "examples", "user-kernels", "tutorial_matmul.py"), "utf8"),
+  };
 }
 
 /**
@@ -30,9 +33,18 @@ const DEFAULT: ExampleShape = { world: 2, M: 512, N: 256, K: 128, split: 2 };
 export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<Record<string, EmitResult>> {
   const { world, M, N, K, split } = shape;
   const tile = shape.tile ?? { BM: 128, BN: 128, BK: 64 };
-  const ag = planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }));
+  const ag = planSignals(
+    allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }),
+  );
   const rs = planSignals(
-    reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true }),
+    reduceScatterDirect({
+      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+      src: "C_partial",
+      axis: 0,
+      mesh: [world],
+      split,
+      afterCompute: true,
+    }),
   );
   const common = { problem: { M, N, K }, tile, groupM: 8 } as const;
   return {

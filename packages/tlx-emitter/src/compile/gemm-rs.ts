@@ -28,19 +28,26 @@ export const LOCAL_PRODUCER_KIND = "local-producer";
 export async function compileGemmRs(op: Operator, schedule?: TileSchedule): Promise<EmitResult> {
   const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
   if (kernel.role !== "producer") {
-    throw new EmitError("bad-param", `${op.body.path}: GEMM+ReduceScatter needs a producer body (# ovl: producer scatter=<param>); ${kernel.entry} is a ${kernel.role}`);
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: GEMM+ReduceScatter needs a producer body (# ovl: producer scatter=<param>); ${kernel.entry} is a ${kernel.role}`,
+    );
   }
   const tensor = partialTensor(op);
   const { M, N, K } = op.problem;
   const sched =
     schedule ??
-    lowerToTileSchedule(op.plan, {
-      tensor,
-      problem: { M, N, K },
-      tile: op.tile,
-      persistent: kernel.persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
-      groupSizeM: op.groupM ?? 8,
-    }, { role: "producer" });
+    lowerToTileSchedule(
+      op.plan,
+      {
+        tensor,
+        problem: { M, N, K },
+        tile: op.tile,
+        persistent: kernel.persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
+        groupSizeM: op.groupM ?? 8,
+      },
+      { role: "producer" },
+    );
   return emitGemmRs(op.plan, sched, { ...op.options, name: op.name }, (ctx) => producerKernel(op, kernel, ctx));
 }
 
@@ -48,7 +55,11 @@ function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerContext)
   // The body's linear tile t = m * numPidN + n is remapped to the same n of m-block order[m]:
   // tiles of the chunk sent first are computed first (the sending order is per m-block).
   const P = ctx.numPidN;
-  const order = rankMap("ovl_order", ctx.order.map((byM) => byM.flatMap((m) => Array.from({ length: P }, (_, n) => m * P + n))), "ovl_t");
+  const order = rankMap(
+    "ovl_order",
+    ctx.order.map((byM) => byM.flatMap((m) => Array.from({ length: P }, (_, n) => m * P + n))),
+    "ovl_t",
+  );
   // Per tile t = m * numPidN + n: the slot of its m-block (tiles of one m-block share it).
   const perTile = ctx.notify.map((byM) => byM.flatMap((s) => Array.from({ length: ctx.numPidN }, () => s)));
   const notify = rankMap("ovl_notify0", perTile, "ovl_t");
@@ -95,5 +106,8 @@ function partialTensor(op: Operator): string {
       }
     }
   }
-  throw new EmitError("bad-plan", `plan "${op.plan.name}" never waits on compute; a GEMM+ReduceScatter plan sends tiles as the GEMM finishes them (afterCompute)`);
+  throw new EmitError(
+    "bad-plan",
+    `plan "${op.plan.name}" never waits on compute; a GEMM+ReduceScatter plan sends tiles as the GEMM finishes them (afterCompute)`,
+  );
 }

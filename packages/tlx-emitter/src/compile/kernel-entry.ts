@@ -38,11 +38,13 @@ export function localKernelEntry(
     const b: Binding | undefined = e.own.get(name) ?? (inserted === undefined ? undefined : { kind: "arg", arg: inserted });
     if (b === undefined) throw new EmitError("bad-manifest", `kernel ${e.name}: parameter ${name} has no value`);
     if (b.kind === "constexpr") {
-      if (!p.constexpr) throw new EmitError("bad-param", `kernel ${e.name}: ${p.name} is bound to a constexpr but is not declared tl.constexpr`);
+      if (!p.constexpr)
+        throw new EmitError("bad-param", `kernel ${e.name}: ${p.name} is bound to a constexpr but is not declared tl.constexpr`);
       constexprs[p.name] = b.value;
     } else if (p.constexpr && b.arg.kind !== "num-programs") {
       // A constexpr takes a value known when the manifest is written.
-      if (b.arg.kind !== "int") throw new EmitError("bad-param", `kernel ${e.name}: constexpr ${p.name} cannot take a run-time ${b.arg.kind}`);
+      if (b.arg.kind !== "int")
+        throw new EmitError("bad-param", `kernel ${e.name}: constexpr ${p.name} cannot take a run-time ${b.arg.kind}`);
       constexprs[p.name] = b.arg.value;
     } else {
       args.push({ name: p.name, value: b.arg });

@@ -24,7 +24,10 @@ export interface BuiltMap {
 export function rankMap(tableName: string, perRank: readonly (readonly number[])[], indexName: string): BuiltMap {
   const length = perRank[0]?.length ?? 0;
   if (length === 0 || perRank.some((t) => t.length !== length)) {
-    throw new EmitError("bad-schedule", `table ${tableName}: every rank needs a table of one non-zero length, got ${perRank.map((t) => t.length).join(", ")}`);
+    throw new EmitError(
+      "bad-schedule",
+      `table ${tableName}: every rank needs a table of one non-zero length, got ${perRank.map((t) => t.length).join(", ")}`,
+    );
   }
   const index = variable(indexName, { min: 0, max: length - 1 });
   const rank = variable(RANK_VAR, { min: 0, max: perRank.length - 1 });
@@ -87,10 +90,14 @@ export function consumerColumns(rank: RankTileSchedule, numPidM: number, width: 
       sets[m] = named;
       arr[m] = arrivals;
     } else if (prev.join(",") !== named.join(",")) {
-      throw new EmitError("bad-schedule", `rank ${rank.rank}: tiles of m-block ${m} wait on slots [${prev.join(", ")}] and [${named.join(", ")}]; a consumer tile reads whole rows`);
+      throw new EmitError(
+        "bad-schedule",
+        `rank ${rank.rank}: tiles of m-block ${m} wait on slots [${prev.join(", ")}] and [${named.join(", ")}]; a consumer tile reads whole rows`,
+      );
     }
   });
-  if (order.length !== numPidM) throw new EmitError("bad-schedule", `rank ${rank.rank}: the schedule visits ${order.length} of ${numPidM} m-blocks`);
+  if (order.length !== numPidM)
+    throw new EmitError("bad-schedule", `rank ${rank.rank}: the schedule visits ${order.length} of ${numPidM} m-blocks`);
   const cols = Math.max(width, ...sets.map((s) => s?.length ?? 0));
   return {
     order,

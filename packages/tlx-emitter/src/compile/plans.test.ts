@@ -43,7 +43,9 @@ async function refusal(f: () => unknown): Promise<EmitError> {
 }
 
 function waits(m: Manifest): { issuer: number; on: number | undefined }[] {
-  return m.hostOps.flatMap((h) => h.streams.flatMap((s) => s.ops.flatMap((o) => (o.kind === "wait" ? [{ issuer: h.rank, on: o.rank }] : []))));
+  return m.hostOps.flatMap((h) =>
+    h.streams.flatMap((s) => s.ops.flatMap((o) => (o.kind === "wait" ? [{ issuer: h.rank, on: o.rank }] : []))),
+  );
 }
 
 describe("compile() realises", () => {
@@ -64,7 +66,10 @@ describe("compile() realises", () => {
   });
 
   it("a hierarchical AllGather on a [2, 2] and a [2, 3] mesh (world = product of the levels)", async () => {
-    for (const [mesh, schedule] of [[[2, 2], "staged"], [[2, 3], "pipelined"]] as const) {
+    for (const [mesh, schedule] of [
+      [[2, 2], "staged"],
+      [[2, 3], "pipelined"],
+    ] as const) {
       const world = mesh[0] * mesh[1];
       const M = world * 64;
       const plan = planSignals(allGatherHierarchical({ tensor: A(M, 64), axis: 0, mesh: [...mesh], split: 1, schedule }));
@@ -146,7 +151,9 @@ describe("compile() and the copy-engine backend refuse with the reason and the n
     const e = await refusal(() => planHostOps(plan, base.signals!));
     expect(e.code).toBe("unsupported-dependency");
     expect(e.message).toMatch(/waits on compute/);
-    expect(e.message).toMatch(/allGatherSwizzle\(\{ side: 'push' \}\).*reduceScatterDirect\(\{ afterCompute: true \}\) to send tiles as the GEMM finishes them$/);
+    expect(e.message).toMatch(
+      /allGatherSwizzle\(\{ side: 'push' \}\).*reduceScatterDirect\(\{ afterCompute: true \}\) to send tiles as the GEMM finishes them$/,
+    );
   });
 
   it("a slot with several writers: one op per destination chunk", async () => {
@@ -169,7 +176,9 @@ describe("compile() and the copy-engine backend refuse with the reason and the n
     const plan = planSignals(collectiveDirect({ tensor: C(128, 64), src: "C_partial", axis: 0, mesh: [2], collective: "reduce-scatter" }));
     const e = await refusal(() => compile(agOp(plan, 128, 64, 64)));
     expect(e.code).toBe("unsupported-op");
-    expect(e.message).toMatch(/reduce-scatter collective in a ag-gemm operator.*cannot reduce.*use reduceScatterDirect\(\{ afterCompute: true \}\)$/);
+    expect(e.message).toMatch(
+      /reduce-scatter collective in a ag-gemm operator.*cannot reduce.*use reduceScatterDirect\(\{ afterCompute: true \}\)$/,
+    );
   });
 
   it("an all-reduce or all-to-all collective: the plans that work instead", async () => {

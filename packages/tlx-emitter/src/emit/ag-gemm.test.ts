@@ -7,14 +7,24 @@ import { emitAgGemm, gemmLaunchDefaults, HOPPER_SHARED_BYTES } from "./index.js"
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 
-function agPlan(kind: "swizzle-push" | "swizzle-pull" | "ring-push" | "ring-pull", world: number, M: number, K: number, split: number): ChunkPlan {
+function agPlan(
+  kind: "swizzle-push" | "swizzle-pull" | "ring-push" | "ring-pull",
+  world: number,
+  M: number,
+  K: number,
+  split: number,
+): ChunkPlan {
   const o = { tensor: { name: "A", shape: [M, K], dtype: "bf16" as const }, axis: 0, mesh: [world], split };
   const [algo, side] = kind.split("-") as ["swizzle" | "ring", "push" | "pull"];
   return planSignals(algo === "swizzle" ? allGatherSwizzle({ ...o, side }) : allGatherRing({ ...o, side }));
 }
 
 function schedule(plan: ChunkPlan, M: number, N: number, K: number, tile = TILE) {
-  return lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 }, { role: "consumer" });
+  return lowerToTileSchedule(
+    plan,
+    { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 },
+    { role: "consumer" },
+  );
 }
 
 function codeOf(f: () => unknown): string | undefined {
@@ -34,7 +44,9 @@ function codeOf(f: () => unknown): string | undefined {
 function runHostOps(m: Manifest, M: number, K: number) {
   const world = m.world;
   const rows = M / world;
-  const A = Array.from({ length: world }, (_, r) => Array.from({ length: M * K }, (_, i) => (Math.floor(i / K) >= r * rows && Math.floor(i / K) < (r + 1) * rows ? i : -1)));
+  const A = Array.from({ length: world }, (_, r) =>
+    Array.from({ length: M * K }, (_, i) => (Math.floor(i / K) >= r * rows && Math.floor(i / K) < (r + 1) * rows ? i : -1)),
+  );
   const signalled = new Map<string, number>();
   // Streams only depend on each other through waits on slots; run them round-robin until done.
   const queues = m.hostOps.flatMap((h) => h.streams.map((s) => ({ rank: h.rank, ops: [...s.ops] as HostOp[] })));
@@ -63,7 +75,8 @@ function runHostOps(m: Manifest, M: number, K: number) {
             waitSlots.forEach((s, mb) => {
               if (s !== op.signal!.slot) return;
               for (let i = mb * TILE.BM * K; i < Math.min(M, (mb + 1) * TILE.BM) * K; i++) {
-                if (A[op.signal!.rank]![i] !== i) throw new Error(`m-block ${mb} of rank ${op.signal!.rank} is signalled before it arrived`);
+                if (A[op.signal!.rank]![i] !== i)
+                  throw new Error(`m-block ${mb} of rank ${op.signal!.rank} is signalled before it arrived`);
               }
             });
           }
@@ -73,7 +86,10 @@ function runHostOps(m: Manifest, M: number, K: number) {
       }
     }
   }
-  expect(queues.every((q) => q.ops.length === 0), "a host stream waits forever").toBe(true);
+  expect(
+    queues.every((q) => q.ops.length === 0),
+    "a host stream waits forever",
+  ).toBe(true);
   return { A, signalled };
 }
 
@@ -81,7 +97,9 @@ describe("emitAgGemm", () => {
   it("host copies gather A on every rank, and each m-block's slot is written only after its rows", () => {
     fc.assert(
       fc.property(
-        fc.constantFrom("swizzle-push", "swizzle-pull", "ring-push", "ring-pull") as fc.Arbitrary<"swizzle-push" | "swizzle-pull" | "ring-push" | "ring-pull">,
+        fc.constantFrom("swizzle-push", "swizzle-pull", "ring-push", "ring-pull") as fc.Arbitrary<
+          "swizzle-push" | "swizzle-pull" | "ring-push" | "ring-pull"
+        >,
         fc.integer({ min: 1, max: 4 }),
         fc.constantFrom(1, 2),
         fc.constantFrom(1, 2),
@@ -116,14 +134,48 @@ describe("emitAgGemm", () => {
     const plan = agPlan("swizzle-push", 2, 256, 32, 2);
     const { manifest } = emitAgGemm(plan, schedule(plan, 256, 64, 32));
     expect(manifest.tables).toEqual([
-      { name: "mblock_order", dtype: "int32", values: [[0, 1, 2, 3], [2, 3, 0, 1]] },
-      { name: "mblock_wait_slot", dtype: "int32", values: [[-1, -1, 0, 1], [0, 1, -1, -1]] },
+      {
+        name: "mblock_order",
+        dtype: "int32",
+        values: [
+          [0, 1, 2, 3],
+          [2, 3, 0, 1],
+        ],
+      },
+      {
+        name: "mblock_wait_slot",
+        dtype: "int32",
+        values: [
+          [-1, -1, 0, 1],
+          [0, 1, -1, -1],
+        ],
+      },
     ]);
     const k = manifest.kernels[0]!;
-    expect(k.args.map((a) => a.name)).toEqual(["a_ptr", "b_ptr", "c_ptr", "order_ptr", "slot_ptr", "sig_ptr", "err_ptr", "M", "N", "K", "rank", "target", "timeout_ns"]);
+    expect(k.args.map((a) => a.name)).toEqual([
+      "a_ptr",
+      "b_ptr",
+      "c_ptr",
+      "order_ptr",
+      "slot_ptr",
+      "sig_ptr",
+      "err_ptr",
+      "M",
+      "N",
+      "K",
+      "rank",
+      "target",
+      "timeout_ns",
+    ]);
     expect(k.args.find((a) => a.name === "target")!.value).toEqual({ kind: "epoch-target", arrivals: 1 });
     expect(k.constexprs).toEqual({ BLOCK_M: 64, BLOCK_N: 64, BLOCK_K: 32, GROUP_M: 2 });
-    expect(manifest.buffers.find((b) => b.name === "signals")).toEqual({ name: "signals", shape: [2], dtype: "uint32", symmetric: true, init: "zeros" });
+    expect(manifest.buffers.find((b) => b.name === "signals")).toEqual({
+      name: "signals",
+      shape: [2],
+      dtype: "uint32",
+      symmetric: true,
+      init: "zeros",
+    });
     expect(manifest.reference).toMatchObject({ operator: "ag-gemm", M: 256, N: 64, K: 32, rowsPerRank: 128, output: "gemm_c" });
   });
 
@@ -163,12 +215,17 @@ describe("gemmLaunchDefaults", () => {
 
   it("never picks a ring that overflows shared memory when a shallower one fits", () => {
     fc.assert(
-      fc.property(fc.constantFrom(16, 32, 64, 128, 256), fc.constantFrom(16, 32, 64, 128, 256), fc.constantFrom(16, 32, 64, 128), (m, n, k) => {
-        const { numStages } = gemmLaunchDefaults(t(m, n, k));
-        const need = (s: number) => s * (m * k + k * n) * 2 + m * n * 2;
-        if (numStages > 2) expect(need(numStages)).toBeLessThanOrEqual(HOPPER_SHARED_BYTES);
-        if (numStages < 4) expect(need(numStages + 1)).toBeGreaterThan(HOPPER_SHARED_BYTES);
-      }),
+      fc.property(
+        fc.constantFrom(16, 32, 64, 128, 256),
+        fc.constantFrom(16, 32, 64, 128, 256),
+        fc.constantFrom(16, 32, 64, 128),
+        (m, n, k) => {
+          const { numStages } = gemmLaunchDefaults(t(m, n, k));
+          const need = (s: number) => s * (m * k + k * n) * 2 + m * n * 2;
+          if (numStages > 2) expect(need(numStages)).toBeLessThanOrEqual(HOPPER_SHARED_BYTES);
+          if (numStages < 4) expect(need(numStages + 1)).toBeGreaterThan(HOPPER_SHARED_BYTES);
+        },
+      ),
     );
   });
 

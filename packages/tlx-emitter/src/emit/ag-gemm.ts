@@ -3,9 +3,17 @@
 // visiting m-blocks in the schedule's arrival order, waiting per tile on its chunk slot.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { AG_GEMM_CONSUMER, agGemmConsumerSource, checkGemmParams, type GemmParams } from "../kernels/index.js";
-import { Manifest, MANIFEST_SCHEMA, type Buffer, type Table } from "../manifest/schema.js";
+import { type Manifest, MANIFEST_SCHEMA, type Buffer, type Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
-import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
+import {
+  agGemmReference,
+  checkDistinctBuffers,
+  checkPlanAndSchedule,
+  type EmittedFile,
+  kernelEntry,
+  signalBuffer,
+  SIGNAL_BUFFER,
+} from "./common.js";
 import { planHostOps } from "./host-ops.js";
 import { mBlockTables } from "./m-block-tables.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "./options.js";
@@ -32,10 +40,13 @@ export function emitAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   const o = resolveOptions(options);
   const { signals, world, tensor } = checkPlanAndSchedule(plan, schedule, "consumer");
   const { M, N, K } = schedule.tiling.problem;
-  if (tensor.shape[1] !== K) throw new EmitError("bad-plan", `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the GEMM reads it as [M, K] = [${M}, ${K}]`);
+  if (tensor.shape[1] !== K)
+    throw new EmitError("bad-plan", `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the GEMM reads it as [M, K] = [${M}, ${K}]`);
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
   const params: GemmParams = checkGemmParams({
-    M, N, K,
+    M,
+    N,
+    K,
     BLOCK_M: schedule.tiling.tile.BM,
     BLOCK_N: schedule.tiling.tile.BN,
     BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
@@ -49,7 +60,10 @@ export function emitAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: Emi
       mBlockTables(r, numPidM, r.tables.waitSlot, (_slot, v) => {
         const arrivals = r.tables.waitArrivals.map((col) => col[v] ?? 0).find((a) => a > 0) ?? 0;
         if (arrivals !== 1) {
-          throw new EmitError("bad-schedule", `rank ${r.rank}: visit ${v} waits for ${arrivals} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`);
+          throw new EmitError(
+            "bad-schedule",
+            `rank ${r.rank}: visit ${v} waits for ${arrivals} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`,
+          );
         }
         return arrivals;
       }),

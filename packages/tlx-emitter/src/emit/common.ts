@@ -34,7 +34,10 @@ export function checkPlanAndSchedule(
     throw new EmitError("bad-schedule", `the schedule was lowered from plan "${schedule.plan}", not "${plan.name}"`);
   }
   if (schedule.role !== role) {
-    throw new EmitError("bad-schedule", `this emitter needs a ${role} schedule, got a ${schedule.role} one (lowerToTileSchedule's role option)`);
+    throw new EmitError(
+      "bad-schedule",
+      `this emitter needs a ${role} schedule, got a ${schedule.role} one (lowerToTileSchedule's role option)`,
+    );
   }
   const world = worldOf(plan);
   const ranks = schedule.ranks.map((r) => r.rank).sort((a, b) => a - b);
@@ -59,7 +62,10 @@ export function checkDistinctBuffers(buffers: readonly Buffer[]): void {
   const seen = new Set<string>();
   for (const b of buffers) {
     if (seen.has(b.name)) {
-      throw new EmitError("bad-plan", `buffer name "${b.name}" is used twice; rename the plan tensor that collides with the emitter's buffers`);
+      throw new EmitError(
+        "bad-plan",
+        `buffer name "${b.name}" is used twice; rename the plan tensor that collides with the emitter's buffers`,
+      );
     }
     seen.add(b.name);
   }
@@ -114,7 +120,9 @@ export function agGemmReference(a: string, problem: { M: number; N: number; K: n
   const { M, N, K } = problem;
   return {
     operator: "ag-gemm",
-    M, N, K,
+    M,
+    N,
+    K,
     inputs: { A: a, B: "gemm_b" },
     output: "gemm_c",
     ...(M % world === 0 ? { rowsPerRank: M / world } : {}),

@@ -27,7 +27,14 @@ export function examples(shape: ExampleShape = DEFAULT): Record<string, EmitResu
   const swizzle = planSignals(allGatherSwizzle({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
   const ring = planSignals(allGatherRing({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
   const rs = planSignals(
-    reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true }),
+    reduceScatterDirect({
+      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+      src: "C_partial",
+      axis: 0,
+      mesh: [world],
+      split,
+      afterCompute: true,
+    }),
   );
   const rsSchedule = lowerToTileSchedule(rs, tiling("C_partial"), { role: "producer" });
   return {

@@ -8,12 +8,23 @@ import { emitGemmRs } from "./index.js";
 const TILE = { BM: 64, BN: 64, BK: 32 };
 
 function rsPlan(world: number, M: number, N: number, split: number, ring = false): ChunkPlan {
-  const o = { tensor: { name: "C", shape: [M, N], dtype: "bf16" as const }, src: "C_partial", axis: 0, mesh: [world], split, afterCompute: true };
+  const o = {
+    tensor: { name: "C", shape: [M, N], dtype: "bf16" as const },
+    src: "C_partial",
+    axis: 0,
+    mesh: [world],
+    split,
+    afterCompute: true,
+  };
   return planSignals(ring ? reduceScatterRing(o) : reduceScatterDirect(o));
 }
 
 function schedule(plan: ChunkPlan, M: number, N: number, K: number) {
-  return lowerToTileSchedule(plan, { tensor: "C_partial", problem: { M, N, K }, tile: TILE, persistent: { numSms: 8 }, groupSizeM: 2 }, { role: "producer" });
+  return lowerToTileSchedule(
+    plan,
+    { tensor: "C_partial", problem: { M, N, K }, tile: TILE, persistent: { numSms: 8 }, groupSizeM: 2 },
+    { role: "producer" },
+  );
 }
 
 function codeOf(f: () => unknown): string | undefined {
@@ -43,7 +54,16 @@ function moves(m: Manifest): Move[] {
       const waits: { slot: number; arrivals: number }[] = [];
       for (const op of s.ops) {
         if (op.kind === "wait") waits.push({ slot: op.slot, arrivals: op.arrivals });
-        else out.push({ from: op.src.rank, waits: [...waits], src: op.src.offset, to: op.dst.rank, dst: op.dst.offset, length: op.src.length, signal: op.signal!.slot });
+        else
+          out.push({
+            from: op.src.rank,
+            waits: [...waits],
+            src: op.src.offset,
+            to: op.dst.rank,
+            dst: op.dst.offset,
+            length: op.src.length,
+            signal: op.signal!.slot,
+          });
       }
     }
   }
@@ -51,7 +71,16 @@ function moves(m: Manifest): Move[] {
   seg?.values.forEach((row, rank) => {
     for (let i = 0; i < row.length; i += 7) {
       const [src, to, dst, length, wait, arrivals, notify] = row.slice(i, i + 7) as number[];
-      if (length! > 0) out.push({ from: rank, waits: [{ slot: wait!, arrivals: arrivals! }], src: src!, to: to!, dst: dst!, length: length!, signal: notify! });
+      if (length! > 0)
+        out.push({
+          from: rank,
+          waits: [{ slot: wait!, arrivals: arrivals! }],
+          src: src!,
+          to: to!,
+          dst: dst!,
+          length: length!,
+          signal: notify!,
+        });
     }
   });
   return out;
@@ -73,10 +102,12 @@ function simulate(m: Manifest, M: number, N: number) {
     // The rows it reads are done once every tile notifying the waited slots has run.
     for (const w of mv.waits) {
       const tiles = notify[mv.from]!.filter((s) => s === w.slot).length * numPidN;
-      if (tiles !== w.arrivals) throw new Error(`rank ${mv.from} waits on slot ${w.slot} for ${w.arrivals} notifies, but ${tiles} tiles notify it`);
+      if (tiles !== w.arrivals)
+        throw new Error(`rank ${mv.from} waits on slot ${w.slot} for ${w.arrivals} notifies, but ${tiles} tiles notify it`);
     }
     for (let mb = Math.floor(mv.src / (TILE.BM * N)); mb * TILE.BM * N < mv.src + mv.length; mb++) {
-      if (!mv.waits.some((w) => w.slot === notify[mv.from]![mb])) throw new Error(`rank ${mv.from} sends m-block ${mb} without waiting for its tiles`);
+      if (!mv.waits.some((w) => w.slot === notify[mv.from]![mb]))
+        throw new Error(`rank ${mv.from} sends m-block ${mb} without waiting for its tiles`);
     }
     for (let i = 0; i < mv.length; i++) partials[mv.to]![mv.dst + i] = partialOf(mv.from, mv.src + i);
     arrived[mv.to]!.set(mv.signal, (arrived[mv.to]!.get(mv.signal) ?? 0) + 1);
@@ -88,11 +119,13 @@ function simulate(m: Manifest, M: number, N: number) {
     for (let p = 0; p < W; p++) {
       for (let mb = 0; mb < bps; mb++) {
         const slot = slotTable[r]![p * bps + mb]!;
-        if (arrived[r]!.get(slot) !== 1) throw new Error(`rank ${r}: slot ${slot} signalled ${arrived[r]!.get(slot) ?? 0} times, rs-reduce waits for 1`);
+        if (arrived[r]!.get(slot) !== 1)
+          throw new Error(`rank ${r}: slot ${slot} signalled ${arrived[r]!.get(slot) ?? 0} times, rs-reduce waits for 1`);
         // rs-reduce reads these rows once the slot fills: the copy signalling it must have written them.
         const [lo, hi] = landed[r]!.get(slot)!;
         const first = p * rows * N + mb * TILE.BM * N;
-        if (first < lo || first + TILE.BM * N > hi) throw new Error(`rank ${r}: slot ${slot} signals rows ${lo}..${hi}, not (rank ${p}, m-block ${mb})`);
+        if (first < lo || first + TILE.BM * N > hi)
+          throw new Error(`rank ${r}: slot ${slot} signals rows ${lo}..${hi}, not (rank ${p}, m-block ${mb})`);
         for (let i = mb * TILE.BM * N; i < (mb + 1) * TILE.BM * N; i++) out[i]! += part[p * rows * N + i]!;
       }
     }
@@ -103,18 +136,27 @@ function simulate(m: Manifest, M: number, N: number) {
 describe("emitGemmRs", () => {
   it("deliveries + rs-reduce compute each rank's reduced slab, on both backends", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(1, 2), fc.constantFrom(1, 2), fc.constantFrom(64, 128), fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">, (W, split, blocksPerChunk, N, backend) => {
-        const M = W * split * blocksPerChunk * TILE.BM;
-        const plan = rsPlan(W, M, N, split);
-        const { manifest } = emitGemmRs(plan, schedule(plan, M, N, 64), { backend });
-        expect(Manifest.safeParse(manifest).success).toBe(true);
-        const outs = simulate(manifest, M, N);
-        const rows = M / W;
-        outs.forEach((out, r) => {
-          const want = Array.from({ length: rows * N }, (_, i) => Array.from({ length: W }, (_, q) => q * 1_000_000 + r * rows * N + i).reduce((a, b) => a + b, 0));
-          expect(out).toEqual(want);
-        });
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom(1, 2),
+        fc.constantFrom(1, 2),
+        fc.constantFrom(64, 128),
+        fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">,
+        (W, split, blocksPerChunk, N, backend) => {
+          const M = W * split * blocksPerChunk * TILE.BM;
+          const plan = rsPlan(W, M, N, split);
+          const { manifest } = emitGemmRs(plan, schedule(plan, M, N, 64), { backend });
+          expect(Manifest.safeParse(manifest).success).toBe(true);
+          const outs = simulate(manifest, M, N);
+          const rows = M / W;
+          outs.forEach((out, r) => {
+            const want = Array.from({ length: rows * N }, (_, i) =>
+              Array.from({ length: W }, (_, q) => q * 1_000_000 + r * rows * N + i).reduce((a, b) => a + b, 0),
+            );
+            expect(out).toEqual(want);
+          });
+        },
+      ),
       { numRuns: 25 },
     );
   });
@@ -146,24 +188,30 @@ describe("emitGemmRs", () => {
 
   it("the producer computes peers' slabs first, in sending order, and its own slab last", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(1, 2), fc.constantFrom(1, 2), fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">, (W, split, blocksPerChunk, backend) => {
-        const M = W * split * blocksPerChunk * TILE.BM;
-        const N = 64;
-        const plan = rsPlan(W, M, N, split);
-        const { manifest } = emitGemmRs(plan, schedule(plan, M, N, 64), { backend });
-        const bps = M / W / TILE.BM;
-        const order = manifest.tables.find((t) => t.name === "mblock_order")!.values;
-        const sent = moves(manifest);
-        for (let r = 0; r < W; r++) {
-          const slabs = Array.from({ length: W }, (_, i) => (r + 1 + i) % W);
-          const want = slabs.flatMap((q) => Array.from({ length: bps }, (_, k) => q * bps + k));
-          expect(order[r]).toEqual(want);
-          // The comm stream sends rows in the order they are computed.
-          const firstBlocks = sent.filter((mv) => mv.from === r).map((mv) => mv.src / (TILE.BM * N));
-          expect(firstBlocks).toEqual([...firstBlocks].sort((a, b) => want.indexOf(a) - want.indexOf(b)));
-          expect(sent.filter((mv) => mv.from === r).at(-1)!.to).toBe(r);
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom(1, 2),
+        fc.constantFrom(1, 2),
+        fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">,
+        (W, split, blocksPerChunk, backend) => {
+          const M = W * split * blocksPerChunk * TILE.BM;
+          const N = 64;
+          const plan = rsPlan(W, M, N, split);
+          const { manifest } = emitGemmRs(plan, schedule(plan, M, N, 64), { backend });
+          const bps = M / W / TILE.BM;
+          const order = manifest.tables.find((t) => t.name === "mblock_order")!.values;
+          const sent = moves(manifest);
+          for (let r = 0; r < W; r++) {
+            const slabs = Array.from({ length: W }, (_, i) => (r + 1 + i) % W);
+            const want = slabs.flatMap((q) => Array.from({ length: bps }, (_, k) => q * bps + k));
+            expect(order[r]).toEqual(want);
+            // The comm stream sends rows in the order they are computed.
+            const firstBlocks = sent.filter((mv) => mv.from === r).map((mv) => mv.src / (TILE.BM * N));
+            expect(firstBlocks).toEqual([...firstBlocks].sort((a, b) => want.indexOf(a) - want.indexOf(b)));
+            expect(sent.filter((mv) => mv.from === r).at(-1)!.to).toBe(r);
+          }
+        },
+      ),
       { numRuns: 20 },
     );
   });
@@ -198,7 +246,9 @@ describe("emitGemmRs", () => {
     expect(manifest.kernels[2]!.grid).toEqual([{ kind: "num-sms", cap: 2 }]); // one per SM, at most 2 m-blocks × 1 n-block
     // The producer leaves the push kernel's SMs free; a copy-engine producer takes them all.
     expect(manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 8 }]);
-    expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commSms: 16 }).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 16 }]);
+    expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commSms: 16 }).manifest.kernels[0]!.grid).toEqual([
+      { kind: "num-sms", cap: 4, reserve: 16 },
+    ]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64)).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4 }]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { reducePrograms: 1 }).manifest.kernels.at(-1)!.grid).toEqual([1]);
     const wide = emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commWarps: 8, commBlock: 8192 }).manifest.kernels[1]!;
@@ -225,7 +275,9 @@ describe("emitGemmRs", () => {
     expect(codeOf(() => emitGemmRs(ring, schedule(ring, 384, 64, 64)))).toBe("bad-plan");
     const chained = { ...ring, ranks: ring.ranks.map((r) => ({ ...r, streams: r.streams.map((ops) => ops.slice(1)) })) };
     expect(codeOf(() => emitGemmRs(chained, schedule(ring, 384, 64, 64)))).toBe("unsupported-dependency");
-    const noCompute = planSignals(reduceScatterDirect({ tensor: { name: "C", shape: [256, 64], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [2] }));
+    const noCompute = planSignals(
+      reduceScatterDirect({ tensor: { name: "C", shape: [256, 64], dtype: "bf16" }, src: "C_partial", axis: 0, mesh: [2] }),
+    );
     expect(codeOf(() => emitGemmRs(noCompute, schedule(noCompute, 256, 64, 64)))).toBe("bad-plan");
     const ragged = rsPlan(2, 192, 64, 1);
     expect(codeOf(() => emitGemmRs(ragged, schedule(ragged, 192, 64, 64)))).toBe("bad-param");

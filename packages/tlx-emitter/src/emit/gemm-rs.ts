@@ -78,7 +78,9 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   const { M, N, K } = schedule.tiling.problem;
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
   const params = checkGemmParams({
-    M, N, K,
+    M,
+    N,
+    K,
     BLOCK_M: schedule.tiling.tile.BM,
     BLOCK_N: schedule.tiling.tile.BN,
     BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
@@ -129,7 +131,19 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   // program that found no SM free would start only when another finished all its tiles.
   const reserve = o.backend === "sm" ? { reserve: o.commSms } : {};
   const notifyPerMBlock = perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
-  const made = producer?.({ order, notify: notifyPerMBlock, params, launch: gemm, reserve, numTiles, numPidN: schedule.grid.numPidN, partial: tensor.name, a: GEMM_RS_BUFFERS.a, b: GEMM_RS_BUFFERS.b, options: o });
+  const made = producer?.({
+    order,
+    notify: notifyPerMBlock,
+    params,
+    launch: gemm,
+    reserve,
+    numTiles,
+    numPidN: schedule.grid.numPidN,
+    partial: tensor.name,
+    a: GEMM_RS_BUFFERS.a,
+    b: GEMM_RS_BUFFERS.b,
+    options: o,
+  });
   if (made === undefined) {
     tables.unshift(
       { name: "mblock_order", dtype: "int32", values: order },
@@ -185,7 +199,10 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
         });
         streams.set(d.stream, ops);
       }
-      return { rank: r.rank, streams: [...streams.entries()].sort((a, b) => a[0] - b[0]).map(([s, ops]) => ({ name: commStreamName(s), ops })) };
+      return {
+        rank: r.rank,
+        streams: [...streams.entries()].sort((a, b) => a[0] - b[0]).map(([s, ops]) => ({ name: commStreamName(s), ops })),
+      };
     });
   } else {
     const comm = checkSmCommParams({ BLOCK: o.commBlock });
@@ -194,7 +211,11 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
       deliveries
         .filter((d) => d.from === r.rank)
         .flatMap((d) => {
-          if (d.waits.length !== 1) throw new EmitError("bad-plan", `rank ${d.from}: m-block ${d.mBlock} waits on ${d.waits.length} tile-done slots; sm-push waits on one`);
+          if (d.waits.length !== 1)
+            throw new EmitError(
+              "bad-plan",
+              `rank ${d.from}: m-block ${d.mBlock} waits on ${d.waits.length} tile-done slots; sm-push waits on one`,
+            );
           const w = d.waits[0]!;
           return Array.from({ length: d.blocks }, (_, k) => {
             const at = where({ from: d.from, to: d.to, mBlock: d.mBlock + k });
@@ -270,7 +291,9 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     hostOps,
     reference: {
       operator: "gemm-rs",
-      M, N, K,
+      M,
+      N,
+      K,
       inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
       output: GEMM_RS_BUFFERS.out,
       rowsPerRank,

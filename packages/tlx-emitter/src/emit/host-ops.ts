@@ -19,7 +19,8 @@ export function commStreamName(s: number): string {
 
 function slotOf(signals: PlanSignals, ref: SignalRef): SignalSlot {
   const slot = signals.slots.find((e) => e.rank === ref.rank)?.slots.find((x) => x.slot === ref.slot);
-  if (slot === undefined) throw new EmitError("bad-plan", `signal (rank ${ref.rank}, slot ${ref.slot}) is not allocated in the plan's signals`);
+  if (slot === undefined)
+    throw new EmitError("bad-plan", `signal (rank ${ref.rank}, slot ${ref.slot}) is not allocated in the plan's signals`);
   return slot;
 }
 
@@ -91,7 +92,7 @@ export function collectiveAlternative(kind: string): string {
     case "all-to-all":
       return "AllGather+GEMM gathers one operand: use allGatherSwizzle({ side: 'push' }), or collectiveDirect({ collective: 'all-gather' })";
     case "reduce-scatter":
-      return "a copy engine cannot reduce: compile kind \"gemm-rs\" (the ReduceScatter after compute goes through deliveries and the rs-reduce kernel), or use reduceScatterDirect({ afterCompute: true })";
+      return 'a copy engine cannot reduce: compile kind "gemm-rs" (the ReduceScatter after compute goes through deliveries and the rs-reduce kernel), or use reduceScatterDirect({ afterCompute: true })';
     default:
       return "an all-reduce needs a reduction the copy engine cannot do: split the GEMM's output with reduceScatterDirect({ afterCompute: true }) (kind \"gemm-rs\") and gather it with allGatherSwizzle({ side: 'push' })";
   }

@@ -20,5 +20,5 @@ function sortKeys(value: unknown): unknown {
  * @throws {EmitError} `bad-manifest` when the manifest does not validate.
  */
 export function emitManifestJson(manifest: Manifest): string {
-  return JSON.stringify(sortKeys(validated(manifest)), null, 2) + "\n";
+  return `${JSON.stringify(sortKeys(validated(manifest)), null, 2)}\n`;
 }

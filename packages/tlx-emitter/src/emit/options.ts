@@ -66,13 +66,16 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
   checkLaunch({ numWarps: o.numWarps ?? 8, numStages: o.numStages ?? 3 });
   const launch = { numWarps: o.numWarps, numStages: o.numStages };
   const backend = o.backend ?? "copy-engine";
-  if (backend !== "copy-engine" && backend !== "sm") throw new EmitError("bad-param", `backend must be "copy-engine" or "sm", got ${String(backend)}`);
+  if (backend !== "copy-engine" && backend !== "sm")
+    throw new EmitError("bad-param", `backend must be "copy-engine" or "sm", got ${String(backend)}`);
   const timing = o.timing ?? { warmup: 5, reps: 20, checkRuns: 3 };
-  if (!Number.isSafeInteger(timing.warmup) || timing.warmup < 0) throw new EmitError("bad-param", "timing.warmup must be a non-negative integer");
+  if (!Number.isSafeInteger(timing.warmup) || timing.warmup < 0)
+    throw new EmitError("bad-param", "timing.warmup must be a non-negative integer");
   checkPositive(timing.reps, "timing.reps");
   checkPositive(timing.checkRuns, "timing.checkRuns");
   const tolerance = o.tolerance ?? 2e-2;
-  if (!Number.isFinite(tolerance) || tolerance <= 0) throw new EmitError("bad-param", `tolerance must be a positive number, got ${tolerance}`);
+  if (!Number.isFinite(tolerance) || tolerance <= 0)
+    throw new EmitError("bad-param", `tolerance must be a positive number, got ${tolerance}`);
   return {
     dtype,
     ...launch,
@@ -111,7 +114,10 @@ export function gemmLaunchDefaults(
 }
 
 /** The GEMM's warps and stages: the options' where given, else the tile's defaults. */
-export function gemmLaunch(o: ResolvedOptions, tile: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number }): LaunchOptions {
+export function gemmLaunch(
+  o: ResolvedOptions,
+  tile: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number },
+): LaunchOptions {
   const d = gemmLaunchDefaults(tile, o.dtype);
   return { numWarps: o.numWarps ?? d.numWarps, numStages: o.numStages ?? d.numStages };
 }

@@ -28,7 +28,10 @@ export function producerOrder(deliveries: readonly Delivery[], rank: number, num
     }
   }
   if (order.length !== numPidM) {
-    throw new EmitError("bad-plan", `rank ${rank} delivers ${order.length} of ${numPidM} m-blocks; every row of the partial tensor must reach its slab owner`);
+    throw new EmitError(
+      "bad-plan",
+      `rank ${rank} delivers ${order.length} of ${numPidM} m-blocks; every row of the partial tensor must reach its slab owner`,
+    );
   }
   return order;
 }

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { agGemmConsumerSource, gemmProducerSource, ringReduceSource, rsReduceSource, smPullSource, smPushSource } from "../kernels/index.js";
+import {
+  agGemmConsumerSource,
+  gemmProducerSource,
+  ringReduceSource,
+  rsReduceSource,
+  smPullSource,
+  smPushSource,
+} from "../kernels/index.js";
 import { parseWithPython } from "../testing/python.js";
 import { exampleManifests } from "./index.js";
 

@@ -44,18 +44,37 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
     rp.streams.forEach((ops, s) => {
       ops.forEach((op, i) => {
         const where = `rank ${rp.rank} stream ${s} op ${i}${op.label === undefined ? "" : ` (${op.label})`}`;
-        if (op.kind === "collective") throw new EmitError("unsupported-op", `${where} is a collective (compile() decomposes a reduce-scatter collective into deliveries); use reduceScatterDirect({ afterCompute: true })`);
+        if (op.kind === "collective")
+          throw new EmitError(
+            "unsupported-op",
+            `${where} is a collective (compile() decomposes a reduce-scatter collective into deliveries); use reduceScatterDirect({ afterCompute: true })`,
+          );
         const [from, to] = op.kind === "local-copy" ? [rp.rank, rp.rank] : op.side === "push" ? [rp.rank, op.peer] : [op.peer, rp.rank];
         if (op.deps.some((d) => d.kind === "op")) {
-          throw new EmitError("unsupported-dependency", `${where} depends on another op (a chained partial sum, as in the ring); deliveries carry single partials: use reduceScatterDirect({ afterCompute: true })`);
+          throw new EmitError(
+            "unsupported-dependency",
+            `${where} depends on another op (a chained partial sum, as in the ring); deliveries carry single partials: use reduceScatterDirect({ afterCompute: true })`,
+          );
         }
-        if (op.src.tensor !== src) throw new EmitError("unsupported-op", `${where} reads ${op.src.tensor}; GEMM+RS moves only rows of the partial tensor ${src}: use reduceScatterDirect({ afterCompute: true }) with src: "${src}"`);
+        if (op.src.tensor !== src)
+          throw new EmitError(
+            "unsupported-op",
+            `${where} reads ${op.src.tensor}; GEMM+RS moves only rows of the partial tensor ${src}: use reduceScatterDirect({ afterCompute: true }) with src: "${src}"`,
+          );
         const [r0 = 0, c0 = 0] = op.src.offsets;
         const [rows = 0, cols = 0] = op.src.sizes;
-        if (c0 !== 0 || cols !== N) throw new EmitError("unsupported-op", `${where} moves columns ${c0}..${c0 + cols} of ${N}; GEMM+RS moves whole rows: use reduceScatterDirect({ afterCompute: true }) split along rows (splitAxis 0)`);
-        if (r0 % BM !== 0 || rows % BM !== 0) throw new EmitError("bad-plan", `${where} moves rows ${r0}..${r0 + rows}, not whole m-blocks of ${BM} rows`);
+        if (c0 !== 0 || cols !== N)
+          throw new EmitError(
+            "unsupported-op",
+            `${where} moves columns ${c0}..${c0 + cols} of ${N}; GEMM+RS moves whole rows: use reduceScatterDirect({ afterCompute: true }) split along rows (splitAxis 0)`,
+          );
+        if (r0 % BM !== 0 || rows % BM !== 0)
+          throw new EmitError("bad-plan", `${where} moves rows ${r0}..${r0 + rows}, not whole m-blocks of ${BM} rows`);
         if (r0 < to * rowsPerRank || r0 + rows > (to + 1) * rowsPerRank) {
-          throw new EmitError("bad-plan", `${where} moves rows ${r0}..${r0 + rows} to rank ${to}, whose slab is rows ${to * rowsPerRank}..${(to + 1) * rowsPerRank}; deliveries go straight to the slab owner (a ring forwards partial sums through other ranks): use reduceScatterDirect`);
+          throw new EmitError(
+            "bad-plan",
+            `${where} moves rows ${r0}..${r0 + rows} to rank ${to}, whose slab is rows ${to * rowsPerRank}..${(to + 1) * rowsPerRank}; deliveries go straight to the slab owner (a ring forwards partial sums through other ranks): use reduceScatterDirect`,
+          );
         }
         const waits: { slot: number; arrivals: number }[] = [];
         for (const dep of op.deps) {
@@ -67,7 +86,12 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
           }
           const sched = schedule.ranks.find((r) => r.rank === from);
           for (const slot of sched?.slots ?? []) {
-            if (slot.purpose === "tile-done" && slot.region !== undefined && overlaps(slot.region, dep.region) && !waits.some((w) => w.slot === slot.slot)) {
+            if (
+              slot.purpose === "tile-done" &&
+              slot.region !== undefined &&
+              overlaps(slot.region, dep.region) &&
+              !waits.some((w) => w.slot === slot.slot)
+            ) {
               waits.push({ slot: slot.slot, arrivals: slot.arrivals });
             }
           }
@@ -92,7 +116,10 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
     for (let from = 0; from < world; from++) {
       for (let m = (to * rowsPerRank) / BM; m < ((to + 1) * rowsPerRank) / BM; m++) {
         if (!seen.has(`${from}:${to}:${m}`)) {
-          throw new EmitError("bad-plan", `rank ${to} never receives rank ${from}'s partial of m-block ${m}; the plan is not a complete ReduceScatter of ${src}`);
+          throw new EmitError(
+            "bad-plan",
+            `rank ${to} never receives rank ${from}'s partial of m-block ${m}; the plan is not a complete ReduceScatter of ${src}`,
+          );
         }
       }
     }
@@ -126,7 +153,13 @@ export function arrivalSlot(d: Pick<Delivery, "from" | "to" | "mBlock">, blocksP
  * otherwise the {@link arrivalSlot} of the chunk holding mb.
  * @throws {EmitError} `bad-plan` when some (p, mb) is delivered by no chunk.
  */
-export function arrivalSlotTable(deliveries: readonly Delivery[], to: number, world: number, blocksPerSlab: number, perMBlock: boolean): number[] {
+export function arrivalSlotTable(
+  deliveries: readonly Delivery[],
+  to: number,
+  world: number,
+  blocksPerSlab: number,
+  perMBlock: boolean,
+): number[] {
   const table = new Array<number>(world * blocksPerSlab).fill(-1);
   for (const d of deliveries) {
     if (d.to !== to) continue;
@@ -137,7 +170,10 @@ export function arrivalSlotTable(deliveries: readonly Delivery[], to: number, wo
   }
   const missing = table.indexOf(-1);
   if (missing >= 0) {
-    throw new EmitError("bad-plan", `rank ${to} never receives rank ${Math.floor(missing / blocksPerSlab)}'s partial of slab m-block ${missing % blocksPerSlab}`);
+    throw new EmitError(
+      "bad-plan",
+      `rank ${to} never receives rank ${Math.floor(missing / blocksPerSlab)}'s partial of slab m-block ${missing % blocksPerSlab}`,
+    );
   }
   return table;
 }

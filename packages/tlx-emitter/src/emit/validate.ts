@@ -8,7 +8,10 @@ export function validated(m: unknown): Manifest {
   const r = Manifest.safeParse(m);
   if (!r.success) {
     const issue = r.error.issues[0];
-    throw new EmitError("bad-manifest", `emitted manifest fails ovl.manifest/v1 at ${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`);
+    throw new EmitError(
+      "bad-manifest",
+      `emitted manifest fails ovl.manifest/v1 at ${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`,
+    );
   }
   return r.data;
 }

@@ -1,7 +1,18 @@
 // The `ag-gemm-consumer` template: a persistent TMA GEMM over the gathered A that visits
 // m-blocks in the schedule's order and, per tile, waits on the chunk slot its rows
 // arrive with (AutoOverlap §5.2's consumer; TileLink's consumer_tile_wait).
-import { checkGemmParams, type GemmParams, type KernelTemplateInfo, kernelModule, signature, type SourceOptions, tlType, writeGemmPrologue, writeGroupedTileLoop, writeKLoop } from "./common.js";
+import {
+  checkGemmParams,
+  type GemmParams,
+  type KernelTemplateInfo,
+  kernelModule,
+  signature,
+  type SourceOptions,
+  tlType,
+  writeGemmPrologue,
+  writeGroupedTileLoop,
+  writeKLoop,
+} from "./common.js";
 
 /** Argument names and constexprs of `ag-gemm-consumer`, as the manifest lists them. */
 export const AG_GEMM_CONSUMER: KernelTemplateInfo = {

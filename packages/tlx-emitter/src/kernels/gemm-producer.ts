@@ -1,7 +1,18 @@
 // The `gemm-producer` template: a persistent TMA GEMM that stores each tile locally and
 // then release-adds the tile-done slot of its m-block (TileLink's producer_tile_notify),
 // so communication (copy engine or SM kernels) can move finished rows while it runs.
-import { checkGemmParams, type GemmParams, type KernelTemplateInfo, kernelModule, signature, type SourceOptions, tlType, writeGemmPrologue, writeGroupedTileLoop, writeKLoop } from "./common.js";
+import {
+  checkGemmParams,
+  type GemmParams,
+  type KernelTemplateInfo,
+  kernelModule,
+  signature,
+  type SourceOptions,
+  tlType,
+  writeGemmPrologue,
+  writeGroupedTileLoop,
+  writeKLoop,
+} from "./common.js";
 
 /** Argument names and constexprs of `gemm-producer`. */
 export const GEMM_PRODUCER: KernelTemplateInfo = {

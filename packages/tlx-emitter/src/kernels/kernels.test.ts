@@ -141,8 +141,12 @@ describe("kernel templates", () => {
 
   it("segment tables with starts off 16-byte units are refused, naming the row and field", () => {
     const row = (src: number, dst: number, len: number) => [src, 1, dst, len, -1, 0, -1];
-    expect(() => checkSegmentAlignment([...row(0, 8, 13), ...row(16, 24, 5)], SM_PUSH_FIELDS, ["src_offset", "dst_offset"], "bf16")).not.toThrow();
-    expect(() => checkSegmentAlignment([...row(0, 8, 13), ...row(16, 28, 5)], SM_PUSH_FIELDS, ["src_offset", "dst_offset"], "bf16")).toThrow(/segment 1: dst_offset = 28 .* 8 bf16 elements/);
+    expect(() =>
+      checkSegmentAlignment([...row(0, 8, 13), ...row(16, 24, 5)], SM_PUSH_FIELDS, ["src_offset", "dst_offset"], "bf16"),
+    ).not.toThrow();
+    expect(() =>
+      checkSegmentAlignment([...row(0, 8, 13), ...row(16, 28, 5)], SM_PUSH_FIELDS, ["src_offset", "dst_offset"], "bf16"),
+    ).toThrow(/segment 1: dst_offset = 28 .* 8 bf16 elements/);
     expect(() => checkSegmentAlignment(row(4, 0, 8), SM_PUSH_FIELDS, ["src_offset"], "fp32")).not.toThrow();
     expect(codeOf(() => checkSegmentAlignment(row(4, 0, 8), SM_PUSH_FIELDS, ["src_offset"], "bf16"))).toBe("bad-param");
     expect(codeOf(() => checkSegmentAlignment(row(0, 0, 8), SM_PUSH_FIELDS, ["nope"], "bf16"))).toBe("bad-param");

@@ -30,7 +30,10 @@ export function checkRsReduceParams(p: RsReduceParams): RsReduceParams {
   checkBlock(p.BLOCK_M, "BLOCK_M");
   checkBlock(p.BLOCK_N, "BLOCK_N");
   if (p.rows_per_rank % p.BLOCK_M !== 0) {
-    throw new EmitError("bad-param", `rows_per_rank (${p.rows_per_rank}) must be a multiple of BLOCK_M (${p.BLOCK_M}): each m-block has one arrival slot`);
+    throw new EmitError(
+      "bad-param",
+      `rows_per_rank (${p.rows_per_rank}) must be a multiple of BLOCK_M (${p.BLOCK_M}): each m-block has one arrival slot`,
+    );
   }
   return p;
 }
@@ -68,28 +71,32 @@ export function rsReduceGrid(p: RsReduceParams, programs?: number): [GridDim] {
 export function rsReduceSource(params: RsReduceParams, options: SourceOptions = {}): string {
   checkRsReduceParams(params);
   const out = tlType(options.dtype);
-  return kernelModule("rs-reduce: out = sum over ranks of the partial slabs delivered here, waiting per (rank, m-block).", options.dtype, (w) => {
-    w.block(signature(RS_REDUCE), (b) => {
-      b.line("blocks_per_slab = rows_per_rank // BLOCK_M");
-      b.line("num_pn = tl.cdiv(N, BLOCK_N)");
-      b.block("for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0))", (body) => {
-        body.line("mb = t // num_pn");
-        body.line("pn = t % num_pn");
-        body.line("rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)");
-        body.line("cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)");
-        body.line("mask = cols[None, :] < N");
-        body.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-        body.line("off = rows[:, None] * N + cols[None, :]");
-        body.block("for p in tl.static_range(WORLD)", (l) => {
-          l.line("slot = tl.load(slot_ptr + p * blocks_per_slab + mb)");
-          l.line("tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)");
-          // The token rides on the slab's base pointer, and the alignment hint goes on that
-          // pointer: Triton drops a hint on an opaque integer, and the loads turn scalar.
-          l.line("slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)");
-          l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
+  return kernelModule(
+    "rs-reduce: out = sum over ranks of the partial slabs delivered here, waiting per (rank, m-block).",
+    options.dtype,
+    (w) => {
+      w.block(signature(RS_REDUCE), (b) => {
+        b.line("blocks_per_slab = rows_per_rank // BLOCK_M");
+        b.line("num_pn = tl.cdiv(N, BLOCK_N)");
+        b.block("for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0))", (body) => {
+          body.line("mb = t // num_pn");
+          body.line("pn = t % num_pn");
+          body.line("rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)");
+          body.line("cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)");
+          body.line("mask = cols[None, :] < N");
+          body.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+          body.line("off = rows[:, None] * N + cols[None, :]");
+          body.block("for p in tl.static_range(WORLD)", (l) => {
+            l.line("slot = tl.load(slot_ptr + p * blocks_per_slab + mb)");
+            l.line("tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)");
+            // The token rides on the slab's base pointer, and the alignment hint goes on that
+            // pointer: Triton drops a hint on an opaque integer, and the loads turn scalar.
+            l.line("slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)");
+            l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
+          });
+          body.line(`tl.store(out_ptr + off, acc.to(${out}), mask=mask)`);
         });
-        body.line(`tl.store(out_ptr + off, acc.to(${out}), mask=mask)`);
       });
-    });
-  });
+    },
+  );
 }

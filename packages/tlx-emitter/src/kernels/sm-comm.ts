@@ -11,7 +11,14 @@ export const SM_PUSH_FIELDS = ["src_offset", "dst_rank", "dst_offset", "length",
 export const SM_PULL_FIELDS = ["src_rank", "src_offset", "dst_offset", "length", "wait_at", "wait_arrivals", "notify_at"] as const;
 /** Fields of one `ring-reduce` segment row (int64), in order. */
 export const RING_REDUCE_FIELDS = [
-  "recv_offset", "acc_offset", "length", "wait_at", "wait_arrivals", "fwd_rank", "fwd_offset", "notify_at",
+  "recv_offset",
+  "acc_offset",
+  "length",
+  "wait_at",
+  "wait_arrivals",
+  "fwd_rank",
+  "fwd_offset",
+  "notify_at",
 ] as const;
 
 /** `sm-push`: copy a local segment into a peer's symmetric buffer, then notify the peer. */
@@ -112,14 +119,21 @@ function segmentLoop(w: Writer, streams: readonly Stream[], body: (w: Writer, ma
 export function smPushSource(params: SmCommParams, options: SourceOptions = {}): string {
   checkSmCommParams(params);
   return kernelModule("sm-push: copy a contiguous segment into a peer's buffer, then notify the peer.", options.dtype, (w) => {
-    w.block(signature(SM_PUSH), (f) => forEachSegment(f, SM_PUSH_FIELDS, (b) => {
-      waitIntoZero(b, "sig_ptr");
-      b.line("offs = tl.arange(0, BLOCK)");
-      segmentLoop(b, [{ name: "src", start: "src_ptr + src_offset + zero" }, { name: "dst", start: "peer_base(dst_ptrs, dst_rank, src_ptr) + dst_offset" }], (l, m) =>
-        l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
-      );
-      b.block("if notify_at >= 0", (n) => n.line("peer_notify(sig_ptrs, dst_rank, notify_at)"));
-    }));
+    w.block(signature(SM_PUSH), (f) =>
+      forEachSegment(f, SM_PUSH_FIELDS, (b) => {
+        waitIntoZero(b, "sig_ptr");
+        b.line("offs = tl.arange(0, BLOCK)");
+        segmentLoop(
+          b,
+          [
+            { name: "src", start: "src_ptr + src_offset + zero" },
+            { name: "dst", start: "peer_base(dst_ptrs, dst_rank, src_ptr) + dst_offset" },
+          ],
+          (l, m) => l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
+        );
+        b.block("if notify_at >= 0", (n) => n.line("peer_notify(sig_ptrs, dst_rank, notify_at)"));
+      }),
+    );
   });
 }
 
@@ -133,15 +147,22 @@ export function smPushSource(params: SmCommParams, options: SourceOptions = {}):
 export function smPullSource(params: SmCommParams, options: SourceOptions = {}): string {
   checkSmCommParams(params);
   return kernelModule("sm-pull: wait on a peer's slot, copy its segment here, then notify a local slot.", options.dtype, (w) => {
-    w.block(signature(SM_PULL), (f) => forEachSegment(f, SM_PULL_FIELDS, (b) => {
-      b.line("peer_sig = tl.load(sig_ptrs + src_rank).to(tl.pointer_type(tl.int32))");
-      waitIntoZero(b, "peer_sig");
-      b.line("offs = tl.arange(0, BLOCK)");
-      segmentLoop(b, [{ name: "src", start: "peer_base(src_ptrs, src_rank, dst_ptr) + src_offset + zero" }, { name: "dst", start: "dst_ptr + dst_offset" }], (l, m) =>
-        l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
-      );
-      b.block("if notify_at >= 0", (n) => n.line("notify_slot(sig_ptr, notify_at)"));
-    }));
+    w.block(signature(SM_PULL), (f) =>
+      forEachSegment(f, SM_PULL_FIELDS, (b) => {
+        b.line("peer_sig = tl.load(sig_ptrs + src_rank).to(tl.pointer_type(tl.int32))");
+        waitIntoZero(b, "peer_sig");
+        b.line("offs = tl.arange(0, BLOCK)");
+        segmentLoop(
+          b,
+          [
+            { name: "src", start: "peer_base(src_ptrs, src_rank, dst_ptr) + src_offset + zero" },
+            { name: "dst", start: "dst_ptr + dst_offset" },
+          ],
+          (l, m) => l.line(`tl.store(dst + offs, tl.load(src + offs, mask=${m}), mask=${m})`),
+        );
+        b.block("if notify_at >= 0", (n) => n.line("notify_slot(sig_ptr, notify_at)"));
+      }),
+    );
   });
 }
 
@@ -156,28 +177,34 @@ export function smPullSource(params: SmCommParams, options: SourceOptions = {}):
 export function ringReduceSource(params: SmCommParams, options: SourceOptions = {}): string {
   checkSmCommParams(params);
   return kernelModule("ring-reduce: reduce a received chunk into the local accumulator and forward it.", options.dtype, (w) => {
-    w.block(signature(RING_REDUCE), (f) => forEachSegment(f, RING_REDUCE_FIELDS, (b) => {
-      waitIntoZero(b, "sig_ptr");
-      b.line("offs = tl.arange(0, BLOCK)");
-      // Without a forward the peer pointer is never used: the local accumulator stands in.
-      b.line("fwd_base = acc_ptr");
-      b.block("if fwd_rank >= 0", (f) => f.line("fwd_base = peer_base(recv_ptrs, fwd_rank, recv_ptr) + fwd_offset"));
-      segmentLoop(
-        b,
-        [{ name: "recv", start: "recv_ptr + recv_offset + zero" }, { name: "acc", start: "acc_ptr + acc_offset" }, { name: "fwd", start: "fwd_base" }],
-        (l, m) => {
-          l.line(`got = tl.load(recv + offs, mask=${m}).to(tl.float32)`);
-          l.line(`mine = tl.load(acc + offs, mask=${m}).to(tl.float32)`);
-          l.line("total = (got + mine).to(acc_ptr.dtype.element_ty)");
-          l.line(`tl.store(acc + offs, total, mask=${m})`);
-          l.block("if fwd_rank >= 0", (f) => f.line(`tl.store(fwd + offs, total, mask=${m})`));
-        },
-      );
-      b.block("if notify_at >= 0", (n) => {
-        n.block("if fwd_rank >= 0", (f) => f.line("peer_notify(sig_ptrs, fwd_rank, notify_at)"));
-        n.block("else", (e) => e.line("notify_slot(sig_ptr, notify_at)"));
-      });
-    }));
+    w.block(signature(RING_REDUCE), (f) =>
+      forEachSegment(f, RING_REDUCE_FIELDS, (b) => {
+        waitIntoZero(b, "sig_ptr");
+        b.line("offs = tl.arange(0, BLOCK)");
+        // Without a forward the peer pointer is never used: the local accumulator stands in.
+        b.line("fwd_base = acc_ptr");
+        b.block("if fwd_rank >= 0", (f) => f.line("fwd_base = peer_base(recv_ptrs, fwd_rank, recv_ptr) + fwd_offset"));
+        segmentLoop(
+          b,
+          [
+            { name: "recv", start: "recv_ptr + recv_offset + zero" },
+            { name: "acc", start: "acc_ptr + acc_offset" },
+            { name: "fwd", start: "fwd_base" },
+          ],
+          (l, m) => {
+            l.line(`got = tl.load(recv + offs, mask=${m}).to(tl.float32)`);
+            l.line(`mine = tl.load(acc + offs, mask=${m}).to(tl.float32)`);
+            l.line("total = (got + mine).to(acc_ptr.dtype.element_ty)");
+            l.line(`tl.store(acc + offs, total, mask=${m})`);
+            l.block("if fwd_rank >= 0", (f) => f.line(`tl.store(fwd + offs, total, mask=${m})`));
+          },
+        );
+        b.block("if notify_at >= 0", (n) => {
+          n.block("if fwd_rank >= 0", (f) => f.line("peer_notify(sig_ptrs, fwd_rank, notify_at)"));
+          n.block("else", (e) => e.line("notify_slot(sig_ptr, notify_at)"));
+        });
+      }),
+    );
   });
 }
 
@@ -195,7 +222,12 @@ export function alignmentUnit(dtype: ElementType): number {
  * would then read or write the wrong elements (lengths need not be: the tail step is masked).
  * @throws {EmitError} `bad-param` naming the row and field.
  */
-export function checkSegmentAlignment(flat: readonly number[], fields: readonly string[], checked: readonly string[], dtype: ElementType): void {
+export function checkSegmentAlignment(
+  flat: readonly number[],
+  fields: readonly string[],
+  checked: readonly string[],
+  dtype: ElementType,
+): void {
   const unit = alignmentUnit(dtype);
   const at = checked.map((f) => {
     const i = fields.indexOf(f);
@@ -206,7 +238,10 @@ export function checkSegmentAlignment(flat: readonly number[], fields: readonly 
     for (const i of at) {
       const v = flat[r * fields.length + i] ?? 0;
       if (v % unit !== 0) {
-        throw new EmitError("bad-param", `segment ${r}: ${fields[i]} = ${v} is not a multiple of ${unit} ${dtype} elements (16 bytes); SM copies need 16-byte aligned segment starts`);
+        throw new EmitError(
+          "bad-param",
+          `segment ${r}: ${fields[i]} = ${v} is not a multiple of ${unit} ${dtype} elements (16 bytes); SM copies need 16-byte aligned segment starts`,
+        );
       }
     }
   }

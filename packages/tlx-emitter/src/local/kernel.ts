@@ -54,8 +54,12 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
   const roles = annotations.filter((a): a is RoleAnnotation => a.kind === "role");
   const [role, second] = roles;
   if (role === undefined) {
-    throw new LocalKernelError("no-annotation", file, 0,
-      'no kernel annotation: put "# ovl: consumer gather=<param>" or "# ovl: producer scatter=<param>" on the line above @triton.jit');
+    throw new LocalKernelError(
+      "no-annotation",
+      file,
+      0,
+      'no kernel annotation: put "# ovl: consumer gather=<param>" or "# ovl: producer scatter=<param>" on the line above @triton.jit',
+    );
   }
   if (second !== undefined) throw misplaced(file, second, "a module holds one annotated kernel; this is a second kernel annotation");
   const { definition, func } = annotatedFunction(root, source, role, file);
@@ -63,13 +67,19 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
   const params = signature(func, file);
   const operand = params.find((p) => p.name === role.param);
   if (operand === undefined) {
-    throw new LocalKernelError("unknown-parameter", file, lineOf(role.comment),
-      `${role.role === "consumer" ? "gather" : "scatter"}=${role.param} names no parameter of ${entry}`);
+    throw new LocalKernelError(
+      "unknown-parameter",
+      file,
+      lineOf(role.comment),
+      `${role.role === "consumer" ? "gather" : "scatter"}=${role.param} names no parameter of ${entry}`,
+    );
   }
-  if (operand.constexpr) throw new LocalKernelError("unknown-parameter", file, lineOf(role.comment), `${role.param} is a constexpr, not a tensor`);
+  if (operand.constexpr)
+    throw new LocalKernelError("unknown-parameter", file, lineOf(role.comment), `${role.param} is a constexpr, not a tensor`);
 
   for (const a of annotations) {
-    if (a.kind !== "role" && !contains(func, a.comment)) throw misplaced(file, a, `"# ovl: ${a.kind}" outside the annotated kernel ${entry}`);
+    if (a.kind !== "role" && !contains(func, a.comment))
+      throw misplaced(file, a, `"# ovl: ${a.kind}" outside the annotated kernel ${entry}`);
   }
   const loops = annotations.filter((a): a is TileLoopAnnotation => a.kind === "tile-loop");
   if (loops[1] !== undefined) throw misplaced(file, loops[1], "a kernel has one tile loop; this is a second");
@@ -81,14 +91,33 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
     .filter((a): a is TileAnnotation => a.kind === "tile")
     .map((a) => tileStatement(func, tileBlock, a, role.role, tileLoop !== undefined, file));
   if (tileStatements.length === 0) {
-    throw new LocalKernelError("no-annotation", file, lineOf(func),
-      `${entry} has no "# ovl: tile m=<var>" statement: annotate the assignment that sets the tile's row block`);
+    throw new LocalKernelError(
+      "no-annotation",
+      file,
+      lineOf(func),
+      `${entry} has no "# ovl: tile m=<var>" statement: annotate the assignment that sets the tile's row block`,
+    );
   }
-  return { entry, role: role.role, operand: role.param, params, definition, func, tileBlock, tileStatements, ...(tileLoop ? { tileLoop } : {}) };
+  return {
+    entry,
+    role: role.role,
+    operand: role.param,
+    params,
+    definition,
+    func,
+    tileBlock,
+    tileStatements,
+    ...(tileLoop ? { tileLoop } : {}),
+  };
 }
 
 /** The jit function whose decorator or `def` line is the line right below the role comment. */
-function annotatedFunction(root: SyntaxNode, source: string, role: RoleAnnotation, file: string): { definition: SyntaxNode; func: SyntaxNode } {
+function annotatedFunction(
+  root: SyntaxNode,
+  source: string,
+  role: RoleAnnotation,
+  file: string,
+): { definition: SyntaxNode; func: SyntaxNode } {
   const row = role.comment.startPosition.row;
   const lineStart = source.lastIndexOf("\n", role.comment.startIndex - 1) + 1;
   if (source.slice(lineStart, role.comment.startIndex).trim() !== "") {
@@ -97,7 +126,9 @@ function annotatedFunction(root: SyntaxNode, source: string, role: RoleAnnotatio
   for (const definition of named(root)) {
     const func = jitFunction(definition);
     if (func === undefined) continue;
-    const rows = named(definition).filter((d) => d.type === "decorator").map((d) => d.startPosition.row);
+    const rows = named(definition)
+      .filter((d) => d.type === "decorator")
+      .map((d) => d.startPosition.row);
     if (rows.includes(row + 1) || func.startPosition.row === row + 1) return { definition, func };
   }
   throw misplaced(file, role, "the kernel annotation must stand on the line directly above a @triton.jit function's decorator or def");
@@ -106,16 +137,22 @@ function annotatedFunction(root: SyntaxNode, source: string, role: RoleAnnotatio
 /** Positional parameters only: the inserted ones are appended, so nothing may follow with a default. */
 function signature(func: SyntaxNode, file: string): LocalParam[] {
   const params = field(func, "parameters") as SyntaxNode;
-  return named(params).filter((p) => p.type !== "comment").map((p) => {
-    if (p.type === "identifier") return { name: p.text, constexpr: false };
-    if (p.type === "typed_parameter") {
-      const name = named(p).find((c) => c.type === "identifier");
-      const type = field(p, "type");
-      if (name !== undefined) return { name: name.text, constexpr: type !== undefined && CONSTEXPR_TYPES.has(type.text) };
-    }
-    throw new LocalKernelError("bad-signature", file, lineOf(p),
-      `parameter ${JSON.stringify(p.text)} is not supported: the kernel's parameters must be plain names (optionally ": tl.constexpr"), without defaults or */**, so ovl's parameters can be appended`);
-  });
+  return named(params)
+    .filter((p) => p.type !== "comment")
+    .map((p) => {
+      if (p.type === "identifier") return { name: p.text, constexpr: false };
+      if (p.type === "typed_parameter") {
+        const name = named(p).find((c) => c.type === "identifier");
+        const type = field(p, "type");
+        if (name !== undefined) return { name: name.text, constexpr: type !== undefined && CONSTEXPR_TYPES.has(type.text) };
+      }
+      throw new LocalKernelError(
+        "bad-signature",
+        file,
+        lineOf(p),
+        `parameter ${JSON.stringify(p.text)} is not supported: the kernel's parameters must be plain names (optionally ": tl.constexpr"), without defaults or */**, so ovl's parameters can be appended`,
+      );
+    });
 }
 
 function tileLoopOf(func: SyntaxNode, a: TileLoopAnnotation, file: string): SyntaxNode {
@@ -147,27 +184,46 @@ export function assignedNames(assignment: SyntaxNode): string[] {
 }
 
 function tileStatement(
-  func: SyntaxNode, tileBlock: SyntaxNode, a: TileAnnotation, role: "consumer" | "producer", persistent: boolean, file: string,
+  func: SyntaxNode,
+  tileBlock: SyntaxNode,
+  a: TileAnnotation,
+  role: "consumer" | "producer",
+  persistent: boolean,
+  file: string,
 ): TileStatement {
   const row = a.comment.startPosition.row;
-  const stmt = [...walk(func)].filter((n) => n.type === "expression_statement" && n.startPosition.row <= row && row <= n.endPosition.row).pop();
+  const stmt = [...walk(func)]
+    .filter((n) => n.type === "expression_statement" && n.startPosition.row <= row && row <= n.endPosition.row)
+    .pop();
   if (stmt === undefined) throw misplaced(file, a, '"# ovl: tile" must trail the statement that sets the tile coordinates');
   const line = lineOf(stmt);
   // Inserted lines go after the statement's last line: another statement on that line would run before them.
   const siblings = stmt.parent === null ? [] : named(stmt.parent);
-  const shares = siblings.some((s) => s.id !== stmt.id && s.type !== "comment"
-    && s.startPosition.row <= stmt.endPosition.row && s.endPosition.row >= stmt.startPosition.row);
+  const shares = siblings.some(
+    (s) =>
+      s.id !== stmt.id &&
+      s.type !== "comment" &&
+      s.startPosition.row <= stmt.endPosition.row &&
+      s.endPosition.row >= stmt.startPosition.row,
+  );
   if (shares) throw misplaced(file, a, "a tile statement must be alone on its line(s)");
   const assignment = named(stmt)[0];
   if (assignment?.type !== "assignment") throw misplaced(file, a, '"# ovl: tile" must trail an assignment');
   const names = assignedNames(assignment);
   for (const v of [a.m, a.n]) {
-    if (v !== undefined && !names.includes(v)) throw misplaced(file, a, `tile variable ${v} is not assigned by this statement (it assigns ${names.join(", ") || "nothing"})`);
+    if (v !== undefined && !names.includes(v))
+      throw misplaced(file, a, `tile variable ${v} is not assigned by this statement (it assigns ${names.join(", ") || "nothing"})`);
   }
-  if (role === "producer" && a.n === undefined) throw misplaced(file, a, "a producer's tile statement names its column block too: # ovl: tile m=<var> n=<var>");
+  if (role === "producer" && a.n === undefined)
+    throw misplaced(file, a, "a producer's tile statement names its column block too: # ovl: tile m=<var> n=<var>");
   if (stmt.parent?.id !== tileBlock.id) {
     const where = persistent ? "directly in the tile loop's body" : "at the top level of the kernel's body";
-    throw new LocalKernelError("unsafe-tile-loop", file, line, `a tile statement must stand ${where} (not inside if/for/while), so every tile runs it`);
+    throw new LocalKernelError(
+      "unsafe-tile-loop",
+      file,
+      line,
+      `a tile statement must stand ${where} (not inside if/for/while), so every tile runs it`,
+    );
   }
   return a.n === undefined ? { node: stmt, m: a.m, line } : { node: stmt, m: a.m, n: a.n, line };
 }

@@ -16,8 +16,9 @@ export interface ModuleParts {
 
 /** Modules whose import is kept; anything else the kernel imports is refused. */
 function allowedModule(module: string): boolean {
-  return module === "triton" || module === "triton.language" || module.startsWith("triton.language.")
-    || module === "math" || module === "typing";
+  return (
+    module === "triton" || module === "triton.language" || module.startsWith("triton.language.") || module === "math" || module === "typing"
+  );
 }
 
 /** Host-only modules: their imports are dropped when no kept function uses the bound names. */
@@ -57,8 +58,12 @@ export function moduleParts(root: SyntaxNode, file: string): ModuleParts {
       } else if (bindings.every((b) => hostModule(b.module))) {
         hostImports.push({ node: stmt, names: bindings.map((b) => b.name) });
       } else {
-        throw new LocalKernelError("bad-import", file, lineOf(stmt),
-          `import of ${JSON.stringify(refused.module)} is not allowed in a kernel module (only triton, triton.language, math and typing)`);
+        throw new LocalKernelError(
+          "bad-import",
+          file,
+          lineOf(stmt),
+          `import of ${JSON.stringify(refused.module)} is not allowed in a kernel module (only triton, triton.language, math and typing)`,
+        );
       }
     } else if (stmt.type === "future_import_statement") {
       throw new LocalKernelError("bad-import", file, lineOf(stmt), "from __future__ imports are not allowed in a kernel module");
@@ -71,8 +76,12 @@ export function moduleParts(root: SyntaxNode, file: string): ModuleParts {
   for (const h of hostImports) {
     const name = h.names.find((n) => used.has(n));
     if (name !== undefined) {
-      throw new LocalKernelError("bad-import", file, lineOf(h.node),
-        `${JSON.stringify(name)} is imported from a host module but used by a @triton.jit function`);
+      throw new LocalKernelError(
+        "bad-import",
+        file,
+        lineOf(h.node),
+        `${JSON.stringify(name)} is imported from a host module but used by a @triton.jit function`,
+      );
     }
   }
   return { imports, functions, languageAliases };

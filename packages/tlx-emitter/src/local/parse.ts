@@ -49,8 +49,12 @@ export function parseLocalKernelWith(parser: PythonParser, source: string, optio
   const annotations = readAnnotations(root, file);
   const shape = kernelShape(root, source, annotations, file);
   if (options.entry !== undefined && options.entry !== shape.entry) {
-    throw new LocalKernelError("no-annotation", file, lineOf(shape.func),
-      `the annotated kernel is ${shape.entry}, not ${JSON.stringify(options.entry)}`);
+    throw new LocalKernelError(
+      "no-annotation",
+      file,
+      lineOf(shape.func),
+      `the annotated kernel is ${shape.entry}, not ${JSON.stringify(options.entry)}`,
+    );
   }
   const kept = [...parts.imports, ...parts.functions];
   const identifiers = identifiersOf(kept);
@@ -58,12 +62,22 @@ export function parseLocalKernelWith(parser: PythonParser, source: string, optio
   if (!parts.languageAliases.has("tl")) {
     throw new LocalKernelError("bad-import", file, 0, 'the kernel module must import triton.language as tl (the inserted code uses "tl.")');
   }
-  const helpers = new Set(parts.functions.map((d) => jitFunction(d)).flatMap((f) => (f === undefined ? [] : [field(f, "name")?.text ?? ""])));
+  const helpers = new Set(
+    parts.functions.map((d) => jitFunction(d)).flatMap((f) => (f === undefined ? [] : [field(f, "name")?.text ?? ""])),
+  );
   helpers.delete(shape.entry);
   checkKernelSafety(shape, helpers, file);
   return {
-    file, source, entry: shape.entry, role: shape.role, operand: shape.operand, params: shape.params,
-    persistent: shape.tileLoop !== undefined, identifiers, parts, shape,
+    file,
+    source,
+    entry: shape.entry,
+    role: shape.role,
+    operand: shape.operand,
+    params: shape.params,
+    persistent: shape.tileLoop !== undefined,
+    identifiers,
+    parts,
+    shape,
   };
 }
 
@@ -71,7 +85,11 @@ export function parseLocalKernelWith(parser: PythonParser, source: string, optio
  * Parses and checks `source`, loading the shared parser first. `options` may be given as the
  * file name and expected entry. Throws {@link LocalKernelError}.
  */
-export async function parseLocalKernel(source: string, options: ParseLocalKernelOptions | string = {}, entry?: string): Promise<LocalKernel> {
+export async function parseLocalKernel(
+  source: string,
+  options: ParseLocalKernelOptions | string = {},
+  entry?: string,
+): Promise<LocalKernel> {
   const o = typeof options === "string" ? { file: options, ...(entry === undefined ? {} : { entry }) } : options;
   return parseLocalKernelWith(await loadPythonParser(), source, o);
 }
@@ -82,10 +100,20 @@ function checkNames(kept: readonly import("./parser.js").SyntaxNode[], file: str
     for (const n of walk(node)) {
       if (n.type !== "identifier") continue;
       if (n.text.startsWith("ovl_")) {
-        throw new LocalKernelError("name-collision", file, lineOf(n), `${n.text}: names starting with ovl_ are reserved for the code ovl inserts`);
+        throw new LocalKernelError(
+          "name-collision",
+          file,
+          lineOf(n),
+          `${n.text}: names starting with ovl_ are reserved for the code ovl inserts`,
+        );
       }
       if ((PRIMITIVES as readonly string[]).includes(n.text)) {
-        throw new LocalKernelError("name-collision", file, lineOf(n), `${n.text} is the name of an ovl device primitive the inserted code imports`);
+        throw new LocalKernelError(
+          "name-collision",
+          file,
+          lineOf(n),
+          `${n.text} is the name of an ovl device primitive the inserted code imports`,
+        );
       }
     }
   }

@@ -42,7 +42,8 @@ export const RANK_VARIABLE = "ovl_rank";
 const INSERTED_LOCALS = ["ovl_m", "ovl_mb", "ovl_tok", "ovl_t", "ovl_t2"];
 
 function isInsertedName(name: string): boolean {
-  const slot = name.startsWith("ovl_slot") && name.length > "ovl_slot".length && [...name.slice("ovl_slot".length)].every((c) => c >= "0" && c <= "9");
+  const slot =
+    name.startsWith("ovl_slot") && name.length > "ovl_slot".length && [...name.slice("ovl_slot".length)].every((c) => c >= "0" && c <= "9");
   return slot || INSERTED_LOCALS.includes(name) || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name);
 }
 
@@ -79,7 +80,11 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
     }
     const free = freeVariables(map.kind === "static" ? map.expr : map.index);
     const stray = free.find((v) => v !== variable && v !== RANK_VARIABLE && !scalars.includes(v));
-    if (stray !== undefined) throw bad("bad-program", `${what} uses variable ${stray}; a ${role}'s maps are over ${variable}, ${RANK_VARIABLE} and the program's scalars`);
+    if (stray !== undefined)
+      throw bad(
+        "bad-program",
+        `${what} uses variable ${stray}; a ${role}'s maps are over ${variable}, ${RANK_VARIABLE} and the program's scalars`,
+      );
   }
 }
 
@@ -102,9 +107,10 @@ export function renameVariable(expr: Expr, from: string, to: string): Expr {
 
 /** `map` printed as Triton code over variable `over` in place of the role's variable. */
 export function printMap(map: IndexMap, from: string, over: string, file: string): string {
-  const renamed: IndexMap = map.kind === "static"
-    ? { kind: "static", expr: renameVariable(map.expr, from, over) }
-    : { kind: "dynamic", table: map.table, index: renameVariable(map.index, from, over) };
+  const renamed: IndexMap =
+    map.kind === "static"
+      ? { kind: "static", expr: renameVariable(map.expr, from, over) }
+      : { kind: "dynamic", table: map.table, index: renameVariable(map.index, from, over) };
   try {
     return mapToPython(renamed, { dialect: "triton" });
   } catch (e) {

@@ -2,8 +2,14 @@ import { dynamicMap, lookupTable, staticMap, variable } from "@ovl/mapping";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EmitError } from "../writer/index.js";
 import {
-  LocalKernelError, loadPythonParser, parseLocalKernel, parseLocalKernelWith, transformLocalKernel,
-  type LocalKernelErrorCode, type PythonParser, type TileProgram,
+  LocalKernelError,
+  loadPythonParser,
+  parseLocalKernel,
+  parseLocalKernelWith,
+  transformLocalKernel,
+  type LocalKernelErrorCode,
+  type PythonParser,
+  type TileProgram,
 } from "./index.js";
 
 let parser: PythonParser;
@@ -59,7 +65,10 @@ describe("local kernels the parser refuses", () => {
     const k = await parseLocalKernel(GOOD.join("\n"), "my_kernel.py", "k");
     expect([k.entry, k.role, k.operand, k.persistent]).toEqual(["k", "consumer", "a_ptr", true]);
     expect(k.params).toEqual([
-      { name: "a_ptr", constexpr: false }, { name: "c_ptr", constexpr: false }, { name: "M", constexpr: false }, { name: "BLOCK_M", constexpr: true },
+      { name: "a_ptr", constexpr: false },
+      { name: "c_ptr", constexpr: false },
+      { name: "M", constexpr: false },
+      { name: "BLOCK_M", constexpr: true },
     ]);
   });
 
@@ -99,13 +108,34 @@ describe("local kernels the parser refuses", () => {
   it("break, continue or return at the tile level", () => {
     expectRefused(edit(11, "        if pid_m > 3:", "            break"), "unsafe-tile-loop", 12, /break/);
     expectRefused(edit(11, "        if pid_m > 3:", "            continue"), "unsafe-tile-loop", 12, /continue/);
-    expectRefused(edit(11, "        for j in range(2):", "            if j > 0:", "                return"), "unsafe-tile-loop", 13, /return/);
+    expectRefused(
+      edit(11, "        for j in range(2):", "            if j > 0:", "                return"),
+      "unsafe-tile-loop",
+      13,
+      /return/,
+    );
     // A continue of a loop nested in the tile is fine.
-    expect(() => parseLocalKernelWith(parser, edit(11, "        for j in range(2):", "            if j > 0:", "                continue", "        offs = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)"))).not.toThrow();
+    expect(() =>
+      parseLocalKernelWith(
+        parser,
+        edit(
+          11,
+          "        for j in range(2):",
+          "            if j > 0:",
+          "                continue",
+          "        offs = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
+        ),
+      ),
+    ).not.toThrow();
   });
 
   it("a tile statement nested in if/for, or not alone on its line", () => {
-    expectRefused(edit(10, "        if t >= 0:", "            pid_m = t  # ovl: tile m=pid_m"), "unsafe-tile-loop", 11, /directly in the tile loop/);
+    expectRefused(
+      edit(10, "        if t >= 0:", "            pid_m = t  # ovl: tile m=pid_m"),
+      "unsafe-tile-loop",
+      11,
+      /directly in the tile loop/,
+    );
     expectRefused(edit(10, "        pid_m = t; q = 1  # ovl: tile m=pid_m"), "bad-annotation", 10, /alone/);
   });
 
@@ -116,22 +146,43 @@ describe("local kernels the parser refuses", () => {
 
   it("a load of the gathered operand before the tile statement or outside the tile loop", () => {
     expectRefused(edit(8, "    x = tl.load(a_ptr)", "    n = tl.cdiv(M, BLOCK_M)"), "unsafe-load", 8, /outside the tile loop/);
-    expectRefused(edit(10, "        a_row = a_ptr + t * BLOCK_M", "        x = tl.load(a_row)", GOOD[9] as string), "unsafe-load", 11, /before the first tile statement \(line 12\)/);
-    expectRefused(edit(8, "    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, 1], strides=[1, 1], block_shape=[BLOCK_M, 1])", "    x = a_desc.load([0, 0])", "    n = tl.cdiv(M, BLOCK_M)"), "unsafe-load", 9);
+    expectRefused(
+      edit(10, "        a_row = a_ptr + t * BLOCK_M", "        x = tl.load(a_row)", GOOD[9] as string),
+      "unsafe-load",
+      11,
+      /before the first tile statement \(line 12\)/,
+    );
+    expectRefused(
+      edit(
+        8,
+        "    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, 1], strides=[1, 1], block_shape=[BLOCK_M, 1])",
+        "    x = a_desc.load([0, 0])",
+        "    n = tl.cdiv(M, BLOCK_M)",
+      ),
+      "unsafe-load",
+      9,
+    );
     expectRefused(edit(10, "        pid_m = tl.load(a_ptr + t)  # ovl: tile m=pid_m"), "unsafe-load", 10);
   });
 
   it("a non-persistent kernel: loads before the tile statement, early returns", () => {
-    const flat = (...body: string[]): string => [...HEAD, "# ovl: consumer gather=a_ptr", "@triton.jit", "def k(a_ptr, c_ptr, BLOCK_M: tl.constexpr):", ...body, ""].join("\n");
+    const flat = (...body: string[]): string =>
+      [...HEAD, "# ovl: consumer gather=a_ptr", "@triton.jit", "def k(a_ptr, c_ptr, BLOCK_M: tl.constexpr):", ...body, ""].join("\n");
     const tile = "    pid_m = tl.program_id(0)  # ovl: tile m=pid_m";
     expect(() => parseLocalKernelWith(parser, flat(tile, "    tl.store(c_ptr + pid_m, tl.load(a_ptr + pid_m))"))).not.toThrow();
     expectRefused(flat("    x = tl.load(a_ptr)", tile), "unsafe-load", 8, /before the tile statement/);
     expectRefused(flat(tile, "    if pid_m > 4:", "        return"), "unsafe-tile-loop", 10);
-    expectRefused(flat("    for i in range(2):", "        pid_m = i  # ovl: tile m=pid_m"), "unsafe-tile-loop", 9, /top level of the kernel's body/);
+    expectRefused(
+      flat("    for i in range(2):", "        pid_m = i  # ovl: tile m=pid_m"),
+      "unsafe-tile-loop",
+      9,
+      /top level of the kernel's body/,
+    );
   });
 
   it("a producer: a store to the scattered operand outside the tile, a tile without n", () => {
-    const prod = (...body: string[]): string => [...HEAD, "# ovl: producer scatter=c_ptr", "@triton.jit", "def k(c_ptr, BLOCK: tl.constexpr):", ...body, ""].join("\n");
+    const prod = (...body: string[]): string =>
+      [...HEAD, "# ovl: producer scatter=c_ptr", "@triton.jit", "def k(c_ptr, BLOCK: tl.constexpr):", ...body, ""].join("\n");
     const tile = "    pid_m, pid_n = tl.program_id(0), tl.program_id(1)  # ovl: tile m=pid_m n=pid_n";
     expectRefused(prod("    tl.store(c_ptr, 0)", tile), "unsafe-store", 8, /notify would not cover/);
     expectRefused(prod("    pid_m = tl.program_id(0)  # ovl: tile m=pid_m"), "bad-annotation", 8, /n=<var>/);
@@ -146,7 +197,10 @@ describe("local kernels the parser refuses", () => {
   it("imports other than triton, math and typing; host code is dropped", () => {
     expectRefused(edit(2, "import triton.language as tl", "import os"), "bad-import", 3, /"os"/);
     expectRefused(edit(1, "from . import helpers", "import triton"), "bad-import", 1);
-    const withTorch = (use: string): string => ["import torch", ...GOOD.slice(0, 7), use, ...GOOD.slice(8), "if __name__ == '__main__':", "    print(torch.zeros(1))", ""].join("\n");
+    const withTorch = (use: string): string =>
+      ["import torch", ...GOOD.slice(0, 7), use, ...GOOD.slice(8), "if __name__ == '__main__':", "    print(torch.zeros(1))", ""].join(
+        "\n",
+      );
     // torch only in host code: the import is dropped with it.
     expect(() => parseLocalKernelWith(parser, withTorch(GOOD[7] as string))).not.toThrow();
     expectRefused(withTorch("    n = torch.numel(M)"), "bad-import", 1, /"torch" is imported from a host module but used/);
@@ -193,6 +247,8 @@ describe("tile programs the transformation refuses before emitting", () => {
     expect(refused({ ...PROGRAM, role: "producer" }).message).toMatch(/annotated consumer/);
     expect(refused({ ...PROGRAM, order: staticMap(t) }).message).toMatch(/uses variable ovl_t/);
     expect(refused({ ...PROGRAM, slots: [dynamicMap(lookupTable("wait0", 8), m)] }).message).toMatch(/not in the program's tables/);
-    expect(refused({ ...PROGRAM, order: { kind: "static", expr: { op: "var", name: "bad name", range: { min: 0, max: 1 } } } }).message).toMatch(/not an index map/);
+    expect(
+      refused({ ...PROGRAM, order: { kind: "static", expr: { op: "var", name: "bad name", range: { min: 0, max: 1 } } } }).message,
+    ).toMatch(/not an index map/);
   });
 });

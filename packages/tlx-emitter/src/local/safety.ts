@@ -26,7 +26,12 @@ function checkExits(shape: KernelShape, file: string): void {
     // Reaching the tile block means the innermost loop is the tile loop (or there is none).
     if (up === null || up.id === shape.tileBlock.id) {
       const word = node.type === "break_statement" ? "break" : "continue";
-      throw new LocalKernelError("unsafe-tile-loop", file, lineOf(node), `${word} at the tile level would skip the rest of the tile (its wait or notify)`);
+      throw new LocalKernelError(
+        "unsafe-tile-loop",
+        file,
+        lineOf(node),
+        `${word} at the tile level would skip the rest of the tile (its wait or notify)`,
+      );
     }
   }
 }
@@ -35,7 +40,11 @@ function checkExits(shape: KernelShape, file: string): void {
 function bindings(root: SyntaxNode): { node: SyntaxNode; names: string[]; value?: SyntaxNode }[] {
   const out: { node: SyntaxNode; names: string[]; value?: SyntaxNode }[] = [];
   const targets = (n: SyntaxNode | undefined): string[] =>
-    n === undefined ? [] : [...walk(n)].filter((i) => i.type === "identifier" && i.parent?.type !== "attribute" && i.parent?.type !== "subscript").map((i) => i.text);
+    n === undefined
+      ? []
+      : [...walk(n)]
+          .filter((i) => i.type === "identifier" && i.parent?.type !== "attribute" && i.parent?.type !== "subscript")
+          .map((i) => i.text);
   for (const node of walk(root)) {
     const value = field(node, "right") ?? field(node, "value");
     if (node.type === "assignment") {
@@ -56,8 +65,12 @@ function checkTileAssignments(shape: KernelShape, file: string): void {
   for (const b of bindings(shape.tileBlock)) {
     const hit = b.names.find((n) => vars.has(n));
     if (hit !== undefined && !annotated.has(b.node.id)) {
-      throw new LocalKernelError("unsafe-tile-loop", file, lineOf(b.node),
-        `${hit} is a tile variable but this assignment has no "# ovl: tile" annotation, so the remap would not reach it`);
+      throw new LocalKernelError(
+        "unsafe-tile-loop",
+        file,
+        lineOf(b.node),
+        `${hit} is a tile variable but this assignment has no "# ovl: tile" annotation, so the remap would not reach it`,
+      );
     }
   }
 }
@@ -75,18 +88,34 @@ function mentions(node: SyntaxNode, names: ReadonlySet<string>): boolean {
 export function taintedNames(func: SyntaxNode, operand: string): Set<string> {
   const tainted = new Set([operand]);
   const all = bindings(func);
-  for (let changed = true; changed;) {
+  for (let changed = true; changed; ) {
     changed = false;
     for (const b of all) {
       if (b.value === undefined || !mentions(b.value, tainted)) continue;
-      for (const n of b.names) if (!tainted.has(n)) { tainted.add(n); changed = true; }
+      for (const n of b.names)
+        if (!tainted.has(n)) {
+          tainted.add(n);
+          changed = true;
+        }
     }
   }
   return tainted;
 }
 
 const LOADS = new Set(["tl.load", "tl.load_tensor_descriptor", "tl._experimental_descriptor_load"]);
-const STORES = new Set(["tl.store", "tl.store_tensor_descriptor", "tl._experimental_descriptor_store", "tl.atomic_add", "tl.atomic_xchg", "tl.atomic_max", "tl.atomic_min", "tl.atomic_cas", "tl.atomic_and", "tl.atomic_or", "tl.atomic_xor"]);
+const STORES = new Set([
+  "tl.store",
+  "tl.store_tensor_descriptor",
+  "tl._experimental_descriptor_store",
+  "tl.atomic_add",
+  "tl.atomic_xchg",
+  "tl.atomic_max",
+  "tl.atomic_min",
+  "tl.atomic_cas",
+  "tl.atomic_and",
+  "tl.atomic_or",
+  "tl.atomic_xor",
+]);
 
 /** How a call touches the operand: a read, a write, or a helper that may do either. */
 function access(call: SyntaxNode, tainted: ReadonlySet<string>, helpers: ReadonlySet<string>): string | undefined {
@@ -120,13 +149,20 @@ function checkOperandAccess(shape: KernelShape, helpers: ReadonlySet<string>, fi
     if (kind === undefined || (kind !== want && kind !== "helper")) continue;
     const inside = call.startIndex >= first.endIndex && call.endIndex <= shape.tileBlock.endIndex;
     if (inside) continue;
-    const where = shape.tileLoop !== undefined && call.startIndex >= shape.tileBlock.startIndex && call.endIndex <= shape.tileBlock.endIndex
-      ? `before the first tile statement (line ${lineOf(first)})`
-      : shape.tileLoop !== undefined ? "outside the tile loop" : `before the tile statement (line ${lineOf(first)})`;
-    const what = kind === "helper"
-      ? `${field(call, "function")?.text ?? "a helper"}(...) is passed ${shape.operand} (or a value derived from it) ${where}`
-      : `${kind} of ${shape.operand} (or a value derived from it) ${where}`;
-    const why = shape.role === "consumer" ? "its rows may not have arrived: loads must follow the tile's wait" : "the tile's notify would not cover it";
+    const where =
+      shape.tileLoop !== undefined && call.startIndex >= shape.tileBlock.startIndex && call.endIndex <= shape.tileBlock.endIndex
+        ? `before the first tile statement (line ${lineOf(first)})`
+        : shape.tileLoop !== undefined
+          ? "outside the tile loop"
+          : `before the tile statement (line ${lineOf(first)})`;
+    const what =
+      kind === "helper"
+        ? `${field(call, "function")?.text ?? "a helper"}(...) is passed ${shape.operand} (or a value derived from it) ${where}`
+        : `${kind} of ${shape.operand} (or a value derived from it) ${where}`;
+    const why =
+      shape.role === "consumer"
+        ? "its rows may not have arrived: loads must follow the tile's wait"
+        : "the tile's notify would not cover it";
     throw new LocalKernelError(shape.role === "consumer" ? "unsafe-load" : "unsafe-store", file, lineOf(call), `${what}; ${why}`);
   }
 }

@@ -19,17 +19,23 @@ const m = variable("ovl_m", { min: 0, max: M_BLOCKS - 1 });
 /** A static affine map a*m + b (mod n, sometimes), or a table of random length indexed by m. */
 const indexMap = (tableName: string): fc.Arbitrary<{ map: IndexMap; table?: string }> =>
   fc.oneof(
-    fc.record({ a: fc.integer({ min: -5, max: 5 }), b: fc.integer({ min: -40, max: 40 }), n: fc.option(fc.integer({ min: 1, max: 64 })) })
+    fc
+      .record({ a: fc.integer({ min: -5, max: 5 }), b: fc.integer({ min: -40, max: 40 }), n: fc.option(fc.integer({ min: 1, max: 64 })) })
       .map(({ a, b, n }) => {
         // Triton's % truncates toward zero, so the printer accepts a mod of non-negative values only.
         const affine = n === null ? add(mul(constant(a), m), constant(b)) : add(mul(constant(Math.abs(a)), m), constant(Math.abs(b)));
         return { map: staticMap(n === null ? affine : mod(affine, constant(n))) };
       }),
-    fc.integer({ min: M_BLOCKS, max: 4 * M_BLOCKS }).map((length) => ({ map: dynamicMap(lookupTable(tableName, length), m), table: tableName })),
+    fc
+      .integer({ min: M_BLOCKS, max: 4 * M_BLOCKS })
+      .map((length) => ({ map: dynamicMap(lookupTable(tableName, length), m), table: tableName })),
   );
 
 const program: fc.Arbitrary<TileProgram> = fc
-  .record({ order: indexMap("ovl_order"), columns: fc.integer({ min: 1, max: 4 }).chain((c) => fc.tuple(...Array.from({ length: c }, (_, j) => indexMap(`ovl_wait${j}`)))) })
+  .record({
+    order: indexMap("ovl_order"),
+    columns: fc.integer({ min: 1, max: 4 }).chain((c) => fc.tuple(...Array.from({ length: c }, (_, j) => indexMap(`ovl_wait${j}`)))),
+  })
   .map(({ order, columns }) => ({
     role: "consumer",
     order: order.map,

@@ -3,7 +3,14 @@ import { fileURLToPath } from "node:url";
 import { add, dynamicMap, lookupTable, mod, mul, staticMap, variable } from "@ovl/mapping";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseWithPython } from "../testing/python.js";
-import { loadPythonParser, parseLocalKernelWith, transformLocalKernel, type LocalKernelOutput, type PythonParser, type TileProgram } from "./index.js";
+import {
+  loadPythonParser,
+  parseLocalKernelWith,
+  transformLocalKernel,
+  type LocalKernelOutput,
+  type PythonParser,
+  type TileProgram,
+} from "./index.js";
 
 const read = (rel: string): string => readFileSync(fileURLToPath(new URL(`../../${rel}`, import.meta.url)), "utf8");
 const BODIES = {
@@ -76,10 +83,35 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     const out = emit("gemm_tma_persistent", TABLES);
     expect(out.entry).toBe("gemm_tma_persistent");
     expect(out.params).toEqual([
-      "a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M",
-      "ovl_order", "ovl_wait0", "rank_off", "ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_target", "ovl_timeout_ns",
+      "a_ptr",
+      "b_ptr",
+      "c_ptr",
+      "M",
+      "N",
+      "K",
+      "BLOCK_M",
+      "BLOCK_N",
+      "BLOCK_K",
+      "GROUP_M",
+      "ovl_order",
+      "ovl_wait0",
+      "rank_off",
+      "ovl_sig_ptr",
+      "ovl_err_ptr",
+      "ovl_rank",
+      "ovl_target",
+      "ovl_timeout_ns",
     ]);
-    expect(out.insertedParams).toEqual(["ovl_order", "ovl_wait0", "rank_off", "ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_target", "ovl_timeout_ns"]);
+    expect(out.insertedParams).toEqual([
+      "ovl_order",
+      "ovl_wait0",
+      "rank_off",
+      "ovl_sig_ptr",
+      "ovl_err_ptr",
+      "ovl_rank",
+      "ovl_target",
+      "ovl_timeout_ns",
+    ]);
     expect(out.constexprs).toEqual(["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]);
     const producer = emit("gemm_producer", PRODUCER_STATIC);
     expect(producer.insertedParams).toEqual(["ovl_sig_ptr", "ovl_rank"]);
@@ -114,7 +146,10 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
   it("keeps the user's text outside the insertions byte for byte", () => {
     const source = read(BODIES.tutorial_matmul);
     const out = emit("tutorial_matmul", IDENTITY).source;
-    const kernelText = source.slice(source.indexOf("@triton.jit\ndef matmul_kernel_persistent"), source.indexOf("\n\n\ndef matmul_persistent"));
+    const kernelText = source.slice(
+      source.indexOf("@triton.jit\ndef matmul_kernel_persistent"),
+      source.indexOf("\n\n\ndef matmul_persistent"),
+    );
     const userLines = kernelText.split("\n").filter((l) => !l.includes("NUM_SMS: tl.constexpr,  #"));
     const emitted = out.split("\n");
     let at = 0;
@@ -140,7 +175,9 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
       "",
     ].join("\n");
     const out = transformLocalKernel(parseLocalKernelWith(parser, src, { file: "add_one.py" }), PRODUCER_STATIC).source;
-    expect(out).toContain("    tl.store(c_ptr + offs, tl.load(x_ptr + offs) + 1)\n    ovl_slot0 = ovl_t2 % 4\n    if ovl_slot0 >= 0:\n        notify_slot(ovl_sig_ptr, ovl_slot0)\n");
+    expect(out).toContain(
+      "    tl.store(c_ptr + offs, tl.load(x_ptr + offs) + 1)\n    ovl_slot0 = ovl_t2 % 4\n    if ovl_slot0 >= 0:\n        notify_slot(ovl_sig_ptr, ovl_slot0)\n",
+    );
     expect(parseWithPython({ out })).toEqual({ out: "ok" });
   });
 });

@@ -54,17 +54,25 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
     edits.push(insertAfterLine(source, last, first, lines.atEnd, eol));
   }
 
-  const primitives = kernel.role === "consumer" ? (program.slots.length > 0 ? ["wait_slot", "consume_token"] : []) : program.slots.length > 0 ? ["notify_slot"] : [];
+  const primitives =
+    kernel.role === "consumer"
+      ? program.slots.length > 0
+        ? ["wait_slot", "consume_token"]
+        : []
+      : program.slots.length > 0
+        ? ["notify_slot"]
+        : [];
   const from = options.file ?? file;
   const head = [
-    '"""' + sanitizeText(`${kernel.entry}: ${kernel.role} kernel with ovl's tile-boundary ${kernel.role === "consumer" ? "waits" : "notifies"}.`),
+    `"""${sanitizeText(`${kernel.entry}: ${kernel.role} kernel with ovl's tile-boundary ${kernel.role === "consumer" ? "waits" : "notifies"}.`)}`,
     "",
-    sanitizeText(`Emitted by @ovl/tlx-emitter from ${from} (${kernel.entry}); edit the source kernel, not this file.`) + '"""',
+    `${sanitizeText(`Emitted by @ovl/tlx-emitter from ${from} (${kernel.entry}); edit the source kernel, not this file.`)}"""`,
     ...parts.imports.map((i) => i.text),
     ...(primitives.length > 0 ? [`from ovl_runtime.language import ${primitives.join(", ")}`] : []),
   ];
   const functions = parts.functions.map((def) =>
-    def.id === shape.definition.id ? splice(source, def.startIndex, def.endIndex, edits) : def.text);
+    def.id === shape.definition.id ? splice(source, def.startIndex, def.endIndex, edits) : def.text,
+  );
   const text = [head.join(eol), ...functions].join(eol + eol + eol) + eol;
   return {
     source: text,
@@ -78,7 +86,9 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
 /** Append the new parameters after the last existing one (a trailing comma stays valid). */
 function signatureEdit(func: SyntaxNode, names: readonly string[]): Insertion {
   const params = func.childForFieldName("parameters") as SyntaxNode;
-  const last = named(params).filter((p) => p.type !== "comment").pop();
+  const last = named(params)
+    .filter((p) => p.type !== "comment")
+    .pop();
   return last === undefined ? { at: params.startIndex + 1, text: names.join(", ") } : { at: last.endIndex, text: `, ${names.join(", ")}` };
 }
 

@@ -14,7 +14,20 @@ describe("schema/manifest.schema.json", () => {
 
   it("names the fields the runner reads", () => {
     const schema = manifestJsonSchema() as { properties: Record<string, unknown>; required: string[] };
-    expect(schema.required).toEqual(expect.arrayContaining(["$schema", "world", "buffers", "signals", "tables", "kernels", "hostOps", "reference", "timing", "waitTimeoutNs"]));
+    expect(schema.required).toEqual(
+      expect.arrayContaining([
+        "$schema",
+        "world",
+        "buffers",
+        "signals",
+        "tables",
+        "kernels",
+        "hostOps",
+        "reference",
+        "timing",
+        "waitTimeoutNs",
+      ]),
+    );
     // Every example manifest is a JSON document the schema's top-level keys describe.
     for (const r of Object.values(exampleManifests())) {
       for (const key of Object.keys(r.manifest)) expect(schema.properties).toHaveProperty([key]);

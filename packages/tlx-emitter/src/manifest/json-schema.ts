@@ -10,5 +10,5 @@ export function manifestJsonSchema(): Record<string, unknown> {
 
 /** The text of `schema/manifest.schema.json`: the schema with 2-space indent and a final newline. */
 export function manifestJsonSchemaText(): string {
-  return JSON.stringify(manifestJsonSchema(), null, 2) + "\n";
+  return `${JSON.stringify(manifestJsonSchema(), null, 2)}\n`;
 }

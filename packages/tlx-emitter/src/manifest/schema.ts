@@ -10,9 +10,41 @@ import { z } from "zod";
 export const MANIFEST_SCHEMA = "ovl.manifest/v1" as const;
 
 const PYTHON_KEYWORDS = new Set([
-  "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-  "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
-  "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+  "False",
+  "None",
+  "True",
+  "and",
+  "as",
+  "assert",
+  "async",
+  "await",
+  "break",
+  "class",
+  "continue",
+  "def",
+  "del",
+  "elif",
+  "else",
+  "except",
+  "finally",
+  "for",
+  "from",
+  "global",
+  "if",
+  "import",
+  "in",
+  "is",
+  "lambda",
+  "nonlocal",
+  "not",
+  "or",
+  "pass",
+  "raise",
+  "return",
+  "try",
+  "while",
+  "with",
+  "yield",
 ]);
 
 /** A name that is safe to use as a Python identifier (and as a file-name stem). */
@@ -181,7 +213,10 @@ export type TileProgramSpec = z.infer<typeof TileProgramSpec>;
  */
 export const Kernel = z.object({
   name: Identifier,
-  source: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py$/, "a relative .py path").refine((p) => !p.includes(".."), "must not contain .."),
+  source: z
+    .string()
+    .regex(/^[A-Za-z0-9_][A-Za-z0-9_./-]*\.py$/, "a relative .py path")
+    .refine((p) => !p.includes(".."), "must not contain .."),
   entry: Identifier,
   stream: z.enum(["compute", "comm"]),
   grid: z.array(GridDim).min(1).max(3),

@@ -10,7 +10,8 @@ import type { TlxCommPart } from "./parts.js";
 /** PTX of a bounded acquire wait. */
 export const WAIT_PTX = "ld\\.global\\.acquire\\.sys";
 /** PTX of a release add (a notify). */
-export const NOTIFY_PTX = "atom\\.[a-z0-9.]*release[a-z0-9.]*add|atom\\.[a-z0-9.]*add[a-z0-9.]*release|red\\.[a-z0-9.]*release[a-z0-9.]*add";
+export const NOTIFY_PTX =
+  "atom\\.[a-z0-9.]*release[a-z0-9.]*add|atom\\.[a-z0-9.]*add[a-z0-9.]*release|red\\.[a-z0-9.]*release[a-z0-9.]*add";
 
 /** PTX of a 16-byte vector load / store (copies that vectorise). */
 export const VECTOR_LOAD_PTX = "ld\\.global(\\.[a-z0-9]+)*\\.v4\\.b32";

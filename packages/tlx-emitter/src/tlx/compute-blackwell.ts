@@ -77,8 +77,13 @@ export interface TlxBlackwellComputePart extends TlxPartParams {
  */
 export function tlxGemmBlackwell(params: TlxGemmBlackwellParams): TlxBlackwellComputePart {
   const dtype = params.dtype ?? "bf16";
-  if (dtype !== "bf16" && dtype !== "fp16") throw new EmitError("bad-param", `the Blackwell TLX GEMM takes bf16 or fp16 operands (tcgen05 kind::f16), got ${String(dtype)}`);
-  if (params.BLOCK_M !== 128) throw new EmitError("bad-param", `BLOCK_M must be 128 on sm_100a (one MMA over the 128 TMEM lanes, read by 4 epilogue warps), got ${String(params.BLOCK_M)}`);
+  if (dtype !== "bf16" && dtype !== "fp16")
+    throw new EmitError("bad-param", `the Blackwell TLX GEMM takes bf16 or fp16 operands (tcgen05 kind::f16), got ${String(dtype)}`);
+  if (params.BLOCK_M !== 128)
+    throw new EmitError(
+      "bad-param",
+      `BLOCK_M must be 128 on sm_100a (one MMA over the 128 TMEM lanes, read by 4 epilogue warps), got ${String(params.BLOCK_M)}`,
+    );
   const BLOCK_M = 128;
   const BLOCK_N = checkBlock(params.BLOCK_N, "BLOCK_N", 32, 256);
   const BLOCK_K = checkBlock(params.BLOCK_K, "BLOCK_K", 16, 128);
@@ -90,9 +95,17 @@ export function tlxGemmBlackwell(params: TlxGemmBlackwellParams): TlxBlackwellCo
     throw new EmitError("bad-param", `taskRegisters must be a multiple of 8 in [24, 256], got ${taskRegisters}`);
   }
   if (accBuffers * BLOCK_N > SM100_TMEM_COLUMNS) {
-    throw new EmitError("bad-param", `${accBuffers} fp32 accumulators of ${BLOCK_N} columns exceed the ${SM100_TMEM_COLUMNS} columns of tensor memory; use fewer accBuffers or a narrower BLOCK_N`);
+    throw new EmitError(
+      "bad-param",
+      `${accBuffers} fp32 accumulators of ${BLOCK_N} columns exceed the ${SM100_TMEM_COLUMNS} columns of tensor memory; use fewer accBuffers or a narrower BLOCK_N`,
+    );
   }
-  checkRingFits({ BLOCK_M, BLOCK_N, BLOCK_K }, stages, tlxGemmBlackwellSharedBytes({ BLOCK_M, BLOCK_N, BLOCK_K, stages, epilogueN }), SM100_MAX_SHARED_BYTES);
+  checkRingFits(
+    { BLOCK_M, BLOCK_N, BLOCK_K },
+    stages,
+    tlxGemmBlackwellSharedBytes({ BLOCK_M, BLOCK_N, BLOCK_K, stages, epilogueN }),
+    SM100_MAX_SHARED_BYTES,
+  );
   const tl = TL_DTYPE[dtype];
   const stageBytes = ringStageBytes({ BLOCK_M, BLOCK_N, BLOCK_K });
   return {
@@ -147,7 +160,9 @@ export function tlxGemmBlackwell(params: TlxGemmBlackwellParams): TlxBlackwellCo
         k.line("stage = it % NUM_STAGES");
         k.line("tlx.barrier_wait(tlx.local_view(full_bars, stage), (it // NUM_STAGES) & 1)");
         k.comment("tcgen05 MMA into TMEM; its completion frees the stage for the loads.");
-        k.line("tlx.async_dot(tlx.local_view(a_ring, stage), tlx.local_view(b_ring, stage), acc, use_acc=ki > 0, mBarriers=[tlx.local_view(empty_bars, stage)])");
+        k.line(
+          "tlx.async_dot(tlx.local_view(a_ring, stage), tlx.local_view(b_ring, stage), acc, use_acc=ki > 0, mBarriers=[tlx.local_view(empty_bars, stage)])",
+        );
         k.line("it += 1");
       });
       w.comment("acc_full completes once every MMA issued so far has.");
@@ -205,10 +220,14 @@ export function tlxBlackwellKernel(spec: TlxBlackwellKernelSpec): TlxKernel {
       t.block(`with tlx.async_task("default")`, (e) => {
         e.comment("Epilogue: accumulator from TMEM to registers, C by TMA store.");
         e.line("t = 0");
-        spec.schedule.writeTileLoop(e, (l) => {
-          l.line("offs_am = pid_m * BLOCK_M");
-          spec.compute.writeEpilogueTile(l);
-        }, { issuer: true });
+        spec.schedule.writeTileLoop(
+          e,
+          (l) => {
+            l.line("offs_am = pid_m * BLOCK_M");
+            spec.compute.writeEpilogueTile(l);
+          },
+          { issuer: true },
+        );
       });
       t.block(`with tlx.async_task(num_warps=1, registers=${regs})`, (m) => {
         m.comment("MMA: tcgen05 MMAs of a tile into one TMEM accumulator.");
@@ -219,10 +238,14 @@ export function tlxBlackwellKernel(spec: TlxBlackwellKernelSpec): TlxKernel {
       t.block(`with tlx.async_task(num_warps=1, registers=${regs})`, (p) => {
         p.comment("Loads: TMA of A and B into the ring.");
         p.line("it = 0");
-        spec.schedule.writeTileLoop(p, (l) => {
-          l.line("offs_am = pid_m * BLOCK_M");
-          spec.compute.writeLoadTile(l);
-        }, { issuer: false });
+        spec.schedule.writeTileLoop(
+          p,
+          (l) => {
+            l.line("offs_am = pid_m * BLOCK_M");
+            spec.compute.writeLoadTile(l);
+          },
+          { issuer: false },
+        );
       });
     });
   });

@@ -43,9 +43,17 @@ export function ringStageBytes(p: { readonly BLOCK_M: number; readonly BLOCK_N: 
  * Refuses a ring of `stages` blocks plus the epilogue tile (`smem` bytes in all) over `limit`.
  * @throws {EmitError} `bad-param`.
  */
-export function checkRingFits(p: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number }, stages: number, smem: number, limit: number): void {
+export function checkRingFits(
+  p: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number },
+  stages: number,
+  smem: number,
+  limit: number,
+): void {
   if (smem > limit) {
-    throw new EmitError("bad-param", `${stages} stages of ${p.BLOCK_M}x${p.BLOCK_K} + ${p.BLOCK_K}x${p.BLOCK_N} and the epilogue tile take ${smem} B of shared memory (> ${limit}); use fewer stages or smaller blocks`);
+    throw new EmitError(
+      "bad-param",
+      `${stages} stages of ${p.BLOCK_M}x${p.BLOCK_K} + ${p.BLOCK_K}x${p.BLOCK_N} and the epilogue tile take ${smem} B of shared memory (> ${limit}); use fewer stages or smaller blocks`,
+    );
   }
 }
 
@@ -62,14 +70,18 @@ export function checkRingFits(p: { readonly BLOCK_M: number; readonly BLOCK_N: n
  */
 export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   const dtype = params.dtype ?? "bf16";
-  if (dtype !== "bf16" && dtype !== "fp16") throw new EmitError("bad-param", `the TLX GEMM takes bf16 or fp16 operands (wgmma), got ${String(dtype)}`);
+  if (dtype !== "bf16" && dtype !== "fp16")
+    throw new EmitError("bad-param", `the TLX GEMM takes bf16 or fp16 operands (wgmma), got ${String(dtype)}`);
   const BLOCK_M = checkBlock(params.BLOCK_M, "BLOCK_M", 64, 256);
   const BLOCK_N = checkBlock(params.BLOCK_N, "BLOCK_N", 16, 256);
   const BLOCK_K = checkBlock(params.BLOCK_K, "BLOCK_K", 16, 128);
   const stages = checkPositive(params.stages ?? 3, "stages");
   const consumers = checkPositive(params.consumers ?? 2, "consumers");
   if (BLOCK_M % consumers !== 0 || (BLOCK_M / consumers) % 64 !== 0) {
-    throw new EmitError("bad-param", `BLOCK_M (${BLOCK_M}) must split into ${consumers} consumer slices of a multiple of 64 rows (one wgmma M per warp group)`);
+    throw new EmitError(
+      "bad-param",
+      `BLOCK_M (${BLOCK_M}) must split into ${consumers} consumer slices of a multiple of 64 rows (one wgmma M per warp group)`,
+    );
   }
   checkRingFits({ BLOCK_M, BLOCK_N, BLOCK_K }, stages, tlxGemmSharedBytes({ ...params, stages }), SM90_MAX_SHARED_BYTES);
   const tl = TL_DTYPE[dtype];
@@ -105,7 +117,9 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
         k.line("full = tlx.local_view(full_bars, stage)");
         k.line(`tlx.barrier_expect_bytes(full, ${stageBytes})`);
         k.block("for c in tl.static_range(NUM_CONSUMERS)", (c) => {
-          c.line("tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage * NUM_CONSUMERS + c), [offs_am + c * SPLIT_M, ki * BLOCK_K], full)");
+          c.line(
+            "tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage * NUM_CONSUMERS + c), [offs_am + c * SPLIT_M, ki * BLOCK_K], full)",
+          );
         });
         k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
         k.line("it += 1");

@@ -6,8 +6,16 @@ import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { checkPositive } from "../kernels/common.js";
 import { alignmentUnit, checkSegmentAlignment } from "../kernels/sm-comm.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
-import { type Buffer, type Kernel, type KernelArg, Manifest, MANIFEST_SCHEMA, type Table } from "../manifest/schema.js";
-import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
+import { type Buffer, type Kernel, type KernelArg, type Manifest, MANIFEST_SCHEMA, type Table } from "../manifest/schema.js";
+import {
+  agGemmReference,
+  checkDistinctBuffers,
+  checkPlanAndSchedule,
+  type EmittedFile,
+  kernelEntry,
+  signalBuffer,
+  SIGNAL_BUFFER,
+} from "../emit/common.js";
 import { planHostOps } from "../emit/host-ops.js";
 import { mBlockTables } from "../emit/m-block-tables.js";
 import { type EmitOptions, resolveOptions } from "../emit/options.js";
@@ -53,14 +61,16 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
 /** The target of `options`, with the options that do not apply to it refused. */
 function targetOf(options: TlxEmitOptions): TlxTarget {
   const target = options.target ?? "sm_90a";
-  if (target !== "sm_90a" && target !== "sm_100a") throw new EmitError("bad-param", `target must be "sm_90a" or "sm_100a", got ${String(target)}`);
+  if (target !== "sm_90a" && target !== "sm_100a")
+    throw new EmitError("bad-param", `target must be "sm_90a" or "sm_100a", got ${String(target)}`);
   const misplaced =
     target === "sm_100a"
       ? (["consumers", "consumerRegisters"] as const).filter((k) => options[k] !== undefined)
       : (["accBuffers", "epilogueN", "scheduler"] as const).filter((k) => options[k] !== undefined);
   if (misplaced.length > 0) throw new EmitError("bad-param", `option ${misplaced.join(", ")} does not apply to target ${target}`);
   const scheduler = options.scheduler ?? "persistent";
-  if (scheduler !== "persistent" && scheduler !== "clc") throw new EmitError("bad-param", `scheduler must be "persistent" or "clc", got ${String(scheduler)}`);
+  if (scheduler !== "persistent" && scheduler !== "clc")
+    throw new EmitError("bad-param", `scheduler must be "persistent" or "clc", got ${String(scheduler)}`);
   return target;
 }
 
@@ -73,9 +83,25 @@ export interface TlxEmitResult {
 }
 
 /** The manifest entry of an assembled kernel, marked precompiled for `target`. */
-function tlxEntry(kernel: TlxKernel, name: string, grid: Kernel["grid"], args: Readonly<Record<string, KernelArg>>, params: Record<string, number | string | boolean>, target: TlxTarget = "sm_90a"): Kernel {
+function tlxEntry(
+  kernel: TlxKernel,
+  name: string,
+  grid: Kernel["grid"],
+  args: Readonly<Record<string, KernelArg>>,
+  params: Record<string, number | string | boolean>,
+  target: TlxTarget = "sm_90a",
+): Kernel {
   const info: KernelTemplateInfo = kernel.info;
-  const k = kernelEntry(info, { name, stream: "compute", grid, numWarps: kernel.numWarps, numStages: 1, args, constexprs: kernel.constexprs, params });
+  const k = kernelEntry(info, {
+    name,
+    stream: "compute",
+    grid,
+    numWarps: kernel.numWarps,
+    numStages: 1,
+    args,
+    constexprs: kernel.constexprs,
+    params,
+  });
   return { ...k, precompiled: { target, cubin: `${name}.${target}.cubin`, metadata: `${name}.${target}.json` } };
 }
 
@@ -121,7 +147,10 @@ export function emitTlxGemm(
           entry: "tlx_gemm",
           summary: `tlx-gemm: C = A @ B for sm_100a, warp-specialised (TMA loads, tcgen05 MMAs into TMEM, TMEM epilogue${clc ? ", tiles by cluster launch control" : ""}).`,
           compute: tlxGemmBlackwell({
-            BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype,
+            BLOCK_M: tile.BM,
+            BLOCK_N: tile.BN,
+            BLOCK_K: tile.BK,
+            dtype: o.dtype,
             ...(options.stages === undefined ? {} : { stages: options.stages }),
             ...(options.accBuffers === undefined ? {} : { accBuffers: options.accBuffers }),
             ...(options.epilogueN === undefined ? {} : { epilogueN: options.epilogueN }),
@@ -158,7 +187,16 @@ export function emitTlxGemm(
     tables: [],
     kernels: [entry],
     hostOps: [],
-    reference: { operator: "ag-gemm", M, N, K, inputs: { A: "gemm_a", B: "gemm_b" }, output: "gemm_c", rowsPerRank: M, tolerance: o.tolerance },
+    reference: {
+      operator: "ag-gemm",
+      M,
+      N,
+      K,
+      inputs: { A: "gemm_a", B: "gemm_b" },
+      output: "gemm_c",
+      rowsPerRank: M,
+      tolerance: o.tolerance,
+    },
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
@@ -193,14 +231,19 @@ function tileParams(t: { BM: number; BN: number; BK: number }): Record<string, n
  */
 export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: TlxEmitOptions = {}): TlxEmitResult {
   if (targetOf(options) !== "sm_90a") {
-    throw new EmitError("bad-param", "emitTlxAgGemm emits sm_90a only: the chunk-wait and push communication parts are not composed with the sm_100a compute part; use emitTlxGemm for sm_100a");
+    throw new EmitError(
+      "bad-param",
+      "emitTlxAgGemm emits sm_90a only: the chunk-wait and push communication parts are not composed with the sm_100a compute part; use emitTlxGemm for sm_100a",
+    );
   }
   const o = resolveOptions(options);
   const transport = options.comm ?? "copy-engine";
-  if (transport !== "copy-engine" && transport !== "comm-task") throw new EmitError("bad-param", `comm must be "copy-engine" or "comm-task", got ${String(transport)}`);
+  if (transport !== "copy-engine" && transport !== "comm-task")
+    throw new EmitError("bad-param", `comm must be "copy-engine" or "comm-task", got ${String(transport)}`);
   const { signals, world, tensor } = checkPlanAndSchedule(plan, schedule, "consumer");
   const { M, N, K } = schedule.tiling.problem;
-  if (tensor.shape[1] !== K) throw new EmitError("bad-plan", `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the GEMM reads it as [M, K] = [${M}, ${K}]`);
+  if (tensor.shape[1] !== K)
+    throw new EmitError("bad-plan", `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the GEMM reads it as [M, K] = [${M}, ${K}]`);
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
   if (K % 8 !== 0 || N % 8 !== 0) throw new EmitError("bad-param", `TMA needs 16-byte rows: K (${K}) and N (${N}) must be multiples of 8`);
   const tile = { BM: schedule.tiling.tile.BM, BN: schedule.tiling.tile.BN, BK: options.blockK ?? schedule.tiling.tile.BK };
@@ -210,7 +253,10 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
     .sort((a, b) => a.rank - b.rank)
     .map((r) => mBlockTables(r, numPidM, r.tables.waitSlot, () => 1));
   const copyOps = planHostOps(plan, signals);
-  const pushes = transport === "comm-task" ? pushRows(copyOps, world, checkPositive(options.commPieces ?? 4, "commPieces"), alignmentUnit(o.dtype)) : undefined;
+  const pushes =
+    transport === "comm-task"
+      ? pushRows(copyOps, world, checkPositive(options.commPieces ?? 4, "commPieces"), alignmentUnit(o.dtype))
+      : undefined;
   if (pushes !== undefined) for (const r of pushes.rows) checkSegmentAlignment(r, PUSH_ROW_FIELDS, ["src_offset", "dst_offset"], o.dtype);
   const kernel = tlxKernel({
     kind: transport === "comm-task" ? "tlx-ag-gemm-push" : "tlx-ag-gemm",
@@ -220,7 +266,10 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
         ? "tlx-ag-gemm-push: C = AllGather(A) @ B; a communication task pushes chunks and arrives remotely, the producer waits locally."
         : "tlx-ag-gemm: C = AllGather(A) @ B; the producer waits on the chunk slot of the rows it is about to load.",
     compute: tlxGemm({
-      BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype,
+      BLOCK_M: tile.BM,
+      BLOCK_N: tile.BN,
+      BLOCK_K: tile.BK,
+      dtype: o.dtype,
       ...(pushes === undefined ? {} : { consumerRegisters: 208 }),
       ...stagesOf(options),
     }),

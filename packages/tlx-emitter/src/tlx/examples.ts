@@ -17,8 +17,16 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
   const tile = shape.tile ?? { BM: 128, BN: 256, BK: 64 };
   const a = { name: "A", shape: [M, K], dtype: "bf16" as const };
   const plan = planSignals(allGatherSwizzle({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
-  const schedule = lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 132 }, groupSizeM: 8 }, { role: "consumer" });
-  const narrow = lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile: { ...tile, BN: Math.min(tile.BN, 128) }, persistent: { numSms: 132 }, groupSizeM: 8 }, { role: "consumer" });
+  const schedule = lowerToTileSchedule(
+    plan,
+    { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 132 }, groupSizeM: 8 },
+    { role: "consumer" },
+  );
+  const narrow = lowerToTileSchedule(
+    plan,
+    { tensor: "A", problem: { M, N, K }, tile: { ...tile, BN: Math.min(tile.BN, 128) }, persistent: { numSms: 132 }, groupSizeM: 8 },
+    { role: "consumer" },
+  );
   return {
     tlx_gemm: emitTlxGemm({ M, N, K }, tile, { name: "tlx_gemm" }),
     tlx_ag_gemm: emitTlxAgGemm(plan, schedule, { name: "tlx_ag_gemm", comm: "copy-engine" }),
@@ -32,7 +40,9 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
  * grouped tiles) and `tlx_gemm_sm100_clc` (tiles by cluster launch control), 128 × 256 × 64
  * tiles, 4 stages, 2 TMEM accumulators (default problem: M=1024, N=512, K=256).
  */
-export function tlxBlackwellExamples(problem: { readonly M: number; readonly N: number; readonly K: number } = { M: 1024, N: 512, K: 256 }): Record<string, TlxEmitResult> {
+export function tlxBlackwellExamples(
+  problem: { readonly M: number; readonly N: number; readonly K: number } = { M: 1024, N: 512, K: 256 },
+): Record<string, TlxEmitResult> {
   const tile = { BM: 128, BN: 256, BK: 64 };
   return {
     tlx_gemm_sm100: emitTlxGemm(problem, tile, { name: "tlx_gemm_sm100", target: "sm_100a" }),

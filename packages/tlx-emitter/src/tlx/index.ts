@@ -1,6 +1,17 @@
 // Barrel of the TLX half of the emitter: composable warp-specialised kernels (compute,
 // communication and schedule parts), the TLX emitters, and the worked examples.
-export { mergeParams, tlxKernel, type TlxCommPart, type TlxComputePart, type TlxKernel, type TlxKernelSpec, type TlxLoopRole, type TlxPartParams, type TlxSchedulePart, type TlxTask } from "./parts.js";
+export {
+  mergeParams,
+  tlxKernel,
+  type TlxCommPart,
+  type TlxComputePart,
+  type TlxKernel,
+  type TlxKernelSpec,
+  type TlxLoopRole,
+  type TlxPartParams,
+  type TlxSchedulePart,
+  type TlxTask,
+} from "./parts.js";
 export { SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, type TlxGemmParams } from "./compute.js";
 export { chunkWaitComm, noComm, NOTIFY_PTX, PUSH_ROW_FIELDS, pushCommTask, WAIT_PTX, type PushCommTaskOptions } from "./comm.js";
 export {

@@ -23,7 +23,9 @@ export function writeTlxLibrary(w: PythonWriter, dtype: ElementType): void {
   w.line("@triton.jit");
   w.block("def fence_proxy_async(token)", (b) => {
     b.docstring("Order later TMA (async proxy) reads of global memory after the acquire that produced token; returns token.");
-    b.line('return tl.inline_asm_elementwise("fence.proxy.async.global; mov.b32 $0, $1;", "=r,r", [token], dtype=tl.int32, is_pure=False, pack=1)');
+    b.line(
+      'return tl.inline_asm_elementwise("fence.proxy.async.global; mov.b32 $0, $1;", "=r,r", [token], dtype=tl.int32, is_pure=False, pack=1)',
+    );
   });
   w.line().line();
   w.line("@triton.jit");

@@ -132,7 +132,10 @@ export function mergeParams(parts: readonly TlxPartParams[]): TlxPartParams {
     for (const a of p.args) if (!args.includes(a)) args.push(a);
     for (const [k, v] of Object.entries(p.constexprs)) {
       if (constexprs[k] !== undefined && constexprs[k] !== v) {
-        throw new EmitError("bad-param", `constexpr ${k} is ${constexprs[k]} in one part and ${v} in another; give the parts the same value`);
+        throw new EmitError(
+          "bad-param",
+          `constexpr ${k} is ${constexprs[k]} in one part and ${v} in another; give the parts the same value`,
+        );
       }
       constexprs[k] = v;
     }
@@ -178,10 +181,14 @@ export function tlxSignature(entry: string, merged: TlxPartParams): string {
 export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
   const comms = commParts(spec.comm);
   if (spec.schedule.target !== undefined) {
-    throw new EmitError("bad-param", `schedule ${spec.schedule.name} compiles only for ${spec.schedule.target}; the Hopper kernel is sm_90a: use tlxBlackwellKernel`);
+    throw new EmitError(
+      "bad-param",
+      `schedule ${spec.schedule.name} compiles only for ${spec.schedule.target}; the Hopper kernel is sm_90a: use tlxBlackwellKernel`,
+    );
   }
   const merged = mergeParams([spec.compute, ...comms, spec.schedule]);
-  if (merged.constexprs["BLOCK_M"] === undefined) throw new EmitError("bad-param", `compute part ${spec.compute.name} must define the constexpr BLOCK_M (rows of a tile)`);
+  if (merged.constexprs.BLOCK_M === undefined)
+    throw new EmitError("bad-param", `compute part ${spec.compute.name} must define the constexpr BLOCK_M (rows of a tile)`);
   const producerWarps = spec.producerWarps ?? 4;
   if (![1, 2, 4].includes(producerWarps)) throw new EmitError("bad-param", `producerWarps must be 1, 2 or 4, got ${producerWarps}`);
   const tasks = comms.flatMap((c) => (c.task === undefined ? [] : [c.task]));
@@ -194,7 +201,10 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
   // the budgets of the other tasks must leave the producer at least 24 per thread.
   const used = spec.compute.consumers * 128 * spec.compute.consumerRegisters + tasks.reduce((s, t) => s + t.numWarps * 32 * t.registers, 0);
   if (used + producerWarps * 32 * 24 > 65536) {
-    throw new EmitError("bad-param", `register budgets use ${used} of 65536 registers and leave the producer fewer than 24 per thread; lower consumerRegisters or the communication task's registers`);
+    throw new EmitError(
+      "bad-param",
+      `register budgets use ${used} of 65536 registers and leave the producer fewer than 24 per thread; lower consumerRegisters or the communication task's registers`,
+    );
   }
   // ptxas compiles every task under the launch cap (64K registers over all threads), before
   // setmaxnreg hands consumers more: a consumer's fp32 accumulator must fit under that cap.
@@ -202,7 +212,10 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
   const cap = Math.min(255, Math.floor(65536 / (totalWarps * 32) / 8) * 8);
   const need = spec.compute.accumulatorRegisters + 24;
   if (need > cap) {
-    throw new EmitError("bad-param", `with ${totalWarps} warps ptxas caps a thread at ${cap} registers, but a consumer's accumulator needs ${spec.compute.accumulatorRegisters} (+24): use a narrower tile (BLOCK_N) or more consumers`);
+    throw new EmitError(
+      "bad-param",
+      `with ${totalWarps} warps ptxas caps a thread at ${cap} registers, but a consumer's accumulator needs ${spec.compute.accumulatorRegisters} (+24): use a narrower tile (BLOCK_N) or more consumers`,
+    );
   }
   const info: KernelTemplateInfo = { kind: spec.kind, entry: spec.entry, args: merged.args, constexprs: Object.keys(merged.constexprs) };
   const w = tlxModule(spec.summary, "TLX, warp-specialised", spec.compute.dtype);

@@ -31,17 +31,28 @@ export function pushRows(hostOps: readonly RankHostOps[], world: number, pieces:
       let chunk: { src: number; dst: number; length: number; dstRank: number }[] = [];
       for (const op of s.ops) {
         if (op.kind === "wait") {
-          throw new EmitError("unsupported-dependency", `rank ${h.rank} stream ${s.name} waits on slot ${op.slot}; the communication task runs pushes without dependencies: use a push swizzle plan or the copy-engine backend`);
+          throw new EmitError(
+            "unsupported-dependency",
+            `rank ${h.rank} stream ${s.name} waits on slot ${op.slot}; the communication task runs pushes without dependencies: use a push swizzle plan or the copy-engine backend`,
+          );
         }
         if (op.src.rank !== h.rank) {
-          throw new EmitError("bad-plan", `rank ${h.rank} copies from rank ${op.src.rank}; the communication task pushes this rank's data: use a push-side plan`);
+          throw new EmitError(
+            "bad-plan",
+            `rank ${h.rank} copies from rank ${op.src.rank}; the communication task pushes this rank's data: use a push-side plan`,
+          );
         }
         chunk.push({ src: op.src.offset, dst: op.dst.offset, length: op.src.length, dstRank: op.dst.rank });
         if (op.signal === undefined) continue;
         const signal = op.signal;
         for (const c of chunk) {
-          if (c.dstRank !== signal.rank) throw new EmitError("bad-plan", `rank ${h.rank}: a copy to rank ${c.dstRank} is signalled on rank ${signal.rank}`);
-          if (c.length < pieces * unit) throw new EmitError("bad-plan", `a copy of ${c.length} elements cannot be cut into ${pieces} pieces of whole 16-byte units; lower commPieces`);
+          if (c.dstRank !== signal.rank)
+            throw new EmitError("bad-plan", `rank ${h.rank}: a copy to rank ${c.dstRank} is signalled on rank ${signal.rank}`);
+          if (c.length < pieces * unit)
+            throw new EmitError(
+              "bad-plan",
+              `a copy of ${c.length} elements cannot be cut into ${pieces} pieces of whole 16-byte units; lower commPieces`,
+            );
           const cut = (i: number): number => (i === pieces ? c.length : Math.floor((c.length * i) / pieces / unit) * unit);
           for (let i = 0; i < pieces; i++) {
             const a = cut(i);
@@ -58,7 +69,10 @@ export function pushRows(hostOps: readonly RankHostOps[], world: number, pieces:
   }
   const counts = [...new Set(perSlot.values())];
   if (counts.length > 1) {
-    throw new EmitError("bad-plan", `slots receive different numbers of pushes (${counts.join(", ")}); the kernel waits for one epoch × arrivals target: cut every chunk into the same number of copies`);
+    throw new EmitError(
+      "bad-plan",
+      `slots receive different numbers of pushes (${counts.join(", ")}); the kernel waits for one epoch × arrivals target: cut every chunk into the same number of copies`,
+    );
   }
   // Tables are uploaded as one [world, n] tensor: pad with rows that move nothing.
   const longest = Math.max(PUSH_ROW_FIELDS.length, ...rows.map((r) => r.length));

@@ -45,15 +45,19 @@ function agPlan(kind: "swizzle-push" | "swizzle-pull" | "ring-push", world: numb
 }
 
 function schedule(plan: ChunkPlan, M: number, N: number, K: number, tile = TILE) {
-  return lowerToTileSchedule(plan, { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 }, { role: "consumer" });
+  return lowerToTileSchedule(
+    plan,
+    { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 },
+    { role: "consumer" },
+  );
 }
 
 describe("TLX kernels", () => {
   it("golden modules of the examples", async () => {
     const ex = tlxExamples();
-    await expect(ex["tlx_gemm"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm.py");
-    await expect(ex["tlx_ag_gemm"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm.py");
-    await expect(ex["tlx_ag_gemm_push"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm_push.py");
+    await expect(ex.tlx_gemm!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm.py");
+    await expect(ex.tlx_ag_gemm!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm.py");
+    await expect(ex.tlx_ag_gemm_push!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm_push.py");
   });
 
   it("python3 ast.parse accepts every emitted TLX module", () => {
@@ -61,7 +65,8 @@ describe("TLX kernels", () => {
     for (const [name, r] of Object.entries(tlxExamples())) for (const f of r.files) files[`${name}/${f.path}`] = f.text;
     for (const dtype of ["bf16", "fp16"] as const) {
       for (const stages of [2, 4]) {
-        files[`${dtype}/${stages}.py`] = emitTlxGemm({ M: 256, N: 128, K: 64 }, { BM: 64, BN: 64, BK: 32 }, { dtype, stages, consumers: 1 }).files[0]!.text;
+        files[`${dtype}/${stages}.py`] = emitTlxGemm({ M: 256, N: 128, K: 64 }, { BM: 64, BN: 64, BK: 32 }, { dtype, stages, consumers: 1 })
+          .files[0]!.text;
       }
     }
     files["control/broken.py"] = "with tlx.async_tasks()\n    pass\n";
@@ -73,7 +78,7 @@ describe("TLX kernels", () => {
   });
 
   it("writes the MIMW structure: producer, replicated consumers with a register budget, a communication task", () => {
-    const src = tlxExamples()["tlx_ag_gemm_push"]!.files[0]!.text;
+    const src = tlxExamples().tlx_ag_gemm_push!.files[0]!.text;
     const lines = src.split("\n").map((l) => l.trim());
     expect(lines).toContain("with tlx.async_tasks():");
     expect(lines).toContain('with tlx.async_task("default"):');
@@ -100,11 +105,18 @@ describe("TLX kernels", () => {
         });
       },
     };
-    const k = tlxKernel({ kind: "my-gemm", entry: "my_gemm", summary: "mine", compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }), comm: noComm(), schedule: diagonal });
+    const k = tlxKernel({
+      kind: "my-gemm",
+      entry: "my_gemm",
+      summary: "mine",
+      compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }),
+      comm: noComm(),
+      schedule: diagonal,
+    });
     expect(k.source.match(/pid_n = \(tile_id \+ pid_m\) % num_pid_n/g)).toHaveLength(2);
     expect(k.info.args).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]);
     expect(k.totalWarps).toBe(12);
-    expect(parseWithPython({ k: k.source })["k"]).toBe("ok");
+    expect(parseWithPython({ k: k.source }).k).toBe("ok");
   });
 
   it("mergeParams: arguments keep first-occurrence order, constexprs must agree", () => {
@@ -117,9 +129,28 @@ describe("TLX kernels", () => {
       }),
       { numRuns: 50 },
     );
-    expect(codeOf(() => mergeParams([{ args: [], constexprs: { X: 1 }, expect: [] }, { args: [], constexprs: { X: 2 }, expect: [] }]))).toBe("bad-param");
-    expect(mergeParams([{ args: [], constexprs: { X: 1 }, expect: [] }, { args: [], constexprs: { X: 1 }, expect: [] }]).constexprs).toEqual({ X: 1 });
-    expect(codeOf(() => mergeParams([{ args: ["X"], constexprs: {}, expect: [] }, { args: [], constexprs: { X: 1 }, expect: [] }]))).toBe("bad-param");
+    expect(
+      codeOf(() =>
+        mergeParams([
+          { args: [], constexprs: { X: 1 }, expect: [] },
+          { args: [], constexprs: { X: 2 }, expect: [] },
+        ]),
+      ),
+    ).toBe("bad-param");
+    expect(
+      mergeParams([
+        { args: [], constexprs: { X: 1 }, expect: [] },
+        { args: [], constexprs: { X: 1 }, expect: [] },
+      ]).constexprs,
+    ).toEqual({ X: 1 });
+    expect(
+      codeOf(() =>
+        mergeParams([
+          { args: ["X"], constexprs: {}, expect: [] },
+          { args: [], constexprs: { X: 1 }, expect: [] },
+        ]),
+      ),
+    ).toBe("bad-param");
   });
 
   it("refuses what cannot compile or run", () => {
@@ -134,8 +165,14 @@ describe("TLX kernels", () => {
     expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm(), pushCommTask()] }))).toBe("bad-param");
     expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm()] }))).toBeUndefined();
     // Budgets that starve the producer.
-    expect(codeOf(() => tlxKernel({ ...spec, compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }), comm: pushCommTask({ registers: 120 }) }))).toBe("bad-param");
-    expect(codeOf(() => tlxKernel({ ...spec, compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, consumerRegisters: 230 }) }))).toBe("bad-param");
+    expect(
+      codeOf(() =>
+        tlxKernel({ ...spec, compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }), comm: pushCommTask({ registers: 120 }) }),
+      ),
+    ).toBe("bad-param");
+    expect(
+      codeOf(() => tlxKernel({ ...spec, compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, consumerRegisters: 230 }) })),
+    ).toBe("bad-param");
     expect(codeOf(() => pushCommTask({ barrierId: 16 }))).toBe("bad-param");
   });
 });
@@ -153,49 +190,61 @@ describe("emitTlxAgGemm", () => {
     expect(k.precompiled).toEqual({ target: "sm_90a", cubin: "tlx_ag_gemm.sm_90a.cubin", metadata: "tlx_ag_gemm.sm_90a.json" });
     expect(k.template.kind).toBe("tlx-ag-gemm");
     expect(k.args.find((a) => a.name === "target")!.value).toEqual({ kind: "epoch-target", arrivals: 1 });
-    expect(tlx.expect["tlx_ag_gemm"]).toEqual(expect.arrayContaining(["wgmma\\.mma_async", "cp\\.async\\.bulk\\.tensor", "ld\\.global\\.acquire\\.sys"]));
+    expect(tlx.expect.tlx_ag_gemm).toEqual(
+      expect.arrayContaining(["wgmma\\.mma_async", "cp\\.async\\.bulk\\.tensor", "ld\\.global\\.acquire\\.sys"]),
+    );
     expect(tlx.manifest.buffers.find((b) => b.name === "signals")!.dtype).toBe("uint32");
   });
 
   it("comm task: the pushes gather A on every rank and every waited slot gets exactly `arrivals` notifies after its rows", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4 }), fc.constantFrom(1, 2), fc.constantFrom(1, 2), fc.constantFrom(1, 2, 3), (world, split, blocks, pieces) => {
-        const M = world * split * blocks * TILE.BM;
-        const K = 8;
-        const plan = agPlan("swizzle-push", world, M, K, split);
-        const r = emitTlxAgGemm(plan, schedule(plan, M, 128, K), { comm: "comm-task", commPieces: pieces });
-        const m = r.manifest;
-        expect(Manifest.safeParse(m).success).toBe(true);
-        expect(m.hostOps).toEqual([]);
-        const rows = m.tables.find((t) => t.name === "push_rows")!.values;
-        const arrivals = (m.kernels[0]!.args.find((a) => a.name === "target")!.value as { arrivals: number }).arrivals;
-        const numPushes = (m.kernels[0]!.args.find((a) => a.name === "num_pushes")!.value as { value: number }).value;
-        const rowsPerRank = M / world;
-        const A = Array.from({ length: world }, (_, r) => Array.from({ length: M * K }, (_, i) => (Math.floor(i / K) >= r * rowsPerRank && Math.floor(i / K) < (r + 1) * rowsPerRank ? i : -1)));
-        const notifies = new Map<string, number>();
-        const F = PUSH_ROW_FIELDS.length;
-        rows.forEach((flat, rank) => {
-          expect(flat.length).toBe(numPushes * F);
-          for (let row = 0; row < numPushes; row++) {
-            const [src, dst, dstOff, len, slot] = flat.slice(row * F, row * F + F) as [number, number, number, number, number];
-            // Pieces start on 16-byte units (8 bf16 elements): the task's copies vectorise.
-            expect(src % 8, `row ${row} of rank ${rank} starts unaligned`).toBe(0);
-            expect(dstOff % 8).toBe(0);
-            for (let i = 0; i < len; i++) {
-              const v = A[rank]![src + i]!;
-              expect(v, `rank ${rank} pushes element ${src + i}, which it does not own`).toBeGreaterThanOrEqual(0);
-              A[dst]![dstOff + i] = v;
+      fc.property(
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom(1, 2),
+        fc.constantFrom(1, 2),
+        fc.constantFrom(1, 2, 3),
+        (world, split, blocks, pieces) => {
+          const M = world * split * blocks * TILE.BM;
+          const K = 8;
+          const plan = agPlan("swizzle-push", world, M, K, split);
+          const r = emitTlxAgGemm(plan, schedule(plan, M, 128, K), { comm: "comm-task", commPieces: pieces });
+          const m = r.manifest;
+          expect(Manifest.safeParse(m).success).toBe(true);
+          expect(m.hostOps).toEqual([]);
+          const rows = m.tables.find((t) => t.name === "push_rows")!.values;
+          const arrivals = (m.kernels[0]!.args.find((a) => a.name === "target")!.value as { arrivals: number }).arrivals;
+          const numPushes = (m.kernels[0]!.args.find((a) => a.name === "num_pushes")!.value as { value: number }).value;
+          const rowsPerRank = M / world;
+          const A = Array.from({ length: world }, (_, r) =>
+            Array.from({ length: M * K }, (_, i) =>
+              Math.floor(i / K) >= r * rowsPerRank && Math.floor(i / K) < (r + 1) * rowsPerRank ? i : -1,
+            ),
+          );
+          const notifies = new Map<string, number>();
+          const F = PUSH_ROW_FIELDS.length;
+          rows.forEach((flat, rank) => {
+            expect(flat.length).toBe(numPushes * F);
+            for (let row = 0; row < numPushes; row++) {
+              const [src, dst, dstOff, len, slot] = flat.slice(row * F, row * F + F) as [number, number, number, number, number];
+              // Pieces start on 16-byte units (8 bf16 elements): the task's copies vectorise.
+              expect(src % 8, `row ${row} of rank ${rank} starts unaligned`).toBe(0);
+              expect(dstOff % 8).toBe(0);
+              for (let i = 0; i < len; i++) {
+                const v = A[rank]![src + i]!;
+                expect(v, `rank ${rank} pushes element ${src + i}, which it does not own`).toBeGreaterThanOrEqual(0);
+                A[dst]![dstOff + i] = v;
+              }
+              if (slot >= 0) notifies.set(`${dst}:${slot}`, (notifies.get(`${dst}:${slot}`) ?? 0) + 1);
             }
-            if (slot >= 0) notifies.set(`${dst}:${slot}`, (notifies.get(`${dst}:${slot}`) ?? 0) + 1);
-          }
-        });
-        for (const a of A) expect(a).toEqual(Array.from({ length: M * K }, (_, i) => i));
-        const waitSlots = m.tables.find((t) => t.name === "mblock_wait_slot")!.values;
-        waitSlots.forEach((row, r) => row.forEach((s) => s >= 0 && expect(notifies.get(`${r}:${s}`)).toBe(arrivals)));
-        expect([...notifies.values()].every((n) => n === arrivals)).toBe(true);
-        if (world > 1) expect(arrivals).toBe(pieces);
-        expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32");
-      }),
+          });
+          for (const a of A) expect(a).toEqual(Array.from({ length: M * K }, (_, i) => i));
+          const waitSlots = m.tables.find((t) => t.name === "mblock_wait_slot")!.values;
+          waitSlots.forEach((row, r) => row.forEach((s) => s >= 0 && expect(notifies.get(`${r}:${s}`)).toBe(arrivals)));
+          expect([...notifies.values()].every((n) => n === arrivals)).toBe(true);
+          if (world > 1) expect(arrivals).toBe(pieces);
+          expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32");
+        },
+      ),
       { numRuns: 20 },
     );
   });
@@ -219,8 +268,15 @@ describe("emitTlxGemm", () => {
     expect(m.world).toBe(1);
     expect(m.reference).toMatchObject({ operator: "ag-gemm", M: 8192, N: 8192, K: 8192, rowsPerRank: 8192, output: "gemm_c" });
     expect(m.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 64 * 32 }]);
-    expect(m.kernels[0]!.constexprs).toMatchObject({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, NUM_STAGES: 3, NUM_CONSUMERS: 2, GROUP_M: 8 });
-    expect(r.expect["tlx_gemm"]).not.toContain("ld\\.global\\.acquire\\.sys");
+    expect(m.kernels[0]!.constexprs).toMatchObject({
+      BLOCK_M: 128,
+      BLOCK_N: 256,
+      BLOCK_K: 64,
+      NUM_STAGES: 3,
+      NUM_CONSUMERS: 2,
+      GROUP_M: 8,
+    });
+    expect(r.expect.tlx_gemm).not.toContain("ld\\.global\\.acquire\\.sys");
     expect(codeOf(() => emitTlxGemm({ M: 64, N: 60, K: 64 }))).toBe("bad-param");
   });
 });
@@ -255,7 +311,9 @@ describe("pushRows", () => {
             }
             expect(next).toBe(c.start * unit + c.length);
           });
-          expect(() => checkSegmentAlignment(flat, PUSH_ROW_FIELDS, ["src_offset", "dst_offset"], unit === 8 ? "bf16" : "fp32")).not.toThrow();
+          expect(() =>
+            checkSegmentAlignment(flat, PUSH_ROW_FIELDS, ["src_offset", "dst_offset"], unit === 8 ? "bf16" : "fp32"),
+          ).not.toThrow();
         },
       ),
       { numRuns: 50 },
@@ -263,7 +321,12 @@ describe("pushRows", () => {
   });
 
   it("refuses chunks too short for whole-unit pieces", () => {
-    const op = { kind: "copy" as const, src: { buffer: "A", rank: 0, offset: 0, length: 20 }, dst: { buffer: "A", rank: 1, offset: 0, length: 20 }, signal: { rank: 1, slot: 0 } };
+    const op = {
+      kind: "copy" as const,
+      src: { buffer: "A", rank: 0, offset: 0, length: 20 },
+      dst: { buffer: "A", rank: 1, offset: 0, length: 20 },
+      signal: { rank: 1, slot: 0 },
+    };
     expect(codeOf(() => pushRows([{ rank: 0, streams: [{ name: "comm0", ops: [op] }] }], 2, 3, 8))).toBe("bad-plan");
     expect(codeOf(() => pushRows([{ rank: 0, streams: [{ name: "comm0", ops: [op] }] }], 2, 2, 8))).toBeUndefined();
   });
@@ -272,15 +335,19 @@ describe("pushRows", () => {
 describe("emitTlxGemm for sm_100a", () => {
   it("golden modules of the Blackwell examples", async () => {
     const ex = tlxBlackwellExamples();
-    await expect(ex["tlx_gemm_sm100"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_sm100.py");
-    await expect(ex["tlx_gemm_sm100_clc"]!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_sm100_clc.py");
+    await expect(ex.tlx_gemm_sm100!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_sm100.py");
+    await expect(ex.tlx_gemm_sm100_clc!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_sm100_clc.py");
   });
 
   it("python3 ast.parse accepts the Blackwell modules", () => {
     const files: Record<string, string> = {};
     for (const [name, r] of Object.entries(tlxBlackwellExamples())) files[name] = r.files[0]!.text;
     for (const dtype of ["bf16", "fp16"] as const) {
-      files[`${dtype}/narrow.py`] = emitTlxGemm({ M: 256, N: 128, K: 64 }, { BM: 128, BN: 64, BK: 32 }, { target: "sm_100a", dtype, stages: 2, accBuffers: 3, epilogueN: 32 }).files[0]!.text;
+      files[`${dtype}/narrow.py`] = emitTlxGemm(
+        { M: 256, N: 128, K: 64 },
+        { BM: 128, BN: 64, BK: 32 },
+        { target: "sm_100a", dtype, stages: 2, accBuffers: 3, epilogueN: 32 },
+      ).files[0]!.text;
     }
     const result = parseWithPython(files);
     expect(Object.keys(result)).toHaveLength(4);
@@ -288,7 +355,7 @@ describe("emitTlxGemm for sm_100a", () => {
   });
 
   it("writes three tasks: the TMEM epilogue (default), a one-warp MMA task, a one-warp load task", () => {
-    const src = tlxBlackwellExamples()["tlx_gemm_sm100"]!.files[0]!.text;
+    const src = tlxBlackwellExamples().tlx_gemm_sm100!.files[0]!.text;
     const lines = src.split("\n").map((l) => l.trim());
     expect(lines).toContain("acc_tmem = tlx.local_alloc((BLOCK_M, BLOCK_N), tl.float32, NUM_ACC, tlx.storage_kind.tmem)");
     expect(lines.filter((l) => l === "with tlx.async_task(num_warps=1, registers=48):")).toHaveLength(2);
@@ -299,7 +366,7 @@ describe("emitTlxGemm for sm_100a", () => {
     expect(src).toContain("tlx.tcgen05_commit(tlx.local_view(acc_full_bars, buf))");
     expect(src).not.toContain("clc");
     // CLC: one issuer (the epilogue), three readers of every response.
-    const clc = tlxBlackwellExamples()["tlx_gemm_sm100_clc"]!.files[0]!.text;
+    const clc = tlxBlackwellExamples().tlx_gemm_sm100_clc!.files[0]!.text;
     expect(clc).toContain("clc = tlx.clc_create_context(num_consumers=3)");
     expect(clc.match(/tlx\.clc_producer\(/g)).toHaveLength(1);
     expect(clc.match(/tlx\.clc_consumer\(/g)).toHaveLength(3);
@@ -314,14 +381,24 @@ describe("emitTlxGemm for sm_100a", () => {
       const k = m.kernels[0]!;
       expect(k.template.kind).toBe("tlx-gemm");
       expect(k.args.map((a) => a.name)).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]);
-      expect(k.constexprs).toMatchObject({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, NUM_STAGES: 4, NUM_ACC: 2, EPILOGUE_N: 64, GROUP_M: 8 });
+      expect(k.constexprs).toMatchObject({
+        BLOCK_M: 128,
+        BLOCK_N: 256,
+        BLOCK_K: 64,
+        NUM_STAGES: 4,
+        NUM_ACC: 2,
+        EPILOGUE_N: 64,
+        GROUP_M: 8,
+      });
       expect(k.precompiled).toEqual({ target: "sm_100a", cubin: "tlx_gemm.sm_100a.cubin", metadata: "tlx_gemm.sm_100a.json" });
       expect(m.reference).toMatchObject({ operator: "ag-gemm", M: 8192, N: 8192, K: 8192 });
-      expect(r.expect["tlx_gemm"]).toEqual(expect.arrayContaining(["tcgen05\\.mma\\.cta_group::1\\.kind::f16", "tcgen05\\.ld\\.sync", "mbarrier\\.try_wait"]));
-      expect(r.expect["tlx_gemm"]).not.toContain("wgmma\\.mma_async");
+      expect(r.expect.tlx_gemm).toEqual(
+        expect.arrayContaining(["tcgen05\\.mma\\.cta_group::1\\.kind::f16", "tcgen05\\.ld\\.sync", "mbarrier\\.try_wait"]),
+      );
+      expect(r.expect.tlx_gemm).not.toContain("wgmma\\.mma_async");
       if (name.endsWith("_clc")) {
         expect(k.grid).toEqual([64 * 32]);
-        expect(r.expect["tlx_gemm"]).toContain("clusterlaunchcontrol\\.try_cancel");
+        expect(r.expect.tlx_gemm).toContain("clusterlaunchcontrol\\.try_cancel");
       } else {
         expect(k.grid).toEqual([{ kind: "num-sms", cap: 64 * 32 }]);
       }
@@ -354,7 +431,13 @@ describe("emitTlxGemm for sm_100a", () => {
     // Cluster launch control is sm_100a only: the Hopper assembler refuses it.
     const hopper = { kind: "k", entry: "k", summary: "k", compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }) };
     expect(codeOf(() => tlxKernel({ ...hopper, schedule: clcTiles({ groupM: 8 }) }))).toBe("bad-param");
-    const k = tlxBlackwellKernel({ kind: "k", entry: "k", summary: "k", compute: tlxGemmBlackwell(ok), schedule: groupedTiles({ groupM: 4, ordered: false }) });
+    const k = tlxBlackwellKernel({
+      kind: "k",
+      entry: "k",
+      summary: "k",
+      compute: tlxGemmBlackwell(ok),
+      schedule: groupedTiles({ groupM: 4, ordered: false }),
+    });
     expect(k.totalWarps).toBe(8);
     expect(k.numWarps).toBe(4);
   });

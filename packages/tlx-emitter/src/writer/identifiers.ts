@@ -7,10 +7,45 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Python 3 keywords and soft keywords. */
 export const PYTHON_KEYWORDS: ReadonlySet<string> = new Set([
-  "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-  "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
-  "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
-  "match", "case", "type", "_",
+  "False",
+  "None",
+  "True",
+  "and",
+  "as",
+  "assert",
+  "async",
+  "await",
+  "break",
+  "class",
+  "continue",
+  "def",
+  "del",
+  "elif",
+  "else",
+  "except",
+  "finally",
+  "for",
+  "from",
+  "global",
+  "if",
+  "import",
+  "in",
+  "is",
+  "lambda",
+  "nonlocal",
+  "not",
+  "or",
+  "pass",
+  "raise",
+  "return",
+  "try",
+  "while",
+  "with",
+  "yield",
+  "match",
+  "case",
+  "type",
+  "_",
 ]);
 
 /**
@@ -19,10 +54,39 @@ export const PYTHON_KEYWORDS: ReadonlySet<string> = new Set([
  * names a kernel may import unqualified.
  */
 export const RESERVED_NAMES: ReadonlySet<string> = new Set([
-  "tl", "triton", "tlx", "range", "min", "max", "len", "int", "float", "bool", "print", "abs",
-  "constexpr", "static_range", "program_id", "num_programs", "cdiv", "load", "store", "dot",
-  "zeros", "arange", "atomic_add", "atomic_xchg", "atomic_cas", "debug_barrier", "where",
-  "inline_asm_elementwise", "make_tensor_descriptor", "pointer_type", "jit", "__name__", "__file__",
+  "tl",
+  "triton",
+  "tlx",
+  "range",
+  "min",
+  "max",
+  "len",
+  "int",
+  "float",
+  "bool",
+  "print",
+  "abs",
+  "constexpr",
+  "static_range",
+  "program_id",
+  "num_programs",
+  "cdiv",
+  "load",
+  "store",
+  "dot",
+  "zeros",
+  "arange",
+  "atomic_add",
+  "atomic_xchg",
+  "atomic_cas",
+  "debug_barrier",
+  "where",
+  "inline_asm_elementwise",
+  "make_tensor_descriptor",
+  "pointer_type",
+  "jit",
+  "__name__",
+  "__file__",
 ]);
 
 /** Whether `name` is safe to emit as a Python identifier (see {@link checkIdentifier}). */
@@ -44,10 +108,7 @@ export function checkIdentifier(name: string, what = "identifier"): string {
     );
   }
   if (PYTHON_KEYWORDS.has(name) || RESERVED_NAMES.has(name) || name.startsWith("__")) {
-    throw new EmitError(
-      "reserved-identifier",
-      `${what} "${name}" is a Python keyword or a name emitted kernels rely on; rename it`,
-    );
+    throw new EmitError("reserved-identifier", `${what} "${name}" is a Python keyword or a name emitted kernels rely on; rename it`);
   }
   return name;
 }

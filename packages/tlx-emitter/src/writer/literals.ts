@@ -47,7 +47,7 @@ export function pyString(text: string): string {
     else if (code <= 0xffff) out += `\\u${code.toString(16).padStart(4, "0")}`;
     else out += `\\U${code.toString(16).padStart(8, "0")}`;
   }
-  return out + '"';
+  return `${out}"`;
 }
 
 /**

@@ -73,6 +73,6 @@ export class PythonWriter {
   /** The source so far, newline-terminated. @throws {EmitError} if a block is still open. */
   toString(): string {
     if (this.level !== 0) throw new EmitError("unbalanced-indent", `${this.level} indent() without dedent()`);
-    return this.out.join("\n") + "\n";
+    return `${this.out.join("\n")}\n`;
   }
 }

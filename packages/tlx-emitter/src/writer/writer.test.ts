@@ -1,7 +1,17 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runPython } from "../testing/python.js";
-import { checkIdentifier, EmitError, isSafeIdentifier, PYTHON_KEYWORDS, pyLiteral, pyString, PythonWriter, RESERVED_NAMES, sanitizeText } from "./index.js";
+import {
+  checkIdentifier,
+  EmitError,
+  isSafeIdentifier,
+  PYTHON_KEYWORDS,
+  pyLiteral,
+  pyString,
+  PythonWriter,
+  RESERVED_NAMES,
+  sanitizeText,
+} from "./index.js";
 
 function codeOf(f: () => unknown): string | undefined {
   try {
@@ -46,7 +56,13 @@ describe("literals", () => {
   });
 
   it("Python reads every literal and string back to the same value", () => {
-    const nums = fc.sample(fc.oneof(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n) || Number.isSafeInteger(n))), { numRuns: 150, seed: 7 });
+    const nums = fc.sample(
+      fc.oneof(
+        fc.integer({ min: -(2 ** 40), max: 2 ** 40 }),
+        fc.double({ noNaN: true, noDefaultInfinity: true }).filter((n) => !Number.isInteger(n) || Number.isSafeInteger(n)),
+      ),
+      { numRuns: 150, seed: 7 },
+    );
     const strs = fc.sample(fc.string({ unit: "binary", maxLength: 24 }), { numRuns: 150, seed: 11 });
     const src = [
       `nums = [${nums.map((n) => pyLiteral(n)).join(", ")}]`,

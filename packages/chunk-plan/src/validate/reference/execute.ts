@@ -11,11 +11,11 @@ import { mergeAtoms, type AtomGrid } from "../../region/atoms.js";
 import { formatRegion } from "../../region/box.js";
 import type { Buffers } from "./buffers.js";
 import type { ClaimTargets } from "./claim.js";
-import { Findings, PlanValidationError, formatOp } from "../errors.js";
+import { type Findings, PlanValidationError, formatOp } from "../errors.js";
 import type { HbGraph } from "./graph.js";
 import { AtomList, type PlanAtoms } from "./plan-atoms.js";
 import { opRef, slab, type PlanIndex } from "./plan-index.js";
-import { UNWRITTEN, ValueTable } from "../values.js";
+import { UNWRITTEN, type ValueTable } from "../values.js";
 
 /** Values of a region's atoms on a rank (row-major over its atom box), with where they came from. */
 interface Read {
@@ -127,10 +127,24 @@ function runCollective(m: Machine, index: PlanIndex, members: number[]): void {
         });
         break;
       case "reduce-scatter":
-        writes.push({ rank, region: oi.dst, values: m.sum(ops.map((oj, j) => m.moved(m.read(ranks[j] ?? 0, slab(oj.src, n, i, ax)), oi.dst)), op) });
+        writes.push({
+          rank,
+          region: oi.dst,
+          values: m.sum(
+            ops.map((oj, j) => m.moved(m.read(ranks[j] ?? 0, slab(oj.src, n, i, ax)), oi.dst)),
+            op,
+          ),
+        });
         break;
       case "all-reduce":
-        writes.push({ rank, region: oi.dst, values: m.sum(ops.map((oj, j) => m.moved(m.read(ranks[j] ?? 0, oj.src), oi.dst)), op) });
+        writes.push({
+          rank,
+          region: oi.dst,
+          values: m.sum(
+            ops.map((oj, j) => m.moved(m.read(ranks[j] ?? 0, oj.src), oi.dst)),
+            op,
+          ),
+        });
         break;
       case "all-to-all":
         ops.forEach((oj, j) => {
@@ -155,7 +169,11 @@ export function execute(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, gr
     for (const region of rp.local) {
       const { indices, count, tensor } = list.load(region);
       const values = buffers.get(rp.rank, tensor).values;
-      const start = table.init(rp.rank, tensor, region.offsets.map(() => 0));
+      const start = table.init(
+        rp.rank,
+        tensor,
+        region.offsets.map(() => 0),
+      );
       for (let k = 0; k < count; k++) values[indices[k] as number] = start;
     }
   }
@@ -185,7 +203,15 @@ export function execute(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, gr
 }
 
 /** Compares every claimed target with its expected value; reports what is held instead. */
-export function checkClaim(atoms: PlanAtoms, buffers: Buffers, table: ValueTable, claim: ClaimTargets, collective: string, reduce: Reduction, out: Findings): void {
+export function checkClaim(
+  atoms: PlanAtoms,
+  buffers: Buffers,
+  table: ValueTable,
+  claim: ClaimTargets,
+  collective: string,
+  reduce: Reduction,
+  out: Findings,
+): void {
   const names = atoms.decls.map((t) => t.name);
   const cache = new Map<Region, { indices: Int32Array; tensor: number }>();
   const list = new AtomList(atoms);

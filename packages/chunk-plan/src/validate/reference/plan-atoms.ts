@@ -37,7 +37,13 @@ function translations(index: PlanIndex, tensorId: ReadonlyMap<string, number>): 
     const key = `${src.tensor}:${src.offsets.join(",")}>${dst.tensor}:${dst.offsets.join(",")}:${src.sizes.join(",")}`;
     if (seen.has(key)) return;
     seen.add(key);
-    out.push({ src: tensorId.get(src.tensor) ?? 0, dst: tensorId.get(dst.tensor) ?? 0, srcOff: src.offsets, dstOff: dst.offsets, sizes: src.sizes });
+    out.push({
+      src: tensorId.get(src.tensor) ?? 0,
+      dst: tensorId.get(dst.tensor) ?? 0,
+      srcOff: src.offsets,
+      dstOff: dst.offsets,
+      sizes: src.sizes,
+    });
   };
   index.ops.forEach((op) => {
     if (op.kind !== "collective") add(op.src, op.dst);
