@@ -5,47 +5,10 @@
 // validates it with the JSON Schema file generated from these zod schemas.
 import { IndexMapSchema } from "@ovl/mapping";
 import { z } from "zod";
+import { PYTHON_KEYWORDS } from "../writer/identifiers.js";
 
 /** Version tag of the manifest format. */
 export const MANIFEST_SCHEMA = "ovl.manifest/v1" as const;
-
-const PYTHON_KEYWORDS = new Set([
-  "False",
-  "None",
-  "True",
-  "and",
-  "as",
-  "assert",
-  "async",
-  "await",
-  "break",
-  "class",
-  "continue",
-  "def",
-  "del",
-  "elif",
-  "else",
-  "except",
-  "finally",
-  "for",
-  "from",
-  "global",
-  "if",
-  "import",
-  "in",
-  "is",
-  "lambda",
-  "nonlocal",
-  "not",
-  "or",
-  "pass",
-  "raise",
-  "return",
-  "try",
-  "while",
-  "with",
-  "yield",
-]);
 
 /** A name that is safe to use as a Python identifier (and as a file-name stem). */
 export const Identifier = z
