@@ -1,10 +1,9 @@
 // The backend contract (one value `compile()` takes): a backend realises an operator as
 // kernel sources plus a manifest, or says why it cannot. Triton transforms the operator's
 // local body; TLX assembles warp-specialised kernels from its own parts.
-import { lowerToTileSchedule, planSignals, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
+import { planSignals, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { emitTlxAgGemm, type TlxTarget } from "../tlx/emit.js";
-import { DEFAULT_TARGET } from "@ovl/primitives";
 import { EmitError } from "../writer/index.js";
 import { compileAgGemm } from "./ag-gemm.js";
 import { decomposeCollectives, hasCollectives } from "./decompose.js";
@@ -12,7 +11,8 @@ import { collectiveAlternative } from "../emit/host-ops.js";
 import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
 import { builtinBody } from "./builtin.js";
 import { compileGemmRs } from "./gemm-rs.js";
-import type { Operator } from "./operator.js";
+import { operatorSchedule, type Operator } from "./operator.js";
+import { planTensor } from "./consumer.js";
 
 /** Version of the backend contract a backend implements. */
 export const BACKEND_SPECIFICATION = "ovl.backend/v1" as const;
@@ -56,18 +56,7 @@ export function tlxBackend(options: { readonly target?: TlxTarget; readonly comm
       return undefined;
     },
     async realise(op) {
-      const tensor = op.plan.tensors[0]?.name ?? "A";
-      const schedule = lowerToTileSchedule(
-        op.plan,
-        {
-          tensor,
-          problem: op.problem,
-          tile: op.tile,
-          persistent: { numSms: DEFAULT_TARGET.smCount },
-          groupSizeM: op.groupM ?? 8,
-        },
-        { role: "consumer" },
-      );
+      const schedule = operatorSchedule(op, planTensor(op, "AllGather+GEMM"), "consumer", true);
       const { backend: _transfers, numWarps: _w, numStages: _s, ...rest } = op.options ?? {};
       const r = emitTlxAgGemm(op.plan, schedule, { ...rest, name: op.name, ...(options.comm === undefined ? {} : { comm: options.comm }) });
       return { files: r.files, manifest: r.manifest };

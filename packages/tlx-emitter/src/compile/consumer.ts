@@ -4,8 +4,7 @@
 // tile, on every chunk slot its rows meet (several where chunks do not fall on tile
 // boundaries). The operators differ only in the buffers, tables and bindings the body reads
 // beyond the gathered operand, and in the reference.
-import { lowerToTileSchedule, type TileSchedule } from "@ovl/chunk-plan";
-import { DEFAULT_TARGET } from "@ovl/primitives";
+import type { TileSchedule } from "@ovl/chunk-plan";
 import { checkGemmParams, type GemmParams } from "../kernels/index.js";
 import { MANIFEST_SCHEMA, type Buffer, type KernelArg, type Reference, type Table } from "../manifest/schema.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
@@ -18,7 +17,7 @@ import { EmitError } from "../writer/index.js";
 import { bindGemm, type Binding } from "./bind.js";
 import { localKernelEntry } from "./kernel-entry.js";
 import { consumerColumns, consumerWidth, RANK_VAR, rankMap } from "./maps.js";
-import type { Operator } from "./operator.js";
+import { DEFAULT_GROUP_M, operatorSchedule, type Operator } from "./operator.js";
 
 /** Template kind of a transformed consumer body in the manifest. */
 export const LOCAL_CONSUMER_KIND = "local-consumer";
@@ -62,19 +61,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
   }
   const { M, N, K } = op.problem;
   const tensorName = planTensor(op, spec.title);
-  const sched =
-    schedule ??
-    lowerToTileSchedule(
-      op.plan,
-      {
-        tensor: tensorName,
-        problem: { M, N, K },
-        tile: op.tile,
-        persistent: kernel.persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
-        groupSizeM: op.groupM ?? 8,
-      },
-      { role: "consumer" },
-    );
+  const sched = schedule ?? operatorSchedule(op, tensorName, "consumer", kernel.persistent);
   const { signals, world, tensor } = checkPlanAndSchedule(op.plan, sched, "consumer");
   if (tensor.shape[1] !== K)
     throw new EmitError(
@@ -82,7 +69,15 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
       `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the ${spec.title} reads it as [M, K] = [${M}, ${K}]`,
     );
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
-  const params = checkGemmParams({ M, N, K, BLOCK_M: op.tile.BM, BLOCK_N: op.tile.BN, BLOCK_K: op.tile.BK, GROUP_M: op.groupM ?? 8 });
+  const params = checkGemmParams({
+    M,
+    N,
+    K,
+    BLOCK_M: op.tile.BM,
+    BLOCK_N: op.tile.BN,
+    BLOCK_K: op.tile.BK,
+    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
+  });
   const { numPidM, numTiles } = sched.grid;
   const ranks = sched.ranks.slice().sort((a, b) => a.rank - b.rank);
   const width = consumerWidth(ranks);
@@ -187,7 +182,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
 }
 
 /** The one 2-D tensor an AllGather plan gathers. */
-function planTensor(op: Operator, title: string): string {
+export function planTensor(op: Operator, title: string): string {
   const moved = new Set(op.plan.ranks.flatMap((r) => r.streams.flatMap((s) => s.map((x) => x.dst.tensor))));
   const [name, other] = [...moved];
   if (name === undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" moves nothing`);

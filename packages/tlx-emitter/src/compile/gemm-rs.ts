@@ -2,18 +2,17 @@
 // GEMM+RS): the body transformed to compute m-blocks in the plan's sending order and notify
 // each tile's tile-done slots after its stores; the deliveries and the reduction are the
 // GEMM+RS emitter's (copy engine or SM pushes, then `rs-reduce`).
-import { lowerToTileSchedule, type TileSchedule } from "@ovl/chunk-plan";
+import type { TileSchedule } from "@ovl/chunk-plan";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { SIGNAL_BUFFER } from "../emit/common.js";
 import { emitGemmRs, type ProducerContext } from "../emit/gemm-rs.js";
 import type { KernelArg, Table } from "../manifest/schema.js";
 import { parseLocalKernel, transformLocalKernel, type LocalKernel } from "../local/index.js";
-import { DEFAULT_TARGET } from "@ovl/primitives";
 import { EmitError } from "../writer/index.js";
 import { bindGemm } from "./bind.js";
 import { localKernelEntry } from "./kernel-entry.js";
 import { RANK_VAR, rankMap } from "./maps.js";
-import type { Operator } from "./operator.js";
+import { operatorSchedule, type Operator } from "./operator.js";
 
 /** Template kind of a transformed producer body in the manifest. */
 export const LOCAL_PRODUCER_KIND = "local-producer";
@@ -34,20 +33,7 @@ export async function compileGemmRs(op: Operator, schedule?: TileSchedule): Prom
     );
   }
   const tensor = partialTensor(op);
-  const { M, N, K } = op.problem;
-  const sched =
-    schedule ??
-    lowerToTileSchedule(
-      op.plan,
-      {
-        tensor,
-        problem: { M, N, K },
-        tile: op.tile,
-        persistent: kernel.persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
-        groupSizeM: op.groupM ?? 8,
-      },
-      { role: "producer" },
-    );
+  const sched = schedule ?? operatorSchedule(op, tensor, "producer", kernel.persistent);
   return emitGemmRs(op.plan, sched, { ...op.options, name: op.name }, (ctx) => producerKernel(op, kernel, ctx));
 }
 

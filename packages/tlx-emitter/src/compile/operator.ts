@@ -1,7 +1,8 @@
 // An overlapped operator (the unit the CLI, the tuner, the bench and users compile): a
 // compute body — a local Triton kernel, the user's own or a built-in — plus the chunk plan
 // of its communication plus the backend choices.
-import type { ChunkPlan } from "@ovl/chunk-plan";
+import { lowerToTileSchedule, type ChunkPlan, type TileRole, type TileSchedule } from "@ovl/chunk-plan";
+import { DEFAULT_TARGET } from "@ovl/primitives";
 import type { EmitOptions } from "../emit/options.js";
 import type { Binding } from "./bind.js";
 
@@ -56,4 +57,25 @@ export interface Operator {
   readonly bind?: Readonly<Record<string, Binding>>;
   /** Element type, transfers (`copy-engine` | `sm`), launch and timing options. */
   readonly options?: EmitOptions;
+}
+
+/** L2 grouping of a body's persistent loop when the operator names none. */
+export const DEFAULT_GROUP_M = 8;
+
+/**
+ * `op`'s plan lowered against its body's tiling of `tensor` in `role`: persistent bodies over
+ * the default target's SMs, others one program per tile.
+ */
+export function operatorSchedule(op: Operator, tensor: string, role: TileRole, persistent: boolean): TileSchedule {
+  return lowerToTileSchedule(
+    op.plan,
+    {
+      tensor,
+      problem: { M: op.problem.M, N: op.problem.N, K: op.problem.K },
+      tile: op.tile,
+      persistent: persistent ? { numSms: DEFAULT_TARGET.smCount } : null,
+      groupSizeM: op.groupM ?? DEFAULT_GROUP_M,
+    },
+    { role },
+  );
 }
