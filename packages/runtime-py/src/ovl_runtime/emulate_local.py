@@ -40,7 +40,6 @@ def _operands(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, i
     p = ctx.kernel.template_params
     M, N, K = int(p["M"]), int(p["N"]), int(p["K"])
     names = {str(p[k]) for k in ("a", "b", "c")}
-    bufs = {n: a for n, a in ctx.args.items() if isinstance(a, np.ndarray) and a.ndim >= 1}
     by_buffer = {b.name: n for n, b in ctx.kernel.args if b.kind == "buffer" and b.name in names}
     missing = names - set(by_buffer)
     if missing:
@@ -49,7 +48,6 @@ def _operands(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, i
     # A grouped GEMM's B is [E, K, N], read here as E*K rows of N; `_weights` picks the expert.
     b = ctx.matrix(by_buffer[str(p["b"])], K * _experts(ctx), N)
     c = ctx.matrix(by_buffer[str(p["c"])], M, N)
-    del bufs
     return a, b, c, int(p["BLOCK_M"]), int(p["BLOCK_N"])
 
 
