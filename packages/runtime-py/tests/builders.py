@@ -181,7 +181,7 @@ def gemm_rs(
         _arg("err_ptr", kind="error-buffer"),
         _arg("N", kind="int", value=N),
         _arg("rank", kind="rank"),
-        _arg("target", kind="epoch-target", arrivals=1),
+        _arg("epoch_ptr", kind="epoch-word"),
         _arg("timeout_ns", kind="timeout-ns"),
         _arg("rows_per_rank", kind="int", value=rpr),
     ]
@@ -250,7 +250,7 @@ def gemm_rs_sm(world: int = 2, M: int = 128, N: int = 64, K: int = 32, BM: int =
         _arg("num_segments", kind="int", value=world * per_slab),
         _arg("err_ptr", kind="error-buffer"),
         _arg("rank", kind="rank"),
-        _arg("epoch", kind="epoch"),
+        _arg("epoch_ptr", kind="epoch-word"),
         _arg("timeout_ns", kind="timeout-ns"),
     ]
     push = _kernel("sm_push", "sm-push", {"BLOCK": 1024}, args, [4])
@@ -299,7 +299,7 @@ def all_gather_pull(world: int = 2, M: int = 64, N: int = 48) -> dict[str, Any]:
         _arg("num_segments", kind="int", value=world),
         _arg("err_ptr", kind="error-buffer"),
         _arg("rank", kind="rank"),
-        _arg("epoch", kind="epoch"),
+        _arg("epoch_ptr", kind="epoch-word"),
         _arg("timeout_ns", kind="timeout-ns"),
     ]
     pull = _kernel("sm_pull", "sm-pull", {"BLOCK": 1024}, args, [2])
@@ -376,7 +376,7 @@ def reduce_scatter_ring(world: int = 3, M: int = 96, N: int = 32) -> dict[str, A
         _arg("num_segments", kind="int", value=world - 1),
         _arg("err_ptr", kind="error-buffer"),
         _arg("rank", kind="rank"),
-        _arg("epoch", kind="epoch"),
+        _arg("epoch_ptr", kind="epoch-word"),
         _arg("timeout_ns", kind="timeout-ns"),
     ]
     ring = _kernel("ring_reduce", "ring-reduce", {"BLOCK": 1024}, args, [1])

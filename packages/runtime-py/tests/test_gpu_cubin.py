@@ -75,6 +75,8 @@ def _session(num_sms: int, rank: int = 1):
         tables={t.name: FakeTensor() for t in m.tables},
         peer_ptrs={b.name: FakeTensor() for b in m.buffers if b.symmetric},
         err=FakeTensor(),
+        epoch_word=FakeTensor(),
+        zero_word=FakeTensor(),
     )
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from ovl_runtime.signals import epoch_target
+
 LANGUAGE = Path(__file__).resolve().parents[1] / "src" / "ovl_runtime" / "language.py"
 
 
@@ -137,7 +139,7 @@ def test_every_primitive_is_defined_once_in_each_mode():
         for n in ast.parse(text).body
         if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DEVICE_FUNCTIONS"
     )
-    assert len(names) == 9
+    assert len(names) == 10
     for f in names:
         n = text.count(f"\ndef {f}(") + text.count(f"\n    def {f}(")
         assert n in (1, 2), f
@@ -153,11 +155,12 @@ needs_interpreter = pytest.mark.skipif(
 KERNEL = """
 import triton
 import triton.language as tl
-from ovl_runtime.language import consume_token, peer_base, wait_slot
+from ovl_runtime.language import consume_token, load_epoch_target, peer_base, wait_slot
 
 
 @triton.jit
-def probe(sig_ptr, err_ptr, out_ptr, ptrs, x_ptr, target, timeout_ns):
+def probe(sig_ptr, err_ptr, out_ptr, ptrs, x_ptr, target, timeout_ns, epoch_ptr, tgt_ptr):
+    tl.store(tgt_ptr, load_epoch_target(epoch_ptr, 3))
     tok = wait_slot(sig_ptr, 0, target, err_ptr, 3, timeout_ns)
     i = consume_token(tl.program_id(0) * 0, tok)
     tl.store(out_ptr + i, tok)
@@ -186,6 +189,8 @@ def test_interpreter_definitions_wait_wrap_aware_time_out_and_type_peer_pointers
     x, peer = torch.zeros(4, dtype=torch.bfloat16), torch.arange(4, dtype=torch.bfloat16)
     ptrs = torch.tensor([x.data_ptr(), peer.data_ptr()], dtype=torch.int64)
 
+    epoch, tgt = torch.tensor([i32(2**31 + 5)], dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+
     def run(sig_value, target, timeout_ns):
         sig, err, out = (
             torch.tensor([i32(sig_value)], dtype=torch.int32),
@@ -194,11 +199,13 @@ def test_interpreter_definitions_wait_wrap_aware_time_out_and_type_peer_pointers
         )
         with patched():
             t0 = time.monotonic()
-            probe_kernel.probe[(1,)](sig, err, out, ptrs, x, i32(target), timeout_ns)
+            probe_kernel.probe[(1,)](sig, err, out, ptrs, x, i32(target), timeout_ns, epoch, tgt)
         return err.tolist()[:5], int(out[0]), time.monotonic() - t0
 
     assert run(2**31 + 1, 2**31 - 1, 10**9)[:2] == ([0] * 5, i32(2**31 + 1))  # wrapped: reached at once
     assert x.tolist() == [0.0, 2.0, 4.0, 6.0]  # peer 1's bf16 buffer, through the table
+    # The epoch word's target wraps in int32 exactly as the host's rule does.
+    assert int(tgt[0]) == i32(epoch_target(2**31 + 5, 3, 32))
     err, tok, elapsed = run(5, 6, 200_000_000)
     assert err == [1, 3, 0, 5, 6] and tok == 6 and 0.2 <= elapsed < 5
 

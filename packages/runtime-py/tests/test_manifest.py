@@ -17,7 +17,7 @@ def test_builders_parse_into_typed_dataclasses():
     producer, reduce = m.kernels
     assert producer.template_kind == "gemm-producer" and producer.grid == (NumSms(cap=16),)
     assert reduce.grid == (4, 2)
-    assert producer.arg("notify_ptr").kind == "table" and reduce.arg("target").arrivals == 1
+    assert producer.arg("notify_ptr").kind == "table" and reduce.arg("epoch_ptr").kind == "epoch-word"
     ops = m.streams_of(0)[0].ops
     assert isinstance(ops[0], WaitOp) and ops[0].arrivals == 2
     assert isinstance(ops[1], CopyOp) and ops[1].dst.rank == 1 and ops[1].signal is not None

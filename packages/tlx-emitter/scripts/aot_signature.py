@@ -36,7 +36,7 @@ def arg_type(arg, buffers, tables):
         return "*i64" if tables[arg["name"]]["dtype"] == "int64" else "*i32"
     if kind == "peer-pointers":
         return "*i64"
-    if kind == "error-buffer":
+    if kind in ("error-buffer", "epoch-word"):
         return "*i32"
     return SCALAR[kind]
 

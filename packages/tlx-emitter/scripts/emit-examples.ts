@@ -41,7 +41,7 @@ const common = {
   num_segments: { kind: "int", value: 4 },
   err_ptr: { kind: "error-buffer" },
   rank: { kind: "rank" },
-  epoch: { kind: "epoch" },
+  epoch_ptr: { kind: "epoch-word" },
   timeout_ns: { kind: "timeout-ns" },
 };
 const kernel = (info: typeof SM_PULL, args: Record<string, unknown>) => ({

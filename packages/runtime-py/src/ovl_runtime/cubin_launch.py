@@ -19,7 +19,7 @@ from .signals import epoch_target, signed32
 SENDS_EVERY_LAUNCH = ("tlx-ag-gemm-push",)
 # Kernels whose producers wait on notifies issued by other CTAs of the same launch.
 NEEDS_CO_RESIDENCY = ("tlx-ag-gemm-push",)
-_POINTER_KINDS = ("buffer", "table", "peer-pointers", "error-buffer")
+_POINTER_KINDS = ("buffer", "table", "peer-pointers", "error-buffer", "epoch-word")
 _SCALAR_KINDS = ("int", "rank", "world", "epoch", "epoch-target", "timeout-ns")
 # sm_90 per-multiprocessor limits, used by ``blocks_per_sm_bound``.
 SM90_REGISTERS = 65536
@@ -44,6 +44,8 @@ class DeviceAddresses:
     tables: Mapping[str, int] = field(default_factory=dict)
     peers: Mapping[str, int] = field(default_factory=dict)
     error: int = 0
+    #: The rank's epoch word (``epoch-word`` arguments); a warm-up passes a word holding 0.
+    epoch: int = 0
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ def pointer_arg(a: KernelArg, name: str, addr: DeviceAddresses) -> int:
     """The device address a pointer manifest argument resolves to. @raises CubinError when it was not allocated."""
     if a.kind == "error-buffer":
         found: int | None = addr.error or None
+    elif a.kind == "epoch-word":
+        found = addr.epoch or None
     elif a.kind == "buffer":
         found = addr.buffers.get(a.name or "")
     elif a.kind == "table":

@@ -97,7 +97,8 @@ def _resolve_args(w: EmulatedWorld, k: KernelSpec, rank: int, epoch: int, device
             out[name] = rank
         elif a.kind == "world":
             out[name] = m.world
-        elif a.kind == "epoch":
+        elif a.kind in ("epoch", "epoch-word"):
+            # The numpy kernels read an epoch word's value (the launch count) directly.
             out[name] = epoch
         elif a.kind == "epoch-target":
             out[name] = 0 if device_target_zero else epoch_target(epoch, a.arrivals or 1, m.signals.bits)

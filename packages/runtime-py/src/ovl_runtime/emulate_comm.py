@@ -54,7 +54,7 @@ def _peer(ctx: KernelContext, items: list[Any], rank: int, what: str) -> Any:
 
 def _wait(ctx: KernelContext, board: SignalBoard, row: dict[str, int]) -> None:
     if row["wait_at"] >= 0:
-        ctx.wait(board, row["wait_at"], epoch_target(ctx.size("epoch"), max(1, row["wait_arrivals"]), board.bits))
+        ctx.wait(board, row["wait_at"], epoch_target(ctx.size("epoch_ptr"), max(1, row["wait_arrivals"]), board.bits))
 
 
 def sm_push(ctx: KernelContext) -> None:

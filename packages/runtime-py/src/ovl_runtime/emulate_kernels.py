@@ -19,7 +19,7 @@ import numpy as np
 from .emulate_stall import Stalled, StallMonitor
 from .errors import KernelFault, ManifestError, WaitTimeout
 from .manifest import KernelSpec
-from .signals import SignalBoard, SignalError, SignalTimeout
+from .signals import SignalBoard, SignalError, SignalTimeout, epoch_target
 
 WAIT_SLICE_S = 0.02
 
@@ -195,7 +195,8 @@ def rs_reduce(ctx: KernelContext) -> None:
         raise ManifestError(f"kernel {ctx.kernel.name}.template.params", f"rows_per_rank {rpr} is not a multiple of BLOCK_M {BM}")
     part = ctx.matrix("part_ptr", world * rpr, N)
     out = ctx.matrix("out_ptr", rpr, N)
-    sig, target = ctx.board("sig_ptr"), ctx.size("target")
+    sig = ctx.board("sig_ptr")
+    target = epoch_target(ctx.size("epoch_ptr"), 1, sig.bits)
     per_slab = rpr // BM
     slots = ctx.table("slot_ptr", world * per_slab)
     for mb in range(per_slab):

@@ -19,6 +19,7 @@ import numpy as np
 from .emulate_kernels import KernelContext
 from .errors import KernelFault, ManifestError
 from .index_maps import TileProgram
+from .signals import epoch_target
 
 _GEMM_OPERATORS = ("ag-gemm", "gemm-rs", "ag-grouped-gemm")
 
@@ -97,7 +98,8 @@ def local_consumer(ctx: KernelContext) -> None:
     M, N = c.shape
     tables = _tables(ctx, tp)
     weights = _weights(ctx, b, tp.num_pid_m)
-    sig, target = ctx.board("ovl_sig_ptr"), ctx.size("ovl_target")
+    sig = ctx.board("ovl_sig_ptr")
+    target = epoch_target(ctx.size("ovl_epoch_ptr"), 1, sig.bits)
     for v in range(tp.num_pid_m):
         m = tp.order(_env("ovl_m", v, ctx.rank), tables)
         if not 0 <= m < tp.num_pid_m:

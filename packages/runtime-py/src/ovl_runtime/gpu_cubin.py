@@ -8,6 +8,7 @@ and calls the driver. Runs only on a GPU (torch, ``libcuda``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -86,7 +87,9 @@ class CubinLaunch:
             tables={name: int(t.data_ptr()) for name, t in session.tables.items()},
             peers={name: int(t.data_ptr()) for name, t in session.peer_ptrs.items()},
             error=int(session.err.data_ptr()),
+            epoch=int(session.epoch_word.data_ptr()),
         )
+        self.warm_addresses = dataclasses.replace(self.addresses, epoch=int(session.zero_word.data_ptr()))
         self.session = session
 
     def launch(self, warm: bool) -> None:
@@ -95,5 +98,6 @@ class CubinLaunch:
         scalars = LaunchScalars(
             rank=s.rank, world=s.world, epoch=launch_epoch(self.spec, s.epoch, warm), bits=s.m.signals.bits, timeout_ns=s.m.wait_timeout_ns
         )
-        values = cubin_values(self.meta, self.spec, self.addresses, scalars, {n: int(t.data_ptr()) for n, t in self.scratch.items()})
+        addresses = self.warm_addresses if scalars.epoch == 0 else self.addresses
+        values = cubin_values(self.meta, self.spec, addresses, scalars, {n: int(t.data_ptr()) for n, t in self.scratch.items()})
         self.kernel.launch(self.grid, values, stream=int(torch.cuda.current_stream().cuda_stream))

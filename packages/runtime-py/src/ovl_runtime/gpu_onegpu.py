@@ -178,10 +178,10 @@ class OneGpuWorld:
         import torch
 
         main = torch.cuda.current_stream()
+        for s in self.ranks:
+            s.advance_epoch()  # the device words first: every stream below starts after them
         self.start = torch.cuda.Event(enable_timing=True)
         self.start.record(main)
-        for s in self.ranks:
-            s.epoch += 1
         # 1. Every rank's copies, signals and host waits (they need no SM, or one reserved SM).
         for s, streams in zip(self.ranks, self.host_streams):
             for st, ops in streams:

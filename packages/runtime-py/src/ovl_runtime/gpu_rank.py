@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from torch._C._distributed_c10d import _SymmetricMemory
 
 from .errors import ManifestError
 from .manifest import BufferSpec, CopyOp, KernelSpec, Manifest, NumSms, checked_init
@@ -35,7 +34,10 @@ TORCH_DTYPES = {
     "int64": torch.int64,
 }
 ERR_WORDS = 8
-_EPOCH_KINDS = ("epoch", "epoch-target")
+_EPOCH_KINDS = ("epoch", "epoch-target", "epoch-word")
+#: Argument kinds whose value is fixed on the host at each launch: a launch captured in a
+#: CUDA graph would replay them frozen (``epoch-word`` kernels read the epoch on the device).
+HOST_EPOCH_KINDS = ("epoch", "epoch-target")
 
 Allocate = Callable[[BufferSpec, torch.dtype], torch.Tensor]
 
@@ -115,6 +117,11 @@ class RankState:
         self.sig_kernel = sig.view(torch.int32) if sig.dtype == torch.uint32 else sig
         self.sig_u32 = sig.view(-1).view(torch.uint32) if m.signals.bits == 32 else None
         self.err = torch.zeros(ERR_WORDS, dtype=torch.int32, device=sig.device)
+        # The launch count on the device: ``epoch-word`` kernels derive their wait targets from
+        # it and host-op signals copy it into the slot, so a captured launch replays correctly.
+        # A warm-up passes ``zero_word`` instead (every wait is met at once).
+        self.epoch_word = torch.zeros(1, dtype=torch.int32, device=sig.device)
+        self.zero_word = torch.zeros(1, dtype=torch.int32, device=sig.device)
 
     def connect(self, peers: PeerViews, grids: Sequence[tuple[int, ...]]) -> None:
         """Tables, peer-pointer tables, kernels (with ``grids``, one per manifest kernel) and host ops."""
@@ -123,6 +130,8 @@ class RankState:
         self.peers = peers
         self.grids = list(grids)
         self.peer_sig32 = [self._flat(m.signals.buffer, p).view(torch.uint32) if m.signals.bits == 32 else None for p in range(self.world)]
+        # Host-op signals are 4-byte device copies of the epoch word into the slot.
+        self.peer_sig_i32 = [None if s is None else s.view(torch.int32) for s in self.peer_sig32]
         self.tables = {t.name: torch.tensor(list(t.values[rank]), dtype=TORCH_DTYPES[t.dtype], device=dev) for t in m.tables}
         self.peer_ptrs = {b.name: torch.tensor(peers.pointers(b.name), dtype=torch.int64, device=dev) for b in m.buffers if b.symmetric}
         self.kernels = [self._prepare_kernel(k, i) for i, k in enumerate(m.kernels)]
@@ -144,13 +153,13 @@ class RankState:
                 dst = self._flat(op.dst.buffer, op.dst.rank)[op.dst.offset : op.dst.offset + op.dst.length]
                 sig = None
                 if op.signal is not None:
-                    tgt = self.peer_sig32[op.signal.rank]
+                    tgt = self.peer_sig_i32[op.signal.rank]
                     if tgt is None:
                         raise ManifestError(
                             "signals.bits",
-                            f"rank {self.rank} stream {stream} op {i}: host-written signals need 32-bit slots (stream_write_value32)",
+                            f"rank {self.rank} stream {stream} op {i}: host-written signals need 32-bit slots",
                         )
-                    sig = (tgt, op.signal.slot)
+                    sig = tgt[op.signal.slot : op.signal.slot + 1]
                 out.append(("copy", dst, src, sig))
             else:
                 if self.m.signals.bits != 32:
@@ -162,6 +171,15 @@ class RankState:
                 # peer view of that rank's signal buffer (``peer_sig32``).
                 out.append(("wait", op.slot, op.arrivals, op.rank_of(self.rank)))
         return out
+
+    def advance_epoch(self) -> None:
+        """The next launch: the host count and, enqueued on the current stream, the device word."""
+        self.epoch += 1
+        self.epoch_word.add_(1)
+
+    def host_epoch_args(self) -> list[str]:
+        """``kernel.arg`` of every argument whose value the host fixes per launch (not capturable)."""
+        return [f"{kd['spec'].name}.{name}" for kd in self.kernels for name, a in kd["spec"].args if a.kind in HOST_EPOCH_KINDS]
 
     def target(self, arrivals: int) -> int:
         """This epoch's wait target for ``arrivals`` (as the device compares it)."""
@@ -232,7 +250,9 @@ class RankState:
             return
         args = dict(kd["static"])
         for name, a in kd["dynamic"].items():
-            if a.kind == "epoch":
+            if a.kind == "epoch-word":
+                args[name] = self.zero_word if warm else self.epoch_word
+            elif a.kind == "epoch":
                 # kernels wait for epoch x arrivals: epoch 0 in the warm-up never spins
                 args[name] = 0 if warm else self.epoch
             else:
@@ -240,15 +260,18 @@ class RankState:
         kd["fn"][kd["grid"]](**args, **kd["extra"], num_warps=k.num_warps, num_stages=k.num_stages)
 
     def enqueue_host_ops(self, ops: list[tuple[Any, ...]], stream: torch.cuda.Stream, warm: bool, waits: Any) -> None:
-        """This epoch's copies, stream-written signals and host waits on ``stream``."""
-        value = self.epoch % (1 << 32)
+        """This epoch's copies, their signals and host waits on ``stream``.
+
+        A signal is a 4-byte device copy of the epoch word into the slot, ordered after the
+        data copy by the stream (the next copy starts once the previous one completed); the
+        value is read on the device, so a captured launch signals each replay's epoch."""
         with torch.cuda.stream(stream):
             for op in ops:
                 if op[0] == "copy":
                     _, dst, src, sig = op
                     dst.copy_(src, non_blocking=True)
                     if sig is not None:
-                        _SymmetricMemory.stream_write_value32(sig[0], sig[1], value)
+                        sig.copy_(self.epoch_word, non_blocking=True)
                 else:
                     _, slot, arrivals, on = op
                     waits.enqueue(stream, slot, 0 if warm else self.target(arrivals), on)

@@ -75,8 +75,8 @@ class GpuSession(RankState):
     def launch(self, warm: bool = False) -> None:
         """Enqueue the next epoch. ``warm``: every wait targets 0 (compile and load, never spin),
         except in kernels that send on every launch (``cubin_launch.launch_epoch``)."""
-        self.epoch += 1
         main = torch.cuda.current_stream()
+        self.advance_epoch()  # the device word first: every stream below starts after it
         start = torch.cuda.Event()
         start.record(main)
         # Communication kernels (a few programs) go first so that they hold their SMs before

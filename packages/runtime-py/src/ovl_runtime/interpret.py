@@ -240,6 +240,8 @@ class InterpretEmulator:
                 out[name] = m.world
             elif a.kind == "epoch":
                 out[name] = self.epoch
+            elif a.kind == "epoch-word":
+                out[name] = self.torch.tensor([signed32(self.epoch)], dtype=self.torch.int32)
             elif a.kind == "epoch-target":
                 out[name] = signed32(epoch_target(self.epoch, a.arrivals or 1, 32))
             elif a.kind == "timeout-ns":

@@ -8,6 +8,7 @@ the kernel. Importable with only ``triton`` installed (no torch at module level)
 | --- | --- |
 | ``ld_acquire_sys(ptr)`` | one int32 loaded with acquire at system scope (``ld.global.acquire.sys``) |
 | ``global_timer()`` | ``%globaltimer`` in ns |
+| ``load_epoch_target(epoch_ptr, arrivals)`` | this launch's wait target ``epoch × arrivals`` in int32 (wrapping), the epoch read from the rank's epoch word on the device (so a CUDA-graph replay sees the new epoch) |
 | ``wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)`` | spins while ``(seen - target) < 0`` in int32 (wrap-aware); after ``timeout_ns`` writes ``(1, rank, slot, seen, target)`` to ``err_ptr[0..4]`` and returns; the result is the token |
 | ``consume_token(x, token)`` | ``x`` through an opaque move depending on the token, so loads addressed by it stay below the wait |
 | ``notify_slot(sig_ptr, slot)`` | completes this thread's pending TMA stores (``cp.async.bulk.wait_group 0``), ``tl.debug_barrier()``, then a release add of 1 at system scope |
@@ -48,6 +49,7 @@ __all__ = [
     "consume_token",
     "global_timer",
     "ld_acquire_sys",
+    "load_epoch_target",
     "notify_slot",
     "peer_base",
     "peer_notify",
@@ -60,6 +62,7 @@ __all__ = [
 DEVICE_FUNCTIONS = (
     "ld_acquire_sys",
     "global_timer",
+    "load_epoch_target",
     "wait_slot",
     "consume_token",
     "notify_slot",
@@ -186,6 +189,12 @@ else:
     def _wait_bulk_stores():
         """Nothing (interpreter: stores complete at once)."""
         pass
+
+
+@triton.jit
+def load_epoch_target(epoch_ptr, arrivals):
+    """This launch's wait target: epoch x arrivals in int32 (wrapping), the epoch read from the rank's epoch word."""
+    return (tl.load(epoch_ptr) * arrivals).to(tl.int32)
 
 
 @triton.jit

@@ -26,6 +26,7 @@ ARG_KINDS = (
     "world",
     "epoch",
     "epoch-target",
+    "epoch-word",
     "timeout-ns",
     "error-buffer",
     "num-programs",

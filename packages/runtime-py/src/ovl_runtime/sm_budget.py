@@ -5,7 +5,7 @@ until another rank's copy or kernel fills the slot. A same-device ``copy_`` is i
 kernel (the driver runs it on an SM), so if spinning programs held every SM, the copies they
 wait for could never start: a deadlock only the wait bound would end. The rule:
 
-- A kernel *waits* if it takes an ``epoch-target`` argument or its template kind is one of
+- A kernel *waits* if it takes an ``epoch-target`` or ``epoch-word`` argument or its template kind is one of
   :data:`WAITING_KINDS`. Other kernels (a GEMM producer) never spin: once resident they
   run to completion, so whatever SMs they hold come free again.
 - Kernels of one (rank, stream) run one after the other (stream order), so at any moment
@@ -58,7 +58,7 @@ def default_reserve(num_sms: int) -> int:
 
 def kernel_waits(k: KernelSpec) -> bool:
     """Whether ``k`` can spin on a signal slot."""
-    return k.template_kind in WAITING_KINDS or any(a.kind == "epoch-target" for _n, a in k.args)
+    return k.template_kind in WAITING_KINDS or any(a.kind in ("epoch-target", "epoch-word") for _n, a in k.args)
 
 
 def _fixed_programs(grid: Sequence[GridDim]) -> int:

@@ -29,7 +29,7 @@ describe("compile", () => {
     expect(parseWithPython({ k: r.files[0]!.text })).toEqual({ k: "ok" });
     const k = r.manifest.kernels[0]!;
     expect(k.template.kind).toBe("local-consumer");
-    expect(k.args.map((a) => a.name)).toEqual(expect.arrayContaining(["a_ptr", "ovl_sig_ptr", "ovl_target", "ovl_rank"]));
+    expect(k.args.map((a) => a.name)).toEqual(expect.arrayContaining(["a_ptr", "ovl_sig_ptr", "ovl_epoch_ptr", "ovl_rank"]));
     // Every copy of the ring is a host op; the last of each chunk writes its slot.
     expect(
       r.manifest.hostOps.flatMap((h) => h.streams.flatMap((s) => s.ops)).filter((o) => o.kind === "copy" && o.signal !== undefined).length,

@@ -140,7 +140,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     ovl_sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
     ovl_err_ptr: { kind: "error-buffer" },
     [RANK_VAR]: { kind: "rank" },
-    ovl_target: { kind: "epoch-target", arrivals: 1 },
+    ovl_epoch_ptr: { kind: "epoch-word" },
     ovl_timeout_ns: { kind: "timeout-ns" },
   };
   const entry = localKernelEntry(t, {

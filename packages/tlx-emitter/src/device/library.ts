@@ -14,6 +14,7 @@ export type ElementType = keyof typeof TL_DTYPE;
 export const DEVICE_FUNCTIONS = [
   "ld_acquire_sys",
   "global_timer",
+  "load_epoch_target",
   "wait_slot",
   "consume_token",
   "notify_slot",
@@ -31,6 +32,8 @@ export const DEVICE_FUNCTIONS = [
  *   (wrap-aware, so the epoch counter may overflow), bounded by `timeout_ns` of
  *   `%globaltimer`; on timeout it records `(1, rank, slot, seen, target)` in `err_ptr`
  *   and returns, so a mistake is an error the host reads, never a hung GPU.
+ * - `load_epoch_target(epoch_ptr, arrivals)` is this launch's wait target, `epoch × arrivals`
+ *   in int32 (wrapping like the host's rule), from the rank's epoch word on the device.
  * - `consume_token(x, token)` returns `x` through an opaque move that depends on the
  *   token, so loads addressed by it cannot be hoisted above the wait (TileLink §4.2).
  * - `notify_slot` / `peer_notify` are `producer_tile_notify` / `peer_tile_notify`: a
@@ -51,6 +54,12 @@ export function writeDeviceLibrary(w: PythonWriter, dtype: ElementType): void {
   w.block("def global_timer()", (b) => {
     b.docstring("Nanoseconds of the GPU global timer.");
     b.line('return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)');
+  });
+  w.line().line();
+  w.line("@triton.jit");
+  w.block("def load_epoch_target(epoch_ptr, arrivals)", (b) => {
+    b.docstring("This launch's wait target: epoch x arrivals in int32 (wrapping), the epoch read from the rank's epoch word.");
+    b.line("return (tl.load(epoch_ptr) * arrivals).to(tl.int32)");
   });
   w.line().line();
   w.line("@triton.jit");

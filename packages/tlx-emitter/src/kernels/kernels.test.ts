@@ -53,8 +53,9 @@ describe("kernel templates", () => {
   it("rs_reduce waits per (rank, m-block) and threads the token into its loads", () => {
     expect(kernelOf(rsReduceSource(RS), "rs_reduce")).toMatchInlineSnapshot(`
       "@triton.jit
-      def rs_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, target, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+      def rs_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
           blocks_per_slab = rows_per_rank // BLOCK_M
+          target = load_epoch_target(epoch_ptr, 1)
           num_pn = tl.cdiv(N, BLOCK_N)
           for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0)):
               mb = t // num_pn
@@ -103,10 +104,10 @@ describe("kernel templates", () => {
     const cases = [
       [agGemmConsumerSource(GEMM), "wait_slot, consume_token"],
       [gemmProducerSource(GEMM), "notify_slot"],
-      [rsReduceSource(RS), "wait_slot, consume_token"],
-      [smPushSource({ BLOCK: 1024 }), "wait_slot, consume_token, peer_notify, peer_base"],
-      [smPullSource({ BLOCK: 1024 }), "wait_slot, consume_token, notify_slot, peer_base"],
-      [ringReduceSource({ BLOCK: 1024 }), "wait_slot, consume_token, notify_slot, peer_notify, peer_base"],
+      [rsReduceSource(RS), "load_epoch_target, wait_slot, consume_token"],
+      [smPushSource({ BLOCK: 1024 }), "load_epoch_target, wait_slot, consume_token, peer_notify, peer_base"],
+      [smPullSource({ BLOCK: 1024 }), "load_epoch_target, wait_slot, consume_token, notify_slot, peer_base"],
+      [ringReduceSource({ BLOCK: 1024 }), "load_epoch_target, wait_slot, consume_token, notify_slot, peer_notify, peer_base"],
     ] as const;
     for (const [source, names] of cases) {
       expect(source).toContain(`\nimport triton.language as tl\nfrom ovl_runtime.language import ${names}\n`);

@@ -9,7 +9,7 @@ import { checkBlock, checkPositive, type KernelTemplateInfo, kernelModule, signa
 export const RS_REDUCE: KernelTemplateInfo = {
   kind: "rs-reduce",
   entry: "rs_reduce",
-  args: ["part_ptr", "out_ptr", "sig_ptr", "slot_ptr", "err_ptr", "N", "rank", "target", "timeout_ns", "rows_per_rank"],
+  args: ["part_ptr", "out_ptr", "sig_ptr", "slot_ptr", "err_ptr", "N", "rank", "epoch_ptr", "timeout_ns", "rows_per_rank"],
   constexprs: ["WORLD", "BLOCK_M", "BLOCK_N"],
 };
 
@@ -60,7 +60,7 @@ export function rsReduceGrid(p: RsReduceParams, programs?: number): [GridDim] {
  * m-block-major order (the order deliveries arrive); tile `(mb, pn)` accumulates in fp32, for `p = 0 .. WORLD-1`
  * (unrolled, so the ranks' loads are in flight together), `partials[p, mb·BLOCK_M.., pn·BLOCK_N..]`
  * after waiting (acquire, bounded) on slot `slot_ptr[p · (rows_per_rank / BLOCK_M) + mb]`
- * reaching `target` (epoch × notifies per slot). The table (int32, `WORLD · rows_per_rank /
+ * reaching the launch's target (one notify per slot per launch, read from the epoch word `epoch_ptr`). The table (int32, `WORLD · rows_per_rank /
  * BLOCK_M` entries per rank) lets one signal cover a whole delivered chunk of several
  * m-blocks. The slab's base pointer carries the wait's token and a 16-byte alignment hint
  * (each slab starts `p · rows_per_rank · N` elements in, a multiple of 8 since `BLOCK_M`
@@ -77,6 +77,7 @@ export function rsReduceSource(params: RsReduceParams, options: SourceOptions = 
     (w) => {
       w.block(signature(RS_REDUCE), (b) => {
         b.line("blocks_per_slab = rows_per_rank // BLOCK_M");
+        b.line("target = load_epoch_target(epoch_ptr, 1)");
         b.line("num_pn = tl.cdiv(N, BLOCK_N)");
         b.block("for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0))", (body) => {
           body.line("mb = t // num_pn");

@@ -25,7 +25,7 @@ export const RING_REDUCE_FIELDS = [
 export const SM_PUSH: KernelTemplateInfo = {
   kind: "sm-push",
   entry: "sm_push",
-  args: ["src_ptr", "dst_ptrs", "sig_ptr", "sig_ptrs", "seg_ptr", "num_segments", "err_ptr", "rank", "epoch", "timeout_ns"],
+  args: ["src_ptr", "dst_ptrs", "sig_ptr", "sig_ptrs", "seg_ptr", "num_segments", "err_ptr", "rank", "epoch_ptr", "timeout_ns"],
   constexprs: ["BLOCK"],
 };
 
@@ -33,7 +33,7 @@ export const SM_PUSH: KernelTemplateInfo = {
 export const SM_PULL: KernelTemplateInfo = {
   kind: "sm-pull",
   entry: "sm_pull",
-  args: ["src_ptrs", "dst_ptr", "sig_ptr", "sig_ptrs", "seg_ptr", "num_segments", "err_ptr", "rank", "epoch", "timeout_ns"],
+  args: ["src_ptrs", "dst_ptr", "sig_ptr", "sig_ptrs", "seg_ptr", "num_segments", "err_ptr", "rank", "epoch_ptr", "timeout_ns"],
   constexprs: ["BLOCK"],
 };
 
@@ -41,7 +41,7 @@ export const SM_PULL: KernelTemplateInfo = {
 export const RING_REDUCE: KernelTemplateInfo = {
   kind: "ring-reduce",
   entry: "ring_reduce",
-  args: ["recv_ptr", "acc_ptr", "recv_ptrs", "sig_ptr", "sig_ptrs", "seg_ptr", "num_segments", "err_ptr", "rank", "epoch", "timeout_ns"],
+  args: ["recv_ptr", "acc_ptr", "recv_ptrs", "sig_ptr", "sig_ptrs", "seg_ptr", "num_segments", "err_ptr", "rank", "epoch_ptr", "timeout_ns"],
   constexprs: ["BLOCK"],
 };
 
@@ -74,7 +74,7 @@ function forEachSegment(w: Writer, fields: readonly string[], body: (w: Writer) 
 function waitIntoZero(w: Writer, sigBase: string): void {
   w.line("zero = rank * 0");
   w.block("if wait_at >= 0", (i) => {
-    i.line("target = (epoch * wait_arrivals).to(tl.int32)");
+    i.line("target = load_epoch_target(epoch_ptr, wait_arrivals)");
     i.line(`tok = wait_slot(${sigBase}, wait_at.to(tl.int32), target, err_ptr, rank, timeout_ns)`);
     // An opaque zero that depends on the wait: offsets built from it cannot move above it.
     i.line("zero = consume_token(wait_at.to(tl.int32) * 0, tok)");

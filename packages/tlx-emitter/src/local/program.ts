@@ -31,7 +31,7 @@ export const DOMAIN_VARIABLE = { consumer: "ovl_m", producer: "ovl_t" } as const
 
 /** The parameters the transformation appends after the tables and scalars. */
 export const RUNTIME_PARAMS = {
-  consumer: ["ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_target", "ovl_timeout_ns"],
+  consumer: ["ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_epoch_ptr", "ovl_timeout_ns"],
   producer: ["ovl_sig_ptr", "ovl_rank"],
 } as const;
 
@@ -39,7 +39,7 @@ export const RUNTIME_PARAMS = {
 export const RANK_VARIABLE = "ovl_rank";
 
 /** Names the inserted code assigns (besides `ovl_slot<j>`). */
-const INSERTED_LOCALS = ["ovl_m", "ovl_mb", "ovl_tok", "ovl_t", "ovl_t2"];
+const INSERTED_LOCALS = ["ovl_m", "ovl_mb", "ovl_tok", "ovl_t", "ovl_t2", "ovl_target"];
 
 function isInsertedName(name: string): boolean {
   const slot =

@@ -43,7 +43,7 @@ const program: fc.Arbitrary<TileProgram> = fc
     tables: [order, ...columns].flatMap((c) => (c.table === undefined ? [] : [c.table])),
   }));
 
-const INSERTED_LOCALS = /^ovl_(m|mb|tok|slot\d+)$/;
+const INSERTED_LOCALS = /^ovl_(m|mb|tok|target|slot\d+)$/;
 
 describe("transformLocalKernel, property", () => {
   it("any order and any number of slot columns: one wait per column, only inserted ovl_ names, valid Python", () => {

@@ -99,7 +99,7 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
       "ovl_sig_ptr",
       "ovl_err_ptr",
       "ovl_rank",
-      "ovl_target",
+      "ovl_epoch_ptr",
       "ovl_timeout_ns",
     ]);
     expect(out.insertedParams).toEqual([
@@ -109,7 +109,7 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
       "ovl_sig_ptr",
       "ovl_err_ptr",
       "ovl_rank",
-      "ovl_target",
+      "ovl_epoch_ptr",
       "ovl_timeout_ns",
     ]);
     expect(out.constexprs).toEqual(["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"]);
@@ -125,7 +125,7 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     expect(out).toContain("ovl_slot0 = tl.load(ovl_wait0 + (ovl_mb))");
     expect(out).toContain("ovl_slot1 = (ovl_mb * 2 + rank_off) % 16");
     expect(out.indexOf("consume_token(pid_m, ovl_tok)")).toBeLessThan(out.indexOf("tl.load(a_ptrs"));
-    expect(out).toContain("from ovl_runtime.language import wait_slot, consume_token\n");
+    expect(out).toContain("from ovl_runtime.language import load_epoch_target, wait_slot, consume_token\n");
     // Host code and its imports are gone; the helper stays.
     expect(out).not.toContain("torch");
     expect(out).not.toContain("__main__");

@@ -57,7 +57,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   const primitives =
     kernel.role === "consumer"
       ? program.slots.length > 0
-        ? ["wait_slot", "consume_token"]
+        ? ["load_epoch_target", "wait_slot", "consume_token"]
         : []
       : program.slots.length > 0
         ? ["notify_slot"]
@@ -134,7 +134,8 @@ function consumerLines(kernel: LocalKernel, program: TileProgram): Lines {
     const lines = [`${v} = ${m}`, `${m} = ${printMap(program.order, v, v, kernel.file)}`];
     if (i > 0 || program.slots.length === 0) return lines;
     // Slot maps are over the m-block to compute, i.e. the remapped row block.
-    lines.push(`ovl_mb = ${m}`);
+    // This launch's wait target, read from the rank's epoch word on the device (one arrival per slot).
+    lines.push(`ovl_mb = ${m}`, "ovl_target = load_epoch_target(ovl_epoch_ptr, 1)");
     program.slots.forEach((slot, j) => {
       lines.push(
         `ovl_slot${j} = ${printMap(slot, v, "ovl_mb", kernel.file)}`,

@@ -94,6 +94,10 @@ export type Table = z.infer<typeof Table>;
  * - `int`: a literal integer; `rank` / `world`: this rank and the world size.
  * - `epoch-target`: `epoch × arrivals` for the current launch (the monotone-epoch wait target).
  * - `epoch`: the current launch count (from 1).
+ * - `epoch-word`: a pointer to this rank's int32 word on the device that holds the current
+ *   launch count; the kernel derives its wait targets from it (`load_epoch_target`), so a
+ *   launch captured in a CUDA graph stays correct on every replay (the runner advances the
+ *   word on the device at the start of each launch).
  * - `timeout-ns`: the bound of every device-side wait.
  * - `error-buffer`: the int32 buffer a timed-out wait records `(1, rank, slot, seen, expected)` in.
  * - `num-programs`: the size of the launch's first grid dimension as the runner resolved it (a
@@ -109,6 +113,7 @@ export const KernelArg = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("world") }),
   z.object({ kind: z.literal("epoch") }),
   z.object({ kind: z.literal("epoch-target"), arrivals: Positive }),
+  z.object({ kind: z.literal("epoch-word") }),
   z.object({ kind: z.literal("timeout-ns") }),
   z.object({ kind: z.literal("error-buffer") }),
   z.object({ kind: z.literal("num-programs") }),

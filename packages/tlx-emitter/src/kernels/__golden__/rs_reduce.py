@@ -4,12 +4,13 @@ Emitted by @ovl/tlx-emitter. The device primitives come from ovl_runtime.languag
 """
 import triton
 import triton.language as tl
-from ovl_runtime.language import wait_slot, consume_token
+from ovl_runtime.language import load_epoch_target, wait_slot, consume_token
 
 
 @triton.jit
-def rs_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, target, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def rs_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     blocks_per_slab = rows_per_rank // BLOCK_M
+    target = load_epoch_target(epoch_ptr, 1)
     num_pn = tl.cdiv(N, BLOCK_N)
     for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0)):
         mb = t // num_pn

@@ -4,11 +4,11 @@ Emitted by @ovl/tlx-emitter. The device primitives come from ovl_runtime.languag
 """
 import triton
 import triton.language as tl
-from ovl_runtime.language import wait_slot, consume_token, peer_notify, peer_base
+from ovl_runtime.language import load_epoch_target, wait_slot, consume_token, peer_notify, peer_base
 
 
 @triton.jit
-def sm_push(src_ptr, dst_ptrs, sig_ptr, sig_ptrs, seg_ptr, num_segments, err_ptr, rank, epoch, timeout_ns, BLOCK: tl.constexpr):
+def sm_push(src_ptr, dst_ptrs, sig_ptr, sig_ptrs, seg_ptr, num_segments, err_ptr, rank, epoch_ptr, timeout_ns, BLOCK: tl.constexpr):
     for seg in tl.range(tl.program_id(0), num_segments, tl.num_programs(0)):
         row = seg_ptr + seg * 7
         src_offset = tl.load(row + 0)
@@ -20,7 +20,7 @@ def sm_push(src_ptr, dst_ptrs, sig_ptr, sig_ptrs, seg_ptr, num_segments, err_ptr
         notify_at = tl.load(row + 6)
         zero = rank * 0
         if wait_at >= 0:
-            target = (epoch * wait_arrivals).to(tl.int32)
+            target = load_epoch_target(epoch_ptr, wait_arrivals)
             tok = wait_slot(sig_ptr, wait_at.to(tl.int32), target, err_ptr, rank, timeout_ns)
             zero = consume_token(wait_at.to(tl.int32) * 0, tok)
         offs = tl.arange(0, BLOCK)

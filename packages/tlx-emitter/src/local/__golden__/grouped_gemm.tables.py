@@ -3,11 +3,11 @@
 Emitted by @ovl/tlx-emitter from grouped_gemm.py (grouped_gemm); edit the source kernel, not this file."""
 import triton
 import triton.language as tl
-from ovl_runtime.language import wait_slot, consume_token
+from ovl_runtime.language import load_epoch_target, wait_slot, consume_token
 
 
 @triton.jit
-def grouped_gemm(a_ptr, b_ptr, c_ptr, group_of_mblock, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ovl_order, ovl_wait0, rank_off, ovl_sig_ptr, ovl_err_ptr, ovl_rank, ovl_target, ovl_timeout_ns):
+def grouped_gemm(a_ptr, b_ptr, c_ptr, group_of_mblock, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ovl_order, ovl_wait0, rank_off, ovl_sig_ptr, ovl_err_ptr, ovl_rank, ovl_epoch_ptr, ovl_timeout_ns):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -18,6 +18,7 @@ def grouped_gemm(a_ptr, b_ptr, c_ptr, group_of_mblock, M, N, K, BLOCK_M: tl.cons
         ovl_m = pid_m
         pid_m = tl.load(ovl_order + (ovl_m))
         ovl_mb = pid_m
+        ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
         ovl_slot0 = tl.load(ovl_wait0 + (ovl_mb))
         if ovl_slot0 >= 0:
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot0, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)

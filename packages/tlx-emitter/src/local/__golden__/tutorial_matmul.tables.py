@@ -3,7 +3,7 @@
 Emitted by @ovl/tlx-emitter from tutorial_matmul.py (matmul_kernel_persistent); edit the source kernel, not this file."""
 import triton
 import triton.language as tl
-from ovl_runtime.language import wait_slot, consume_token
+from ovl_runtime.language import load_epoch_target, wait_slot, consume_token
 
 
 @triton.jit
@@ -27,7 +27,7 @@ def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr,  #
                              BLOCK_SIZE_N: tl.constexpr,  #
                              BLOCK_SIZE_K: tl.constexpr,  #
                              GROUP_SIZE_M: tl.constexpr,  #
-                             NUM_SMS: tl.constexpr, ovl_order, ovl_wait0, rank_off, ovl_sig_ptr, ovl_err_ptr, ovl_rank, ovl_target, ovl_timeout_ns,  #
+                             NUM_SMS: tl.constexpr, ovl_order, ovl_wait0, rank_off, ovl_sig_ptr, ovl_err_ptr, ovl_rank, ovl_epoch_ptr, ovl_timeout_ns,  #
                              ):
     start_pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
@@ -46,6 +46,7 @@ def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr,  #
         ovl_m = pid_m
         pid_m = tl.load(ovl_order + (ovl_m))
         ovl_mb = pid_m
+        ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
         ovl_slot0 = tl.load(ovl_wait0 + (ovl_mb))
         if ovl_slot0 >= 0:
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot0, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)

@@ -20,6 +20,12 @@ def global_timer():
 
 
 @triton.jit
+def load_epoch_target(epoch_ptr, arrivals):
+    """This launch's wait target: epoch x arrivals in int32 (wrapping), the epoch read from the rank's epoch word."""
+    return (tl.load(epoch_ptr) * arrivals).to(tl.int32)
+
+
+@triton.jit
 def wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns):
     """Acquire-spin until sig[slot] reaches target, compared wrap-aware in int32; bounded by timeout_ns.
     On timeout records (1, rank, slot, seen, target) in err_ptr and returns. The result is the token.
