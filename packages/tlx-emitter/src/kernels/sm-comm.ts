@@ -41,7 +41,19 @@ export const SM_PULL: KernelTemplateInfo = {
 export const RING_REDUCE: KernelTemplateInfo = {
   kind: "ring-reduce",
   entry: "ring_reduce",
-  args: ["recv_ptr", "acc_ptr", "recv_ptrs", "sig_ptr", "sig_ptrs", "seg_ptr", "num_segments", "err_ptr", "rank", "epoch_ptr", "timeout_ns"],
+  args: [
+    "recv_ptr",
+    "acc_ptr",
+    "recv_ptrs",
+    "sig_ptr",
+    "sig_ptrs",
+    "seg_ptr",
+    "num_segments",
+    "err_ptr",
+    "rank",
+    "epoch_ptr",
+    "timeout_ns",
+  ],
   constexprs: ["BLOCK"],
 };
 
