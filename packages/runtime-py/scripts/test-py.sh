@@ -14,6 +14,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 fi
 # Lint and format of the runner's Python (ruff, configured in pyproject.toml) before its tests.
-.venv/bin/python -m ruff check src tests
-.venv/bin/python -m ruff format --check src tests
+.venv/bin/python -m ruff check src tests tests_gpu examples
+.venv/bin/python -m ruff format --check src tests tests_gpu examples
 exec .venv/bin/python -m pytest "$@"

@@ -22,6 +22,7 @@ from typing import Any
 from .emulate import ENGINES
 from .env import set_safe_env
 from .errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
+from .kernel_library import LIBRARY_OPERATORS, KernelKey, compile_key, find
 from .manifest import Manifest, load_manifest
 from .outcome import RunOutcome
 
@@ -52,6 +53,16 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m ovl_runtime", description="Run ovl manifests on GPUs (under torchrun) or emulated on the CPU."
     )
     sub = ap.add_subparsers(dest="command", required=True)
+    kernels = sub.add_parser(
+        "kernels",
+        help="compile an operator of the torch API for one shape into a kernel library (needs ovl's CLI: OVL_CLI or `ovl` on the PATH)",
+    )
+    kernels.add_argument("op", choices=LIBRARY_OPERATORS, help="the operator")
+    kernels.add_argument("--world", type=int, required=True, help="ranks of the group")
+    kernels.add_argument("--m", type=int, required=True, help="rows M of the GEMM (ag-gemm: gathered; gemm-rs: before the scatter)")
+    kernels.add_argument("--n", type=int, required=True, help="columns N of this rank's GEMM")
+    kernels.add_argument("--k", type=int, required=True, help="depth K of this rank's GEMM")
+    kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
     run = sub.add_parser("run", help="run manifests, check them against a reference, time them, write their reports")
     run.add_argument(
         "manifests", nargs="+", metavar="manifest", help="path of an ovl.manifest/v1 JSON file; several (of one world) run in one process"
@@ -126,6 +137,8 @@ def _split_emulate(argv: Sequence[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(_split_emulate(sys.argv[1:] if argv is None else argv))
+    if args.command == "kernels":
+        return _kernels(args)
     set_safe_env(args.symm_backend)
     paths: list[str] = args.manifests
     if args.epochs is not None and args.epochs < 1:
@@ -295,6 +308,19 @@ def _emulated(
             yield DeviceError(f"{type(exc).__name__}: {exc}")
             return
         yield result
+
+
+def _kernels(args: argparse.Namespace) -> int:
+    """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
+    try:
+        key = KernelKey(args.op, args.world, args.m, args.n, args.k)
+        into = Path(args.into) if args.into else None
+        existing = (into / key.dirname / "manifest.json") if into else find(key)
+        path = existing if existing is not None and existing.is_file() else compile_key(key, into)
+    except RunnerError as exc:
+        return _usage(str(exc))
+    print(path)
+    return EXIT_OK
 
 
 def _finish(m: Manifest, result: RunOutcome | RunnerError, out: str | Path | None, progress: ProgressFn) -> int:

@@ -65,6 +65,16 @@ NOTE = (
 )
 
 
+def hardware_queues() -> int:
+    """The hardware queues streams map onto: ``CUDA_DEVICE_MAX_CONNECTIONS`` (read when CUDA
+    starts; 8 unless set). Set it to :data:`MAX_CONNECTIONS` before CUDA starts (``run`` and
+    ``ovl_runtime.ops`` do) so that every stream of this mode gets a queue of its own."""
+    try:
+        return max(1, int(os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8")))
+    except ValueError:
+        return 8
+
+
 class OneGpuPeers:
     """Peer views of ranks whose buffers all live in this process on one device."""
 
@@ -127,7 +137,8 @@ class DriverStreams:
 class OneGpuWorld:
     """Every rank of ``m`` on the current device, launched together epoch after epoch."""
 
-    def __init__(self, m: Manifest, num_sms: int, reserve: int | None = None) -> None:
+    def __init__(self, m: Manifest, num_sms: int, reserve: int | None = None, bound: frozenset[str] = frozenset()) -> None:
+        """``bound``: buffers the caller passes per launch (``RankState.bind``); they get no memory here."""
         import torch
 
         from .gpu_rank import RankState
@@ -137,6 +148,8 @@ class OneGpuWorld:
         self.budget: SmBudget = plan_sm_budget(m.kernels, m.world, num_sms, reserve)  # refuses before any allocation
 
         def allocate(b: BufferSpec, dtype: Any) -> Any:
+            if b.name in bound:
+                return torch.empty(0, dtype=dtype, device="cuda")
             return torch.empty(*b.shape, dtype=dtype, device="cuda")
 
         self.ranks = [RankState(m, r, num_sms, allocate) for r in range(m.world)]
@@ -145,10 +158,11 @@ class OneGpuWorld:
             s.connect(peers, self.budget.grids)
         has_comm = any(k.stream == "comm" for k in m.kernels)
         needed = sum(1 + has_comm + len(s.host_ops) for s in self.ranks) + 2
-        if needed > MAX_CONNECTIONS:
+        queues = hardware_queues()
+        if needed > queues:
             raise UsageError(
                 f"{m.name}: {m.world} ranks on one GPU need {needed} streams (compute{', comm' if has_comm else ''} and "
-                f"{len(self.ranks[0].host_ops)} host-op stream(s) per rank, plus 2), beyond the {MAX_CONNECTIONS} hardware "
+                f"{len(self.ranks[0].host_ops)} host-op stream(s) per rank, plus 2), beyond the {queues} hardware "
                 "queues: a blocked stream could stall another's work; run fewer ranks"
             )
         self.streams = DriverStreams()
@@ -173,14 +187,18 @@ class OneGpuWorld:
     def epoch(self) -> int:
         return self.ranks[0].epoch
 
-    def launch(self, warm: bool = False) -> None:
-        """Enqueue the next epoch of every rank: host ops, then non-waiting kernels, then waiting ones."""
+    def launch(self, warm: bool = False, timed: bool = True) -> None:
+        """Enqueue the next epoch of every rank: host ops, then non-waiting kernels, then waiting ones.
+
+        Everything forks from the current stream and joins back into it, so a launch is
+        ordered like any other work on that stream and can be captured in a CUDA graph
+        (``timed=False``: plain events, which a capture accepts)."""
         import torch
 
         main = torch.cuda.current_stream()
         for s in self.ranks:
             s.advance_epoch()  # the device words first: every stream below starts after them
-        self.start = torch.cuda.Event(enable_timing=True)
+        self.start = torch.cuda.Event(enable_timing=timed)
         self.start.record(main)
         # 1. Every rank's copies, signals and host waits (they need no SM, or one reserved SM).
         for s, streams in zip(self.ranks, self.host_streams):
@@ -205,7 +223,7 @@ class OneGpuWorld:
                 rank_main.wait_stream(streams["comm"])
             for st, _ops in hosts:
                 rank_main.wait_stream(st)
-            end = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=timed)
             end.record(rank_main)
             self.ends.append(end)
             main.wait_stream(rank_main)

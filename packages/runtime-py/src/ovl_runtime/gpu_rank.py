@@ -172,6 +172,19 @@ class RankState:
                 out.append(("wait", op.slot, op.arrivals, op.rank_of(self.rank)))
         return out
 
+    def bind(self, buffer: str, tensor: torch.Tensor) -> None:
+        """Pass ``tensor`` wherever a kernel argument names ``buffer`` (the caller's own tensor,
+        from the next launch on). Only buffers no host op and no peer addresses may be bound:
+        their views and addresses were fixed when the rank connected."""
+        b = self.m.buffer(buffer)
+        if b.symmetric or buffer == self.m.signals.buffer:
+            raise ManifestError(f"buffers.{buffer}", "is symmetric (peers address it): copy into it instead of binding")
+        self.tensors[buffer] = tensor
+        for kd in self.kernels:
+            for name, a in kd["spec"].args:
+                if a.kind == "buffer" and a.name == buffer and "static" in kd:
+                    kd["static"][name] = tensor
+
     def advance_epoch(self) -> None:
         """The next launch: the host count and, enqueued on the current stream, the device word."""
         self.epoch += 1

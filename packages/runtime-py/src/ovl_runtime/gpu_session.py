@@ -27,16 +27,20 @@ __all__ = ["ERR_WORDS", "TORCH_DTYPES", "GpuSession", "SymmetricPeers", "check_w
 class SymmetricPeers:
     """Peer views through the symmetric-memory handles of this process's buffers."""
 
-    def __init__(self, rank: int) -> None:
+    def __init__(self, rank: int, group: Any = None, bound: frozenset[str] = frozenset()) -> None:
         self.rank = rank
+        self.group = group if group is not None else dist.group.WORLD
+        self.bound = bound
         self.handles: dict[str, Any] = {}
         self.tensors: dict[str, torch.Tensor] = {}
 
     def allocate(self, b: BufferSpec, dtype: torch.dtype) -> torch.Tensor:
+        if b.name in self.bound:  # the caller passes this buffer per launch (RankState.bind)
+            return torch.empty(0, dtype=dtype, device="cuda")
         if not b.symmetric:
             return torch.empty(*b.shape, dtype=dtype, device="cuda")
         t = symm_mem.empty(*b.shape, dtype=dtype, device="cuda")
-        self.handles[b.name] = symm_mem.rendezvous(t, dist.group.WORLD)
+        self.handles[b.name] = symm_mem.rendezvous(t, self.group)
         self.tensors[b.name] = t
         return t
 
@@ -55,8 +59,11 @@ class SymmetricPeers:
 class GpuSession(RankState):
     """The state of this process's rank: allocate once, then launch epoch after epoch."""
 
-    def __init__(self, m: Manifest, rank: int, num_sms: int) -> None:
-        peers = SymmetricPeers(rank)
+    def __init__(self, m: Manifest, rank: int, num_sms: int, group: Any = None, bound: frozenset[str] = frozenset()) -> None:
+        """``group``: the process group of the ranks (default: the world); ``bound``: buffers
+        the caller passes per launch (``RankState.bind``), given no memory here."""
+        peers = SymmetricPeers(rank, group, bound)
+        self.group = peers.group
         super().__init__(m, rank, num_sms, peers.allocate)
         self.handles = peers.handles
         self.connect(peers, whole_device_grids(m, num_sms))
@@ -70,7 +77,7 @@ class GpuSession(RankState):
             # Waits on a peer's slot go through its symmetric signal buffer's peer address.
             self.stream_waits = StreamWaits(self.sig_u32, rank, peers=self.peer_sig32)
         torch.cuda.synchronize()
-        dist.barrier()
+        dist.barrier(group=self.group)
 
     def launch(self, warm: bool = False) -> None:
         """Enqueue the next epoch. ``warm``: every wait targets 0 (compile and load, never spin),
@@ -112,11 +119,11 @@ class GpuSession(RankState):
     def raise_wait_errors(self) -> None:
         """After a sync: if any rank's waits timed out, raise the same WaitTimeout on every rank."""
         flag = torch.tensor([int(self.err[0].item() != 0)], device="cuda")
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
         if not flag.item():
             return
         every = torch.empty(self.world * ERR_WORDS, dtype=torch.int32, device="cuda")
-        dist.all_gather_into_tensor(every, self.err)
+        dist.all_gather_into_tensor(every, self.err, group=self.group)
         rows = every.view(self.world, ERR_WORDS).tolist()
         for r, e in enumerate(rows):
             if e[0]:
@@ -128,7 +135,7 @@ class GpuSession(RankState):
         """Fresh inputs and poisoned outputs before a checked launch; signal slots are never reset."""
         super().init_buffers(gen)
         torch.cuda.synchronize()
-        dist.barrier()  # no peer may push into a buffer this rank is still filling
+        dist.barrier(group=self.group)  # no peer may push into a buffer this rank is still filling
 
 
 def check_world(m: Manifest) -> None:

@@ -1,0 +1,103 @@
+"""The groups the torch API runs an operator over, by object or by name.
+
+- :class:`OneGpuGroup`: every rank of a world in this process, on one GPU. A tensor passed
+  for such a group carries the rank as its leading dimension (``[world, ...]``), so a model
+  written for one rank runs all ranks at once when the ops around it broadcast over that
+  dimension (matmul, elementwise, norms, attention over a batch). For checking correctness
+  on single-GPU machines; its timings are not performance figures.
+- :class:`DistGroup`: a ``torch.distributed`` process group, one rank per process (torchrun);
+  tensors are this rank's own.
+
+Operators registered with ``torch.library`` take a group by name (``str``), so that
+``torch.compile`` can trace them: :func:`resolve_group` turns a name back into its group
+(one-GPU groups register themselves under their name; process groups are looked up
+through ``torch.distributed``). Imports nothing heavy at module level.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import UsageError
+
+_registry: dict[str, OneGpuGroup] = {}
+_ids = itertools.count()
+
+
+@dataclass(eq=False)
+class OneGpuGroup:
+    """``world`` ranks in this process on the current GPU.
+
+    ``reserve``: SMs kept free of waiting programs (default ``max(2, num_sms // 16)``; see
+    ``ovl_runtime.sm_budget``). ``name``: how ``torch.library`` ops refer to the group
+    (default ``onegpu<world>-<n>``)."""
+
+    world: int
+    reserve: int | None = None
+    name: str = ""
+    kind: str = field(default="one-gpu", init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.world, int) or isinstance(self.world, bool) or self.world < 1:
+            raise UsageError(f"a one-GPU group needs a positive world size, got {self.world!r}")
+        if not self.name:
+            self.name = f"onegpu{self.world}-{next(_ids)}"
+        if self.name in _registry and _registry[self.name] is not self:
+            raise UsageError(f"a group named {self.name!r} exists already")
+        _registry[self.name] = self
+
+    @property
+    def stacked(self) -> bool:
+        """Tensors carry every rank, stacked along dimension 0."""
+        return True
+
+
+@dataclass(eq=False)
+class DistGroup:
+    """A ``torch.distributed`` process group: this process is rank ``rank`` of ``world``."""
+
+    pg: Any
+    world: int
+    rank: int
+    name: str
+    kind: str = field(default="dist", init=False)
+
+    @property
+    def stacked(self) -> bool:
+        return False
+
+    @staticmethod
+    def of(pg: Any) -> DistGroup:
+        import torch.distributed as dist
+
+        return DistGroup(pg=pg, world=dist.get_world_size(pg), rank=dist.get_rank(pg), name=pg.group_name)
+
+
+Group = OneGpuGroup | DistGroup
+
+
+def resolve_group(group: Any) -> Group:
+    """The group ``group`` names: a group object, a one-GPU group's name, a process group or its name."""
+    if isinstance(group, (OneGpuGroup, DistGroup)):
+        return group
+    if isinstance(group, str):
+        if group in _registry:
+            return _registry[group]
+        try:
+            from torch.distributed.distributed_c10d import _resolve_process_group
+
+            return DistGroup.of(_resolve_process_group(group))
+        except (ImportError, RuntimeError, ValueError, KeyError) as exc:
+            raise UsageError(
+                f"no group named {group!r}: neither a OneGpuGroup of this process nor a torch.distributed process group"
+            ) from exc
+    try:
+        import torch.distributed as dist
+
+        if isinstance(group, dist.ProcessGroup):
+            return DistGroup.of(group)
+    except ImportError:
+        pass
+    raise UsageError(f"a group is a OneGpuGroup, a torch.distributed ProcessGroup or the name of either, not {type(group).__name__}")

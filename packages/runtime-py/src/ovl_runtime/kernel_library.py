@@ -1,0 +1,197 @@
+"""Where the torch API finds its compiled operators: a library of emitted manifests on disk.
+
+Kernels are compiled by ovl's compiler (the ``ovl`` CLI, TypeScript) into a manifest and
+its Triton sources; the runner only loads them. The torch API asks for one operator at one
+shape (:class:`KernelKey`) and gets its manifest from the first directory of the search
+path that holds ``<key.dirname>/manifest.json``:
+
+1. every directory of ``$OVL_KERNELS`` (``os.pathsep``-separated), in order;
+2. the cache, ``$OVL_CACHE_DIR`` or ``$XDG_CACHE_HOME/ovl/kernels`` (``~/.cache/ovl/kernels``).
+
+A shape not found is compiled on the spot into the cache when a compiler is at hand
+(``$OVL_CLI``, e.g. ``node /path/to/ovl/packages/cli/dist/bin.js``, or ``ovl`` on the
+``PATH``); otherwise :class:`KernelNotCompiled` says which command to run where one is
+(GPU machines often have no Node): ``python -m ovl_runtime kernels <op> --m … --n … --k …
+--world …`` builds the same directory. A manifest found is checked against its key, so a
+stale or misplaced directory is an error, not a wrong result. Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ManifestError, UsageError
+from .manifest import Manifest, load_manifest
+
+#: Operators the torch API compiles, by their manifest/CLI name.
+LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs")
+#: Element types the compiler emits for them.
+LIBRARY_DTYPES = ("bf16",)
+
+
+class KernelNotCompiled(UsageError):
+    """No compiled manifest for a key and no compiler to build it here."""
+
+    code = "not-compiled"
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """One compiled operator: the GEMM ``[M, K] @ [K, N]`` of a rank and the world it overlaps with.
+
+    ``ag-gemm``: ``M`` is the gathered rows (world × rows per rank), ``N`` this rank's
+    columns, ``K`` the depth. ``gemm-rs``: ``M`` the rows before the scatter (world × rows
+    each rank keeps), ``N`` the columns, ``K`` this rank's depth."""
+
+    op: str
+    world: int
+    m: int
+    n: int
+    k: int
+    dtype: str = "bf16"
+
+    def __post_init__(self) -> None:
+        if self.op not in LIBRARY_OPERATORS:
+            raise UsageError(f"no compiled operator {self.op!r}: the torch API runs {', '.join(LIBRARY_OPERATORS)}")
+        if self.dtype not in LIBRARY_DTYPES:
+            raise UsageError(f"{self.op} is compiled for {', '.join(LIBRARY_DTYPES)}, not {self.dtype}")
+        for name in ("world", "m", "n", "k"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise UsageError(f"{self.op}: {name} must be a positive integer, got {v!r}")
+        if self.m % self.world:
+            raise UsageError(f"{self.op}: M = {self.m} rows do not split evenly over {self.world} ranks")
+
+    @property
+    def backend(self) -> str:
+        """The transfer backend: GEMM+ReduceScatter delivers its partial slabs with SM pushes,
+        which wait for the producer's tiles on the device (a copy engine would wait on the host,
+        with a value a CUDA graph would freeze); AllGather+GEMM pushes by copy engine."""
+        return "sm" if self.op == "gemm-rs" else "copy-engine"
+
+    @property
+    def dirname(self) -> str:
+        """The directory name of this key in a library."""
+        backend = "-sm" if self.backend == "sm" else ""
+        return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}-{self.dtype}"
+
+    @property
+    def split(self) -> int:
+        """Chunks per rank's shard: 2, except where GEMM+ReduceScatter's producer, which notifies
+        per whole 128-row block, would get a chunk off a block boundary."""
+        if self.op == "gemm-rs" and (self.m // self.world) % (2 * 128):
+            return 1
+        return 2
+
+    def cli_args(self, out: Path) -> list[str]:
+        """The ``ovl`` arguments that compile this key into ``out``."""
+        return [
+            "emit",
+            self.op,
+            "--m",
+            str(self.m),
+            "--n",
+            str(self.n),
+            "--k",
+            str(self.k),
+            "--world",
+            str(self.world),
+            "--split",
+            str(self.split),
+            "--backend",
+            self.backend,
+            "--out",
+            str(out),
+        ]
+
+
+def cache_dir() -> Path:
+    """The directory compiled-on-demand kernels go to."""
+    explicit = os.environ.get("OVL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ovl" / "kernels"
+
+
+def search_path() -> list[Path]:
+    """Where manifests are looked for, in order (``$OVL_KERNELS``, then the cache)."""
+    dirs = [Path(p) for p in os.environ.get("OVL_KERNELS", "").split(os.pathsep) if p]
+    return [*dirs, cache_dir()]
+
+
+def compiler() -> list[str] | None:
+    """The command that runs ovl's CLI here (``$OVL_CLI`` or ``ovl`` on the PATH), if any."""
+    explicit = os.environ.get("OVL_CLI")
+    if explicit:
+        return shlex.split(explicit)
+    found = shutil.which("ovl")
+    return [found] if found else None
+
+
+def find(key: KernelKey) -> Path | None:
+    """The manifest of ``key`` on the search path, if one is there."""
+    for d in search_path():
+        p = d / key.dirname / "manifest.json"
+        if p.is_file():
+            return p
+    return None
+
+
+def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True) -> Path:
+    """Compile ``key`` with the CLI into ``into`` (default: the cache); returns the manifest path.
+
+    The output is written to a temporary sibling and renamed, so a reader never sees half a
+    directory. @raises KernelNotCompiled when no compiler is at hand, UsageError when it fails."""
+    cmd = compiler()
+    root = into if into is not None else cache_dir()
+    if cmd is None:
+        raise KernelNotCompiled(
+            f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
+            f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
+            f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
+            f"--n {key.n} --k {key.k} --into <dir>, then copy <dir> here and set OVL_KERNELS=<dir>"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / key.dirname
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key.dirname}.", dir=root))
+    if progress:
+        print(f"ovl: compiling {key.dirname} into {root}", file=sys.stderr, flush=True)
+    try:
+        proc = subprocess.run([*cmd, *key.cli_args(tmp)], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise UsageError(f"compiling {key.dirname} failed ({shlex.join(cmd)} exited {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        if final.exists():  # another process compiled it meanwhile: keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final / "manifest.json"
+
+
+def manifest_for(key: KernelKey) -> Manifest:
+    """The loaded, checked manifest of ``key``: found on the search path or compiled into the cache."""
+    path = find(key) or compile_key(key)
+    m = load_manifest(path)
+    check_manifest(m, key, path)
+    return m
+
+
+def check_manifest(m: Manifest, key: KernelKey, path: Path) -> None:
+    """Refuse a manifest that is not the operator ``key`` names (a stale or misplaced directory)."""
+    ref = m.reference
+    got = (ref.operator, m.world, ref.M, ref.N, ref.K, m.dtype)
+    want = (key.op, key.world, key.m, key.n, key.k, key.dtype)
+    if got != want:
+        names = ("operator", "world", "M", "N", "K", "dtype")
+        diff = ", ".join(f"{n} {g!r} (wanted {w!r})" for n, g, w in zip(names, got, want) if g != w)
+        raise ManifestError(str(path), f"is not the compiled {key.dirname}: {diff}; delete it or recompile")

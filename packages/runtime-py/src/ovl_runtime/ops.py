@@ -1,0 +1,269 @@
+"""ovl's overlapped operators as PyTorch functions over the caller's tensors.
+
+::
+
+    import ovl_runtime.ops as ovl
+
+    y = ovl.all_gather_matmul(x_shard, w, group)     # AllGather(x) @ w, the gather hidden behind the GEMM
+    z = ovl.matmul_reduce_scatter(h, w2, group)      # ReduceScatter(h @ w2), the scatter hidden behind it
+
+Semantics follow PyTorch's ``torch.ops.symm_mem.fused_all_gather_matmul`` /
+``fused_matmul_reduce_scatter`` with the gather and scatter along rows (dimension 0):
+
+- ``all_gather_matmul(x, w, group)``: ``x`` is this rank's ``[m, K]`` rows, ``w`` its
+  ``[K, n]`` weight; returns ``cat(x over ranks) @ w``, ``[world·m, n]``.
+- ``matmul_reduce_scatter(x, w, group)``: ``x`` is ``[M, k]``, ``w`` ``[k, N]`` (this rank's
+  slice of the depth); returns this rank's ``M / world`` rows of ``Σ_ranks x @ w``.
+
+``group`` is a ``torch.distributed`` process group (one rank per process, under torchrun),
+a :class:`~ovl_runtime.groups.OneGpuGroup` (every rank in this process on one GPU: each
+tensor then carries the rank as its leading dimension, ``[world, ...]``), or the name of
+either. Both are registered with ``torch.library`` (``torch.ops.ovl.all_gather_matmul``,
+``torch.ops.ovl.matmul_reduce_scatter``, taking the group's name), so ``torch.compile``
+traces them as single ops; :func:`fused_all_gather_matmul` and
+:func:`fused_matmul_reduce_scatter` take PyTorch's argument lists.
+
+Kernels come from ovl's compiler (``ovl_runtime.kernel_library``): compiled once per
+(operator, world, M, N, K, dtype) with the compiler's tuned configuration, found on the
+kernel search path or compiled on demand, and bound to the group once (buffers, streams)
+— later calls only copy this rank's rows in and launch. Row counts that the compiled
+kernels cannot take as they are (ReduceScatter slabs off whole 128-row blocks) are padded
+with zero rows and the padding dropped from the result. Inputs are checked before any
+launch: dtype, device, contiguity, 16-byte alignment, shapes; under torchrun, the first
+call of a shape also checks that every rank passes the same shapes.
+
+A call is asynchronous on the current stream. Device-side waits are bounded: call
+:func:`synchronize` to wait and raise ``WaitTimeout`` (rank, slot, value seen and
+expected) if one gave up. Calls can be captured in a CUDA graph after one eager call.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .gpu_onegpu import MAX_CONNECTIONS
+
+# Every stream of the one-GPU mode needs a hardware queue of its own; read when CUDA starts.
+if not torch.cuda.is_initialized():
+    os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", str(MAX_CONNECTIONS))
+
+from .bound import BoundOperator
+from .errors import UsageError
+from .groups import DistGroup, Group, resolve_group
+from .kernel_library import KernelKey, manifest_for
+
+__all__ = [
+    "all_gather_matmul",
+    "close_all",
+    "fused_all_gather_matmul",
+    "fused_matmul_reduce_scatter",
+    "matmul_reduce_scatter",
+    "operators",
+    "synchronize",
+]
+
+DTYPES = {torch.bfloat16: "bf16"}
+#: ReduceScatter slabs are padded to whole blocks of this many rows.
+RS_ROW_BLOCK = 128
+
+_operators: dict[tuple[str, str], BoundOperator] = {}
+
+
+# ---- checks ----
+def _rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Tensor]:
+    """The per-rank views of ``t``: ``[world, ...]`` rows for a one-GPU group, ``t`` itself otherwise."""
+    if not isinstance(t, torch.Tensor):
+        raise UsageError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
+    want = dims + (1 if g.stacked else 0)
+    if t.dim() != want:
+        lead = f"[{g.world}, ...] (the rank first, for a one-GPU group)" if g.stacked else "this rank's tensor"
+        raise UsageError(f"{what} must have {want} dimensions, {lead}; got shape {tuple(t.shape)}")
+    if g.stacked and t.shape[0] != g.world:
+        raise UsageError(f"{what} must carry {g.world} ranks along dimension 0; got shape {tuple(t.shape)}")
+    if t.dtype not in DTYPES:
+        raise UsageError(f"{what} is {t.dtype}; the compiled operators take {', '.join(str(d) for d in DTYPES)}")
+    if not t.is_cuda:
+        raise UsageError(f"{what} is on {t.device}; the operators run on CUDA tensors")
+    if not t.is_contiguous():
+        raise UsageError(f"{what} must be contiguous (row-major); call .contiguous() first")
+    views = list(t.unbind(0)) if g.stacked else [t]
+    for r, v in enumerate(views):
+        if v.data_ptr() % 16:
+            raise UsageError(f"{what} (rank {r}) starts at an address that is not 16-byte aligned, which the kernels' TMA loads need")
+    return views
+
+
+def _same_everywhere(g: Group, signature: tuple[Any, ...], what: str) -> None:
+    """Under torchrun: every rank passes the same shapes (checked once per operator, before it is built)."""
+    if not isinstance(g, DistGroup):
+        return
+    import torch.distributed as dist
+
+    seen: list[Any] = [None] * g.world
+    dist.all_gather_object(seen, signature, group=g.pg)
+    differ = [r for r, s in enumerate(seen) if s != signature]
+    if differ:
+        raise UsageError(f"{what}: ranks pass different shapes: " + "; ".join(f"rank {r}: {s}" for r, s in enumerate(seen)))
+
+
+def _operator(key: KernelKey, g: Group, what: str) -> BoundOperator:
+    op = _operators.get((key.dirname, g.name))
+    if op is None or op.closed:
+        if torch.cuda.is_current_stream_capturing():
+            raise UsageError(
+                f"{what}: the first call of a shape compiles and loads its kernels and allocates its buffers, which a "
+                "CUDA graph capture cannot do: call the operator once before capturing"
+            )
+        _same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype), what)
+        op = BoundOperator(manifest_for(key), g)
+        _operators[(key.dirname, g.name)] = op
+    return op
+
+
+def _empty(g: Group, rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
+    shape = (g.world, rows, cols) if g.stacked else (rows, cols)
+    return torch.empty(shape, dtype=like.dtype, device=like.device)
+
+
+def _per_rank(t: torch.Tensor, g: Group) -> list[torch.Tensor]:
+    return list(t.unbind(0)) if g.stacked else [t]
+
+
+# ---- the operators ----
+def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g = resolve_group(group_name)
+    xs, ws = _rank_views(x, g, "x", 2), _rank_views(w, g, "w", 2)
+    m, k = xs[0].shape
+    k2, n = ws[0].shape
+    if k != k2:
+        raise UsageError(f"all_gather_matmul: x is [{m}, {k}] but w is [{k2}, {n}]; their inner dimensions differ")
+    if w.dtype != x.dtype:
+        raise UsageError(f"all_gather_matmul: x is {x.dtype} but w is {w.dtype}")
+    key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
+    op = _operator(key, g, "all_gather_matmul")
+    out = _empty(g, g.world * m, n, x)
+    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
+    return out
+
+
+def _matmul_reduce_scatter_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g = resolve_group(group_name)
+    xs, ws = _rank_views(x, g, "x", 2), _rank_views(w, g, "w", 2)
+    rows, k = xs[0].shape
+    k2, n = ws[0].shape
+    if k != k2:
+        raise UsageError(f"matmul_reduce_scatter: x is [{rows}, {k}] but w is [{k2}, {n}]; their inner dimensions differ")
+    if w.dtype != x.dtype:
+        raise UsageError(f"matmul_reduce_scatter: x is {x.dtype} but w is {w.dtype}")
+    if rows % g.world:
+        raise UsageError(f"matmul_reduce_scatter: {rows} rows do not split over {g.world} ranks (scatter along rows needs a multiple)")
+    slab = rows // g.world
+    padded = math.ceil(slab / RS_ROW_BLOCK) * RS_ROW_BLOCK
+    if padded != slab:
+        # Each rank's slab padded to whole row blocks with zero rows (their sums are dropped).
+        xp = torch.zeros((*x.shape[:-2], g.world * padded, k), dtype=x.dtype, device=x.device)
+        xp.unflatten(-2, (g.world, padded))[..., :slab, :].copy_(x.unflatten(-2, (g.world, slab)))
+        xs = _rank_views(xp, g, "x", 2)
+    key = KernelKey("gemm-rs", g.world, g.world * padded, n, k, DTYPES[x.dtype])
+    op = _operator(key, g, "matmul_reduce_scatter")
+    out = _empty(g, padded, n, x)
+    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
+    return out if padded == slab else out[..., :slab, :].contiguous()
+
+
+def _fake_rows(x: torch.Tensor, group_name: str) -> tuple[Group, int]:
+    g = resolve_group(group_name)
+    return g, x.shape[-2]
+
+
+@torch.library.custom_op("ovl::all_gather_matmul", mutates_args=())
+def _ag_mm_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _all_gather_matmul_impl(x, w, group_name)
+
+
+@_ag_mm_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g, m = _fake_rows(x, group_name)
+    return x.new_empty((*x.shape[:-2], g.world * m, w.shape[-1]))
+
+
+@torch.library.custom_op("ovl::matmul_reduce_scatter", mutates_args=())
+def _mm_rs_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _matmul_reduce_scatter_impl(x, w, group_name)
+
+
+@_mm_rs_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g, rows = _fake_rows(x, group_name)
+    return x.new_empty((*x.shape[:-2], rows // g.world, w.shape[-1]))
+
+
+def all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
+    """``cat(x over the group's ranks, dim=0) @ w``; the gather overlaps the GEMM. See the module docstring."""
+    return torch.ops.ovl.all_gather_matmul(x, w, resolve_group(group).name)
+
+
+def matmul_reduce_scatter(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
+    """This rank's rows of ``Σ_ranks x @ w`` (rows split evenly); the scatter overlaps the GEMM."""
+    return torch.ops.ovl.matmul_reduce_scatter(x, w, resolve_group(group).name)
+
+
+# ---- PyTorch's argument lists ----
+def fused_all_gather_matmul(
+    A_shard: torch.Tensor, Bs: Sequence[torch.Tensor], gather_dim: int, group_name: str, *, return_A: bool = True
+) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
+    """``torch.ops.symm_mem.fused_all_gather_matmul``'s arguments and results (``gather_dim`` 0:
+    the rows of each rank's tensor, also for a one-GPU group's stacked tensors).
+
+    Each ``B`` is its own overlapped launch. ``A`` (the gathered input), when asked for, is
+    gathered with ``torch.distributed`` (or stacked, for a one-GPU group) beside them."""
+    g = resolve_group(group_name)
+    if gather_dim != 0:
+        raise UsageError(f"fused_all_gather_matmul gathers along rows (gather_dim 0), not {gather_dim}")
+    outs = [all_gather_matmul(A_shard, b, g) for b in Bs]
+    if not return_A:
+        return None, outs
+    if g.stacked:
+        full = A_shard.reshape(-1, A_shard.shape[-1])
+        return full.unsqueeze(0).expand(g.world, *full.shape).contiguous(), outs
+    import torch.distributed as dist
+
+    full = A_shard.new_empty((g.world * A_shard.shape[0], A_shard.shape[1]))
+    dist.all_gather_into_tensor(full, A_shard.contiguous(), group=g.pg)
+    return full, outs
+
+
+def fused_matmul_reduce_scatter(A: torch.Tensor, B: torch.Tensor, reduce_op: str, scatter_dim: int, group_name: str) -> torch.Tensor:
+    """``torch.ops.symm_mem.fused_matmul_reduce_scatter``'s arguments (``reduce_op`` "sum", ``scatter_dim`` 0)."""
+    if reduce_op != "sum":
+        raise UsageError(f"fused_matmul_reduce_scatter reduces with sum, not {reduce_op!r}")
+    g = resolve_group(group_name)
+    if scatter_dim != 0:
+        raise UsageError(f"fused_matmul_reduce_scatter scatters along rows (scatter_dim 0), not {scatter_dim}")
+    return matmul_reduce_scatter(A, B, g)
+
+
+# ---- lifecycle ----
+def operators() -> list[BoundOperator]:
+    """Every operator bound so far in this process (for inspection and tests)."""
+    return [op for op in _operators.values() if not op.closed]
+
+
+def synchronize(group: Any = None) -> None:
+    """Wait for every call so far (of ``group``, or of every group) and raise the first wait that gave up."""
+    name = None if group is None else resolve_group(group).name
+    for (_key, gname), op in list(_operators.items()):
+        if not op.closed and (name is None or gname == name):
+            op.check()
+
+
+def close_all(force: bool = False) -> None:
+    """Free every bound operator (refused for one a CUDA graph captured, unless ``force``)."""
+    for key, op in list(_operators.items()):
+        op.close(force=force)
+        del _operators[key]

@@ -1,0 +1,113 @@
+"""The torch API without a GPU: kernel library, groups, input checks, tracing (fake tensors).
+
+The GPU half (numerics, CUDA graphs, the TP block) is ``tests_gpu/test_torch_api_gpu.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ovl_runtime import kernel_library as lib  # noqa: E402
+from ovl_runtime import ops  # noqa: E402
+from ovl_runtime.errors import ManifestError, UsageError  # noqa: E402
+from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
+
+CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
+needs_cli = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
+
+
+def test_keys_name_their_directory_and_refuse_bad_shapes():
+    k = lib.KernelKey("ag-gemm", 8, 1024, 256, 512)
+    assert k.dirname == "ag-gemm-w8-m1024-n256-k512-bf16"
+    assert lib.KernelKey("gemm-rs", 2, 1024, 64, 64).dirname == "gemm-rs-sm-w2-m1024-n64-k64-bf16"
+    assert k.cli_args(Path("/o"))[:2] == ["emit", "ag-gemm"] and "--split" in k.cli_args(Path("/o"))
+    # A ReduceScatter slab of one 128-row block cannot be cut in two chunks on block boundaries.
+    assert lib.KernelKey("gemm-rs", 8, 1024, 64, 64).split == 1 and lib.KernelKey("gemm-rs", 2, 1024, 64, 64).split == 2
+    for bad in [("all-to-all", 2, 8, 8, 8), ("ag-gemm", 0, 8, 8, 8), ("ag-gemm", 3, 8, 8, 8), ("ag-gemm", 2, 8, -1, 8)]:
+        with pytest.raises(UsageError):
+            lib.KernelKey(*bad)
+    with pytest.raises(UsageError, match="bf16"):
+        lib.KernelKey("ag-gemm", 2, 8, 8, 8, dtype="fp8")
+
+
+def test_search_path_and_a_missing_kernel_without_a_compiler(tmp_path, monkeypatch):
+    monkeypatch.setenv("OVL_KERNELS", os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
+    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OVL_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `ovl` on it
+    assert lib.search_path() == [tmp_path / "a", tmp_path / "b", tmp_path / "cache"]
+    key = lib.KernelKey("ag-gemm", 2, 256, 128, 64)
+    assert lib.find(key) is None
+    with pytest.raises(lib.KernelNotCompiled, match="python -m ovl_runtime kernels ag-gemm --world 2 --m 256 --n 128 --k 64"):
+        lib.manifest_for(key)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+@needs_cli
+def test_compiles_on_demand_into_the_cache_and_checks_what_it_finds(tmp_path, monkeypatch):
+    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OVL_KERNELS", "")
+    monkeypatch.setenv("OVL_CLI", f"node {CLI}")
+    key = lib.KernelKey("gemm-rs", 2, 512, 128, 64)
+    m = lib.manifest_for(key)
+    assert (m.reference.operator, m.world, m.reference.M, m.reference.N, m.reference.K) == ("gemm-rs", 2, 512, 128, 64)
+    assert lib.find(key) == tmp_path / "cache" / key.dirname / "manifest.json"
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [key.dirname]  # no temporary left behind
+    # A directory holding another operator under this key's name is refused, not run.
+    wrong = lib.KernelKey("gemm-rs", 2, 512, 128, 128)
+    shutil.copytree(tmp_path / "cache" / key.dirname, tmp_path / "cache" / wrong.dirname)
+    with pytest.raises(ManifestError, match="K 64 .wanted 128."):
+        lib.manifest_for(wrong)
+
+
+def test_groups_resolve_by_object_and_name():
+    g = OneGpuGroup(4, name="test-four")
+    assert resolve_group("test-four") is g and resolve_group(g) is g and g.stacked
+    with pytest.raises(UsageError, match="exists already"):
+        OneGpuGroup(2, name="test-four")
+    with pytest.raises(UsageError):
+        OneGpuGroup(0)
+    with pytest.raises(UsageError, match="no group named"):
+        resolve_group("no-such-group")
+    with pytest.raises(UsageError, match="not int"):
+        resolve_group(3)
+
+
+@pytest.mark.parametrize(
+    ("x", "w", "message"),
+    [
+        (torch.zeros(2, 8, 16, dtype=torch.float32), torch.zeros(2, 16, 8, dtype=torch.bfloat16), "float32"),
+        (torch.zeros(2, 8, 16, dtype=torch.bfloat16), torch.zeros(2, 16, 8, dtype=torch.bfloat16), "on cpu"),
+        (torch.zeros(8, 16, dtype=torch.bfloat16), torch.zeros(2, 16, 8, dtype=torch.bfloat16), "3 dimensions"),
+        (torch.zeros(3, 8, 16, dtype=torch.bfloat16), torch.zeros(2, 16, 8, dtype=torch.bfloat16), "carry 2 ranks"),
+        (torch.zeros(2, 16, 8, dtype=torch.bfloat16).transpose(1, 2), torch.zeros(2, 16, 8, dtype=torch.bfloat16), "contiguous|on cpu"),
+    ],
+)
+def test_bad_inputs_are_refused_before_any_launch(x, w, message):
+    g = OneGpuGroup(2)
+    with pytest.raises(UsageError, match=message):
+        ops.all_gather_matmul(x, w, g)
+    assert ops.operators() == []
+
+
+def test_the_ops_trace_as_single_torch_library_ops():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    g = OneGpuGroup(4)
+
+    def layer(x, w1, w2):
+        h = ops.all_gather_matmul(x, w1, g)
+        return ops.matmul_reduce_scatter(torch.nn.functional.silu(h), w2, g)
+
+    x, w1, w2 = torch.zeros(4, 32, 64), torch.zeros(4, 64, 16), torch.zeros(4, 16, 64)
+    gm = make_fx(layer, tracing_mode="fake")(x, w1, w2)
+    targets = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert "ovl.all_gather_matmul.default" in targets and "ovl.matmul_reduce_scatter.default" in targets
+    out = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
+    assert tuple(out.meta["val"].shape) == (4, 32, 64)  # [world, rows per rank, N]

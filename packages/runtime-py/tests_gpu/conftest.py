@@ -1,0 +1,7 @@
+"""GPU tests: run on a machine with a CUDA device (``pytest tests_gpu``), never in interpreter
+mode (``tests/`` puts Triton in it); collected on their own, skipped without a GPU."""
+
+import os
+
+if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    raise RuntimeError("tests_gpu runs real kernels: unset TRITON_INTERPRET (run pytest tests_gpu on its own)")

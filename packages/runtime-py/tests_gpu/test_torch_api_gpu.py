@@ -1,0 +1,221 @@
+"""The torch API on a GPU, every rank in one process (``OneGpuGroup``): numerics against
+torch, CUDA-graph capture and replay, the TP MLP and block, bad input and a wait that times out.
+
+Needs a CUDA device and the compiled kernels: the keys below on ``$OVL_KERNELS`` (made on a
+machine with ovl's CLI by ``python tests_gpu/test_torch_api_gpu.py --prepare DIR``) or a compiler
+at hand (``$OVL_CLI``). Skipped otherwise. Times here are not performance figures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ovl_runtime import kernel_library as lib  # noqa: E402
+from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
+
+HERE = Path(__file__).resolve().parent
+EXAMPLE = HERE.parent / "examples" / "tp_block.py"
+
+#: (operator, world, M, N, K) of every compiled operator these tests call besides the block's.
+KEYS = [
+    ("ag-gemm", 2, 256, 256, 512),
+    ("ag-gemm", 4, 400, 256, 512),  # 100 rows per rank: chunks off the 128-row blocks
+    ("ag-gemm", 8, 1024, 256, 512),
+    ("gemm-rs", 2, 1024, 512, 256),
+    ("gemm-rs", 8, 1024, 512, 256),  # also 800 rows, padded to 8 x 128
+]
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("tp_block", EXAMPLE)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["tp_block"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def all_keys() -> list[lib.KernelKey]:
+    block = _example().Config()
+    return [lib.KernelKey(*k) for k in KEYS] + block.keys(2) + block.keys(8)
+
+
+def _available() -> str | None:
+    if not torch.cuda.is_available():
+        return "needs a CUDA device"
+    missing = [k.dirname for k in all_keys() if lib.find(k) is None]
+    if missing and lib.compiler() is None:
+        return f"compiled kernels missing ({', '.join(missing[:3])}...): set OVL_KERNELS or OVL_CLI"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_available() is not None, reason=_available() or "")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    from ovl_runtime import ops
+
+    yield
+    ops.close_all(force=True)
+
+
+def rel(got, want) -> float:
+    return ((got.float() - want.float()).norm() / want.float().norm()).item()
+
+
+def rand(*shape, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
+
+
+@pytest.mark.parametrize(("world", "m", "n", "k"), [(2, 128, 256, 512), (4, 100, 256, 512), (8, 128, 256, 512)])
+def test_all_gather_matmul_matches_torch(world, m, n, k):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(world)
+    for step in range(3):  # fresh inputs each call, one compiled operator
+        x, w = rand(world, m, k, seed=step) / 8, rand(world, k, n, seed=10 + step) / 8
+        y = ops.all_gather_matmul(x, w, g)
+        full = x.reshape(world * m, k).float()
+        want = torch.stack([full @ w[r].float() for r in range(world)])
+        ops.synchronize(g)
+        assert y.shape == (world, world * m, n) and rel(y, want) < 0.01
+    assert len(ops.operators()) == 1
+
+
+@pytest.mark.parametrize(("world", "rows"), [(2, 1024), (8, 1024), (8, 800)])
+def test_matmul_reduce_scatter_matches_torch(world, rows):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(world)
+    x, w = rand(world, rows, 256, seed=1) / 8, rand(world, 256, 512, seed=2) / 8
+    y = ops.matmul_reduce_scatter(x, w, g)
+    total = sum(x[r].float() @ w[r].float() for r in range(world))
+    want = total.view(world, rows // world, 512)
+    ops.synchronize(g)
+    assert y.shape == (world, rows // world, 512) and rel(y, want) < 0.01
+
+
+def test_a_captured_graph_replays_correctly_many_times():
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    world, m, n, k = 8, 128, 256, 512
+    g = OneGpuGroup(world)
+    x, w = rand(world, m, k) / 8, rand(world, k, n, seed=3) / 8
+    ops.all_gather_matmul(x, w, g)  # the eager call compiles and loads the kernels
+    ops.synchronize(g)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.all_gather_matmul(x, w, g)
+    for step in range(20):
+        x.copy_(rand(world, m, k, seed=100 + step) / 8)
+        graph.replay()
+        want = torch.stack([x.reshape(world * m, k).float() @ w[r].float() for r in range(world)])
+        ops.synchronize(g)
+        assert rel(y, want) < 0.01, step
+    (op,) = ops.operators()
+    with pytest.raises(Exception, match="CUDA graph captured"):
+        op.close()
+    del graph
+
+
+def test_the_first_call_cannot_be_captured():
+    from ovl_runtime import ops
+    from ovl_runtime.errors import UsageError
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(2)
+    x, w = rand(2, 128, 512), rand(2, 512, 256)
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(UsageError, match="call the operator once before capturing"):
+        with torch.cuda.graph(graph):
+            ops.all_gather_matmul(x, w, g)
+
+
+def test_tp_mlp_matches_the_dense_mlp_and_captures():
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+    from ovl_runtime.nn import TensorParallelMLP
+
+    world, seq, hidden, inter = 8, 1024, 1024, 4096
+    g = OneGpuGroup(world)
+    gate, up, down = rand(inter, hidden, seed=4) / 32, rand(inter, hidden, seed=5) / 32, rand(hidden, inter, seed=6) / 64
+    mlp = TensorParallelMLP.from_dense(gate, up, down, g)
+    x = rand(seq, hidden, seed=7)
+    want = (torch.nn.functional.silu(x @ gate.t()) * (x @ up.t())) @ down.t()
+    xs = x.view(world, seq // world, hidden).contiguous()
+    with torch.no_grad():
+        y = mlp(xs)
+        ops.synchronize(g)
+        assert rel(y.reshape(seq, hidden), want) < 0.02
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            yg = mlp(xs)
+        for step in range(5):
+            x2 = rand(seq, hidden, seed=50 + step)
+            xs.copy_(x2.view(world, seq // world, hidden))
+            graph.replay()
+            want2 = (torch.nn.functional.silu(x2 @ gate.t()) * (x2 @ up.t())) @ down.t()
+            ops.synchronize(g)
+            assert rel(yg.reshape(seq, hidden), want2) < 0.02
+    del graph
+
+
+@pytest.mark.parametrize("world", [2, 8])
+def test_the_tp_block_matches_the_plain_pytorch_block(world):
+    from ovl_runtime.groups import OneGpuGroup
+
+    ex = _example()
+    err = ex.check(world, OneGpuGroup(world), ex.Config(), steps=2)
+    assert err < 0.03
+
+
+def test_a_wait_never_notified_times_out_naming_it_and_the_gpu_stays_usable(tmp_path, monkeypatch):
+    from ovl_runtime import ops
+    from ovl_runtime.bound import BoundOperator
+    from ovl_runtime.errors import WaitTimeout
+    from ovl_runtime.groups import OneGpuGroup
+    from ovl_runtime.manifest import load_manifest
+
+    key = lib.KernelKey("ag-gemm", 2, 256, 256, 512)
+    src = lib.find(key) or lib.compile_key(key)
+    broken = tmp_path / key.dirname
+    shutil.copytree(src.parent, broken)
+    doc = json.loads((broken / "manifest.json").read_text())
+    dropped = doc["hostOps"][1]["streams"][0]["ops"].pop()  # rank 1's last copy never happens
+    doc["waitTimeoutNs"] = 200_000_000
+    (broken / "manifest.json").write_text(json.dumps(doc))
+    g = OneGpuGroup(2)
+    op = BoundOperator(load_manifest(broken / "manifest.json"), g)
+    x, w, out = rand(2, 128, 512), rand(2, 512, 256), torch.empty(2, 256, 256, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(WaitTimeout) as exc:
+        op.run([{"A": x[r], "B": w[r]} for r in range(2)], list(out.unbind(0)))
+        op.check()
+    assert exc.value.rank == dropped["signal"]["rank"] and exc.value.slot == dropped["signal"]["slot"]
+    op.close()
+    y = ops.all_gather_matmul(x, w, g)  # the GPU is usable: a sound operator runs and is right
+    ops.synchronize(g)
+    assert rel(y, torch.stack([x.reshape(256, 512).float() @ w[r].float() for r in range(2)])) < 0.01
+
+
+if __name__ == "__main__":
+    # python tests_gpu/test_torch_api_gpu.py --prepare DIR: compile every key these tests need into DIR.
+    if len(sys.argv) == 3 and sys.argv[1] == "--prepare":
+        into = Path(sys.argv[2])
+        for key in all_keys():
+            done = into / key.dirname / "manifest.json"
+            print(done if done.is_file() else lib.compile_key(key, into=into))
+    else:
+        sys.exit("usage: python tests_gpu/test_torch_api_gpu.py --prepare DIR")
