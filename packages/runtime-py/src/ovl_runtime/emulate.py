@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .emulate_ar import AR_TEMPLATES
 from .emulate_comm import COMM_TEMPLATES
 from .emulate_kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
 from .emulate_local import LOCAL_TEMPLATES
@@ -29,7 +30,7 @@ from .outcome import CheckRecord, RunOutcome
 from .reference import output_view, references, relative_error
 from .signals import SignalWorld, epoch_target
 
-TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **TLX_TEMPLATES, **LOCAL_TEMPLATES}
+TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **AR_TEMPLATES, **TLX_TEMPLATES, **LOCAL_TEMPLATES}
 _NP_DTYPES: dict[str, Any] = {
     "bf16": np.float32,
     "fp16": np.float32,

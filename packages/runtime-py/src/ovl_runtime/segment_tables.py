@@ -1,7 +1,8 @@
-"""Segment tables of the SM communication kernels (``sm-push``, ``sm-pull``, ``ring-reduce``).
+"""Segment tables of the SM communication kernels (``sm-push``, ``sm-pull``, ``ring-reduce``) and
+of the tile kernels of GEMM+AllReduce (``tile-push``, ``ar-tile-reduce``).
 
 Each rank's table is a flat int64 list of rows, one row per contiguous segment the kernel
-moves; the field order is the emitter's (``@ovl/tlx-emitter`` ``kernels/sm-comm.ts``).
+moves; the field order is the emitter's (``@ovl/tlx-emitter`` ``kernels/sm-comm.ts``, ``kernels/tile-comm.ts``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ SEGMENT_FIELDS: dict[str, tuple[str, ...]] = {
     "sm-push": ("src_offset", "dst_rank", "dst_offset", "length", "wait_at", "wait_arrivals", "notify_at"),
     "sm-pull": ("src_rank", "src_offset", "dst_offset", "length", "wait_at", "wait_arrivals", "notify_at"),
     "ring-reduce": ("recv_offset", "acc_offset", "length", "wait_at", "wait_arrivals", "fwd_rank", "fwd_offset", "notify_at"),
+    "tile-push": ("src_offset", "dst_rank", "dst_offset", "rows", "cols", "wait_at", "wait_arrivals", "notify_at"),
+    "ar-tile-reduce": ("own_offset", "part_offset", "out_offset", "rows", "cols", "wait_at", "wait_arrivals", "notify_at"),
 }
 
 
@@ -29,7 +32,7 @@ def notified_slot(kind: str, row: dict[str, int], rank: int) -> tuple[int, int] 
     slot = row["notify_at"]
     if slot < 0:
         return None
-    if kind == "sm-push":
+    if kind in ("sm-push", "tile-push"):
         return (row["dst_rank"], slot)
     if kind == "ring-reduce" and row["fwd_rank"] >= 0:
         return (row["fwd_rank"], slot)

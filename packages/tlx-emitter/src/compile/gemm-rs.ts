@@ -37,7 +37,11 @@ export async function compileGemmRs(op: Operator, schedule?: TileSchedule): Prom
   return emitGemmRs(op.plan, sched, { ...op.options, name: op.name }, (ctx) => producerKernel(op, kernel, ctx));
 }
 
-function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerContext) {
+/**
+ * The transformed producer body of `op` for a GEMM+RS or GEMM+AR context: tiles remapped to
+ * the sending order, each notifying its slot after its stores.
+ */
+export function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerContext) {
   // The body's linear tile t = m * numPidN + n is remapped to the same n of m-block order[m]:
   // tiles of the chunk sent first are computed first (the sending order is per m-block).
   const P = ctx.numPidN;
@@ -46,8 +50,8 @@ function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerContext)
     ctx.order.map((byM) => byM.flatMap((m) => Array.from({ length: P }, (_, n) => m * P + n))),
     "ovl_t",
   );
-  // Per tile t = m * numPidN + n: the slot of its m-block (tiles of one m-block share it).
-  const perTile = ctx.notify.map((byM) => byM.flatMap((s) => Array.from({ length: ctx.numPidN }, () => s)));
+  // Per tile t = m * numPidN + n: its own slot where given, else its m-block's (shared by the m-block's tiles).
+  const perTile = ctx.notifyTile ?? ctx.notify.map((byM) => byM.flatMap((s) => Array.from({ length: ctx.numPidN }, () => s)));
   const notify = rankMap("ovl_notify0", perTile, "ovl_t");
   const tables: Table[] = [order, notify].flatMap((b) => (b.table === undefined ? [] : [b.table]));
   const t = transformLocalKernel(kernel, {
@@ -76,14 +80,22 @@ function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerContext)
     ...ctx.launch,
     own,
     inserted,
-    params: { ...ctx.params, body: op.body.path, entry: kernel.entry, operator: "gemm-rs", a: ctx.a, b: ctx.b, c: ctx.partial },
+    params: {
+      ...ctx.params,
+      body: op.body.path,
+      entry: kernel.entry,
+      operator: ctx.operator ?? "gemm-rs",
+      a: ctx.a,
+      b: ctx.b,
+      c: ctx.partial,
+    },
     tileProgram: { role: "producer", order: order.map, slots: [notify.map], numPidM: ctx.order[0]?.length ?? 1, numPidN: P },
   });
   return { kernel: entry, file: { path: entry.source, text: t.source }, tables };
 }
 
-/** The tensor a GEMM+RS plan's first op waits to be computed (the partial product). */
-function partialTensor(op: Operator): string {
+/** The tensor a GEMM+RS (or GEMM+AR) plan's first op waits to be computed (the partial product). */
+export function partialTensor(op: Operator): string {
   for (const r of op.plan.ranks) {
     for (const s of r.streams) {
       for (const x of s) {

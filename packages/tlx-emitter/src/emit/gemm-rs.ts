@@ -2,7 +2,7 @@
 // storing tiles locally and notifying tile-done slots, deliveries of finished partial
 // rows into each slab owner's symmetric `partials` (copy engine or an `sm-push` kernel),
 // and `rs-reduce` summing the delivered slabs as each (rank, m-block) arrives.
-import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
+import type { ChunkPlan, TensorDecl, TileSchedule } from "@ovl/chunk-plan";
 import {
   checkGemmParams,
   checkRsReduceParams,
@@ -13,13 +13,22 @@ import {
   gemmProducerSource,
   type LaunchOptions,
   RS_REDUCE,
+  type RsReduceParams,
   rsReduceGrid,
   rsReduceSource,
   SM_PUSH,
   SM_PUSH_FIELDS,
   smPushSource,
 } from "../kernels/index.js";
-import { MANIFEST_SCHEMA, type Buffer, type HostOp, type Kernel, type RankHostOps, type Table } from "../manifest/schema.js";
+import {
+  MANIFEST_SCHEMA,
+  type Buffer,
+  type HostOp,
+  type Kernel,
+  type KernelArg,
+  type RankHostOps,
+  type Table,
+} from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import type { EmitResult } from "./ag-gemm.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
@@ -47,6 +56,10 @@ export interface ProducerContext {
   readonly a: string;
   readonly b: string;
   readonly options: ResolvedOptions;
+  /** `notifyTile[rank][t]`: the slot tile `t = m · numPidN + n` notifies, where tiles of one m-block differ (tile-wise AllReduce); default `notify` per m-block. */
+  readonly notifyTile?: readonly (readonly number[])[];
+  /** The operator the producer serves (`template.params.operator`; default `gemm-rs`). */
+  readonly operator?: "gemm-rs" | "gemm-ar";
 }
 
 /** A producer kernel in place of the `gemm-producer` template (a transformed local body). */
@@ -54,6 +67,42 @@ export type ProducerFactory = (ctx: ProducerContext) => { kernel: Kernel; file: 
 
 /** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
 export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials", out: "rs_out" } as const;
+
+/**
+ * The stages GEMM+ReduceScatter and the partitioned GEMM+AllReduce share: the producer (the
+ * template or a transformed body), the deliveries of partial rows into each slab owner's
+ * `partials` (copy-engine host ops, or an `sm-push` kernel) and the reduction's parameters
+ * and arrival-slot table. Everything after (the reduction kernel, the output buffer, the
+ * signal buffer, the manifest) is the operator's.
+ */
+export interface RsStages {
+  readonly o: ResolvedOptions;
+  readonly world: number;
+  readonly tensor: TensorDecl;
+  readonly params: GemmParams;
+  readonly rowsPerRank: number;
+  readonly blocksPerSlab: number;
+  /** Signal slots used by these stages (arrivals, then tile-done); later stages number theirs from here. */
+  readonly slots: number;
+  /** `gemm_a`, `gemm_b`, the partial tensor and `partials`, in that order. */
+  readonly buffers: Buffer[];
+  /** The producer's tables, `rs_arrival_slot`, then (`sm`) `push_segments`. */
+  readonly tables: Table[];
+  /** The producer, then (`sm`) `sm_push`. */
+  readonly kernels: Kernel[];
+  readonly files: EmittedFile[];
+  readonly hostOps: RankHostOps[];
+  /** Parameters of the reduction over `partials` (`rs-reduce`, `ar-reduce`). */
+  readonly reduce: RsReduceParams;
+}
+
+/** What differs when another operator builds on the GEMM+RS stages. */
+export interface RsStageOptions {
+  /** The nearest plan that works, for refusals of the plan (default: GEMM+RS's own). */
+  readonly nearest?: string;
+  /** The producer's `template.params.operator` (default `gemm-rs`). */
+  readonly operator?: "gemm-rs" | "gemm-ar";
+}
 
 /**
  * Emit GEMM+ReduceScatter: per rank `C_partial = A @ B` (`[M,N]`), and rank r's output
@@ -73,6 +122,82 @@ export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials",
  *   blocked, the plan is not a direct ReduceScatter after compute, or options are bad.
  */
 export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions = {}, producer?: ProducerFactory): EmitResult {
+  const s = gemmRsStages(plan, schedule, options, producer);
+  const { o, world, params } = s;
+  const buffers: Buffer[] = [
+    ...s.buffers,
+    { name: GEMM_RS_BUFFERS.out, shape: [s.rowsPerRank, params.N], dtype: o.dtype, symmetric: false, init: "poison" },
+    signalBuffer(s.slots, o.backend === "copy-engine"),
+  ];
+  checkDistinctBuffers(buffers);
+  const kernels: Kernel[] = [
+    ...s.kernels,
+    kernelEntry(RS_REDUCE, {
+      name: "rs_reduce",
+      stream: "compute",
+      grid: rsReduceGrid(s.reduce, o.reducePrograms),
+      numWarps: 4,
+      numStages: 1,
+      args: slabReduceArgs(GEMM_RS_BUFFERS.out, s.reduce),
+      constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
+      params: { ...s.reduce },
+    }),
+  ];
+  const files: EmittedFile[] = [...s.files, { path: "rs_reduce.py", text: rsReduceSource(s.reduce, { dtype: o.dtype }) }];
+  const manifest = validated({
+    $schema: MANIFEST_SCHEMA,
+    name: options.name ?? `gemm_rs_${o.backend === "sm" ? "sm" : "ce"}`,
+    world,
+    dtype: o.dtype,
+    buffers,
+    signals: { buffer: SIGNAL_BUFFER, slots: s.slots, bits: 32 },
+    tables: s.tables,
+    kernels,
+    hostOps: s.hostOps,
+    reference: {
+      operator: "gemm-rs",
+      M: params.M,
+      N: params.N,
+      K: params.K,
+      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
+      output: GEMM_RS_BUFFERS.out,
+      rowsPerRank: s.rowsPerRank,
+      tolerance: o.tolerance,
+    },
+    timing: o.timing,
+    waitTimeoutNs: o.waitTimeoutNs,
+  });
+  return { files, manifest };
+}
+
+/** The arguments of `rs-reduce` (and, with `done_base`, `ar-reduce`) over `partials` into `out`. */
+export function slabReduceArgs(out: string, reduce: RsReduceParams): Record<string, KernelArg> {
+  return {
+    part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
+    out_ptr: { kind: "buffer", name: out },
+    sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+    slot_ptr: { kind: "table", name: "rs_arrival_slot" },
+    err_ptr: { kind: "error-buffer" },
+    N: { kind: "int", value: reduce.N },
+    rank: { kind: "rank" },
+    epoch_ptr: { kind: "epoch-word" },
+    timeout_ns: { kind: "timeout-ns" },
+    rows_per_rank: { kind: "int", value: reduce.rows_per_rank },
+  };
+}
+
+/**
+ * The GEMM+RS stages of `plan` (see {@link RsStages}); `emitGemmRs` documents the plan,
+ * the schedule and the slots.
+ * @throws {EmitError} as `emitGemmRs`.
+ */
+export function gemmRsStages(
+  plan: ChunkPlan,
+  schedule: TileSchedule,
+  options: EmitOptions = {},
+  producer?: ProducerFactory,
+  stage: RsStageOptions = {},
+): RsStages {
   const o = resolveOptions(options);
   const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
   const { M, N, K } = schedule.tiling.problem;
@@ -87,7 +212,10 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     GROUP_M: options.groupM ?? schedule.tiling.groupSizeM,
   });
   if (M % world !== 0 || (M / world) % params.BLOCK_M !== 0) {
-    throw new EmitError("bad-param", `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows`);
+    throw new EmitError(
+      "bad-param",
+      `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows${stage.nearest === undefined ? "" : `; ${stage.nearest}`}`,
+    );
   }
   const rowsPerRank = M / world;
   const blocksPerSlab = rowsPerRank / params.BLOCK_M;
@@ -97,7 +225,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   const perRank = ranks.map((r) =>
     mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
   );
-  const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank);
+  const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank, stage.nearest);
   // The notify table is per m-block, so visiting m-blocks in sending order keeps it valid.
   const order = ranks.map((r) => producerOrder(deliveries, r.rank, numPidM));
   const maxTileDone = Math.max(0, ...ranks.flatMap((r) => r.slots.map((s) => s.slot + 1)));
@@ -115,10 +243,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     { name: GEMM_RS_BUFFERS.b, shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
     { name: tensor.name, shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
     { name: GEMM_RS_BUFFERS.partials, shape: [world, rowsPerRank, N], dtype: o.dtype, symmetric: true, init: "poison" },
-    { name: GEMM_RS_BUFFERS.out, shape: [rowsPerRank, N], dtype: o.dtype, symmetric: false, init: "poison" },
-    signalBuffer(slots, o.backend === "copy-engine"),
   ];
-  checkDistinctBuffers(buffers);
   const tables: Table[] = [
     {
       name: "rs_arrival_slot",
@@ -143,6 +268,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     a: GEMM_RS_BUFFERS.a,
     b: GEMM_RS_BUFFERS.b,
     options: o,
+    operator: stage.operator ?? "gemm-rs",
   });
   if (made === undefined) {
     tables.unshift(
@@ -255,52 +381,5 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     files.push({ path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) });
   }
   const reduce = checkRsReduceParams({ WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: o.reduceBlockN, N, rows_per_rank: rowsPerRank });
-  kernels.push(
-    kernelEntry(RS_REDUCE, {
-      name: "rs_reduce",
-      stream: "compute",
-      grid: rsReduceGrid(reduce, o.reducePrograms),
-      numWarps: 4,
-      numStages: 1,
-      args: {
-        part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
-        out_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.out },
-        sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-        slot_ptr: { kind: "table", name: "rs_arrival_slot" },
-        err_ptr: { kind: "error-buffer" },
-        N: { kind: "int", value: N },
-        rank: { kind: "rank" },
-        epoch_ptr: { kind: "epoch-word" },
-        timeout_ns: { kind: "timeout-ns" },
-        rows_per_rank: { kind: "int", value: rowsPerRank },
-      },
-      constexprs: { WORLD: world, BLOCK_M: reduce.BLOCK_M, BLOCK_N: reduce.BLOCK_N },
-      params: { ...reduce },
-    }),
-  );
-  files.push({ path: "rs_reduce.py", text: rsReduceSource(reduce, { dtype: o.dtype }) });
-  const manifest = validated({
-    $schema: MANIFEST_SCHEMA,
-    name: options.name ?? `gemm_rs_${o.backend === "sm" ? "sm" : "ce"}`,
-    world,
-    dtype: o.dtype,
-    buffers,
-    signals: { buffer: SIGNAL_BUFFER, slots, bits: 32 },
-    tables,
-    kernels,
-    hostOps,
-    reference: {
-      operator: "gemm-rs",
-      M,
-      N,
-      K,
-      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
-      output: GEMM_RS_BUFFERS.out,
-      rowsPerRank,
-      tolerance: o.tolerance,
-    },
-    timing: o.timing,
-    waitTimeoutNs: o.waitTimeoutNs,
-  });
-  return { files, manifest };
+  return { o, world, tensor, params, rowsPerRank, blocksPerSlab, slots, buffers, tables, kernels, files, hostOps, reduce };
 }

@@ -35,8 +35,11 @@ function overlaps(a: Region, b: Region): boolean {
  * @throws {EmitError} `unsupported-op` (collectives, ops on other tensors, partial
  *   columns), `unsupported-dependency` (op dependencies: chained partial sums as in the
  *   ring need `ring-reduce`), `bad-plan` (rows not BM-aligned or not in the owner's slab).
+ *   Each message ends with the nearest plan that works: GEMM+RS's, or `nearest` when given
+ *   (an operator built on these deliveries, e.g. GEMM+AllReduce, names its own).
  */
-export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: string, rowsPerRank: number): Delivery[] {
+export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: string, rowsPerRank: number, nearest?: string): Delivery[] {
+  const use = (own: string) => nearest ?? own;
   const { BM } = schedule.tiling.tile;
   const { N } = schedule.tiling.problem;
   const out: Delivery[] = [];
@@ -47,33 +50,33 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
         if (op.kind === "collective")
           throw new EmitError(
             "unsupported-op",
-            `${where} is a collective (compile() decomposes a reduce-scatter collective into deliveries); use reduceScatterDirect({ afterCompute: true })`,
+            `${where} is a collective (compile() decomposes a reduce-scatter collective into deliveries); ${use("use reduceScatterDirect({ afterCompute: true })")}`,
           );
         const [from, to] = op.kind === "local-copy" ? [rp.rank, rp.rank] : op.side === "push" ? [rp.rank, op.peer] : [op.peer, rp.rank];
         if (op.deps.some((d) => d.kind === "op")) {
           throw new EmitError(
             "unsupported-dependency",
-            `${where} depends on another op (a chained partial sum, as in the ring); deliveries carry single partials: use reduceScatterDirect({ afterCompute: true })`,
+            `${where} depends on another op (a chained partial sum, as in the ring); deliveries carry single partials: ${use("use reduceScatterDirect({ afterCompute: true })")}`,
           );
         }
         if (op.src.tensor !== src)
           throw new EmitError(
             "unsupported-op",
-            `${where} reads ${op.src.tensor}; GEMM+RS moves only rows of the partial tensor ${src}: use reduceScatterDirect({ afterCompute: true }) with src: "${src}"`,
+            `${where} reads ${op.src.tensor}; GEMM+RS moves only rows of the partial tensor ${src}: ${use(`use reduceScatterDirect({ afterCompute: true }) with src: "${src}"`)}`,
           );
         const [r0 = 0, c0 = 0] = op.src.offsets;
         const [rows = 0, cols = 0] = op.src.sizes;
         if (c0 !== 0 || cols !== N)
           throw new EmitError(
             "unsupported-op",
-            `${where} moves columns ${c0}..${c0 + cols} of ${N}; GEMM+RS moves whole rows: use reduceScatterDirect({ afterCompute: true }) split along rows (splitAxis 0)`,
+            `${where} moves columns ${c0}..${c0 + cols} of ${N}; GEMM+RS moves whole rows: ${use("use reduceScatterDirect({ afterCompute: true }) split along rows (splitAxis 0)")}`,
           );
         if (r0 % BM !== 0 || rows % BM !== 0)
           throw new EmitError("bad-plan", `${where} moves rows ${r0}..${r0 + rows}, not whole m-blocks of ${BM} rows`);
         if (r0 < to * rowsPerRank || r0 + rows > (to + 1) * rowsPerRank) {
           throw new EmitError(
             "bad-plan",
-            `${where} moves rows ${r0}..${r0 + rows} to rank ${to}, whose slab is rows ${to * rowsPerRank}..${(to + 1) * rowsPerRank}; deliveries go straight to the slab owner (a ring forwards partial sums through other ranks): use reduceScatterDirect`,
+            `${where} moves rows ${r0}..${r0 + rows} to rank ${to}, whose slab is rows ${to * rowsPerRank}..${(to + 1) * rowsPerRank}; deliveries go straight to the slab owner (a ring forwards partial sums through other ranks): ${use("use reduceScatterDirect")}`,
           );
         }
         const waits: { slot: number; arrivals: number }[] = [];
@@ -81,7 +84,7 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
           if (dep.kind !== "compute" || dep.rank !== from) {
             throw new EmitError(
               "unsupported-dependency",
-              `${where} depends on ${dep.kind === "compute" ? `compute on rank ${dep.rank}` : "another op"}; GEMM+RS deliveries wait only on compute of the issuing rank ${from} (use reduceScatterDirect({ afterCompute: true }))`,
+              `${where} depends on ${dep.kind === "compute" ? `compute on rank ${dep.rank}` : "another op"}; GEMM+RS deliveries wait only on compute of the issuing rank ${from}: ${use("use reduceScatterDirect({ afterCompute: true })")}`,
             );
           }
           const sched = schedule.ranks.find((r) => r.rank === from);
@@ -97,7 +100,10 @@ export function rsDeliveries(plan: ChunkPlan, schedule: TileSchedule, src: strin
           }
         }
         if (waits.length === 0) {
-          throw new EmitError("bad-plan", `${where} does not wait on the compute of its rows; build the plan with afterCompute: true`);
+          throw new EmitError(
+            "bad-plan",
+            `${where} does not wait on the compute of its rows: ${use("build the plan with afterCompute: true")}`,
+          );
         }
         out.push({ from, to, stream: s, mBlock: r0 / BM, blocks: rows / BM, waits });
       });

@@ -28,3 +28,15 @@ export {
   smPushSource,
   type SmCommParams,
 } from "./sm-comm.js";
+export { AR_REDUCE, arReduceSource } from "./ar-reduce.js";
+export {
+  AR_TILE_FIELDS,
+  AR_TILE_REDUCE,
+  arTileReduceSource,
+  checkTileCommParams,
+  TILE_PUSH,
+  TILE_PUSH_FIELDS,
+  tilePushSource,
+  tileStepRows,
+  type TileCommParams,
+} from "./tile-comm.js";

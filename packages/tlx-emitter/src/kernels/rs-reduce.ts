@@ -4,6 +4,7 @@
 import type { GridDim } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { checkBlock, checkPositive, type KernelTemplateInfo, kernelModule, signature, type SourceOptions, tlType } from "./common.js";
+import type { Writer } from "./sm-comm.js";
 
 /** Argument names and constexprs of `rs-reduce`. */
 export const RS_REDUCE: KernelTemplateInfo = {
@@ -70,34 +71,40 @@ export function rsReduceGrid(p: RsReduceParams, programs?: number): [GridDim] {
  */
 export function rsReduceSource(params: RsReduceParams, options: SourceOptions = {}): string {
   checkRsReduceParams(params);
-  const out = tlType(options.dtype);
   return kernelModule(
     "rs-reduce: out = sum over ranks of the partial slabs delivered here, waiting per (rank, m-block).",
     options.dtype,
-    (w) => {
-      w.block(signature(RS_REDUCE), (b) => {
-        b.line("blocks_per_slab = rows_per_rank // BLOCK_M");
-        b.line("target = load_epoch_target(epoch_ptr, 1)");
-        b.line("num_pn = tl.cdiv(N, BLOCK_N)");
-        b.block("for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0))", (body) => {
-          body.line("mb = t // num_pn");
-          body.line("pn = t % num_pn");
-          body.line("rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)");
-          body.line("cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)");
-          body.line("mask = cols[None, :] < N");
-          body.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-          body.line("off = rows[:, None] * N + cols[None, :]");
-          body.block("for p in tl.static_range(WORLD)", (l) => {
-            l.line("slot = tl.load(slot_ptr + p * blocks_per_slab + mb)");
-            l.line("tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)");
-            // The token rides on the slab's base pointer, and the alignment hint goes on that
-            // pointer: Triton drops a hint on an opaque integer, and the loads turn scalar.
-            l.line("slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)");
-            l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
-          });
-          body.line(`tl.store(out_ptr + off, acc.to(${out}), mask=mask)`);
-        });
-      });
-    },
+    (w) => w.block(signature(RS_REDUCE), (b) => writeSlabReduce(b, options, "out_ptr")),
   );
+}
+
+/**
+ * The body `rs-reduce` and `ar-reduce` share: the persistent loop over the slab's tiles, the
+ * per-(rank, m-block) waits and the fp32 sum, stored at `<out> + off`; `after(w)` writes what
+ * follows each tile's store (a notify, for `ar-reduce`).
+ */
+export function writeSlabReduce(w: Writer, options: SourceOptions, out: string, after?: (w: Writer) => void): void {
+  const dtype = tlType(options.dtype);
+  w.line("blocks_per_slab = rows_per_rank // BLOCK_M");
+  w.line("target = load_epoch_target(epoch_ptr, 1)");
+  w.line("num_pn = tl.cdiv(N, BLOCK_N)");
+  w.block("for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0))", (body) => {
+    body.line("mb = t // num_pn");
+    body.line("pn = t % num_pn");
+    body.line("rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)");
+    body.line("cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)");
+    body.line("mask = cols[None, :] < N");
+    body.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+    body.line("off = rows[:, None] * N + cols[None, :]");
+    body.block("for p in tl.static_range(WORLD)", (l) => {
+      l.line("slot = tl.load(slot_ptr + p * blocks_per_slab + mb)");
+      l.line("tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)");
+      // The token rides on the slab's base pointer, and the alignment hint goes on that
+      // pointer: Triton drops a hint on an opaque integer, and the loads turn scalar.
+      l.line("slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)");
+      l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
+    });
+    body.line(`tl.store(${out} + off, acc.to(${dtype}), mask=mask)`);
+    after?.(body);
+  });
 }

@@ -68,13 +68,14 @@ export function checkSmCommParams(p: SmCommParams): SmCommParams {
   return p;
 }
 
-type Writer = Parameters<Parameters<typeof kernelModule>[2]>[0];
+/** The writer a template's kernel body is written with. */
+export type Writer = Parameters<Parameters<typeof kernelModule>[2]>[0];
 
 /**
  * The segment loop: a few programs (the communication SMs) stride over the table's rows,
  * so spinning waits never occupy more SMs than the grid gives them.
  */
-function forEachSegment(w: Writer, fields: readonly string[], body: (w: Writer) => void): void {
+export function forEachSegment(w: Writer, fields: readonly string[], body: (w: Writer) => void): void {
   w.block("for seg in tl.range(tl.program_id(0), num_segments, tl.num_programs(0))", (l) => {
     l.line(`row = seg_ptr + seg * ${fields.length}`);
     fields.forEach((f, i) => l.line(`${f} = tl.load(row + ${i})`));
@@ -83,7 +84,7 @@ function forEachSegment(w: Writer, fields: readonly string[], body: (w: Writer) 
 }
 
 /** A bounded wait on `sig_base[wait_at]` for `epoch × wait_arrivals`, its token folded into `zero`. */
-function waitIntoZero(w: Writer, sigBase: string): void {
+export function waitIntoZero(w: Writer, sigBase: string): void {
   w.line("zero = rank * 0");
   w.block("if wait_at >= 0", (i) => {
     i.line("target = load_epoch_target(epoch_ptr, wait_arrivals)");

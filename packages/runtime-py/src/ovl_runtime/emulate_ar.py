@@ -1,0 +1,108 @@
+"""GEMM+AllReduce kernels executed in numpy: ``ar-reduce``, ``tile-push``, ``ar-tile-reduce``.
+
+``ar-reduce`` is ``rs-reduce`` storing into the rank's rows of the full output and notifying
+its m-block's slot per tile; the tile kernels walk their rank's table in row order (one
+program; on the GPU several stride over the rows), wait, move or reduce one tile (strided
+rows) and notify, exactly as the emitted Triton kernels do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from .emulate_comm import _flat, _peer, _peers, _rows, _wait
+from .emulate_kernels import KernelContext
+from .errors import KernelFault, ManifestError
+from .signals import epoch_target
+
+
+def ar_reduce(ctx: KernelContext) -> None:
+    """out[rank's rows] = Σ_p partials[p], waiting per (p, m-block) as ``rs-reduce``; after each
+    stored tile of m-block ``mb``, release-add 1 to slot ``done_base + mb``."""
+    world, BM, BN = ctx.param("WORLD"), ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
+    N, rpr, done = ctx.size("N"), ctx.size("rows_per_rank"), ctx.size("done_base")
+    if rpr % BM:
+        raise ManifestError(f"kernel {ctx.kernel.name}.template.params", f"rows_per_rank {rpr} is not a multiple of BLOCK_M {BM}")
+    part = ctx.matrix("part_ptr", world * rpr, N)
+    out = ctx.matrix("out_ptr", (ctx.rank + 1) * rpr, N)[ctx.rank * rpr :]
+    sig = ctx.board("sig_ptr")
+    target = epoch_target(ctx.size("epoch_ptr"), 1, sig.bits)
+    per_slab = rpr // BM
+    slots = ctx.table("slot_ptr", world * per_slab)
+    for mb in range(per_slab):
+        rows = np.arange(mb * BM, (mb + 1) * BM)
+        for pn in range(math.ceil(N / BN)):
+            cols = slice(pn * BN, min(N, (pn + 1) * BN))
+            acc = np.zeros((BM, cols.stop - cols.start), dtype=np.float32)
+            for p in range(world):
+                slot = ctx.entry(slots, "slot_ptr", p * per_slab + mb, 0, sig.num_slots)
+                ctx.wait(sig, slot, target)
+                acc += part[p * rpr + rows, cols]
+            out[rows, cols] = acc
+            ctx.notify(sig, done + mb)
+
+
+def _tile(ctx: KernelContext, flat: np.ndarray, offset: int, rows: int, cols: int, stride: int, what: str) -> np.ndarray:
+    """The ``rows × cols`` view at ``offset`` of a row-major buffer with row stride ``stride``."""
+    if rows == 0 or cols == 0:
+        return flat[0:0].reshape(0, 0)
+    if cols > stride or offset < 0 or offset + (rows - 1) * stride + cols > flat.size:
+        raise KernelFault(
+            f"rank {ctx.rank}: {ctx.where()} {what}: a {rows}x{cols} tile at element {offset} (row stride {stride}) "
+            f"falls outside its {flat.size} elements"
+        )
+    return np.lib.stride_tricks.as_strided(flat[offset:], shape=(rows, cols), strides=(stride * flat.itemsize, flat.itemsize))
+
+
+def tile_push(ctx: KernelContext) -> None:
+    """Copy a finished local tile into its owner's symmetric buffer, then release-add the owner's slot."""
+    src, dsts = _flat(ctx, "src_ptr"), [a.reshape(-1) for a in _peers(ctx, "dst_ptrs")]
+    sig, sigs = ctx.board("sig_ptr"), _peers(ctx, "sig_ptrs")
+    stride = ctx.size("row_stride")
+    for row in _rows(ctx):
+        _wait(ctx, sig, row)
+        rows, cols = row["rows"], row["cols"]
+        if rows and cols:
+            dst = _peer(ctx, dsts, row["dst_rank"], "dst_rank")
+            _tile(ctx, dst, row["dst_offset"], rows, cols, stride, "dst")[...] = _tile(
+                ctx, src, row["src_offset"], rows, cols, stride, "src"
+            )
+        if row["notify_at"] >= 0:
+            ctx.notify(_peer(ctx, sigs, row["dst_rank"], "dst_rank"), row["notify_at"])
+
+
+def ar_tile_reduce(ctx: KernelContext) -> None:
+    """Sum a tile's partials (this rank's own, every peer's pushed one), store the sum into every
+    rank's output and release-add the tile's slot and the done count on every rank."""
+    own = _flat(ctx, "own_ptr")
+    part = _flat(ctx, "part_ptr")
+    outs = [a.reshape(-1) for a in _peers(ctx, "out_ptrs")]
+    sig, sigs = ctx.board("sig_ptr"), _peers(ctx, "sig_ptrs")
+    world, stride = ctx.param("WORLD"), ctx.size("row_stride")
+    slab, done = ctx.size("slab_elems"), ctx.size("done_at")
+    if len(outs) != world or len(sigs) != world:
+        raise ManifestError(f"kernel {ctx.kernel.name}", f"WORLD is {world}, but the peer tables name {len(outs)} ranks")
+    for row in _rows(ctx):
+        _wait(ctx, sig, row)
+        rows, cols = row["rows"], row["cols"]
+        if rows and cols:
+            acc = _tile(ctx, own, row["own_offset"], rows, cols, stride, "own").astype(np.float32)
+            for p in range(world):
+                if p != ctx.rank:
+                    acc = acc + _tile(ctx, part, p * slab + row["part_offset"], rows, cols, stride, f"partials of rank {p}")
+            for p in range(world):
+                _tile(ctx, outs[p], row["out_offset"], rows, cols, stride, f"output of rank {p}")[...] = acc
+        if row["notify_at"] >= 0:
+            for p in range(world):
+                ctx.notify(sigs[p], row["notify_at"])
+                ctx.notify(sigs[p], done)
+
+
+AR_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
+    "ar-reduce": ar_reduce,
+    "tile-push": tile_push,
+    "ar-tile-reduce": ar_tile_reduce,
+}

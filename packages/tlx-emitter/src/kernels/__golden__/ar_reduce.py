@@ -1,0 +1,30 @@
+"""ar-reduce: this rank's rows of the output = sum over ranks of the delivered partial slabs; notify per reduced tile.
+
+Emitted by @ovl/tlx-emitter. The device primitives come from ovl_runtime.language (the ovl runner).
+"""
+import triton
+import triton.language as tl
+from ovl_runtime.language import load_epoch_target, wait_slot, consume_token, notify_slot
+
+
+@triton.jit
+def ar_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, done_base, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    out_base = out_ptr + rank * rows_per_rank * N
+    blocks_per_slab = rows_per_rank // BLOCK_M
+    target = load_epoch_target(epoch_ptr, 1)
+    num_pn = tl.cdiv(N, BLOCK_N)
+    for t in range(tl.program_id(0), blocks_per_slab * num_pn, tl.num_programs(0)):
+        mb = t // num_pn
+        pn = t % num_pn
+        rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = cols[None, :] < N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        off = rows[:, None] * N + cols[None, :]
+        for p in tl.static_range(WORLD):
+            slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
+            tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
+            slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)
+            acc += tl.load(slab + off, mask=mask).to(tl.float32)
+        tl.store(out_base + off, acc.to(tl.bfloat16), mask=mask)
+        notify_slot(sig_ptr, done_base + mb)
