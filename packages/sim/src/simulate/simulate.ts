@@ -35,8 +35,11 @@ export interface SimulateOptions {
   /**
    * The reduction kernel's persistent grid (default: the hardware model's
    * `reduceKernel.programs`); more programs keep more loads in flight, up to the kernel's peak.
+   * `concurrent`: the reduction runs beside the compute kernel from its start (on
+   * communication SMs, as the tile-wise AllReduce's `ar-tile-reduce` does) instead of after
+   * it on its stream; each region is still reduced once every transfer into it has landed.
    */
-  readonly reduceKernel?: { readonly programs?: number };
+  readonly reduceKernel?: { readonly programs?: number; readonly concurrent?: boolean };
   /**
    * Copy-engine launch pipelining (default true): the host enqueues a stream's copies ahead,
    * so each copy's start latency overlaps its predecessor's transfer; false charges every
@@ -150,8 +153,9 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     const mine = ops.filter((o) => o.rank === r);
     const commEnd = Math.max(0, ...mine.map((o) => o.end));
     const computeEnd = compute[r]!.computeEnd;
-    // The reduction kernel follows the compute kernel on its stream.
-    const reduce = reductionPass(work[r] ?? [], computeEnd, reduceLaunchMs, reduceGBps, overlappedEnds);
+    // The reduction kernel follows the compute kernel on its stream, or runs beside it.
+    const reduceStart = options.reduceKernel?.concurrent === true ? startMs : computeEnd;
+    const reduce = reductionPass(work[r] ?? [], reduceStart, reduceLaunchMs, reduceGBps, overlappedEnds);
     const latencyMs = Math.max(computeEnd, commEnd, reduce?.end ?? 0);
     const computeAloneMs = alone[r]!.computeEnd;
     const reduceAlone = reductionPass(work[r] ?? [], 0, reduceLaunchMs, reduceGBps, aloneEnds);

@@ -3,6 +3,7 @@
 // split, with signals, and the fused GEMM's tile schedule at its tile and swizzle.
 import {
   allGatherSwizzle,
+  allReducePartitioned,
   type ChunkPlan,
   lowerToTileSchedule,
   planSignals,
@@ -17,16 +18,21 @@ export interface BuiltCandidate {
   readonly schedule: TileSchedule;
 }
 
-/** The operator's signalled chunk plan at `split`. */
+/**
+ * The operator's signalled chunk plan at `split`: a push-swizzled AllGather of A, a direct
+ * ReduceScatter of C after compute, or (gemm-ar) the partitioned AllReduce of C (direct
+ * ReduceScatter after compute, then a swizzled AllGather), which the tile-wise candidates
+ * are priced on too (`./all-reduce.ts`).
+ */
 export function candidatePlan(problem: TuneProblem, split: number): ChunkPlan {
   const { M, N, K, world, dtype } = problem;
   const mesh = [world];
   if (problem.operator === "ag-gemm") {
     return planSignals(allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype }, axis: 0, mesh, split, side: "push" }));
   }
-  return planSignals(
-    reduceScatterDirect({ tensor: { name: "C", shape: [M, N], dtype }, src: "C_partial", axis: 0, mesh, split, afterCompute: true }),
-  );
+  const C = { tensor: { name: "C", shape: [M, N], dtype }, src: "C_partial", axis: 0, mesh, split, afterCompute: true } as const;
+  if (problem.operator === "gemm-ar") return planSignals(allReducePartitioned({ ...C, reduceScatter: "direct", allGather: "swizzle" }));
+  return planSignals(reduceScatterDirect(C));
 }
 
 /** The fused GEMM's schedule against `plan` at the candidate's tile, swizzle and SM count. */

@@ -19,13 +19,14 @@ export const StoredCandidate = z.discriminatedUnion("path", [
     commSms: z.number().int().nonnegative(),
     tile: Tile,
     groupSizeM: z.number().int().positive(),
+    allReduce: z.enum(["partitioned", "tilewise"]).optional(),
   }),
   z.object({ path: z.literal("sequential") }),
 ]);
 
 /** A cached tuning result: the winner and how it was chosen. */
 export const TuneCacheEntry = z.object({
-  operator: z.enum(["ag-gemm", "gemm-rs"]),
+  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar"]),
   M: z.number().int().positive(),
   N: z.number().int().positive(),
   K: z.number().int().positive(),

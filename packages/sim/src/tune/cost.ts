@@ -40,7 +40,7 @@ export function simulatorCost(hardware: HardwareModel | string): CostFunction {
         hardware: hw,
         problem: { M: problem.M, N: problem.N, K: problem.K },
         collective: {
-          kind: ag ? "all-gather" : "reduce-scatter",
+          kind: ag ? "all-gather" : problem.operator === "gemm-ar" ? "all-reduce" : "reduce-scatter",
           shape: ag ? [problem.M, problem.K] : [problem.M, problem.N],
           dtype: problem.dtype,
         },
@@ -54,6 +54,8 @@ export function simulatorCost(hardware: HardwareModel | string): CostFunction {
       backend: c.backend,
       commSms: c.commSms,
       ...(hw.tritonGemm !== undefined ? { computeKernel: { kind: "triton" as const } } : {}),
+      // The tile-wise AllReduce reduces on its communication SMs while the GEMM runs.
+      ...(c.allReduce === "tilewise" ? { reduceKernel: { programs: c.commSms, concurrent: true } } : {}),
     });
     return {
       latencyMs: sim.latencyMs,

@@ -35,16 +35,19 @@ export const GEMM_STAGES = 3;
  * Per-rank bytes of `candidate`, following the buffers the emitters allocate.
  * AG+GEMM: the gathered `A[M×K]`, `B[K×N]`, `C[M×N]`. GEMM+RS: `A[M×K]`, `B[K×N]`,
  * `C_partial[M×N]`, the receive slabs `[W × M/W × N]` (overlapped only: the collective
- * reduces in place otherwise) and the output `[M/W × N]`. Signal slots: one 4-byte slot
+ * reduces in place otherwise) and the output `[M/W × N]`; GEMM+AR the same with the whole
+ * output `[M × N]`. Signal slots: one 4-byte slot
  * per chunk per peer, plus one per m-block for tile-done signals.
  */
 export function candidateMemory(problem: TuneProblem, candidate: Candidate): CandidateMemory {
   const e = ELEMENT_BYTES[problem.dtype];
   const { M, N, K, world } = problem;
   const rows = Math.ceil(M / world);
-  const base = problem.operator === "ag-gemm" ? (M * K + K * N + M * N) * e : (M * K + K * N + M * N + rows * N) * e;
+  // GEMM+AR's output is all of C on every rank; GEMM+RS's one slab.
+  const out = problem.operator === "gemm-ar" ? M * N : rows * N;
+  const base = problem.operator === "ag-gemm" ? (M * K + K * N + M * N) * e : (M * K + K * N + M * N + out) * e;
   if (candidate.path === "sequential") return { globalBytes: base, sharedBytes: 0 };
-  const slabs = problem.operator === "gemm-rs" ? world * rows * N * e : 0;
+  const slabs = problem.operator !== "ag-gemm" ? world * rows * N * e : 0;
   const slots = 4 * (world * candidate.split + Math.ceil(M / candidate.tile.BM));
   const { BM, BN, BK } = candidate.tile;
   return { globalBytes: base + slabs + slots, sharedBytes: GEMM_STAGES * (BM * BK + BK * BN) * e };

@@ -6,8 +6,8 @@ import { TuneError } from "./errors.js";
 
 /** The fused operator being tuned and its per-rank GEMM `A[M×K]·B[K×N]`. */
 export const TuneProblem = z.object({
-  /** `ag-gemm` (AllGather of A's rows, then GEMM) or `gemm-rs` (GEMM, then ReduceScatter of C's rows). */
-  operator: z.enum(["ag-gemm", "gemm-rs"]),
+  /** `ag-gemm` (AllGather of A's rows, then GEMM), `gemm-rs` (GEMM, then ReduceScatter of C's rows) or `gemm-ar` (GEMM, then AllReduce of C). */
+  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar"]),
   M: z.number().int().positive(),
   N: z.number().int().positive(),
   K: z.number().int().positive(),
@@ -39,6 +39,8 @@ export interface OverlappedCandidate {
   readonly tile: TuneTile;
   /** L2 grouping of the intra-chunk tile order (the swizzle; 1 = row-major). */
   readonly groupSizeM: number;
+  /** `gemm-ar` only: the AllReduce's realisation (`./all-reduce.ts`). */
+  readonly allReduce?: "partitioned" | "tilewise";
 }
 
 /** The non-overlapped path: the collective on its own (NCCL), then the GEMM (or the reverse). */
@@ -79,7 +81,8 @@ export const DEFAULT_TUNE_SPACE: TuneSpace = {
 /** A stable, readable key of a candidate, e.g. `overlapped split=2 copy-engine sms=0 tile=128x256x64 group=8`. */
 export function candidateKey(c: Candidate): string {
   if (c.path === "sequential") return "sequential";
-  return `overlapped split=${c.split} ${c.backend} sms=${c.commSms} tile=${c.tile.BM}x${c.tile.BN}x${c.tile.BK} group=${c.groupSizeM}`;
+  const ar = c.allReduce === undefined ? "" : ` ${c.allReduce}`;
+  return `overlapped${ar} split=${c.split} ${c.backend} sms=${c.commSms} tile=${c.tile.BM}x${c.tile.BN}x${c.tile.BK} group=${c.groupSizeM}`;
 }
 
 function positiveInts(name: string, values: readonly number[]): void {

@@ -4,6 +4,7 @@
 // device); and take the non-overlapped path when overlapping loses.
 import { DEFAULT_TARGET } from "@ovl/primitives";
 import type { ChunkPlan } from "@ovl/chunk-plan";
+import { allReduceCandidates } from "./all-reduce.js";
 import { candidateMemory, memoryMisfit, type MemoryLimits } from "./memory.js";
 import { candidatePlan, candidateSchedule, chunkMisfit, type BuiltCandidate } from "./build.js";
 import { lookupTune, tuneCacheKey, type TuneCache, type TuneCacheEntry } from "./cache.js";
@@ -118,11 +119,12 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
     const i = parsed.error.issues[0];
     throw new TuneError(
       "bad-problem",
-      `problem.${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"} (operator ag-gemm or gemm-rs, positive M N K, world ≥ 2)`,
+      `problem.${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"} (operator ag-gemm, gemm-rs or gemm-ar, positive M N K, world ≥ 2)`,
     );
   }
   const problem = parsed.data;
-  const candidates = enumerateCandidates(options.space ?? DEFAULT_TUNE_SPACE);
+  const space = options.space ?? DEFAULT_TUNE_SPACE;
+  const candidates = problem.operator === "gemm-ar" ? allReduceCandidates(problem, space) : enumerateCandidates(space);
   const numSms = options.numSms ?? DEFAULT_TARGET.smCount;
   const plans = new Map<number, ChunkPlan | Error>();
   const planAt = (split: number): ChunkPlan => {
