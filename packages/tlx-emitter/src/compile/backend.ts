@@ -10,9 +10,11 @@ import { decomposeCollectives, hasCollectives } from "./decompose.js";
 import { collectiveAlternative } from "../emit/host-ops.js";
 import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
 import { builtinBody } from "./builtin.js";
+import { compileGemmAr, realisableArPlan } from "./gemm-ar.js";
 import { compileGemmRs } from "./gemm-rs.js";
-import { operatorSchedule, type Operator } from "./operator.js";
+import { operatorSchedule, type Operator, type OperatorInput } from "./operator.js";
 import { planTensor } from "./consumer.js";
+import { resolveCompute } from "./tuned.js";
 
 /** Version of the backend contract a backend implements. */
 export const BACKEND_SPECIFICATION = "ovl.backend/v1" as const;
@@ -34,7 +36,13 @@ export const tritonBackend: Backend = {
   name: "triton",
   refusal: () => undefined,
   realise: (op) =>
-    op.kind === "ag-gemm" ? compileAgGemm(op) : op.kind === "ag-grouped-gemm" ? compileAgGroupedGemm(op) : compileGemmRs(op),
+    op.kind === "ag-gemm"
+      ? compileAgGemm(op)
+      : op.kind === "ag-grouped-gemm"
+        ? compileAgGroupedGemm(op)
+        : op.kind === "gemm-ar"
+          ? compileGemmAr(op)
+          : compileGemmRs(op),
 };
 
 /**
@@ -71,7 +79,8 @@ export function tlxBackend(options: { readonly target?: TlxTarget; readonly comm
  * @throws {EmitError} `unsupported-op` for a collective this operator cannot realise (a
  *   reduction under AllGather+GEMM, an all-reduce), naming the nearest plan that works.
  */
-export function realisablePlan(op: Operator): ChunkPlan {
+export function realisablePlan(op: OperatorInput): ChunkPlan {
+  if (op.kind === "gemm-ar") return realisableArPlan(op.plan);
   if (!hasCollectives(op.plan)) return op.plan;
   for (const r of op.plan.ranks) {
     r.streams.forEach((ops, s) =>
@@ -105,11 +114,13 @@ export function realisablePlan(op: Operator): ChunkPlan {
 /**
  * Compile `op` with `backend` (default Triton): the plan is validated first (exactly-once
  * writes, resolvable dependencies, no deadlock, the claimed collective), its collective ops
- * decomposed into the P2P transfers they stand for, then the backend realises it.
+ * decomposed into the P2P transfers they stand for, then the backend realises it. An operator
+ * without a `tile` takes the tuned configuration of its shape (`resolveCompute`; the Triton
+ * backend only, others get the default tile); an explicit tile wins.
  * @throws {EmitError} `bad-plan` with the validator's findings for a plan that does not
  *   validate, `unsupported-op` with the backend's reason for an operator it cannot realise.
  */
-export async function compile(op: Operator, backend: Backend = tritonBackend): Promise<EmitResult> {
+export async function compile(op: OperatorInput, backend: Backend = tritonBackend): Promise<EmitResult> {
   const report = validatePlan(op.plan);
   if (!report.ok) {
     const first = report.errors
@@ -122,7 +133,8 @@ export async function compile(op: Operator, backend: Backend = tritonBackend): P
     );
   }
   const plan = realisablePlan(op);
-  const realised = plan === op.plan ? op : { ...op, plan };
+  const decomposed = plan === op.plan ? op : { ...op, plan };
+  const realised = resolveCompute(decomposed, backend === tritonBackend ? {} : { table: null }).op;
   const why = backend.refusal(realised);
   if (why !== undefined) throw new EmitError("unsupported-op", `backend ${backend.name}: ${why}`);
   return backend.realise(realised);

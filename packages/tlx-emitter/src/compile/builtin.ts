@@ -6,8 +6,18 @@ import { fileURLToPath } from "node:url";
 import { EmitError } from "../writer/index.js";
 import type { KernelBody } from "./operator.js";
 
-/** The built-in bodies, by name (the file is `kernels/<name>.py`). */
-export const BUILTIN_BODIES = ["gemm_tma_persistent", "gemm_producer", "grouped_gemm"] as const;
+/**
+ * The built-in bodies, by name (the file is `kernels/<name>.py`). The `_flat` and `_tma`
+ * variants compute the same GEMM with another loop structure or epilogue; the tuned
+ * configurations (`configs.ts`) choose among a family per shape.
+ */
+export const BUILTIN_BODIES = [
+  "gemm_tma_persistent",
+  "gemm_tma_persistent_flat",
+  "gemm_producer",
+  "gemm_producer_tma",
+  "grouped_gemm",
+] as const;
 export type BuiltinBodyName = (typeof BUILTIN_BODIES)[number];
 
 /** The folder holding `kernels/`: the package root, found from this module (src/ or dist/). */

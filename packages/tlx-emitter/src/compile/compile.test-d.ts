@@ -5,14 +5,32 @@ import { describe, expectTypeOf, it } from "vitest";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import type { Manifest } from "../manifest/schema.js";
 import { parseLocalKernel, transformLocalKernel, type LocalKernel, type LocalKernelOutput, type TileProgram } from "../local/index.js";
-import { builtinBody, compile, tlxBackend, tritonBackend, type Backend, type KernelBody, type Operator } from "./index.js";
+import {
+  builtinBody,
+  compile,
+  resolveCompute,
+  tlxBackend,
+  tritonBackend,
+  type Backend,
+  type ComputeChoice,
+  type KernelBody,
+  type Operator,
+  type OperatorInput,
+} from "./index.js";
 
 describe("compile path types", () => {
-  it("compile takes an Operator and an optional Backend and resolves to kernels plus a manifest", () => {
-    expectTypeOf(compile).parameter(0).toEqualTypeOf<Operator>();
+  it("compile takes an operator (its tile optional) and an optional Backend and resolves to kernels plus a manifest", () => {
+    expectTypeOf(compile).parameter(0).toEqualTypeOf<OperatorInput>();
+    expectTypeOf<Operator>().toMatchTypeOf<OperatorInput>();
+    expectTypeOf<OperatorInput["tile"]>().toEqualTypeOf<Operator["tile"] | undefined>();
     expectTypeOf(compile).parameter(1).toEqualTypeOf<Backend | undefined>();
     expectTypeOf(compile).returns.toEqualTypeOf<Promise<EmitResult>>();
     expectTypeOf<EmitResult["manifest"]>().toEqualTypeOf<Manifest>();
+  });
+
+  it("resolveCompute decides every knob: backends see a tiled Operator", () => {
+    expectTypeOf(resolveCompute).returns.toEqualTypeOf<{ op: Operator; choice: ComputeChoice }>();
+    expectTypeOf<Backend["realise"]>().parameter(0).toEqualTypeOf<Operator>();
   });
 
   it("backends are values implementing one contract", () => {

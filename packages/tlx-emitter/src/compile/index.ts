@@ -1,13 +1,27 @@
 // Barrel of the compile path: an Operator (local body + chunk plan + backend choices) and the
 // one compile() that the CLI, the tuner, the bench and users call.
 export { compile, realisablePlan, tritonBackend, tlxBackend, BACKEND_SPECIFICATION, type Backend } from "./backend.js";
-export type { Operator, OperatorKind, KernelBody, GemmProblem, ExpertRouting } from "./operator.js";
+export type { Operator, OperatorInput, OperatorKind, KernelBody, GemmProblem, ExpertRouting } from "./operator.js";
+export { DEFAULT_GROUP_M, DEFAULT_TILE } from "./operator.js";
+export {
+  COMPUTE_CONFIGS_SCHEMA,
+  ComputeConfigEntry,
+  ComputeConfigTable,
+  computeConfigPath,
+  computeConfigs,
+  lookupComputeConfig,
+  parseComputeConfigs,
+  type ComputeMatch,
+  type ComputeQuery,
+} from "./configs.js";
+export { resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./tuned.js";
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./builtin.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
 export { compileAgGroupedGemm, checkRouting, GROUP_TABLE, MOE_B, MOE_C } from "./ag-grouped-gemm.js";
 export { compileConsumer, type ConsumerSpec } from "./consumer.js";
 export { compileGemmRs, LOCAL_PRODUCER_KIND } from "./gemm-rs.js";
+export { compileGemmAr, realisableArPlan } from "./gemm-ar.js";
 export { rankMap, consumerColumns, RANK_VAR, type BuiltMap, type ConsumerColumns } from "./maps.js";
 export { compiledExamples, exampleRouting, tutorialMatmulBody } from "./examples.js";
 export { decomposeCollectives, hasCollectives, type DecomposeOptions } from "./decompose.js";

@@ -7,7 +7,7 @@ import type { EmitOptions } from "../emit/options.js";
 import type { Binding } from "./bind.js";
 
 /** The operators the compiler builds: what the body computes and which way data moves. */
-export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm";
+export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar";
 
 /** A local kernel: its file name (for errors and provenance) and its Python text. */
 export interface KernelBody {
@@ -42,7 +42,7 @@ export interface Operator {
   /** Manifest name (an identifier). */
   readonly name: string;
   readonly kind: OperatorKind;
-  /** The communication: an AllGather of the body's gathered operand (ag-gemm, ag-grouped-gemm) or a ReduceScatter of its output (gemm-rs). */
+  /** The communication: an AllGather of the body's gathered operand (ag-gemm, ag-grouped-gemm), a ReduceScatter (gemm-rs) or an AllReduce (gemm-ar) of its output. */
   readonly plan: ChunkPlan;
   /** The compute body (see `builtinBody` for ovl's own). */
   readonly body: KernelBody;
@@ -59,8 +59,18 @@ export interface Operator {
   readonly options?: EmitOptions;
 }
 
+/**
+ * An operator as `compile()` takes it: `tile` may be left out, and then the tuned
+ * configuration of its shape decides tile, L2 grouping, warps, stages and the built-in body
+ * variant (`resolveCompute`).
+ */
+export type OperatorInput = Omit<Operator, "tile"> & { readonly tile?: Operator["tile"] };
+
 /** L2 grouping of a body's persistent loop when the operator names none. */
 export const DEFAULT_GROUP_M = 8;
+
+/** The tile of an operator that names none and has no tuned entry (measured best of one fixed tile on H200). */
+export const DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 
 /**
  * `op`'s plan lowered against its body's tiling of `tensor` in `role`: persistent bodies over

@@ -1,0 +1,136 @@
+// Tuned compute configurations: per target, a table of the fastest measured body variant,
+// tile, L2 grouping, stages and warps per (operator, M, N, K, dtype), which compile() reads
+// when an operator names no tile. Shapes not in the table take the nearest entry.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { TARGETS, type TargetName } from "@ovl/primitives";
+import { z } from "zod";
+import { EmitError } from "../writer/index.js";
+import { BUILTIN_BODIES, packageRoot } from "./builtin.js";
+
+/** Schema id of a configuration table. */
+export const COMPUTE_CONFIGS_SCHEMA = "ovl.compute-configs/v1" as const;
+
+const Dim = z.number().int().positive();
+
+/** One measured shape and the configuration that won there. */
+export const ComputeConfigEntry = z.object({
+  /** The operator whose compute kernel this is: AG+GEMM's consumer or GEMM+RS's producer. */
+  op: z.enum(["ag-gemm", "gemm-rs"]),
+  /** The per-rank GEMM `C[M×N] = A[M×K]·B[K×N]` (M: all rows the kernel computes). */
+  M: Dim,
+  N: Dim,
+  K: Dim,
+  dtype: z.enum(["bf16", "fp16", "fp32"]),
+  /** Built-in body variant (`kernels/<body>.py`) of the operator's family. */
+  body: z.enum(BUILTIN_BODIES),
+  BM: Dim,
+  BN: Dim,
+  BK: Dim,
+  groupM: Dim,
+  numStages: Dim,
+  numWarps: Dim,
+  /** Measured median of the winner and of cuBLAS in the same run (ms), for people. */
+  ms: z.number().positive().optional(),
+  cublasMs: z.number().positive().optional(),
+});
+export type ComputeConfigEntry = z.infer<typeof ComputeConfigEntry>;
+
+/** A target's table. */
+export const ComputeConfigTable = z.object({
+  $schema: z.literal(COMPUTE_CONFIGS_SCHEMA),
+  /** Target key (`h100`, …) the entries were measured on. */
+  target: z.enum(Object.keys(TARGETS) as [TargetName, ...TargetName[]]),
+  /** The GPU and software of the run, and where its results are. */
+  device: z.string(),
+  measured: z.string(),
+  source: z.string(),
+  entries: z.array(ComputeConfigEntry),
+});
+export type ComputeConfigTable = z.infer<typeof ComputeConfigTable>;
+
+/** What a lookup asks for. */
+export interface ComputeQuery {
+  readonly op: "ag-gemm" | "gemm-rs";
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+  readonly dtype: "bf16" | "fp16" | "fp32";
+}
+
+/** A lookup's answer: the entry, and whether it is the query's own shape or the nearest one. */
+export interface ComputeMatch {
+  readonly entry: ComputeConfigEntry;
+  readonly match: "exact" | "nearest";
+  /** `|log2 M/M'| + |log2 N/N'| + |log2 K/K'|` (0 for an exact match). */
+  readonly distance: number;
+}
+
+const ELEMENT_BYTES = { bf16: 2, fp16: 2, fp32: 4 } as const;
+
+/**
+ * The entry of `table` for `q`. Only entries of the same operator and element size qualify
+ * (bf16 entries serve fp16: the same shared memory and tensor-core rate; none serve fp32).
+ * The entry of `q`'s own shape wins (its own dtype first); otherwise the nearest shape by
+ * `|log2 M/M'| + |log2 N/N'| + |log2 K/K'|`, ties to the earlier entry. Undefined when no
+ * entry qualifies.
+ */
+export function lookupComputeConfig(table: ComputeConfigTable, q: ComputeQuery): ComputeMatch | undefined {
+  let best: (ComputeMatch & { readonly key: readonly number[] }) | undefined;
+  for (const entry of table.entries) {
+    if (entry.op !== q.op || ELEMENT_BYTES[entry.dtype] !== ELEMENT_BYTES[q.dtype]) continue;
+    const distance = Math.abs(Math.log2(q.M / entry.M)) + Math.abs(Math.log2(q.N / entry.N)) + Math.abs(Math.log2(q.K / entry.K));
+    // Lexicographic: distance, then the query's own dtype; equal keys keep the earlier entry.
+    const key = [distance, entry.dtype === q.dtype ? 0 : 1];
+    if (best === undefined || key[0]! < best.key[0]! - 1e-12 || (Math.abs(key[0]! - best.key[0]!) <= 1e-12 && key[1]! < best.key[1]!))
+      best = { entry, match: distance === 0 ? "exact" : "nearest", distance, key };
+  }
+  if (best === undefined) return undefined;
+  const { key: _key, ...match } = best;
+  return match;
+}
+
+/** Checks a parsed table. @throws {EmitError} `bad-param` naming the first problem. */
+export function parseComputeConfigs(json: unknown, where = "compute configuration table"): ComputeConfigTable {
+  const r = ComputeConfigTable.safeParse(json);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new EmitError("bad-param", `${where}: ${i?.path.join(".") ?? ""}: ${i?.message ?? "invalid"}`);
+  }
+  return r.data;
+}
+
+const cache = new Map<string, ComputeConfigTable | null>();
+
+/** Path of a target's table in the package (`configs/<target>.json`). */
+export function computeConfigPath(target: TargetName): string {
+  return join(packageRoot(), "configs", `${target}.json`);
+}
+
+/**
+ * The table compile() uses for `target`: its own (`configs/<target>.json`) or, when it has
+ * none, that of a target with the same architecture, SM count and shared memory (the H200
+ * borrows the H100's: the same GH100 die); `null` when neither exists.
+ */
+export function computeConfigs(target: TargetName): ComputeConfigTable | null {
+  const hit = cache.get(target);
+  if (hit !== undefined) return hit;
+  const t = TARGETS[target];
+  const same = (Object.keys(TARGETS) as TargetName[]).filter(
+    (n) =>
+      n !== target &&
+      TARGETS[n].arch === t.arch &&
+      TARGETS[n].smCount === t.smCount &&
+      TARGETS[n].sharedBytesPerBlock === t.sharedBytesPerBlock,
+  );
+  let table: ComputeConfigTable | null = null;
+  for (const name of [target, ...same]) {
+    const path = computeConfigPath(name);
+    if (existsSync(path)) {
+      table = parseComputeConfigs(JSON.parse(readFileSync(path, "utf8")), path);
+      break;
+    }
+  }
+  cache.set(target, table);
+  return table;
+}

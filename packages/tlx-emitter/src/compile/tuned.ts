@@ -1,0 +1,84 @@
+// The compute configuration of an operator that names no tile: the tuned table's entry for
+// its shape (configs.ts), applied to the tile, L2 grouping, warps, stages and, for ovl's own
+// bodies, the body variant; what the operator names itself always wins.
+import type { ChunkPlan } from "@ovl/chunk-plan";
+import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
+import { EmitError } from "../writer/index.js";
+import { builtinBody, type BuiltinBodyName } from "./builtin.js";
+import { computeConfigs, lookupComputeConfig, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
+import { DEFAULT_TILE, type Operator, type OperatorInput } from "./operator.js";
+
+/** How an operator's compute configuration was decided. */
+export type ComputeChoice =
+  | { readonly source: "explicit" }
+  | { readonly source: "table"; readonly match: "exact" | "nearest"; readonly entry: ComputeConfigEntry; readonly target: TargetName }
+  | { readonly source: "default"; readonly reason: string };
+
+/** Options of {@link resolveCompute}. */
+export interface ResolveComputeOptions {
+  /** Target whose table is read (default: the default target, whose table may be borrowed). */
+  readonly target?: TargetName;
+  /** A table to use instead of the package's; `null`: none (the default tile). */
+  readonly table?: ComputeConfigTable | null;
+}
+
+/** The family a built-in body belongs to: variants of one family compute the same GEMM. */
+const FAMILIES: Readonly<Record<string, readonly BuiltinBodyName[]>> = {
+  "ag-gemm": ["gemm_tma_persistent", "gemm_tma_persistent_flat"],
+  "gemm-rs": ["gemm_producer", "gemm_producer_tma"],
+};
+
+/** The built-in body `op.body` is (by its text), if any. */
+function builtinOf(op: OperatorInput): BuiltinBodyName | undefined {
+  return FAMILIES[op.kind]?.find((n) => builtinBody(n).source === op.body.source);
+}
+
+/** The row granularity of `plan`'s transfers of `tensor`: the gcd of every row offset and count. */
+function rowGranularity(plan: ChunkPlan): number {
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  let g = 0;
+  for (const r of plan.ranks)
+    for (const s of r.streams)
+      for (const x of s) for (const region of [x.src, x.dst]) g = gcd(gcd(g, region.offsets[0] ?? 0), region.sizes[0] ?? 0);
+  return g;
+}
+
+/**
+ * `op` with every compute knob decided. An explicit `tile` keeps the operator as written
+ * (its `groupM`, warps and stages, or their defaults). Without one, the tuned entry of its
+ * shape (`lookupComputeConfig` in the target's table) gives the tile, `groupM`, warps and
+ * stages that the operator does not name, and swaps a built-in body for the entry's variant
+ * of the same family (a user's body is kept); with no usable entry, the default tile
+ * 128×256×64. A GEMM+RS plan whose chunks are not whole row blocks of the tuned tile keeps the
+ * default tile too.
+ * @throws {EmitError} `bad-param` for an ag-grouped-gemm without a tile (its routing is per m-block).
+ */
+export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions = {}): { op: Operator; choice: ComputeChoice } {
+  if (op.tile !== undefined) return { op: { ...op, tile: op.tile }, choice: { source: "explicit" } };
+  if (op.kind === "ag-grouped-gemm")
+    throw new EmitError(
+      "bad-param",
+      `operator ${op.name}: ag-grouped-gemm needs an explicit tile (its routing names the expert of every BLOCK_M rows)`,
+    );
+  const fallback = (reason: string) => ({ op: { ...op, tile: DEFAULT_TILE }, choice: { source: "default" as const, reason } });
+  if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") return fallback(`no tuned configurations of ${op.kind} operators`);
+  const target = options.target ?? DEFAULT_TARGET.name;
+  const table = options.table === undefined ? computeConfigs(target) : options.table;
+  if (table === null) return fallback(`no tuned table for ${target}`);
+  const dtype = op.options?.dtype ?? "bf16";
+  const found = lookupComputeConfig(table, { op: op.kind, ...op.problem, dtype });
+  if (found === undefined) return fallback(`the ${table.target} table has no ${op.kind} entry for ${dtype}`);
+  const e = found.entry;
+  if (op.kind === "gemm-rs" && rowGranularity(op.plan) % e.BM !== 0)
+    return fallback(`the plan's chunks are not whole ${e.BM}-row blocks of the tuned tile`);
+  const family = FAMILIES[op.kind] ?? [];
+  const body = builtinOf(op) !== undefined && family.includes(e.body) ? builtinBody(e.body) : op.body;
+  const tuned: Operator = {
+    ...op,
+    body,
+    tile: { BM: e.BM, BN: e.BN, BK: e.BK },
+    groupM: op.groupM ?? e.groupM,
+    options: { ...op.options, numWarps: op.options?.numWarps ?? e.numWarps, numStages: op.options?.numStages ?? e.numStages },
+  };
+  return { op: tuned, choice: { source: "table", match: found.match, entry: e, target: table.target } };
+}
