@@ -50,3 +50,22 @@ export {
   type TuneProgress,
   type TuneResult,
 } from "./tune.js";
+export { decidePath, type TuneDecision, type TuneFigure } from "./decide.js";
+export {
+  COMPUTE_BODIES,
+  DEFAULT_COMPUTE_SPACE,
+  computeKey,
+  computeMeasurementSet,
+  computeMisfit,
+  computeModel,
+  computeSharedBytes,
+  predictComputeMs,
+  rankComputeConfigs,
+  type ComputeBody,
+  type ComputeConfig,
+  type ComputeModel,
+  type ComputeProblem,
+  type ComputeRole,
+  type ComputeSpace,
+  type RankedCompute,
+} from "./compute.js";

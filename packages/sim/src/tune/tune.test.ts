@@ -135,7 +135,7 @@ describe("tune", () => {
     );
   });
 
-  it("measures the best k and keeps the fastest measured, recording failures", async () => {
+  it("measures the best k and the baseline, keeps the fastest measured, recording failures", async () => {
     const seen: string[] = [];
     const result = await tune(SMALL, {
       cost: hashedCost(7),
@@ -146,11 +146,13 @@ describe("tune", () => {
       measure: (c) => {
         seen.push(c.key);
         if (seen.length === 2) throw new Error("device busy");
+        if (c.candidate.path === "sequential") return 20; // the baseline is slower than every overlapped candidate
         return 10 - seen.length; // the third measured is the fastest
       },
     });
-    expect(seen).toEqual(result.ranked.slice(0, 3).map((r) => r.key));
-    expect(result.measured.map((m) => m.error ?? m.measuredMs)).toEqual([9, "device busy", 7]);
+    const overlapped = result.ranked.filter((r) => r.candidate.path === "overlapped");
+    expect(seen).toEqual([...overlapped.slice(0, 3).map((r) => r.key), "sequential"]);
+    expect(result.measured.map((m) => m.error ?? m.measuredMs)).toEqual([9, "device busy", 7, 20]);
     expect(result.winnerKey).toBe(seen[2]);
     expect(result.measuredMs).toBe(7);
     expect(result.message).toContain("measured");

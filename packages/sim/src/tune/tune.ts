@@ -1,7 +1,7 @@
 // The autotuner (AutoOverlap §5.2, "autotuning the knobs"): enumerate the search space,
 // prune what does not fit memory or cannot be emitted, rank the rest by a cost model,
-// optionally measure the best k and keep the fastest; cache by (operator, shape, world,
-// device); and take the non-overlapped path when overlapping loses.
+// optionally measure the best k and the non-overlapped baseline; cache by (operator, shape,
+// world, device); and take the non-overlapped path when overlapping loses (decide.ts).
 import { DEFAULT_TARGET } from "@ovl/primitives";
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import { allReduceCandidates } from "./all-reduce.js";
@@ -9,6 +9,7 @@ import { candidateMemory, memoryMisfit, type MemoryLimits } from "./memory.js";
 import { candidatePlan, candidateSchedule, chunkMisfit, type BuiltCandidate } from "./build.js";
 import { lookupTune, tuneCacheKey, type TuneCache, type TuneCacheEntry } from "./cache.js";
 import type { CostEstimate, CostFunction } from "./cost.js";
+import { decidePath, type TuneFigure } from "./decide.js";
 import { TuneError } from "./errors.js";
 import {
   candidateKey,
@@ -93,7 +94,13 @@ export interface TuneResult {
   readonly measuredMs?: number;
   /** `sequential` when the chosen path does not overlap (the model or the measurement says overlapping loses). */
   readonly decision: "overlapped" | "sequential";
-  /** One sentence for people: the choice and the numbers behind it. */
+  /**
+   * The figure each path competed with: its fastest measured candidate when the run measured
+   * one (the non-overlapped baseline is always measured with the others), else its best
+   * prediction. Empty for a cache hit.
+   */
+  readonly figures: { readonly overlapped?: TuneFigure; readonly sequential?: TuneFigure };
+  /** One sentence for people: the choice and the numbers behind it, each marked measured or predicted. */
   readonly message: string;
   /** True when the result came from the cache (then `ranked`, `pruned` and `measured` are empty). */
   readonly fromCache: boolean;
@@ -179,29 +186,6 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
   return { ranked, pruned };
 }
 
-function fmt(ms: number): string {
-  return `${ms.toFixed(3)} ms`;
-}
-
-function decide(ranked: readonly RankedCandidate[], winner: RankedCandidate, measured: boolean, measuredMs: number | undefined): string {
-  const overlapped = ranked.find((r) => r.candidate.path === "overlapped");
-  const sequential = ranked.find((r) => r.candidate.path === "sequential");
-  const how = measured ? "measured" : "predicted";
-  const t = measuredMs ?? winner.predictedMs;
-  if (winner.candidate.path === "sequential") {
-    const vs =
-      overlapped === undefined
-        ? "no overlapped candidate fits"
-        : `the best overlapped candidate is predicted at ${fmt(overlapped.predictedMs)}`;
-    return `overlap loses for this shape: not overlapping is ${how} at ${fmt(t)} and ${vs}; choosing the non-overlapped path (the collective, then the GEMM)`;
-  }
-  const gain =
-    sequential !== undefined
-      ? `, ${(sequential.predictedMs / winner.predictedMs).toFixed(2)}× the predicted non-overlapped ${fmt(sequential.predictedMs)}`
-      : "";
-  return `overlapping wins: ${winner.key} ${how} at ${fmt(t)}${gain}`;
-}
-
 /**
  * The candidates to measure: the best `k` of `ranked` that the model can tell apart. Two
  * candidates that differ only in the L2 grouping of the tile order (`groupSizeM`, which the
@@ -225,10 +209,11 @@ export function measurementSet(ranked: readonly RankedCandidate[], k: number): R
 
 /**
  * Tune a fused operator: a cache hit is returned as is; otherwise rank the space by the
- * model ({@link rankCandidates}), measure the best `topK` with `measure` when given and
- * keep the fastest measured one (the model's best when none could be measured). The
- * result says whether to overlap at all: when the non-overlapped path wins, `decision`
- * is `sequential` and `message` says so. Store `result.entry` with `storeTune`.
+ * model ({@link rankCandidates}) and, when `measure` is given, measure the best `topK`
+ * overlapped candidates and the non-overlapped baseline in the same run. Each path then
+ * competes with its fastest measured figure, or its best prediction where nothing of it was
+ * measured (`decidePath`); `figures` and `message` say which is which. When the
+ * non-overlapped path wins, `decision` is `sequential`. Store `result.entry` with `storeTune`.
  * @throws {TuneError} `nothing-fits` when every candidate is pruned (the reasons are in the message).
  */
 export async function tune(problemInput: TuneProblemInput, options: TuneOptions): Promise<TuneResult> {
@@ -245,6 +230,7 @@ export async function tune(problemInput: TuneProblemInput, options: TuneOptions)
       predictedMs: hit.predictedMs,
       ...(hit.measuredMs !== undefined ? { measuredMs: hit.measuredMs } : {}),
       decision: hit.decision,
+      figures: {},
       message: `${hit.message} (cached ${hit.at})`,
       fromCache: true,
       ranked: [],
@@ -261,7 +247,11 @@ export async function tune(problemInput: TuneProblemInput, options: TuneOptions)
   }
   const measured: MeasuredCandidate[] = [];
   if (options.measure !== undefined) {
-    const toMeasure = measurementSet(ranked, options.topK ?? 3);
+    // The best k overlapped candidates the model tells apart, and always the non-overlapped
+    // baseline they are compared with, in the same run.
+    const baseline = ranked.find((r) => r.candidate.path === "sequential");
+    const overlapped = ranked.filter((r) => r.candidate.path === "overlapped");
+    const toMeasure = [...measurementSet(overlapped, options.topK ?? 3), ...(baseline === undefined ? [] : [baseline])];
     const k = toMeasure.length;
     for (let i = 0; i < k; i++) {
       const r = toMeasure[i]!;
@@ -275,11 +265,8 @@ export async function tune(problemInput: TuneProblemInput, options: TuneOptions)
       options.onProgress?.({ phase: "measure", done: i + 1, total: k, key: r.key });
     }
   }
-  const timed = measured.filter((m) => m.measuredMs !== undefined).sort((a, b) => a.measuredMs! - b.measuredMs!);
-  const chosen: RankedCandidate = timed[0] ?? best;
-  const measuredMs = timed[0]?.measuredMs;
-  const decision = chosen.candidate.path;
-  const message = decide(ranked, chosen, measuredMs !== undefined, measuredMs);
+  const { decision, chosen, figures, message } = decidePath(ranked, measured);
+  const measuredMs = measured.find((m) => m.key === chosen.key && m.measuredMs !== undefined)?.measuredMs;
   const entry: TuneCacheEntry = {
     operator: problem.operator,
     M: problem.M,
@@ -303,6 +290,7 @@ export async function tune(problemInput: TuneProblemInput, options: TuneOptions)
     predictedMs: chosen.predictedMs,
     ...(measuredMs !== undefined ? { measuredMs } : {}),
     decision,
+    figures,
     message,
     fromCache: false,
     ranked,
