@@ -1,10 +1,11 @@
 // Worked examples of the compile path (what the tests, the AOT check and the runner's CPU
 // emulation compile): AllGather+GEMM from the built-in TMA body and from a user's
-// tutorial-style matmul, GEMM+ReduceScatter from the built-in producer body, and
-// AllGather+grouped GEMM (MoE experts) from the built-in grouped body.
+// tutorial-style matmul, GEMM+ReduceScatter and GEMM+AllReduce (partitioned, copy engine and
+// SM pushes, and tile-wise) from the built-in producer body, and AllGather+grouped GEMM (MoE
+// experts) from the built-in grouped body.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import { allGatherSwizzle, allReducePartitioned, allReduceTilewise, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import type { ExampleShape } from "../emit/examples.js";
 import { compile } from "./backend.js";
@@ -46,11 +47,27 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
       afterCompute: true,
     }),
   );
+  const C = { tensor: { name: "C", shape: [M, N], dtype: "bf16" as const }, src: "C_partial", mesh: [world] };
+  const arPartitioned = planSignals(
+    allReducePartitioned({ ...C, axis: 0, split, reduceScatter: "direct", allGather: "swizzle", afterCompute: true }),
+  );
+  const arTilewise = planSignals(allReduceTilewise({ ...C, tile: [tile.BM, tile.BN] }));
   const common = { problem: { M, N, K }, tile, groupM: 8 } as const;
+  const producer = builtinBody("gemm_producer");
   return {
     local_ag_tma: await compile({ name: "local_ag_tma", kind: "ag-gemm", plan: ag, body: builtinBody("gemm_tma_persistent"), ...common }),
     local_ag_tutorial: await compile({ name: "local_ag_tutorial", kind: "ag-gemm", plan: ag, body: tutorialMatmulBody(), ...common }),
-    local_gemm_rs: await compile({ name: "local_gemm_rs", kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), ...common }),
+    local_gemm_rs: await compile({ name: "local_gemm_rs", kind: "gemm-rs", plan: rs, body: producer, ...common }),
+    local_gemm_ar_ce: await compile({ name: "local_gemm_ar_ce", kind: "gemm-ar", plan: arPartitioned, body: producer, ...common }),
+    local_gemm_ar_sm: await compile({
+      name: "local_gemm_ar_sm",
+      kind: "gemm-ar",
+      plan: arPartitioned,
+      body: producer,
+      options: { backend: "sm" },
+      ...common,
+    }),
+    local_gemm_ar_tilewise: await compile({ name: "local_gemm_ar_tilewise", kind: "gemm-ar", plan: arTilewise, body: producer, ...common }),
     local_ag_grouped: await compile({
       name: "local_ag_grouped",
       kind: "ag-grouped-gemm",

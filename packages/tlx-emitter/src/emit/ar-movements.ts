@@ -45,8 +45,8 @@ function where(rank: number, s: number, i: number, op: Op): string {
   return `rank ${rank} stream ${s} op ${i}${op.label === undefined ? "" : ` (${op.label})`}`;
 }
 
-/** The tensor the plan's compute dependencies name: the GEMM's partial output. */
-function partialOf(plan: ChunkPlan): string {
+/** The tensor the plan's compute dependencies name (the GEMM's partial output), if any. */
+function computed(plan: ChunkPlan): string | undefined {
   for (const r of plan.ranks) {
     for (const ops of r.streams) {
       for (const op of ops) {
@@ -55,16 +55,14 @@ function partialOf(plan: ChunkPlan): string {
       }
     }
   }
-  throw new EmitError(
-    "bad-plan",
-    `plan "${plan.name}" never waits on compute; a GEMM+AllReduce plan reduces tiles as the GEMM finishes them: use ${AR_PLANS.partitioned} or ${AR_PLANS.tilewise}`,
-  );
+  return undefined;
 }
 
 /**
  * The realisation `plan` asks for, given the output's row count `M` and column count `N`:
  * - every op an `all-reduce` collective of a region of the partial tensor into the same
- *   region of the output, over all ranks → `tilewise`;
+ *   region of the output, over all ranks → `tilewise` (a direct collective, without compute
+ *   dependencies, too: the realisation waits on each tile's compute);
  * - P2P and local ops only → `partitioned`: ops reading the partial tensor are the
  *   ReduceScatter half (checked later by the GEMM+RS deliveries); every op reading the
  *   output must carry whole rows of one rank's slab (`M / W` rows) from that rank, the
@@ -82,9 +80,17 @@ export function allReduceForm(plan: ChunkPlan, M: number, N: number): AllReduceF
       `plan "${plan.name}" claims a ${plan.claim.collective}; GEMM+AllReduce realises an all-reduce of the GEMM's output: use ${AR_PLANS.partitioned} or ${AR_PLANS.tilewise}`,
     );
   }
-  const src = partialOf(plan);
   const all = plan.ranks.flatMap((r) => r.streams.flatMap((ops, s) => ops.map((op, i) => ({ rank: r.rank, s, i, op }))));
   const collectives = all.filter((x) => x.op.kind === "collective");
+  // An all-reduce collective reads the GEMM's output; its tile-wise realisation waits on each
+  // tile's compute whether or not the plan says so (a direct collective does not).
+  const src = computed(plan) ?? collectives[0]?.op.src.tensor;
+  if (src === undefined) {
+    throw new EmitError(
+      "bad-plan",
+      `plan "${plan.name}" never waits on compute; a GEMM+AllReduce plan reduces tiles as the GEMM finishes them: use ${AR_PLANS.partitioned} or ${AR_PLANS.tilewise}`,
+    );
+  }
   if (collectives.length > 0) {
     const out = plan.claim?.tensor ?? collectives[0]!.op.dst.tensor;
     for (const { rank, s, i, op } of all) {
