@@ -5,6 +5,7 @@ import {
   allGatherRing,
   allGatherSwizzle,
   allReducePartitioned,
+  allReduceTilewise,
   allToAll,
   collectiveDirect,
   lowerToTileSchedule,
@@ -20,7 +21,7 @@ import type { Problem } from "./problem.js";
 
 /** The tensor the operator's collective moves and, for reductions, where partials live. */
 function moved(p: Problem): { name: string; shape: number[] } {
-  // AG+GEMM gathers the rows of A [M×K]; GEMM+RS reduce-scatters C [M×N] from C_partial.
+  // AG+GEMM gathers the rows of A [M×K]; GEMM+RS reduce-scatters (GEMM+AR all-reduces) C [M×N] from C_partial.
   return p.operator === "ag-gemm" || p.operator === "all-gather" ? { name: "A", shape: [p.M, p.K] } : { name: "C", shape: [p.M, p.N] };
 }
 
@@ -41,6 +42,12 @@ export function templatePlan(p: Problem): ChunkPlan {
       const o = { ...base, src: `${name}_partial`, afterCompute: p.operator === "gemm-rs" };
       return p.template === "ring" ? reduceScatterRing(o) : reduceScatterDirect(o);
     }
+    case "gemm-ar": {
+      const o = { ...base, src: `${name}_partial`, afterCompute: true };
+      // The tile-wise AllReduce's tiles are the fused GEMM's; its split is the GEMM's tiling.
+      if (p.template === "tilewise") return allReduceTilewise({ ...o, tile: [p.tile.BM, p.tile.BN] });
+      return allReducePartitioned({ ...o, reduceScatter: "direct", allGather: "swizzle" });
+    }
     case "all-reduce":
       return p.template === "direct"
         ? allReducePartitioned({ ...base, reduceScatter: "direct", allGather: "swizzle" })
@@ -57,8 +64,8 @@ export function buildPlan(p: Problem): ChunkPlan {
 
 /** The fused GEMM's tiling: the consumer of the gathered A, or the producer of C_partial. */
 export function gemmTiling(p: Problem): ComputeTilingInput {
-  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
-    throw new UsageError("unsupported", `${p.operator} has no fused GEMM to schedule; use ag-gemm or gemm-rs`);
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
+    throw new UsageError("unsupported", `${p.operator} has no fused GEMM to schedule; use ag-gemm, gemm-rs or gemm-ar`);
   }
   return {
     tensor: p.operator === "ag-gemm" ? "A" : "C_partial",

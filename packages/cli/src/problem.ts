@@ -6,15 +6,15 @@ import { UsageError } from "./errors.js";
 import { closest, unknownNameMessage } from "./suggest.js";
 
 /** Operators of the CLI: the two overlapped GEMMs, and the collectives (plan / validate only). */
-export const OPERATORS = ["ag-gemm", "gemm-rs", "all-gather", "reduce-scatter", "all-reduce", "all-to-all"] as const;
+export const OPERATORS = ["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "all-to-all"] as const;
 /** An operator name. */
 export type Operator = (typeof OPERATORS)[number];
 /** Operators that fuse a GEMM with a collective (emit, simulate, tune, demo). */
-export const GEMM_OPERATORS = ["ag-gemm", "gemm-rs"] as const;
+export const GEMM_OPERATORS = ["ag-gemm", "gemm-rs", "gemm-ar"] as const;
 /** A fused GEMM operator. */
 export type GemmOperator = (typeof GEMM_OPERATORS)[number];
 /** Plan templates by their CLI name. */
-export const TEMPLATES = ["ring", "swizzle", "hierarchical", "direct"] as const;
+export const TEMPLATES = ["ring", "swizzle", "hierarchical", "direct", "tilewise"] as const;
 /** A template name. */
 export type TemplateName = (typeof TEMPLATES)[number];
 /** Transfer backends. */
@@ -27,6 +27,8 @@ export const OPERATOR_TEMPLATES: Readonly<Record<Operator, readonly TemplateName
   "ag-gemm": ["swizzle", "ring", "hierarchical", "direct"],
   "all-gather": ["swizzle", "ring", "hierarchical", "direct"],
   "gemm-rs": ["direct", "ring"],
+  // gemm-ar: direct = the partitioned AllReduce (direct ReduceScatter, swizzled AllGather); tilewise = DistFuse's.
+  "gemm-ar": ["direct", "tilewise"],
   "reduce-scatter": ["direct", "ring"],
   "all-reduce": ["ring", "direct"],
   "all-to-all": ["direct"],
@@ -139,8 +141,14 @@ export function mlpProblem(operator: Operator, name: MlpShapeName, world: number
       `${name} (I=${I}) does not split evenly over ${world} ranks: use --world ${ok.join(", ")} (or give --m --n --k)`,
     );
   }
-  // AG+GEMM: A[S × H] gathered times B[H × I/W]; GEMM+RS: A[S × I/W] times B[I/W × H].
-  if (operator === "gemm-rs" || operator === "reduce-scatter" || operator === "all-reduce" || operator === "all-to-all") {
+  // AG+GEMM: A[S × H] gathered times B[H × I/W]; GEMM+RS and GEMM+AR: A[S × I/W] times B[I/W × H].
+  if (
+    operator === "gemm-rs" ||
+    operator === "gemm-ar" ||
+    operator === "reduce-scatter" ||
+    operator === "all-reduce" ||
+    operator === "all-to-all"
+  ) {
     return { M: S, N: H, K: I / world };
   }
   return { M: S, N: I / world, K: H };

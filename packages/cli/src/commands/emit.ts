@@ -1,4 +1,4 @@
-// `ovl emit`: plan, lower and emit a fused operator (AG+GEMM or GEMM+RS) as Triton kernels
+// `ovl emit`: plan, lower and emit a fused operator (AG+GEMM, GEMM+RS or GEMM+AR) as Triton kernels
 // plus the `ovl.manifest/v1` the runner executes, with the plan and schedule beside them.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
@@ -24,7 +24,14 @@ export interface EmittedOperator {
 /** The manifest name of a problem, e.g. `ag_gemm_mlp1_w8_s2`. */
 export function operatorName(p: Problem): string {
   const shape = p.shapeName !== undefined ? p.shapeName.replace("-", "").toLowerCase() : `m${p.M}n${p.N}k${p.K}`;
-  const backend = p.operator === "gemm-rs" ? (p.backend === "sm" ? "_sm" : "_ce") : "";
+  const backend =
+    p.operator === "gemm-ar" && p.template === "tilewise"
+      ? "_tw"
+      : p.operator === "gemm-rs" || p.operator === "gemm-ar"
+        ? p.backend === "sm"
+          ? "_sm"
+          : "_ce"
+        : "";
   return `${p.operator.replace("-", "_")}_${shape}_w${p.world}${backend}_s${p.split}`;
 }
 
@@ -46,14 +53,19 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
       : readKernelFile(sources.kernelFile);
   return {
     name: operatorName(p),
-    kind: p.operator === "ag-gemm" ? "ag-gemm" : "gemm-rs",
+    kind: p.operator === "ag-gemm" ? "ag-gemm" : p.operator === "gemm-ar" ? "gemm-ar" : "gemm-rs",
     plan,
     body,
     problem: { M: p.M, N: p.N, K: p.K },
     tile: { ...p.tile },
     groupM: p.groupSizeM,
-    options: { backend: p.backend, ...(sources.timing ? { timing: sources.timing } : {}) },
+    // The tile-wise AllReduce moves strided tiles, which only SM pushes do.
+    options: { backend: tilewise(p) ? "sm" : p.backend, ...(sources.timing ? { timing: sources.timing } : {}) },
   };
+}
+
+function tilewise(p: Problem): boolean {
+  return p.operator === "gemm-ar" && p.template === "tilewise";
 }
 
 function withSignals(plan: ChunkPlan): ChunkPlan {
@@ -70,10 +82,10 @@ function readKernelFile(path: string): KernelBody {
  * validated, lowered against the body's tiling, the body transformed (`compile`).
  */
 export async function emitProblem(p: Problem, outDir: string, sources: EmitSources = {}): Promise<EmittedOperator> {
-  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
     throw new UsageError(
       "unsupported",
-      `ovl emit writes fused kernels for ag-gemm or gemm-rs, not ${p.operator}; try: ovl emit ag-gemm --shape MLP-1 --world 4`,
+      `ovl emit writes fused kernels for ag-gemm, gemm-rs or gemm-ar, not ${p.operator}; try: ovl emit ag-gemm --shape MLP-1 --world 4`,
     );
   }
   if (p.operator === "ag-gemm" && p.backend === "sm") {
@@ -136,7 +148,7 @@ export function emitTlx(e: EmittedOperator): string[] {
 /** Run `ovl emit`; with `tlx`, also the TLX kernel (AG+GEMM only). */
 export async function emitCommand(p: Problem, outDir: string, tlx = false, sources: EmitSources = {}): Promise<CommandOutput> {
   if (tlx && p.operator !== "ag-gemm")
-    throw new UsageError("unsupported", "--tlx emits the warp-specialised AG+GEMM; drop --tlx for gemm-rs");
+    throw new UsageError("unsupported", `--tlx emits the warp-specialised AG+GEMM; drop --tlx for ${p.operator}`);
   if (tlx && sources.kernelFile !== undefined)
     throw new UsageError("unsupported", "--tlx assembles its own warp-specialised GEMM and cannot take --kernel");
   const e = await emitProblem(p, outDir, sources);

@@ -39,27 +39,37 @@ export interface Prediction {
 
 /** Plan, lower and simulate `p` on `device` (the fused GEMM as the emitted Triton kernel). */
 export function predict(p: Problem, device: string, commSms?: number): Prediction {
-  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
     throw new UsageError(
       "unsupported",
-      `ovl simulate predicts fused operators (ag-gemm, gemm-rs), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`,
+      `ovl simulate predicts fused operators (ag-gemm, gemm-rs, gemm-ar), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`,
     );
   }
-  const plan = buildPlan(p);
-  const schedule = buildSchedule(p, plan);
+  // The tile-wise AllReduce is priced as the tuner prices it: the partitioned plan at one
+  // chunk per m-block, reduced on its communication SMs beside the GEMM (SM pushes).
+  const tilewise = p.operator === "gemm-ar" && p.template === "tilewise";
+  const rows = p.M / p.world;
+  const priced: Problem = tilewise ? { ...p, template: "direct", split: Math.max(1, Math.floor(rows / p.tile.BM)), backend: "sm" } : p;
+  const plan = buildPlan(priced);
+  const schedule = buildSchedule(priced, plan);
   // The fused GEMM is what ovl emits: the Triton kernel, priced by the model's calibration of it.
   const triton = HARDWARE_MODELS[device]?.tritonGemm !== undefined;
   const sim = simulate(plan, schedule, {
     hardware: device,
-    backend: p.backend,
+    backend: priced.backend,
     ...(commSms !== undefined ? { commSms } : {}),
     ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
+    ...(tilewise ? { reduceKernel: { programs: commSms ?? 16, concurrent: true } } : {}),
   });
   const ag = p.operator === "ag-gemm";
   const base = predictBaselines({
     hardware: device,
     problem: { M: p.M, N: p.N, K: p.K },
-    collective: { kind: ag ? "all-gather" : "reduce-scatter", shape: ag ? [p.M, p.K] : [p.M, p.N], dtype: "bf16" },
+    collective: {
+      kind: ag ? "all-gather" : p.operator === "gemm-ar" ? "all-reduce" : "reduce-scatter",
+      shape: ag ? [p.M, p.K] : [p.M, p.N],
+      dtype: "bf16",
+    },
     world: p.world,
   });
   return {

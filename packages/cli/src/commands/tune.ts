@@ -43,13 +43,14 @@ export function emitFlags(p: Problem, c: Candidate): string {
   const shape = p.shapeName !== undefined ? `--shape ${p.shapeName}` : `--m ${p.M} --n ${p.N} --k ${p.K}`;
   if (c.path === "sequential") return "";
   const backend = c.backend === "sm" ? ` --backend sm` : "";
-  return `ovl emit ${p.operator} ${shape} --world ${p.world} --split ${c.split} --tile ${c.tile.BM}x${c.tile.BN}x${c.tile.BK} --group-m ${c.groupSizeM}${backend}`;
+  const template = c.allReduce === "tilewise" ? " --template tilewise" : "";
+  return `ovl emit ${p.operator} ${shape} --world ${p.world}${template} --split ${c.split} --tile ${c.tile.BM}x${c.tile.BN}x${c.tile.BK} --group-m ${c.groupSizeM}${backend}`;
 }
 
 function problemWith(p: Problem, c: Candidate & { path: "overlapped" }): Problem {
   return {
     ...p,
-    template: p.operator === "ag-gemm" ? "swizzle" : "direct",
+    template: p.operator === "ag-gemm" ? "swizzle" : c.allReduce === "tilewise" ? "tilewise" : "direct",
     side: "push",
     split: c.split,
     backend: c.backend,
@@ -83,7 +84,7 @@ function gpuMeasure(p: Problem, gpus: number, python: string | undefined): (r: R
 }
 
 /** The space searched for `operator`: AG+GEMM with the copy engine only, since that is what `ovl emit` produces for it. */
-export function searchSpace(operator: "ag-gemm" | "gemm-rs"): TuneSpace {
+export function searchSpace(operator: "ag-gemm" | "gemm-rs" | "gemm-ar"): TuneSpace {
   return operator === "ag-gemm" ? { ...DEFAULT_TUNE_SPACE, backends: ["copy-engine"] } : DEFAULT_TUNE_SPACE;
 }
 
@@ -94,8 +95,8 @@ export function deviceMemory(device: string): { globalBytes: number; sharedBytes
 
 /** Run `ovl tune`. */
 export async function tuneCommand(p: Problem, flags: TuneFlags, io: Io): Promise<CommandOutput & { result: TuneResult }> {
-  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
-    throw new UsageError("unsupported", `ovl tune searches fused operators (ag-gemm, gemm-rs), not ${p.operator}`);
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
+    throw new UsageError("unsupported", `ovl tune searches fused operators (ag-gemm, gemm-rs, gemm-ar), not ${p.operator}`);
   }
   if (flags.gpus !== undefined && flags.gpus !== p.world)
     throw new UsageError("bad-mesh", `--gpus ${flags.gpus} must equal the world: use --world ${flags.gpus}`);
