@@ -1,0 +1,401 @@
+"""The compute kernels of ovl's operators on one GPU, beside cuBLAS in the same run.
+
+Reads the `compute.json` that `packages/bench/src/gpu/emit-compute.ts` writes (shapes, and per
+shape the kernel launches to time: plain built-in bodies at candidate configurations, or the
+kernels compile() emitted with their waits/notifies and every signal already set), checks each
+launch against an fp32 reference (output poisoned first: every element must be written), and
+times it and `torch.matmul` (cuBLAS) with CUDA events, the L2 flushed before every repetition.
+
+    PYTHONPATH=packages/runtime-py/src python3 packages/bench/gpu/compute_bench.py DIR --json OUT.json
+
+Kernels are compiled first by a pool of processes (the Triton cache on disk is shared), so the
+timed process only loads them.
+"""
+
+import argparse
+import importlib.util
+import json
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import time
+import zlib
+
+import torch
+import triton
+
+FLUSH_BYTES = 256 * 2**20
+
+
+def load_kernel(base, case):
+    path = os.path.join(base, case["file"])
+    name = "ovl_compute_" + "".join(ch if ch.isalnum() else "_" for ch in case["file"])
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return getattr(mod, case["entry"])
+
+
+def allocator(size, align, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def bind(case, a, b, c):
+    """The kernel's arguments by name (every parameter but the constexprs), and its error buffer."""
+    out, err = {}, None
+    for arg in case["args"]:
+        k, name = arg["kind"], arg["name"]
+        if k in ("a", "b", "c"):
+            out[name] = {"a": a, "b": b, "c": c}[k]
+        elif k in ("int", "i64"):
+            out[name] = arg["value"]
+        elif k == "table":
+            out[name] = torch.tensor(arg["values"], dtype=torch.int32, device="cuda")
+        elif k == "signals":
+            out[name] = torch.full(
+                (arg["size"],), arg["value"], dtype=torch.int32, device="cuda"
+            )
+        elif k == "error":
+            err = torch.zeros(8, dtype=torch.int32, device="cuda")
+            out[name] = err
+        else:
+            raise ValueError(f"unknown argument kind {k}")
+    return out, err
+
+
+def launcher(base, case, a, b, c, sms):
+    kernel = load_kernel(base, case)
+    args, err = bind(case, a, b, c)
+    cfg = case["config"]
+    grid = (min(sms, case["tiles"]),)
+
+    def go():
+        kernel[grid](
+            **args,
+            **case["constexprs"],
+            num_warps=cfg["numWarps"],
+            num_stages=cfg["numStages"],
+        )
+
+    return go, err
+
+
+def compile_one(job):
+    """Pool worker: launch one case once at its shape, which compiles it into the shared cache."""
+    base, shape, case = job
+    try:
+        triton.set_allocator(allocator)
+        M, N, K = shape["M"], shape["N"], shape["K"]
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        go, _ = launcher(
+            base,
+            case,
+            a,
+            b,
+            c,
+            torch.cuda.get_device_properties(0).multi_processor_count,
+        )
+        t0 = time.time()
+        go()
+        torch.cuda.synchronize()
+        return (case["file"], case["label"], None, time.time() - t0)
+    except Exception as exc:  # noqa: BLE001 - a configuration that cannot compile is a result
+        return (
+            case["file"],
+            case["label"],
+            f"{type(exc).__name__}: {str(exc)[:300]}",
+            0.0,
+        )
+
+
+def kernel_id(case):
+    return json.dumps(
+        [
+            case["file"],
+            case["entry"],
+            case["constexprs"],
+            case["config"]["numWarps"],
+            case["config"]["numStages"],
+        ]
+    )
+
+
+def timed(fn, flush, reps, warmup=2):
+    """Times (ms) of `reps` runs of `fn`, CUDA events around each, L2 flushed before each."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    events = []
+    for _ in range(reps):
+        flush.zero_()
+        s, e = (
+            torch.cuda.Event(enable_timing=True),
+            torch.cuda.Event(enable_timing=True),
+        )
+        s.record()
+        fn()
+        e.record()
+        events.append((s, e))
+    torch.cuda.synchronize()
+    return {"all": [s.elapsed_time(e) for s, e in events]}
+
+
+def gpu_state():
+    try:
+        q = "clocks.sm,clocks.max.sm,temperature.gpu,power.draw"
+        return subprocess.run(
+            ["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except Exception as exc:  # noqa: BLE001
+        return f"unavailable: {exc}"
+
+
+def stats(times):
+    t = sorted(times)
+    return {
+        "ms": statistics.median(t),
+        "p10": t[len(t) // 10],
+        "p90": t[(9 * len(t)) // 10],
+        "reps": len(t),
+    }
+
+
+def measure_shape(base, shape, sms, flush, reps, rounds, failed):
+    """Check every case once, then time cuBLAS and every case in `rounds` interleaved rounds of
+    `reps` repetitions each (a GPU that heats up slows all of them alike), medians over all."""
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    torch.manual_seed(zlib.crc32(shape["name"].encode()))
+    a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    ref = torch.matmul(a.float(), b.float())
+    ref_norm = float(ref.norm())
+    flops = 2.0 * M * N * K
+    c_cublas = torch.matmul(a, b)
+    cublas_err = float((c_cublas.float() - ref).norm()) / ref_norm
+    keys = ("label", "kind", "role", "entry", "config", "predictedMs", "modelRank")
+    rows, runs = [], []
+    for case in shape["cases"]:
+        row = {k: case[k] for k in keys if k in case}
+        rows.append(row)
+        if kernel_id(case) in failed:
+            row["error"] = failed[kernel_id(case)]
+            continue
+        try:
+            go, err = launcher(base, case, a, b, c, sms)
+            c.fill_(float("nan"))
+            go()
+            torch.cuda.synchronize()
+            row["relErr"] = float((c.float() - ref).norm()) / ref_norm
+            row["allWritten"] = not bool(torch.isnan(c).any())
+            if err is not None and int(err[0]) != 0:
+                row["waitError"] = err.tolist()
+            runs.append((row, go))
+        except Exception as exc:  # noqa: BLE001
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    del ref, c_cublas
+
+    def cublas():
+        torch.matmul(a, b, out=c)
+
+    times = {id(row): [] for row, _ in runs}
+    cublas_times, cublas_rounds = [], []
+    for _ in range(rounds):
+        t = timed(cublas, flush, reps)
+        cublas_times += t.pop("all")
+        cublas_rounds.append(t)
+        for row, go in runs:
+            try:
+                times[id(row)] += timed(go, flush, reps)["all"]
+            except Exception as exc:  # noqa: BLE001
+                row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    for row, _ in runs:
+        if times[id(row)] and "error" not in row:
+            row.update(stats(times[id(row)]))
+            row["tflops"] = flops / row["ms"] / 1e9
+    cub = stats(cublas_times)
+    return {
+        **{
+            k: shape[k]
+            for k in ("name", "op", "role", "mlp", "world", "M", "N", "K", "dtype")
+        },
+        "flops": flops,
+        "cublas": {
+            **cub,
+            "rounds": cublas_rounds,
+            "tflops": flops / cub["ms"] / 1e9,
+            "relErr": cublas_err,
+        },
+        "cases": rows,
+    }
+
+
+def ok_cases(r):
+    return [
+        c
+        for c in r["cases"]
+        if "ms" in c
+        and c.get("allWritten")
+        and c["relErr"] < 2e-2
+        and "waitError" not in c
+    ]
+
+
+def summary_bench(result):
+    """Per shape: cuBLAS, the tuned emitted kernel (with waits), its plain body, the previous default."""
+    print(
+        f"{'shape':12s} {'cuBLAS':>7s} {'tuned':>6s} {'ratio':>6s} {'plain':>6s} {'w/o÷w':>6s} {'prev':>6s} {'alt':>6s}  TFLOP/s; ratio = cuBLAS ms / tuned ms"
+    )
+    ratios = []
+    for r in result["shapes"]:
+        by_role = {}
+        for c in ok_cases(r):
+            if c.get("role") not in by_role or c["ms"] < by_role[c["role"]]["ms"]:
+                by_role[c["role"]] = c
+        t, p = by_role.get("tuned"), by_role.get("tuned-plain")
+        prev, alt = by_role.get("previous"), by_role.get("alternative")
+        cub = r["cublas"]["ms"]
+        if t is None:
+            print(f"{r['name']:12s} tuned kernel missing or wrong")
+            continue
+        ratios.append(cub / t["ms"])
+        print(
+            f"{r['name']:12s} {r['cublas']['tflops']:7.0f} {t['tflops']:6.0f} {cub / t['ms']:6.3f} "
+            f"{p['tflops'] if p else float('nan'):6.0f} {p['ms'] / t['ms'] if p else float('nan'):6.3f} "
+            f"{cub / prev['ms'] if prev else float('nan'):6.3f} {cub / alt['ms'] if alt else float('nan'):6.3f}"
+        )
+    if ratios:
+        print(
+            f"tuned emitted vs cuBLAS: geometric mean {statistics.geometric_mean(ratios):.3f}, "
+            f"min {min(ratios):.3f}, below 0.95: {sum(x < 0.95 for x in ratios)} of {len(ratios)}"
+        )
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--reps", type=int, default=15, help="repetitions per round")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="interleaved rounds over cuBLAS and the cases",
+    )
+    ap.add_argument("--workers", type=int, default=12)
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=420,
+        help="stop measuring new shapes after this many seconds",
+    )
+    args = ap.parse_args()
+    t_start = time.time()
+    with open(os.path.join(args.dir, "compute.json")) as f:
+        bench = json.load(f)
+    base = os.path.abspath(args.dir)
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    # 1. Compile every distinct kernel once, in parallel.
+    jobs, seen = [], set()
+    for shape in bench["shapes"]:
+        for case in shape["cases"]:
+            kid = kernel_id(case)
+            if kid not in seen:
+                seen.add(kid)
+                jobs.append((base, shape, case))
+    ctx = mp.get_context("spawn")
+    failed = {}
+    with ctx.Pool(min(args.workers, len(jobs))) as pool:
+        for file, label, error, _ in pool.imap_unordered(compile_one, jobs):
+            if error is not None:
+                failed_case = next(
+                    c
+                    for s in bench["shapes"]
+                    for c in s["cases"]
+                    if c["file"] == file and c["label"] == label
+                )
+                failed[kernel_id(failed_case)] = error
+                print(f"compile failed: {file} {label}: {error[:160]}", flush=True)
+    t_compiled = time.time()
+    print(
+        f"compiled {len(jobs)} kernels in {t_compiled - t_start:.1f} s ({len(failed)} failed)",
+        flush=True,
+    )
+    # 2. Check and time, shape by shape.
+    triton.set_allocator(allocator)
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    result = {
+        "schema": "ovl.compute-results/v1",
+        "mode": bench["mode"],
+        "device": torch.cuda.get_device_name(),
+        "sms": sms,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda,
+        "gpuStateBefore": gpu_state(),
+        "method": f"CUDA events around one launch, L2 flushed ({FLUSH_BYTES >> 20} MiB written) before each repetition; {args.rounds} interleaved round(s) over cuBLAS and every case of a shape, {args.reps} repetitions each after 2 warm-ups; median over all repetitions",
+        "compileSeconds": t_compiled - t_start,
+        "shapes": [],
+        "skipped": [],
+    }
+    for shape in bench["shapes"]:
+        if time.time() - t_start > args.budget_s:
+            result["skipped"].append(shape["name"])
+            continue
+        r = measure_shape(base, shape, sms, flush, args.reps, args.rounds, failed)
+        torch.cuda.empty_cache()
+        result["shapes"].append(r)
+        ok = ok_cases(r)
+        best = min(ok, key=lambda c: c["ms"]) if ok else None
+        bad = [c["label"] for c in r["cases"] if "ms" in c and c not in ok]
+        print(
+            f"{r['name']:12s} cuBLAS {r['cublas']['ms']:.4f} ms  best {best['ms'] if best else float('nan'):.4f} "
+            f"({r['cublas']['ms'] / best['ms'] if best else 0:.3f}x) {best['label'] if best else '-'}"
+            + (f"  WRONG: {bad[:3]}" if bad else ""),
+            flush=True,
+        )
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    result["gpuStateAfter"] = gpu_state()
+    result["seconds"] = time.time() - t_start
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=1)
+    # 3. The short table, last.
+    print(
+        f"\n{result['device']} torch {result['torch']} triton {result['triton']}  {result['seconds']:.0f} s"
+    )
+    if bench["mode"] == "bench":
+        summary_bench(result)
+        return
+    print(f"{'shape':12s} {'cuBLAS TF/s':>11s} {'best TF/s':>9s} {'ratio':>6s}  config")
+    ratios = []
+    for r in result["shapes"]:
+        best = min(ok_cases(r), key=lambda c: c["ms"], default=None)
+        if best is None:
+            continue
+        ratio = r["cublas"]["ms"] / best["ms"]
+        ratios.append(ratio)
+        print(
+            f"{r['name']:12s} {r['cublas']['tflops']:11.0f} {best['tflops']:9.0f} {ratio:6.3f}  {best['label']}"
+        )
+    if ratios:
+        geo = statistics.geometric_mean(ratios)
+        print(
+            f"geometric mean vs cuBLAS {geo:.3f}, min {min(ratios):.3f} over {len(ratios)} shapes; skipped {result['skipped']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

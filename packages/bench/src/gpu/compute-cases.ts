@@ -1,0 +1,200 @@
+// The bench mode of emit-compute.ts: per shape, the compute kernel compile() emits for the
+// operator with no tile (the tuned table's configuration), the same configuration as the
+// plain body, the previous fixed default emitted, and (with --alternatives) other measured
+// configurations emitted — each as compute_bench.py launches it: rank 0 of a split-1 plan,
+// every signal already at its target, so waits pass at once (AG+GEMM) or notifies only add
+// (GEMM+RS).
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { allGatherSwizzle, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
+import { computeMeasurementSet, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
+import {
+  builtinBody,
+  compile,
+  resolveCompute,
+  type BuiltinBodyName,
+  type EmitResult,
+  type KernelArg,
+  type OperatorInput,
+} from "@ovl/tlx-emitter";
+import { correct, type ComputeResults } from "./compute-table.js";
+import { computeShapes, type ComputeShape } from "./compute-shapes.js";
+import { plainLaunch, previousDefault, type CaseArg, type ComputeBenchFile, type ComputeCase } from "./emit-compute.js";
+
+/** The operator of a shape: split-1 AllGather of A or direct ReduceScatter of C on `world` ranks, the family's base body. */
+export function shapeOperator(s: Pick<ComputeShape, "name" | "op" | "world" | "M" | "N" | "K">): OperatorInput {
+  const plan: ChunkPlan =
+    s.op === "ag-gemm"
+      ? planSignals(
+          allGatherSwizzle({ tensor: { name: "A", shape: [s.M, s.K], dtype: "bf16" }, axis: 0, mesh: [s.world], split: 1, side: "push" }),
+        )
+      : planSignals(
+          reduceScatterDirect({
+            tensor: { name: "C", shape: [s.M, s.N], dtype: "bf16" },
+            src: "C_partial",
+            axis: 0,
+            mesh: [s.world],
+            split: 1,
+            afterCompute: true,
+          }),
+        );
+  const body = builtinBody(s.op === "ag-gemm" ? "gemm_tma_persistent" : "gemm_producer");
+  return { name: s.name, kind: s.op, plan, body, problem: { M: s.M, N: s.N, K: s.K } };
+}
+
+/** `op` pinned to configuration `c` (explicit tile, grouping, launch and body). */
+function pinned(op: OperatorInput, c: ComputeConfig, name: string): OperatorInput {
+  return {
+    ...op,
+    name,
+    body: builtinBody(c.body as BuiltinBodyName),
+    tile: { BM: c.BM, BN: c.BN, BK: c.BK },
+    groupM: c.groupM,
+    options: { numWarps: c.numWarps, numStages: c.numStages },
+  };
+}
+
+/** The compute kernel of a compiled operator as a case: its file, entry and arguments for rank 0 at epoch 1. */
+function emittedCase(
+  r: EmitResult,
+  out: string,
+  label: string,
+  config: ComputeConfig,
+  role: NonNullable<ComputeCase["role"]>,
+  s: ComputeShape,
+): ComputeCase {
+  const k = r.manifest.kernels.find((x) => x.template.kind === "local-consumer" || x.template.kind === "local-producer");
+  if (k === undefined) throw new Error(`${label}: no compute kernel in the manifest`);
+  const file = r.files.find((f) => f.path === k.source);
+  if (file === undefined) throw new Error(`${label}: ${k.source} was not emitted`);
+  writeFileSync(join(out, "emitted", k.source), file.text);
+  const p = k.template.params;
+  const consumer = k.template.kind === "local-consumer";
+  const tables = new Map(r.manifest.tables.map((t) => [t.name, t.values[0]!]));
+  const arg = (name: string, v: KernelArg): CaseArg => {
+    switch (v.kind) {
+      case "buffer":
+        if (v.name === p.a) return { name, kind: "a" };
+        if (v.name === p.b) return { name, kind: "b" };
+        if (v.name === p.c) return { name, kind: "c" };
+        if (v.name === r.manifest.signals.buffer) return { name, kind: "signals", size: r.manifest.signals.slots, value: consumer ? 1 : 0 };
+        throw new Error(`${label}: buffer ${v.name} is not A, B, C or the signals`);
+      case "table":
+        return { name, kind: "table", values: tables.get(v.name)! };
+      case "int":
+        return { name, kind: "int", value: v.value };
+      case "rank":
+        return { name, kind: "int", value: 0 };
+      case "epoch":
+        return { name, kind: "int", value: 1 };
+      case "epoch-target":
+        return { name, kind: "int", value: v.arrivals };
+      case "epoch-word":
+        return { name, kind: "table", values: [1] };
+      case "timeout-ns":
+        return { name, kind: "i64", value: r.manifest.waitTimeoutNs };
+      case "error-buffer":
+        return { name, kind: "error" };
+      default:
+        throw new Error(`${label}: argument ${name} of kind ${v.kind} is not bound by compute_bench.py`);
+    }
+  };
+  return {
+    label,
+    kind: "emitted",
+    file: `emitted/${k.source}`,
+    entry: k.entry,
+    config,
+    args: k.args.map((a) => arg(a.name, a.value)),
+    constexprs: Object.fromEntries(Object.entries(k.constexprs).map(([n, v]) => [n, Number(v)])),
+    tiles: Math.ceil(s.M / config.BM) * Math.ceil(s.N / config.BN),
+    role,
+  };
+}
+
+function key(c: ComputeConfig): string {
+  return `${c.body} ${c.BM}x${c.BN}x${c.BK} g${c.groupM} s${c.numStages} w${c.numWarps}`;
+}
+
+/**
+ * The bench file: per shape, `tuned` (compile() with no tile), `tuned-plain`, `previous`
+ * (the fixed default before tuned tables, emitted) and, given a sweep's results, up to
+ * `alternatives` more of its fastest configurations, emitted.
+ */
+export async function benchCases(
+  out: string,
+  options: {
+    readonly sweep?: string;
+    readonly alternatives?: number;
+    readonly modelK?: number;
+    readonly modelRoles?: readonly string[];
+  } = {},
+): Promise<{ file: ComputeBenchFile; bodies: Set<string> }> {
+  mkdirSync(join(out, "emitted"), { recursive: true });
+  const sweep = options.sweep === undefined ? undefined : (JSON.parse(readFileSync(options.sweep, "utf8")) as ComputeResults);
+  const bodies = new Set<string>();
+  const shapes = [];
+  for (const s of computeShapes()) {
+    const op = shapeOperator(s);
+    const { op: tuned, choice } = resolveCompute(op);
+    if (choice.source !== "table") throw new Error(`${s.name}: no tuned entry (${choice.source})`);
+    const e = choice.entry;
+    const config: ComputeConfig = {
+      body: e.body,
+      BM: e.BM,
+      BN: e.BN,
+      BK: e.BK,
+      groupM: e.groupM,
+      numStages: e.numStages,
+      numWarps: e.numWarps,
+    };
+    const cases: ComputeCase[] = [];
+    cases.push(emittedCase(await compile(op), out, `emitted ${key(config)}`, config, "tuned", s));
+    if (tuned.body.path !== `${config.body}.py`) throw new Error(`${s.name}: compile() chose ${tuned.body.path}, the table ${config.body}`);
+    bodies.add(config.body);
+    cases.push({
+      label: `plain ${key(config)}`,
+      kind: "plain",
+      file: `kernels/${config.body}.py`,
+      entry: config.body,
+      config,
+      role: "tuned-plain",
+      ...plainLaunch(s, config),
+    });
+    const old = previousDefault(s.role);
+    cases.push(emittedCase(await compile(pinned(op, old, `${s.name}_previous`)), out, `emitted ${key(old)}`, old, "previous", s));
+    const seen = new Set([key(config), key(old)]);
+    const useModel = options.modelK !== undefined && (options.modelRoles ?? ["consumer", "producer"]).includes(s.role);
+    if (useModel) {
+      // The model's measurement set, emitted (for bodies no earlier sweep measured as they are now).
+      const { ranked } = rankComputeConfigs({ role: s.role, M: s.M, N: s.N, K: s.K, dtype: "bf16" });
+      const rank = new Map(ranked.map((r, i) => [r.key, i]));
+      let n = 0;
+      for (const r of computeMeasurementSet(ranked, options.modelK ?? 12)) {
+        if (seen.has(key(r.config))) continue;
+        seen.add(key(r.config));
+        const alt = await compile(pinned(op, r.config, `${s.name}_model${n++}`));
+        cases.push({
+          ...emittedCase(alt, out, `emitted ${key(r.config)}`, r.config, "alternative", s),
+          predictedMs: r.predictedMs,
+          modelRank: rank.get(r.key) ?? rank.get(r.key.replace(/ g\d+ /, " g8 ")) ?? -1,
+        });
+      }
+    }
+    const shape = sweep?.shapes.find((x) => x.name === s.name);
+    if (shape !== undefined && !useModel) {
+      const ranked = shape.cases.filter((c) => c.kind === "plain" && correct(c)).sort((a, b) => a.ms! - b.ms!);
+      let n = 0;
+      for (const c of ranked) {
+        if (n >= (options.alternatives ?? 3)) break;
+        if (seen.has(key(c.config))) continue;
+        seen.add(key(c.config));
+        const alt = await compile(pinned(op, c.config, `${s.name}_alt${n}`));
+        cases.push(emittedCase(alt, out, `emitted ${key(c.config)}`, c.config, "alternative", s));
+        n++;
+      }
+    }
+    shapes.push({ ...s, dtype: "bf16" as const, cases });
+  }
+  return { file: { schema: "ovl.compute-bench/v1", mode: "bench", shapes }, bodies };
+}

@@ -1,0 +1,143 @@
+// Emits what packages/bench/gpu/compute_bench.py times on one GPU, as one `compute.json`
+// plus the kernel files it names:
+//   tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 16]   the model's best k configurations
+//                                                          of every built-in body variant, per shape
+//   tsx src/gpu/emit-compute.ts bench <out-dir> [--sweep results.json --alternatives 3]
+//                                [--model-k 12 --model-roles producer]
+//                                                          the compiled operators' compute kernels
+//                                                          at their tuned configurations
+// Shapes: the per-rank GEMMs of MLP-1…6 at worlds 2, 4, 8 (compute-shapes.ts).
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { computeKey, computeMeasurementSet, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
+import { builtinBodyPath, type BuiltinBodyName } from "@ovl/tlx-emitter";
+import { benchCases } from "./compute-cases.js";
+import { computeShapes, type ComputeShape } from "./compute-shapes.js";
+
+/** An argument of a timed kernel, as compute_bench.py binds it. */
+export type CaseArg =
+  | { readonly name: string; readonly kind: "a" | "b" | "c" | "error" }
+  | { readonly name: string; readonly kind: "int" | "i64"; readonly value: number }
+  | { readonly name: string; readonly kind: "table"; readonly values: readonly number[] }
+  | { readonly name: string; readonly kind: "signals"; readonly size: number; readonly value: number };
+
+/** One kernel launch to check and time at a shape. */
+export interface ComputeCase {
+  readonly label: string;
+  /** `plain`: a body as written; `emitted`: the kernel compile() wrote (waits or notifies inserted). */
+  readonly kind: "plain" | "emitted";
+  readonly file: string;
+  readonly entry: string;
+  readonly config: ComputeConfig;
+  readonly predictedMs?: number;
+  /** Rank of the configuration in the model's ranking (0 = the model's best). */
+  readonly modelRank?: number;
+  readonly args: readonly CaseArg[];
+  readonly constexprs: Readonly<Record<string, number>>;
+  /** Tiles of the problem: the persistent grid is min(SMs, tiles). */
+  readonly tiles: number;
+  /** In a bench run: the tuned kernel, its plain body, the previous default, or another configuration. */
+  readonly role?: "tuned" | "tuned-plain" | "previous" | "alternative";
+}
+
+/** The file compute_bench.py reads. */
+export interface ComputeBenchFile {
+  readonly schema: "ovl.compute-bench/v1";
+  readonly mode: "sweep" | "bench";
+  readonly shapes: readonly (ComputeShape & { readonly dtype: "bf16"; readonly cases: readonly ComputeCase[] })[];
+}
+
+/** The arguments and constexprs of a plain built-in body at `c`. */
+export function plainLaunch(s: { M: number; N: number; K: number }, c: ComputeConfig): Pick<ComputeCase, "args" | "constexprs" | "tiles"> {
+  return {
+    args: [
+      { name: "a_ptr", kind: "a" },
+      { name: "b_ptr", kind: "b" },
+      { name: "c_ptr", kind: "c" },
+      { name: "M", kind: "int", value: s.M },
+      { name: "N", kind: "int", value: s.N },
+      { name: "K", kind: "int", value: s.K },
+    ],
+    constexprs: { BLOCK_M: c.BM, BLOCK_N: c.BN, BLOCK_K: c.BK, GROUP_M: c.groupM },
+    tiles: Math.ceil(s.M / c.BM) * Math.ceil(s.N / c.BN),
+  };
+}
+
+function copyBodies(out: string, names: Iterable<string>): void {
+  mkdirSync(join(out, "kernels"), { recursive: true });
+  for (const n of names) copyFileSync(builtinBodyPath(n as BuiltinBodyName), join(out, "kernels", `${n}.py`));
+}
+
+/** The fixed configuration compile() used before tuned tables (128×256×64, GROUP_M 8, 3 stages, 8 warps). */
+export function previousDefault(role: "consumer" | "producer"): ComputeConfig {
+  return {
+    body: role === "consumer" ? "gemm_tma_persistent" : "gemm_producer",
+    BM: 128,
+    BN: 256,
+    BK: 64,
+    groupM: 8,
+    numStages: 3,
+    numWarps: 8,
+  };
+}
+
+/**
+ * The sweep: per shape, the measurement set of the model's ranking over every body of its
+ * role, plus the previous fixed default (for the report's before/after).
+ */
+export function sweepFile(k: number): { file: ComputeBenchFile; bodies: Set<string> } {
+  const bodies = new Set<string>();
+  const shapes = computeShapes().map((s) => {
+    const { ranked } = rankComputeConfigs({ role: s.role, M: s.M, N: s.N, K: s.K, dtype: "bf16" });
+    const rank = new Map(ranked.map((r, i) => [r.key, i]));
+    const set = computeMeasurementSet(ranked, k);
+    const old = ranked.find((r) => r.key === computeKey(previousDefault(s.role)));
+    if (old !== undefined && !set.some((r) => r.key === old.key)) set.push(old);
+    const cases = set.map((r): ComputeCase => {
+      bodies.add(r.config.body);
+      return {
+        label: r.key,
+        kind: "plain",
+        file: `kernels/${r.config.body}.py`,
+        entry: r.config.body,
+        config: r.config,
+        predictedMs: r.predictedMs,
+        modelRank: rank.get(r.key) ?? rank.get(r.key.replace(/ g\d+ /, " g8 ")) ?? -1,
+        ...plainLaunch(s, r.config),
+      };
+    });
+    return { ...s, dtype: "bf16" as const, cases };
+  });
+  return { file: { schema: "ovl.compute-bench/v1", mode: "sweep", shapes }, bodies };
+}
+
+async function main(): Promise<void> {
+  const [mode, out] = [process.argv[2], process.argv[3]];
+  if ((mode !== "sweep" && mode !== "bench") || out === undefined) {
+    console.error("usage: tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 24] | bench <out-dir> [--sweep results.json --alternatives 3]");
+    process.exit(2);
+  }
+  mkdirSync(out, { recursive: true });
+  const ki = process.argv.indexOf("--k");
+  const k = ki >= 0 ? Number(process.argv[ki + 1]) : 16;
+  const si = process.argv.indexOf("--sweep");
+  const ai = process.argv.indexOf("--alternatives");
+  const mi = process.argv.indexOf("--model-k");
+  const ri = process.argv.indexOf("--model-roles");
+  const { file, bodies } =
+    mode === "sweep"
+      ? sweepFile(k)
+      : await benchCases(out, {
+          ...(si >= 0 ? { sweep: process.argv[si + 1]! } : {}),
+          ...(ai >= 0 ? { alternatives: Number(process.argv[ai + 1]) } : {}),
+          ...(mi >= 0 ? { modelK: Number(process.argv[mi + 1]) } : {}),
+          ...(ri >= 0 ? { modelRoles: process.argv[ri + 1]!.split(",") } : {}),
+        });
+  copyBodies(out, bodies);
+  writeFileSync(join(out, "compute.json"), `${JSON.stringify(file, null, 1)}\n`);
+  const n = file.shapes.reduce((a, s) => a + s.cases.length, 0);
+  const configs = new Set(file.shapes.flatMap((s) => s.cases.map((c) => `${c.file} ${c.label}`)));
+  console.log(`${out}/compute.json: ${file.shapes.length} shapes, ${n} cases, ${configs.size} distinct kernels`);
+}
+
+if (process.argv[1]?.endsWith("emit-compute.ts")) await main();
