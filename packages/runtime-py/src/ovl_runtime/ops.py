@@ -134,16 +134,22 @@ def _per_rank(t: torch.Tensor, g: Group) -> list[torch.Tensor]:
     return list(t.unbind(0)) if g.stacked else [t]
 
 
+def _gemm_operands(x: torch.Tensor, w: torch.Tensor, g: Group, what: str) -> tuple[list[torch.Tensor], list[torch.Tensor], int, int, int]:
+    """Each rank's ``x`` ``[rows, k]`` and ``w`` ``[k, n]``, checked, with ``rows, k, n``."""
+    xs, ws = _rank_views(x, g, "x", 2), _rank_views(w, g, "w", 2)
+    rows, k = xs[0].shape
+    k2, n = ws[0].shape
+    if k != k2:
+        raise UsageError(f"{what}: x is [{rows}, {k}] but w is [{k2}, {n}]; their inner dimensions differ")
+    if w.dtype != x.dtype:
+        raise UsageError(f"{what}: x is {x.dtype} but w is {w.dtype}")
+    return xs, ws, rows, k, n
+
+
 # ---- the operators ----
 def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
-    xs, ws = _rank_views(x, g, "x", 2), _rank_views(w, g, "w", 2)
-    m, k = xs[0].shape
-    k2, n = ws[0].shape
-    if k != k2:
-        raise UsageError(f"all_gather_matmul: x is [{m}, {k}] but w is [{k2}, {n}]; their inner dimensions differ")
-    if w.dtype != x.dtype:
-        raise UsageError(f"all_gather_matmul: x is {x.dtype} but w is {w.dtype}")
+    xs, ws, m, k, n = _gemm_operands(x, w, g, "all_gather_matmul")
     key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
     op = _operator(key, g, "all_gather_matmul")
     out = _empty(g, g.world * m, n, x)
@@ -153,13 +159,7 @@ def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -
 
 def _matmul_reduce_scatter_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
-    xs, ws = _rank_views(x, g, "x", 2), _rank_views(w, g, "w", 2)
-    rows, k = xs[0].shape
-    k2, n = ws[0].shape
-    if k != k2:
-        raise UsageError(f"matmul_reduce_scatter: x is [{rows}, {k}] but w is [{k2}, {n}]; their inner dimensions differ")
-    if w.dtype != x.dtype:
-        raise UsageError(f"matmul_reduce_scatter: x is {x.dtype} but w is {w.dtype}")
+    xs, ws, rows, k, n = _gemm_operands(x, w, g, "matmul_reduce_scatter")
     if rows % g.world:
         raise UsageError(f"matmul_reduce_scatter: {rows} rows do not split over {g.world} ranks (scatter along rows needs a multiple)")
     slab = rows // g.world
