@@ -1,15 +1,25 @@
 // Emits the one-GPU correctness set through compile(): AllGather+GEMM (built-in TMA body and
 // a user's tutorial-style matmul), GEMM+ReduceScatter (built-in producer body, copy engine
-// and SM pushes) and, at worlds 2 and 4, AllGather+grouped GEMM (built-in MoE body, 8 experts,
-// uneven routing) at one moderate shape for several worlds, as manifests that
+// and SM pushes), GEMM+AllReduce (built-in producer body: partitioned with copy-engine and
+// SM pushes, and DistFuse's tile-wise one) and, at worlds 2 and 4, AllGather+grouped GEMM
+// (built-in MoE body, 8 experts, uneven routing) at one moderate shape for several worlds, as manifests that
 // `python -m ovl_runtime run --ranks-on-one-gpu` runs with every rank on one GPU:
 //   tsx src/gpu/emit-onegpu.ts <out-dir> [--worlds 2,4,8] [--shape 4096,2048,1024]
 // The shape is M,N,K of the whole operator (AG+GEMM: C[M,N] = gather(A)[M,K] @ B[K,N];
-// GEMM+RS: each rank's A[M,K] @ B[K,N] summed and scattered by rows; grouped: C[rows of
+// GEMM+RS: each rank's A[M,K] @ B[K,N] summed and scattered by rows; GEMM+AR: the same sum,
+// all of it on every rank; grouped: C[rows of
 // m-block mb] = gather(A)[rows] @ B[expert(mb)], B [8, K, N]).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import {
+  allGatherHierarchical,
+  allGatherRing,
+  allGatherSwizzle,
+  allReducePartitioned,
+  allReduceTilewise,
+  planSignals,
+  reduceScatterDirect,
+} from "@ovl/chunk-plan";
 import {
   builtinBody,
   compile,
@@ -120,6 +130,46 @@ export async function oneGpuCases(world: number, M: number, N: number, K: number
     cases[`${tag}_gemm_rs_ce`] = await rsOp(`${tag}_gemm_rs_ce`, { backend: "copy-engine" });
     cases[`${tag}_gemm_rs_sm`] = await rsOp(`${tag}_gemm_rs_sm`, { backend: "sm", commSms: 8 });
   }
+  Object.assign(cases, await gemmArCases(world, M, N, K, timing));
+  return cases;
+}
+
+/**
+ * GEMM+AllReduce from the built-in producer body: the partitioned AllReduce (direct
+ * ReduceScatter after compute, then the reduced slabs gathered by copy-engine or SM pushes)
+ * where M splits into whole m-blocks per rank, and the tile-wise one (per-tile flags, tiles
+ * pushed to their rows' owner, reduced there and stored into every rank's output) at any M.
+ */
+export async function gemmArCases(
+  world: number,
+  M: number,
+  N: number,
+  K: number,
+  timing: { warmup: number; reps: number; checkRuns: number },
+): Promise<Record<string, EmitResult>> {
+  const tag = `w${world}`;
+  const cases: Record<string, EmitResult> = {};
+  const C = { tensor: { name: "C", shape: [M, N], dtype: "bf16" as const }, src: "C_partial", mesh: [world] };
+  const arOp = (name: string, plan: ReturnType<typeof planSignals>, options: EmitOptions) =>
+    compile({
+      name,
+      kind: "gemm-ar",
+      plan,
+      body: builtinBody("gemm_producer"),
+      problem: { M, N, K },
+      tile: TILE,
+      groupM: 8,
+      options: { ...options, timing },
+    });
+  if (M % world === 0 && (M / world) % TILE.BM === 0) {
+    const part = planSignals(
+      allReducePartitioned({ ...C, axis: 0, split: 2, reduceScatter: "direct", allGather: "swizzle", afterCompute: true }),
+    );
+    cases[`${tag}_gemm_ar_ce`] = await arOp(`${tag}_gemm_ar_ce`, part, { backend: "copy-engine" });
+    cases[`${tag}_gemm_ar_sm`] = await arOp(`${tag}_gemm_ar_sm`, part, { backend: "sm", commSms: 8 });
+  }
+  const tiles = planSignals(allReduceTilewise({ ...C, tile: [TILE.BM, TILE.BN] }));
+  cases[`${tag}_gemm_ar_tilewise`] = await arOp(`${tag}_gemm_ar_tilewise`, tiles, { backend: "sm", commSms: 8 });
   return cases;
 }
 
