@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { fakeGpuRunner, ovl } from "./testing.js";
 
 describe("--gpus through a stand-in runner", () => {
-  it("tune measures the model's best k under torchrun and keeps the fastest measured", async () => {
+  it("tune measures the model's best k and the non-overlapped baseline under torchrun and keeps the fastest measured", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ovl-gpu-"));
     const python = fakeGpuRunner(dir);
     const cache = join(dir, "cache.json");
@@ -19,23 +19,28 @@ describe("--gpus through a stand-in runner", () => {
       winnerKey: string;
       measuredMs: number;
       device: string;
+      figures: { sequential?: { ms: number; source: string } };
     };
     // The best 3 the model tells apart: candidates differing only in their swizzle (group) and
     // predicted alike are measured once.
     const sansGroup = (key: string) => key.replace(/ group=\d+$/, "");
-    const distinct = out.top.filter(
-      (t, i) => out.top.findIndex((u) => sansGroup(u.key) === sansGroup(t.key) && u.predictedMs === t.predictedMs) === i,
+    const overlapped = out.top.filter((t) => t.key !== "sequential");
+    const distinct = overlapped.filter(
+      (t, i) => overlapped.findIndex((u) => sansGroup(u.key) === sansGroup(t.key) && u.predictedMs === t.predictedMs) === i,
     );
-    expect(out.measured.map((m) => m.key)).toEqual(distinct.slice(0, 3).map((t) => t.key));
-    expect(new Set(out.measured.map((m) => sansGroup(m.key))).size).toBe(3);
+    // ... and the non-overlapped baseline, always, in the same run (the stand-in's 0.5 ms).
+    expect(out.measured.map((m) => m.key)).toEqual([...distinct.slice(0, 3).map((t) => t.key), "sequential"]);
+    expect(new Set(out.measured.map((m) => sansGroup(m.key))).size).toBe(4);
+    expect(out.figures.sequential).toMatchObject({ ms: 0.5, source: "measured" });
     const fastest = [...out.measured].sort((a, b) => a.measuredMs! - b.measuredMs!)[0]!;
     expect(out.winnerKey).toBe(fastest.key);
     expect(out.measuredMs).toBe(fastest.measuredMs);
     expect(out.device).toBe("H200_SXM measured on 2 GPUs");
     const calls = readFileSync(join(dir, "calls.log"), "utf8").trim().split("\n");
-    expect(calls).toHaveLength(3);
+    expect(calls).toHaveLength(4);
     for (const c of calls) expect(c).toMatch(/^-m torch\.distributed\.run --nproc_per_node=2 -m ovl_runtime run \S+manifest\.json --out /);
-    expect(r.stderr).toMatch(/measure 100% \(3\/3\)/);
+    expect(calls[3]).toMatch(/--baselines/);
+    expect(r.stderr).toMatch(/measure 100% \(4\/4\)/);
   });
 
   it("demo --gpus N runs the emitted MLP-1 manifest with baselines and reports it", async () => {

@@ -27,17 +27,20 @@ export function registerModelCommands(program: Command, io: Io): void {
     );
 
   problemOptions(program.command("tune").argument("<operator>", GEMM_OPERATORS.join(" | ")), { gemm: false, knobs: false })
-    .description("search split × backend × comm SMs × tile × swizzle by the model; with --gpus, measure the best k")
+    .description(
+      "search split × backend × comm SMs × tile × swizzle by the model; with --gpus (or --measurements of a GPU run), measure the best k and the non-overlapped baseline and decide from the measurements",
+    )
     .option("--device <model>", `hardware model the search ranks on: ${DEVICES.join(", ")} (default H200_SXM)`)
-    .option("--top-k <k>", "with --gpus: candidates to measure (default 3)", positiveInt("--top-k"))
+    .option("--top-k <k>", "with --gpus or --measurements: overlapped candidates to measure (default 3)", positiveInt("--top-k"))
     .option("--gpus <n>", "measure the best k on N GPUs through runtime-py (N = --world)", positiveInt("--gpus"))
     .option("--cache <file>", `tuning cache (default ${DEFAULT_CACHE})`)
     .option("--no-cache", "neither read nor write the cache")
     .option("--python <path>", "with --gpus: the Python interpreter")
+    .option("--measurements <file>", "times of a GPU run (ovl.tune-measurements/v1): decide from them instead of --gpus")
     .option("--json", "print the result as JSON")
     .addHelpText(
       "after",
-      "\nExamples:\n  ovl tune ag-gemm --shape MLP-1 --world 8\n  ovl tune gemm-rs --shape MLP-2 --world 4 --gpus 4 --top-k 3",
+      "\nExamples:\n  ovl tune ag-gemm --shape MLP-1 --world 8\n  ovl tune gemm-rs --shape MLP-2 --world 4 --gpus 4 --top-k 3\n  ovl tune ag-gemm --shape MLP-1 --world 4 --measurements measured.json",
     )
     .action(async (operator: string, o: ProblemFlags & TuneFlags & { json?: boolean }) => {
       const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);

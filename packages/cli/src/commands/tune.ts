@@ -25,6 +25,7 @@ import { ProgressBar, type CommandOutput, type Io } from "../io.js";
 import { describeProblem, type Problem } from "../problem.js";
 import { emitProblem } from "./emit.js";
 import { parseDevice } from "./simulate.js";
+import { checkMeasuredProblem, figureLines, measuredFrom, readTuneMeasurements } from "./tune-measurements.js";
 
 /** Flags of `ovl tune`. */
 export interface TuneFlags {
@@ -33,6 +34,8 @@ export interface TuneFlags {
   cache?: string | false;
   gpus?: number;
   python?: string;
+  /** A measurements file (`ovl.tune-measurements/v1`) of a GPU run, used in place of `--gpus`. */
+  measurements?: string;
 }
 
 /** The default cache file. */
@@ -100,6 +103,10 @@ export async function tuneCommand(p: Problem, flags: TuneFlags, io: Io): Promise
   }
   if (flags.gpus !== undefined && flags.gpus !== p.world)
     throw new UsageError("bad-mesh", `--gpus ${flags.gpus} must equal the world: use --world ${flags.gpus}`);
+  if (flags.gpus !== undefined && flags.measurements !== undefined)
+    throw new UsageError("usage", "give --gpus (measure here) or --measurements (times of an earlier GPU run), not both");
+  const measurements = flags.measurements === undefined ? undefined : readTuneMeasurements(flags.measurements);
+  if (measurements !== undefined) checkMeasuredProblem(measurements, p, flags.measurements!);
   const device = parseDevice(flags.device);
   const cachePath = flags.cache === false ? undefined : resolve(flags.cache ?? DEFAULT_CACHE);
   const cache = cachePath !== undefined && existsSync(cachePath) ? parseTuneCache(readFileSync(cachePath, "utf8")) : emptyTuneCache();
@@ -111,12 +118,18 @@ export async function tuneCommand(p: Problem, flags: TuneFlags, io: Io): Promise
     {
       cost: simulatorCost(device),
       memory: deviceMemory(device),
-      device: flags.gpus !== undefined ? `${device} measured on ${flags.gpus} GPUs` : device,
+      device:
+        flags.gpus !== undefined
+          ? `${device} measured on ${flags.gpus} GPUs`
+          : measurements !== undefined
+            ? `${device} measured on ${measurements.device}`
+            : device,
       space,
       numSms: p.numSms,
       topK: flags.topK ?? 3,
       cache,
       ...(flags.gpus !== undefined ? { measure: gpuMeasure(p, flags.gpus, flags.python) } : {}),
+      ...(measurements !== undefined ? { measure: measuredFrom(measurements) } : {}),
       onProgress: (e) => (e.phase === "model" ? bar : measureBar).update(e.done, e.total),
     },
   );
@@ -130,6 +143,7 @@ export async function tuneCommand(p: Problem, flags: TuneFlags, io: Io): Promise
     `${describeProblem(p)} on ${device}${result.fromCache ? " (from the cache)" : `: ${result.ranked.length} candidates priced, ${result.pruned.length} pruned`}`,
     `winner: ${result.winnerKey} — predicted ${result.predictedMs.toFixed(3)} ms${result.measuredMs !== undefined ? `, measured ${result.measuredMs.toFixed(3)} ms` : ""}`,
     result.message,
+    ...figureLines(result),
   ];
   if (result.winner.path === "overlapped") lines.push(`emit it: ${emitFlags(p, result.winner)}`);
   if (result.ranked.length > 0) {
