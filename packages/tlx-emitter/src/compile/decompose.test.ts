@@ -90,7 +90,7 @@ describe("decomposeCollectives", () => {
     expect(err).toBeInstanceOf(EmitError);
     expect((err as EmitError).code).toBe("unsupported-op");
     expect((err as EmitError).message).toMatch(
-      /all-reduce.*reduceScatterDirect\(\{ afterCompute: true \}\).*allGatherSwizzle\(\{ side: 'push' \}\)$/,
+      /all-reduce.*compile kind "gemm-ar" with allReducePartitioned\(.*\) or allReduceTilewise\(.*\)$/,
     );
   });
 

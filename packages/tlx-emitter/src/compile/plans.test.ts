@@ -185,7 +185,10 @@ describe("compile() and the copy-engine backend refuse with the reason and the n
     const ar = planSignals(collectiveDirect({ tensor: C(128, 64), src: "C_partial", axis: 0, mesh: [2], collective: "all-reduce" }));
     const e1 = await refusal(() => compile(rsOp(ar, 128, 64, 64)));
     expect(e1.code).toBe("unsupported-op");
-    expect(e1.message).toMatch(/all-reduce.*reduceScatterDirect\(\{ afterCompute: true \}\).*allGatherSwizzle\(\{ side: 'push' \}\)$/);
+    expect(e1.message).toMatch(/all-reduce.*compile kind "gemm-ar" with allReducePartitioned\(.*\) or allReduceTilewise\(.*\)$/);
+    // ... which compiles as GEMM+AllReduce (tile-wise).
+    const ok = await compile({ ...rsOp(ar, 128, 64, 64), kind: "gemm-ar" });
+    expect(ok.manifest.reference.operator).toBe("gemm-ar");
     const a2a = planSignals(collectiveDirect({ tensor: A(128, 64), axis: 0, mesh: [2], collective: "all-to-all" }));
     const e2 = await refusal(() => compile(agOp(a2a, 128, 64, 64)));
     expect(e2.code).toBe("unsupported-op");

@@ -94,7 +94,7 @@ export function collectiveAlternative(kind: string): string {
     case "reduce-scatter":
       return 'a copy engine cannot reduce: compile kind "gemm-rs" (the ReduceScatter after compute goes through deliveries and the rs-reduce kernel), or use reduceScatterDirect({ afterCompute: true })';
     default:
-      return "an all-reduce needs a reduction the copy engine cannot do: split the GEMM's output with reduceScatterDirect({ afterCompute: true }) (kind \"gemm-rs\") and gather it with allGatherSwizzle({ side: 'push' })";
+      return "an all-reduce needs a reduction the copy engine cannot do: compile kind \"gemm-ar\" with allReducePartitioned({ reduceScatter: 'direct', allGather: 'swizzle', afterCompute: true }) or allReduceTilewise({ tile: [BLOCK_M, BLOCK_N] })";
   }
 }
 
