@@ -3,6 +3,5 @@
 // simulated (or measured) operator, and the MLP workload shapes the suites use.
 export * from "./simulate/index.js";
 export * from "./tune/index.js";
-export { ALL_REDUCE_VARIANTS, allReduceCandidates, type AllReduceVariant } from "./tune/all-reduce.js";
 export * from "./charts/index.js";
 export { MLP_SHAPES, type MlpShapeName } from "./shapes.js";

@@ -24,6 +24,7 @@ export {
   type CandidateMemory,
 } from "./memory.js";
 export { candidatePlan, candidateSchedule, chunkMisfit, type BuiltCandidate } from "./build.js";
+export { ALL_REDUCE_VARIANTS, allReduceCandidates, type AllReduceVariant } from "./all-reduce.js";
 export { simulatorCost, type CostFunction, type CostInput, type CostEstimate } from "./cost.js";
 export {
   TUNE_CACHE_SCHEMA,
