@@ -13,7 +13,7 @@ describe("ensurePythonEnv", () => {
     );
   });
 
-  it("creates a venv with numpy once and reuses it", async () => {
+  it("creates a venv with numpy and jsonschema once and reuses it", async () => {
     const dir = join(mkdtempSync(join(tmpdir(), "ovl-env-")), "venv");
     const steps: string[] = [];
     const python = await ensurePythonEnv({ dir, onStep: (s) => steps.push(s) });

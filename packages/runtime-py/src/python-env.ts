@@ -1,6 +1,7 @@
 // The runner's Python environment, made by the project itself: on first use a virtual
-// environment next to the runner's sources with what the CPU emulation needs (numpy; torch
-// and triton too when the interpreter engine is asked for), reused afterwards.
+// environment next to the runner's sources with what the CPU emulation needs (numpy, and
+// jsonschema, which checks every manifest; torch and triton too when the interpreter engine
+// is asked for), reused afterwards.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,15 +33,16 @@ async function imports(python: string, modules: readonly string[]): Promise<bool
 
 /**
  * The Python interpreter of the runner's environment, created when missing: a venv with
- * numpy (and, with `interpret`, the runner's `interpret` extra: torch and triton). An
- * environment that already imports them is reused untouched.
+ * numpy and jsonschema (and, with `interpret`, the runner's `interpret` extra: torch and
+ * triton). An environment that already imports them is reused untouched; one that lacks
+ * one is completed.
  * @throws {RunnerError} `python-missing` when no base interpreter can create it,
  *   `install-failed` with pip's last lines when an install fails.
  */
 export async function ensurePythonEnv(options: PythonEnvOptions = {}): Promise<string> {
   const dir = options.dir ?? join(PACKAGE_ROOT, ".venv");
   const python = join(dir, "bin", "python");
-  const needs = options.interpret === true ? ["numpy", "torch", "triton"] : ["numpy"];
+  const needs = options.interpret === true ? ["numpy", "jsonschema", "torch", "triton"] : ["numpy", "jsonschema"];
   const say = options.onStep ?? (() => undefined);
   if (existsSync(python) && (await imports(python, needs))) return python;
   const base = options.basePython ?? "python3";
@@ -59,9 +61,9 @@ export async function ensurePythonEnv(options: PythonEnvOptions = {}): Promise<s
   const target = existsSync(pyproject)
     ? [`${PACKAGE_ROOT}${options.interpret === true ? "[interpret]" : ""}`]
     : options.interpret === true
-      ? ["numpy", "torch==2.11.0", "triton==3.6.0"]
-      : ["numpy"];
-  say(`installing ${options.interpret === true ? "numpy, torch and triton" : "numpy"} into it (pip)`);
+      ? ["numpy", "jsonschema>=4.18", "torch==2.11.0", "triton==3.6.0"]
+      : ["numpy", "jsonschema>=4.18"];
+  say(`installing ${options.interpret === true ? "numpy, jsonschema, torch and triton" : "numpy and jsonschema"} into it (pip)`);
   const pip = await execa(python, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", ...target], { reject: false });
   if (pip.exitCode !== 0) {
     throw new RunnerError(

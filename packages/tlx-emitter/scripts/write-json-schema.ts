@@ -1,11 +1,19 @@
-// Writes schema/manifest.schema.json from the zod `Manifest` schema (run by `build`);
-// a test checks that the committed file equals fresh output.
+// Writes schema/manifest.schema.json from the zod `Manifest` schema (run by `build`), and the
+// same text into the Python runner's package (`ovl_runtime/schema/`), which validates every
+// manifest it loads against it; tests check that both committed files equal fresh output.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { manifestJsonSchemaText } from "../src/manifest/json-schema.js";
 
-const file = join(dirname(fileURLToPath(import.meta.url)), "..", "schema", "manifest.schema.json");
-mkdirSync(dirname(file), { recursive: true });
-writeFileSync(file, manifestJsonSchemaText());
-console.log(`wrote ${file}`);
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const files = [
+  join(root, "schema", "manifest.schema.json"),
+  join(root, "..", "runtime-py", "src", "ovl_runtime", "schema", "manifest.schema.json"),
+];
+const text = manifestJsonSchemaText();
+for (const file of files) {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  console.log(`wrote ${file}`);
+}

@@ -397,4 +397,7 @@ def load_manifest(path: str | Path) -> Manifest:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ManifestError("", f"{p} is not JSON: {exc}") from exc
+    from .manifest_schema import check_manifest_schema
+
+    check_manifest_schema(data)
     return parse_manifest(data, p.resolve().parent)

@@ -5,11 +5,18 @@ import { describe, expect, it } from "vitest";
 import { exampleManifests } from "../emit/index.js";
 import { manifestJsonSchema, manifestJsonSchemaText } from "./json-schema.js";
 
-const committed = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "schema", "manifest.schema.json");
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const committed = join(root, "schema", "manifest.schema.json");
+/** The copy the Python runner ships and validates every manifest it loads against. */
+const runnerCopy = join(root, "..", "runtime-py", "src", "ovl_runtime", "schema", "manifest.schema.json");
 
 describe("schema/manifest.schema.json", () => {
   it("equals fresh output of z.toJSONSchema(Manifest) (run `pnpm build` to refresh it)", () => {
     expect(readFileSync(committed, "utf8")).toBe(manifestJsonSchemaText());
+  });
+
+  it("is shipped unchanged in the Python runner's package (run `pnpm build` to refresh it)", () => {
+    expect(readFileSync(runnerCopy, "utf8")).toBe(manifestJsonSchemaText());
   });
 
   it("names the fields the runner reads", () => {
