@@ -5,7 +5,7 @@ import type { PlanAtoms } from "./plan-atoms.js";
 
 /** State of one tensor's buffer on one rank, indexed by flat atom id. */
 export interface Buffer {
-  /** 1 where the atom is in the rank's `local` regions. */
+  /** Bit set per atom the rank holds at start (its `local` regions): see {@link held}. */
   readonly local: Uint8Array;
   /** 1 + id of the first op that plainly writes the atom; 0 when none does. */
   readonly writer: Int32Array;
@@ -23,7 +23,7 @@ class BufferState implements Buffer {
   private held: Int32Array | undefined;
 
   constructor(private readonly size: number) {
-    this.local = new Uint8Array(size);
+    this.local = new Uint8Array((size + 7) >> 3);
     this.writer = new Int32Array(size);
   }
 
@@ -37,6 +37,16 @@ class BufferState implements Buffer {
     this.held = this.writer.fill(0);
     this.writer = new Int32Array(0);
   }
+}
+
+/** True when atom `f` is marked in the bit set `local` (one bit per atom). */
+export function held(local: Uint8Array, f: number): boolean {
+  return ((local[f >> 3]! >> (f & 7)) & 1) === 1;
+}
+
+/** Marks atom `f` in the bit set `local`. */
+export function markHeld(local: Uint8Array, f: number): void {
+  local[f >> 3]! |= 1 << (f & 7);
 }
 
 /** All buffers of a plan. */

@@ -7,12 +7,13 @@ import type { CollectiveOp, Op, Reduction, Region } from "../model/schema.js";
 import { mergeAtoms, type AtomGrid } from "../region/atoms.js";
 import { formatRegion } from "../region/box.js";
 import type { Buffers } from "./buffers.js";
-import type { ClaimTargets } from "./claim.js";
+import type { ClaimSource, ClaimTargets } from "./claim.js";
 import { type Findings, PlanValidationError, formatOp } from "./errors.js";
 import type { HbGraph } from "./graph.js";
 import { AtomList, type PlanAtoms } from "./plan-atoms.js";
-import { opRef, slab, type PlanIndex } from "./plan-index.js";
+import { opRank, opRef, slab, type PlanIndex } from "./plan-index.js";
 import { UNWRITTEN, type ValueTable } from "./values.js";
+import { targetAtoms, type TargetAtoms } from "./writes.js";
 
 /** Values of a region's atoms on a rank (row-major over its atom box), with where they came from. */
 interface Read {
@@ -77,6 +78,19 @@ class Machine {
    * moves values to another place (`moved`), for the shift.
    */
   copy(o: number, op: Op, fromRank: number, toRank: number, moved: boolean, reduce: Reduction | undefined): void {
+    const boxes = this.atoms.boxes;
+    const from = boxes.side[2 * o]!;
+    const to = boxes.side[2 * o + 1]!;
+    const fromStart = boxes.first[from]!;
+    const toStart = boxes.first[to]!;
+    if (!moved && reduce === undefined && fromStart >= 0 && toStart >= 0) {
+      // Both boxes are one range of atom ids and values stay in place (the usual chunk copy).
+      const input = this.buffers.get(fromRank, boxes.tensor[from]!).values;
+      const output = this.buffers.get(toRank, boxes.tensor[to]!).values;
+      const count = boxes.count[from]!;
+      for (let k = 0; k < count; k++) output[toStart + k] = input[fromStart + k]!;
+      return;
+    }
     const a = this.from.loadOp(o, 0);
     const b = this.to.loadOp(o, 1);
     const input = this.buffers.get(fromRank, a.tensor).values;
@@ -109,7 +123,7 @@ class Machine {
 
 function runCollective(m: Machine, index: PlanIndex, members: number[]): void {
   const ops = members.map((o) => index.ops[o] as CollectiveOp);
-  const ranks = members.map((o) => index.opRank[o] ?? 0);
+  const ranks = members.map((o) => opRank(index, o));
   const first = ops[0] as CollectiveOp;
   const n = ops.length;
   const ax = first.axis;
@@ -205,7 +219,12 @@ export function execute(index: PlanIndex, atoms: PlanAtoms, buffers: Buffers, gr
   }
 }
 
-/** Compares every claimed target with its expected value; reports what is held instead. */
+/**
+ * Compares every claimed target with its expected value; reports what is held instead. As
+ * in `checkMissing`, the per-(rank, target) visitor reads typed arrays only and builds
+ * nothing: expected values and atoms are memoised per target id (same region, same
+ * sources: AllGather checks slab j against rank j's shard on every rank), reports apart.
+ */
 export function checkClaim(
   atoms: PlanAtoms,
   buffers: Buffers,
@@ -215,56 +234,74 @@ export function checkClaim(
   reduce: Reduction,
   out: Findings,
 ): void {
-  const names = atoms.decls.map((t) => t.name);
-  const cache: ({ indices: Int32Array; tensor: number } | undefined)[] = [];
+  const cache: (TargetAtoms | undefined)[] = [];
   const list = new AtomList(atoms);
-  // Expected values and atoms memoised per target id (same region, same sources): AllGather
-  // checks slab j against rank j's shard on every rank.
   const expectedOf: (number | undefined)[] = [];
   claim((rank, target, sources, reduced, id) => {
     if (out.full) return;
-    let expected = expectedOf[id];
-    if (expected === undefined) {
-      const terms = sources.map((s) =>
-        table.init(
-          s.rank,
-          atoms.tensorId.get(s.region.tensor) ?? 0,
-          target.offsets.map((o, d) => o - (s.region.offsets[d] ?? 0)),
-        ),
-      );
-      expected = reduced ? table.reduced(reduce, terms) : (terms[0] ?? UNWRITTEN);
-      expectedOf[id] = expected;
-    }
-    let hit = cache[id];
-    if (hit === undefined) {
-      list.load(target);
-      cache[id] = hit = { indices: list.indices.slice(0, list.count), tensor: list.tensor };
-    }
-    const { indices, tensor } = hit;
-    const values = buffers.get(rank, tensor).values;
-    let wrong = false;
-    for (let k = 0; k < indices.length && !wrong; k++) wrong = values[indices[k] as number] !== expected;
-    if (!wrong) return;
-    const grid = atoms.grids[tensor] as AtomGrid;
-    const inTarget = new Uint8Array(grid.size);
-    for (const f of indices) inTarget[f] = 1;
-    const want = expected;
-    // One report per distinct wrong value (up to 3), each as maximal boxes holding it.
-    const wrongValues: number[] = [];
-    for (let k = 0; k < indices.length && wrongValues.length < 3; k++) {
-      const v = values[indices[k] as number] as number;
-      if (v !== want && !wrongValues.includes(v)) wrongValues.push(v);
-    }
-    for (const held of wrongValues) {
-      for (const region of mergeAtoms(grid, target.tensor, (f) => inTarget[f] === 1 && values[f] === held, 2)) {
-        out.add(
-          new PlanValidationError(
-            "claim-mismatch",
-            `rank ${rank}: ${formatRegion(region)} holds ${table.describe(held, names)} but the ${collective} claim needs ${table.describe(want, names)}`,
-            { rank, region },
-          ),
-        );
+    const expected = (expectedOf[id] ??= expectedValue(atoms, table, target, sources, reduced, reduce));
+    const hit = (cache[id] ??= targetAtoms(list, target));
+    const values = buffers.get(rank, hit.tensor).values;
+    const indices = hit.indices;
+    for (let k = 0; k < indices.length; k++) {
+      if (values[indices[k]!] !== expected) {
+        reportMismatch(atoms, table, values, rank, target, hit, expected, collective, out);
+        return;
       }
     }
   });
+}
+
+/** The value a target must hold: its one source's initial contents, or their reduction. */
+function expectedValue(
+  atoms: PlanAtoms,
+  table: ValueTable,
+  target: Region,
+  sources: readonly ClaimSource[],
+  reduced: boolean,
+  reduce: Reduction,
+): number {
+  const terms = sources.map((s) =>
+    table.init(
+      s.rank,
+      atoms.tensorId.get(s.region.tensor) ?? 0,
+      target.offsets.map((o, d) => o - (s.region.offsets[d] ?? 0)),
+    ),
+  );
+  return reduced ? table.reduced(reduce, terms) : (terms[0] ?? UNWRITTEN);
+}
+
+/** One report per distinct wrong value (up to 3), each as maximal boxes holding it. */
+function reportMismatch(
+  atoms: PlanAtoms,
+  table: ValueTable,
+  values: Int32Array,
+  rank: number,
+  target: Region,
+  hit: TargetAtoms,
+  want: number,
+  collective: string,
+  out: Findings,
+): void {
+  const names = atoms.decls.map((t) => t.name);
+  const { indices, tensor } = hit;
+  const grid = atoms.grids[tensor] as AtomGrid;
+  const inTarget = new Uint8Array(grid.size);
+  for (const f of indices) inTarget[f] = 1;
+  const wrongValues: number[] = [];
+  for (let k = 0; k < indices.length && wrongValues.length < 3; k++) {
+    const v = values[indices[k] as number] as number;
+    if (v !== want && !wrongValues.includes(v)) wrongValues.push(v);
+  }
+  for (const held of wrongValues) {
+    for (const region of mergeAtoms(grid, target.tensor, (f) => inTarget[f] === 1 && values[f] === held, 2)) {
+      out.add(
+        new PlanValidationError(
+          "claim-mismatch",
+          `rank ${rank}: ${formatRegion(region)} holds ${table.describe(held, names)} but the ${collective} claim needs ${table.describe(want, names)}`,
+          { rank, region },
+        ),
+      );
+    }
+  }
 }

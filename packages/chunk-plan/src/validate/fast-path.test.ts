@@ -38,8 +38,33 @@ function sameFindings(plan: ChunkPlan, maxErrors?: number): void {
 }
 
 /** One deliberate fault, applied to a copy of `plan` at op `at` (and, for some, op `other`). */
-type Fault = "none" | "drop" | "double" | "reduce" | "cycle" | "no-deps" | "dst-of-other" | "shift" | "self-dep" | "extra-dep";
-const FAULTS: readonly Fault[] = ["none", "drop", "double", "reduce", "cycle", "no-deps", "dst-of-other", "shift", "self-dep", "extra-dep"];
+type Fault =
+  | "none"
+  | "drop"
+  | "double"
+  | "reduce"
+  | "cycle"
+  | "no-deps"
+  | "dst-of-other"
+  | "shift"
+  | "self-dep"
+  | "extra-dep"
+  | "drop-dep"
+  | "earlier-dep";
+const FAULTS: readonly Fault[] = [
+  "none",
+  "drop",
+  "double",
+  "reduce",
+  "cycle",
+  "no-deps",
+  "dst-of-other",
+  "shift",
+  "self-dep",
+  "extra-dep",
+  "drop-dep",
+  "earlier-dep",
+];
 
 interface At {
   rank: number;
@@ -97,6 +122,16 @@ function broken(plan: ChunkPlan, fault: Fault, at: At, other: At): ChunkPlan {
       op.deps.push(dep);
       break;
     }
+    case "drop-dep":
+      // One op loses its cross-stream ordering, the others keep theirs.
+      op.deps = [];
+      break;
+    case "earlier-dep":
+      // Each dependency moves to the op before it in the same stream: earlier writes stay
+      // ordered before the reader, the latest of that stream may not (the race check asks
+      // only the latest writer of a stream when all are ordered, and every writer otherwise).
+      for (const dep of op.deps) if (dep.kind === "op" && dep.index > 0) dep.index -= 1;
+      break;
   }
   return copy;
 }
@@ -221,6 +256,47 @@ describe("the validator's fast path reports what the reference reports", () => {
     fc.assert(
       fc.property(faulty(crossCut), (plan) => sameFindings(plan)),
       { numRuns: 40 },
+    );
+  });
+
+  it("on an op that reads the writes of more ops than the race check lists by scanning", () => {
+    // A full-mesh AllGather over 17-20 ranks and one more op on rank 0, first or last in its
+    // stream, that copies the whole gathered tensor: it reads atoms written by 16 or more
+    // ops, ordered after them (last, one stream), before them (first), or not at all (two streams).
+    const wide = fc
+      .record({
+        world: fc.integer({ min: 17, max: 20 }),
+        split: fc.integer({ min: 1, max: 2 }),
+        streams: fc.constantFrom(1 as const, 2 as const),
+        first: fc.boolean(),
+      })
+      .map((c) => {
+        const plan = allGatherPlan({
+          world: c.world,
+          shard: [2],
+          split: c.split,
+          topology: "full-mesh",
+          side: "pull",
+          streams: c.streams,
+          outOfPlace: false,
+        });
+        const y = plan.tensors.find((t) => t.name === "y")!;
+        const whole = (tensor: string) => ({ tensor, offsets: y.shape.map(() => 0), sizes: [...y.shape] });
+        plan.tensors.push({ ...y, name: "z", shape: [...y.shape] });
+        const copy: Op = { kind: "local-copy", src: whole("y"), dst: whole("z"), deps: [] };
+        const stream = plan.ranks[0]!.streams[0]!;
+        if (!c.first) stream.push(copy);
+        else {
+          stream.unshift(copy);
+          for (const rp of plan.ranks)
+            for (const s of rp.streams)
+              for (const op of s) for (const d of op.deps) if (d.kind === "op" && d.rank === 0 && d.stream === 0) d.index += 1;
+        }
+        return plan;
+      });
+    fc.assert(
+      fc.property(faulty(wide), (plan) => sameFindings(plan)),
+      { numRuns: 30 },
     );
   });
 

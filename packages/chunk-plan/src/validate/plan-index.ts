@@ -11,11 +11,17 @@ export interface PlanIndex {
   readonly world: number;
   /** Op per global id. */
   readonly ops: Op[];
-  readonly opRank: Int32Array;
-  readonly opStream: Int32Array;
-  readonly opIndex: Int32Array;
-  /** Global stream id per op (a chain: its ops run in order). */
+  /**
+   * Global stream id per op (a chain: its ops run in order). Ids are given in (rank, stream,
+   * index) order, so a chain's ops have consecutive ids: op `o` is op `o - chainStart[c]` of
+   * its stream, and two ops of one chain run in the order of their ids.
+   */
   readonly opChain: Int32Array;
+  /** Per chain: the global id of its op 0 (`chains + 1` entries, the last = number of ops). */
+  readonly chainStart: Int32Array;
+  /** Per chain: its rank and its stream index on that rank. */
+  readonly chainRank: Int32Array;
+  readonly chainStream: Int32Array;
   /** `streamBase[rank][stream]` = global id of that stream's op 0. */
   readonly streamBase: number[][];
   /** Graph node per op: itself, or for a collective the first participant of its instance. */
@@ -46,7 +52,14 @@ function grow(a: Int32Array): Int32Array<ArrayBuffer> {
 
 /** The address of a global op id. */
 export function opRef(index: PlanIndex, id: number): OpAddress {
-  return { rank: index.opRank[id] ?? -1, stream: index.opStream[id] ?? -1, index: index.opIndex[id] ?? -1 };
+  const chain = index.opChain[id];
+  if (chain === undefined) return { rank: -1, stream: -1, index: -1 };
+  return { rank: index.chainRank[chain]!, stream: index.chainStream[chain]!, index: id - index.chainStart[chain]! };
+}
+
+/** The rank that lists op `id`. */
+export function opRank(index: PlanIndex, id: number): number {
+  return index.chainRank[index.opChain[id]!]!;
 }
 
 /** One collective call that found no partner, or whose partners disagree. */
@@ -65,6 +78,7 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
   // Global id of each stream's op 0, from the stream lengths alone.
   const streamBase: number[][] = [];
   let total = 0;
+  let chains = 0;
   for (const rp of plan.ranks) {
     const bases: number[] = [];
     for (const s of rp.streams) {
@@ -72,11 +86,13 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
       total += s.length;
     }
     streamBase.push(bases);
+    chains += rp.streams.length;
   }
   const ops: Op[] = new Array<Op>(total);
-  const opRank = new Int32Array(total);
-  const opStream = new Int32Array(total);
-  const opIndexArr = new Int32Array(total);
+  // Per chain, not per op: an op's rank, stream and index follow from its chain and id.
+  const chainStart = new Int32Array(chains + 1);
+  const chainRank = new Int32Array(chains);
+  const chainStream = new Int32Array(chains);
   const opChain = new Int32Array(total);
   const nodeOf = new Int32Array(total);
   const readRanks = new Int32Array(total);
@@ -93,12 +109,12 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
     const rank = rp.rank;
     for (let s = 0; s < rp.streams.length; s++) {
       const stream = rp.streams[s]!;
+      chainStart[chain] = id;
+      chainRank[chain] = rank;
+      chainStream[chain] = s;
       for (let i = 0; i < stream.length; i++) {
         const op = stream[i]!;
         ops[id] = op;
-        opRank[id] = rank;
-        opStream[id] = s;
-        opIndexArr[id] = i;
         opChain[id] = chain;
         nodeOf[id] = id;
         readRanks[id] = readRank(rank, op);
@@ -117,6 +133,7 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
     }
   }
   depStart[total] = deps;
+  chainStart[chains] = total;
   const instances = new Map<number, number[]>();
   const unmatched: UnmatchedCollective[] = [];
   const open = new Map<string, number[][]>();
@@ -126,14 +143,15 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
     const op = ops[o];
     if (op?.kind !== "collective") continue;
     const key = `${op.collective}|${op.ranks.join(",")}|${op.axis}`;
-    const rankKey = `${opRank[o]}|${key}`;
+    const rank = chainRank[opChain[o]!]!;
+    const rankKey = `${rank}|${key}`;
     const k = seenPerRank.get(rankKey) ?? 0;
     seenPerRank.set(rankKey, k + 1);
     let calls = open.get(key);
     if (calls === undefined) open.set(key, (calls = []));
     let members = calls[k];
     if (members === undefined) calls[k] = members = new Array<number>(op.ranks.length).fill(-1);
-    members[op.ranks.indexOf(opRank[o] ?? -1)] = o;
+    members[op.ranks.indexOf(rank)] = o;
   }
   for (const calls of open.values()) {
     for (const members of calls) {
@@ -154,7 +172,8 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
         );
       });
       if (disagree !== undefined) {
-        unmatched.push({ op: disagree, reason: `its src/dst sizes or reduction differ from rank ${opRank[first]}'s matching call` });
+        const firstRank = chainRank[opChain[first]!]!;
+        unmatched.push({ op: disagree, reason: `its src/dst sizes or reduction differ from rank ${firstRank}'s matching call` });
         continue;
       }
       for (const m of present) nodeOf[m] = first;
@@ -166,10 +185,10 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
       plan,
       world,
       ops,
-      opRank,
-      opStream,
-      opIndex: opIndexArr,
       opChain,
+      chainStart,
+      chainRank,
+      chainStream,
       streamBase,
       nodeOf,
       instances,
@@ -206,7 +225,7 @@ export function reducesInto(op: Op): boolean {
 /** The part of `region` that op `o` writes on `rank` (for messages), or `region` itself. */
 export function writtenPart(index: PlanIndex, o: number, rank: number, region: Region): Region {
   const op = index.ops[o];
-  if (op === undefined || writeRank(index.opRank[o] ?? 0, op) !== rank) return region;
+  if (op === undefined || index.writeRank[o] !== rank) return region;
   return intersect(op.dst, region) ?? region;
 }
 
