@@ -253,6 +253,33 @@ describe("ovl run and ovl report", () => {
     expect(missing.stderr).toContain("no manifest");
   });
 
+  it.skipIf(!canEmulate)("emits and runs AG+GEMM over an M the world does not divide (uneven shards)", async () => {
+    const dir = temp();
+    const emitted = await ovl([
+      "emit",
+      "ag-gemm",
+      "--m",
+      "100",
+      "--n",
+      "64",
+      "--k",
+      "64",
+      "--world",
+      "3",
+      "--tile",
+      "32x32x32",
+      "--out",
+      dir,
+    ]);
+    expect(emitted.status, emitted.stderr).toBe(0);
+    const manifest = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(manifest.reference).toMatchObject({ M: 100, rowCounts: [34, 33, 33] });
+    expect(manifest.reference.rowsPerRank).toBeUndefined();
+    const r = await ovl(["run", join(dir, "manifest.json"), "--emulate", "--epochs", "1", "--json"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, mode: "emulate" });
+  });
+
   it.skipIf(!canEmulate)("runs a manifest in CPU emulation and reports it against baselines", async () => {
     const dir = temp();
     await ovl(["emit", "ag-gemm", "--m", "512", "--n", "256", "--k", "128", "--world", "2", "--tile", "128x128x64", "--out", dir]);

@@ -41,6 +41,12 @@ describe("resolveProblem", () => {
     expect(resolveProblem("all-gather", { m: 64, n: 8, k: 16, world: 2 }).template).toBe("swizzle");
   });
 
+  it("takes an M that the world does not divide for AG+GEMM and the collectives (uneven shards)", () => {
+    const p = resolveProblem("ag-gemm", { m: 100, n: 32, k: 32, world: 3 });
+    expect([p.M, p.world]).toEqual([100, 3]);
+    expect(resolveProblem("all-gather", { m: 10, n: 8, k: 8, world: 4 }).M).toBe(10);
+  });
+
   it("reads meshes and refuses impossible ones with what to type", () => {
     expect(parseMesh({ mesh: "2x4" })).toEqual([2, 4]);
     expect(parseMesh({ world: 4 })).toEqual([4]);
@@ -51,7 +57,8 @@ describe("resolveProblem", () => {
     expect(() => resolveProblem("all-gather", { template: "hierarchical", world: 8 })).toThrow(/--mesh 2x4/);
     expect(() => resolveProblem("gemm-rs", { template: "swizzle" })).toThrow(/unknown template 'swizzle'; use one of: direct, ring/);
     expect(() => resolveProblem("ag-gemm", { m: 8, n: 8 })).toThrow(/all of --m, --n and --k/);
-    expect(() => resolveProblem("ag-gemm", { m: 6, n: 8, k: 8, world: 4 })).toThrow(/multiple of 4/);
+    expect(() => resolveProblem("gemm-rs", { m: 6, n: 8, k: 8, world: 4 })).toThrow(/multiple of 4/);
+    expect(() => resolveProblem("gemm-ar", { m: 6, n: 8, k: 8, world: 4 })).toThrow(/multiple of 4/);
     expect(() => resolveProblem("ag-gemm", { tile: "100x256x64" })).toThrow(/--tile 128x256x64/);
   });
 });

@@ -209,10 +209,12 @@ export function resolveProblem(operator: Operator, flags: ProblemFlags): Problem
       "bad-shape",
       `M=${rows} rows cannot be sharded over ${world} ranks: use --world ${Math.max(2, rows)} or less, or a larger --m`,
     );
-  if ((GEMM_OPERATORS as readonly string[]).includes(operator) && rows % world !== 0) {
+  // AG+GEMM gathers uneven shards (the first M mod world ranks one row more); GEMM+RS and
+  // GEMM+AR reduce into slabs of whole m-blocks, so their M divides over the ranks.
+  if ((operator === "gemm-rs" || operator === "gemm-ar") && rows % world !== 0) {
     throw new UsageError(
       "bad-shape",
-      `M=${rows} does not divide over ${world} ranks; the fused kernels need equal shards: use an --m that is a multiple of ${world}`,
+      `M=${rows} does not divide over ${world} ranks; ${operator} reduces into equal slabs of rows: use an --m that is a multiple of ${world} (ag-gemm takes uneven shards)`,
     );
   }
   return {

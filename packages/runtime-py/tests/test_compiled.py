@@ -2,7 +2,7 @@
 run in both CPU engines: the interpreter executes the emitted source itself (the built-in
 TMA body and a user's tutorial-style matmul), the numpy engine models the GEMM under the
 manifest's tile program. Shapes include chunks that do not fall on tile boundaries, worlds 3
-and 6, M not divisible by the tile, and bf16 / fp16 / fp32."""
+and 6, M not divisible by the tile nor by the world (uneven shards), and bf16 / fp16 / fp32."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from ovl_runtime import emulate, load_manifest
 from ovl_runtime.emulate import choose_engine
 from ovl_runtime.interpret import interpret_unavailable
+from ovl_runtime.shards import rank_rows, row_counts
 
 EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"
 
@@ -55,6 +56,10 @@ CASES = [
     # 6 ranks of 16 rows: M = 96 is 3 whole 32-row tiles, each spanning two ranks' shards.
     ("tutorial_w6", "ag-gemm", "tutorial", 6, 96, 32, 32, 1, (32, 32, 32), "bf16", False),
     ("producer_w2", "gemm-rs", "gemm_producer", 2, 128, 64, 64, 2, (32, 32, 32), "bf16", False),
+    # M not a multiple of the world: uneven shards (34, 33, 33 rows; 17 x4 and 16 x2 by a ring),
+    # stated as the reference's rowCounts.
+    ("tma_w3_uneven", "ag-gemm", "gemm_tma_persistent", 3, 100, 32, 32, 2, (32, 32, 32), "fp32", False),
+    ("tutorial_w6_uneven_ring", "ag-gemm", "tutorial", 6, 100, 32, 32, 1, (32, 32, 32), "bf16", True),
 ]
 
 
@@ -91,6 +96,14 @@ def test_compiled_operators_are_correct_running_their_own_source(compiled, case)
     out = emulate(m, epochs=2, seed=5, engine="interpret")
     out.raise_for_failure()
     assert all(c.ok for c in out.checks)
+
+
+@pytest.mark.parametrize("case,counts", [("tma_w3_uneven", [34, 33, 33]), ("tutorial_w6_uneven_ring", [17, 17, 17, 17, 16, 16])])
+def test_uneven_shards_are_stated_rank_by_rank(compiled, case, counts):
+    m = load_manifest(compiled / case / "manifest.json")
+    assert m.reference.rows_per_rank is None
+    assert row_counts(m) == tuple(counts)
+    assert [rank_rows(m, r)[0] for r in range(m.world)] == [sum(counts[:r]) for r in range(m.world)]
 
 
 def test_a_wrong_tile_program_is_caught(compiled, tmp_path):

@@ -1,7 +1,9 @@
 """Torch references (through NCCL collectives) and the baselines timed beside an operator.
 
 Same conventions as ``reference.py``: GEMM operators read inputs ``A`` and ``B``,
-collectives their single input; row-sharded buffers hold the slab or the whole ``M`` rows;
+collectives their single input; row-sharded buffers hold the slab or the whole ``M`` rows,
+the shards equal or uneven (``shards``: NCCL's gather and scatter need equal shards, so
+uneven ones are gathered padded to the largest, and scattered by an all-reduce then a slice);
 ``ag-grouped-gemm`` reads B as [E, K, N] and the experts from ``reference.groupTable``.
 Baselines: torch GEMM alone, the NCCL collective alone, both in sequence (not overlapped),
 and PyTorch's async-TP fused ops where they exist.
@@ -20,6 +22,7 @@ from .errors import ManifestError
 from .manifest import Manifest
 from .outcome import Baseline
 from .reference import expert_blocks, expert_runs
+from .shards import rank_rows, row_counts
 
 
 def _matrix(t: torch.Tensor, rows: tuple[int, ...], cols: int, where: str) -> torch.Tensor:
@@ -29,8 +32,42 @@ def _matrix(t: torch.Tensor, rows: tuple[int, ...], cols: int, where: str) -> to
     raise ManifestError(where, f"buffer of {t.numel()} elements cannot be read as " + " or ".join(f"{r}x{cols}" for r in rows))
 
 
-def _slab(t: torch.Tensor, rank: int, rpr: int) -> torch.Tensor:
-    return t if t.shape[0] == rpr else t[rank * rpr : (rank + 1) * rpr]
+def _slab(t: torch.Tensor, first: int, rows: int) -> torch.Tensor:
+    return t if t.shape[0] == rows else t[first : first + rows]
+
+
+def _shard(m: Manifest, t: torch.Tensor, rank: int, cols: int, where: str) -> torch.Tensor:
+    """``rank``'s shard of a row-sharded buffer (its rows, or all M rows), as a matrix."""
+    first, rows = rank_rows(m, rank)
+    return _slab(_matrix(t, (m.reference.M, rows), cols, where), first, rows)
+
+
+def _gather_rows(m: Manifest, shard: torch.Tensor) -> torch.Tensor:
+    """Every rank's shard (float32) in rank order, all M rows, through NCCL."""
+    counts = row_counts(m)
+    big = max(counts)
+    if all(c == big for c in counts):
+        full = torch.empty(sum(counts), shard.shape[1], device=shard.device, dtype=torch.float32)
+        dist.all_gather_into_tensor(full, shard.float().contiguous())
+        return full
+    padded = torch.zeros(big, shard.shape[1], device=shard.device, dtype=torch.float32)
+    padded[: shard.shape[0]] = shard.float()
+    out = torch.empty(len(counts) * big, shard.shape[1], device=shard.device, dtype=torch.float32)
+    dist.all_gather_into_tensor(out, padded)
+    return torch.cat([out[r * big : r * big + c] for r, c in enumerate(counts)])
+
+
+def _scatter_rows(m: Manifest, part: torch.Tensor, rank: int) -> torch.Tensor:
+    """``rank``'s rows of the sum over ranks of ``part`` [M, cols] (float32), through NCCL."""
+    counts = row_counts(m)
+    if all(c == counts[0] for c in counts):
+        out = torch.empty(counts[rank], part.shape[1], device=part.device, dtype=torch.float32)
+        dist.reduce_scatter_tensor(out, part.float().contiguous())
+        return out
+    total = part.float().contiguous()
+    dist.all_reduce(total)
+    first, rows = rank_rows(m, rank)
+    return total[first : first + rows]
 
 
 def _grouped_matmul(m: Manifest, full: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -50,39 +87,28 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
     """This rank's expected output (float32), from every rank's inputs via NCCL."""
     ref = m.reference
     M, N, K = ref.M, ref.N, ref.K
-    rpr = ref.rows_per_rank or M
     if ref.operator == "ag-gemm":
-        shard = _slab(_matrix(inputs["A"], (M, rpr), K, "reference.inputs.A"), rank, rpr).float().contiguous()
-        full = torch.empty(M, K, device="cuda", dtype=torch.float32)
-        dist.all_gather_into_tensor(full, shard)
+        full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return full @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
     if ref.operator == "ag-grouped-gemm":
-        shard = _slab(_matrix(inputs["A"], (M, rpr), K, "reference.inputs.A"), rank, rpr).float().contiguous()
-        full = torch.empty(M, K, device="cuda", dtype=torch.float32)
-        dist.all_gather_into_tensor(full, shard)
+        full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return _grouped_matmul(m, full, inputs["B"])
     if ref.operator in ("gemm-rs", "gemm-ar"):
         part = _matrix(inputs["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
         if ref.operator == "gemm-ar":
             dist.all_reduce(part)
             return part
-        out = torch.empty(rpr, N, device="cuda", dtype=torch.float32)
-        dist.reduce_scatter_tensor(out, part.contiguous())
-        return out
+        return _scatter_rows(m, part, rank)
     (key,) = ref.inputs
     x = inputs[key].float()
     where = f"reference.inputs.{key}"
     if ref.operator == "all-gather":
-        full = torch.empty(M, N, device="cuda", dtype=torch.float32)
-        dist.all_gather_into_tensor(full, _slab(_matrix(x, (M, rpr), N, where), rank, rpr).contiguous())
-        return full
+        return _gather_rows(m, _shard(m, x, rank, N, where))
     x = _matrix(x, (M,), N, where).contiguous()
     if ref.operator == "all-reduce":
         dist.all_reduce(x)
         return x
-    out = torch.empty(rpr, N, device="cuda", dtype=torch.float32)
-    dist.reduce_scatter_tensor(out, x)
-    return out
+    return _scatter_rows(m, x, rank)
 
 
 def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list[torch.Tensor]:
@@ -90,7 +116,6 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
     device (the one-GPU mode: no process group). Same conventions as ``torch_reference``."""
     ref = m.reference
     M, N, K = ref.M, ref.N, ref.K
-    rpr = ref.rows_per_rank or M
     world = len(inputs)
 
     def total(f: Callable[[int], torch.Tensor]) -> torch.Tensor:
@@ -100,7 +125,7 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
         return acc
 
     def slabs(key: str, cols: int) -> torch.Tensor:
-        return torch.cat([_slab(_matrix(x[key], (M, rpr), cols, f"reference.inputs.{key}"), r, rpr).float() for r, x in enumerate(inputs)])
+        return torch.cat([_shard(m, x[key], r, cols, f"reference.inputs.{key}").float() for r, x in enumerate(inputs)])
 
     if ref.operator == "ag-gemm":
         full = slabs("A", K)
@@ -115,20 +140,19 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
                 @ _matrix(inputs[q]["B"], (K,), N, "reference.inputs.B").float()
             )
         )
-        return [part if ref.operator == "gemm-ar" else part[r * rpr : (r + 1) * rpr] for r in range(world)]
+        return [part if ref.operator == "gemm-ar" else _slab(part, *rank_rows(m, r)) for r in range(world)]
     (key,) = ref.inputs
     if ref.operator == "all-gather":
         full = slabs(key, N)
         return [full for _ in range(world)]
     summed = total(lambda q: _matrix(inputs[q][key], (M,), N, f"reference.inputs.{key}").float())
-    return [summed if ref.operator == "all-reduce" else summed[r * rpr : (r + 1) * rpr] for r in range(world)]
+    return [summed if ref.operator == "all-reduce" else _slab(summed, *rank_rows(m, r)) for r in range(world)]
 
 
 def output_view(m: Manifest, out: torch.Tensor, rank: int) -> torch.Tensor:
     ref = m.reference
-    rpr = ref.rows_per_rank or ref.M
     if ref.operator in ("gemm-rs", "reduce-scatter"):
-        return _slab(_matrix(out, (rpr, ref.M), ref.N, "reference.output"), rank, rpr)
+        return _shard(m, out, rank, ref.N, "reference.output")
     return _matrix(out, (ref.M,), ref.N, "reference.output")
 
 
@@ -170,24 +194,33 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
     """Time the operator's non-overlapped parts and PyTorch async-TP (median, max over ranks)."""
     ref = m.reference
     M, N, K = ref.M, ref.N, ref.K
-    rpr = ref.rows_per_rank or M
+    counts = row_counts(m)
+    # NCCL's gather and scatter move equal shards: uneven ones are timed at the largest
+    # (M rounded up to a multiple of the world), and PyTorch's async-TP ops, which need equal
+    # shards, are left out.
+    rpr = max(counts)
+    even = all(c == rpr for c in counts)
+    padded_m = rpr * m.world if ref.operator in ("ag-gemm", "ag-grouped-gemm", "gemm-rs", "all-gather", "reduce-scatter") else M
     group_name = dist.group.WORLD.group_name
     cases: list[tuple[str, Callable[[], object]]] = []
     dev = "cuda"
     if ref.operator == "ag-gemm":
         shard = torch.randn(rpr, K, device=dev, dtype=dtype)
-        full = torch.empty(M, K, device=dev, dtype=dtype)
+        gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
+        full = gathered[:M]
         b = torch.randn(K, N, device=dev, dtype=dtype)
         c = torch.empty(M, N, device=dev, dtype=dtype)
         cases = [
             ("torch-gemm", lambda: torch.matmul(full, b, out=c)),
-            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(full, shard)),
-            ("all-gather-then-gemm", lambda: (dist.all_gather_into_tensor(full, shard), torch.matmul(full, b, out=c))),
-            ("torch-async-tp", lambda: torch.ops.symm_mem.fused_all_gather_matmul(shard, [b], 0, group_name)),
+            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, shard)),
+            ("all-gather-then-gemm", lambda: (dist.all_gather_into_tensor(gathered, shard), torch.matmul(full, b, out=c))),
         ]
+        if even:
+            cases.append(("torch-async-tp", lambda: torch.ops.symm_mem.fused_all_gather_matmul(shard, [b], 0, group_name)))
     elif ref.operator == "ag-grouped-gemm":
         shard = torch.randn(rpr, K, device=dev, dtype=dtype)
-        full = torch.empty(M, K, device=dev, dtype=dtype)
+        gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
+        full = gathered[:M]
         b3 = torch.randn(m.buffer(ref.inputs["B"]).numel // (K * N), K, N, device=dev, dtype=dtype)
         c = torch.empty(M, N, device=dev, dtype=dtype)
         bm, experts = expert_blocks(m)
@@ -199,21 +232,23 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
 
         cases = [
             ("torch-grouped-gemm", grouped),
-            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(full, shard)),
-            ("all-gather-then-grouped-gemm", lambda: (dist.all_gather_into_tensor(full, shard), grouped())),
+            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, shard)),
+            ("all-gather-then-grouped-gemm", lambda: (dist.all_gather_into_tensor(gathered, shard), grouped())),
         ]
     elif ref.operator in ("gemm-rs", "gemm-ar"):
         a = torch.randn(M, K, device=dev, dtype=dtype)
         b = torch.randn(K, N, device=dev, dtype=dtype)
-        c = torch.empty(M, N, device=dev, dtype=dtype)
+        partial = torch.zeros(padded_m, N, device=dev, dtype=dtype)
+        c = partial[:M]
         if ref.operator == "gemm-rs":
             out = torch.empty(rpr, N, device=dev, dtype=dtype)
             cases = [
                 ("torch-gemm", lambda: torch.matmul(a, b, out=c)),
-                ("nccl-reduce-scatter", lambda: dist.reduce_scatter_tensor(out, c)),
-                ("gemm-then-reduce-scatter", lambda: (torch.matmul(a, b, out=c), dist.reduce_scatter_tensor(out, c))),
-                ("torch-async-tp", lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, group_name)),
+                ("nccl-reduce-scatter", lambda: dist.reduce_scatter_tensor(out, partial)),
+                ("gemm-then-reduce-scatter", lambda: (torch.matmul(a, b, out=c), dist.reduce_scatter_tensor(out, partial))),
             ]
+            if even:
+                cases.append(("torch-async-tp", lambda: torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", 0, group_name)))
         else:
             cases = [
                 ("torch-gemm", lambda: torch.matmul(a, b, out=c)),
@@ -221,7 +256,7 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
                 ("gemm-then-all-reduce", lambda: (torch.matmul(a, b, out=c), dist.all_reduce(c))),
             ]
     else:
-        x_full = torch.randn(M, N, device=dev, dtype=dtype)
+        x_full = torch.randn(padded_m, N, device=dev, dtype=dtype)
         x_slab = torch.randn(rpr, N, device=dev, dtype=dtype)
         if ref.operator == "all-gather":
             cases = [("nccl-all-gather", lambda: dist.all_gather_into_tensor(x_full, x_slab))]

@@ -2,13 +2,15 @@
 
 Every name resolves (buffers, tables, the signal buffer), segments stay inside their
 buffers, peers are addressed only through symmetric buffers, slots are in range, tables
-have one row per rank, and the reference has the inputs its operator needs.
+have one row per rank, and the reference has the inputs its operator needs and states
+its row shards once (``shards``).
 """
 
 from __future__ import annotations
 
 from .errors import ManifestError
 from .manifest_types import BufferSpec, HostOp, Manifest, WaitOp
+from .shards import check_row_shards
 
 
 def _unique(names: list[str], path: str) -> None:
@@ -72,9 +74,7 @@ def check_references(m: Manifest) -> None:
                 raise ManifestError(f"reference.inputs.{key}", f"{ref.operator} needs inputs A and B")
     elif len(ref.inputs) != 1:
         raise ManifestError("reference.inputs", f"{ref.operator} takes exactly one input (conventionally X)")
-    if ref.operator in ("ag-gemm", "gemm-rs", "all-gather", "reduce-scatter", "ag-grouped-gemm"):
-        if ref.rows_per_rank is None or ref.rows_per_rank * m.world != ref.M:
-            raise ManifestError("reference.rowsPerRank", f"{ref.operator} needs rowsPerRank with rowsPerRank x world = M ({ref.M})")
+    check_row_shards(m)
     if ref.operator == "ag-grouped-gemm":
         _check_groups(m, bufs)
     elif ref.group_table is not None:

@@ -5,8 +5,8 @@ read their single input (conventionally ``X``). ``ag-grouped-gemm`` (the MoE exp
 reads ``A`` [M, K] and ``B`` [E, K, N], and finds the expert of each global m-block in the
 manifest table ``reference.groupTable`` (a table, not a buffer: the same row on every rank,
 of L entries, an m-block being M / L rows). A row-sharded input or output buffer may
-hold either just its rank's ``rowsPerRank`` rows or the whole ``M`` rows, of which the
-rank's slab (rows ``rank × rowsPerRank`` onward) is meant.
+hold either just its rank's rows or the whole ``M`` rows, of which the rank's slab is meant;
+the shards are equal (``rowsPerRank``) or uneven (``rowCounts``: see ``shards``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 
 from .errors import ManifestError
 from .manifest import Manifest
+from .shards import rank_rows
 
 
 def as_matrix(arr: np.ndarray, rows: Sequence[int], cols: int, where: str) -> np.ndarray:
@@ -29,11 +30,18 @@ def as_matrix(arr: np.ndarray, rows: Sequence[int], cols: int, where: str) -> np
     raise ManifestError(where, f"buffer of {arr.size} elements cannot be read as {shapes}")
 
 
-def slab(mat: np.ndarray, rank: int, rows_per_rank: int) -> np.ndarray:
-    """This rank's rows of a row-sharded matrix given either whole or as the slab itself."""
-    if mat.shape[0] == rows_per_rank:
+def slab(mat: np.ndarray, first: int, rows: int) -> np.ndarray:
+    """A rank's rows (``first`` onward, ``rows`` of them) of a row-sharded matrix given
+    either whole or as the slab itself."""
+    if mat.shape[0] == rows:
         return mat
-    return mat[rank * rows_per_rank : (rank + 1) * rows_per_rank]
+    return mat[first : first + rows]
+
+
+def shard(m: Manifest, arr: np.ndarray, rank: int, cols: int, where: str) -> np.ndarray:
+    """``rank``'s shard of a row-sharded buffer (its rows, or all M rows), as a matrix."""
+    first, rows = rank_rows(m, rank)
+    return slab(as_matrix(arr, (m.reference.M, rows), cols, where), first, rows)
 
 
 def expert_blocks(m: Manifest) -> tuple[int, list[int]]:
@@ -70,15 +78,12 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
     """
     ref = m.reference
     world, M, N, K = m.world, ref.M, ref.N, ref.K
-    rpr = ref.rows_per_rank or M
     f64 = [{k: v.astype(np.float64) for k, v in d.items()} for d in inputs]
     if ref.operator == "ag-gemm":
-        shards = [slab(as_matrix(f64[r]["A"], (M, rpr), K, "reference.inputs.A"), r, rpr) for r in range(world)]
-        full = np.concatenate(shards, axis=0)
+        full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
         return [full @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world)]
     if ref.operator == "ag-grouped-gemm":
-        shards = [slab(as_matrix(f64[r]["A"], (M, rpr), K, "reference.inputs.A"), r, rpr) for r in range(world)]
-        full = np.concatenate(shards, axis=0)
+        full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
         bm, experts = expert_blocks(m)
         outs = []
         for r in range(world):
@@ -95,25 +100,24 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
         assert isinstance(total, np.ndarray)
         if ref.operator == "gemm-ar":
             return [total for _ in range(world)]
-        return [total[r * rpr : (r + 1) * rpr] for r in range(world)]
+        return [slab(total, *rank_rows(m, r)) for r in range(world)]
     (key,) = ref.inputs.keys()
     where = f"reference.inputs.{key}"
     if ref.operator == "all-gather":
-        full = np.concatenate([slab(as_matrix(f64[r][key], (M, rpr), N, where), r, rpr) for r in range(world)], axis=0)
+        full = np.concatenate([shard(m, f64[r][key], r, N, where) for r in range(world)], axis=0)
         return [full for _ in range(world)]
     total = sum(as_matrix(f64[r][key], (M,), N, where) for r in range(world))
     assert isinstance(total, np.ndarray)
     if ref.operator == "all-reduce":
         return [total for _ in range(world)]
-    return [total[r * rpr : (r + 1) * rpr] for r in range(world)]
+    return [slab(total, *rank_rows(m, r)) for r in range(world)]
 
 
 def output_view(m: Manifest, out: np.ndarray, rank: int) -> np.ndarray:
     """The part of a rank's output buffer the reference describes."""
     ref = m.reference
-    rpr = ref.rows_per_rank or ref.M
     if ref.operator in ("gemm-rs", "reduce-scatter"):
-        return slab(as_matrix(out, (rpr, ref.M), ref.N, "reference.output"), rank, rpr)
+        return shard(m, out, rank, ref.N, "reference.output")
     return as_matrix(out, (ref.M,), ref.N, "reference.output")
 
 

@@ -3,6 +3,7 @@
 // routing as a table of the expert of every global m-block, which the body reads.
 import type { TileSchedule } from "@ovl/chunk-plan";
 import type { EmitResult } from "../emit/ag-gemm.js";
+import { rowShards } from "../emit/common.js";
 import { resolveOptions } from "../emit/options.js";
 import { EmitError } from "../writer/index.js";
 import { compileConsumer } from "./consumer.js";
@@ -92,7 +93,7 @@ export async function compileAgGroupedGemm(op: Operator, schedule?: TileSchedule
         inputs: { A: a, B: MOE_B },
         groupTable: GROUP_TABLE,
         output: MOE_C,
-        ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
+        ...rowShards(M, world),
         tolerance,
       }),
     },

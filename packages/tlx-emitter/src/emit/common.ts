@@ -1,6 +1,6 @@
 // What both emitters share: the result type, the checks that a plan and its schedule
 // belong together, the signal buffer and kernel entries of a manifest.
-import { type ChunkPlan, planSignals, type TensorDecl, type TileSchedule } from "@ovl/chunk-plan";
+import { type ChunkPlan, partition, planSignals, type TensorDecl, type TileSchedule } from "@ovl/chunk-plan";
 import type { Buffer, Kernel, KernelArg, Reference } from "../manifest/schema.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { checkIdentifier, EmitError } from "../writer/index.js";
@@ -113,8 +113,20 @@ export function kernelEntry(
 }
 
 /**
+ * How a reference states the row shards of M global rows over `world` ranks, cut as the
+ * templates cut them (the balanced partition: the first `M mod world` ranks one row more):
+ * `rowsPerRank` when the shards are equal, else `rowCounts`, rank by rank. Nothing when
+ * M < world (no shard for some rank).
+ */
+export function rowShards(M: number, world: number): Pick<Reference, "rowsPerRank" | "rowCounts"> {
+  if (M < world) return {};
+  if (M % world === 0) return { rowsPerRank: M / world };
+  return { rowCounts: partition(M, world).map((span) => span.size) };
+}
+
+/**
  * The reference of an AllGather+GEMM manifest: gathered `a` (the plan tensor) times the
- * buffer `gemm_b` into `gemm_c`, row-sharded when M divides by the world.
+ * buffer `gemm_b` into `gemm_c`, row-sharded as {@link rowShards} states.
  */
 export function agGemmReference(a: string, problem: { M: number; N: number; K: number }, world: number, tolerance: number): Reference {
   const { M, N, K } = problem;
@@ -125,7 +137,7 @@ export function agGemmReference(a: string, problem: { M: number; N: number; K: n
     K,
     inputs: { A: a, B: "gemm_b" },
     output: "gemm_c",
-    ...(M % world === 0 ? { rowsPerRank: M / world } : {}),
+    ...rowShards(M, world),
     tolerance,
   };
 }

@@ -217,8 +217,18 @@ export const Reference = z.object({
   K: Positive,
   inputs: z.record(Identifier, Identifier),
   output: Identifier,
-  /** For row-sharded inputs/outputs: the first row each rank holds of the global tensor. */
+  /**
+   * For row-sharded inputs/outputs with equal shards: the rows each rank holds (rank r holds
+   * global rows `r × rowsPerRank` onward). With `rowCounts` instead when M is not a multiple
+   * of the world; a reference gives at most one of the two.
+   */
   rowsPerRank: Positive.optional(),
+  /**
+   * For row-sharded inputs/outputs with uneven shards (the balanced partition: the first
+   * `M mod world` ranks one row more): the rows of each rank, in rank order, `world` entries
+   * summing to M. Rank r holds global rows from `rowCounts[0] + … + rowCounts[r − 1]` onward.
+   */
+  rowCounts: z.array(Positive).optional(),
   /** ag-grouped-gemm: the table (in `tables`) of the expert of every global m-block. */
   groupTable: Identifier.optional(),
   tolerance: z.number().positive(),
