@@ -2,7 +2,8 @@
 // first gather their node's shards over the fast intra-node links, then pull whole node
 // blocks from the same-GPU rank of every other node, so op count stays ~ (gpus + nodes) x split.
 import type { ChunkPlan, Dependency, Op, Region } from "../model/schema.js";
-import { opRef, pull } from "../plan/builder.js";
+import { opRef } from "../plan/builder.js";
+import { cloneDependencies, cloneRegion } from "../plan/clone.js";
 import { PlanError } from "../plan/errors.js";
 import { shardSpanRegion, splitChunks } from "../plan/shard.js";
 import { assemble, templateContext, type TemplateOptions } from "./common.js";
@@ -55,10 +56,10 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
 
   // The stage-1 op on rank p that completes the data of p's node-block chunk j: the latest,
   // in p's stream order, of the stage-1 chunks it overlaps. Cached per (p, j).
-  const cache = new Map<number, Dependency[]>();
+  const cache: (Dependency[] | undefined)[] = new Array(ctx.world * S);
   const stageOneDeps = (p: number, j: number): Dependency[] => {
     const key = p * S + j;
-    const hit = cache.get(key);
+    const hit = cache[key];
     if (hit !== undefined) return hit;
     const m = Math.floor(p / G);
     const g = p % G;
@@ -75,7 +76,7 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
       }
     }
     const deps = last < 0 ? [] : [opRef(p, 0, last)];
-    cache.set(key, deps);
+    cache[key] = deps;
     return deps;
   };
 
@@ -91,17 +92,15 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
     for (let j = 0; j < S; j++) {
       for (let i = 1; i < G; i++) {
         const q = n * G + ((g + i) % G);
-        const chunk = chunksOfShard[q]![j]!;
-        intra.push(pull(q, chunk, chunk, { label: intraLabels[j * G + i]! }));
+        intra.push(ownPull(q, chunksOfShard[q]![j]!, [], intraLabels[j * G + i]!));
       }
     }
     for (let j = 0; j < S; j++) {
       for (let t = 1; t < N; t++) {
         const m = (n + t) % N;
         const p = m * G + g;
-        const chunk = chunksOfBlock[m]![j]!;
-        // `pull` copies the list and the builder each dependency: the cached ones stay untouched.
-        inter.push(pull(p, chunk, chunk, { deps: stageOneDeps(p, j), label: interLabels[j * N + t]! }));
+        // The cached dependency lists are copied: each op owns its own.
+        inter.push(ownPull(p, chunksOfBlock[m]![j]!, cloneDependencies(stageOneDeps(p, j)), interLabels[j * N + t]!));
       }
     }
     return schedule === "staged" ? [[...intra, ...inter]] : [intra, inter];
@@ -115,6 +114,15 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
       claim: { collective: "all-gather", tensor: ctx.tensor.name, axis: ctx.axis, ranks: ctx.ranks },
       local: (r) => [ctx.shard(r)],
       streams,
+      owned: true,
     },
   );
+}
+
+/**
+ * A pull of `chunk` from `peer` into the same place, as `pull` makes it, holding its own
+ * copies of the chunk (so the plan can hold the op itself: `PlanParts.owned`).
+ */
+function ownPull(peer: number, chunk: Region, deps: Dependency[], label: string): Op {
+  return { kind: "p2p", side: "pull", peer, src: cloneRegion(chunk), dst: cloneRegion(chunk), deps, label };
 }

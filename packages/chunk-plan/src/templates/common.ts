@@ -3,10 +3,12 @@
 // structurally checked plan that is then cut into chunks by `split`.
 import type { ChunkPlan, Claim, DType, Mesh, Op, Reduction, Region, TensorDecl } from "../model/schema.js";
 import { PlanBuilder } from "../plan/builder.js";
+import { cloneRegion } from "../plan/clone.js";
 import { checkInteger, PlanError } from "../plan/errors.js";
 import { worldSize } from "../plan/mesh.js";
 import { fullRegion, shardRegion } from "../plan/shard.js";
 import { split as splitPlan } from "../plan/split.js";
+import { checkPlanStructure } from "../plan/structure.js";
 
 /** The tensor a template moves: every rank holds a buffer of this shape and dtype. */
 export interface TensorSpec {
@@ -113,10 +115,23 @@ export interface PlanParts {
   readonly claim: Claim;
   readonly local: (rank: number) => Region[];
   readonly streams: (rank: number) => Op[][];
+  /**
+   * True when every op `streams` returns is fresh and owns its regions, number lists and
+   * dependency list (nothing shared with another op or kept by the template): the ops then
+   * go into the plan as they are instead of being copied, so a plan of 10^5–10^6 ops is
+   * allocated once.
+   */
+  readonly owned?: boolean;
 }
 
-/** Builds the plan (structure checked by the builder), then cuts it into `ctx.split` chunks. */
+/** Builds the plan (structure checked as the builder checks it), then cuts it into `ctx.split` chunks. */
 export function assemble(ctx: TemplateContext, parts: PlanParts): ChunkPlan {
+  const plan = parts.owned === true ? ownedPlan(ctx, parts) : builtPlan(ctx, parts);
+  return ctx.split === 1 ? plan : splitPlan(plan, ctx.split, ctx.splitAxis);
+}
+
+/** The plan through {@link PlanBuilder}, which copies every op. */
+function builtPlan(ctx: TemplateContext, parts: PlanParts): ChunkPlan {
   const b = new PlanBuilder({ name: parts.name, mesh: ctx.mesh });
   parts.tensors.forEach((t) => b.tensor(t));
   b.claim(parts.claim);
@@ -124,8 +139,27 @@ export function assemble(ctx: TemplateContext, parts: PlanParts): ChunkPlan {
     parts.local(r).forEach((region) => b.local(r, region));
     parts.streams(r).forEach((ops, s) => ops.forEach((op) => b.add(r, s, op)));
   }
-  const plan = b.build();
-  return ctx.split === 1 ? plan : splitPlan(plan, ctx.split, ctx.splitAxis);
+  return b.build();
+}
+
+/**
+ * The plan {@link builtPlan} makes, holding the ops of `parts.streams` themselves (see
+ * {@link PlanParts.owned}): the header through the builder, then the rank plans, checked
+ * as `build` checks them.
+ */
+function ownedPlan(ctx: TemplateContext, parts: PlanParts): ChunkPlan {
+  const b = new PlanBuilder({ name: parts.name, mesh: ctx.mesh });
+  for (const t of parts.tensors) b.tensor(t);
+  b.claim(parts.claim);
+  const plan: ChunkPlan = { ...b.build(), ranks: [] };
+  for (const r of ctx.ranks) {
+    // As the builder makes them: streams up to the last one that holds an op.
+    const streams = parts.streams(r);
+    while (streams.length > 0 && streams[streams.length - 1]!.length === 0) streams.pop();
+    plan.ranks.push({ rank: r, local: parts.local(r).map(cloneRegion), streams });
+  }
+  checkPlanStructure(plan);
+  return plan;
 }
 
 /** The whole-tensor region of `tensor` as rank-local valid data. */

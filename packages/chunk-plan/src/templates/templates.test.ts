@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ChunkPlan } from "../model/schema.js";
 import { opAccesses } from "../plan/access.js";
+import { PlanBuilder } from "../plan/builder.js";
 import { PlanError } from "../plan/errors.js";
 import { partition, regionsOverlap } from "../plan/shard.js";
 import { validatePlan } from "../validate/index.js";
@@ -156,6 +157,47 @@ describe("AllGather templates", () => {
           expect(opsPerRank(plan)).toEqual(plan.ranks.map(() => (g - 1 + n - 1) * c.split));
           if (schedule === "pipelined" && n > 1) expect(plan.ranks[0]!.streams[1]).toHaveLength((n - 1) * c.split);
           expectAllGather(plan, c);
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it("hierarchical plans hold their ops themselves: the plan the builder makes of them, sharing no object (property)", () => {
+    const meshArb = fc.tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 3 }));
+    fc.assert(
+      fc.property(
+        meshArb.chain(([n, g]) => caseOf(fc.constant(n * g)).map((c) => ({ c, n, g }))),
+        fc.constantFrom("staged", "pipelined") as fc.Arbitrary<"staged" | "pipelined">,
+        ({ c, n, g }, schedule) => {
+          const plan = allGatherHierarchical({
+            tensor: tensorOf(c),
+            axis: c.axis,
+            mesh: [n, g],
+            split: c.split,
+            splitAxis: c.splitAxis,
+            schedule,
+          });
+          const b = new PlanBuilder({ name: plan.name, mesh: plan.mesh });
+          plan.tensors.forEach((t) => b.tensor(t));
+          if (plan.claim !== undefined) b.claim(plan.claim);
+          for (const rp of plan.ranks) {
+            rp.local.forEach((region) => b.local(rp.rank, region));
+            rp.streams.forEach((ops, s) => ops.forEach((op) => b.add(rp.rank, s, op)));
+          }
+          // Same JSON, key order included, as the builder's copy.
+          expect(JSON.stringify(plan)).toBe(JSON.stringify(b.build()));
+          const seen = new Set<object>();
+          for (const rp of plan.ranks) {
+            for (const ops of rp.streams) {
+              for (const op of ops) {
+                for (const o of [op, op.src, op.dst, op.src.offsets, op.src.sizes, op.dst.offsets, op.dst.sizes, op.deps, ...op.deps]) {
+                  expect(seen.has(o)).toBe(false);
+                  seen.add(o);
+                }
+              }
+            }
+          }
         },
       ),
       RUNS,

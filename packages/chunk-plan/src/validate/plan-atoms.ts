@@ -215,6 +215,13 @@ function cutIndexTable(cuts: readonly number[], extent: number): Int32Array | un
   return at;
 }
 
+/** True when `a` and `b` are the same box of the same tensor. */
+function sameBox(a: Region, b: Region): boolean {
+  if (a.tensor !== b.tensor || a.offsets.length !== b.offsets.length || a.sizes.length !== b.sizes.length) return false;
+  for (let d = 0; d < a.offsets.length; d++) if (a.offsets[d] !== b.offsets[d] || a.sizes[d] !== b.sizes[d]) return false;
+  return true;
+}
+
 /** Rounds of cut propagation before a still-growing axis is cut at every element. */
 const MAX_CUT_ROUNDS = 16;
 
@@ -326,7 +333,9 @@ export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDec
   for (let o = 0; o < nOps; o++) {
     const op = index.ops[o]!;
     record(op.src, 2 * o);
-    record(op.dst, 2 * o + 1);
+    // A copy into the same box of the same tensor (a pull or push to the same place) has one box.
+    if (sameBox(op.src, op.dst)) boxes.side[2 * o + 1] = boxes.side[2 * o]!;
+    else record(op.dst, 2 * o + 1);
     let shifted = false;
     for (let d = 0; d < op.dst.offsets.length; d++) if (op.dst.offsets[d] !== op.src.offsets[d]) shifted = true;
     moved[o] = shifted ? 1 : 0;
