@@ -4,6 +4,7 @@
 import type { ChunkPlan, Dependency, Op, Region, TensorDecl } from "../model/schema.js";
 import { PlanError } from "./errors.js";
 import { worldSize } from "./mesh.js";
+import { OpTable } from "./op-table.js";
 import { formatRegionShort } from "./shard.js";
 
 function checkRegion(region: Region, tensors: ReadonlyMap<string, TensorDecl>, where: string): void {
@@ -62,6 +63,7 @@ export function checkPlanStructure(plan: ChunkPlan): void {
   }
   // Plain loops, and an op's address is only spelled out when something is wrong with it:
   // this runs on every plan a template or rewrite builds (10^5 to 10^6 ops).
+  const table = new OpTable(plan.ranks);
   plan.ranks.forEach((rp, r) => {
     if (rp.rank !== r) {
       throw new PlanError("invalid-rank", `plan.ranks[${r}] is for rank ${rp.rank}; list rank plans in rank order`);
@@ -71,14 +73,14 @@ export function checkPlanStructure(plan: ChunkPlan): void {
       const ops = rp.streams[s]!;
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i]!;
-        if (!opLooksSound(plan, op, tensors, world)) checkOp(plan, op, tensors, world, `op r${r}.s${s}#${i}`);
+        if (!opLooksSound(table, op, tensors, world)) checkOp(plan, op, tensors, world, `op r${r}.s${s}#${i}`);
       }
     }
   });
 }
 
 /** The checks of {@link checkOp}, throwing nothing: true when the op passes them all. */
-function opLooksSound(plan: ChunkPlan, op: Op, tensors: ReadonlyMap<string, TensorDecl>, world: number): boolean {
+function opLooksSound(table: OpTable, op: Op, tensors: ReadonlyMap<string, TensorDecl>, world: number): boolean {
   if (!regionFits(op.src, tensors) || !regionFits(op.dst, tensors)) return false;
   if (op.kind === "p2p" && !rankInMesh(op.peer, world)) return false;
   if (op.kind === "collective") for (const q of op.ranks) if (!rankInMesh(q, world)) return false;
@@ -86,7 +88,7 @@ function opLooksSound(plan: ChunkPlan, op: Op, tensors: ReadonlyMap<string, Tens
     if (!rankInMesh(dep.rank, world)) return false;
     if (dep.kind === "compute") {
       if (!regionFits(dep.region, tensors)) return false;
-    } else if (plan.ranks[dep.rank]?.streams[dep.stream]?.[dep.index] === undefined) return false;
+    } else if (!table.has(dep.rank, dep.stream, dep.index)) return false;
   }
   return true;
 }

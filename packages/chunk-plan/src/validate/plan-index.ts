@@ -22,8 +22,6 @@ export interface PlanIndex {
   /** Per chain: its rank and its stream index on that rank. */
   readonly chainRank: Int32Array;
   readonly chainStream: Int32Array;
-  /** `streamBase[rank][stream]` = global id of that stream's op 0. */
-  readonly streamBase: number[][];
   /** Graph node per op: itself, or for a collective the first participant of its instance. */
   readonly nodeOf: Int32Array;
   /** Per collective instance (keyed by its node): participant op ids, by position in `ranks`. */
@@ -75,24 +73,30 @@ export interface UnmatchedCollective {
  */
 export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: UnmatchedCollective[] } {
   const world = plan.mesh.shape.reduce((a, b) => a * b, 1);
-  // Global id of each stream's op 0, from the stream lengths alone.
-  const streamBase: number[][] = [];
-  let total = 0;
+  // Per chain, not per op: an op's rank, stream and index follow from its chain and id. The
+  // chains and the global id of each one's op 0 come from the stream lengths alone.
+  const rankChain = new Int32Array(plan.ranks.length + 1);
   let chains = 0;
-  for (const rp of plan.ranks) {
-    const bases: number[] = [];
-    for (const s of rp.streams) {
-      bases.push(total);
-      total += s.length;
-    }
-    streamBase.push(bases);
+  plan.ranks.forEach((rp, r) => {
+    rankChain[r] = chains;
     chains += rp.streams.length;
-  }
-  const ops: Op[] = new Array<Op>(total);
-  // Per chain, not per op: an op's rank, stream and index follow from its chain and id.
+  });
+  rankChain[plan.ranks.length] = chains;
   const chainStart = new Int32Array(chains + 1);
   const chainRank = new Int32Array(chains);
   const chainStream = new Int32Array(chains);
+  let total = 0;
+  plan.ranks.forEach((rp, r) => {
+    rp.streams.forEach((ops, s) => {
+      const c = rankChain[r]! + s;
+      chainStart[c] = total;
+      chainRank[c] = rp.rank;
+      chainStream[c] = s;
+      total += ops.length;
+    });
+  });
+  chainStart[chains] = total;
+  const ops: Op[] = new Array<Op>(total);
   const opChain = new Int32Array(total);
   const nodeOf = new Int32Array(total);
   const readRanks = new Int32Array(total);
@@ -109,9 +113,6 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
     const rank = rp.rank;
     for (let s = 0; s < rp.streams.length; s++) {
       const stream = rp.streams[s]!;
-      chainStart[chain] = id;
-      chainRank[chain] = rank;
-      chainStream[chain] = s;
       for (let i = 0; i < stream.length; i++) {
         const op = stream[i]!;
         ops[id] = op;
@@ -125,7 +126,7 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
         for (const dep of op.deps) {
           if (dep.kind !== "op") continue;
           if (deps === depOp.length) depOp = grow(depOp);
-          depOp[deps++] = (streamBase[dep.rank]?.[dep.stream] ?? 0) + dep.index;
+          depOp[deps++] = chainStart[rankChain[dep.rank]! + dep.stream]! + dep.index;
         }
         id++;
       }
@@ -133,7 +134,6 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
     }
   }
   depStart[total] = deps;
-  chainStart[chains] = total;
   const instances = new Map<number, number[]>();
   const unmatched: UnmatchedCollective[] = [];
   const open = new Map<string, number[][]>();
@@ -189,7 +189,6 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
       chainStart,
       chainRank,
       chainStream,
-      streamBase,
       nodeOf,
       instances,
       readRank: readRanks,

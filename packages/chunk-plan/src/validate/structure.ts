@@ -3,6 +3,7 @@
 // dtype; collectives, peers, ranks and dependencies stay inside the mesh.
 import type { ChunkPlan, CollectiveOp, Dependency, Op, Region, TensorDecl } from "../model/schema.js";
 import { formatRegion, inBounds } from "../region/box.js";
+import { OpTable } from "../plan/op-table.js";
 import { claimTargets } from "./claim.js";
 import { type Findings, PlanValidationError, type OpAddress } from "./errors.js";
 
@@ -188,7 +189,7 @@ function checkOp(op: Op, plan: ChunkPlan, decls: Map<string, TensorDecl>, world:
  * every op of plans of 10^5–10^6 ops; only an op that fails one is checked again, slowly).
  * Collectives always take the slow path.
  */
-function opIsSound(op: Op, rank: number, plan: ChunkPlan, decls: Map<string, TensorDecl>, world: number): boolean {
+function opIsSound(op: Op, rank: number, table: OpTable, decls: Map<string, TensorDecl>, world: number): boolean {
   if (op.kind === "collective") return false;
   for (const dep of op.deps) {
     if (dep.rank >= world) return false;
@@ -196,8 +197,7 @@ function opIsSound(op: Op, rank: number, plan: ChunkPlan, decls: Map<string, Ten
       const decl = decls.get(dep.region.tensor);
       if (decl === undefined || !fits(dep.region, decl)) return false;
     } else {
-      const len = plan.ranks[dep.rank]?.streams[dep.stream]?.length;
-      if (len === undefined || dep.index >= len) return false;
+      if (!table.has(dep.rank, dep.stream, dep.index)) return false;
     }
   }
   if (op.kind === "p2p" && (op.peer >= world || op.peer === rank)) return false;
@@ -243,6 +243,7 @@ export function checkStructure(plan: ChunkPlan, out: Findings): Map<string, Tens
     const targets = claimTargets(plan.claim, decls, world);
     if (typeof targets === "string") out.add(new PlanValidationError("bad-claim", targets));
   }
+  const table = new OpTable(plan.ranks);
   for (const rp of plan.ranks) {
     for (const region of rp.local) checkRegion(region, decls, { rank: rp.rank, what: "local region" }, out);
     const w: Where = { rank: rp.rank, stream: 0, index: 0, what: "" };
@@ -250,7 +251,7 @@ export function checkStructure(plan: ChunkPlan, out: Findings): Map<string, Tens
       w.stream = s;
       for (let i = 0; i < stream.length && !out.full; i++) {
         const op = stream[i] as Op;
-        if (opIsSound(op, rp.rank, plan, decls, world)) continue;
+        if (opIsSound(op, rp.rank, table, decls, world)) continue;
         w.index = i;
         checkOp(op, plan, decls, world, w, out);
       }
