@@ -37,7 +37,7 @@ from torch import nn
 
 from ovl_runtime import ops
 from ovl_runtime.groups import DistGroup, Group, OneGpuGroup
-from ovl_runtime.kernel_library import KernelKey, compile_key
+from ovl_runtime.kernel_library import KernelKey, ensure_compiled
 from ovl_runtime.nn import TensorParallelMLP
 
 
@@ -197,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         into = Path(args.prepare)
         for w in args.world:
             for key in c.keys(w):
-                done = into / key.dirname / "manifest.json"
-                print(done if done.is_file() else compile_key(key, into=into))
+                print(ensure_compiled(key, into))
         return 0
     if args.torchrun:
         import torch.distributed as dist

@@ -190,7 +190,7 @@ def test_a_wait_never_notified_times_out_naming_it_and_the_gpu_stays_usable(tmp_
     from ovl_runtime.manifest import load_manifest
 
     key = lib.KernelKey("ag-gemm", 2, 256, 256, 512)
-    src = lib.find(key) or lib.compile_key(key)
+    src = lib.ensure_compiled(key)
     broken = tmp_path / key.dirname
     shutil.copytree(src.parent, broken)
     doc = json.loads((broken / "manifest.json").read_text())
@@ -215,7 +215,6 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--prepare":
         into = Path(sys.argv[2])
         for key in all_keys():
-            done = into / key.dirname / "manifest.json"
-            print(done if done.is_file() else lib.compile_key(key, into=into))
+            print(lib.ensure_compiled(key, into))
     else:
         sys.exit("usage: python tests_gpu/test_torch_api_gpu.py --prepare DIR")

@@ -22,7 +22,7 @@ from typing import Any
 from .emulate import ENGINES
 from .env import set_safe_env
 from .errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
-from .kernel_library import LIBRARY_OPERATORS, KernelKey, compile_key, find
+from .kernel_library import LIBRARY_OPERATORS, KernelKey, ensure_compiled
 from .manifest import Manifest, load_manifest
 from .outcome import RunOutcome
 
@@ -314,9 +314,7 @@ def _kernels(args: argparse.Namespace) -> int:
     """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
     try:
         key = KernelKey(args.op, args.world, args.m, args.n, args.k)
-        into = Path(args.into) if args.into else None
-        existing = (into / key.dirname / "manifest.json") if into else find(key)
-        path = existing if existing is not None and existing.is_file() else compile_key(key, into)
+        path = ensure_compiled(key, Path(args.into) if args.into else None)
     except RunnerError as exc:
         return _usage(str(exc))
     print(path)

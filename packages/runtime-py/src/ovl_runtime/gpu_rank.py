@@ -190,10 +190,6 @@ class RankState:
         self.epoch += 1
         self.epoch_word.add_(1)
 
-    def host_epoch_args(self) -> list[str]:
-        """``kernel.arg`` of every argument whose value the host fixes per launch (not capturable)."""
-        return [f"{kd['spec'].name}.{name}" for kd in self.kernels for name, a in kd["spec"].args if a.kind in HOST_EPOCH_KINDS]
-
     def target(self, arrivals: int) -> int:
         """This epoch's wait target for ``arrivals`` (as the device compares it)."""
         value = epoch_target(self.epoch, arrivals, self.m.signals.bits)

@@ -178,9 +178,18 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
     return final / "manifest.json"
 
 
+def ensure_compiled(key: KernelKey, into: Path | None = None) -> Path:
+    """The manifest path of ``key``: already in ``into`` (default: anywhere on the search path),
+    else compiled there (default: the cache)."""
+    found = (into / key.dirname / "manifest.json") if into is not None else find(key)
+    if found is not None and found.is_file():
+        return found
+    return compile_key(key, into)
+
+
 def manifest_for(key: KernelKey) -> Manifest:
     """The loaded, checked manifest of ``key``: found on the search path or compiled into the cache."""
-    path = find(key) or compile_key(key)
+    path = ensure_compiled(key)
     m = load_manifest(path)
     check_manifest(m, key, path)
     return m
