@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parsePlanJson, serializePlan, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
 import { defaultPython } from "@ovl/runtime-py";
-import { Manifest } from "@ovl/tlx-emitter";
+import { computeConfigs, lookupComputeConfig, Manifest } from "@ovl/tlx-emitter";
 import { runCli } from "./cli.js";
 import { emulationUnavailable } from "./demo.js";
 import { ovl } from "./testing.js";
@@ -110,6 +110,23 @@ describe("ovl emit", () => {
     expect(manifest.world).toBe(2);
     expect(out.kernels.map((k) => k.template)).toEqual(manifest.kernels.map((k) => k.template.kind));
     expect(out.kernels.map((k) => k.template)).toContain("sm-push");
+  });
+
+  it("takes the tuned configuration of the shape unless --tile names one", async () => {
+    const table = computeConfigs("h100");
+    const found = table === null ? undefined : lookupComputeConfig(table, { op: "ag-gemm", M: 8192, N: 1376, K: 4096, dtype: "bf16" });
+    expect(found?.match).toBe("exact");
+    const e = found!.entry;
+    const tuned = await ovl(["emit", "ag-gemm", "--shape", "MLP-1", "--world", "8", "--out", temp(), "--json"]);
+    expect(tuned.status, tuned.stderr).toBe(0);
+    const t = JSON.parse(tuned.stdout) as { manifest: string; compute: Record<string, unknown> };
+    expect(t.compute).toEqual({ BM: e.BM, BN: e.BN, BK: e.BK, groupM: e.groupM, source: "table" });
+    const params = Manifest.parse(JSON.parse(readFileSync(t.manifest, "utf8"))).kernels[0]!.template.params;
+    expect([params.BLOCK_M, params.BLOCK_N, params.BLOCK_K]).toEqual([e.BM, e.BN, e.BK]);
+    const named = await ovl(["emit", "ag-gemm", "--shape", "MLP-1", "--world", "8", "--tile", "128x128x64", "--out", temp()]);
+    expect(named.status, named.stderr).toBe(0);
+    expect(named.stdout).toContain("compute: tile 128x128x64, group 8");
+    expect(named.stdout).toContain("(named by --tile)");
   });
 
   it("adds the TLX kernel and its manifest with --tlx", async () => {

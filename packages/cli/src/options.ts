@@ -35,8 +35,8 @@ export function problemOptions(cmd: Command, { gemm, knobs = true }: { gemm: boo
     .option("--backend <backend>", "transfer backend: copy-engine or sm (default copy-engine)");
   if (gemm) {
     cmd
-      .option("--tile <BMxBNxBK>", "GEMM tile (default 128x256x64)")
-      .option("--group-m <n>", "L2 grouping of the tile order (default 8)", positiveInt("--group-m"))
+      .option("--tile <BMxBNxBK>", "GEMM tile (emit: default the tuned configuration of the shape; plan, simulate: 128x256x64)")
+      .option("--group-m <n>", "L2 grouping of the tile order (default 8, or the tuned one for emit without --tile)", positiveInt("--group-m"))
       .option("--sms <n>", "programs of the persistent GEMM (default 132)", positiveInt("--sms"));
   }
   return cmd;

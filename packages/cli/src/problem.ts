@@ -56,9 +56,16 @@ export interface Problem {
   readonly side: "push" | "pull";
   readonly split: number;
   readonly backend: Backend;
+  /** The tile of the plan, the schedule and the simulator (`--tile`, else 128×256×64). */
   readonly tile: Tile;
   readonly groupSizeM: number;
   readonly numSms: number;
+  /**
+   * Which compute knobs the flags named. `ovl emit` hands an operator whose tile was not
+   * named to `compile()` without one, so the tuned configuration of its shape decides tile,
+   * L2 grouping, warps, stages and body variant (a named `--group-m` is kept).
+   */
+  readonly named: { readonly tile: boolean; readonly groupM: boolean };
 }
 
 /** Flags as commander hands them over (every one optional). */
@@ -229,6 +236,7 @@ export function resolveProblem(operator: Operator, flags: ProblemFlags): Problem
     tile: parseTile(flags.tile),
     groupSizeM: flags.groupM ?? 8,
     numSms: flags.sms ?? 132,
+    named: { tile: flags.tile !== undefined, groupM: flags.groupM !== undefined },
   };
 }
 

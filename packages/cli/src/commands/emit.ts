@@ -3,7 +3,18 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { lowerToTileSchedule, planSignals, serializePlan, type ChunkPlan, type TileSchedule } from "@ovl/chunk-plan";
-import { builtinBody, compile, emitManifestJson, emitTlxAgGemm, type EmitResult, type KernelBody, type Operator } from "@ovl/tlx-emitter";
+import {
+  builtinBody,
+  compile,
+  emitManifestJson,
+  emitTlxAgGemm,
+  resolveCompute,
+  type ComputeChoice,
+  type EmitResult,
+  type KernelBody,
+  type Operator,
+  type OperatorInput,
+} from "@ovl/tlx-emitter";
 import { buildPlan, gemmTiling } from "../build.js";
 import { readPlanFile } from "./validate.js";
 import { UsageError } from "../errors.js";
@@ -19,6 +30,10 @@ export interface EmittedOperator {
   readonly plan: ChunkPlan;
   readonly schedule: TileSchedule;
   readonly result: EmitResult;
+  /** The operator as compiled (its tile, L2 grouping, warps, stages and body decided). */
+  readonly operator: Operator;
+  /** How its compute configuration was decided: the flags, the tuned table or the default. */
+  readonly compute: ComputeChoice;
 }
 
 /** The manifest name of a problem, e.g. `ag_gemm_mlp1_w8_s2`. */
@@ -44,8 +59,12 @@ export interface EmitSources {
   readonly timing?: { warmup: number; reps: number; checkRuns: number };
 }
 
-/** The Operator of `p`: its plan (template or file), its body (built-in or file), its backend choices. */
-export function problemOperator(p: Problem, sources: EmitSources = {}): Operator {
+/**
+ * The Operator of `p`: its plan (template or file), its body (built-in or file), its backend
+ * choices. The tile is left out when the flags named none (the tuned table decides it in
+ * `compile()`), except for the tile-wise AllReduce, whose plan is cut on the tile.
+ */
+export function problemOperator(p: Problem, sources: EmitSources = {}): OperatorInput {
   const plan = sources.planFile === undefined ? buildPlan(p) : withSignals(readPlanFile(sources.planFile));
   const body =
     sources.kernelFile === undefined
@@ -57,8 +76,8 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
     plan,
     body,
     problem: { M: p.M, N: p.N, K: p.K },
-    tile: { ...p.tile },
-    groupM: p.groupSizeM,
+    ...(p.named.tile || tilewise(p) ? { tile: { ...p.tile } } : {}),
+    ...(p.named.tile || p.named.groupM ? { groupM: p.groupSizeM } : {}),
     // The tile-wise AllReduce moves strided tiles, which only SM pushes do.
     options: { backend: tilewise(p) ? "sm" : p.backend, ...(sources.timing ? { timing: sources.timing } : {}) },
   };
@@ -97,10 +116,10 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
   if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {
     throw new UsageError("unsupported", "the direct template is one NCCL collective, with nothing to fuse; use --template swizzle or ring");
   }
-  const op = problemOperator(p, sources);
+  const { op, choice } = resolveCompute(problemOperator(p, sources));
   const schedule = lowerToTileSchedule(
     op.plan,
-    { ...gemmTiling(p), tensor: scheduleTensor(p, op.plan) },
+    { ...gemmTiling({ ...p, tile: op.tile, groupSizeM: op.groupM ?? p.groupSizeM }), tensor: scheduleTensor(p, op.plan) },
     { role: p.operator === "ag-gemm" ? "consumer" : "producer" },
   );
   const result = await compile(op);
@@ -116,7 +135,7 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
   writeFileSync(join(dir, "plan.json"), serializePlan(op.plan));
   writeFileSync(join(dir, "schedule.json"), `${JSON.stringify(schedule)}\n`);
   files.push(manifestPath, join(dir, "plan.json"), join(dir, "schedule.json"));
-  return { name: op.name, dir, manifestPath, files, plan: op.plan, schedule, result };
+  return { name: op.name, dir, manifestPath, files, plan: op.plan, schedule, result, operator: op, compute: choice };
 }
 
 /** The tensor the schedule tiles: the template's, or the one a plan file moves / waits on. */
@@ -133,8 +152,9 @@ function scheduleTensor(p: Problem, plan: ChunkPlan): string {
  * Also emit the TLX warp-specialised AG+GEMM (copy-engine transport) into `<dir>/tlx`: its
  * manifest names a precompiled cubin, built ahead of time where the TLX compiler is installed.
  */
-export function emitTlx(e: EmittedOperator): string[] {
-  const tlx = emitTlxAgGemm(e.plan, e.schedule, { name: `${e.name}_tlx` });
+export function emitTlx(p: Problem, e: EmittedOperator): string[] {
+  // The warp-specialised GEMM has its own tile (the problem's), not the Triton body's tuned one.
+  const tlx = emitTlxAgGemm(e.plan, lowerToTileSchedule(e.plan, gemmTiling(p), { role: "consumer" }), { name: `${e.name}_tlx` });
   const dir = join(e.dir, "tlx");
   mkdirSync(dir, { recursive: true });
   const files = tlx.files.map((f) => {
@@ -152,15 +172,37 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
   if (tlx && sources.kernelFile !== undefined)
     throw new UsageError("unsupported", "--tlx assembles its own warp-specialised GEMM and cannot take --kernel");
   const e = await emitProblem(p, outDir, sources);
-  const tlxFiles = tlx ? emitTlx(e) : [];
+  const tlxFiles = tlx ? emitTlx(p, e) : [];
   const kernels = e.result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   return {
-    json: { name: e.name, dir: e.dir, manifest: e.manifestPath, files: [...e.files, ...tlxFiles], kernels, world: p.world },
+    json: {
+      name: e.name,
+      dir: e.dir,
+      manifest: e.manifestPath,
+      files: [...e.files, ...tlxFiles],
+      kernels,
+      world: p.world,
+      compute: { ...e.operator.tile, groupM: e.operator.groupM, source: e.compute.source },
+    },
     lines: [
       `${e.name}: ${describeProblem(p)}${sources.kernelFile === undefined ? "" : ` — body ${sources.kernelFile}`}${sources.planFile === undefined ? "" : ` — plan ${sources.planFile}`}`,
+      `  compute: ${describeCompute(e.operator, e.compute)}`,
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...[...e.files, ...tlxFiles].map((f) => `wrote ${f}`),
       `run it: ovl run ${e.manifestPath} --emulate    (or on GPUs: ovl run ${e.manifestPath} --gpus ${p.world})`,
     ],
   };
+}
+
+/** One line naming the compiled tile and where it came from, e.g. `tile 128x128x64, group 8 (tuned h100 table, exact shape)`. */
+export function describeCompute(op: Operator, choice: ComputeChoice): string {
+  const t = op.tile;
+  const knobs = `tile ${t.BM}x${t.BN}x${t.BK}, group ${op.groupM ?? 8}${op.options?.numWarps === undefined ? "" : `, ${op.options.numWarps} warps`}${op.options?.numStages === undefined ? "" : `, ${op.options.numStages} stages`}, body ${op.body.path}`;
+  const why =
+    choice.source === "explicit"
+      ? "named by --tile"
+      : choice.source === "table"
+        ? `tuned ${choice.target} table, ${choice.match === "exact" ? "exact shape" : "nearest shape"}`
+        : `default: ${choice.reason}`;
+  return `${knobs} (${why})`;
 }

@@ -59,6 +59,8 @@ function problemWith(p: Problem, c: Candidate & { path: "overlapped" }): Problem
     backend: c.backend,
     tile: c.tile,
     groupSizeM: c.groupSizeM,
+    // A candidate is measured with its own tile, not the tuned table's.
+    named: { tile: true, groupM: true },
   };
 }
 
