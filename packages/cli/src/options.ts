@@ -36,7 +36,11 @@ export function problemOptions(cmd: Command, { gemm, knobs = true }: { gemm: boo
   if (gemm) {
     cmd
       .option("--tile <BMxBNxBK>", "GEMM tile (emit: default the tuned configuration of the shape; plan, simulate: 128x256x64)")
-      .option("--group-m <n>", "L2 grouping of the tile order (default 8, or the tuned one for emit without --tile)", positiveInt("--group-m"))
+      .option(
+        "--group-m <n>",
+        "L2 grouping of the tile order (default 8, or the tuned one for emit without --tile)",
+        positiveInt("--group-m"),
+      )
       .option("--sms <n>", "programs of the persistent GEMM (default 132)", positiveInt("--sms"));
   }
   return cmd;
