@@ -117,6 +117,16 @@ def _bool(v: Any, path: str) -> bool:
     return v
 
 
+def _row_counts(value: object) -> tuple[int, ...] | None:
+    """``reference.rowCounts``: positive row counts, one per rank (checked against the world
+    and M by ``shards.check_row_shards``), or absent."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in value):
+        raise ManifestError("reference.rowCounts", f"expected a list of positive row counts, one per rank, got {value!r}")
+    return tuple(value)
+
+
 def _ident(v: Any, path: str) -> str:
     if not isinstance(v, str) or not _IDENT.match(v):
         raise ManifestError(path, f"expected an identifier matching ^[A-Za-z_][A-Za-z0-9_]*$, got {v!r}")
@@ -360,6 +370,7 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
         rows_per_rank=None if rpr is None else _int(rpr, "reference.rowsPerRank", 1),
         tolerance=float(tol),
         group_table=None if ro.get("groupTable") is None else _ident(ro["groupTable"], "reference.groupTable"),
+        row_counts=_row_counts(ro.get("rowCounts")),
     )
     tmo = _obj(_get(o, "timing", ""), "timing")
     timing = TimingSpec(

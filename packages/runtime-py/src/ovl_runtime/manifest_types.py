@@ -190,6 +190,8 @@ class ReferenceSpec:
     tolerance: float
     # ag-grouped-gemm: the table (in ``tables``) of the expert of each global m-block.
     group_table: str | None = None
+    # Uneven row shards: the rows of each rank in rank order (``rowCounts``; see ``shards``).
+    row_counts: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ Row-sharded operands and results (the gathered ``A`` of AG+GEMM, a ReduceScatter
 are cut along M. ``reference.rowsPerRank`` states equal shards (rank r holds rows
 ``r × rowsPerRank`` onward); ``reference.rowCounts`` states uneven ones, one count per rank
 in rank order (the emitter cuts the balanced partition: the first ``M mod world`` ranks one
-row more), rank r holding rows from the sum of the counts before it. The counts are read
-from the manifest's validated JSON, beside the typed ``ReferenceSpec``.
+row more), rank r holding rows from the sum of the counts before it
+(``ReferenceSpec.row_counts``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from .manifest_types import Manifest
 ROW_SHARDED = ("ag-gemm", "gemm-rs", "all-gather", "reduce-scatter", "ag-grouped-gemm")
 
 
-def _stated_counts(m: Manifest) -> object:
-    raw = m.raw.get("reference") if isinstance(m.raw, dict) else None
-    return raw.get("rowCounts") if isinstance(raw, dict) else None
+def _stated_counts(m: Manifest) -> tuple[int, ...] | None:
+    return m.reference.row_counts
 
 
 def row_counts(m: Manifest) -> tuple[int, ...]:
@@ -27,8 +26,8 @@ def row_counts(m: Manifest) -> tuple[int, ...]:
     rank, or all M rows on every rank when the reference states neither (an operator whose
     operands are not row-sharded)."""
     counts = _stated_counts(m)
-    if isinstance(counts, list):
-        return tuple(int(c) for c in counts)
+    if counts is not None:
+        return counts
     rpr = m.reference.rows_per_rank
     return tuple(rpr if rpr is not None else m.reference.M for _ in range(m.world))
 
@@ -61,8 +60,6 @@ def check_row_shards(m: Manifest) -> None:
         return
     if ref.rows_per_rank is not None:
         raise ManifestError("reference.rowCounts", "give rowsPerRank (equal shards) or rowCounts (uneven shards), not both")
-    if not isinstance(counts, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
-        raise ManifestError("reference.rowCounts", f"expected a list of positive row counts, got {counts!r}")
     if len(counts) != m.world or sum(counts) != ref.M:
         raise ManifestError(
             "reference.rowCounts",
