@@ -20,7 +20,7 @@ export {
   toExpr,
 } from "./expr/expr.js";
 export type { Expr, ExprLike, Range, ConstExpr, VarExpr, NaryExpr, DivExpr } from "./expr/expr.js";
-export { isValidIdentifier } from "./expr/identifier.js";
+export { isValidIdentifier, PYTHON_KEYWORDS } from "./expr/identifier.js";
 export { evaluate } from "./expr/evaluate.js";
 export type { Env } from "./expr/evaluate.js";
 export { bounds } from "./expr/bounds.js";

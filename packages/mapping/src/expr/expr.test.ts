@@ -57,6 +57,8 @@ describe("builders", () => {
     expect(code(() => variable("1x", { min: 0, max: 1 }))).toBe("invalid-identifier");
     expect(code(() => variable("lambda", { min: 0, max: 1 }))).toBe("invalid-identifier");
     expect(code(() => variable("new", { min: 0, max: 1 }))).toBe("invalid-identifier");
+    // Soft keywords too: `type` (3.12) is refused here as in every emitter's check.
+    for (const soft of ["match", "case", "type", "_"]) expect(code(() => variable(soft, { min: 0, max: 1 }))).toBe("invalid-identifier");
     expect(code(() => variable("a-b", { min: 0, max: 1 }))).toBe("invalid-identifier");
     expect(code(() => variable("x", { min: 2, max: 1 }))).toBe("invalid-range");
     expect(code(() => variable("x", { min: 0, max: 2 ** 60 }))).toBe("invalid-range");

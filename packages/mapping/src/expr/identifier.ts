@@ -4,8 +4,8 @@ import { MappingError } from "../errors.js";
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** Python 3.11 keywords and soft keywords, plus the builtins the printers emit. */
-const PYTHON_RESERVED = new Set([
+/** Python 3 keywords and soft keywords (`match`, `case`, `type`, `_`): the one list every package checks names against. */
+export const PYTHON_KEYWORDS: ReadonlySet<string> = new Set([
   "False",
   "None",
   "True",
@@ -43,11 +43,12 @@ const PYTHON_RESERVED = new Set([
   "yield",
   "match",
   "case",
+  "type",
   "_",
-  "min",
-  "max",
-  "tl",
 ]);
+
+/** Python keywords plus the names the printers emit (`min`, `max`, `tl`). */
+const PYTHON_RESERVED: ReadonlySet<string> = new Set([...PYTHON_KEYWORDS, "min", "max", "tl"]);
 
 /** JavaScript reserved words (strict mode) and the globals the TypeScript printer emits. */
 const JS_RESERVED = new Set([

@@ -1,52 +1,13 @@
 // Python identifiers the emitter may write: the identifier grammar, minus Python's
 // keywords and soft keywords, minus the names emitted kernels rely on (builtins used in
 // kernel bodies, the `tl`/`triton` modules), so no name from a plan can shadow them.
+import { PYTHON_KEYWORDS } from "@ovl/mapping";
 import { EmitError } from "./errors.js";
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** Python 3 keywords and soft keywords. */
-export const PYTHON_KEYWORDS: ReadonlySet<string> = new Set([
-  "False",
-  "None",
-  "True",
-  "and",
-  "as",
-  "assert",
-  "async",
-  "await",
-  "break",
-  "class",
-  "continue",
-  "def",
-  "del",
-  "elif",
-  "else",
-  "except",
-  "finally",
-  "for",
-  "from",
-  "global",
-  "if",
-  "import",
-  "in",
-  "is",
-  "lambda",
-  "nonlocal",
-  "not",
-  "or",
-  "pass",
-  "raise",
-  "return",
-  "try",
-  "while",
-  "with",
-  "yield",
-  "match",
-  "case",
-  "type",
-  "_",
-]);
+/** Python 3 keywords and soft keywords (one list, `@ovl/mapping`'s). */
+export { PYTHON_KEYWORDS };
 
 /**
  * Names emitted kernels use that a generated name must not shadow: the modules, the
