@@ -16,6 +16,8 @@ out="${OVL_TLX_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 cd "$here"
 npx --no-install tsx scripts/tlx-emit-examples.ts "$out" > /dev/null
+# The kernels import their device primitives from ovl_runtime.language: the runner's sources go on PYTHONPATH.
+export PYTHONPATH="$here/../runtime-py/src${PYTHONPATH:+:$PYTHONPATH}"
 # A private cache so a stale kernel from another run cannot pass for this one.
 export TRITON_CACHE_DIR="$out/.triton-cache"
 "$venv/bin/python" scripts/tlx-aot-compile.py "$out"/*/manifest.json

@@ -10,7 +10,8 @@ names, and check that the PTX is for that target (`.target`) and holds what the 
 for: the patterns of `expect.json` beside the manifest (wgmma or tcgen05 MMAs, mbarrier
 waits, bulk tensor copies, acquire loads for chunk waits, release adds for remote arrivals,
 cluster launch control), and not the other target's MMA. The metadata's argument layout is
-checked against the PTX entry's parameters. Exits non-zero on failure.
+checked against the PTX entry's parameters. The kernels import their device primitives
+from ovl_runtime.language: the runner's src must be on PYTHONPATH. Exits non-zero on failure.
 """
 import json
 import os

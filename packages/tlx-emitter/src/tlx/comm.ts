@@ -92,7 +92,7 @@ export function pushCommTask(o: PushCommTaskOptions = {}): TlxCommPart {
           PUSH_ROW_FIELDS.forEach((f, i) => r.line(`${f} = tl.load(push_ptr + row * ${PUSH_ROW_FIELDS.length} + ${i})`));
           // Whole steps with 16-byte aligned pointers (the rows start aligned: pushRows cuts
           // pieces at 16-byte units), so the copies vectorise; then one masked tail step.
-          r.line("dst = peer_base(dst_ptrs, dst_rank) + dst_offset");
+          r.line("dst = peer_base(dst_ptrs, dst_rank, src_ptr) + dst_offset");
           r.line("whole = length - length % COMM_BLOCK");
           r.block("for start in range(0, whole, COMM_BLOCK)", (c) => {
             c.line("src = tl.multiple_of(src_ptr + src_offset + start, 16)");

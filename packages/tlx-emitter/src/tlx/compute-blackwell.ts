@@ -212,44 +212,45 @@ export function tlxBlackwellKernel(spec: TlxBlackwellKernelSpec): TlxKernel {
   const merged = mergeParams([spec.compute, spec.schedule]);
   const info: KernelTemplateInfo = { kind: spec.kind, entry: spec.entry, args: merged.args, constexprs: Object.keys(merged.constexprs) };
   const regs = spec.compute.taskRegisters;
-  const w = tlxModule(spec.summary, "TLX, warp-specialised, sm_100a", spec.compute.dtype);
-  w.block(tlxSignature(spec.entry, merged), (b) => {
-    spec.compute.writeSetup(b);
-    spec.schedule.writeSetup?.(b, 3);
-    b.block("with tlx.async_tasks()", (t) => {
-      t.block(`with tlx.async_task("default")`, (e) => {
-        e.comment("Epilogue: accumulator from TMEM to registers, C by TMA store.");
-        e.line("t = 0");
-        spec.schedule.writeTileLoop(
-          e,
-          (l) => {
-            l.line("offs_am = pid_m * BLOCK_M");
-            spec.compute.writeEpilogueTile(l);
-          },
-          { issuer: true },
-        );
+  const source = tlxModule(spec.summary, "TLX, warp-specialised, sm_100a", spec.compute.dtype, (w) =>
+    w.block(tlxSignature(spec.entry, merged), (b) => {
+      spec.compute.writeSetup(b);
+      spec.schedule.writeSetup?.(b, 3);
+      b.block("with tlx.async_tasks()", (t) => {
+        t.block(`with tlx.async_task("default")`, (e) => {
+          e.comment("Epilogue: accumulator from TMEM to registers, C by TMA store.");
+          e.line("t = 0");
+          spec.schedule.writeTileLoop(
+            e,
+            (l) => {
+              l.line("offs_am = pid_m * BLOCK_M");
+              spec.compute.writeEpilogueTile(l);
+            },
+            { issuer: true },
+          );
+        });
+        t.block(`with tlx.async_task(num_warps=1, registers=${regs})`, (m) => {
+          m.comment("MMA: tcgen05 MMAs of a tile into one TMEM accumulator.");
+          m.line("it = 0");
+          m.line("t = 0");
+          spec.schedule.writeTileLoop(m, (l) => spec.compute.writeMmaTile(l), { issuer: false });
+        });
+        t.block(`with tlx.async_task(num_warps=1, registers=${regs})`, (p) => {
+          p.comment("Loads: TMA of A and B into the ring.");
+          p.line("it = 0");
+          spec.schedule.writeTileLoop(
+            p,
+            (l) => {
+              l.line("offs_am = pid_m * BLOCK_M");
+              spec.compute.writeLoadTile(l);
+            },
+            { issuer: false },
+          );
+        });
       });
-      t.block(`with tlx.async_task(num_warps=1, registers=${regs})`, (m) => {
-        m.comment("MMA: tcgen05 MMAs of a tile into one TMEM accumulator.");
-        m.line("it = 0");
-        m.line("t = 0");
-        spec.schedule.writeTileLoop(m, (l) => spec.compute.writeMmaTile(l), { issuer: false });
-      });
-      t.block(`with tlx.async_task(num_warps=1, registers=${regs})`, (p) => {
-        p.comment("Loads: TMA of A and B into the ring.");
-        p.line("it = 0");
-        spec.schedule.writeTileLoop(
-          p,
-          (l) => {
-            l.line("offs_am = pid_m * BLOCK_M");
-            spec.compute.writeLoadTile(l);
-          },
-          { issuer: false },
-        );
-      });
-    });
-  });
+    }),
+  );
   // The compiler launches whole warp groups: 4 + 1 + 1 warps make 8.
   const totalWarps = Math.ceil((EPILOGUE_WARPS + 2) / 4) * 4;
-  return { info, constexprs: merged.constexprs, source: w.toString(), numWarps: EPILOGUE_WARPS, totalWarps, expect: merged.expect };
+  return { info, constexprs: merged.constexprs, source, numWarps: EPILOGUE_WARPS, totalWarps, expect: merged.expect };
 }

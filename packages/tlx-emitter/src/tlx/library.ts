@@ -1,15 +1,16 @@
-// Device functions of TLX kernels: the primitive library of the plain path (bounded
-// acquire waits, tokens, release notifies, peer loads/stores) plus what warp-specialised
-// kernels add: a proxy fence between a wait and TMA reads, and a notify that syncs only
-// the communication warp group (a CTA-wide barrier would stall the other tasks forever).
-import { type ElementType, writeDeviceLibrary } from "../device/index.js";
+// Device functions only warp-specialised kernels need, written into the TLX module (the
+// primitives of the plain path — bounded acquire waits, tokens, peer pointers — are imported
+// from `ovl_runtime.language` like every other kernel's): a proxy fence between a wait and
+// TMA reads, and a notify that syncs only the communication warp group (a CTA-wide barrier
+// would stall the other tasks forever).
 import type { PythonWriter } from "../writer/index.js";
 
-/** Functions `writeTlxLibrary` adds to the device library. */
+/** Functions `writeTlxLibrary` writes into a TLX module. */
 export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify"] as const;
+export type TlxDeviceFunction = (typeof TLX_DEVICE_FUNCTIONS)[number];
 
 /**
- * Write the device library for `dtype`, then:
+ * Write `only` (default: both) of:
  * - `fence_proxy_async(token)`: `fence.proxy.async.global` and the token back. TMA reads
  *   go through the async proxy; the fence orders them after the generic-proxy acquire of
  *   `wait_slot`, and returning the token keeps the loads data-dependent on the wait.
@@ -17,22 +18,32 @@ export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify"] as
  *   from a warp group: a named barrier over that group's threads (its stores first), then
  *   a release add of 1 at system scope on the peer's slot.
  */
-export function writeTlxLibrary(w: PythonWriter, dtype: ElementType): void {
-  writeDeviceLibrary(w, dtype);
-  w.line().line();
-  w.line("@triton.jit");
-  w.block("def fence_proxy_async(token)", (b) => {
-    b.docstring("Order later TMA (async proxy) reads of global memory after the acquire that produced token; returns token.");
-    b.line(
-      'return tl.inline_asm_elementwise("fence.proxy.async.global; mov.b32 $0, $1;", "=r,r", [token], dtype=tl.int32, is_pure=False, pack=1)',
-    );
-  });
-  w.line().line();
-  w.line("@triton.jit");
-  w.block("def task_peer_notify(sig_ptrs, peer, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl.constexpr)", (b) => {
-    b.docstring("Release-add 1 to peer's sig[slot] after every store of this warp group (named barrier BAR_ID).");
-    b.line("sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))");
-    b.line("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)");
-    b.line('tl.atomic_add(sig + slot, 1, sem="release", scope="sys")');
+export function writeTlxLibrary(w: PythonWriter, only: readonly TlxDeviceFunction[] = TLX_DEVICE_FUNCTIONS): void {
+  const parts: ((w: PythonWriter) => void)[] = [];
+  if (only.includes("fence_proxy_async")) {
+    parts.push((m) => {
+      m.line("@triton.jit");
+      m.block("def fence_proxy_async(token)", (b) => {
+        b.docstring("Order later TMA (async proxy) reads of global memory after the acquire that produced token; returns token.");
+        b.line(
+          'return tl.inline_asm_elementwise("fence.proxy.async.global; mov.b32 $0, $1;", "=r,r", [token], dtype=tl.int32, is_pure=False, pack=1)',
+        );
+      });
+    });
+  }
+  if (only.includes("task_peer_notify")) {
+    parts.push((m) => {
+      m.line("@triton.jit");
+      m.block("def task_peer_notify(sig_ptrs, peer, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl.constexpr)", (b) => {
+        b.docstring("Release-add 1 to peer's sig[slot] after every store of this warp group (named barrier BAR_ID).");
+        b.line("sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))");
+        b.line("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)");
+        b.line('tl.atomic_add(sig + slot, 1, sem="release", scope="sys")');
+      });
+    });
+  }
+  parts.forEach((part, i) => {
+    if (i > 0) w.line().line();
+    part(w);
   });
 }

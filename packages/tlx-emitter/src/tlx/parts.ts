@@ -3,9 +3,10 @@
 // a tile's loads, an optional communication task) and a schedule (the tile loop every task
 // runs). `tlxKernel` assembles them into one `@triton.jit` module; any part can be replaced.
 import type { ElementType } from "../device/index.js";
+import { DEVICE_MODULE, devicePrimitivesUsed, tlType } from "../kernels/common.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { EmitError, PythonWriter } from "../writer/index.js";
-import { writeTlxLibrary } from "./library.js";
+import { TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
 
 /** Parameters a part adds to the kernel: runtime arguments (in order) and constexprs with values. */
 export interface TlxPartParams {
@@ -156,20 +157,31 @@ export function mergeParams(parts: readonly TlxPartParams[]): TlxPartParams {
  * @throws {EmitError} `bad-param` on conflicting parts or register budgets.
  */
 /**
- * A TLX kernel module up to its `@triton.jit` line: the docstring (`summary`, and what
- * emitted it: `how`), the imports and the device library for `dtype`.
+ * A TLX kernel module: the docstring (`summary`, and what emitted it: `how`), the imports —
+ * the device primitives the kernel calls from `ovl_runtime.language`, shipped with the
+ * runner, as every emitted kernel imports them — the TLX-only device functions it calls,
+ * then the kernel that `kernel` writes (from its `@triton.jit` line). `dtype` is checked.
  */
-export function tlxModule(summary: string, how: string, dtype: ElementType): PythonWriter {
+export function tlxModule(summary: string, how: string, dtype: ElementType, kernel: (w: PythonWriter) => void): string {
+  tlType(dtype);
+  const body = new PythonWriter();
+  body.line("@triton.jit");
+  kernel(body);
+  const text = body.toString();
+  const used = devicePrimitivesUsed(text);
+  const tlxUsed = TLX_DEVICE_FUNCTIONS.filter((f) => new RegExp(`(^|[^A-Za-z0-9_.])${f}\\(`).test(text));
   const w = new PythonWriter();
-  w.docstring(summary, "", `Emitted by @ovl/tlx-emitter (${how}). Device primitives first, then the kernel.`);
+  w.docstring(summary, "", `Emitted by @ovl/tlx-emitter (${how}). The device primitives come from ${DEVICE_MODULE} (the ovl runner).`);
   w.line("import triton");
   w.line("import triton.language as tl");
   w.line("import triton.language.extra.tlx as tlx");
+  if (used.length > 0) w.line(`from ${DEVICE_MODULE} import ${used.join(", ")}`);
+  if (tlxUsed.length > 0) {
+    w.line().line();
+    writeTlxLibrary(w, tlxUsed);
+  }
   w.line().line();
-  writeTlxLibrary(w, dtype);
-  w.line().line();
-  w.line("@triton.jit");
-  return w;
+  return w.toString() + text;
 }
 
 /** The `def` line of a kernel taking `merged`'s arguments, then its constexprs. */
@@ -218,32 +230,36 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
     );
   }
   const info: KernelTemplateInfo = { kind: spec.kind, entry: spec.entry, args: merged.args, constexprs: Object.keys(merged.constexprs) };
-  const w = tlxModule(spec.summary, "TLX, warp-specialised", spec.compute.dtype);
-  w.block(tlxSignature(spec.entry, merged), (b) => {
-    spec.compute.writeSetup(b);
-    b.block("with tlx.async_tasks()", (t) => {
-      t.block(`with tlx.async_task("default")`, (p) => {
-        p.comment("Producer: per tile, the communication waits, then TMA loads into the ring.");
-        p.line("it = 0");
-        spec.schedule.writeTileLoop(p, (l) => {
-          l.line("offs_am = pid_m * BLOCK_M");
-          for (const c of comms) c.writeBeforeLoads?.(l);
-          spec.compute.writeProducerTile(l);
+  const source = tlxModule(spec.summary, "TLX, warp-specialised", spec.compute.dtype, (w) =>
+    w.block(tlxSignature(spec.entry, merged), (b) => {
+      spec.compute.writeSetup(b);
+      b.block("with tlx.async_tasks()", (t) => {
+        t.block(`with tlx.async_task("default")`, (p) => {
+          p.comment("Producer: per tile, the communication waits, then TMA loads into the ring.");
+          p.line("it = 0");
+          spec.schedule.writeTileLoop(p, (l) => {
+            l.line("offs_am = pid_m * BLOCK_M");
+            for (const c of comms) c.writeBeforeLoads?.(l);
+            spec.compute.writeProducerTile(l);
+          });
         });
+        t.block(
+          `with tlx.async_task(num_warps=4, replicate=${spec.compute.consumers}, registers=${spec.compute.consumerRegisters})`,
+          (c) => {
+            c.comment("Consumers: wgmma on the ring slots, then the epilogue.");
+            c.line("cid: tl.constexpr = tlx.async_task_replica_id()");
+            c.line("it = 0");
+            spec.schedule.writeTileLoop(c, (l) => {
+              l.line("offs_am = pid_m * BLOCK_M");
+              spec.compute.writeConsumerTile(l);
+            });
+          },
+        );
+        for (const task of tasks) {
+          t.block(`with tlx.async_task(num_warps=${task.numWarps}, registers=${task.registers})`, (x) => task.write(x));
+        }
       });
-      t.block(`with tlx.async_task(num_warps=4, replicate=${spec.compute.consumers}, registers=${spec.compute.consumerRegisters})`, (c) => {
-        c.comment("Consumers: wgmma on the ring slots, then the epilogue.");
-        c.line("cid: tl.constexpr = tlx.async_task_replica_id()");
-        c.line("it = 0");
-        spec.schedule.writeTileLoop(c, (l) => {
-          l.line("offs_am = pid_m * BLOCK_M");
-          spec.compute.writeConsumerTile(l);
-        });
-      });
-      for (const task of tasks) {
-        t.block(`with tlx.async_task(num_warps=${task.numWarps}, registers=${task.registers})`, (x) => task.write(x));
-      }
-    });
-  });
-  return { info, constexprs: merged.constexprs, source: w.toString(), numWarps: producerWarps, totalWarps, expect: merged.expect };
+    }),
+  );
+  return { info, constexprs: merged.constexprs, source, numWarps: producerWarps, totalWarps, expect: merged.expect };
 }

@@ -1,100 +1,10 @@
 """tlx-gemm: C = A @ B for sm_100a, warp-specialised (TMA loads, tcgen05 MMAs into TMEM, TMEM epilogue, tiles by cluster launch control).
 
-Emitted by @ovl/tlx-emitter (TLX, warp-specialised, sm_100a). Device primitives first, then the kernel.
+Emitted by @ovl/tlx-emitter (TLX, warp-specialised, sm_100a). The device primitives come from ovl_runtime.language (the ovl runner).
 """
 import triton
 import triton.language as tl
 import triton.language.extra.tlx as tlx
-
-
-@triton.jit
-def ld_acquire_sys(ptr):
-    """Load one int32 with acquire semantics at system scope (a peer's or the copy engine's release is seen)."""
-    return tl.inline_asm_elementwise("ld.global.acquire.sys.b32 $0, [$1];", "=r,l", [ptr], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def global_timer():
-    """Nanoseconds of the GPU global timer."""
-    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
-
-
-@triton.jit
-def load_epoch_target(epoch_ptr, arrivals):
-    """This launch's wait target: epoch x arrivals in int32 (wrapping), the epoch read from the rank's epoch word."""
-    return (tl.load(epoch_ptr) * arrivals).to(tl.int32)
-
-
-@triton.jit
-def wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns):
-    """Acquire-spin until sig[slot] reaches target, compared wrap-aware in int32; bounded by timeout_ns.
-    On timeout records (1, rank, slot, seen, target) in err_ptr and returns. The result is the token.
-    """
-    v = ld_acquire_sys(sig_ptr + slot)
-    t0 = global_timer()
-    while (v - target) < 0:
-        v = ld_acquire_sys(sig_ptr + slot)
-        if global_timer() - t0 > timeout_ns:
-            tl.atomic_xchg(err_ptr + 1, rank)
-            tl.atomic_xchg(err_ptr + 2, slot)
-            tl.atomic_xchg(err_ptr + 3, v)
-            tl.atomic_xchg(err_ptr + 4, target)
-            tl.atomic_xchg(err_ptr + 0, 1)
-            v = target
-    return v
-
-
-@triton.jit
-def consume_token(x, token):
-    """x, as a value that depends on token: loads addressed by it stay below the wait that made the token."""
-    return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r", [x, token], dtype=tl.int32, is_pure=True, pack=1)
-
-
-@triton.jit
-def notify_slot(sig_ptr, slot):
-    """Release-add 1 to this rank's sig[slot] at system scope, after every thread's stores."""
-    tl.debug_barrier()
-    tl.atomic_add(sig_ptr + slot, 1, sem="release", scope="sys")
-
-
-@triton.jit
-def peer_notify(sig_ptrs, peer, slot):
-    """Release-add 1 to peer's sig[slot] (sig_ptrs: the signal buffer's peer-pointers table)."""
-    sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))
-    tl.debug_barrier()
-    tl.atomic_add(sig + slot, 1, sem="release", scope="sys")
-
-
-@triton.jit
-def peer_base(ptrs, peer):
-    """Base pointer of peer's symmetric buffer (elements of bf16) from a peer-pointers table."""
-    return tl.load(ptrs + peer).to(tl.pointer_type(tl.bfloat16))
-
-
-@triton.jit
-def peer_tile_load(ptrs, peer, offs, mask):
-    """Load elements offs of peer's buffer (a tile_pull_data)."""
-    return tl.load(peer_base(ptrs, peer) + offs, mask=mask)
-
-
-@triton.jit
-def peer_tile_store(ptrs, peer, offs, vals, mask):
-    """Store vals at elements offs of peer's buffer (a tile_push_data)."""
-    tl.store(peer_base(ptrs, peer) + offs, vals, mask=mask)
-
-
-@triton.jit
-def fence_proxy_async(token):
-    """Order later TMA (async proxy) reads of global memory after the acquire that produced token; returns token."""
-    return tl.inline_asm_elementwise("fence.proxy.async.global; mov.b32 $0, $1;", "=r,r", [token], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def task_peer_notify(sig_ptrs, peer, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl.constexpr):
-    """Release-add 1 to peer's sig[slot] after every store of this warp group (named barrier BAR_ID)."""
-    sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))
-    tlx.named_barrier_wait(BAR_ID, BAR_THREADS)
-    tl.atomic_add(sig + slot, 1, sem="release", scope="sys")
 
 
 @triton.jit
