@@ -3,8 +3,8 @@
 // blocks from the same-GPU rank of every other node, so op count stays ~ (gpus + nodes) x split.
 import type { ChunkPlan, Dependency, Op, Region } from "../model/schema.js";
 import { opRef } from "../plan/builder.js";
-import { cloneDependencies, cloneRegion } from "../plan/clone.js";
 import { PlanError } from "../plan/errors.js";
+import { frozenDependencies, frozenRegion, NO_DEPENDENCIES } from "../plan/frozen.js";
 import { shardSpanRegion, splitChunks } from "../plan/shard.js";
 import { assemble, templateContext, type TemplateOptions } from "./common.js";
 
@@ -48,14 +48,17 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
   }
   const S = ctx.split;
   const schedule = o.schedule ?? "staged";
-  const chunksOfShard = ctx.ranks.map((q) => splitChunks(ctx.shard(q), S, ctx.splitAxis));
+  // Every op that moves chunk j of shard q (or of node block m) holds the same frozen region,
+  // as its src and as its dst: one region per chunk, not two per op.
+  const chunksOfShard = ctx.ranks.map((q) => splitChunks(ctx.shard(q), S, ctx.splitAxis).map(frozenRegion));
   const chunksOfBlock = Array.from({ length: N }, (_, m) =>
-    splitChunks(shardSpanRegion(ctx.tensor, ctx.axis, ctx.world, m * G, G), S, ctx.splitAxis),
+    splitChunks(shardSpanRegion(ctx.tensor, ctx.axis, ctx.world, m * G, G), S, ctx.splitAxis).map(frozenRegion),
   );
   const intraIndex = (g: number, q: number, j: number): number => j * (G - 1) + (((q % G) - g + G) % G) - 1;
 
   // The stage-1 op on rank p that completes the data of p's node-block chunk j: the latest,
-  // in p's stream order, of the stage-1 chunks it overlaps. Cached per (p, j).
+  // in p's stream order, of the stage-1 chunks it overlaps. Cached per (p, j), frozen: the
+  // N - 1 ops that pull that chunk from p hold the same list.
   const cache: (Dependency[] | undefined)[] = new Array(ctx.world * S);
   const stageOneDeps = (p: number, j: number): Dependency[] => {
     const key = p * S + j;
@@ -75,7 +78,7 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
         }
       }
     }
-    const deps = last < 0 ? [] : [opRef(p, 0, last)];
+    const deps = last < 0 ? NO_DEPENDENCIES : frozenDependencies([opRef(p, 0, last)]);
     cache[key] = deps;
     return deps;
   };
@@ -92,15 +95,14 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
     for (let j = 0; j < S; j++) {
       for (let i = 1; i < G; i++) {
         const q = n * G + ((g + i) % G);
-        intra.push(ownPull(q, chunksOfShard[q]![j]!, [], intraLabels[j * G + i]!));
+        intra.push(sharedPull(q, chunksOfShard[q]![j]!, NO_DEPENDENCIES, intraLabels[j * G + i]!));
       }
     }
     for (let j = 0; j < S; j++) {
       for (let t = 1; t < N; t++) {
         const m = (n + t) % N;
         const p = m * G + g;
-        // The cached dependency lists are copied: each op owns its own.
-        inter.push(ownPull(p, chunksOfBlock[m]![j]!, cloneDependencies(stageOneDeps(p, j)), interLabels[j * N + t]!));
+        inter.push(sharedPull(p, chunksOfBlock[m]![j]!, stageOneDeps(p, j), interLabels[j * N + t]!));
       }
     }
     return schedule === "staged" ? [[...intra, ...inter]] : [intra, inter];
@@ -120,9 +122,10 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
 }
 
 /**
- * A pull of `chunk` from `peer` into the same place, as `pull` makes it, holding its own
- * copies of the chunk (so the plan can hold the op itself: `PlanParts.owned`).
+ * A pull of `chunk` from `peer` into the same place, with the keys `pull` gives it: a fresh op
+ * holding the frozen `chunk` as its src and dst and the frozen `deps` (so the plan can hold
+ * the op itself: `PlanParts.owned`).
  */
-function ownPull(peer: number, chunk: Region, deps: Dependency[], label: string): Op {
-  return { kind: "p2p", side: "pull", peer, src: cloneRegion(chunk), dst: cloneRegion(chunk), deps, label };
+function sharedPull(peer: number, chunk: Region, deps: Dependency[], label: string): Op {
+  return { kind: "p2p", side: "pull", peer, src: chunk, dst: chunk, deps, label };
 }

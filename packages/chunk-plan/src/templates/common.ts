@@ -116,10 +116,11 @@ export interface PlanParts {
   readonly local: (rank: number) => Region[];
   readonly streams: (rank: number) => Op[][];
   /**
-   * True when every op `streams` returns is fresh and owns its regions, number lists and
-   * dependency list (nothing shared with another op or kept by the template): the ops then
-   * go into the plan as they are instead of being copied, so a plan of 10^5–10^6 ops is
-   * allocated once.
+   * True when every op `streams` returns is fresh, and each of its regions, number lists and
+   * dependency lists is either its own (shared with no other op, not kept by the template)
+   * or deeply frozen (`plan/frozen.ts`: then any number of ops may hold it, as no one can
+   * change it): the ops then go into the plan as they are instead of being copied, so a
+   * plan of 10^5–10^6 ops is allocated once.
    */
   readonly owned?: boolean;
 }
