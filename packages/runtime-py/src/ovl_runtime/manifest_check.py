@@ -8,6 +8,7 @@ its row shards once (``shards``).
 
 from __future__ import annotations
 
+from .attention import check_attention
 from .errors import ManifestError
 from .manifest_types import BufferSpec, HostOp, Manifest, WaitOp
 from .shards import check_row_shards
@@ -72,6 +73,8 @@ def check_references(m: Manifest) -> None:
         for key in ("A", "B"):
             if key not in ref.inputs:
                 raise ManifestError(f"reference.inputs.{key}", f"{ref.operator} needs inputs A and B")
+    elif ref.operator == "ag-attention":
+        check_attention(m)
     elif len(ref.inputs) != 1:
         raise ManifestError("reference.inputs", f"{ref.operator} takes exactly one input (conventionally X)")
     check_row_shards(m)

@@ -4,7 +4,8 @@ Conventions (``reference.inputs`` keys): GEMM operators read ``A`` and ``B``; co
 read their single input (conventionally ``X``). ``ag-grouped-gemm`` (the MoE expert GEMM)
 reads ``A`` [M, K] and ``B`` [E, K, N], and finds the expert of each global m-block in the
 manifest table ``reference.groupTable`` (a table, not a buffer: the same row on every rank,
-of L entries, an m-block being M / L rows). A row-sharded input or output buffer may
+of L entries, an m-block being M / L rows). ``ag-attention`` reads ``Q`` and ``KV`` (see
+``attention``); its output, like Q, is each rank's rows. A row-sharded input or output buffer may
 hold either just its rank's rows or the whole ``M`` rows, of which the rank's slab is meant;
 the shards are equal (``rowsPerRank``) or uneven (``rowCounts``: see ``shards``).
 """
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .attention import attention, attention_spec
 from .errors import ManifestError
 from .manifest import Manifest
 from .shards import rank_rows
@@ -92,6 +94,10 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
                 grouped_matmul(full, as_matrix(b, (b.size // (K * N),), K * N, "reference.inputs.B").reshape(-1, K, N), bm, experts)
             )
         return outs
+    if ref.operator == "ag-attention":
+        a = attention_spec(m)
+        kv = np.concatenate([shard(m, f64[r]["KV"], r, K, "reference.inputs.KV") for r in range(world)], axis=0)
+        return [attention(shard(m, f64[r]["Q"], r, N, "reference.inputs.Q"), kv, a, rank_rows(m, r)[0]) for r in range(world)]
     if ref.operator in ("gemm-rs", "gemm-ar"):
         total = sum(
             as_matrix(f64[r]["A"], (M,), K, "reference.inputs.A") @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B")
@@ -116,7 +122,7 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
 def output_view(m: Manifest, out: np.ndarray, rank: int) -> np.ndarray:
     """The part of a rank's output buffer the reference describes."""
     ref = m.reference
-    if ref.operator in ("gemm-rs", "reduce-scatter"):
+    if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention"):
         return shard(m, out, rank, ref.N, "reference.output")
     return as_matrix(out, (ref.M,), ref.N, "reference.output")
 

@@ -5,6 +5,7 @@ import { planSignals, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { emitTlxAgGemm, type TlxTarget } from "../tlx/emit.js";
 import { EmitError } from "../writer/index.js";
+import { compileAgAttention } from "./ag-attention.js";
 import { compileAgGemm } from "./ag-gemm.js";
 import { decomposeCollectives, hasCollectives } from "./decompose.js";
 import { collectiveAlternative } from "../emit/host-ops.js";
@@ -42,7 +43,9 @@ export const tritonBackend: Backend = {
         ? compileAgGroupedGemm(op)
         : op.kind === "gemm-ar"
           ? compileGemmAr(op)
-          : compileGemmRs(op),
+          : op.kind === "ag-attention"
+            ? compileAgAttention(op)
+            : compileGemmRs(op),
 };
 
 /**

@@ -20,6 +20,18 @@ export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
 export { compileAgGroupedGemm, checkRouting, GROUP_TABLE, MOE_B, MOE_C } from "./ag-grouped-gemm.js";
 export { compileConsumer, type ConsumerSpec } from "./consumer.js";
+export {
+  ATTN_O,
+  ATTN_Q,
+  attentionGemmView,
+  attentionLaunch,
+  attentionSchedule,
+  checkAttention,
+  compileAgAttention,
+  DEFAULT_ATTENTION_BLOCKS,
+  defaultAttentionTile,
+  type AttentionProblem,
+} from "./ag-attention.js";
 export { compileGemmRs, LOCAL_PRODUCER_KIND } from "./gemm-rs.js";
 export { compileGemmAr, realisableArPlan } from "./gemm-ar.js";
 export { rankMap, consumerColumns, RANK_VAR, type BuiltMap, type ConsumerColumns } from "./maps.js";

@@ -4,10 +4,11 @@
 import { lowerToTileSchedule, type ChunkPlan, type TileRole, type TileSchedule } from "@ovl/chunk-plan";
 import { DEFAULT_TARGET } from "@ovl/primitives";
 import type { EmitOptions } from "../emit/options.js";
+import type { AttentionProblem } from "./ag-attention.js";
 import type { Binding } from "./bind.js";
 
 /** The operators the compiler builds: what the body computes and which way data moves. */
-export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar";
+export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar" | "ag-attention";
 
 /** A local kernel: its file name (for errors and provenance) and its Python text. */
 export interface KernelBody {
@@ -53,6 +54,11 @@ export interface Operator {
   readonly groupM?: number;
   /** ag-grouped-gemm only (required there): the expert of every global m-block. */
   readonly groups?: ExpertRouting;
+  /**
+   * ag-attention only (required there): the attention computed; `problem` is then its GEMM
+   * view (`attentionGemmView`) and `tile` is `{ BM: query rows, BN: kv rows, BK: head dim }`.
+   */
+  readonly attention?: AttentionProblem;
   /** Bindings of body parameters the compiler cannot infer from their names. */
   readonly bind?: Readonly<Record<string, Binding>>;
   /** Element type, transfers (`copy-engine` | `sm`), launch and timing options. */

@@ -4,6 +4,7 @@
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import { EmitError } from "../writer/index.js";
+import { defaultAttentionTile } from "./ag-attention.js";
 import { builtinBody, type BuiltinBodyName } from "./builtin.js";
 import { computeConfigs, lookupComputeConfig, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
 import { DEFAULT_TILE, type Operator, type OperatorInput } from "./operator.js";
@@ -60,6 +61,10 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
       "bad-param",
       `operator ${op.name}: ag-grouped-gemm needs an explicit tile (its routing names the expert of every BLOCK_M rows)`,
     );
+  if (op.kind === "ag-attention" && op.attention !== undefined) {
+    const reason = "no tuned configurations of ag-attention operators";
+    return { op: { ...op, tile: defaultAttentionTile(op.attention) }, choice: { source: "default", reason } };
+  }
   const fallback = (reason: string) => ({ op: { ...op, tile: DEFAULT_TILE }, choice: { source: "default" as const, reason } });
   if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") return fallback(`no tuned configurations of ${op.kind} operators`);
   const target = options.target ?? DEFAULT_TARGET.name;

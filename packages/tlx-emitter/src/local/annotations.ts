@@ -25,7 +25,18 @@ export interface TileAnnotation {
   comment: SyntaxNode;
 }
 
-export type Annotation = RoleAnnotation | TileLoopAnnotation | TileAnnotation;
+/**
+ * `# ovl: tile kv=<var>`, trailing a statement in an inner `for` loop that sets the block of
+ * the gathered operand's rows the iteration reads (an attention body's kv block): the
+ * iteration waits there, not per tile.
+ */
+export interface KvTileAnnotation {
+  kind: "kv-tile";
+  kv: string;
+  comment: SyntaxNode;
+}
+
+export type Annotation = RoleAnnotation | TileLoopAnnotation | TileAnnotation | KvTileAnnotation;
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -70,9 +81,14 @@ function parseAnnotation(body: string, comment: SyntaxNode, file: string): Annot
       only([]);
       return { kind: "tile-loop", comment };
     case "tile": {
-      only(["m", "n"]);
+      only(["m", "n", "kv"]);
+      const kv = pairs.get("kv");
+      if (kv !== undefined) {
+        if (pairs.size > 1) throw bad("a kv block statement names only its block variable: # ovl: tile kv=<var>");
+        return { kind: "kv-tile", kv, comment };
+      }
       const m = pairs.get("m");
-      if (m === undefined) throw bad("a tile statement names its row-block variable with m=<var>");
+      if (m === undefined) throw bad("a tile statement names its row-block variable with m=<var> (or an inner loop's kv block with kv=<var>)");
       const n = pairs.get("n");
       return n === undefined ? { kind: "tile", m, comment } : { kind: "tile", m, n, comment };
     }

@@ -1,8 +1,9 @@
 // Reads an annotated local kernel: which jit function is the kernel, its role and operand,
 // its signature, the tile loop and the statements that set the tile coordinates. Where each
 // annotation may stand is checked here; what the code around them does is in safety.ts.
-import type { Annotation, RoleAnnotation, TileAnnotation, TileLoopAnnotation } from "./annotations.js";
+import type { Annotation, KvTileAnnotation, RoleAnnotation, TileAnnotation, TileLoopAnnotation } from "./annotations.js";
 import { LocalKernelError } from "./errors.js";
+import { checkKvLoops, kvStatement, type KvStatement } from "./kv-block.js";
 import { jitFunction } from "./module.js";
 import { field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
 
@@ -37,6 +38,8 @@ export interface KernelShape {
   /** The block that is one tile: the tile loop's body, or the function body. */
   tileBlock: SyntaxNode;
   tileStatements: TileStatement[];
+  /** Statements that set an inner loop's kv block (`# ovl: tile kv=`); a kernel has these or tile statements. */
+  kvStatements: KvStatement[];
 }
 
 const CONSTEXPR_TYPES = new Set(["tl.constexpr", "triton.language.constexpr", "constexpr"]);
@@ -90,12 +93,26 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
   const tileStatements = annotations
     .filter((a): a is TileAnnotation => a.kind === "tile")
     .map((a) => tileStatement(func, tileBlock, a, role.role, tileLoop !== undefined, file));
-  if (tileStatements.length === 0) {
+  const kvAnnotations = annotations.filter((a): a is KvTileAnnotation => a.kind === "kv-tile");
+  const kvStatements = kvAnnotations.map((a) => kvStatement(func, source, a, file));
+  checkKvLoops(kvStatements, file);
+  const firstKv = kvAnnotations[0];
+  if (firstKv !== undefined) {
+    if (role.role !== "consumer") throw misplaced(file, firstKv, "only a consumer waits per kv block; a producer notifies per tile");
+    if (tileStatements.length > 0 || tileLoop !== undefined) {
+      throw misplaced(
+        file,
+        firstKv,
+        "a kernel waits per tile (# ovl: tile m=, # ovl: tile-loop) or per kv block of an inner loop (# ovl: tile kv=), not both",
+      );
+    }
+  }
+  if (tileStatements.length === 0 && kvStatements.length === 0) {
     throw new LocalKernelError(
       "no-annotation",
       file,
       lineOf(func),
-      `${entry} has no "# ovl: tile m=<var>" statement: annotate the assignment that sets the tile's row block`,
+      `${entry} has no "# ovl: tile m=<var>" statement: annotate the assignment that sets the tile's row block (or, for a kv loop, "# ovl: tile kv=<var>")`,
     );
   }
   return {
@@ -107,6 +124,7 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
     func,
     tileBlock,
     tileStatements,
+    kvStatements,
     ...(tileLoop ? { tileLoop } : {}),
   };
 }

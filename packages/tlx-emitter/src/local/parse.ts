@@ -24,6 +24,8 @@ export interface LocalKernel {
   params: readonly LocalParam[];
   /** Whether the kernel has a `# ovl: tile-loop` (persistent) or one program is one tile. */
   persistent: boolean;
+  /** Where a consumer waits: per tile (`# ovl: tile m=`) or per kv block of an inner loop (`# ovl: tile kv=`). */
+  waitsPer: "tile" | "kv-block";
   /** Every identifier of the kept code (imports and jit functions). */
   identifiers: ReadonlySet<string>;
   /** @internal Syntax of the kept parts; the transformation splices around these nodes. */
@@ -75,6 +77,7 @@ export function parseLocalKernelWith(parser: PythonParser, source: string, optio
     operand: shape.operand,
     params: shape.params,
     persistent: shape.tileLoop !== undefined,
+    waitsPer: shape.kvStatements.length > 0 ? "kv-block" : "tile",
     identifiers,
     parts,
     shape,

@@ -3,6 +3,7 @@
 // the gathered operand only after its wait, and a producer writes its output only before its notify.
 import { LocalKernelError } from "./errors.js";
 import { assignedNames, type KernelShape } from "./kernel.js";
+import { kvReadRange } from "./kv-block.js";
 import { field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
 
 const LOOPS = new Set(["for_statement", "while_statement"]);
@@ -60,8 +61,8 @@ function bindings(root: SyntaxNode): { node: SyntaxNode; names: string[]; value?
 
 /** Every write of a tile variable inside the tile must be an annotated tile statement. */
 function checkTileAssignments(shape: KernelShape, file: string): void {
-  const vars = new Set(shape.tileStatements.flatMap((t) => (t.n === undefined ? [t.m] : [t.m, t.n])));
-  const annotated = new Set(shape.tileStatements.map((t) => named(t.node)[0]?.id));
+  const vars = new Set([...shape.tileStatements.flatMap((t) => (t.n === undefined ? [t.m] : [t.m, t.n])), ...shape.kvStatements.map((s) => s.kv)]);
+  const annotated = new Set([...shape.tileStatements, ...shape.kvStatements].map((t) => named(t.node)[0]?.id));
   for (const b of bindings(shape.tileBlock)) {
     const hit = b.names.find((n) => vars.has(n));
     if (hit !== undefined && !annotated.has(b.node.id)) {
@@ -140,6 +141,10 @@ function access(call: SyntaxNode, tainted: ReadonlySet<string>, helpers: Readonl
  * the notify at the tile's end covers only stores made inside the tile.
  */
 function checkOperandAccess(shape: KernelShape, helpers: ReadonlySet<string>, file: string): void {
+  if (shape.kvStatements.length > 0) {
+    checkKvAccess(shape, helpers, file);
+    return;
+  }
   const tainted = taintedNames(shape.func, shape.operand);
   const first = shape.tileStatements[0]?.node as SyntaxNode;
   const want = shape.role === "consumer" ? "load" : "store";
@@ -164,5 +169,27 @@ function checkOperandAccess(shape: KernelShape, helpers: ReadonlySet<string>, fi
         ? "its rows may not have arrived: loads must follow the tile's wait"
         : "the tile's notify would not cover it";
     throw new LocalKernelError(shape.role === "consumer" ? "unsafe-load" : "unsafe-store", file, lineOf(call), `${what}; ${why}`);
+  }
+}
+
+/** A kv-loop consumer reads the gathered operand only inside a kv loop, after the iteration's wait. */
+function checkKvAccess(shape: KernelShape, helpers: ReadonlySet<string>, file: string): void {
+  const tainted = taintedNames(shape.func, shape.operand);
+  const ranges = shape.kvStatements.map(kvReadRange);
+  for (const call of walk(shape.func)) {
+    if (call.type !== "call") continue;
+    const kind = access(call, tainted, helpers);
+    if (kind === undefined || (kind !== "load" && kind !== "helper")) continue;
+    if (ranges.some((r) => call.startIndex >= r.start && call.endIndex <= r.end)) continue;
+    const what =
+      kind === "helper"
+        ? `${field(call, "function")?.text ?? "a helper"}(...) is passed ${shape.operand} (or a value derived from it)`
+        : `load of ${shape.operand} (or a value derived from it)`;
+    throw new LocalKernelError(
+      "unsafe-load",
+      file,
+      lineOf(call),
+      `${what} outside a kv loop's waited part (after its "# ovl: tile kv=" statement, inside the if that guards the block if there is one); its rows may not have arrived`,
+    );
   }
 }

@@ -42,6 +42,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   const eol = source.includes("\r\n") ? "\r\n" : "\n";
   const inserted = [...program.tables, ...(program.scalars ?? []), ...RUNTIME_PARAMS[kernel.role]];
   const edits: Insertion[] = [signatureEdit(shape.func, inserted)];
+  if (kernel.waitsPer === "kv-block") edits.push(...kvEdits(kernel, program, eol));
   const lines = kernel.role === "consumer" ? consumerLines(kernel, program) : producerLines(kernel, program);
   lines.after.forEach((block, i) => {
     const stmt = shape.tileStatements[i]?.node as SyntaxNode;
@@ -148,6 +149,43 @@ function consumerLines(kernel: LocalKernel, program: TileProgram): Lines {
     return lines;
   });
   return { after, atEnd: [] };
+}
+
+/**
+ * A kv loop's insertions: the launch's wait target before the loop, the remap of the block
+ * through the order after its statement, and the waits on the block's slot columns there or
+ * at the top of the `if` that guards the rest of the iteration.
+ */
+function kvEdits(kernel: LocalKernel, program: TileProgram, eol: string): Insertion[] {
+  const v = DOMAIN_VARIABLE.consumer;
+  const { source } = kernel;
+  return kernel.shape.kvStatements.flatMap((s) => {
+    const kv = s.kv;
+    const remap = [`${v} = ${kv}`, `${kv} = ${printMap(program.order, v, v, kernel.file)}`];
+    if (program.slots.length === 0) return [insertAfterLine(source, s.node, s.node, remap, eol)];
+    const waits = [`ovl_mb = ${kv}`];
+    program.slots.forEach((slot, j) => {
+      waits.push(
+        `ovl_slot${j} = ${printMap(slot, v, "ovl_mb", kernel.file)}`,
+        `if ovl_slot${j} >= 0:`,
+        `\tovl_tok = wait_slot(ovl_sig_ptr, ovl_slot${j}, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)`,
+        `\t${kv} = consume_token(${kv}, ovl_tok)`,
+      );
+    });
+    const target = insertBeforeLine(source, s.loop, ["ovl_target = load_epoch_target(ovl_epoch_ptr, 1)"], eol);
+    if (s.guard === undefined) return [target, insertAfterLine(source, s.node, s.node, [...remap, ...waits], eol)];
+    const first = named(s.guard).find((x) => x.type !== "comment") as SyntaxNode;
+    return [target, insertAfterLine(source, s.node, s.node, remap, eol), insertBeforeLine(source, first, waits, eol)];
+  });
+}
+
+/** Lines inserted in front of the line `node` starts (it starts its line), indented like it. */
+function insertBeforeLine(source: string, node: SyntaxNode, block: readonly string[], eol: string): Insertion {
+  const lineStart = source.lastIndexOf("\n", node.startIndex - 1) + 1;
+  const indent = source.slice(lineStart, node.startIndex);
+  const unit = indent.includes("\t") ? "\t" : "    ";
+  const text = block.map((l) => indent + (l.startsWith("\t") ? unit + l.slice(1) : l) + eol).join("");
+  return { at: lineStart, text };
 }
 
 /** Remap the linear tile through the order; after the tile's stores, notify its slots. */

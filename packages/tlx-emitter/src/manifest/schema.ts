@@ -209,9 +209,24 @@ export type Kernel = z.infer<typeof Kernel>;
  * [E, K, N]; `groupTable` names the manifest table (not a buffer) holding the expert of each
  * global m-block, the same row on every rank. Its length L divides M, an m-block is M / L rows,
  * and the reference is `C[rows of mb] = A[rows of mb] @ B[table[mb]]`.
+ *
+ * `ag-attention` (sequence-parallel attention, KV gathered): `inputs` are `Q` [M = S, N = H·D]
+ * and `KV` [S, K = 2·Hkv·D] (both row-sharded; KV's row holds K of every kv head, then V),
+ * the output O [S, H·D] is row-sharded too, and `attention` states heads, kv heads, head
+ * dimension, causality and scale. Query head h reads kv head `h / (H / Hkv)`; causal: the
+ * query at global position i attends keys at positions ≤ i.
  */
+export const AttentionReference = z.object({
+  heads: Positive,
+  kvHeads: Positive,
+  headDim: Positive,
+  causal: z.boolean(),
+  scale: z.number().positive(),
+});
+export type AttentionReference = z.infer<typeof AttentionReference>;
+
 export const Reference = z.object({
-  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm"]),
+  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm", "ag-attention"]),
   M: Positive,
   N: Positive,
   K: Positive,
@@ -231,6 +246,8 @@ export const Reference = z.object({
   rowCounts: z.array(Positive).optional(),
   /** ag-grouped-gemm: the table (in `tables`) of the expert of every global m-block. */
   groupTable: Identifier.optional(),
+  /** ag-attention: the attention's heads, head dimension, causality and scale. */
+  attention: AttentionReference.optional(),
   tolerance: z.number().positive(),
 });
 export type Reference = z.infer<typeof Reference>;

@@ -1,0 +1,172 @@
+"""Sequence-parallel attention with its KV gathered (``ag-attention``), compiled from ovl's
+built-in flash-attention body by @ovl/tlx-emitter's compile() and run by the interpreter
+engine (the emitted source itself under Triton's interpreter): worlds 2 and 3, split 1 and
+2, ring and swizzle plans, chunks on and off kv-block boundaries, causal and not, MHA and
+GQA. The numpy engine leaves the body to the interpreter with a clear message; the numpy
+reference is checked against a direct softmax; bad attention fields are refused on load."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ovl_runtime import emulate, load_manifest
+from ovl_runtime.attention import attention, attention_spec
+from ovl_runtime.emulate import choose_engine
+from ovl_runtime.errors import ManifestError
+from ovl_runtime.interpret import interpret_unavailable
+from ovl_runtime.reference import references
+
+EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"
+
+SCRIPT = """
+const ovl = await import(process.argv[1]);
+const { allGatherRing, allGatherSwizzle, planSignals } = await import(process.argv[3]);
+const { mkdirSync, writeFileSync } = await import("node:fs");
+const { join } = await import("node:path");
+const out = process.argv[2];
+for (const c of JSON.parse(process.argv[4])) {
+  const K = 2 * c.kvHeads * c.D;
+  const o = { tensor: { name: "kv", shape: [c.S, K], dtype: c.dtype }, axis: 0, mesh: [c.world], split: c.split, side: "push" };
+  const plan = planSignals(c.ring ? allGatherRing(o) : allGatherSwizzle(o));
+  const attention = { S: c.S, heads: c.heads, kvHeads: c.kvHeads, headDim: c.D, causal: c.causal };
+  const r = await ovl.compile({
+    name: c.name, kind: "ag-attention", plan, body: ovl.builtinBody("flash_attention"),
+    problem: ovl.attentionGemmView(attention), attention, tile: { BM: c.tile[0], BN: c.tile[1], BK: c.D },
+    options: { dtype: c.dtype, numStages: 1 },
+  });
+  const dir = join(out, c.name);
+  mkdirSync(dir, { recursive: true });
+  for (const f of r.files) writeFileSync(join(dir, f.path), f.text);
+  writeFileSync(join(dir, "manifest.json"), ovl.emitManifestJson(r.manifest));
+}
+"""
+
+CASES = [
+    # name, world, S, heads, kvHeads, D, split, (BLOCK_M, BLOCK_N), dtype, ring, causal
+    # 64 rows a rank in chunks of 32 under 32-row kv blocks: chunks on block boundaries.
+    ("w2_swizzle_mha", 2, 128, 2, 2, 16, 2, (32, 32), "fp32", False, False),
+    # 48 rows a rank in chunks of 24 under 16-row kv blocks: blocks meet two chunks.
+    ("w2_ring_causal_gqa", 2, 96, 4, 2, 16, 2, (16, 16), "bf16", True, True),
+    # 32 rows a rank under 64-row kv blocks: every block spans two ranks' shards.
+    ("w3_swizzle_causal_gqa", 3, 96, 4, 1, 32, 1, (32, 64), "fp16", False, True),
+    # 64 rows a rank in chunks of 32, 16-row query blocks, 32-row kv blocks.
+    ("w3_ring_split_mha", 3, 192, 2, 2, 16, 2, (16, 32), "bf16", True, False),
+    # 80 rows a rank in chunks of 40 under 32-row kv blocks; causal ring.
+    ("w2_ring_causal_off_blocks", 2, 160, 3, 3, 16, 2, (32, 32), "fp32", True, True),
+]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> Path:
+    node = shutil.which("node")
+    plan_pkg = EMITTER.parents[2] / "chunk-plan" / "dist" / "index.js"
+    if node is None or not EMITTER.exists() or not plan_pkg.exists():
+        pytest.skip(f"needs node and the built {EMITTER} and {plan_pkg}")
+    out = tmp_path_factory.mktemp("attention")
+    keys = ["name", "world", "S", "heads", "kvHeads", "D", "split", "tile", "dtype", "ring", "causal"]
+    cases = [dict(zip(keys, c)) for c in CASES]
+    subprocess.run(
+        [node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), plan_pkg.as_uri(), json.dumps(cases)],
+        check=True,
+        timeout=120,
+    )
+    return out
+
+
+@pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))
+@pytest.mark.parametrize("case", [c[0] for c in CASES])
+def test_attention_operators_are_correct_running_their_own_source(compiled, case):
+    m = load_manifest(compiled / case / "manifest.json")
+    assert m.reference.operator == "ag-attention"
+    assert choose_engine(m, "auto") == "interpret"
+    out = emulate(m, epochs=2, seed=7, engine="interpret")
+    out.raise_for_failure()
+    assert len(out.checks) == 2 and all(c.ok for c in out.checks)
+
+
+def test_the_kv_loop_waits_on_every_chunk_a_block_meets(compiled):
+    # 16-row kv blocks over 24-row chunks: some block meets two chunks, so two slot columns.
+    m = load_manifest(compiled / "w2_ring_causal_gqa" / "manifest.json")
+    (k,) = m.kernels
+    assert k.template_params["slotColumns"] == 2
+    src = (compiled / "w2_ring_causal_gqa" / k.source).read_text()
+    # Waits sit inside the causal skip, so a skipped block waits for nothing.
+    guard = src.index("if kv_blk < kv_end:")
+    assert src.index("wait_slot(ovl_sig_ptr, ovl_slot0", guard) > guard
+    assert src.count("wait_slot(ovl_sig_ptr, ovl_slot1") == 2
+
+
+def test_the_numpy_engine_leaves_attention_to_the_interpreter(compiled):
+    m = load_manifest(compiled / "w2_swizzle_mha" / "manifest.json")
+    with pytest.raises(ManifestError, match="use the interpret engine"):
+        emulate(m, epochs=1, seed=1, engine="numpy").raise_for_failure()
+
+
+def test_a_wrong_causality_is_caught(compiled, tmp_path):
+    # The kernel is causal, the reference is told it is not: the check fails.
+    d = json.loads((compiled / "w2_ring_causal_gqa" / "manifest.json").read_text())
+    d["reference"]["attention"]["causal"] = False
+    for k in d["kernels"]:
+        (tmp_path / k["source"]).write_text((compiled / "w2_ring_causal_gqa" / k["source"]).read_text())
+    (tmp_path / "m.json").write_text(json.dumps(d))
+    out = emulate(load_manifest(tmp_path / "m.json"), epochs=1, seed=2, engine="interpret")
+    assert out.failures or not all(c.ok for c in out.checks)
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda d: d["reference"].pop("attention"), "needs attention"),
+        (lambda d: d["reference"]["attention"].update(kvHeads=3), "multiple of kvHeads"),
+        (lambda d: d["reference"]["attention"].update(headDim=32), "must be H·D"),
+        (lambda d: d["reference"]["inputs"].pop("KV"), "needs inputs Q and KV"),
+    ],
+)
+def test_bad_attention_references_are_refused_when_loaded(compiled, tmp_path, edit, message):
+    d = json.loads((compiled / "w2_swizzle_mha" / "manifest.json").read_text())
+    edit(d)
+    for k in d["kernels"]:
+        (tmp_path / k["source"]).write_text((compiled / "w2_swizzle_mha" / k["source"]).read_text())
+    (tmp_path / "m.json").write_text(json.dumps(d))
+    with pytest.raises(ManifestError, match=message):
+        load_manifest(tmp_path / "m.json")
+
+
+def _softmax_attention(q, k, v, scale, causal, q_start):
+    s = q @ k.T * scale
+    if causal:
+        s = np.where(np.arange(k.shape[0])[None, :] <= q_start + np.arange(q.shape[0])[:, None], s, -np.inf)
+    p = np.exp(s - s.max(1, keepdims=True))
+    return (p / p.sum(1, keepdims=True)) @ v
+
+
+def test_the_references_attend_each_rank_s_queries_to_every_key(compiled):
+    m = load_manifest(compiled / "w3_swizzle_causal_gqa" / "manifest.json")
+    a = attention_spec(m)
+    assert (a.heads, a.kv_heads, a.head_dim, a.causal) == (4, 1, 32, True)
+    assert a.scale == pytest.approx(32**-0.5)
+    rng = np.random.default_rng(0)
+    S, world, H, G, D = 96, 3, 4, 1, 32
+    rows = S // world
+    inputs = [{"Q": rng.standard_normal((rows, H * D)), "KV": rng.standard_normal((rows, 2 * G * D))} for _ in range(world)]
+    kv = np.concatenate([x["KV"] for x in inputs])
+    got = references(m, inputs)
+    for r in range(world):
+        want = np.concatenate(
+            [
+                _softmax_attention(inputs[r]["Q"][:, h * D : (h + 1) * D], kv[:, :D], kv[:, D:], a.scale, True, r * rows)
+                for h in range(H)
+            ],
+            axis=1,
+        )
+        np.testing.assert_allclose(got[r], want, rtol=1e-10, atol=1e-12)
+    # Non-causal: every rank's queries see every key, whatever their position.
+    flat = attention(inputs[0]["Q"], kv, attention_spec(m).__class__(H, G, D, False, a.scale), q_start=0)
+    shifted = attention(inputs[0]["Q"], kv, attention_spec(m).__class__(H, G, D, False, a.scale), q_start=64)
+    np.testing.assert_allclose(flat, shifted)
