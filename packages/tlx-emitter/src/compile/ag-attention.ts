@@ -66,8 +66,7 @@ export function checkAttention(
   world: number,
   tile: { readonly BM: number; readonly BN: number; readonly BK: number },
 ): Required<AttentionProblem> {
-  if (a === undefined)
-    throw new EmitError("bad-param", "an ag-attention operator needs attention: { S, heads, kvHeads, headDim, causal }");
+  if (a === undefined) throw new EmitError("bad-param", "an ag-attention operator needs attention: { S, heads, kvHeads, headDim, causal }");
   const bad = (what: string): EmitError => new EmitError("bad-param", `attention: ${what}`);
   for (const [k, v] of [
     ["S", a.S],
@@ -130,7 +129,8 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
   const moved = new Set(op.plan.ranks.flatMap((r) => r.streams.flatMap((s) => s.map((x) => x.dst.tensor))));
   const [tensorName, other] = [...moved];
   if (tensorName === undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" moves nothing`);
-  if (other !== undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" writes tensors ${[...moved].join(", ")}; it gathers kv only`);
+  if (other !== undefined)
+    throw new EmitError("bad-plan", `plan "${op.plan.name}" writes tensors ${[...moved].join(", ")}; it gathers kv only`);
   const a = checkAttention(op.attention, worldOf(op.plan), op.tile);
   const sched = attentionSchedule(op, tensorName, a.S);
   const { signals, world, tensor } = checkPlanAndSchedule(op.plan, sched, "consumer");
@@ -209,7 +209,8 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
   };
   const names = kernel.params.map((p) => p.name);
   for (const p of Object.keys(op.bind ?? {})) {
-    if (!names.includes(p)) throw new EmitError("bad-param", `bind names "${p}", which is not a parameter of ${kernel.entry} (it has ${names.join(", ")})`);
+    if (!names.includes(p))
+      throw new EmitError("bad-param", `bind names "${p}", which is not a parameter of ${kernel.entry} (it has ${names.join(", ")})`);
   }
   const own = new Map<string, Binding>();
   const missing: string[] = [];

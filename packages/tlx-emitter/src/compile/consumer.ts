@@ -59,6 +59,12 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
       `${op.body.path}: ${spec.title} needs a consumer body (# ovl: consumer gather=<param>); ${kernel.entry} is a ${kernel.role}`,
     );
   }
+  if (kernel.waitsPer === "kv-block") {
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: ${kernel.entry} waits per kv block of an inner loop (# ovl: tile kv=), an attention body: compile it as kind ag-attention; ${spec.title} waits per tile (# ovl: tile m=)`,
+    );
+  }
   const { M, N, K } = op.problem;
   const tensorName = planTensor(op, spec.title);
   const sched = schedule ?? operatorSchedule(op, tensorName, "consumer", kernel.persistent);

@@ -88,7 +88,8 @@ function parseAnnotation(body: string, comment: SyntaxNode, file: string): Annot
         return { kind: "kv-tile", kv, comment };
       }
       const m = pairs.get("m");
-      if (m === undefined) throw bad("a tile statement names its row-block variable with m=<var> (or an inner loop's kv block with kv=<var>)");
+      if (m === undefined)
+        throw bad("a tile statement names its row-block variable with m=<var> (or an inner loop's kv block with kv=<var>)");
       const n = pairs.get("n");
       return n === undefined ? { kind: "tile", m, comment } : { kind: "tile", m, n, comment };
     }

@@ -61,7 +61,10 @@ function bindings(root: SyntaxNode): { node: SyntaxNode; names: string[]; value?
 
 /** Every write of a tile variable inside the tile must be an annotated tile statement. */
 function checkTileAssignments(shape: KernelShape, file: string): void {
-  const vars = new Set([...shape.tileStatements.flatMap((t) => (t.n === undefined ? [t.m] : [t.m, t.n])), ...shape.kvStatements.map((s) => s.kv)]);
+  const vars = new Set([
+    ...shape.tileStatements.flatMap((t) => (t.n === undefined ? [t.m] : [t.m, t.n])),
+    ...shape.kvStatements.map((s) => s.kv),
+  ]);
   const annotated = new Set([...shape.tileStatements, ...shape.kvStatements].map((t) => named(t.node)[0]?.id));
   for (const b of bindings(shape.tileBlock)) {
     const hit = b.names.find((n) => vars.has(n));
