@@ -173,7 +173,8 @@ export function tileDoneNeedOrder(
   const slotOfKey = new Map(slots.map((s) => [regionKey(s.region as NonNullable<SignalSlot["region"]>), s.slot]));
   const first = new Map<number, { step: number; ref: OpRef }>();
   forEachOp(plan, (op, ref) => {
-    for (const dep of op.deps) {
+    for (let k = 0; k < op.deps.length; k++) {
+      const dep = op.deps[k]!;
       if (dep.kind !== "compute" || dep.rank !== rank) continue;
       const slot = slotOfKey.get(regionKey(dep.region));
       if (slot === undefined) continue;

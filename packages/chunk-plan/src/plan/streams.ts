@@ -45,7 +45,10 @@ function opLevels(plan: ChunkPlan): number[][][] {
       ops.forEach((op, i) => {
         const id = ids[r]![s]![i]!;
         if (i > 0) edge(ids[r]![s]![i - 1]!, id);
-        for (const dep of op.deps) if (dep.kind === "op") edge(ids[dep.rank]![dep.stream]![dep.index]!, id);
+        for (let k = 0; k < op.deps.length; k++) {
+          const dep = op.deps[k]!;
+          if (dep.kind === "op") edge(ids[dep.rank]![dep.stream]![dep.index]!, id);
+        }
       }),
     ),
   );

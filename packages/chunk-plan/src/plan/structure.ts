@@ -84,7 +84,10 @@ function opLooksSound(table: OpTable, op: Op, tensors: ReadonlyMap<string, Tenso
   if (!regionFits(op.src, tensors) || !regionFits(op.dst, tensors)) return false;
   if (op.kind === "p2p" && !rankInMesh(op.peer, world)) return false;
   if (op.kind === "collective") for (const q of op.ranks) if (!rankInMesh(q, world)) return false;
-  for (const dep of op.deps) {
+  // Indexed, not for-of: iterating a frozen (shared) list allocates a result per step.
+  const deps = op.deps;
+  for (let k = 0; k < deps.length; k++) {
+    const dep = deps[k]!;
     if (!rankInMesh(dep.rank, world)) return false;
     if (dep.kind === "compute") {
       if (!regionFits(dep.region, tensors)) return false;

@@ -103,7 +103,8 @@ export function planSignals(plan: ChunkPlan): ChunkPlan {
       );
     }
     byKey.set(key, draft);
-    for (const dep of op.deps) {
+    for (let k = 0; k < op.deps.length; k++) {
+      const dep = op.deps[k]!;
       if (dep.kind === "compute") computes[dep.rank]?.set(regionKey(dep.region), dep.region);
     }
   });
@@ -268,7 +269,8 @@ function checkRanksAndRegions(plan: ChunkPlan, world: number): void {
     }
     checkRegion(op.src, where);
     checkRegion(op.dst, where);
-    for (const dep of op.deps) {
+    for (let k = 0; k < op.deps.length; k++) {
+      const dep = op.deps[k]!;
       if (dep.rank >= world) {
         throw new SignalError("bad-rank", `${where}: dependency on rank ${dep.rank}, outside the mesh of ${world}`);
       }

@@ -123,7 +123,10 @@ export function indexPlan(plan: ChunkPlan): { index: PlanIndex; unmatched: Unmat
         reduces[id] = reducesInto(op) ? 1 : 0;
         collective[id] = op.kind === "collective" ? 1 : 0;
         depStart[id] = deps;
-        for (const dep of op.deps) {
+        // Indexed, not for-of: iterating a frozen (shared) list allocates a result per step.
+        const opDeps = op.deps;
+        for (let k = 0; k < opDeps.length; k++) {
+          const dep = opDeps[k]!;
           if (dep.kind !== "op") continue;
           if (deps === depOp.length) depOp = grow(depOp);
           depOp[deps++] = chainStart[rankChain[dep.rank]! + dep.stream]! + dep.index;

@@ -191,7 +191,10 @@ function checkOp(op: Op, plan: ChunkPlan, decls: Map<string, TensorDecl>, world:
  */
 function opIsSound(op: Op, rank: number, table: OpTable, decls: Map<string, TensorDecl>, world: number): boolean {
   if (op.kind === "collective") return false;
-  for (const dep of op.deps) {
+  // Indexed, not for-of: iterating a frozen (shared) list allocates a result per step.
+  const deps = op.deps;
+  for (let k = 0; k < deps.length; k++) {
+    const dep = deps[k]!;
     if (dep.rank >= world) return false;
     if (dep.kind === "compute") {
       const decl = decls.get(dep.region.tensor);
