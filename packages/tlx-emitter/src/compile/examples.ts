@@ -1,8 +1,9 @@
 // Worked examples of the compile path (what the tests, the AOT check and the runner's CPU
 // emulation compile): AllGather+GEMM from the built-in TMA body and from a user's
 // tutorial-style matmul, GEMM+ReduceScatter and GEMM+AllReduce (partitioned, copy engine and
-// SM pushes, and tile-wise) from the built-in producer body, and AllGather+grouped GEMM (MoE
-// experts) from the built-in grouped body.
+// SM pushes, and tile-wise) from the built-in producer body, AllGather+grouped GEMM (MoE
+// experts) from the built-in grouped body, and sequence-parallel attention (KV gathered) from
+// the built-in flash-attention body.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, allReducePartitioned, allReduceTilewise, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
@@ -10,7 +11,8 @@ import type { EmitResult } from "../emit/ag-gemm.js";
 import type { ExampleShape } from "../emit/examples.js";
 import { compile } from "./backend.js";
 import { builtinBody, packageRoot } from "./builtin.js";
-import type { KernelBody } from "./operator.js";
+import { attentionGemmView } from "./ag-attention.js";
+import type { KernelBody, OperatorInput } from "./operator.js";
 
 /** The user-kernel example shipped with the package (`examples/user-kernels/tutorial_matmul.py`). */
 export function tutorialMatmulBody(): KernelBody {
@@ -26,6 +28,21 @@ export function tutorialMatmulBody(): KernelBody {
  */
 export function exampleRouting(mblocks: number): { experts: number; mblockExpert: number[] } {
   return { experts: 4, mblockExpert: Array.from({ length: mblocks }, (_, i) => (2 * i < mblocks ? 0 : 4 * i < 3 * mblocks ? 2 : 3)) };
+}
+
+/**
+ * Sequence-parallel attention over `S` positions (4 heads on 2 kv heads, causal; head dim 64,
+ * or 128 at 128-row tiles) gathering kv with a swizzled AllGather.
+ */
+function attentionExample(world: number, S: number, split: number, BM: number): OperatorInput {
+  const headDim = BM >= 128 ? 128 : 64;
+  const attention = { S, heads: 4, kvHeads: 2, headDim, causal: true };
+  const view = attentionGemmView(attention);
+  const plan = planSignals(
+    allGatherSwizzle({ tensor: { name: "kv", shape: [S, view.K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }),
+  );
+  const tile = { BM: Math.min(BM, 128), BN: 64, BK: headDim };
+  return { name: "local_ag_attention", kind: "ag-attention", plan, body: builtinBody("flash_attention"), problem: view, attention, tile };
 }
 
 const DEFAULT: ExampleShape = { world: 2, M: 512, N: 256, K: 128, split: 2 };
@@ -68,6 +85,7 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
       ...common,
     }),
     local_gemm_ar_tilewise: await compile({ name: "local_gemm_ar_tilewise", kind: "gemm-ar", plan: arTilewise, body: producer, ...common }),
+    local_ag_attention: await compile(attentionExample(world, M, split, tile.BM)),
     local_ag_grouped: await compile({
       name: "local_ag_grouped",
       kind: "ag-grouped-gemm",
