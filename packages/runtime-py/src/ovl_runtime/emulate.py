@@ -22,15 +22,17 @@ from .emulate_ar import AR_TEMPLATES
 from .emulate_comm import COMM_TEMPLATES
 from .emulate_kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
 from .emulate_local import LOCAL_TEMPLATES
+from .emulate_moe import MOE_TEMPLATES
 from .emulate_stall import Stalled, StallMonitor, host_thread, kernel_thread, slot_writers
 from .emulate_tlx import TLX_TEMPLATES
 from .errors import CheckFailed, KernelFault, ManifestError, RunnerError, UsageError
 from .manifest import CommStream, CopyOp, KernelSpec, Manifest, checked_init
+from .moe import draw_buffer
 from .outcome import CheckRecord, RunOutcome
 from .reference import output_view, references, relative_error
 from .signals import SignalWorld, epoch_target
 
-TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **AR_TEMPLATES, **TLX_TEMPLATES, **LOCAL_TEMPLATES}
+TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **AR_TEMPLATES, **TLX_TEMPLATES, **LOCAL_TEMPLATES, **MOE_TEMPLATES}
 _NP_DTYPES: dict[str, Any] = {
     "bf16": np.float32,
     "fp16": np.float32,
@@ -66,6 +68,11 @@ class EmulatedWorld:
         for b in self.manifest.buffers:
             init = checked_init(self.manifest, b.name, b.init)
             if b.name == self.manifest.signals.buffer or init == "keep":
+                continue
+            if init == "routing":  # one routing of every token, the same on every rank
+                routing = draw_buffer(b, rng)
+                for r in range(self.manifest.world):
+                    self.buffers[r][b.name][...] = routing
                 continue
             for r in range(self.manifest.world):
                 arr = self.buffers[r][b.name]

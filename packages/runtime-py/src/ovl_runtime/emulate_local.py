@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .emulate_kernels import KernelContext
+from .emulate_moe import moe_consumer
 from .errors import KernelFault, ManifestError
 from .index_maps import TileProgram
 from .signals import epoch_target
@@ -93,6 +94,8 @@ def _env(var: str, value: int, rank: int) -> dict[str, int]:
 def local_consumer(ctx: KernelContext) -> None:
     """C = A @ B over the gathered A, m-block by m-block in the program's order, each waiting
     on every slot column of its rows first."""
+    if ctx.kernel.template_params.get("operator") == "ag-moe":  # rows gathered through the routing's tables
+        return moe_consumer(ctx)
     tp = _program(ctx, "consumer")
     a, b, c, BM, BN = _operands(ctx)
     M, N = c.shape

@@ -23,6 +23,7 @@ import torch
 
 from .errors import ManifestError
 from .manifest import BufferSpec, CopyOp, KernelSpec, Manifest, NumSms, checked_init
+from .moe import draw_buffer, routing_seed
 from .signals import epoch_target, signed32
 
 TORCH_DTYPES = {
@@ -309,7 +310,10 @@ class RankState:
             init = checked_init(m, b.name, b.init)
             if init == "keep":
                 continue
-            if init == "zeros":
+            if init == "routing":  # the same routing on every rank, a fresh one per checked launch
+                self.routing_draws = getattr(self, "routing_draws", 0) + 1
+                t.copy_(torch.from_numpy(draw_buffer(b, routing_seed(self.routing_draws))).to(t.device))
+            elif init == "zeros":
                 t.zero_()
             elif init == "poison":
                 t.fill_(float("nan") if t.dtype.is_floating_point else torch.iinfo(t.dtype).max)

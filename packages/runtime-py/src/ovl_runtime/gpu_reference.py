@@ -83,6 +83,19 @@ def _grouped_matmul(m: Manifest, full: torch.Tensor, b: torch.Tensor) -> torch.T
     return c
 
 
+def moe_matmul(full: torch.Tensor, w: torch.Tensor, topk: torch.Tensor, K: int, N: int) -> torch.Tensor:
+    """ag-moe: ``C[t·k + j] = full[t] @ W[topk[t, j]]`` in float32 (W read as [E, K, N])."""
+    ids = topk.reshape(full.shape[0], -1).long()
+    k = ids.shape[1]
+    w3 = w.reshape(-1, K, N).float()
+    flat = ids.reshape(-1)
+    c = torch.zeros(flat.numel(), N, device=full.device, dtype=torch.float32)
+    for e in torch.unique(flat).tolist():
+        slots = torch.nonzero(flat == e).squeeze(1)
+        c[slots] = full[slots // k] @ w3[e]
+    return c
+
+
 def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> torch.Tensor:
     """This rank's expected output (float32), from every rank's inputs via NCCL."""
     ref = m.reference
@@ -93,6 +106,9 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
     if ref.operator == "ag-grouped-gemm":
         full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return _grouped_matmul(m, full, inputs["B"])
+    if ref.operator == "ag-moe":
+        full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
+        return moe_matmul(full, inputs["B"], inputs["topk"], K, N)
     if ref.operator in ("gemm-rs", "gemm-ar"):
         part = _matrix(inputs["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
         if ref.operator == "gemm-ar":
@@ -133,6 +149,9 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
     if ref.operator == "ag-grouped-gemm":
         full = slabs("A", K)
         return [_grouped_matmul(m, full, x["B"]) for x in inputs]
+    if ref.operator == "ag-moe":
+        full = slabs("A", K)
+        return [moe_matmul(full, x["B"], x["topk"], K, N) for x in inputs]
     if ref.operator in ("gemm-rs", "gemm-ar"):
         part = total(
             lambda q: (
@@ -200,7 +219,7 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
     # shards, are left out.
     rpr = max(counts)
     even = all(c == rpr for c in counts)
-    padded_m = rpr * m.world if ref.operator in ("ag-gemm", "ag-grouped-gemm", "gemm-rs", "all-gather", "reduce-scatter") else M
+    padded_m = rpr * m.world if ref.operator in ("ag-gemm", "ag-grouped-gemm", "ag-moe", "gemm-rs", "all-gather", "reduce-scatter") else M
     group_name = dist.group.WORLD.group_name
     cases: list[tuple[str, Callable[[], object]]] = []
     dev = "cuda"
@@ -255,6 +274,10 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
                 ("nccl-all-reduce", lambda: dist.all_reduce(c)),
                 ("gemm-then-all-reduce", lambda: (torch.matmul(a, b, out=c), dist.all_reduce(c))),
             ]
+    elif ref.operator == "ag-moe":
+        tokens = torch.randn(rpr, K, device=dev, dtype=dtype)
+        gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
+        cases = [("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, tokens))]
     else:
         x_full = torch.randn(padded_m, N, device=dev, dtype=dtype)
         x_slab = torch.randn(rpr, N, device=dev, dtype=dtype)

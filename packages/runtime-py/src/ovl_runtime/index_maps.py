@@ -125,6 +125,33 @@ class TileProgram:
     slots: tuple[IndexMap, ...]
     num_pid_m: int
     num_pid_n: int
+    # A consumer that reads its rows through an index table (ag-moe), see GatherRows.
+    gather: GatherRows | None = None
+
+
+@dataclass(frozen=True)
+class GatherRows:
+    """Block m reads the rows ``e // divisor`` of the entries ``e = rows[m·block_rows + i]`` below
+    ``limit`` and waits on the segments ``segment(first row)..segment(last row)`` (``ovl_row``)."""
+
+    rows: str
+    block_rows: int
+    divisor: int
+    limit: int
+    row_count: int
+    segment: IndexMap
+
+
+def _parse_gather(v: Any, path: str) -> GatherRows:
+    if not isinstance(v, dict) or not isinstance(v.get("rows"), str):
+        raise ManifestError(path, "a gather needs rows (the index table's buffer), blockRows, divisor, limit, rowCount and segment")
+    sizes = []
+    for key in ("blockRows", "divisor", "limit", "rowCount"):
+        d = v.get(key)
+        if not isinstance(d, int) or isinstance(d, bool) or d < 1:
+            raise ManifestError(f"{path}.{key}", f"expected a positive integer, got {d!r}")
+        sizes.append(d)
+    return GatherRows(v["rows"], *sizes, segment=parse_index_map(v.get("segment"), f"{path}.segment"))
 
 
 def parse_tile_program(v: Any, path: str) -> TileProgram:
@@ -149,4 +176,5 @@ def parse_tile_program(v: Any, path: str) -> TileProgram:
         slots=tuple(parse_index_map(s, f"{path}.slots[{i}]") for i, s in enumerate(slots)),
         num_pid_m=dims[0],
         num_pid_n=dims[1],
+        gather=None if v.get("gather") is None else _parse_gather(v["gather"], f"{path}.gather"),
     )

@@ -47,6 +47,7 @@ import numpy as np
 from .emulate_stall import Stalled
 from .errors import KernelFault, ManifestError, RunnerError, UsageError, WaitTimeout
 from .manifest import CopyOp, KernelSpec, Manifest, NumSms, checked_init
+from .moe import draw_buffer
 from .outcome import CheckRecord
 from .reference import output_view, references, relative_error
 from .signals import epoch_target, reached, signed32
@@ -383,6 +384,11 @@ class InterpretEmulator:
         for b in m.buffers:
             init = checked_init(m, b.name, b.init)
             if b.name == m.signals.buffer or init == "keep":
+                continue
+            if init == "routing":  # one routing of every token, the same on every rank
+                routing = torch.from_numpy(draw_buffer(b, self.rng))
+                for r in range(m.world):
+                    self.buffers[r][b.name].copy_(routing)
                 continue
             for r in range(m.world):
                 t = self.buffers[r][b.name]

@@ -34,6 +34,7 @@ from .manifest_types import (
     PrecompiledSpec,
     RankHostOps,
     ReferenceSpec,
+    RoutingInit,
     Segment,
     SignalsSpec,
     SignalWrite,
@@ -296,6 +297,17 @@ def _kernel(v: Any, path: str, base_dir: Path | None) -> KernelSpec:
     )
 
 
+def _routing(v: Any, path: str) -> RoutingInit:
+    o = _obj(v, path)
+    choices = o.get("choices")
+    return RoutingInit(
+        experts=_int(_get(o, "experts", path), f"{path}.experts", 1),
+        choices=None
+        if choices is None
+        else tuple(_int(c, f"{path}.choices[{i}]", 0) for i, c in enumerate(_list(choices, f"{path}.choices", 1))),
+    )
+
+
 def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
     """Read and validate a manifest from parsed JSON.
 
@@ -318,7 +330,8 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
                 shape=tuple(_int(x, f"{p}.shape[{j}]", 1) for j, x in enumerate(_list(_get(bo, "shape", p), f"{p}.shape", 1))),
                 dtype=_enum(_get(bo, "dtype", p), BUFFER_DTYPES, f"{p}.dtype"),
                 symmetric=_bool(_get(bo, "symmetric", p), f"{p}.symmetric"),
-                init=_enum(_get(bo, "init", p), ("random", "zeros", "poison", "keep"), f"{p}.init"),
+                init=_enum(_get(bo, "init", p), ("random", "zeros", "poison", "keep", "routing"), f"{p}.init"),
+                routing=None if bo.get("routing") is None else _routing(bo["routing"], f"{p}.routing"),
             )
         )
     so = _obj(_get(o, "signals", ""), "signals")

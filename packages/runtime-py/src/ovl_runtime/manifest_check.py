@@ -11,6 +11,7 @@ from __future__ import annotations
 from .attention import check_attention
 from .errors import ManifestError
 from .manifest_types import BufferSpec, HostOp, Manifest, WaitOp
+from .moe import check_moe, check_routing_buffer
 from .shards import check_row_shards
 
 
@@ -28,6 +29,8 @@ def check_references(m: Manifest) -> None:
     _unique([t.name for t in m.tables], "tables")
     _unique([k.name for k in m.kernels], "kernels")
     bufs = {b.name: b for b in m.buffers}
+    for i, b in enumerate(m.buffers):
+        check_routing_buffer(b, f"buffers[{i}]")
     sig = bufs.get(m.signals.buffer)
     if sig is None:
         raise ManifestError("signals.buffer", f"names no buffer ({m.signals.buffer!r})")
@@ -75,6 +78,8 @@ def check_references(m: Manifest) -> None:
                 raise ManifestError(f"reference.inputs.{key}", f"{ref.operator} needs inputs A and B")
     elif ref.operator == "ag-attention":
         check_attention(m)
+    elif ref.operator == "ag-moe":
+        check_moe(m)
     elif len(ref.inputs) != 1:
         raise ManifestError("reference.inputs", f"{ref.operator} takes exactly one input (conventionally X)")
     check_row_shards(m)

@@ -16,7 +16,7 @@ from .errors import ManifestError
 MANIFEST_SCHEMA = "ovl.manifest/v1"
 BUFFER_DTYPES = ("bf16", "fp16", "fp32", "int32", "uint32", "int64")
 FLOAT_DTYPES = ("bf16", "fp16", "fp32")
-OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm", "ag-attention")
+OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm", "ag-moe", "ag-attention")
 ARG_KINDS = (
     "buffer",
     "peer-pointers",
@@ -34,12 +34,22 @@ ARG_KINDS = (
 
 
 @dataclass(frozen=True)
+class RoutingInit:
+    """How a ``routing`` buffer is drawn (``ovl_runtime.moe``): each token's k distinct experts
+    from ``choices`` (default every one of ``experts``)."""
+
+    experts: int
+    choices: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
 class BufferSpec:
     name: str
     shape: tuple[int, ...]
     dtype: str
     symmetric: bool
-    init: str  # random | zeros | poison | keep
+    init: str  # random | zeros | poison | keep | routing
+    routing: RoutingInit | None = None
 
     @property
     def numel(self) -> int:

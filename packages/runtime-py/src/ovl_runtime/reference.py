@@ -20,6 +20,7 @@ import numpy as np
 from .attention import attention, attention_spec
 from .errors import ManifestError
 from .manifest import Manifest
+from .moe import moe_matmul
 from .shards import rank_rows
 
 
@@ -98,6 +99,10 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
         a = attention_spec(m)
         kv = np.concatenate([shard(m, f64[r]["KV"], r, K, "reference.inputs.KV") for r in range(world)], axis=0)
         return [attention(shard(m, f64[r]["Q"], r, N, "reference.inputs.Q"), kv, a, rank_rows(m, r)[0]) for r in range(world)]
+    if ref.operator == "ag-moe":
+        full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
+        w = [f64[r]["B"].reshape(-1, K, N) for r in range(world)]
+        return [moe_matmul(full, w[r], inputs[r]["topk"].reshape(M, -1).astype(np.int64)) for r in range(world)]
     if ref.operator in ("gemm-rs", "gemm-ar"):
         total = sum(
             as_matrix(f64[r]["A"], (M,), K, "reference.inputs.A") @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B")
@@ -124,6 +129,8 @@ def output_view(m: Manifest, out: np.ndarray, rank: int) -> np.ndarray:
     ref = m.reference
     if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention"):
         return shard(m, out, rank, ref.N, "reference.output")
+    if ref.operator == "ag-moe":
+        return as_matrix(out, (out.size // ref.N,), ref.N, "reference.output")
     return as_matrix(out, (ref.M,), ref.N, "reference.output")
 
 

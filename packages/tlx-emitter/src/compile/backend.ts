@@ -10,6 +10,7 @@ import { compileAgGemm } from "./ag-gemm.js";
 import { decomposeCollectives, hasCollectives } from "./decompose.js";
 import { collectiveAlternative } from "../emit/host-ops.js";
 import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
+import { compileAgMoe } from "./ag-moe.js";
 import { builtinBody } from "./builtin.js";
 import { compileGemmAr, realisableArPlan } from "./gemm-ar.js";
 import { compileGemmRs } from "./gemm-rs.js";
@@ -37,15 +38,17 @@ export const tritonBackend: Backend = {
   name: "triton",
   refusal: () => undefined,
   realise: (op) =>
-    op.kind === "ag-gemm"
-      ? compileAgGemm(op)
-      : op.kind === "ag-grouped-gemm"
-        ? compileAgGroupedGemm(op)
-        : op.kind === "gemm-ar"
-          ? compileGemmAr(op)
-          : op.kind === "ag-attention"
-            ? compileAgAttention(op)
-            : compileGemmRs(op),
+    op.kind === "ag-moe"
+      ? compileAgMoe(op)
+      : op.kind === "ag-gemm"
+        ? compileAgGemm(op)
+        : op.kind === "ag-grouped-gemm"
+          ? compileAgGroupedGemm(op)
+          : op.kind === "gemm-ar"
+            ? compileGemmAr(op)
+            : op.kind === "ag-attention"
+              ? compileAgAttention(op)
+              : compileGemmRs(op),
 };
 
 /**

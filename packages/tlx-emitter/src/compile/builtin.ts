@@ -17,6 +17,7 @@ export const BUILTIN_BODIES = [
   "gemm_producer",
   "gemm_producer_tma",
   "grouped_gemm",
+  "moe_gather_gemm",
   "flash_attention",
 ] as const;
 export type BuiltinBodyName = (typeof BUILTIN_BODIES)[number];

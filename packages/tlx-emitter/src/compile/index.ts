@@ -1,7 +1,7 @@
 // Barrel of the compile path: an Operator (local body + chunk plan + backend choices) and the
 // one compile() that the CLI, the tuner, the bench and users call.
 export { compile, realisablePlan, tritonBackend, tlxBackend, BACKEND_SPECIFICATION, type Backend } from "./backend.js";
-export type { Operator, OperatorInput, OperatorKind, KernelBody, GemmProblem, ExpertRouting } from "./operator.js";
+export type { Operator, OperatorInput, OperatorKind, KernelBody, GemmProblem, ExpertRouting, MoeRouting } from "./operator.js";
 export { DEFAULT_GROUP_M, DEFAULT_TILE } from "./operator.js";
 export {
   COMPUTE_CONFIGS_SCHEMA,
@@ -20,6 +20,17 @@ export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
 export { compileAgGroupedGemm, checkRouting, GROUP_TABLE, MOE_B, MOE_C } from "./ag-grouped-gemm.js";
 export { compileConsumer, type ConsumerSpec } from "./consumer.js";
+export {
+  checkMoeRouting,
+  compileAgMoe,
+  MOE_ALIGN_KINDS,
+  MOE_BUFFERS,
+  moeAlignSizes,
+  routingKernels,
+  routingModule,
+  type MoeAlignSizes,
+} from "./ag-moe.js";
+export { rowSegments, segmentMap, segmentOfRows, segmentSlotMaps, segmentWaits, type RowSegments } from "./moe-segments.js";
 export {
   ATTN_O,
   ATTN_Q,

@@ -8,7 +8,7 @@ import type { AttentionProblem } from "./ag-attention.js";
 import type { Binding } from "./bind.js";
 
 /** The operators the compiler builds: what the body computes and which way data moves. */
-export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar" | "ag-attention";
+export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar" | "ag-moe" | "ag-attention";
 
 /** A local kernel: its file name (for errors and provenance) and its Python text. */
 export interface KernelBody {
@@ -38,6 +38,19 @@ export interface ExpertRouting {
   readonly mblockExpert: readonly number[];
 }
 
+/**
+ * The MoE routing of an ag-moe operator: how many experts and how many per token. The routing
+ * itself (`topk_ids`) is an input computed on the device; a checked run draws a fresh one.
+ */
+export interface MoeRouting {
+  /** Number of experts E (the weights are `[E, K, N]`). */
+  readonly experts: number;
+  /** Experts per token k (`topk_ids` is `[M, k]`, C `[M·k, N]`); at most E. */
+  readonly topk: number;
+  /** The experts a checked run's random routing draws from (default all): a subset leaves the others without tokens. */
+  readonly choices?: readonly number[];
+}
+
 /** An overlapped operator, everything `compile()` needs. */
 export interface Operator {
   /** Manifest name (an identifier). */
@@ -54,6 +67,8 @@ export interface Operator {
   readonly groupM?: number;
   /** ag-grouped-gemm only (required there): the expert of every global m-block. */
   readonly groups?: ExpertRouting;
+  /** ag-moe only (required there): experts and top-k; `problem` is `{ M: tokens, N: intermediate, K: hidden }`. */
+  readonly moe?: MoeRouting;
   /**
    * ag-attention only (required there): the attention computed; `problem` is then its GEMM
    * view (`attentionGemmView`) and `tile` is `{ BM: query rows, BN: kv rows, BK: head dim }`.

@@ -3,11 +3,17 @@
 import { LocalKernelError } from "./errors.js";
 import { lineOf, walk, type SyntaxNode } from "./parser.js";
 
-/** `# ovl: consumer gather=<param>` / `# ovl: producer scatter=<param>`. */
+/**
+ * `# ovl: consumer gather=<param> [rows=<param>]` / `# ovl: producer scatter=<param>`.
+ * `rows=` names the index table a consumer reads its gathered rows through (a MoE body's
+ * `sorted_token_ids`): block m reads the rows its table entries name, so its waits are
+ * computed from the table on the device.
+ */
 export interface RoleAnnotation {
   kind: "role";
   role: "consumer" | "producer";
   param: string;
+  rows?: string;
   comment: SyntaxNode;
 }
 
@@ -72,10 +78,11 @@ function parseAnnotation(body: string, comment: SyntaxNode, file: string): Annot
     case "consumer":
     case "producer": {
       const key = head === "consumer" ? "gather" : "scatter";
-      only([key]);
+      only(head === "consumer" ? [key, "rows"] : [key]);
       const param = pairs.get(key);
       if (param === undefined) throw bad(`a ${head} names its operand with ${key}=<parameter>`);
-      return { kind: "role", role: head, param, comment };
+      const rows = pairs.get("rows");
+      return rows === undefined ? { kind: "role", role: head, param, comment } : { kind: "role", role: head, param, rows, comment };
     }
     case "tile-loop":
       only([]);

@@ -29,6 +29,8 @@ export interface KernelShape {
   role: "consumer" | "producer";
   /** The gathered (consumer) or scattered (producer) parameter. */
   operand: string;
+  /** A consumer's row-index table parameter (`rows=`), when it gathers rows through one. */
+  rows?: string;
   params: LocalParam[];
   /** The kernel's decorated_definition and function_definition. */
   definition: SyntaxNode;
@@ -79,6 +81,7 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
   }
   if (operand.constexpr)
     throw new LocalKernelError("unknown-parameter", file, lineOf(role.comment), `${role.param} is a constexpr, not a tensor`);
+  if (role.rows !== undefined) checkRowsParam(role, params, entry, file);
 
   for (const a of annotations) {
     if (a.kind !== "role" && !contains(func, a.comment))
@@ -119,6 +122,7 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
     entry,
     role: role.role,
     operand: role.param,
+    ...(role.rows === undefined ? {} : { rows: role.rows }),
     params,
     definition,
     func,
@@ -244,4 +248,14 @@ function tileStatement(
     );
   }
   return a.n === undefined ? { node: stmt, m: a.m, line } : { node: stmt, m: a.m, n: a.n, line };
+}
+
+/** `rows=` names a tensor parameter of the kernel other than the gathered operand. */
+function checkRowsParam(role: RoleAnnotation, params: readonly LocalParam[], entry: string, file: string): void {
+  const rows = params.find((p) => p.name === role.rows);
+  const line = lineOf(role.comment);
+  if (rows === undefined) throw new LocalKernelError("unknown-parameter", file, line, `rows=${role.rows} names no parameter of ${entry}`);
+  if (rows.constexpr) throw new LocalKernelError("unknown-parameter", file, line, `rows=${role.rows} is a constexpr, not an index table`);
+  if (rows.name === role.param)
+    throw new LocalKernelError("bad-annotation", file, line, `rows=${role.rows} is the gathered operand itself; name the index table`);
 }

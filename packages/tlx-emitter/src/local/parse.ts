@@ -21,6 +21,8 @@ export interface LocalKernel {
   role: "consumer" | "producer";
   /** The gathered (consumer) or scattered (producer) parameter. */
   operand: string;
+  /** The index table a consumer gathers its rows through (`# ovl: consumer gather=<p> rows=<table>`), if any. */
+  rows?: string;
   params: readonly LocalParam[];
   /** Whether the kernel has a `# ovl: tile-loop` (persistent) or one program is one tile. */
   persistent: boolean;
@@ -75,6 +77,7 @@ export function parseLocalKernelWith(parser: PythonParser, source: string, optio
     entry: shape.entry,
     role: shape.role,
     operand: shape.operand,
+    ...(shape.rows === undefined ? {} : { rows: shape.rows }),
     params: shape.params,
     persistent: shape.tileLoop !== undefined,
     waitsPer: shape.kvStatements.length > 0 ? "kv-block" : "tile",

@@ -2,6 +2,8 @@
 // after the statement that sets it; a producer remaps its tile and notifies after the tile's stores.
 // Every edit is an insertion at a position of the syntax tree, so the user's text is kept byte for byte.
 import { pyLiteral, sanitizeText } from "../writer/literals.js";
+import { LocalKernelError } from "./errors.js";
+import { gatherConsumerLines } from "./gather-rows.js";
 import type { LocalKernel } from "./parse.js";
 import { named, type SyntaxNode } from "./parser.js";
 import { DOMAIN_VARIABLE, RUNTIME_PARAMS, checkProgram, printMap, type TileProgram } from "./program.js";
@@ -104,7 +106,7 @@ function insertAfterLine(source: string, after: SyntaxNode, like: SyntaxNode, bl
   let at = source.indexOf("\n", after.endIndex);
   if (at < 0) at = source.length;
   else if (source[at - 1] === "\r") at -= 1;
-  const text = block.map((l) => eol + indent + (l.startsWith("\t") ? unit + l.slice(1) : l)).join("");
+  const text = block.map((l) => eol + indent + l.replace(/^\t+/, (tabs) => unit.repeat(tabs.length))).join("");
   return { at, text };
 }
 
@@ -129,6 +131,15 @@ interface Lines {
 
 /** Remap the row block through the order, then wait on its slots (first tile statement only). */
 function consumerLines(kernel: LocalKernel, program: TileProgram): Lines {
+  if (program.gather !== undefined) return { after: gatherConsumerLines(kernel, program, program.gather), atEnd: [] };
+  if (kernel.rows !== undefined) {
+    throw new LocalKernelError(
+      "bad-program",
+      kernel.file,
+      0,
+      `${kernel.entry} reads its rows through the index table ${kernel.rows} (rows=), but the tile program waits per m-block; compile it as an operator that gathers rows (ag-moe)`,
+    );
+  }
   const v = DOMAIN_VARIABLE.consumer;
   const after = kernel.shape.tileStatements.map((t, i) => {
     const m = t.m;

@@ -27,14 +27,18 @@ export type BufferDType = z.infer<typeof BufferDType>;
  * A buffer every rank allocates. `symmetric` buffers come from symmetric memory (peers can
  * address them); others are ordinary local allocations. `init` says how the runner fills it
  * before each checked run: `random` (fresh normal values per rank), `zeros`, `poison` (NaN,
- * so an element no kernel wrote fails the check) or `keep`.
+ * so an element no kernel wrote fails the check), `keep`, or `routing`: a MoE routing
+ * `[tokens, k]` (int32), each token's k distinct experts drawn from `routing.choices`
+ * (default every expert of `routing.experts`), the same on every rank, fresh per checked run.
  */
 export const Buffer = z.object({
   name: Identifier,
   shape: z.array(Positive).min(1),
   dtype: BufferDType,
   symmetric: z.boolean(),
-  init: z.enum(["random", "zeros", "poison", "keep"]),
+  init: z.enum(["random", "zeros", "poison", "keep", "routing"]),
+  /** With `init: "routing"` (and only then): the experts the routing draws from. */
+  routing: z.object({ experts: Positive, choices: z.array(Count).min(1).optional() }).optional(),
 });
 export type Buffer = z.infer<typeof Buffer>;
 
@@ -171,6 +175,23 @@ export const TileProgramSpec = z.object({
   slots: z.array(IndexMapSchema),
   numPidM: Positive,
   numPidN: Positive,
+  /**
+   * Optional (additive): a consumer that reads its rows through an index table (ag-moe).
+   * Block m reads the rows `floor(e / divisor)` of the entries `e = rows[m·blockRows + i]`
+   * below `limit`; it waits on every segment from `segment(first row)` to `segment(last row)`
+   * (`segment` over `ovl_row`), and `slots` are then maps over `ovl_seg`. `rows` is the buffer
+   * the kernel reads the entries from (written on the device).
+   */
+  gather: z
+    .object({
+      rows: Identifier,
+      blockRows: Positive,
+      divisor: Positive,
+      limit: Positive,
+      rowCount: Positive,
+      segment: IndexMapSchema,
+    })
+    .optional(),
 });
 export type TileProgramSpec = z.infer<typeof TileProgramSpec>;
 
@@ -210,6 +231,10 @@ export type Kernel = z.infer<typeof Kernel>;
  * global m-block, the same row on every rank. Its length L divides M, an m-block is M / L rows,
  * and the reference is `C[rows of mb] = A[rows of mb] @ B[table[mb]]`.
  *
+ * `ag-moe` (MoE with routing on the device): `inputs` are `A` [M, K] (the tokens,
+ * row-sharded), `B` [E, K, N] and `topk` [M, k] (int32, the same on every rank); the output
+ * is [M·k, N] with `C[t·k + j] = A[t] @ B[topk[t, j]]`.
+ *
  * `ag-attention` (sequence-parallel attention, KV gathered): `inputs` are `Q` [M = S, N = H·D]
  * and `KV` [S, K = 2·Hkv·D] (both row-sharded; KV's row holds K of every kv head, then V),
  * the output O [S, H·D] is row-sharded too, and `attention` states heads, kv heads, head
@@ -226,7 +251,17 @@ export const AttentionReference = z.object({
 export type AttentionReference = z.infer<typeof AttentionReference>;
 
 export const Reference = z.object({
-  operator: z.enum(["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm", "ag-attention"]),
+  operator: z.enum([
+    "ag-gemm",
+    "gemm-rs",
+    "gemm-ar",
+    "all-gather",
+    "reduce-scatter",
+    "all-reduce",
+    "ag-grouped-gemm",
+    "ag-moe",
+    "ag-attention",
+  ]),
   M: Positive,
   N: Positive,
   K: Positive,
