@@ -24,7 +24,31 @@ export interface TileProgram {
   tables: readonly string[];
   /** Names of per-rank integer parameters the static maps use (become kernel parameters). */
   scalars?: readonly string[];
+  /**
+   * Consumer whose rows are gathered through an index table (`rows=`): the waits of a block
+   * are computed on the device from its table entries, and `slots` are then maps over the
+   * variable "ovl_seg" (a segment of the gathered rows, see {@link GatherRows}).
+   */
+  gather?: GatherRows;
 }
+
+/**
+ * How a consumer's block finds the rows it reads (TileLink §4.1's dynamic shape map): block
+ * `m` reads the rows `floor(e / divisor)` of the entries `e = rows[m * blockRows + i]`
+ * below `limit` (larger entries are padding). Its waits cover every segment from the
+ * segment of its first row to that of its last: `segment` maps a row ("ovl_row", in
+ * `[0, rowCount)`) to its segment, nondecreasing, and segment `s` waits on `slots[j](s)`.
+ */
+export interface GatherRows {
+  readonly blockRows: number;
+  readonly divisor: number;
+  readonly limit: number;
+  readonly rowCount: number;
+  readonly segment: IndexMap;
+}
+
+/** The variables of a gathering consumer's maps: a gathered row, and a segment of rows. */
+export const GATHER_VARIABLES = { row: "ovl_row", segment: "ovl_seg" } as const;
 
 /** The variable a role's maps are written over. */
 export const DOMAIN_VARIABLE = { consumer: "ovl_m", producer: "ovl_t" } as const;
@@ -39,7 +63,19 @@ export const RUNTIME_PARAMS = {
 export const RANK_VARIABLE = "ovl_rank";
 
 /** Names the inserted code assigns (besides `ovl_slot<j>`). */
-const INSERTED_LOCALS = ["ovl_m", "ovl_mb", "ovl_tok", "ovl_t", "ovl_t2", "ovl_target"];
+const INSERTED_LOCALS = [
+  "ovl_m",
+  "ovl_mb",
+  "ovl_tok",
+  "ovl_t",
+  "ovl_t2",
+  "ovl_target",
+  "ovl_ids",
+  "ovl_lo",
+  "ovl_hi",
+  "ovl_end",
+  "ovl_seg",
+];
 
 function isInsertedName(name: string): boolean {
   const slot =
@@ -70,22 +106,42 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
   if (role === "producer" && (program.numPidN === undefined || !Number.isSafeInteger(program.numPidN) || program.numPidN < 1)) {
     throw bad("bad-program", `a producer's tile program needs numPidN, a positive integer (got ${String(program.numPidN)})`);
   }
+  if (program.gather !== undefined) checkGather(program.gather, role, bad);
   const variable = DOMAIN_VARIABLE[role];
-  const maps: [string, IndexMap][] = [["order", program.order], ...program.slots.map((m, j): [string, IndexMap] => [`slots[${j}]`, m])];
-  for (const [what, map] of maps) {
+  const over = program.gather === undefined ? variable : GATHER_VARIABLES.segment;
+  const maps: [string, IndexMap, string][] = [
+    ["order", program.order, variable],
+    ...program.slots.map((m, j): [string, IndexMap, string] => [`slots[${j}]`, m, over]),
+    ...(program.gather === undefined
+      ? []
+      : [["gather.segment", program.gather.segment, GATHER_VARIABLES.row] as [string, IndexMap, string]]),
+  ];
+  for (const [what, map, domain] of maps) {
     const parsed = IndexMapSchema.safeParse(map);
     if (!parsed.success) throw bad("bad-program", `${what} is not an index map: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     if (map.kind === "dynamic" && !program.tables.includes(map.table.name)) {
       throw bad("bad-program", `${what} reads table ${map.table.name}, which is not in the program's tables`);
     }
     const free = freeVariables(map.kind === "static" ? map.expr : map.index);
-    const stray = free.find((v) => v !== variable && v !== RANK_VARIABLE && !scalars.includes(v));
+    const stray = free.find((v) => v !== domain && v !== RANK_VARIABLE && !scalars.includes(v));
     if (stray !== undefined)
-      throw bad(
-        "bad-program",
-        `${what} uses variable ${stray}; a ${role}'s maps are over ${variable}, ${RANK_VARIABLE} and the program's scalars`,
-      );
+      throw bad("bad-program", `${what} uses variable ${stray}; it is a map over ${domain}, ${RANK_VARIABLE} and the program's scalars`);
   }
+}
+
+/** A gathering program's sizes are positive integers (they are printed as literals). */
+function checkGather(g: GatherRows, role: "consumer" | "producer", bad: (code: "bad-program", what: string) => LocalKernelError): void {
+  if (role !== "consumer") throw bad("bad-program", "only a consumer gathers its rows through an index table");
+  for (const [name, v] of [
+    ["blockRows", g.blockRows],
+    ["divisor", g.divisor],
+    ["limit", g.limit],
+    ["rowCount", g.rowCount],
+  ] as const) {
+    if (!Number.isSafeInteger(v) || v < 1) throw bad("bad-program", `gather.${name} must be a positive integer, got ${String(v)}`);
+  }
+  if ((g.blockRows & (g.blockRows - 1)) !== 0)
+    throw bad("bad-program", `gather.blockRows (${g.blockRows}) must be a power of two (tl.arange)`);
 }
 
 /** `expr` with every occurrence of variable `from` renamed `to`. */
