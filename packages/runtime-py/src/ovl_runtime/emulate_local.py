@@ -22,7 +22,7 @@ from .errors import KernelFault, ManifestError
 from .index_maps import TileProgram
 from .signals import epoch_target
 
-_GEMM_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "ag-grouped-gemm")
+_GEMM_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "ag-grouped-gemm", "a2a-gemm")
 
 
 def _program(ctx: KernelContext, role: str) -> TileProgram:

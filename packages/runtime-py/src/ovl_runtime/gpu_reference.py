@@ -103,6 +103,10 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
     if ref.operator == "ag-gemm":
         full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return full @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
+    if ref.operator == "a2a-gemm":
+        recv = torch.empty(M, K, device=inputs["A"].device, dtype=torch.float32)
+        dist.all_to_all_single(recv, _matrix(inputs["A"], (M,), K, "reference.inputs.A").float().contiguous())
+        return recv @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
     if ref.operator == "ag-grouped-gemm":
         full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return _grouped_matmul(m, full, inputs["B"])
@@ -146,6 +150,13 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
     if ref.operator == "ag-gemm":
         full = slabs("A", K)
         return [full @ _matrix(x["B"], (K,), N, "reference.inputs.B").float() for x in inputs]
+    if ref.operator == "a2a-gemm":
+        sends = [_matrix(x["A"], (M,), K, "reference.inputs.A").float() for x in inputs]
+        rows = M // world
+        return [
+            torch.cat([s[r * rows : (r + 1) * rows] for s in sends]) @ _matrix(x["B"], (K,), N, "reference.inputs.B").float()
+            for r, x in enumerate(inputs)
+        ]
     if ref.operator == "ag-grouped-gemm":
         full = slabs("A", K)
         return [_grouped_matmul(m, full, x["B"]) for x in inputs]
@@ -236,6 +247,16 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
         ]
         if even:
             cases.append(("torch-async-tp", lambda: torch.ops.symm_mem.fused_all_gather_matmul(shard, [b], 0, group_name)))
+    elif ref.operator == "a2a-gemm":
+        send = torch.randn(M, K, device=dev, dtype=dtype)
+        recv = torch.empty(M, K, device=dev, dtype=dtype)
+        b = torch.randn(K, N, device=dev, dtype=dtype)
+        c = torch.empty(M, N, device=dev, dtype=dtype)
+        cases = [
+            ("torch-gemm", lambda: torch.matmul(recv, b, out=c)),
+            ("nccl-all-to-all", lambda: dist.all_to_all_single(recv, send)),
+            ("all-to-all-then-gemm", lambda: (dist.all_to_all_single(recv, send), torch.matmul(recv, b, out=c))),
+        ]
     elif ref.operator == "ag-grouped-gemm":
         shard = torch.randn(rpr, K, device=dev, dtype=dtype)
         gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)

@@ -16,7 +16,18 @@ from .errors import ManifestError
 MANIFEST_SCHEMA = "ovl.manifest/v1"
 BUFFER_DTYPES = ("bf16", "fp16", "fp32", "int32", "uint32", "int64")
 FLOAT_DTYPES = ("bf16", "fp16", "fp32")
-OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "ag-grouped-gemm", "ag-moe", "ag-attention")
+OPERATORS = (
+    "ag-gemm",
+    "gemm-rs",
+    "gemm-ar",
+    "all-gather",
+    "reduce-scatter",
+    "all-reduce",
+    "ag-grouped-gemm",
+    "ag-moe",
+    "ag-attention",
+    "a2a-gemm",
+)
 ARG_KINDS = (
     "buffer",
     "peer-pointers",

@@ -1,7 +1,9 @@
 """Numpy references of the operators a manifest claims, and the relative-error check.
 
 Conventions (``reference.inputs`` keys): GEMM operators read ``A`` and ``B``; collectives
-read their single input (conventionally ``X``). ``ag-grouped-gemm`` (the MoE expert GEMM)
+read their single input (conventionally ``X``). ``a2a-gemm`` reads ``A`` as each rank's
+AllToAll send buffer [M, K] (slab j goes to rank j) and multiplies what a rank receives by
+its ``B``. ``ag-grouped-gemm`` (the MoE expert GEMM)
 reads ``A`` [M, K] and ``B`` [E, K, N], and finds the expert of each global m-block in the
 manifest table ``reference.groupTable`` (a table, not a buffer: the same row on every rank,
 of L entries, an m-block being M / L rows). ``ag-attention`` reads ``Q`` and ``KV`` (see
@@ -73,6 +75,14 @@ def grouped_matmul(a: np.ndarray, b: np.ndarray, block_rows: int, experts: Seque
     return c
 
 
+def received_slabs(sends: Sequence[np.ndarray], rank: int) -> np.ndarray:
+    """a2a-gemm: what ``rank`` receives in an AllToAll of rows, slab q of it being slab
+    ``rank`` of rank q's send buffer (``world`` equal slabs of M rows)."""
+    world = len(sends)
+    rows = sends[0].shape[0] // world
+    return np.concatenate([s[rank * rows : (rank + 1) * rows] for s in sends], axis=0)
+
+
 def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
     """Per rank, the expected output (float64) from each rank's input buffers.
 
@@ -85,6 +95,9 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
     if ref.operator == "ag-gemm":
         full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
         return [full @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world)]
+    if ref.operator == "a2a-gemm":
+        sends = [as_matrix(f64[q]["A"], (M,), K, "reference.inputs.A") for q in range(world)]
+        return [received_slabs(sends, r) @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world)]
     if ref.operator == "ag-grouped-gemm":
         full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
         bm, experts = expert_blocks(m)

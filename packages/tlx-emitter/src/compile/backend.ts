@@ -3,6 +3,7 @@
 // local body; TLX assembles warp-specialised kernels from its own parts.
 import { planSignals, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
 import type { EmitResult } from "../emit/ag-gemm.js";
+import { compileA2aGemm } from "./a2a-gemm.js";
 import { emitTlxAgGemm, type TlxTarget } from "../tlx/emit.js";
 import { EmitError } from "../writer/index.js";
 import { compileAgAttention } from "./ag-attention.js";
@@ -14,7 +15,7 @@ import { compileAgMoe } from "./ag-moe.js";
 import { builtinBody } from "./builtin.js";
 import { compileGemmAr, realisableArPlan } from "./gemm-ar.js";
 import { compileGemmRs } from "./gemm-rs.js";
-import { operatorSchedule, type Operator, type OperatorInput } from "./operator.js";
+import { operatorSchedule, type Operator, type OperatorInput, type OperatorKind } from "./operator.js";
 import { planTensor } from "./consumer.js";
 import { resolveCompute } from "./tuned.js";
 
@@ -32,23 +33,23 @@ export interface Backend {
   realise(op: Operator): Promise<EmitResult>;
 }
 
+/** How the Triton backend compiles each kind of operator. */
+const TRITON_REALISE: Readonly<Record<OperatorKind, (op: Operator) => Promise<EmitResult>>> = {
+  "ag-gemm": (op) => compileAgGemm(op),
+  "ag-grouped-gemm": (op) => compileAgGroupedGemm(op),
+  "ag-moe": (op) => compileAgMoe(op),
+  "ag-attention": (op) => compileAgAttention(op),
+  "a2a-gemm": (op) => compileA2aGemm(op),
+  "gemm-rs": (op) => compileGemmRs(op),
+  "gemm-ar": (op) => compileGemmAr(op),
+};
+
 /** Triton: the operator's local body, transformed (any annotated Triton kernel). */
 export const tritonBackend: Backend = {
   specificationVersion: BACKEND_SPECIFICATION,
   name: "triton",
   refusal: () => undefined,
-  realise: (op) =>
-    op.kind === "ag-moe"
-      ? compileAgMoe(op)
-      : op.kind === "ag-gemm"
-        ? compileAgGemm(op)
-        : op.kind === "ag-grouped-gemm"
-          ? compileAgGroupedGemm(op)
-          : op.kind === "gemm-ar"
-            ? compileGemmAr(op)
-            : op.kind === "ag-attention"
-              ? compileAgAttention(op)
-              : compileGemmRs(op),
+  realise: (op) => TRITON_REALISE[op.kind](op),
 };
 
 /**

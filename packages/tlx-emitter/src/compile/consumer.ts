@@ -25,9 +25,16 @@ export const LOCAL_CONSUMER_KIND = "local-consumer";
 /** What one consumer operator adds to the shared path, given the gathered tensor's name. */
 export interface ConsumerSpec {
   /** `template.params.operator` of the kernel (the runner's engines dispatch on it). */
-  readonly operator: "ag-gemm" | "ag-grouped-gemm";
+  readonly operator: "ag-gemm" | "ag-grouped-gemm" | "a2a-gemm";
   /** The operator as errors name it (e.g. `AllGather+GEMM`). */
   readonly title: string;
+  /**
+   * How the received tensor starts a launch (default `random`: an AllGather's own shard is
+   * in place; `poison` where the plan's copies write every row, an AllToAll's own slab included).
+   */
+  readonly receivedInit?: "random" | "poison";
+  /** Buffers the plan reads besides the received tensor (e.g. an AllToAll's send buffer), given its name. */
+  readonly sources?: (received: string) => readonly Buffer[];
   /** The body's other operand (`b`) and its output (`c`); both local, `c` poisoned. */
   readonly b: Buffer;
   readonly c: Buffer;
@@ -121,7 +128,8 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
   });
   const slotCount = Math.max(1, ...signals.slots.map((e) => e.slots.length));
   const buffers: Buffer[] = [
-    { name: tensor.name, shape: [M, K], dtype: o.dtype, symmetric: true, init: "random" },
+    { name: tensor.name, shape: [M, K], dtype: o.dtype, symmetric: true, init: spec.receivedInit ?? "random" },
+    ...(spec.sources?.(tensor.name) ?? []),
     spec.b,
     spec.c,
     signalBuffer(slotCount, true),

@@ -31,6 +31,7 @@ export {
   type MoeAlignSizes,
 } from "./ag-moe.js";
 export { rowSegments, segmentMap, segmentOfRows, segmentSlotMaps, segmentWaits, type RowSegments } from "./moe-segments.js";
+export { compileA2aGemm, allToAllSource } from "./a2a-gemm.js";
 export {
   ATTN_O,
   ATTN_Q,

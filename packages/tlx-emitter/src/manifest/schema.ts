@@ -261,6 +261,7 @@ export const Reference = z.object({
     "ag-grouped-gemm",
     "ag-moe",
     "ag-attention",
+    "a2a-gemm",
   ]),
   M: Positive,
   N: Positive,
