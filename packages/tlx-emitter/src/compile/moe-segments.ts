@@ -64,7 +64,7 @@ export function segmentMap(seg: RowSegments, world: number, tableName: string): 
   const want = segmentOfRows(seg);
   const row = variable(GATHER_VARIABLES.row, { min: 0, max: seg.rows - 1 });
   const L = seg.starts[1] ?? seg.rows;
-  const equal = seg.starts.every((s, i) => s === i * L);
+  const equal = seg.starts.every((s, i) => s === i * L) && seg.rows - (seg.starts[seg.starts.length - 1] as number) <= L;
   const built: BuiltMap = equal
     ? { map: staticMap(floorDiv(row, L)) }
     : {
