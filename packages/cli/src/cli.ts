@@ -3,12 +3,13 @@
 // has --help; results go to stdout (text, or JSON with --json), progress to stderr.
 import { Command, CommanderError } from "commander";
 import { positiveInt, problemOptions } from "./options.js";
-import { CliError } from "./errors.js";
+import { CliError, UsageError } from "./errors.js";
 import { processIo, printOutput, type Io } from "./io.js";
 import { GEMM_OPERATORS, OPERATORS, parseOperator, resolveProblem, type ProblemFlags } from "./problem.js";
 import { planCommand } from "./commands/plan.js";
 import { invalidPlanError, planOfTarget, validateCommand } from "./commands/validate.js";
-import { emitCommand } from "./commands/emit.js";
+import { emitCommand, readKernelFile } from "./commands/emit.js";
+import { emitAttentionCommand, type AttentionFlags } from "./commands/emit-attention.js";
 import { runCommand, type RunFlags } from "./commands/run.js";
 import { reportCommand } from "./commands/report.js";
 import { registerModelCommands } from "./commands/register-model.js";
@@ -49,8 +50,13 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       }
     });
 
-  problemOptions(program.command("emit").argument("<operator>", GEMM_OPERATORS.join(" | ")), { gemm: true })
+  problemOptions(program.command("emit").argument("<operator>", [...GEMM_OPERATORS, "ag-attention"].join(" | ")), { gemm: true })
     .description("plan, lower and emit a fused operator as Triton kernels plus manifest.json")
+    .option("--seq <S>", "ag-attention: global sequence length S (each rank holds S / world positions)", positiveInt("--seq"))
+    .option("--heads <H>", "ag-attention: query heads", positiveInt("--heads"))
+    .option("--kv-heads <Hkv>", "ag-attention: key/value heads (default --heads; fewer: GQA)", positiveInt("--kv-heads"))
+    .option("--head-dim <D>", "ag-attention: head dimension (16 ... 256, a power of two)", positiveInt("--head-dim"))
+    .option("--causal", "ag-attention: the query at position i attends keys at positions <= i")
     .option("--out <dir>", "where the kernels and manifest go (default ./ovl-emit/<operator>)")
     .option("--tlx", "ag-gemm: also the TLX warp-specialised kernel and its manifest, in <out>/tlx")
     .option("--kernel <file>", "your own annotated Triton kernel as the compute body (default: ovl's built-in body)")
@@ -58,17 +64,32 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option("--json", "print what was written as JSON")
     .addHelpText(
       "after",
-      "\nExamples:\n  ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx\n  ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm\n  ovl emit ag-gemm --shape MLP-1 --world 4 --kernel my_matmul.py --plan my_plan.json",
+      "\nExamples:\n  ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx\n  ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm\n  ovl emit ag-gemm --shape MLP-1 --world 4 --kernel my_matmul.py --plan my_plan.json\n  ovl emit ag-attention --seq 16384 --heads 32 --head-dim 128 --causal --world 8 --template ring",
     )
-    .action(async (operator: string, o: ProblemFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string }) => {
-      const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
-      const out = o.out ?? `ovl-emit/${p.operator}`;
-      const sources = {
-        ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),
-        ...(o.plan === undefined ? {} : { planFile: o.plan }),
-      };
-      printOutput(io, await emitCommand(p, out, o.tlx === true, sources), o.json === true);
-    });
+    .action(
+      async (
+        operator: string,
+        o: ProblemFlags & AttentionFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string },
+      ) => {
+        if (operator === "ag-attention") {
+          if (o.tlx === true || o.plan !== undefined || o.shape !== undefined)
+            throw new UsageError(
+              "unsupported",
+              "ag-attention takes --seq/--heads/--kv-heads/--head-dim/--causal and a template, not --tlx, --plan or --shape",
+            );
+          const body = o.kernel === undefined ? undefined : readKernelFile(o.kernel);
+          printOutput(io, await emitAttentionCommand(o, o.out ?? "ovl-emit/ag-attention", body), o.json === true);
+          return;
+        }
+        const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
+        const out = o.out ?? `ovl-emit/${p.operator}`;
+        const sources = {
+          ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),
+          ...(o.plan === undefined ? {} : { planFile: o.plan }),
+        };
+        printOutput(io, await emitCommand(p, out, o.tlx === true, sources), o.json === true);
+      },
+    );
 
   registerModelCommands(program, io);
 

@@ -15,7 +15,7 @@ import {
   type Operator,
   type OperatorInput,
 } from "@ovl/tlx-emitter";
-import { buildPlan, gemmTiling } from "../build.js";
+import { buildPlan, consumes, gemmTiling } from "../build.js";
 import { readPlanFile } from "./validate.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
@@ -68,11 +68,11 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
   const plan = sources.planFile === undefined ? buildPlan(p) : withSignals(readPlanFile(sources.planFile));
   const body =
     sources.kernelFile === undefined
-      ? builtinBody(p.operator === "ag-gemm" ? "gemm_tma_persistent" : "gemm_producer")
+      ? builtinBody(consumes(p) ? "gemm_tma_persistent" : "gemm_producer")
       : readKernelFile(sources.kernelFile);
   return {
     name: operatorName(p),
-    kind: p.operator === "ag-gemm" ? "ag-gemm" : p.operator === "gemm-ar" ? "gemm-ar" : "gemm-rs",
+    kind: p.operator === "ag-gemm" || p.operator === "gemm-ar" || p.operator === "a2a-gemm" ? p.operator : "gemm-rs",
     plan,
     body,
     problem: { M: p.M, N: p.N, K: p.K },
@@ -91,7 +91,7 @@ function withSignals(plan: ChunkPlan): ChunkPlan {
   return plan.signals === undefined ? planSignals(plan) : plan;
 }
 
-function readKernelFile(path: string): KernelBody {
+export function readKernelFile(path: string): KernelBody {
   if (!existsSync(path)) throw new UsageError("bad-file", `--kernel ${path}: no such file`);
   return { path: basename(path), source: readFileSync(path, "utf8") };
 }
@@ -101,16 +101,16 @@ function readKernelFile(path: string): KernelBody {
  * validated, lowered against the body's tiling, the body transformed (`compile`).
  */
 export async function emitProblem(p: Problem, outDir: string, sources: EmitSources = {}): Promise<EmittedOperator> {
-  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar" && p.operator !== "a2a-gemm") {
     throw new UsageError(
       "unsupported",
-      `ovl emit writes fused kernels for ag-gemm, gemm-rs or gemm-ar, not ${p.operator}; try: ovl emit ag-gemm --shape MLP-1 --world 4`,
+      `ovl emit writes fused kernels for ag-gemm, gemm-rs, gemm-ar or a2a-gemm, not ${p.operator}; try: ovl emit ag-gemm --shape MLP-1 --world 4`,
     );
   }
-  if (p.operator === "ag-gemm" && p.backend === "sm") {
+  if (consumes(p) && p.backend === "sm") {
     throw new UsageError(
       "unsupported",
-      "AG+GEMM is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)",
+      `${p.operator === "ag-gemm" ? "AG+GEMM" : "A2A+GEMM"} is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)`,
     );
   }
   if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {
@@ -120,7 +120,7 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
   const schedule = lowerToTileSchedule(
     op.plan,
     { ...gemmTiling({ ...p, tile: op.tile, groupSizeM: op.groupM ?? p.groupSizeM }), tensor: scheduleTensor(p, op.plan) },
-    { role: p.operator === "ag-gemm" ? "consumer" : "producer" },
+    { role: consumes(p) ? "consumer" : "producer" },
   );
   const result = await compile(op);
   const dir = resolve(outDir);

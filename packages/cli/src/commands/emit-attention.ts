@@ -1,0 +1,114 @@
+// `ovl emit ag-attention`: sequence-parallel attention with its KV gathered by an AllGather
+// template (swizzle, ring — Mercury's ring-attention shift — or hierarchical) while ovl's
+// built-in flash-attention body (or --kernel) computes; kernels, manifest and plan written.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, serializePlan, type ChunkPlan } from "@ovl/chunk-plan";
+import { attentionGemmView, builtinBody, compile, emitManifestJson, type AttentionProblem, type OperatorInput } from "@ovl/tlx-emitter";
+import { UsageError } from "../errors.js";
+import type { CommandOutput } from "../io.js";
+import { parseMesh } from "../problem.js";
+
+/** The flags `ovl emit ag-attention` reads. */
+export interface AttentionFlags {
+  seq?: number;
+  heads?: number;
+  kvHeads?: number;
+  headDim?: number;
+  causal?: boolean;
+  world?: number;
+  mesh?: string;
+  template?: string;
+  side?: string;
+  split?: number;
+  tile?: string;
+  backend?: string;
+}
+
+const TEMPLATES = ["swizzle", "ring", "hierarchical"] as const;
+
+/** The attention problem the flags name (every size required but the kv heads, which default to the heads). */
+export function attentionOfFlags(f: AttentionFlags): AttentionProblem {
+  const need = (v: number | undefined, flag: string): number => {
+    if (v === undefined)
+      throw new UsageError("bad-shape", `ovl emit ag-attention needs ${flag}; e.g. --seq 4096 --heads 32 --head-dim 128`);
+    return v;
+  };
+  const heads = need(f.heads, "--heads");
+  return { S: need(f.seq, "--seq"), heads, kvHeads: f.kvHeads ?? heads, headDim: need(f.headDim, "--head-dim"), causal: f.causal === true };
+}
+
+/** The kv AllGather of the flags: the template on the mesh, push (default) or pull, `split` chunks a shard. */
+export function attentionPlan(f: AttentionFlags, a: AttentionProblem): ChunkPlan {
+  const template = f.template ?? "swizzle";
+  if (!(TEMPLATES as readonly string[]).includes(template)) {
+    throw new UsageError("unknown-template", `ag-attention gathers kv with ${TEMPLATES.join(", ")}, not '${template}'`);
+  }
+  if (f.backend !== undefined && f.backend !== "copy-engine")
+    throw new UsageError("unsupported", "ag-attention gathers kv with copy-engine transfers only; drop --backend");
+  const side = f.side ?? "push";
+  if (side !== "push" && side !== "pull") throw new UsageError("usage", `--side is push or pull, not '${side}'`);
+  const mesh = parseMesh(f);
+  const tensor = { name: "kv", shape: [a.S, attentionGemmView(a).K], dtype: "bf16" as const };
+  const base = { tensor, axis: 0, mesh, split: f.split ?? 2 };
+  const plan =
+    template === "hierarchical"
+      ? allGatherHierarchical({ ...base, schedule: "pipelined" })
+      : template === "ring"
+        ? allGatherRing({ ...base, side })
+        : allGatherSwizzle({ ...base, side });
+  return planSignals(plan);
+}
+
+/** `--tile QxKV` (query rows × kv rows; a third number, if given, must be the head dimension). */
+export function attentionTile(tile: string | undefined, headDim: number): OperatorInput["tile"] {
+  if (tile === undefined) return undefined;
+  const m = /^(\d+)x(\d+)(?:x(\d+))?$/.exec(tile);
+  if (m === null) throw new UsageError("usage", `--tile '${tile}' is not QxKV (query rows x kv rows, e.g. 128x64)`);
+  const BK = m[3] === undefined ? headDim : Number(m[3]);
+  return { BM: Number(m[1]), BN: Number(m[2]), BK };
+}
+
+/** Compile the flags' attention operator into `outDir`. */
+export async function emitAttentionCommand(
+  f: AttentionFlags,
+  outDir: string,
+  kernelFile?: { path: string; source: string },
+): Promise<CommandOutput> {
+  const a = attentionOfFlags(f);
+  const plan = attentionPlan(f, a);
+  const tile = attentionTile(f.tile, a.headDim);
+  const world = parseMesh(f).reduce((x, y) => x * y, 1);
+  const name = `ag_attention_s${a.S}_h${a.heads}_kv${a.kvHeads}_d${a.headDim}${a.causal ? "_causal" : ""}_w${world}`;
+  const op: OperatorInput = {
+    name,
+    kind: "ag-attention",
+    plan,
+    body: kernelFile ?? builtinBody("flash_attention"),
+    problem: attentionGemmView(a),
+    attention: a,
+    ...(tile === undefined ? {} : { tile }),
+  };
+  const result = await compile(op);
+  const dir = resolve(outDir);
+  mkdirSync(dir, { recursive: true });
+  const files = result.files.map((x) => {
+    writeFileSync(join(dir, x.path), x.text);
+    return join(dir, x.path);
+  });
+  const manifest = join(dir, "manifest.json");
+  writeFileSync(manifest, emitManifestJson(result.manifest));
+  writeFileSync(join(dir, "plan.json"), serializePlan(plan));
+  files.push(manifest, join(dir, "plan.json"));
+  const k = result.manifest.kernels[0];
+  const blocks = `${String(k?.constexprs.BLOCK_M)}x${String(k?.constexprs.BLOCK_N)}`;
+  return {
+    json: { name, dir, manifest, files, world, attention: result.manifest.reference.attention, blocks },
+    lines: [
+      `${name}: attention over S=${a.S} (${a.heads} heads, ${a.kvHeads} kv heads, head dim ${a.headDim}${a.causal ? ", causal" : ""}), kv gathered by ${f.template ?? "swizzle"} on ${world} ranks`,
+      `  blocks ${blocks} (query rows x kv rows), body ${op.body.path}`,
+      ...files.map((x) => `wrote ${x}`),
+      `run it: ovl run ${manifest} --emulate --engine interpret    (or on GPUs: ovl run ${manifest} --gpus ${world})`,
+    ],
+  };
+}
