@@ -3,7 +3,8 @@
 // tutorial-style matmul, GEMM+ReduceScatter and GEMM+AllReduce (partitioned, copy engine and
 // SM pushes, and tile-wise) from the built-in producer body, AllGather+grouped GEMM (MoE
 // experts) from the built-in grouped body, and sequence-parallel attention (KV gathered) from
-// the built-in flash-attention body.
+// the built-in flash-attention body, and AllGather + MoE with its routing computed on the device
+// from the built-in gather + grouped GEMM body.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, allReducePartitioned, allReduceTilewise, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
@@ -92,6 +93,14 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
       plan: ag,
       body: builtinBody("grouped_gemm"),
       groups: exampleRouting(M / tile.BM),
+      ...common,
+    }),
+    local_ag_moe: await compile({
+      name: "local_ag_moe",
+      kind: "ag-moe",
+      plan: ag,
+      body: builtinBody("moe_gather_gemm"),
+      moe: { experts: 8, topk: 2 },
       ...common,
     }),
   };
