@@ -22,7 +22,9 @@ import type { Problem } from "./problem.js";
 /** The tensor the operator's collective moves and, for reductions, where partials live. */
 function moved(p: Problem): { name: string; shape: number[] } {
   // AG+GEMM gathers the rows of A [M×K]; GEMM+RS reduce-scatters (GEMM+AR all-reduces) C [M×N] from C_partial.
-  return p.operator === "ag-gemm" || p.operator === "all-gather" ? { name: "A", shape: [p.M, p.K] } : { name: "C", shape: [p.M, p.N] };
+  return p.operator === "ag-gemm" || p.operator === "all-gather" || p.operator === "a2a-gemm"
+    ? { name: "A", shape: [p.M, p.K] }
+    : { name: "C", shape: [p.M, p.N] };
 }
 
 /** The plan of `p` from its template, without signals. */
@@ -53,6 +55,8 @@ export function templatePlan(p: Problem): ChunkPlan {
         ? allReducePartitioned({ ...base, reduceScatter: "direct", allGather: "swizzle" })
         : allReducePartitioned({ ...base, reduceScatter: "ring", allGather: "ring-push" });
     case "all-to-all":
+    case "a2a-gemm":
+      // AllToAll+GEMM: slab j of every rank's A_send lands in rank j's A, which the GEMM reads.
       return allToAll(base);
   }
 }
@@ -62,13 +66,18 @@ export function buildPlan(p: Problem): ChunkPlan {
   return planSignals(templatePlan(p));
 }
 
+/** Whether the fused GEMM consumes what the plan moves (AG+GEMM, A2A+GEMM) rather than producing it. */
+export function consumes(p: Problem): boolean {
+  return p.operator === "ag-gemm" || p.operator === "a2a-gemm";
+}
+
 /** The fused GEMM's tiling: the consumer of the gathered A, or the producer of C_partial. */
 export function gemmTiling(p: Problem): ComputeTilingInput {
-  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
-    throw new UsageError("unsupported", `${p.operator} has no fused GEMM to schedule; use ag-gemm, gemm-rs or gemm-ar`);
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar" && p.operator !== "a2a-gemm") {
+    throw new UsageError("unsupported", `${p.operator} has no fused GEMM to schedule; use ag-gemm, gemm-rs, gemm-ar or a2a-gemm`);
   }
   return {
-    tensor: p.operator === "ag-gemm" ? "A" : "C_partial",
+    tensor: p.operator === "ag-gemm" || p.operator === "a2a-gemm" ? "A" : "C_partial",
     problem: { M: p.M, N: p.N, K: p.K },
     tile: { ...p.tile },
     groupSizeM: p.groupSizeM,
@@ -78,5 +87,5 @@ export function gemmTiling(p: Problem): ComputeTilingInput {
 
 /** The tile schedule of the fused GEMM of `p` against `plan`. */
 export function buildSchedule(p: Problem, plan: ChunkPlan): TileSchedule {
-  return lowerToTileSchedule(plan, gemmTiling(p), { role: p.operator === "ag-gemm" ? "consumer" : "producer" });
+  return lowerToTileSchedule(plan, gemmTiling(p), { role: consumes(p) ? "consumer" : "producer" });
 }

@@ -5,7 +5,7 @@ import { Command, CommanderError } from "commander";
 import { positiveInt, problemOptions } from "./options.js";
 import { CliError, UsageError } from "./errors.js";
 import { processIo, printOutput, type Io } from "./io.js";
-import { GEMM_OPERATORS, OPERATORS, parseOperator, resolveProblem, type ProblemFlags } from "./problem.js";
+import { EMIT_OPERATORS, OPERATORS, parseOperator, resolveProblem, type ProblemFlags } from "./problem.js";
 import { planCommand } from "./commands/plan.js";
 import { invalidPlanError, planOfTarget, validateCommand } from "./commands/validate.js";
 import { emitCommand, readKernelFile } from "./commands/emit.js";
@@ -50,7 +50,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       }
     });
 
-  problemOptions(program.command("emit").argument("<operator>", [...GEMM_OPERATORS, "ag-attention"].join(" | ")), { gemm: true })
+  problemOptions(program.command("emit").argument("<operator>", [...EMIT_OPERATORS, "ag-attention"].join(" | ")), { gemm: true })
     .description("plan, lower and emit a fused operator as Triton kernels plus manifest.json")
     .option("--seq <S>", "ag-attention: global sequence length S (each rank holds S / world positions)", positiveInt("--seq"))
     .option("--heads <H>", "ag-attention: query heads", positiveInt("--heads"))
@@ -81,7 +81,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
           printOutput(io, await emitAttentionCommand(o, o.out ?? "ovl-emit/ag-attention", body), o.json === true);
           return;
         }
-        const p = resolveProblem(parseOperator(operator, GEMM_OPERATORS), o);
+        const p = resolveProblem(parseOperator(operator, EMIT_OPERATORS), o);
         const out = o.out ?? `ovl-emit/${p.operator}`;
         const sources = {
           ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),

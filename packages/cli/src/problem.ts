@@ -6,13 +6,15 @@ import { UsageError } from "./errors.js";
 import { closest, unknownNameMessage } from "./suggest.js";
 
 /** Operators of the CLI: the two overlapped GEMMs, and the collectives (plan / validate only). */
-export const OPERATORS = ["ag-gemm", "gemm-rs", "gemm-ar", "all-gather", "reduce-scatter", "all-reduce", "all-to-all"] as const;
+export const OPERATORS = ["ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "all-gather", "reduce-scatter", "all-reduce", "all-to-all"] as const;
 /** An operator name. */
 export type Operator = (typeof OPERATORS)[number];
 /** Operators that fuse a GEMM with a collective (emit, simulate, tune, demo). */
 export const GEMM_OPERATORS = ["ag-gemm", "gemm-rs", "gemm-ar"] as const;
 /** A fused GEMM operator. */
 export type GemmOperator = (typeof GEMM_OPERATORS)[number];
+/** Operators `ovl emit` builds from flags: the fused GEMMs and AllToAll+GEMM (emit only: the simulator has no AllToAll model). */
+export const EMIT_OPERATORS = [...GEMM_OPERATORS, "a2a-gemm"] as const;
 /** Plan templates by their CLI name. */
 export const TEMPLATES = ["ring", "swizzle", "hierarchical", "direct", "tilewise"] as const;
 /** A template name. */
@@ -32,6 +34,7 @@ export const OPERATOR_TEMPLATES: Readonly<Record<Operator, readonly TemplateName
   "reduce-scatter": ["direct", "ring"],
   "all-reduce": ["ring", "direct"],
   "all-to-all": ["direct"],
+  "a2a-gemm": ["direct"],
 };
 
 /** A GEMM tile: output `BM × BN`, K step `BK`. */
@@ -218,10 +221,10 @@ export function resolveProblem(operator: Operator, flags: ProblemFlags): Problem
     );
   // AG+GEMM gathers uneven shards (the first M mod world ranks one row more); GEMM+RS and
   // GEMM+AR reduce into slabs of whole m-blocks, so their M divides over the ranks.
-  if ((operator === "gemm-rs" || operator === "gemm-ar") && rows % world !== 0) {
+  if ((operator === "gemm-rs" || operator === "gemm-ar" || operator === "a2a-gemm") && rows % world !== 0) {
     throw new UsageError(
       "bad-shape",
-      `M=${rows} does not divide over ${world} ranks; ${operator} reduces into equal slabs of rows: use an --m that is a multiple of ${world} (ag-gemm takes uneven shards)`,
+      `M=${rows} does not divide over ${world} ranks; ${operator} ${operator === "a2a-gemm" ? "sends equal slabs of rows" : "reduces into equal slabs of rows"}: use an --m that is a multiple of ${world} (ag-gemm takes uneven shards)`,
     );
   }
   return {
