@@ -1,5 +1,5 @@
 // Emits the one-GPU correctness set through compile(): AllGather+GEMM (built-in TMA body and
-// a user's tutorial-style matmul), GEMM+ReduceScatter (built-in producer body, copy engine
+// a user's tutorial-style matmul), AllToAll+GEMM (built-in TMA body), GEMM+ReduceScatter (built-in producer body, copy engine
 // and SM pushes), GEMM+AllReduce (built-in producer body: partitioned with copy-engine and
 // SM pushes, and DistFuse's tile-wise one) and, at worlds 2 and 4, AllGather+grouped GEMM
 // (built-in MoE body, 8 experts, uneven routing) at one moderate shape for several worlds, as manifests that
@@ -17,6 +17,7 @@ import {
   allGatherSwizzle,
   allReducePartitioned,
   allReduceTilewise,
+  allToAll,
   planSignals,
   reduceScatterDirect,
 } from "@ovl/chunk-plan";
@@ -65,6 +66,20 @@ export async function oneGpuCases(world: number, M: number, N: number, K: number
     compile({ name, kind: "ag-gemm", plan: ag, body, problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
   cases[`${tag}_ag_gemm`] = await agOp(`${tag}_ag_gemm`, builtinBody("gemm_tma_persistent"));
   cases[`${tag}_ag_tutorial`] = await agOp(`${tag}_ag_tutorial`, tutorialMatmulBody());
+  // AllToAll + GEMM (expert-parallel): every rank receives slab r of every rank's send buffer.
+  if (M % world === 0) {
+    const a2a = planSignals(allToAll({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2 }));
+    cases[`${tag}_a2a_gemm`] = await compile({
+      name: `${tag}_a2a_gemm`,
+      kind: "a2a-gemm",
+      plan: a2a,
+      body: builtinBody("gemm_tma_persistent"),
+      problem: { M, N, K },
+      tile: TILE,
+      groupM: 8,
+      options: { timing },
+    });
+  }
   // Plans the copy engine realises with waits on another rank's slot (pull ring) and a 2-level mesh.
   const A = { name: "A", shape: [M, K], dtype: "bf16" as const };
   const pull = planSignals(allGatherRing({ tensor: A, axis: 0, mesh: [world], split: 2, side: "pull" }));
