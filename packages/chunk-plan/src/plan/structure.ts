@@ -81,7 +81,8 @@ export function checkPlanStructure(plan: ChunkPlan): void {
 
 /** The checks of {@link checkOp}, throwing nothing: true when the op passes them all. */
 function opLooksSound(table: OpTable, op: Op, tensors: ReadonlyMap<string, TensorDecl>, world: number): boolean {
-  if (!regionFits(op.src, tensors) || !regionFits(op.dst, tensors)) return false;
+  // A dst that is the src object itself (templates share one frozen region per chunk) fits when the src does.
+  if (!regionFits(op.src, tensors) || (op.dst !== op.src && !regionFits(op.dst, tensors))) return false;
   if (op.kind === "p2p" && !rankInMesh(op.peer, world)) return false;
   if (op.kind === "collective") for (const q of op.ranks) if (!rankInMesh(q, world)) return false;
   // Indexed, not for-of: iterating a frozen (shared) list allocates a result per step.

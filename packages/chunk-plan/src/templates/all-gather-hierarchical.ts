@@ -91,7 +91,8 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
     const n = Math.floor(r / G);
     const g = r % G;
     const intra: Op[] = [];
-    const inter: Op[] = [];
+    // Staged: one stream, the inter-node ops after the intra-node ones in the same list.
+    const inter: Op[] = schedule === "staged" ? intra : [];
     for (let j = 0; j < S; j++) {
       for (let i = 1; i < G; i++) {
         const q = n * G + ((g + i) % G);
@@ -105,7 +106,7 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
         inter.push(sharedPull(p, chunksOfBlock[m]![j]!, stageOneDeps(p, j), interLabels[j * N + t]!));
       }
     }
-    return schedule === "staged" ? [[...intra, ...inter]] : [intra, inter];
+    return schedule === "staged" ? [intra] : [intra, inter];
   };
 
   return assemble(

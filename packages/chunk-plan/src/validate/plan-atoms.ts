@@ -333,13 +333,19 @@ export function planAtoms(index: PlanIndex, decls: ReadonlyMap<string, TensorDec
   for (let o = 0; o < nOps; o++) {
     const op = index.ops[o]!;
     record(op.src, 2 * o);
-    // A copy into the same box of the same tensor (a pull or push to the same place) has one box.
-    if (sameBox(op.src, op.dst)) boxes.side[2 * o + 1] = boxes.side[2 * o]!;
-    else record(op.dst, 2 * o + 1);
-    let shifted = false;
-    for (let d = 0; d < op.dst.offsets.length; d++) if (op.dst.offsets[d] !== op.src.offsets[d]) shifted = true;
-    moved[o] = shifted ? 1 : 0;
-    translates[o] = shifted || op.src.tensor !== op.dst.tensor ? 1 : 0;
+    if (op.dst === op.src) {
+      // One region object as src and dst (templates share one frozen region per chunk):
+      // one box, nothing moves (moved and translates stay 0).
+      boxes.side[2 * o + 1] = boxes.side[2 * o]!;
+    } else {
+      // A copy into the same box of the same tensor (a pull or push to the same place) has one box.
+      if (sameBox(op.src, op.dst)) boxes.side[2 * o + 1] = boxes.side[2 * o]!;
+      else record(op.dst, 2 * o + 1);
+      let shifted = false;
+      for (let d = 0; d < op.dst.offsets.length; d++) if (op.dst.offsets[d] !== op.src.offsets[d]) shifted = true;
+      moved[o] = shifted ? 1 : 0;
+      translates[o] = shifted || op.src.tensor !== op.dst.tensor ? 1 : 0;
+    }
     if (op.kind === "collective") {
       // Slab boundaries along the collective's axis, where it splits src or dst.
       const n = op.ranks.length;

@@ -205,6 +205,9 @@ function opIsSound(op: Op, rank: number, table: OpTable, decls: Map<string, Tens
   }
   if (op.kind === "p2p" && (op.peer >= world || op.peer === rank)) return false;
   const src = decls.get(op.src.tensor);
+  // A dst that is the src object itself (templates share one frozen region per chunk): same
+  // tensor, same box, so it fits, has the same dtype and the same sizes when the src fits.
+  if (op.dst === op.src) return src !== undefined && fits(op.src, src);
   const dst = op.dst.tensor === op.src.tensor ? src : decls.get(op.dst.tensor);
   if (src === undefined || dst === undefined || !fits(op.src, src) || !fits(op.dst, dst)) return false;
   return src.dtype === dst.dtype && sameSizes(op.src.sizes, op.dst.sizes);
