@@ -100,12 +100,27 @@ export function devicePrimitivesUsed(source: string): string[] {
   return DEVICE_FUNCTIONS.filter((f) => new RegExp(`(^|[^A-Za-z0-9_.])${f}\\(`).test(source));
 }
 
+/** What a kind of kernel module adds to {@link kernelModule}'s (TLX modules: `tlx/parts.ts`). */
+export interface ModuleExtras {
+  /** What emitted it, said in the docstring (e.g. `TLX, warp-specialised`). */
+  readonly how?: string;
+  /** Import lines after `triton` and `triton.language`. */
+  readonly imports?: readonly string[];
+  /** Device functions the module defines itself, written before the kernel, given the kernel's text. */
+  readonly prelude?: (w: PythonWriter, kernel: string) => void;
+}
+
 /**
  * A kernel module: a docstring, the imports (the device primitives the kernel calls come
- * from `ovl_runtime.language`, shipped with the runner), then `kernel` written by the
- * template. `dtype` is checked; the primitives take element types from their arguments.
+ * from `ovl_runtime.language`, shipped with the runner), what `extras` adds, then `kernel`
+ * written by the template. `dtype` is checked; the primitives take element types from their arguments.
  */
-export function kernelModule(summary: string, dtype: ElementType | undefined, kernel: (w: PythonWriter) => void): string {
+export function kernelModule(
+  summary: string,
+  dtype: ElementType | undefined,
+  kernel: (w: PythonWriter) => void,
+  extras: ModuleExtras = {},
+): string {
   tlType(dtype);
   const body = new PythonWriter();
   body.line("@triton.jit");
@@ -113,11 +128,14 @@ export function kernelModule(summary: string, dtype: ElementType | undefined, ke
   const text = body.toString();
   const used = devicePrimitivesUsed(text);
   const w = new PythonWriter();
-  w.docstring(summary, "", `Emitted by @ovl/tlx-emitter. The device primitives come from ${DEVICE_MODULE} (the ovl runner).`);
+  const by = extras.how === undefined ? "@ovl/tlx-emitter" : `@ovl/tlx-emitter (${extras.how})`;
+  w.docstring(summary, "", `Emitted by ${by}. The device primitives come from ${DEVICE_MODULE} (the ovl runner).`);
   w.line("import triton");
   w.line("import triton.language as tl");
+  for (const line of extras.imports ?? []) w.line(line);
   if (used.length > 0) w.line(`from ${DEVICE_MODULE} import ${used.join(", ")}`);
   w.line().line();
+  extras.prelude?.(w, text);
   return w.toString() + text;
 }
 

@@ -3,9 +3,9 @@
 // a tile's loads, an optional communication task) and a schedule (the tile loop every task
 // runs). `tlxKernel` assembles them into one `@triton.jit` module; any part can be replaced.
 import type { ElementType } from "../device/index.js";
-import { DEVICE_MODULE, devicePrimitivesUsed, tlType } from "../kernels/common.js";
+import { kernelModule } from "../kernels/common.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
-import { EmitError, PythonWriter } from "../writer/index.js";
+import { EmitError, type PythonWriter } from "../writer/index.js";
 import { TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
 
 /** Parameters a part adds to the kernel: runtime arguments (in order) and constexprs with values. */
@@ -163,25 +163,16 @@ export function mergeParams(parts: readonly TlxPartParams[]): TlxPartParams {
  * then the kernel that `kernel` writes (from its `@triton.jit` line). `dtype` is checked.
  */
 export function tlxModule(summary: string, how: string, dtype: ElementType, kernel: (w: PythonWriter) => void): string {
-  tlType(dtype);
-  const body = new PythonWriter();
-  body.line("@triton.jit");
-  kernel(body);
-  const text = body.toString();
-  const used = devicePrimitivesUsed(text);
-  const tlxUsed = TLX_DEVICE_FUNCTIONS.filter((f) => new RegExp(`(^|[^A-Za-z0-9_.])${f}\\(`).test(text));
-  const w = new PythonWriter();
-  w.docstring(summary, "", `Emitted by @ovl/tlx-emitter (${how}). The device primitives come from ${DEVICE_MODULE} (the ovl runner).`);
-  w.line("import triton");
-  w.line("import triton.language as tl");
-  w.line("import triton.language.extra.tlx as tlx");
-  if (used.length > 0) w.line(`from ${DEVICE_MODULE} import ${used.join(", ")}`);
-  if (tlxUsed.length > 0) {
-    w.line().line();
-    writeTlxLibrary(w, tlxUsed);
-  }
-  w.line().line();
-  return w.toString() + text;
+  return kernelModule(summary, dtype, kernel, {
+    how,
+    imports: ["import triton.language.extra.tlx as tlx"],
+    prelude: (w, text) => {
+      const used = TLX_DEVICE_FUNCTIONS.filter((f) => new RegExp(`(^|[^A-Za-z0-9_.])${f}\\(`).test(text));
+      if (used.length === 0) return;
+      writeTlxLibrary(w, used);
+      w.line().line();
+    },
+  });
 }
 
 /** The `def` line of a kernel taking `merged`'s arguments, then its constexprs. */
