@@ -10,6 +10,7 @@ import { planCommand } from "./commands/plan.js";
 import { invalidPlanError, planOfTarget, validateCommand } from "./commands/validate.js";
 import { emitCommand, readKernelFile } from "./commands/emit.js";
 import { emitAttentionCommand, type AttentionFlags } from "./commands/emit-attention.js";
+import { emitMoeCommand, type MoeFlags } from "./commands/emit-moe.js";
 import { runCommand, type RunFlags } from "./commands/run.js";
 import { reportCommand } from "./commands/report.js";
 import { registerModelCommands } from "./commands/register-model.js";
@@ -50,13 +51,19 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       }
     });
 
-  problemOptions(program.command("emit").argument("<operator>", [...EMIT_OPERATORS, "ag-attention"].join(" | ")), { gemm: true })
+  problemOptions(program.command("emit").argument("<operator>", [...EMIT_OPERATORS, "ag-attention", "ag-moe"].join(" | ")), { gemm: true })
     .description("plan, lower and emit a fused operator as Triton kernels plus manifest.json")
     .option("--seq <S>", "ag-attention: global sequence length S (each rank holds S / world positions)", positiveInt("--seq"))
     .option("--heads <H>", "ag-attention: query heads", positiveInt("--heads"))
     .option("--kv-heads <Hkv>", "ag-attention: key/value heads (default --heads; fewer: GQA)", positiveInt("--kv-heads"))
     .option("--head-dim <D>", "ag-attention: head dimension (16 ... 256, a power of two)", positiveInt("--head-dim"))
     .option("--causal", "ag-attention: the query at position i attends keys at positions <= i")
+    .option("--tokens <T>", "ag-moe: tokens of every rank (each rank holds its share; --m too)", positiveInt("--tokens"))
+    .option("--hidden <H>", "ag-moe: hidden size (--k too)", positiveInt("--hidden"))
+    .option("--intermediate <I>", "ag-moe: this rank's intermediate columns (--n too)", positiveInt("--intermediate"))
+    .option("--experts <E>", "ag-moe: number of experts", positiveInt("--experts"))
+    .option("--topk <k>", "ag-moe: experts per token (at most --experts)", positiveInt("--topk"))
+    .option("--choices <ids>", "ag-moe: the experts a checked run's random routing draws from, e.g. 0,2,3 (default all)")
     .option("--out <dir>", "where the kernels and manifest go (default ./ovl-emit/<operator>)")
     .option("--tlx", "ag-gemm: also the TLX warp-specialised kernel and its manifest, in <out>/tlx")
     .option("--kernel <file>", "your own annotated Triton kernel as the compute body (default: ovl's built-in body)")
@@ -69,8 +76,18 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(
       async (
         operator: string,
-        o: ProblemFlags & AttentionFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string },
+        o: ProblemFlags & AttentionFlags & MoeFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string },
       ) => {
+        if (operator === "ag-moe") {
+          if (o.tlx === true || o.plan !== undefined || o.shape !== undefined)
+            throw new UsageError(
+              "unsupported",
+              "ag-moe takes --tokens/--hidden/--intermediate/--experts/--topk and a template, not --tlx, --plan or --shape",
+            );
+          const body = o.kernel === undefined ? undefined : readKernelFile(o.kernel);
+          printOutput(io, await emitMoeCommand(o, o.out ?? "ovl-emit/ag-moe", body), o.json === true);
+          return;
+        }
         if (operator === "ag-attention") {
           if (o.tlx === true || o.plan !== undefined || o.shape !== undefined)
             throw new UsageError(

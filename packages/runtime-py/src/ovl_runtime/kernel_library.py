@@ -31,7 +31,7 @@ from .errors import ManifestError, UsageError
 from .manifest import Manifest, load_manifest
 
 #: Operators the torch API compiles, by their manifest/CLI name.
-LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs")
+LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe")
 #: Element types the compiler emits for them.
 LIBRARY_DTYPES = ("bf16",)
 
@@ -48,7 +48,9 @@ class KernelKey:
 
     ``ag-gemm``: ``M`` is the gathered rows (world × rows per rank), ``N`` this rank's
     columns, ``K`` the depth. ``gemm-rs``: ``M`` the rows before the scatter (world × rows
-    each rank keeps), ``N`` the columns, ``K`` this rank's depth."""
+    each rank keeps), ``N`` the columns, ``K`` this rank's depth. ``ag-moe``: ``M`` the
+    tokens of every rank, ``N`` this rank's intermediate columns, ``K`` the hidden size, and
+    ``experts`` / ``topk`` its routing (0 for the other operators)."""
 
     op: str
     world: int
@@ -56,6 +58,8 @@ class KernelKey:
     n: int
     k: int
     dtype: str = "bf16"
+    experts: int = 0
+    topk: int = 0
 
     def __post_init__(self) -> None:
         if self.op not in LIBRARY_OPERATORS:
@@ -68,6 +72,11 @@ class KernelKey:
                 raise UsageError(f"{self.op}: {name} must be a positive integer, got {v!r}")
         if self.m % self.world:
             raise UsageError(f"{self.op}: M = {self.m} rows do not split evenly over {self.world} ranks")
+        if self.op == "ag-moe":
+            if not (isinstance(self.experts, int) and isinstance(self.topk, int) and 1 <= self.topk <= self.experts):
+                raise UsageError(f"ag-moe: needs 1 <= topk <= experts, got topk {self.topk!r} and experts {self.experts!r}")
+        elif self.experts or self.topk:
+            raise UsageError(f"{self.op} takes no experts or topk")
 
     @property
     def backend(self) -> str:
@@ -80,7 +89,8 @@ class KernelKey:
     def dirname(self) -> str:
         """The directory name of this key in a library."""
         backend = "-sm" if self.backend == "sm" else ""
-        return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}-{self.dtype}"
+        routing = f"-e{self.experts}-top{self.topk}" if self.op == "ag-moe" else ""
+        return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}{routing}-{self.dtype}"
 
     @property
     def split(self) -> int:
@@ -107,6 +117,7 @@ class KernelKey:
             str(self.split),
             "--backend",
             self.backend,
+            *(["--experts", str(self.experts), "--topk", str(self.topk)] if self.op == "ag-moe" else []),
             "--out",
             str(out),
         ]
@@ -198,9 +209,17 @@ def manifest_for(key: KernelKey) -> Manifest:
 def check_manifest(m: Manifest, key: KernelKey, path: Path) -> None:
     """Refuse a manifest that is not the operator ``key`` names (a stale or misplaced directory)."""
     ref = m.reference
-    got = (ref.operator, m.world, ref.M, ref.N, ref.K, m.dtype)
-    want = (key.op, key.world, key.m, key.n, key.k, key.dtype)
+    got = (ref.operator, m.world, ref.M, ref.N, ref.K, m.dtype, *_routing_of(m))
+    want = (key.op, key.world, key.m, key.n, key.k, key.dtype, key.experts, key.topk)
     if got != want:
-        names = ("operator", "world", "M", "N", "K", "dtype")
+        names = ("operator", "world", "M", "N", "K", "dtype", "experts", "topk")
         diff = ", ".join(f"{n} {g!r} (wanted {w!r})" for n, g, w in zip(names, got, want) if g != w)
         raise ManifestError(str(path), f"is not the compiled {key.dirname}: {diff}; delete it or recompile")
+
+
+def _routing_of(m: Manifest) -> tuple[int, int]:
+    """``(experts, topk)`` of an ag-moe manifest (its weights [E, K, N] and routing [M, k]), else (0, 0)."""
+    ref = m.reference
+    if ref.operator != "ag-moe":
+        return 0, 0
+    return m.buffer(ref.inputs["B"]).numel // (ref.K * ref.N), m.buffer(ref.inputs["topk"]).shape[1]

@@ -14,6 +14,11 @@ Semantics follow PyTorch's ``torch.ops.symm_mem.fused_all_gather_matmul`` /
   ``[K, n]`` weight; returns ``cat(x over ranks) @ w``, ``[world·m, n]``.
 - ``matmul_reduce_scatter(x, w, group)``: ``x`` is ``[M, k]``, ``w`` ``[k, N]`` (this rank's
   slice of the depth); returns this rank's ``M / world`` rows of ``Σ_ranks x @ w``.
+- ``moe_all_gather_grouped_matmul(x, topk_ids, w, group)`` (MoE, TileLink's AG + Gather +
+  GroupGEMM): ``x`` is this rank's ``[m, K]`` tokens, ``topk_ids`` the ``[world·m, k]`` int32
+  experts of every rank's tokens (the same on every rank), ``w`` this rank's experts
+  ``[E, K, n]``; returns ``C [world·m·k, n]`` with ``C[t·k + j] = x_all[t] @ w[topk_ids[t, j]]``.
+  The routing tables are computed on the device (``ovl_runtime.moe_align``): no host sync.
 
 ``group`` is a ``torch.distributed`` process group (one rank per process, under torchrun),
 a :class:`~ovl_runtime.groups.OneGpuGroup` (every rank in this process on one GPU: each
@@ -63,6 +68,7 @@ __all__ = [
     "fused_all_gather_matmul",
     "fused_matmul_reduce_scatter",
     "matmul_reduce_scatter",
+    "moe_all_gather_grouped_matmul",
     "operators",
     "synchronize",
 ]
@@ -119,7 +125,7 @@ def _operator(key: KernelKey, g: Group, what: str) -> BoundOperator:
                 f"{what}: the first call of a shape compiles and loads its kernels and allocates its buffers, which a "
                 "CUDA graph capture cannot do: call the operator once before capturing"
             )
-        _same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype), what)
+        _same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk), what)
         op = BoundOperator(manifest_for(key), g)
         _operators[(key.dirname, g.name)] = op
     return op
@@ -174,6 +180,66 @@ def _matmul_reduce_scatter_impl(x: torch.Tensor, w: torch.Tensor, group_name: st
     out = _empty(g, padded, n, x)
     op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
     return out if padded == slab else out[..., :slab, :].contiguous()
+
+
+def _routing_views(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) -> tuple[list[torch.Tensor], int]:
+    """Each rank's ``[tokens, k]`` int32 routing, checked (shapes only: the ids are on the device), with k."""
+    what = "moe_all_gather_grouped_matmul: topk_ids"
+    if not isinstance(topk_ids, torch.Tensor) or topk_ids.dtype != torch.int32:
+        raise UsageError(f"{what} must be an int32 torch.Tensor, got {getattr(topk_ids, 'dtype', type(topk_ids).__name__)}")
+    want = 3 if g.stacked else 2
+    if topk_ids.dim() != want or topk_ids.shape[-2] != tokens or (g.stacked and topk_ids.shape[0] != g.world):
+        lead = f"[{g.world}, {tokens}, k]" if g.stacked else f"[{tokens}, k]"
+        raise UsageError(f"{what} must be {lead} (every rank's tokens, k experts each), got {tuple(topk_ids.shape)}")
+    if not topk_ids.is_cuda or not topk_ids.is_contiguous():
+        raise UsageError(f"{what} must be a contiguous CUDA tensor")
+    k = int(topk_ids.shape[-1])
+    if not 1 <= k <= experts:
+        raise UsageError(f"{what}: top-k ({k}) must be between 1 and the number of experts ({experts})")
+    return (list(topk_ids.unbind(0)) if g.stacked else [topk_ids]), k
+
+
+def _moe_impl(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool) -> torch.Tensor:
+    g = resolve_group(group_name)
+    what = "moe_all_gather_grouped_matmul"
+    xs, ws = _rank_views(x, g, "x", 2), _rank_views(w, g, "w", 3)
+    rows, hidden = xs[0].shape
+    experts, hidden2, n = ws[0].shape
+    if hidden != hidden2:
+        raise UsageError(f"{what}: x is [{rows}, {hidden}] but w is [{experts}, {hidden2}, {n}]; the hidden sizes differ")
+    if w.dtype != x.dtype:
+        raise UsageError(f"{what}: x is {x.dtype} but w is {w.dtype}")
+    ids, topk = _routing_views(topk_ids, g, g.world * rows, experts)
+    if validate:  # a host sync: the ids are read back before the launch
+        bad = ((topk_ids < 0) | (topk_ids >= experts)).nonzero()
+        if bad.numel():
+            where = tuple(int(v) for v in bad[0].tolist())
+            raise UsageError(f"{what}: topk_ids{list(where)} = {int(topk_ids[where])} is not an expert of [0, {experts})")
+    key = KernelKey("ag-moe", g.world, g.world * rows, n, hidden, DTYPES[x.dtype], experts=experts, topk=topk)
+    op = _operator(key, g, what)
+    out = _empty(g, g.world * rows * topk, n, x)
+    op.run([{"A": a, "B": b, "topk": t} for a, b, t in zip(xs, ws, ids)], _per_rank(out, g))
+    return out
+
+
+@torch.library.custom_op("ovl::moe_all_gather_grouped_matmul", mutates_args=())
+def _moe_op(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool = False) -> torch.Tensor:
+    return _moe_impl(x, topk_ids, w, group_name, validate)
+
+
+@_moe_op.register_fake
+def _(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool = False) -> torch.Tensor:
+    return x.new_empty((*x.shape[:-2], topk_ids.shape[-2] * topk_ids.shape[-1], w.shape[-1]))
+
+
+def moe_all_gather_grouped_matmul(
+    x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group: Any, *, validate: bool = False
+) -> torch.Tensor:
+    """MoE up-projection: every rank's tokens gathered, each token slot ``t·k + j`` multiplied by
+    its expert ``w[topk_ids[t, j]]``; the gather overlaps the grouped GEMM and the routing tables
+    are built on the device. Expert ids outside ``[0, E)`` are dropped on the device (their rows
+    are not written); ``validate=True`` refuses them before the launch, at the cost of a host sync."""
+    return torch.ops.ovl.moe_all_gather_grouped_matmul(x, topk_ids, w, resolve_group(group).name, validate)
 
 
 def _fake_rows(x: torch.Tensor, group_name: str) -> tuple[Group, int]:

@@ -38,6 +38,8 @@ export const MOE_BUFFERS = {
 } as const;
 /** Slots the routing kernels handle per step (`ovl_runtime.moe_align.CHUNK`). */
 export const MOE_ALIGN_CHUNK = 256;
+/** The tile `ovl emit ag-moe` takes without --tile (vLLM's fused MoE uses 64-row blocks; N per rank is small). */
+export const MOE_DEFAULT_TILE = { BM: 64, BN: 128, BK: 64 } as const;
 /** At most this many programs run each routing kernel. */
 export const MOE_ALIGN_MAX_PROGRAMS = 32;
 

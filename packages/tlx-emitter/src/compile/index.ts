@@ -25,6 +25,7 @@ export {
   compileAgMoe,
   MOE_ALIGN_KINDS,
   MOE_BUFFERS,
+  MOE_DEFAULT_TILE,
   moeAlignSizes,
   routingKernels,
   routingModule,

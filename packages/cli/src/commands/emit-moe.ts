@@ -1,0 +1,143 @@
+// `ovl emit ag-moe`: MoE's AllGather + Gather + grouped GEMM (TileLink's MoE part 1) with the
+// routing computed on the device: the tokens gathered by an AllGather template while ovl's
+// built-in gather + grouped GEMM body (or --kernel) computes each expert's rows.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, serializePlan, type ChunkPlan } from "@ovl/chunk-plan";
+import { builtinBody, compile, emitManifestJson, MOE_DEFAULT_TILE, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
+import { UsageError } from "../errors.js";
+import type { CommandOutput } from "../io.js";
+import { parseMesh } from "../problem.js";
+
+/** The flags `ovl emit ag-moe` reads (`--m`/`--n`/`--k` name the same sizes as the GEMM flags). */
+export interface MoeFlags {
+  tokens?: number;
+  hidden?: number;
+  intermediate?: number;
+  experts?: number;
+  topk?: number;
+  choices?: string;
+  m?: number;
+  n?: number;
+  k?: number;
+  world?: number;
+  mesh?: string;
+  template?: string;
+  side?: string;
+  split?: number;
+  tile?: string;
+  backend?: string;
+}
+
+/** The MoE problem of the flags: tokens (all ranks'), hidden, this rank's intermediate, experts, top-k. */
+export interface MoeProblem {
+  readonly tokens: number;
+  readonly hidden: number;
+  readonly intermediate: number;
+  readonly routing: MoeRouting;
+}
+
+const TEMPLATES = ["swizzle", "ring", "hierarchical"] as const;
+
+/** The problem the flags name; every size is required (`--tokens` or `--m`, ...). */
+export function moeOfFlags(f: MoeFlags): MoeProblem {
+  const need = (a: number | undefined, b: number | undefined, flag: string): number => {
+    if (a !== undefined && b !== undefined && a !== b)
+      throw new UsageError("bad-shape", `${flag} and its GEMM alias name different sizes (${a}, ${b})`);
+    const v = a ?? b;
+    if (v === undefined) {
+      throw new UsageError(
+        "bad-shape",
+        `ovl emit ag-moe needs ${flag}; e.g. --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8`,
+      );
+    }
+    return v;
+  };
+  const experts = need(f.experts, undefined, "--experts");
+  const topk = need(f.topk, undefined, "--topk");
+  if (topk > experts) throw new UsageError("bad-shape", `--topk ${topk} exceeds --experts ${experts}: a token picks distinct experts`);
+  const choices = f.choices === undefined ? undefined : parseChoices(f.choices, experts);
+  return {
+    tokens: need(f.tokens, f.m, "--tokens (or --m)"),
+    hidden: need(f.hidden, f.k, "--hidden (or --k)"),
+    intermediate: need(f.intermediate, f.n, "--intermediate (or --n)"),
+    routing: choices === undefined ? { experts, topk } : { experts, topk, choices },
+  };
+}
+
+function parseChoices(text: string, experts: number): number[] {
+  const out = text.split(",").map((s) => s.trim());
+  const ids = out.map(Number);
+  const bad = out.find((s, i) => !/^\d+$/.test(s) || (ids[i] as number) >= experts);
+  if (bad !== undefined) throw new UsageError("usage", `--choices '${text}': '${bad}' is not an expert of [0, ${experts})`);
+  return ids;
+}
+
+/** The token AllGather of the flags: the template on the mesh, push (default) or pull, `split` chunks a shard. */
+export function moePlan(f: MoeFlags, p: MoeProblem): ChunkPlan {
+  const template = f.template ?? "swizzle";
+  if (!(TEMPLATES as readonly string[]).includes(template)) {
+    throw new UsageError("unknown-template", `ag-moe gathers tokens with ${TEMPLATES.join(", ")}, not '${template}'`);
+  }
+  if (f.backend !== undefined && f.backend !== "copy-engine")
+    throw new UsageError("unsupported", "ag-moe gathers tokens with copy-engine transfers only; drop --backend");
+  const side = f.side ?? "push";
+  if (side !== "push" && side !== "pull") throw new UsageError("usage", `--side is push or pull, not '${side}'`);
+  const tensor = { name: "X", shape: [p.tokens, p.hidden], dtype: "bf16" as const };
+  const base = { tensor, axis: 0, mesh: parseMesh(f), split: f.split ?? 2 };
+  const plan =
+    template === "hierarchical"
+      ? allGatherHierarchical({ ...base, schedule: "pipelined" })
+      : template === "ring"
+        ? allGatherRing({ ...base, side })
+        : allGatherSwizzle({ ...base, side });
+  return planSignals(plan);
+}
+
+function moeTile(tile: string | undefined): { BM: number; BN: number; BK: number } {
+  if (tile === undefined) return { ...MOE_DEFAULT_TILE };
+  const m = /^(\d+)x(\d+)x(\d+)$/.exec(tile);
+  if (m === null) throw new UsageError("usage", `--tile '${tile}' is not BMxBNxBK (e.g. 64x128x64)`);
+  return { BM: Number(m[1]), BN: Number(m[2]), BK: Number(m[3]) };
+}
+
+/** Compile the flags' MoE operator into `outDir`. */
+export async function emitMoeCommand(f: MoeFlags, outDir: string, kernelFile?: { path: string; source: string }): Promise<CommandOutput> {
+  const p = moeOfFlags(f);
+  const plan = moePlan(f, p);
+  const tile = moeTile(f.tile);
+  const world = parseMesh(f).reduce((x, y) => x * y, 1);
+  const { experts, topk } = p.routing;
+  const name = `ag_moe_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${experts}_top${topk}_w${world}`;
+  const op: OperatorInput = {
+    name,
+    kind: "ag-moe",
+    plan,
+    body: kernelFile ?? builtinBody("moe_gather_gemm"),
+    problem: { M: p.tokens, N: p.intermediate, K: p.hidden },
+    moe: p.routing,
+    tile,
+  };
+  const result = await compile(op);
+  const dir = resolve(outDir);
+  mkdirSync(dir, { recursive: true });
+  const files = result.files.map((x) => {
+    writeFileSync(join(dir, x.path), x.text);
+    return join(dir, x.path);
+  });
+  const manifest = join(dir, "manifest.json");
+  writeFileSync(manifest, emitManifestJson(result.manifest));
+  writeFileSync(join(dir, "plan.json"), serializePlan(plan));
+  files.push(manifest, join(dir, "plan.json"));
+  const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
+  return {
+    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile } },
+    lines: [
+      `${name}: ${p.tokens} tokens (hidden ${p.hidden}) gathered by ${f.template ?? "swizzle"} on ${world} ranks, top-${topk} of ${experts} experts, intermediate ${p.intermediate} per rank`,
+      `  tile ${tile.BM}x${tile.BN}x${tile.BK}, body ${op.body.path}; routing tables computed on the device`,
+      ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
+      ...files.map((x) => `wrote ${x}`),
+      `run it: ovl run ${manifest} --emulate    (or on GPUs: ovl run ${manifest} --gpus ${world})`,
+    ],
+  };
+}
