@@ -159,10 +159,7 @@ def test_the_references_attend_each_rank_s_queries_to_every_key(compiled):
     got = references(m, inputs)
     for r in range(world):
         want = np.concatenate(
-            [
-                _softmax_attention(inputs[r]["Q"][:, h * D : (h + 1) * D], kv[:, :D], kv[:, D:], a.scale, True, r * rows)
-                for h in range(H)
-            ],
+            [_softmax_attention(inputs[r]["Q"][:, h * D : (h + 1) * D], kv[:, :D], kv[:, D:], a.scale, True, r * rows) for h in range(H)],
             axis=1,
         )
         np.testing.assert_allclose(got[r], want, rtol=1e-10, atol=1e-12)
