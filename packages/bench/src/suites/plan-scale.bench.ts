@@ -18,8 +18,15 @@ const COLS = 1024;
 const GEMM_N = 1024;
 const TILE = { BM: 128, BN: 128, BK: 64 } as const;
 
-function plan(world: number): ChunkPlan {
-  return allGatherHierarchical({
+/** What the plan and validate cases call: the library, or another build of it (see plan-scale-compare.ts). */
+export interface PlanScaleLibrary {
+  allGatherHierarchical: typeof allGatherHierarchical;
+  validatePlan: typeof validatePlan;
+}
+
+/** The hierarchical AllGather of `world` ranks this suite measures, built by `lib`. */
+export function hierarchicalPlan(world: number, lib: PlanScaleLibrary = { allGatherHierarchical, validatePlan }): ChunkPlan {
+  return lib.allGatherHierarchical({
     tensor: { name: "x", shape: [world * ROWS_PER_RANK, COLS], dtype: "bf16" },
     axis: 0,
     mesh: [world / GPUS_PER_NODE, GPUS_PER_NODE],
@@ -33,10 +40,49 @@ function opCount(p: ChunkPlan): number {
   return n;
 }
 
-function validated(p: ChunkPlan): ChunkPlan {
-  const result = validatePlan(p);
+function validated(p: ChunkPlan, lib: PlanScaleLibrary = { allGatherHierarchical, validatePlan }): ChunkPlan {
+  const result = lib.validatePlan(p);
   if (!result.ok) throw new Error(`plan ${p.name} is invalid: ${result.errors[0]?.message ?? "?"}`);
   return p;
+}
+
+/** The options of the plan and validate cases at `world` ranks (`ops`: the plan's op count). */
+function caseOptions(world: number, ops: number): MeasureOptions {
+  const extra = { ranks: world, mesh: `[${world / GPUS_PER_NODE}, ${GPUS_PER_NODE}]`, split: SPLIT, ops };
+  // Medians of several runs after a warm-up; large worlds take a second or more per call.
+  return {
+    itemsPerIteration: ops,
+    extra,
+    warmup: world >= 1024 ? 2 : 3,
+    maxIterations: world >= 1024 ? 7 : 20,
+    budgetMs: 8000,
+  };
+}
+
+/**
+ * The suite's first three cases at `world` ranks with library `lib`: plan + validate in a
+ * row, plan alone, validate alone (an already built plan). Returns them and the validated plan.
+ */
+export function planAndValidateCases(
+  world: number,
+  lib: PlanScaleLibrary = { allGatherHierarchical, validatePlan },
+): {
+  measurements: Measurement[];
+  built: ChunkPlan;
+  opts: MeasureOptions;
+} {
+  const ops = opCount(hierarchicalPlan(world, lib));
+  const opts = caseOptions(world, ops);
+  const measurements: Measurement[] = [];
+  // Plan + validate first, while no other plan of this size is alive: each run's plan is
+  // garbage by the next, as in a program that plans and validates once.
+  measurements.push(
+    measure(`plan + validate: hierarchical AllGather, ${world} ranks`, () => validated(hierarchicalPlan(world, lib), lib), opts),
+  );
+  measurements.push(measure(`plan: hierarchical AllGather, ${world} ranks`, () => hierarchicalPlan(world, lib), opts));
+  const built = validated(hierarchicalPlan(world, lib), lib);
+  measurements.push(measure(`validate: hierarchical AllGather, ${world} ranks`, () => validated(built, lib), opts));
+  return { measurements, built, opts };
 }
 
 function lowered(p: ChunkPlan, world: number): number {
@@ -51,22 +97,9 @@ function lowered(p: ChunkPlan, world: number): number {
 export default function run(): SuiteResult {
   const measurements: Measurement[] = [];
   for (const world of WORLDS) {
-    const ops = opCount(plan(world));
-    const extra = { ranks: world, mesh: `[${world / GPUS_PER_NODE}, ${GPUS_PER_NODE}]`, split: SPLIT, ops };
-    // Medians of several runs after a warm-up; large worlds take a second or more per call.
-    const opts: MeasureOptions = {
-      itemsPerIteration: ops,
-      extra,
-      warmup: world >= 1024 ? 2 : 3,
-      maxIterations: world >= 1024 ? 7 : 20,
-      budgetMs: 8000,
-    };
-    // Plan + validate first, while no other plan of this size is alive: each run's plan is
-    // garbage by the next, as in a program that plans and validates once.
-    measurements.push(measure(`plan + validate: hierarchical AllGather, ${world} ranks`, () => validated(plan(world)), opts));
-    measurements.push(measure(`plan: hierarchical AllGather, ${world} ranks`, () => plan(world), opts));
-    const built = validated(plan(world));
-    measurements.push(measure(`validate: hierarchical AllGather, ${world} ranks`, () => validated(built), opts));
+    const { measurements: first, built, opts } = planAndValidateCases(world);
+    measurements.push(...first);
+    const ops = opts.itemsPerIteration ?? 0;
     // Signals and lowering are far slower at 1024 ranks (tens of seconds): one timed run there.
     const slow: MeasureOptions = world >= 1024 ? { ...opts, warmup: 0, minIterations: 1, maxIterations: 1 } : { ...opts, maxIterations: 5 };
     let signalled: ChunkPlan | undefined;
