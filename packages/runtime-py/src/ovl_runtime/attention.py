@@ -84,3 +84,20 @@ def attention(q: np.ndarray, kv: np.ndarray, a: AttentionSpec, q_start: int) -> 
     p = np.exp(scores)
     p /= p.sum(axis=-1, keepdims=True)
     return (p @ v).transpose(1, 0, 2).reshape(s, H * D)
+
+
+def torch_attention(q, kv, a: AttentionSpec, q_start: int):
+    """``attention`` in torch (float32, on the tensors' device): for the GPU modes' references."""
+    import torch
+
+    H, G, D = a.heads, a.kv_heads, a.head_dim
+    s, S = q.shape[0], kv.shape[0]
+    qh = q.float().reshape(s, H, D).transpose(0, 1)
+    kvh = kv.float().reshape(S, 2, G, D)
+    k = kvh[:, 0].transpose(0, 1).repeat_interleave(H // G, 0)
+    v = kvh[:, 1].transpose(0, 1).repeat_interleave(H // G, 0)
+    scores = qh @ k.transpose(1, 2) * a.scale
+    if a.causal:
+        visible = torch.arange(S, device=q.device)[None, :] <= (q_start + torch.arange(s, device=q.device))[:, None]
+        scores = scores.masked_fill(~visible, float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(s, H * D)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from .attention import attention_spec, torch_attention
 from .errors import ManifestError
 from .manifest import Manifest
 from .outcome import Baseline
@@ -110,6 +111,9 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
     if ref.operator == "ag-grouped-gemm":
         full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return _grouped_matmul(m, full, inputs["B"])
+    if ref.operator == "ag-attention":
+        kv = _gather_rows(m, _shard(m, inputs["KV"], rank, K, "reference.inputs.KV"))
+        return torch_attention(_shard(m, inputs["Q"], rank, N, "reference.inputs.Q"), kv, attention_spec(m), rank_rows(m, rank)[0])
     if ref.operator == "ag-moe":
         full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return moe_matmul(full, inputs["B"], inputs["topk"], K, N)
@@ -160,6 +164,9 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
     if ref.operator == "ag-grouped-gemm":
         full = slabs("A", K)
         return [_grouped_matmul(m, full, x["B"]) for x in inputs]
+    if ref.operator == "ag-attention":
+        kv, a = slabs("KV", K), attention_spec(m)
+        return [torch_attention(_shard(m, x["Q"], r, N, "reference.inputs.Q"), kv, a, rank_rows(m, r)[0]) for r, x in enumerate(inputs)]
     if ref.operator == "ag-moe":
         full = slabs("A", K)
         return [moe_matmul(full, x["B"], x["topk"], K, N) for x in inputs]
@@ -181,7 +188,7 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
 
 def output_view(m: Manifest, out: torch.Tensor, rank: int) -> torch.Tensor:
     ref = m.reference
-    if ref.operator in ("gemm-rs", "reduce-scatter"):
+    if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention"):
         return _shard(m, out, rank, ref.N, "reference.output")
     return _matrix(out, (ref.M,), ref.N, "reference.output")
 
