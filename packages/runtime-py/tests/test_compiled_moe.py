@@ -261,3 +261,20 @@ print("ok")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+def test_library_keys_name_the_routing_and_refuse_a_manifest_of_another(compiled, tmp_path):
+    from ovl_runtime.errors import UsageError
+    from ovl_runtime.kernel_library import KernelKey, check_manifest
+
+    key = KernelKey("ag-moe", 2, 64, 64, 32, "bf16", experts=4, topk=1)
+    assert key.dirname == "ag-moe-w2-m64-n64-k32-e4-top1-bf16"
+    assert key.cli_args(tmp_path)[-6:-2] == ["--experts", "4", "--topk", "1"]
+    m = load_manifest(compiled / "w2_empty_expert_top1" / "manifest.json")
+    check_manifest(m, key, tmp_path)
+    with pytest.raises(ManifestError, match="topk 1 \\(wanted 2\\)"):
+        check_manifest(m, KernelKey("ag-moe", 2, 64, 64, 32, "bf16", experts=4, topk=2), tmp_path)
+    with pytest.raises(UsageError, match="1 <= topk <= experts"):
+        KernelKey("ag-moe", 2, 64, 64, 32, "bf16", experts=2, topk=3)
+    with pytest.raises(UsageError, match="takes no experts"):
+        KernelKey("ag-gemm", 2, 64, 64, 32, "bf16", experts=2)

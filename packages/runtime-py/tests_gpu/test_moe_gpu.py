@@ -1,0 +1,167 @@
+"""MoE with routing computed on the device through the torch API on a GPU, every rank in one
+process (``OneGpuGroup``): ``ops.moe_all_gather_grouped_matmul`` against torch for random and
+skewed routings (an expert without tokens, every token on one expert, top-k 1 and 2), a fresh
+routing per call with one compiled operator, CUDA-graph replays whose routing changes between
+replays (the tables are rebuilt on the device), the routing kernels against their numpy
+reference, and bad input refused before any launch.
+
+Needs a CUDA device and the compiled kernels: the keys below on ``$OVL_KERNELS`` (made on a
+machine with ovl's CLI by ``python tests_gpu/test_moe_gpu.py --prepare DIR``) or a compiler at
+hand (``$OVL_CLI``). Skipped otherwise. Times here are not performance figures.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ovl_runtime import kernel_library as lib  # noqa: E402
+from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
+from ovl_runtime.errors import UsageError  # noqa: E402
+from ovl_runtime.moe import draw_routing, moe_align_reference  # noqa: E402
+
+#: (world, tokens per rank, N = intermediate per rank, K = hidden, experts, top-k)
+SHAPES = [(2, 128, 256, 512, 8, 2), (4, 100, 128, 256, 4, 1), (8, 128, 256, 512, 8, 2)]
+
+
+def all_keys() -> list[lib.KernelKey]:
+    return [lib.KernelKey("ag-moe", w, w * m, n, k, "bf16", experts=e, topk=t) for w, m, n, k, e, t in SHAPES]
+
+
+def _available() -> str | None:
+    if not torch.cuda.is_available():
+        return "needs a CUDA device"
+    missing = [k.dirname for k in all_keys() if lib.find(k) is None]
+    if missing and lib.compiler() is None:
+        return f"compiled kernels missing ({', '.join(missing[:3])}...): set OVL_KERNELS or OVL_CLI"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_available() is not None, reason=_available() or "")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    from ovl_runtime import ops
+
+    yield
+    ops.close_all(force=True)
+
+
+def rel(got, want) -> float:
+    return ((got.float() - want.float()).norm() / want.float().norm()).item()
+
+
+def rand(*shape, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
+
+
+def routing(world: int, tokens: int, topk: int, experts: int, choices=None, seed=0) -> torch.Tensor:
+    ids = draw_routing(np.random.default_rng(seed), tokens, topk, experts, choices)
+    return torch.from_numpy(ids).cuda().unsqueeze(0).expand(world, tokens, topk).contiguous()
+
+
+def want_of(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Per rank, ``C[t·k + j] = x_all[t] @ w[rank][ids[t, j]]`` in float32."""
+    world, m, hidden = x.shape
+    full = x.reshape(world * m, hidden).float()
+    flat = ids[0].reshape(-1).long()
+    k = ids.shape[-1]
+    out = torch.zeros(world, flat.numel(), w.shape[-1], device=x.device)
+    for e in torch.unique(flat).tolist():
+        slots = torch.nonzero(flat == e).squeeze(1)
+        for r in range(world):
+            out[r, slots] = full[slots // k] @ w[r][e].float()
+    return out
+
+
+@pytest.mark.parametrize(("world", "m", "n", "k", "experts", "topk"), SHAPES)
+@pytest.mark.parametrize("choices", [None, "skip-one", "one"])
+def test_moe_matches_torch(world, m, n, k, experts, topk, choices):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    pool = None if choices is None else list(range(1, experts)) if choices == "skip-one" else list(range(topk))
+    g = OneGpuGroup(world)
+    w = rand(world, experts, k, n, seed=7) / 8
+    for step in range(3):  # a fresh routing and tokens per call, one compiled operator
+        x = rand(world, m, k, seed=step) / 8
+        ids = routing(world, world * m, topk, experts, pool, seed=step)
+        y = ops.moe_all_gather_grouped_matmul(x, ids, w, g)
+        ops.synchronize(g)
+        assert y.shape == (world, world * m * topk, n)
+        assert rel(y, want_of(x, ids, w)) < 0.01, step
+    assert len(ops.operators()) == 1
+
+
+def test_a_captured_graph_rebuilds_the_routing_on_every_replay():
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    world, m, n, k, experts, topk = SHAPES[2]
+    g = OneGpuGroup(world)
+    x, w = rand(world, m, k) / 8, rand(world, experts, k, n, seed=3) / 8
+    ids = routing(world, world * m, topk, experts)
+    ops.moe_all_gather_grouped_matmul(x, ids, w, g)  # the eager call compiles and loads the kernels
+    ops.synchronize(g)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.moe_all_gather_grouped_matmul(x, ids, w, g)
+    for step in range(10):
+        x.copy_(rand(world, m, k, seed=100 + step) / 8)
+        skew = None if step % 2 else [step % experts, (step + 1) % experts]
+        ids.copy_(routing(world, world * m, topk, experts, skew, seed=step))
+        graph.replay()
+        ops.synchronize(g)
+        assert rel(y, want_of(x, ids, w)) < 0.01, step
+
+
+def test_the_routing_kernels_match_numpy_on_the_gpu():
+    from ovl_runtime.moe_align import moe_align_block_size
+
+    for tokens, topk, experts, bm, choices in [(8192 * 2, 2, 8, 64, None), (8192, 5, 32, 128, None), (1000, 2, 32, 64, [3, 9])]:
+        ids = draw_routing(np.random.default_rng(tokens), tokens, topk, experts, choices)
+        s, e, nb = moe_align_block_size(torch.from_numpy(ids).cuda(), experts, bm)
+        rs, re_, rn = moe_align_reference(ids, experts, bm)
+        assert int(nb[0]) == rn and int(nb[1]) == 0
+        np.testing.assert_array_equal(s.cpu().numpy(), rs)
+        np.testing.assert_array_equal(e.cpu().numpy(), re_)
+
+
+def test_bad_input_is_refused_before_any_launch():
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    world, m, n, k, experts, topk = SHAPES[0]
+    g = OneGpuGroup(world)
+    x, w = rand(world, m, k), rand(world, experts, k, n)
+    ids = routing(world, world * m, topk, experts)
+    with pytest.raises(UsageError, match="int32"):
+        ops.moe_all_gather_grouped_matmul(x, ids.long(), w, g)
+    with pytest.raises(UsageError, match="every rank's tokens"):
+        ops.moe_all_gather_grouped_matmul(x, ids[:, :m], w, g)
+    with pytest.raises(UsageError, match="hidden sizes differ"):
+        ops.moe_all_gather_grouped_matmul(x, ids, rand(world, experts, k // 2, n), g)
+    with pytest.raises(UsageError, match="top-k \\(3\\) must be between 1 and the number of experts \\(2\\)"):
+        ops.moe_all_gather_grouped_matmul(x, routing(world, world * m, 3, 4), rand(world, 2, k, n), g)
+    bad = ids.clone()
+    bad[:, 5, 1] = experts
+    with pytest.raises(UsageError, match=f"is not an expert of \\[0, {experts}\\)"):
+        ops.moe_all_gather_grouped_matmul(x, bad, w, g, validate=True)
+    assert ops.operators() == []
+
+
+if __name__ == "__main__":
+    # python tests_gpu/test_moe_gpu.py --prepare DIR: compile every key these tests need into DIR.
+    if len(sys.argv) == 3 and sys.argv[1] == "--prepare":
+        into = Path(sys.argv[2])
+        for key in all_keys():
+            print(lib.ensure_compiled(key, into))
+    else:
+        sys.exit("usage: python tests_gpu/test_moe_gpu.py --prepare DIR")
