@@ -5,7 +5,9 @@
 // alternating is what makes a before/after comparison fair.
 //
 //   npx tsx src/plan-scale-compare.ts --before <chunk-plan index.js> [--before-label X]
-//       [--after <index.js>] [--after-label Y] [--runs 3] [--date YYYY-MM-DD] [--note "..."]
+//       [--after <index.js>] [--after-label Y] [--runs 3] [--name YYYY-MM-DD] [--note "..."]
+//
+// `--name` is the file's suffix (default today's date); the results state the measured times.
 //
 // `--after` defaults to the workspace's built @ovl/chunk-plan (build it first).
 import { spawnSync } from "node:child_process";
@@ -62,7 +64,8 @@ async function main(): Promise<void> {
   }
   const after = arg("after") ?? fileURLToPath(import.meta.resolve("@ovl/chunk-plan"));
   const runs = Number(arg("runs") ?? 3);
-  const date = arg("date") ?? new Date().toISOString().slice(0, 10);
+  const date = new Date().toISOString().slice(0, 10);
+  const name = arg("name") ?? date;
   const libs = { before: resolve(before), after: resolve(after) };
   const results: Run[] = [];
   for (let i = 0; i < runs; i++) {
@@ -100,11 +103,11 @@ async function main(): Promise<void> {
     },
     summary,
   };
-  const base = join(RESULTS_DIR, "cpu", `plan-scale-1024-${date}`);
+  const base = join(RESULTS_DIR, "cpu", `plan-scale-1024-${name}`);
   writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`);
   const fmt = (s: { median: number; min: number; max: number }): string => `${s.median} (${s.min}–${s.max})`;
   const md = [
-    `# plan-scale at 1024 ranks, before and after: ${date}`,
+    `# plan-scale at 1024 ranks, before and after (measured ${results[0]?.at.slice(0, 16) ?? date} to ${results.at(-1)?.at.slice(0, 16) ?? date} UTC)`,
     "",
     "Hierarchical AllGather (`allGatherHierarchical`, mesh [world/8, 8], split 4, x = [16·world, 1024] bf16), planned and proven by `validatePlan`: the plan-scale suite's first three cases, run by `src/plan-scale-compare.ts`.",
     "",
