@@ -44,11 +44,10 @@ BODY = REPO / "packages" / "tlx-emitter" / "kernels" / "moe_gather_gemm.py"
 if "--cpu-check" in sys.argv:
     os.environ["TRITON_INTERPRET"] = "1"
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from ovl_runtime.moe import draw_routing, moe_align_reference  # noqa: E402
-from ovl_runtime.moe_align import moe_align_block_size  # noqa: E402
+import numpy as np
+import torch
+from ovl_runtime.moe import draw_routing, moe_align_reference
+from ovl_runtime.moe_align import moe_align_block_size
 
 WORLD = 8
 #: TileLink Table 4: name, S (tokens, all ranks), H, I (all ranks), E, top-k.
@@ -61,7 +60,12 @@ SHAPES = [
     ("MoE-6", 8192, 4096, 2048, 32, 5),
 ]
 #: Body configurations: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages.
-CONFIGS = [(64, 64, 64, 4, 4), (64, 128, 64, 4, 3), (128, 64, 64, 4, 4), (128, 128, 64, 8, 3)]
+CONFIGS = [
+    (64, 64, 64, 4, 4),
+    (64, 128, 64, 4, 3),
+    (128, 64, 64, 4, 4),
+    (128, 128, 64, 8, 3),
+]
 FLUSH_BYTES = 256 * 2**20
 
 
@@ -95,10 +99,18 @@ class Body:
 
     def __init__(self, mod, cfg, x, w, ids, sms: int):
         self.bm, self.bn, self.bk, self.warps, self.stages = cfg
-        self.fn, self.x, self.w, self.ids, self.sms = mod.moe_gather_gemm, x, w, ids, sms
+        self.fn, self.x, self.w, self.ids, self.sms = (
+            mod.moe_gather_gemm,
+            x,
+            w,
+            ids,
+            sms,
+        )
         self.tokens, self.topk = ids.shape
         self.experts, _, self.n = w.shape
-        self.c = torch.empty(self.tokens * self.topk, self.n, device=x.device, dtype=x.dtype)
+        self.c = torch.empty(
+            self.tokens * self.topk, self.n, device=x.device, dtype=x.dtype
+        )
         self.tables = moe_align_block_size(ids, self.experts, self.bm)
 
     @property
@@ -106,7 +118,9 @@ class Body:
         return f"body {self.bm}x{self.bn}x{self.bk} w{self.warps} s{self.stages}"
 
     def __call__(self) -> None:
-        if self.x.device.type == "cpu":  # Triton's interpreter, made safe for ovl's kernels
+        if (
+            self.x.device.type == "cpu"
+        ):  # Triton's interpreter, made safe for ovl's kernels
             from ovl_runtime.interpret_patch import patched
 
             with patched():
@@ -126,7 +140,7 @@ class Body:
 
 def grouped_cases(x, w, ids):
     """The baselines: ``torch._grouped_mm`` on pre-grouped rows, and gather + it + scatter."""
-    tokens, k = ids.shape
+    k = ids.shape[1]
     flat = ids.reshape(-1).long()
     order = torch.argsort(flat, stable=True)
     counts = torch.bincount(flat, minlength=w.shape[0])
@@ -148,10 +162,18 @@ def grouped_cases(x, w, ids):
     name = "grouped_mm"
     if gmm is not None:
         try:
-            torch.testing.assert_close(gmm(grouped_x, w, offs=offs).float(), loop(grouped_x).float(), rtol=2e-2, atol=2e-2)
-            mm = lambda a: gmm(a, w, offs=offs)  # noqa: E731
+            torch.testing.assert_close(
+                gmm(grouped_x, w, offs=offs).float(),
+                loop(grouped_x).float(),
+                rtol=2e-2,
+                atol=2e-2,
+            )
+            mm = lambda a: gmm(a, w, offs=offs)
         except Exception as exc:  # noqa: BLE001 - a build or shape _grouped_mm refuses
-            print(f"  torch._grouped_mm refused ({type(exc).__name__}: {exc}); a cuBLAS matmul per expert instead", flush=True)
+            print(
+                f"  torch._grouped_mm refused ({type(exc).__name__}: {exc}); a cuBLAS matmul per expert instead",
+                flush=True,
+            )
             mm, name = loop, "matmul-per-expert"
     else:
         mm, name = loop, "matmul-per-expert"
@@ -172,7 +194,10 @@ def time_cases(cases, warmup: int, reps: int) -> dict[str, float]:
     for _ in range(reps):
         for name, fn in cases:
             flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start, end = (
+                torch.cuda.Event(enable_timing=True),
+                torch.cuda.Event(enable_timing=True),
+            )
             start.record()
             fn()
             end.record()
@@ -191,11 +216,24 @@ def run_shape(mod, shape, args, sms: int) -> dict:
     ids_np = draw_routing(np.random.default_rng(1), S, topk, E)
     ids = torch.from_numpy(ids_np).to(dev)
     want = reference(x, w, ids)
-    row = {"shape": name, "S": S, "H": H, "N": n, "E": E, "topk": topk, "cases": {}, "errors": {}}
+    row = {
+        "shape": name,
+        "S": S,
+        "H": H,
+        "N": n,
+        "E": E,
+        "topk": topk,
+        "cases": {},
+        "errors": {},
+    }
     # The routing tables against numpy (and their time).
     s_ids, eob, nb = moe_align_block_size(ids, E, 64)
     r_ids, r_eob, r_blocks = moe_align_reference(ids_np, E, 64)
-    if int(nb[0]) != r_blocks or not np.array_equal(s_ids.cpu().numpy(), r_ids) or not np.array_equal(eob.cpu().numpy(), r_eob):
+    if (
+        int(nb[0]) != r_blocks
+        or not np.array_equal(s_ids.cpu().numpy(), r_ids)
+        or not np.array_equal(eob.cpu().numpy(), r_eob)
+    ):
         row["errors"]["routing"] = "the device tables differ from the numpy reference"
     bodies = []
     for cfg in CONFIGS if not args.cpu_check else CONFIGS[:1]:
@@ -216,9 +254,18 @@ def run_shape(mod, shape, args, sms: int) -> dict:
     cases, out, base = grouped_cases(x, w, ids)
     cases[1][1]()
     row["check"][cases[1][0]] = rel(out, want)
-    routing_out = (torch.empty(32, max(2, 1 << (E - 1).bit_length()), dtype=torch.int32, device=dev), s_ids, eob, nb)
+    routing_out = (
+        torch.empty(
+            32, max(2, 1 << (E - 1).bit_length()), dtype=torch.int32, device=dev
+        ),
+        s_ids,
+        eob,
+        nb,
+    )
     routing = ("routing", lambda: moe_align_block_size(ids, E, 64, out=routing_out))
-    times = time_cases([routing, *[(b.name, b) for b in bodies], *cases], args.warmup, args.reps)
+    times = time_cases(
+        [routing, *[(b.name, b) for b in bodies], *cases], args.warmup, args.reps
+    )
     flops = 2 * S * topk * H * n
     row["cases"] = {k: {"ms": v, "tflops": flops / v / 1e9} for k, v in times.items()}
     row["baseline"] = base
@@ -227,13 +274,24 @@ def run_shape(mod, shape, args, sms: int) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=None, help="JSON results (default: $OUT/moe-compute.json)")
-    p.add_argument("--shapes", default="", help="comma-separated subset, e.g. MoE-1,MoE-4")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON results (default: $OUT/moe-compute.json)",
+    )
+    p.add_argument(
+        "--shapes", default="", help="comma-separated subset, e.g. MoE-1,MoE-4"
+    )
     p.add_argument("--world", type=int, default=WORLD)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--tolerance", type=float, default=0.02)
-    p.add_argument("--cpu-check", action="store_true", help="small shapes under Triton's interpreter, no timing")
+    p.add_argument(
+        "--cpu-check",
+        action="store_true",
+        help="small shapes under Triton's interpreter, no timing",
+    )
     args = p.parse_args()
     mod = load_module(BODY, "ovl_moe_body")
     if args.cpu_check:
@@ -248,21 +306,39 @@ def main() -> None:
     mod_time = time.time()
     rows = []
     for shape in shapes:
-        print(f"{shape[0]}: S={shape[1]} H={shape[2]} N={shape[3] // args.world} E={shape[4]} top-{shape[5]}", flush=True)
+        print(
+            f"{shape[0]}: S={shape[1]} H={shape[2]} N={shape[3] // args.world} E={shape[4]} top-{shape[5]}",
+            flush=True,
+        )
         rows.append(run_shape(mod, shape, args, sms))
         for k, v in rows[-1]["errors"].items():
             print(f"  FAILED {k}: {v}", flush=True)
-    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu (interpreter)"
-    result = {"device": device, "torch": torch.__version__, "world": args.world, "rows": rows, "seconds": time.time() - mod_time}
+    device = (
+        torch.cuda.get_device_name(0)
+        if torch.cuda.is_available()
+        else "cpu (interpreter)"
+    )
+    result = {
+        "device": device,
+        "torch": torch.__version__,
+        "world": args.world,
+        "rows": rows,
+        "seconds": time.time() - mod_time,
+    }
     if not args.cpu_check:
-        print(f"\n{'shape':7} {'routing ms':>10} {'best body':>28} {'ms':>8} {'TFLOP/s':>8} {'grouped ms':>10} {'+gather/scatter':>15} {'body/grouped':>12}")
+        print(
+            f"\n{'shape':7} {'routing ms':>10} {'best body':>28} {'ms':>8} {'TFLOP/s':>8} {'grouped ms':>10} {'+gather/scatter':>15} {'body/grouped':>12}"
+        )
         for r in rows:
             c = r["cases"]
             bodies = {k: v for k, v in c.items() if k.startswith("body")}
             if not bodies:
                 continue
             best = min(bodies, key=lambda k: bodies[k]["ms"])
-            base, fused = c.get(r["baseline"], {}).get("ms"), c.get(f"gather+{r['baseline']}+scatter", {}).get("ms")
+            base, fused = (
+                c.get(r["baseline"], {}).get("ms"),
+                c.get(f"gather+{r['baseline']}+scatter", {}).get("ms"),
+            )
             ratio = f"{base / bodies[best]['ms']:.2f}" if base else "-"
             print(
                 f"{r['shape']:7} {c['routing']['ms']:10.3f} {best:>28} {bodies[best]['ms']:8.3f} {bodies[best]['tflops']:8.1f} "
@@ -270,8 +346,12 @@ def main() -> None:
             )
     else:
         for r in rows:
-            print(f"{r['shape']}: checks {r.get('check')} errors {r['errors'] or 'none'}")
-    out = args.out or (Path(os.environ["OUT"]) / "moe-compute.json" if os.environ.get("OUT") else None)
+            print(
+                f"{r['shape']}: checks {r.get('check')} errors {r['errors'] or 'none'}"
+            )
+    out = args.out or (
+        Path(os.environ["OUT"]) / "moe-compute.json" if os.environ.get("OUT") else None
+    )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1))
