@@ -297,20 +297,23 @@ describe("ovl run and ovl report", () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, mode: "emulate" });
   });
 
-  it.skipIf(!canEmulate)("emits AllToAll+GEMM and runs it correctly in CPU emulation; refuses slabs the world does not divide", async () => {
-    const dir = temp();
-    const flags = ["--n", "64", "--k", "64", "--world", "3", "--split", "2", "--tile", "32x32x32"];
-    const emitted = await ovl(["emit", "a2a-gemm", "--m", "96", ...flags, "--out", dir]);
-    expect(emitted.status, emitted.stderr).toBe(0);
-    const manifest = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
-    expect(manifest.reference).toMatchObject({ operator: "a2a-gemm", M: 96, inputs: { A: "A_send" } });
-    const r = await ovl(["run", join(dir, "manifest.json"), "--emulate", "--epochs", "1", "--json"]);
-    expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, mode: "emulate" });
-    const uneven = await ovl(["emit", "a2a-gemm", "--m", "100", ...flags, "--out", temp()]);
-    expect(uneven.status).toBe(2);
-    expect(uneven.stderr).toContain("sends equal slabs of rows");
-  });
+  it.skipIf(!canEmulate)(
+    "emits AllToAll+GEMM and runs it correctly in CPU emulation; refuses slabs the world does not divide",
+    async () => {
+      const dir = temp();
+      const flags = ["--n", "64", "--k", "64", "--world", "3", "--split", "2", "--tile", "32x32x32"];
+      const emitted = await ovl(["emit", "a2a-gemm", "--m", "96", ...flags, "--out", dir]);
+      expect(emitted.status, emitted.stderr).toBe(0);
+      const manifest = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+      expect(manifest.reference).toMatchObject({ operator: "a2a-gemm", M: 96, inputs: { A: "A_send" } });
+      const r = await ovl(["run", join(dir, "manifest.json"), "--emulate", "--epochs", "1", "--json"]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, mode: "emulate" });
+      const uneven = await ovl(["emit", "a2a-gemm", "--m", "100", ...flags, "--out", temp()]);
+      expect(uneven.status).toBe(2);
+      expect(uneven.stderr).toContain("sends equal slabs of rows");
+    },
+  );
 
   it.skipIf(!canEmulate)("runs a manifest in CPU emulation and reports it against baselines", async () => {
     const dir = temp();
