@@ -5,3 +5,15 @@ import os
 
 if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
     raise RuntimeError("tests_gpu runs real kernels: unset TRITON_INTERPRET (run pytest tests_gpu on its own)")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    """Every test starts with no bound operator: close (and free) what the last one left."""
+    yield
+    from ovl_runtime import ops
+
+    ops.close_all(force=True)

@@ -12,13 +12,12 @@ hand (``$OVL_CLI``). Skipped otherwise. Times here are not performance figures.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+
+from support import prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
@@ -33,33 +32,7 @@ def all_keys() -> list[lib.KernelKey]:
     return [lib.KernelKey("ag-moe", w, w * m, n, k, "bf16", experts=e, topk=t) for w, m, n, k, e, t in SHAPES]
 
 
-def _available() -> str | None:
-    if not torch.cuda.is_available():
-        return "needs a CUDA device"
-    missing = [k.dirname for k in all_keys() if lib.find(k) is None]
-    if missing and lib.compiler() is None:
-        return f"compiled kernels missing ({', '.join(missing[:3])}...): set OVL_KERNELS or OVL_CLI"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_available() is not None, reason=_available() or "")
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    from ovl_runtime import ops
-
-    yield
-    ops.close_all(force=True)
-
-
-def rel(got, want) -> float:
-    return ((got.float() - want.float()).norm() / want.float().norm()).item()
-
-
-def rand(*shape, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
+pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
 
 
 def routing(world: int, tokens: int, topk: int, experts: int, choices=None, seed=0) -> torch.Tensor:
@@ -158,10 +131,4 @@ def test_bad_input_is_refused_before_any_launch():
 
 
 if __name__ == "__main__":
-    # python tests_gpu/test_moe_gpu.py --prepare DIR: compile every key these tests need into DIR.
-    if len(sys.argv) == 3 and sys.argv[1] == "--prepare":
-        into = Path(sys.argv[2])
-        for key in all_keys():
-            print(lib.ensure_compiled(key, into))
-    else:
-        sys.exit("usage: python tests_gpu/test_moe_gpu.py --prepare DIR")
+    prepare_main("test_moe_gpu.py", all_keys)

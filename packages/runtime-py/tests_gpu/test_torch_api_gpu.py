@@ -18,6 +18,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from support import prepare_main, rand, rel, unavailable  # noqa: E402
+
 from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 
@@ -48,33 +50,7 @@ def all_keys() -> list[lib.KernelKey]:
     return [lib.KernelKey(*k) for k in KEYS] + block.keys(2) + block.keys(8)
 
 
-def _available() -> str | None:
-    if not torch.cuda.is_available():
-        return "needs a CUDA device"
-    missing = [k.dirname for k in all_keys() if lib.find(k) is None]
-    if missing and lib.compiler() is None:
-        return f"compiled kernels missing ({', '.join(missing[:3])}...): set OVL_KERNELS or OVL_CLI"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_available() is not None, reason=_available() or "")
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    from ovl_runtime import ops
-
-    yield
-    ops.close_all(force=True)
-
-
-def rel(got, want) -> float:
-    return ((got.float() - want.float()).norm() / want.float().norm()).item()
-
-
-def rand(*shape, seed=0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
+pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
 
 
 @pytest.mark.parametrize(("world", "m", "n", "k"), [(2, 128, 256, 512), (4, 100, 256, 512), (8, 128, 256, 512)])
@@ -211,10 +187,4 @@ def test_a_wait_never_notified_times_out_naming_it_and_the_gpu_stays_usable(tmp_
 
 
 if __name__ == "__main__":
-    # python tests_gpu/test_torch_api_gpu.py --prepare DIR: compile every key these tests need into DIR.
-    if len(sys.argv) == 3 and sys.argv[1] == "--prepare":
-        into = Path(sys.argv[2])
-        for key in all_keys():
-            print(lib.ensure_compiled(key, into))
-    else:
-        sys.exit("usage: python tests_gpu/test_torch_api_gpu.py --prepare DIR")
+    prepare_main("test_torch_api_gpu.py", all_keys)

@@ -1,0 +1,47 @@
+"""What the GPU tests share: whether their compiled kernels are at hand, the relative error
+and seeded random tensors they compare with, and the ``--prepare DIR`` entry point that
+compiles their kernels on a machine with ovl's CLI. Imports torch only when called."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ovl_runtime import kernel_library as lib
+
+
+def unavailable(keys: Sequence[lib.KernelKey]) -> str | None:
+    """Why these tests cannot run here (no CUDA device, kernels neither found nor compilable), or None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "needs a CUDA device"
+    missing = [k.dirname for k in keys if lib.find(k) is None]
+    if missing and lib.compiler() is None:
+        return f"compiled kernels missing ({', '.join(missing[:3])}...): set OVL_KERNELS or OVL_CLI"
+    return None
+
+
+def rel(got: Any, want: Any) -> float:
+    """‖got − want‖ / ‖want‖ in float32."""
+    return ((got.float() - want.float()).norm() / want.float().norm()).item()
+
+
+def rand(*shape: int, seed: int = 0) -> Any:
+    """A bf16 normal tensor on the GPU from its own seeded generator."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
+
+
+def prepare_main(script: str, all_keys: Callable[[], Sequence[lib.KernelKey]]) -> None:
+    """``python tests_gpu/<script> --prepare DIR``: compile every key the tests need into DIR."""
+    if len(sys.argv) == 3 and sys.argv[1] == "--prepare":
+        into = Path(sys.argv[2])
+        for key in all_keys():
+            print(lib.ensure_compiled(key, into))
+    else:
+        sys.exit(f"usage: python tests_gpu/{script} --prepare DIR")
