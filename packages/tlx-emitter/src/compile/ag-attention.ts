@@ -12,11 +12,11 @@ import { planHostOps } from "../emit/host-ops.js";
 import { resolveOptions } from "../emit/options.js";
 import { validated } from "../emit/validate.js";
 import { parseLocalKernel, transformLocalKernel } from "../local/index.js";
-import { MANIFEST_SCHEMA, type Buffer, type KernelArg, type Table } from "../manifest/schema.js";
+import { MANIFEST_SCHEMA, type Buffer, type KernelArg } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import type { Binding } from "./bind.js";
 import { localKernelEntry } from "./kernel-entry.js";
-import { consumerColumns, consumerWidth, RANK_VAR, rankMap } from "./maps.js";
+import { consumerMaps, copyEngineColumns, RANK_VAR, tablesOf } from "./maps.js";
 import type { GemmProblem, Operator } from "./operator.js";
 
 /** The attention an `ag-attention` operator computes: `O = softmax(Q Kᵀ · scale) V` over the whole sequence. */
@@ -150,33 +150,9 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
   const SQ = a.S / world;
   const { numPidM } = sched.grid;
-  const ranks = sched.ranks.slice().sort((x, y) => x.rank - y.rank);
-  const width = consumerWidth(ranks);
-  const cols = ranks.map((r) => consumerColumns(r, numPidM, width));
-  cols.forEach((c, r) =>
-    c.arrivals.forEach((col) =>
-      col.forEach((n, m) => {
-        if (n > 1)
-          throw new EmitError(
-            "bad-schedule",
-            `rank ${r}: kv block ${m} waits for ${n} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`,
-          );
-      }),
-    ),
-  );
-  const order = rankMap(
-    "ovl_order",
-    cols.map((c) => c.order),
-    "ovl_m",
-  );
-  const slots = Array.from({ length: width }, (_, j) =>
-    rankMap(
-      `ovl_wait${j}`,
-      cols.map((c) => c.slots[j]!),
-      "ovl_m",
-    ),
-  );
-  const mapTables: Table[] = [order, ...slots].flatMap((b) => (b.table === undefined ? [] : [b.table]));
+  const { cols, width } = copyEngineColumns(sched, numPidM, "kv block");
+  const { order, slots } = consumerMaps(cols, width);
+  const mapTables = tablesOf([order, ...slots]);
   const t = transformLocalKernel(kernel, {
     role: "consumer",
     order: order.map,

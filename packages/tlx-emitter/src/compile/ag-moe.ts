@@ -18,8 +18,8 @@ import { EmitError } from "../writer/index.js";
 import { bindGemm, type Binding } from "./bind.js";
 import { planTensor } from "./consumer.js";
 import { localKernelEntry } from "./kernel-entry.js";
-import { consumerColumns, consumerWidth, RANK_VAR } from "./maps.js";
-import { rowSegments, segmentMap, segmentSlotMaps, tablesOf } from "./moe-segments.js";
+import { copyEngineColumns, RANK_VAR, tablesOf } from "./maps.js";
+import { rowSegments, segmentMap, segmentSlotMaps } from "./moe-segments.js";
 import type { MoeRouting, Operator } from "./operator.js";
 
 /** Template kind of the transformed MoE body (a consumer that gathers rows through a table). */
@@ -160,20 +160,7 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
     );
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
   if (sched.tiling.tile.BM !== 1) throw new EmitError("bad-schedule", "an ag-moe schedule is lowered with one-row blocks (tile.BM = 1)");
-  const ranks = sched.ranks.slice().sort((a, b) => a.rank - b.rank);
-  const width = consumerWidth(ranks);
-  const cols = ranks.map((r) => consumerColumns(r, T, width));
-  cols.forEach((c, r) =>
-    c.arrivals.forEach((col) =>
-      col.forEach((a, row) => {
-        if (a > 1)
-          throw new EmitError(
-            "bad-schedule",
-            `rank ${r}: row ${row} waits for ${a} arrivals; copy-engine chunk slots are written once per launch`,
-          );
-      }),
-    ),
-  );
+  const { cols } = copyEngineColumns(sched, T, "row");
   const segments = rowSegments(cols.map((c) => c.slots));
   const segment = segmentMap(segments, world, "ovl_seg_of_row");
   const slots = segmentSlotMaps(segments, "ovl_wait");

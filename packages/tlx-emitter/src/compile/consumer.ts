@@ -16,7 +16,7 @@ import { parseLocalKernel, transformLocalKernel } from "../local/index.js";
 import { EmitError } from "../writer/index.js";
 import { bindGemm, type Binding } from "./bind.js";
 import { localKernelEntry } from "./kernel-entry.js";
-import { consumerColumns, consumerWidth, RANK_VAR, rankMap } from "./maps.js";
+import { consumerMaps, copyEngineColumns, RANK_VAR, tablesOf } from "./maps.js";
 import { DEFAULT_GROUP_M, operatorSchedule, type Operator } from "./operator.js";
 
 /** Template kind of a transformed consumer body in the manifest. */
@@ -92,34 +92,9 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
   });
   const { numPidM, numTiles } = sched.grid;
-  const ranks = sched.ranks.slice().sort((a, b) => a.rank - b.rank);
-  const width = consumerWidth(ranks);
-  const cols = ranks.map((r) => consumerColumns(r, numPidM, width));
-  cols.forEach((c, r) =>
-    c.arrivals.forEach((col) =>
-      col.forEach((a, m) => {
-        if (a > 1)
-          throw new EmitError(
-            "bad-schedule",
-            `rank ${r}: m-block ${m} waits for ${a} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`,
-          );
-      }),
-    ),
-  );
-  const order = rankMap(
-    "ovl_order",
-    cols.map((c) => c.order),
-    "ovl_m",
-  );
-  const slots = Array.from({ length: width }, (_, j) =>
-    rankMap(
-      `ovl_wait${j}`,
-      cols.map((c) => c.slots[j]!),
-      "ovl_m",
-    ),
-  );
-  const maps = [order, ...slots];
-  const mapTables: Table[] = maps.flatMap((b) => (b.table === undefined ? [] : [b.table]));
+  const { cols, width } = copyEngineColumns(sched, numPidM, "m-block");
+  const { order, slots } = consumerMaps(cols, width);
+  const mapTables = tablesOf([order, ...slots]);
   const t = transformLocalKernel(kernel, {
     role: "consumer",
     order: order.map,

@@ -2,7 +2,7 @@
 // prints (TileLink §4.1): a map that is one (modular-)affine expression over (index, rank)
 // on every rank is printed inline; any other becomes a per-rank lookup table the kernel loads.
 import { dynamicMap, lookupTable, recoverRankAffine, staticMap, toPython, variable, type Expr, type IndexMap } from "@ovl/mapping";
-import type { RankTileSchedule } from "@ovl/chunk-plan";
+import type { RankTileSchedule, TileSchedule } from "@ovl/chunk-plan";
 import type { Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 
@@ -109,4 +109,51 @@ export function consumerColumns(rank: RankTileSchedule, numPidM: number, width: 
 /** The widest slot set of any m-block on any rank of a consumer schedule. */
 export function consumerWidth(ranks: readonly RankTileSchedule[]): number {
   return Math.max(1, ...ranks.map((r) => r.tables.waitSlot.length));
+}
+
+/**
+ * Every rank's consumer columns of `schedule` over `blocks` blocks, in rank order, padded to
+ * one `width`, for copy-engine deliveries: a slot is written once per launch, so a block that
+ * waits for more arrivals of one is refused. `block` names a block in that error (`m-block`,
+ * `kv block`, `row`).
+ * @throws {EmitError} `bad-schedule`, and as {@link consumerColumns}.
+ */
+export function copyEngineColumns(schedule: TileSchedule, blocks: number, block: string): { cols: ConsumerColumns[]; width: number } {
+  const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
+  const width = consumerWidth(ranks);
+  const cols = ranks.map((r) => consumerColumns(r, blocks, width));
+  cols.forEach((c, r) =>
+    c.arrivals.forEach((col) =>
+      col.forEach((a, b) => {
+        if (a > 1)
+          throw new EmitError(
+            "bad-schedule",
+            `rank ${r}: ${block} ${b} waits for ${a} arrivals; copy-engine chunk slots are written once per launch (arrivals 1)`,
+          );
+      }),
+    ),
+  );
+  return { cols, width };
+}
+
+/** The maps a consumer body prints from its columns: the visit order and the `width` slot columns, over `ovl_m`. */
+export function consumerMaps(cols: readonly ConsumerColumns[], width: number): { order: BuiltMap; slots: BuiltMap[] } {
+  const order = rankMap(
+    "ovl_order",
+    cols.map((c) => c.order),
+    "ovl_m",
+  );
+  const slots = Array.from({ length: width }, (_, j) =>
+    rankMap(
+      `ovl_wait${j}`,
+      cols.map((c) => c.slots[j]!),
+      "ovl_m",
+    ),
+  );
+  return { order, slots };
+}
+
+/** The tables of built maps (those that are dynamic), for the manifest. */
+export function tablesOf(maps: readonly BuiltMap[]): Table[] {
+  return maps.flatMap((m) => (m.table === undefined ? [] : [m.table]));
 }

@@ -4,7 +4,6 @@
 // block whose rows lie in [first, last] waits on exactly the segments seg(first)..seg(last),
 // which cover every row it reads (and only chunks those rows meet).
 import { dynamicMap, evaluateMap, floorDiv, lookupTable, staticMap, variable, type IndexMap } from "@ovl/mapping";
-import type { Table } from "../manifest/schema.js";
 import { GATHER_VARIABLES } from "../local/index.js";
 import { EmitError } from "../writer/index.js";
 import { rankMap, type BuiltMap } from "./maps.js";
@@ -94,11 +93,6 @@ export function segmentSlotMaps(seg: RowSegments, tablePrefix: string): BuiltMap
       GATHER_VARIABLES.segment,
     ),
   );
-}
-
-/** The tables of built maps (those that are dynamic). */
-export function tablesOf(maps: readonly BuiltMap[]): Table[] {
-  return maps.flatMap((m) => (m.table === undefined ? [] : [m.table]));
 }
 
 /**
