@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 
@@ -407,3 +411,27 @@ def reduce_scatter_ring(world: int = 3, M: int = 96, N: int = 32) -> dict[str, A
         "timing": {"warmup": 1, "reps": 3, "checkRuns": 3},
         "waitTimeoutNs": 2_000_000_000,
     }
+
+
+#: The built packages a node script compiles test manifests with.
+EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"
+PLANS = Path(__file__).resolve().parents[2] / "chunk-plan" / "dist" / "index.js"
+
+
+def compile_cases(tmp_path_factory: Any, name: str, script: str, keys: list[str], cases: list[tuple[Any, ...]]) -> Path:
+    """Run ``script`` (an ES module: ``argv[1]`` the emitter, ``argv[2]`` the output folder,
+    ``argv[3]`` chunk-plan, ``argv[4]`` the cases as JSON objects of ``keys``) with node into a
+    fresh folder ``name``; skips the test without node or the built packages."""
+    import pytest
+
+    node = shutil.which("node")
+    if node is None or not EMITTER.exists() or not PLANS.exists():
+        pytest.skip(f"needs node and the built {EMITTER} and {PLANS}")
+    out = tmp_path_factory.mktemp(name)
+    rows = [dict(zip(keys, c, strict=True)) for c in cases]
+    subprocess.run(
+        [node, "--input-type=module", "-e", script, EMITTER.as_uri(), str(out), PLANS.as_uri(), json.dumps(rows)],
+        check=True,
+        timeout=120,
+    )
+    return out

@@ -8,20 +8,15 @@ rows meet; the reference multiplies what each rank receives by its own B."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
+import builders
 import numpy as np
 import pytest
 
 from ovl_runtime import emulate, load_manifest
 from ovl_runtime.interpret import interpret_unavailable
 from ovl_runtime.reference import received_slabs
-
-ROOT = Path(__file__).resolve().parents[2]
-EMITTER = ROOT / "tlx-emitter" / "dist" / "index.js"
-PLANS = ROOT / "chunk-plan" / "dist" / "index.js"
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -56,18 +51,9 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> Path:
-    node = shutil.which("node")
-    if node is None or not EMITTER.exists() or not PLANS.exists():
-        pytest.skip(f"needs node and the built {EMITTER} and {PLANS}")
-    out = tmp_path_factory.mktemp("a2a")
-    keys = ["name", "world", "M", "N", "K", "split", "tile", "dtype", "body"]
-    cases = [dict(zip(keys, c)) for c in CASES]
-    subprocess.run(
-        [node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), PLANS.as_uri(), json.dumps(cases)],
-        check=True,
-        timeout=120,
+    return builders.compile_cases(
+        tmp_path_factory, "a2a", SCRIPT, ["name", "world", "M", "N", "K", "split", "tile", "dtype", "body"], CASES
     )
-    return out
 
 
 def test_the_reference_is_what_each_rank_receives_times_its_b():

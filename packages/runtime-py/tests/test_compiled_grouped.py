@@ -7,10 +7,9 @@ an expert with no m-block, every m-block on one expert; the references in numpy 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
+import builders
 import numpy as np
 import pytest
 
@@ -19,8 +18,6 @@ from ovl_runtime.emulate import choose_engine
 from ovl_runtime.errors import ManifestError
 from ovl_runtime.interpret import interpret_unavailable
 from ovl_runtime.reference import expert_runs, grouped_matmul, references
-
-EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -58,19 +55,9 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> Path:
-    node = shutil.which("node")
-    plan_pkg = EMITTER.parents[2] / "chunk-plan" / "dist" / "index.js"
-    if node is None or not EMITTER.exists() or not plan_pkg.exists():
-        pytest.skip(f"needs node and the built {EMITTER} and {plan_pkg}")
-    out = tmp_path_factory.mktemp("grouped")
-    keys = ["name", "world", "M", "N", "K", "split", "tile", "dtype", "ring", "experts", "routing"]
-    cases = [dict(zip(keys, c)) for c in CASES]
-    subprocess.run(
-        [node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), plan_pkg.as_uri(), json.dumps(cases)],
-        check=True,
-        timeout=120,
+    return builders.compile_cases(
+        tmp_path_factory, "grouped", SCRIPT, ["name", "world", "M", "N", "K", "split", "tile", "dtype", "ring", "experts", "routing"], CASES
     )
-    return out
 
 
 @pytest.mark.parametrize("case", [c[0] for c in CASES])

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import builders
 import numpy as np
 import pytest
 
@@ -23,8 +23,6 @@ from ovl_runtime.errors import ManifestError
 from ovl_runtime.interpret import interpret_unavailable
 from ovl_runtime.moe import check_sizes, draw_routing, moe_align_reference, moe_matmul
 from ovl_runtime.reference import references
-
-EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -65,19 +63,9 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> Path:
-    node = shutil.which("node")
-    plan_pkg = EMITTER.parents[2] / "chunk-plan" / "dist" / "index.js"
-    if node is None or not EMITTER.exists() or not plan_pkg.exists():
-        pytest.skip(f"needs node and the built {EMITTER} and {plan_pkg}")
-    out = tmp_path_factory.mktemp("moe")
-    keys = ["name", "world", "T", "H", "I", "split", "tile", "dtype", "ring", "E", "k", "choices"]
-    cases = [dict(zip(keys, c)) for c in CASES]
-    subprocess.run(
-        [node, "--input-type=module", "-e", SCRIPT, EMITTER.as_uri(), str(out), plan_pkg.as_uri(), json.dumps(cases)],
-        check=True,
-        timeout=120,
+    return builders.compile_cases(
+        tmp_path_factory, "moe", SCRIPT, ["name", "world", "T", "H", "I", "split", "tile", "dtype", "ring", "E", "k", "choices"], CASES
     )
-    return out
 
 
 # ---- the routing tables ----
