@@ -22,7 +22,7 @@ from .errors import KernelFault, ManifestError
 from .index_maps import TileProgram
 from .signals import epoch_target
 
-_GEMM_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "ag-grouped-gemm", "a2a-gemm")
+_GEMM_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "ag-grouped-gemm", "a2a-gemm", "ag-gemm-silu")
 
 
 def _program(ctx: KernelContext, role: str) -> TileProgram:
@@ -48,9 +48,20 @@ def _operands(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, i
         raise ManifestError(f"kernel {ctx.kernel.name}.args", f"no argument is bound to buffer(s) {', '.join(sorted(missing))}")
     a = ctx.matrix(by_buffer[str(p["a"])], M, K)
     # A grouped GEMM's B is [E, K, N], read here as E*K rows of N; `_weights` picks the expert.
-    b = ctx.matrix(by_buffer[str(p["b"])], K * _experts(ctx), N)
+    # ag-gemm-silu's W is [K, 2N], gate columns then up columns.
+    b = ctx.matrix(by_buffer[str(p["b"])], K * _experts(ctx), 2 * N if _silu_mul(ctx) else N)
     c = ctx.matrix(by_buffer[str(p["c"])], M, N)
     return a, b, c, int(p["BLOCK_M"]), int(p["BLOCK_N"])
+
+
+def _silu_mul(ctx: KernelContext) -> bool:
+    """Whether the body is the gate/up GEMM with the SiLU-and-multiply epilogue."""
+    return ctx.kernel.template_params.get("operator") == "ag-gemm-silu"
+
+
+def silu_mul(gate: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """``silu(gate) * up`` (silu(g) = g / (1 + e^-g)), in the arrays' precision."""
+    return gate / (1.0 + np.exp(-gate)) * up
 
 
 def _experts(ctx: KernelContext) -> int:
@@ -117,7 +128,11 @@ def local_consumer(ctx: KernelContext) -> None:
         bm = weights(m)
         for n in range(math.ceil(N / BN)):
             cols = slice(n * BN, min(N, (n + 1) * BN))
-            c[rows, cols] = a[rows, :] @ bm[:, cols]
+            if _silu_mul(ctx):
+                ups = slice(N + cols.start, N + cols.stop)
+                c[rows, cols] = silu_mul(a[rows, :] @ bm[:, cols], a[rows, :] @ bm[:, ups])
+            else:
+                c[rows, cols] = a[rows, :] @ bm[:, cols]
 
 
 def local_producer(ctx: KernelContext) -> None:

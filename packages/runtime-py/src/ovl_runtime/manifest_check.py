@@ -72,7 +72,7 @@ def check_references(m: Manifest) -> None:
     for where, name in named:
         if name not in bufs:
             raise ManifestError(where, f"names no buffer ({name!r})")
-    if ref.operator in ("ag-gemm", "gemm-rs", "gemm-ar", "ag-grouped-gemm", "a2a-gemm"):
+    if ref.operator in ("ag-gemm", "gemm-rs", "gemm-ar", "ag-grouped-gemm", "a2a-gemm", "ag-gemm-silu"):
         for key in ("A", "B"):
             if key not in ref.inputs:
                 raise ManifestError(f"reference.inputs.{key}", f"{ref.operator} needs inputs A and B")

@@ -27,6 +27,7 @@ OPERATORS = (
     "ag-moe",
     "ag-attention",
     "a2a-gemm",
+    "ag-gemm-silu",
 )
 ARG_KINDS = (
     "buffer",

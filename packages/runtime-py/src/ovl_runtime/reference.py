@@ -95,6 +95,14 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
     if ref.operator == "ag-gemm":
         full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
         return [full @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world)]
+    if ref.operator == "ag-gemm-silu":
+        full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
+        outs = []
+        for r in range(world):
+            w = as_matrix(f64[r]["B"], (K,), 2 * N, "reference.inputs.B")
+            gate, up = full @ w[:, :N], full @ w[:, N:]
+            outs.append(gate / (1.0 + np.exp(-gate)) * up)
+        return outs
     if ref.operator == "a2a-gemm":
         sends = [as_matrix(f64[q]["A"], (M,), K, "reference.inputs.A") for q in range(world)]
         return [received_slabs(sends, r) @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B") for r in range(world)]

@@ -8,6 +8,7 @@ import { emitTlxAgGemm, type TlxTarget } from "../tlx/emit.js";
 import { EmitError } from "../writer/index.js";
 import { compileAgAttention } from "./ag-attention.js";
 import { compileAgGemm } from "./ag-gemm.js";
+import { compileAgGemmSilu } from "./ag-gemm-silu.js";
 import { decomposeCollectives, hasCollectives } from "./decompose.js";
 import { collectiveAlternative } from "../emit/host-ops.js";
 import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
@@ -40,6 +41,7 @@ const TRITON_REALISE: Readonly<Record<OperatorKind, (op: Operator) => Promise<Em
   "ag-moe": (op) => compileAgMoe(op),
   "ag-attention": (op) => compileAgAttention(op),
   "a2a-gemm": (op) => compileA2aGemm(op),
+  "ag-gemm-silu": (op) => compileAgGemmSilu(op),
   "gemm-rs": (op) => compileGemmRs(op),
   "gemm-ar": (op) => compileGemmAr(op),
 };

@@ -25,7 +25,7 @@ export const LOCAL_CONSUMER_KIND = "local-consumer";
 /** What one consumer operator adds to the shared path, given the gathered tensor's name. */
 export interface ConsumerSpec {
   /** `template.params.operator` of the kernel (the runner's engines dispatch on it). */
-  readonly operator: "ag-gemm" | "ag-grouped-gemm" | "a2a-gemm";
+  readonly operator: "ag-gemm" | "ag-grouped-gemm" | "a2a-gemm" | "ag-gemm-silu";
   /** The operator as errors name it (e.g. `AllGather+GEMM`). */
   readonly title: string;
   /**

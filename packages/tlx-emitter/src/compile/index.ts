@@ -18,6 +18,7 @@ export { resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./builtin.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
+export { compileAgGemmSilu, gemmSiluMulBody, GEMM_SILU_MUL_BODY } from "./ag-gemm-silu.js";
 export { compileAgGroupedGemm, checkRouting, GROUP_TABLE, MOE_B, MOE_C } from "./ag-grouped-gemm.js";
 export { compileConsumer, type ConsumerSpec } from "./consumer.js";
 export {

@@ -8,7 +8,7 @@ import type { AttentionProblem } from "./ag-attention.js";
 import type { Binding } from "./bind.js";
 
 /** The operators the compiler builds: what the body computes and which way data moves. */
-export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar" | "ag-moe" | "ag-attention" | "a2a-gemm";
+export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar" | "ag-moe" | "ag-attention" | "a2a-gemm" | "ag-gemm-silu";
 
 /** A local kernel: its file name (for errors and provenance) and its Python text. */
 export interface KernelBody {

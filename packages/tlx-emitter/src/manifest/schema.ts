@@ -262,6 +262,7 @@ export const Reference = z.object({
     "ag-moe",
     "ag-attention",
     "a2a-gemm",
+    "ag-gemm-silu",
   ]),
   M: Positive,
   N: Positive,
