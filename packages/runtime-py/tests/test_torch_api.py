@@ -111,3 +111,133 @@ def test_the_ops_trace_as_single_torch_library_ops():
     assert "ovl.all_gather_matmul.default" in targets and "ovl.matmul_reduce_scatter.default" in targets
     out = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
     assert tuple(out.meta["val"].shape) == (4, 32, 64)  # [world, rows per rank, N]
+
+
+def test_gemm_ar_a2a_and_attention_keys_name_their_directory_and_cli_arguments():
+    ar = lib.KernelKey("gemm-ar", 2, 1024, 256, 128)
+    assert ar.dirname == "gemm-ar-sm-w2-m1024-n256-k128-bf16" and ar.backend == "sm" and ar.split == 2
+    assert lib.KernelKey("gemm-ar", 8, 1024, 256, 128).split == 1  # 128 rows a rank: one block
+    a2a = lib.KernelKey("a2a-gemm", 4, 512, 256, 128)
+    assert a2a.dirname == "a2a-gemm-w4-m512-n256-k128-bf16" and a2a.cli_args(Path("/o"))[:2] == ["emit", "a2a-gemm"]
+    att = lib.KernelKey("ag-attention", 2, 512, 4 * 64, 2 * 2 * 64, heads=4, causal=True)
+    assert att.dirname == "ag-attention-w2-m512-n256-k256-h4-causal-bf16"
+    args = att.cli_args(Path("/o"))
+    assert args[:2] == ["emit", "ag-attention"] and "--causal" in args
+    assert args[args.index("--seq") : args.index("--seq") + 8] == ["--seq", "512", "--heads", "4", "--kv-heads", "2", "--head-dim", "64"]
+    assert "--causal" not in lib.KernelKey("ag-attention", 2, 512, 256, 512, heads=4).cli_args(Path("/o"))
+    for bad in [
+        dict(op="ag-attention", world=2, m=512, n=256, k=256),  # no heads
+        dict(op="ag-attention", world=2, m=512, n=250, k=256, heads=4),  # N not heads x D
+        dict(op="ag-attention", world=2, m=512, n=256, k=200, heads=4),  # K not 2 x Hkv x D
+        dict(op="ag-attention", world=2, m=512, n=256, k=3 * 128, heads=4),  # 3 kv heads for 4 query heads
+        dict(op="ag-attention", world=2, m=512, n=256, k=256, heads=4, causal=1),
+        dict(op="gemm-ar", world=2, m=512, n=256, k=256, heads=4),
+        dict(op="a2a-gemm", world=2, m=512, n=256, k=256, causal=True),
+    ]:
+        with pytest.raises(UsageError):
+            lib.KernelKey(**bad)
+
+
+def test_attention_keys_accept_exactly_the_head_layouts_that_divide():
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(300):
+        heads, kv, d = rnd.randint(1, 16), rnd.randint(1, 16), rnd.choice([16, 32, 64, 128])
+        ok = heads % kv == 0
+        try:
+            key = lib.KernelKey("ag-attention", 2, 256, heads * d, 2 * kv * d, heads=heads)
+        except UsageError:
+            assert not ok, (heads, kv, d)
+        else:
+            assert ok, (heads, kv, d)
+            args = key.cli_args(Path("/o"))
+            assert args[args.index("--kv-heads") + 1] == str(kv) and args[args.index("--head-dim") + 1] == str(d)
+
+
+@needs_cli
+@pytest.mark.parametrize(
+    "key",
+    [
+        lib.KernelKey("gemm-ar", 2, 512, 128, 64),
+        lib.KernelKey("a2a-gemm", 2, 256, 128, 64),
+        lib.KernelKey("ag-attention", 2, 256, 4 * 32, 2 * 2 * 32, heads=4, causal=True),
+    ],
+    ids=lambda k: k.op,
+)
+def test_new_operators_compile_on_demand_and_a_misnamed_directory_is_refused(key, tmp_path, monkeypatch):
+    from ovl_runtime.bound import capture_refusal, refusal
+
+    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OVL_KERNELS", "")
+    monkeypatch.setenv("OVL_CLI", f"node {CLI}")
+    m = lib.manifest_for(key)
+    assert (m.reference.operator, m.world, m.reference.M, m.reference.N, m.reference.K) == (key.op, 2, key.m, key.n, key.k)
+    assert refusal(m) is None
+    # GEMM+AllReduce's host stream waits for the rows it receives: eager only, never captured.
+    assert (capture_refusal(m) is not None) == (key.op == "gemm-ar")
+    if key.op == "ag-attention":
+        wrong = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=False)
+        shutil.copytree(tmp_path / "cache" / key.dirname, tmp_path / "cache" / wrong.dirname)
+        with pytest.raises(ManifestError, match="causal True .wanted False."):
+            lib.manifest_for(wrong)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda g: ops.all_to_all_matmul(torch.zeros(2, 9, 16, dtype=torch.bfloat16), torch.zeros(2, 16, 8, dtype=torch.bfloat16), g),
+            "9 rows do not split",
+        ),
+        (lambda g: ops.all_to_all_matmul(torch.zeros(2, 8, 16), torch.zeros(2, 16, 8), g), "float32"),
+        (
+            lambda g: ops.matmul_all_reduce(torch.zeros(2, 8, 16, dtype=torch.bfloat16), torch.zeros(2, 16, 8, dtype=torch.bfloat16), g),
+            "on cpu",
+        ),
+        (
+            lambda g: ops.matmul_all_reduce(torch.zeros(8, 16, dtype=torch.bfloat16), torch.zeros(2, 16, 8, dtype=torch.bfloat16), g),
+            "3 dimensions",
+        ),
+        (lambda g: ops.sequence_parallel_attention(torch.zeros(2, 8, 6, 16), torch.zeros(2, 8, 2, 4, 16), g), "multiple of kv_heads"),
+        (
+            lambda g: ops.sequence_parallel_attention(torch.zeros(2, 8, 4, 16), torch.zeros(2, 4, 2, 4, 16), g),
+            "kv must be \\[8, 2, kv_heads, 16\\]",
+        ),
+        (lambda g: ops.sequence_parallel_attention(torch.zeros(2, 8, 4, 16), torch.zeros(2, 8, 2, 2, 32), g), "kv must be"),
+        (lambda g: ops.sequence_parallel_attention(torch.zeros(2, 8, 4, 16), torch.zeros(2, 8, 2, 2, 16), g, causal=1), "True or False"),
+        (lambda g: ops.sequence_parallel_attention(torch.zeros(8, 4, 16), torch.zeros(2, 8, 2, 2, 16), g), "4 dimensions"),
+        (lambda g: ops.sequence_parallel_attention(torch.zeros(3, 8, 4, 16), torch.zeros(2, 8, 2, 2, 16), g), "carry 2 ranks"),
+        (lambda g: ops.sequence_parallel_attention(torch.zeros(2, 8, 4, 16), torch.zeros(2, 8, 2, 2, 16), g), "float32"),
+        (
+            lambda g: ops.sequence_parallel_attention(
+                torch.zeros(2, 8, 4, 16, dtype=torch.bfloat16), torch.zeros(2, 8, 2, 2, 16, dtype=torch.bfloat16), g
+            ),
+            "on cpu",
+        ),
+    ],
+)
+def test_bad_inputs_of_the_new_operators_are_refused_before_any_launch(call, message):
+    with pytest.raises(UsageError, match=message):
+        call(OneGpuGroup(2))
+    assert ops.operators() == []
+
+
+def test_the_new_ops_trace_as_single_torch_library_ops():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    g = OneGpuGroup(4)
+
+    def block(x, w1, w2, q, kv):
+        a = ops.sequence_parallel_attention(q, kv, g, causal=True)
+        h = ops.all_to_all_matmul(x, w1, g)
+        return a, ops.matmul_all_reduce(torch.relu(h), w2, g)
+
+    args = (torch.zeros(4, 32, 64), torch.zeros(4, 64, 16), torch.zeros(4, 16, 48), torch.zeros(4, 8, 4, 16), torch.zeros(4, 8, 2, 2, 16))
+    gm = make_fx(block, tracing_mode="fake")(*args)
+    nodes = {str(n.target): n for n in gm.graph.nodes if n.op == "call_function"}
+    for name in ("ovl.sequence_parallel_attention.default", "ovl.all_to_all_matmul.default", "ovl.matmul_all_reduce.default"):
+        assert name in nodes, sorted(nodes)
+    assert nodes["ovl.sequence_parallel_attention.default"].args[3] is True
+    a, y = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
+    assert tuple(a.meta["val"].shape) == (4, 8, 4, 16) and tuple(y.meta["val"].shape) == (4, 32, 48)

@@ -14,7 +14,10 @@ are bounded on the device; :meth:`BoundOperator.check` synchronises and raises a
 graph once the operator has run eagerly (the first call compiles and loads every kernel):
 the epoch each replay waits for is read from a word on the device that the launch itself
 advances, and the copies and their signals are captured work. Operators whose kernels take
-host-side epochs (TLX cubins) or whose transfers wait on the host are refused here.
+host-side epochs (TLX cubins) are refused here; operators whose host streams wait on a
+signal (GEMM+AllReduce's ``ar_done``, copy-engine deliveries that wait for tiles, pull
+rings) run eagerly, but their capture is refused: the wait's value is the host's epoch,
+which a CUDA graph would freeze.
 
 Modes: a :class:`~ovl_runtime.groups.OneGpuGroup` (every rank in this process, one GPU —
 for checking correctness; tensors carry the rank as their leading dimension) or a
@@ -70,12 +73,18 @@ def host_buffers(m: Manifest) -> set[str]:
 
 
 def refusal(m: Manifest) -> str | None:
-    """Why the torch API cannot run ``m`` (host-side epochs or waits), or None."""
+    """Why the torch API cannot run ``m`` at all (host-side epochs in its kernels), or None."""
     host_epoch = [f"{k.name}.{n}" for k in m.kernels for n, a in k.args if a.kind in HOST_EPOCH_KINDS]
     if host_epoch:
         return f"kernel arguments {', '.join(host_epoch)} take the epoch from the host (recompile with the compile path: epoch-word)"
     if any(k.precompiled is not None for k in m.kernels):
         return "precompiled (TLX) kernels take host-side epochs"
+    return None
+
+
+def capture_refusal(m: Manifest) -> str | None:
+    """Why a CUDA graph cannot capture ``m``'s launches (host streams that wait with the host's
+    epoch), or None."""
     if any(not isinstance(op, CopyOp) for h in m.host_ops for s in h.streams for op in s.ops):
         return (
             "its transfers wait on the host, with values a CUDA graph would freeze (copy-engine deliveries that wait "
@@ -111,6 +120,7 @@ class BoundOperator:
 
             self.world = GpuSession(m, group.rank, num_sms, group=group.pg, bound=self.bindable)
             self.ranks = [self.world]
+        self.uncapturable = capture_refusal(m)
         self.warmed = False
         self.captured = False
         self.closed = False
@@ -128,6 +138,8 @@ class BoundOperator:
                 f"{self.m.name}: the first call compiles and loads its kernels, which a CUDA graph capture cannot do: "
                 "call the operator once before capturing"
             )
+        if capturing and self.uncapturable is not None:
+            raise UsageError(f"{self.m.name}: a CUDA graph cannot capture this operator: {self.uncapturable}")
         ref = self.m.reference
         for s, ins, out in zip(self.ranks, inputs, outputs, strict=True):
             for key, buffer in ref.inputs.items():

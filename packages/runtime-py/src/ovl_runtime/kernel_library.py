@@ -31,7 +31,7 @@ from .errors import ManifestError, UsageError
 from .manifest import Manifest, load_manifest
 
 #: Operators the torch API compiles, by their manifest/CLI name.
-LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe")
+LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention")
 #: Element types the compiler emits for them.
 LIBRARY_DTYPES = ("bf16",)
 
@@ -50,7 +50,11 @@ class KernelKey:
     columns, ``K`` the depth. ``gemm-rs``: ``M`` the rows before the scatter (world × rows
     each rank keeps), ``N`` the columns, ``K`` this rank's depth. ``ag-moe``: ``M`` the
     tokens of every rank, ``N`` this rank's intermediate columns, ``K`` the hidden size, and
-    ``experts`` / ``topk`` its routing (0 for the other operators)."""
+    ``experts`` / ``topk`` its routing (0 for the other operators). ``gemm-ar``: as ``gemm-rs``,
+    ``M`` every row (each rank gets all of them). ``a2a-gemm``: ``M`` the rows a rank sends
+    (and receives), ``K`` their width. ``ag-attention``: ``M`` the sequence ``S``, ``N`` = H·D,
+    ``K`` = 2·Hkv·D (the gathered kv's width), ``heads`` H and ``causal`` (0 / False for the
+    other operators)."""
 
     op: str
     world: int
@@ -60,6 +64,8 @@ class KernelKey:
     dtype: str = "bf16"
     experts: int = 0
     topk: int = 0
+    heads: int = 0
+    causal: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in LIBRARY_OPERATORS:
@@ -77,31 +83,44 @@ class KernelKey:
                 raise UsageError(f"ag-moe: needs 1 <= topk <= experts, got topk {self.topk!r} and experts {self.experts!r}")
         elif self.experts or self.topk:
             raise UsageError(f"{self.op} takes no experts or topk")
+        if self.op == "ag-attention":
+            _check_attention_key(self)
+        elif self.heads or self.causal:
+            raise UsageError(f"{self.op} takes no heads or causal")
 
     @property
     def backend(self) -> str:
         """The transfer backend: GEMM+ReduceScatter delivers its partial slabs with SM pushes,
         which wait for the producer's tiles on the device (a copy engine would wait on the host,
-        with a value a CUDA graph would freeze); AllGather+GEMM pushes by copy engine."""
-        return "sm" if self.op == "gemm-rs" else "copy-engine"
+        with a value a CUDA graph would freeze); AllGather+GEMM pushes by copy engine.
+        Partitioned GEMM+AllReduce (the CLI's default ``direct`` template, not the tile-wise
+        one) likewise delivers and reduces with SM pushes."""
+        return "sm" if self.op in ("gemm-rs", "gemm-ar") else "copy-engine"
 
     @property
     def dirname(self) -> str:
         """The directory name of this key in a library."""
         backend = "-sm" if self.backend == "sm" else ""
         routing = f"-e{self.experts}-top{self.topk}" if self.op == "ag-moe" else ""
+        if self.op == "ag-attention":
+            routing = f"-h{self.heads}{'-causal' if self.causal else ''}"
         return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}{routing}-{self.dtype}"
 
     @property
     def split(self) -> int:
         """Chunks per rank's shard: 2, except where GEMM+ReduceScatter's producer, which notifies
         per whole 128-row block, would get a chunk off a block boundary."""
-        if self.op == "gemm-rs" and (self.m // self.world) % (2 * 128):
+        if self.op in ("gemm-rs", "gemm-ar") and (self.m // self.world) % (2 * 128):
             return 1
         return 2
 
     def cli_args(self, out: Path) -> list[str]:
         """The ``ovl`` arguments that compile this key into ``out``."""
+        if self.op == "ag-attention":
+            d = self.n // self.heads
+            shape = ["--seq", str(self.m), "--heads", str(self.heads), "--kv-heads", str(self.k // (2 * d)), "--head-dim", str(d)]
+            causal = ["--causal"] if self.causal else []
+            return ["emit", self.op, *shape, *causal, "--world", str(self.world), "--split", str(self.split), "--out", str(out)]
         return [
             "emit",
             self.op,
@@ -209,10 +228,10 @@ def manifest_for(key: KernelKey) -> Manifest:
 def check_manifest(m: Manifest, key: KernelKey, path: Path) -> None:
     """Refuse a manifest that is not the operator ``key`` names (a stale or misplaced directory)."""
     ref = m.reference
-    got = (ref.operator, m.world, ref.M, ref.N, ref.K, m.dtype, *_routing_of(m))
-    want = (key.op, key.world, key.m, key.n, key.k, key.dtype, key.experts, key.topk)
+    got = (ref.operator, m.world, ref.M, ref.N, ref.K, m.dtype, *_routing_of(m), *_attention_of(m))
+    want = (key.op, key.world, key.m, key.n, key.k, key.dtype, key.experts, key.topk, key.heads, key.causal)
     if got != want:
-        names = ("operator", "world", "M", "N", "K", "dtype", "experts", "topk")
+        names = ("operator", "world", "M", "N", "K", "dtype", "experts", "topk", "heads", "causal")
         diff = ", ".join(f"{n} {g!r} (wanted {w!r})" for n, g, w in zip(names, got, want) if g != w)
         raise ManifestError(str(path), f"is not the compiled {key.dirname}: {diff}; delete it or recompile")
 
@@ -223,3 +242,24 @@ def _routing_of(m: Manifest) -> tuple[int, int]:
     if ref.operator != "ag-moe":
         return 0, 0
     return m.buffer(ref.inputs["B"]).numel // (ref.K * ref.N), m.buffer(ref.inputs["topk"]).shape[1]
+
+
+def _attention_of(m: Manifest) -> tuple[int, bool]:
+    """``(heads, causal)`` of an ag-attention manifest (``reference.attention``), else (0, False)."""
+    if m.reference.operator != "ag-attention":
+        return 0, False
+    from .attention import attention_spec
+
+    a = attention_spec(m)
+    return a.heads, a.causal
+
+
+def _check_attention_key(key: KernelKey) -> None:
+    """An ag-attention key: ``N`` = H·D and ``K`` = 2·Hkv·D with H a multiple of Hkv."""
+    if not isinstance(key.heads, int) or isinstance(key.heads, bool) or key.heads < 1 or key.n % key.heads:
+        raise UsageError(f"ag-attention: N = {key.n} must be heads x head_dim with heads >= 1, got heads {key.heads!r}")
+    if not isinstance(key.causal, bool):
+        raise UsageError(f"ag-attention: causal must be True or False, got {key.causal!r}")
+    d = key.n // key.heads
+    if key.k % (2 * d) or key.heads % (key.k // (2 * d)):
+        raise UsageError(f"ag-attention: K = {key.k} must be 2 x kv_heads x head_dim ({d}) with heads ({key.heads}) a multiple of kv_heads")

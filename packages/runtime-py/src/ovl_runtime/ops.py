@@ -19,6 +19,18 @@ Semantics follow PyTorch's ``torch.ops.symm_mem.fused_all_gather_matmul`` /
   experts of every rank's tokens (the same on every rank), ``w`` this rank's experts
   ``[E, K, n]``; returns ``C [world·m·k, n]`` with ``C[t·k + j] = x_all[t] @ w[topk_ids[t, j]]``.
   The routing tables are computed on the device (``ovl_runtime.moe_align``): no host sync.
+- ``matmul_all_reduce(x, w, group)`` (GEMM+AllReduce): ``x`` ``[M, k]``, ``w`` ``[k, N]`` (this
+  rank's slice of the depth); returns ``Σ_ranks x @ w``, ``[M, N]``, on every rank. The
+  partitioned AllReduce (the CLI's default: a direct ReduceScatter by SM pushes, then an
+  AllGather of each reduced slab from its owner), not the tile-wise one.
+- ``all_to_all_matmul(x, w, group)`` (AllToAll+GEMM): ``x`` ``[M, K]`` is this rank's send
+  buffer, slab q (``M / world`` rows) going to rank q; returns ``received @ w`` ``[M, N]``,
+  where slab q of ``received`` came from rank q.
+- ``sequence_parallel_attention(q, kv, group, causal=...)`` (AllGather + attention): ``q``
+  ``[s, H, D]`` this rank's ``s = S / world`` query positions (rank r holds ``r·s`` onward),
+  ``kv`` ``[s, 2, Hkv, D]`` their keys (``kv[:, 0]``) and values (``kv[:, 1]``); every rank's
+  kv is gathered behind the attention. Returns ``softmax(q kᵀ / √D) v`` ``[s, H, D]`` (query
+  head h reads kv head ``h // (H / Hkv)``: MHA and GQA; ``causal``: position i sees keys ≤ i).
 
 ``group`` is a ``torch.distributed`` process group (one rank per process, under torchrun),
 a :class:`~ovl_runtime.groups.OneGpuGroup` (every rank in this process on one GPU: each
@@ -64,12 +76,15 @@ from .kernel_library import KernelKey, manifest_for
 
 __all__ = [
     "all_gather_matmul",
+    "all_to_all_matmul",
     "close_all",
     "fused_all_gather_matmul",
     "fused_matmul_reduce_scatter",
+    "matmul_all_reduce",
     "matmul_reduce_scatter",
     "moe_all_gather_grouped_matmul",
     "operators",
+    "sequence_parallel_attention",
     "synchronize",
 ]
 
@@ -125,7 +140,7 @@ def _operator(key: KernelKey, g: Group, what: str) -> BoundOperator:
                 f"{what}: the first call of a shape compiles and loads its kernels and allocates its buffers, which a "
                 "CUDA graph capture cannot do: call the operator once before capturing"
             )
-        _same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk), what)
+        _same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk, key.heads, key.causal), what)
         op = BoundOperator(manifest_for(key), g)
         _operators[(key.dirname, g.name)] = op
     return op
@@ -277,6 +292,140 @@ def all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Ten
 def matmul_reduce_scatter(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
     """This rank's rows of ``Σ_ranks x @ w`` (rows split evenly); the scatter overlaps the GEMM."""
     return torch.ops.ovl.matmul_reduce_scatter(x, w, resolve_group(group).name)
+
+
+def _local_shape(t: torch.Tensor, g: Group, what: str, dims: int) -> tuple[int, ...]:
+    """The shape of one rank's ``t`` (dimensions and rank count checked, nothing else yet)."""
+    if not isinstance(t, torch.Tensor):
+        raise UsageError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
+    want = dims + (1 if g.stacked else 0)
+    if t.dim() != want:
+        lead = f"[{g.world}, ...] (the rank first, for a one-GPU group)" if g.stacked else "this rank's tensor"
+        raise UsageError(f"{what} must have {want} dimensions, {lead}; got shape {tuple(t.shape)}")
+    if g.stacked and t.shape[0] != g.world:
+        raise UsageError(f"{what} must carry {g.world} ranks along dimension 0; got shape {tuple(t.shape)}")
+    return tuple(t.shape[1:] if g.stacked else t.shape)
+
+
+def _pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """``x`` with zero rows appended (along its second-to-last dimension) up to ``rows``."""
+    if x.shape[-2] == rows:
+        return x
+    xp = torch.zeros((*x.shape[:-2], rows, x.shape[-1]), dtype=x.dtype, device=x.device)
+    xp[..., : x.shape[-2], :].copy_(x)
+    return xp
+
+
+def _matmul_all_reduce_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g = resolve_group(group_name)
+    what = "matmul_all_reduce"
+    xs, ws, rows, k, n = _gemm_operands(x, w, g, what)
+    # Each rank owns (reduces and sends) M / world rows in whole 128-row blocks: zero rows pad
+    # the tail (their sums are dropped).
+    block = g.world * RS_ROW_BLOCK
+    padded = math.ceil(rows / block) * block
+    if padded != rows:
+        xs = _rank_views(_pad_rows(x, padded), g, "x", 2)
+    key = KernelKey("gemm-ar", g.world, padded, n, k, DTYPES[x.dtype])
+    op = _operator(key, g, what)
+    out = _empty(g, padded, n, x)
+    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
+    return out if padded == rows else out[..., :rows, :].contiguous()
+
+
+def _all_to_all_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g = resolve_group(group_name)
+    what = "all_to_all_matmul"
+    rows = _local_shape(x, g, "x", 2)[0]
+    if rows % g.world:
+        raise UsageError(f"{what}: x's {rows} rows do not split into {g.world} equal slabs, one per rank")
+    xs, ws, rows, k, n = _gemm_operands(x, w, g, what)
+    key = KernelKey("a2a-gemm", g.world, rows, n, k, DTYPES[x.dtype])
+    op = _operator(key, g, what)
+    out = _empty(g, rows, n, x)
+    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
+    return out
+
+
+def _attention_shapes(q: torch.Tensor, kv: torch.Tensor, g: Group) -> tuple[int, int, int, int]:
+    """``(s, H, Hkv, D)`` of one rank's ``q`` ``[s, H, D]`` and ``kv`` ``[s, 2, Hkv, D]``, checked."""
+    what = "sequence_parallel_attention"
+    s, heads, d = _local_shape(q, g, "q", 3)
+    s2, two, kv_heads, d2 = _local_shape(kv, g, "kv", 4)
+    if two != 2 or s2 != s or d2 != d:
+        raise UsageError(
+            f"{what}: q is [{s}, {heads}, {d}], so kv must be [{s}, 2, kv_heads, {d}] (keys then values); got {[s2, two, kv_heads, d2]}"
+        )
+    if min(s, heads, kv_heads, d) < 1:
+        raise UsageError(f"{what}: q {[s, heads, d]} and kv {[s2, two, kv_heads, d2]} need every size >= 1")
+    if heads % kv_heads:
+        raise UsageError(f"{what}: {heads} query heads do not share {kv_heads} kv heads evenly (heads must be a multiple of kv_heads)")
+    if kv.dtype != q.dtype:
+        raise UsageError(f"{what}: q is {q.dtype} but kv is {kv.dtype}")
+    return s, heads, kv_heads, d
+
+
+def _attention_impl(q: torch.Tensor, kv: torch.Tensor, group_name: str, causal: bool) -> torch.Tensor:
+    g = resolve_group(group_name)
+    s, heads, kv_heads, d = _attention_shapes(q, kv, g)
+    qs = [v.view(s, heads * d) for v in _rank_views(q, g, "q", 3)]
+    kvs = [v.view(s, 2 * kv_heads * d) for v in _rank_views(kv, g, "kv", 4)]
+    key = KernelKey("ag-attention", g.world, g.world * s, heads * d, 2 * kv_heads * d, DTYPES[q.dtype], heads=heads, causal=causal)
+    op = _operator(key, g, "sequence_parallel_attention")
+    out = torch.empty_like(q)
+    op.run([{"Q": a, "KV": b} for a, b in zip(qs, kvs)], [o.view(s, heads * d) for o in _per_rank(out, g)])
+    return out
+
+
+@torch.library.custom_op("ovl::matmul_all_reduce", mutates_args=())
+def _mm_ar_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _matmul_all_reduce_impl(x, w, group_name)
+
+
+@_mm_ar_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return x.new_empty((*x.shape[:-1], w.shape[-1]))
+
+
+@torch.library.custom_op("ovl::all_to_all_matmul", mutates_args=())
+def _a2a_mm_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _all_to_all_matmul_impl(x, w, group_name)
+
+
+@_a2a_mm_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return x.new_empty((*x.shape[:-1], w.shape[-1]))
+
+
+@torch.library.custom_op("ovl::sequence_parallel_attention", mutates_args=())
+def _sp_attention_op(q: torch.Tensor, kv: torch.Tensor, group_name: str, causal: bool) -> torch.Tensor:
+    return _attention_impl(q, kv, group_name, causal)
+
+
+@_sp_attention_op.register_fake
+def _(q: torch.Tensor, kv: torch.Tensor, group_name: str, causal: bool) -> torch.Tensor:
+    return torch.empty_like(q)
+
+
+def matmul_all_reduce(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
+    """``Σ_ranks x @ w`` on every rank (``w`` this rank's slice of the depth); the AllReduce
+    overlaps the GEMM. Row counts off whole ``world × 128``-row blocks are padded with zero rows."""
+    return torch.ops.ovl.matmul_all_reduce(x, w, resolve_group(group).name)
+
+
+def all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
+    """``AllToAll(x) @ w``: slab q of this rank's ``x`` goes to rank q, and row slab q of the result
+    is what rank q sent times ``w``; the exchange overlaps the GEMM."""
+    return torch.ops.ovl.all_to_all_matmul(x, w, resolve_group(group).name)
+
+
+def sequence_parallel_attention(q: torch.Tensor, kv: torch.Tensor, group: Any, *, causal: bool = False) -> torch.Tensor:
+    """Attention of this rank's queries ``q`` ``[s, H, D]`` over every rank's keys and values
+    (``kv`` ``[s, 2, Hkv, D]``, gathered behind the attention); returns ``[s, H, D]``. Scale
+    ``1/√D``; ``causal`` masks keys after each query's global position. See the module docstring."""
+    if not isinstance(causal, bool):
+        raise UsageError(f"sequence_parallel_attention: causal must be True or False, not {causal!r}")
+    return torch.ops.ovl.sequence_parallel_attention(q, kv, resolve_group(group).name, causal)
 
 
 # ---- PyTorch's argument lists ----
