@@ -21,8 +21,8 @@ What limits the body (known): kv is read through pointer loads (no TMA descripto
 specialisation as in FlashAttention-3), with 128 query rows x 64 kv rows a program and 8 warps;
 the non-causal kv loop is software-pipelined by Triton (cp.async, ``num_stages``) but the
 causal loop's ``if`` that skips blocks past the diagonal (so they wait for nothing once
-overlapped) is not pipelined through. The overlapped kernel additionally spins on a slot per
-kv block inside the loop, which also stops the pipelining.
+overlapped) is not pipelined through. The body is persistent (a grid of one program per SM
+looping over (query block, head) work items), as ag-attention launches it.
 ``--cpu-check`` runs small shapes under Triton's interpreter against SDPA's math backend on
 the CPU (no timing): a check of this script and the body without a GPU.
 """
@@ -102,6 +102,11 @@ def sdpa_fn(qh, k, v, causal, flash: bool):
     return run
 
 
+def num_sms(dev) -> int:
+    """The device's multiprocessor count (a small stand-in under the interpreter)."""
+    return torch.cuda.get_device_properties(dev).multi_processor_count if dev.type == "cuda" else 4
+
+
 def rel_err(out, ref) -> float:
     o = out.float()
     if not bool(torch.isfinite(o).all()):
@@ -111,7 +116,8 @@ def rel_err(out, ref) -> float:
 
 def body_launcher(fn, q, kv, o, sq, s, shard, h, hkv, d, causal, cfg, extra=None):
     bm, bn, warps, stages = cfg
-    grid = (triton.cdiv(sq, bm), h)
+    # The body is persistent: one program per SM (at most one per work item) loops over them.
+    grid = (min(num_sms(q.device), triton.cdiv(sq, bm) * h),)
 
     def run():
         fn[grid](
@@ -167,7 +173,8 @@ def emitted_launcher(folder: Path, q, kv, o, sq, s, h, hkv, d, causal):
             "error-buffer": lambda: err,
             "timeout-ns": lambda: 10_000_000_000,
         }[kind]()
-    grid = tuple(k["grid"])
+    sms = num_sms(dev)
+    grid = tuple(min(g.get("cap", sms), sms - g.get("reserve", 0)) if isinstance(g, dict) else g for g in k["grid"])
 
     def run():
         fn[grid](**args, **k["constexprs"], num_warps=k["numWarps"], num_stages=k["numStages"])

@@ -177,3 +177,22 @@ def test_the_torch_references_match_the_numpy_ones(compiled):
         for r, (g, w) in enumerate(zip(got, want)):
             np.testing.assert_allclose(g.numpy(), w, rtol=1e-4, atol=1e-4)
             assert output_view(m, torch.zeros(rows * m.reference.N), r).shape == (rows, m.reference.N)
+
+
+@pytest.mark.parametrize("case", [c[0] for c in CASES])
+def test_the_body_is_persistent_so_the_one_gpu_sm_budget_sizes_its_grid(compiled, case):
+    from ovl_runtime.manifest_types import NumSms
+    from ovl_runtime.sm_budget import plan_sm_budget
+
+    m = load_manifest(compiled / case / "manifest.json")
+    (k,) = m.kernels
+    a = attention_spec(m)
+    work = -(-(m.reference.M // m.world) // k.constexprs["BLOCK_M"]) * a.heads
+    assert len(k.grid) == 1 and isinstance(k.grid[0], NumSms) and k.grid[0].cap == work
+    for num_sms in (8, 16, 132):
+        b = plan_sm_budget(m.kernels, m.world, num_sms)
+        assert b.waits == (True,)
+        (programs,) = b.grids[0]
+        # Every rank's spinning programs together leave the reserve free for the copies.
+        assert 1 <= programs <= min(work, b.per_rank)
+        assert b.concurrent_waiting_programs([k.stream]) <= num_sms - b.reserve

@@ -66,11 +66,11 @@ function programOf(m: Manifest): { order: number[][]; waits: Set<number>[][] } {
 }
 
 describe("compile ag-attention", () => {
-  it("emits the built-in flash-attention body with kv-block waits, a [q-blocks, heads] grid and the attention reference", async () => {
+  it("emits the built-in flash-attention body with kv-block waits, a persistent num-sms grid over (q-block, head) work items and the attention reference", async () => {
     const a = { S: 256, heads: 4, kvHeads: 2, headDim: 64, causal: true };
     const r = await compile(attentionOp(a, kvPlan("swizzle", 4, 256, 256, 2), { BM: 32, BN: 32 }));
     const k = r.manifest.kernels[0]!;
-    expect(k.grid).toEqual([2, 4]);
+    expect(k.grid).toEqual([{ kind: "num-sms", cap: 2 * 4 }]);
     expect(k.constexprs).toMatchObject({ H: 4, HKV: 2, HEAD_DIM: 64, BLOCK_M: 32, BLOCK_N: 32, CAUSAL: true, sm_scale: 0.125 });
     expect(k.args.find((x) => x.name === "q_shard")?.value).toEqual({ kind: "rank" });
     expect(r.manifest.reference).toMatchObject({

@@ -214,7 +214,9 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
     name: op.name,
     kind: "local-consumer",
     stream: "compute",
-    grid: [Math.ceil(SQ / op.tile.BM), a.heads],
+    // A persistent body (`# ovl: tile-loop` over (query block, head) work items) takes one
+    // program per SM, which the one-GPU mode's SM budget can size; a plain one, a fixed grid.
+    grid: kernel.persistent ? [{ kind: "num-sms", cap: Math.ceil(SQ / op.tile.BM) * a.heads }] : [Math.ceil(SQ / op.tile.BM), a.heads],
     numWarps: o.numWarps ?? launch.numWarps,
     numStages: o.numStages ?? launch.numStages,
     own,

@@ -102,12 +102,17 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
   const firstKv = kvAnnotations[0];
   if (firstKv !== undefined) {
     if (role.role !== "consumer") throw misplaced(file, firstKv, "only a consumer waits per kv block; a producer notifies per tile");
-    if (tileStatements.length > 0 || tileLoop !== undefined) {
+    if (tileStatements.length > 0) {
       throw misplaced(
         file,
         firstKv,
-        "a kernel waits per tile (# ovl: tile m=, # ovl: tile-loop) or per kv block of an inner loop (# ovl: tile kv=), not both",
+        "a kernel waits per tile (# ovl: tile m=) or per kv block of an inner loop (# ovl: tile kv=), not both",
       );
+    }
+    // A persistent kv kernel: every kv loop runs inside the work-item loop (`# ovl: tile-loop`).
+    const outside = tileLoop === undefined ? undefined : kvStatements.find((s) => !contains(tileBlock, s.loop));
+    if (outside !== undefined) {
+      throw new LocalKernelError("unsafe-tile-loop", file, outside.line, "a persistent kernel's kv loop must stand inside its tile loop");
     }
   }
   if (tileStatements.length === 0 && kvStatements.length === 0) {

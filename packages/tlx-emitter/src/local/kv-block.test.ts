@@ -85,6 +85,24 @@ describe("kv-loop consumers (# ovl: tile kv=)", () => {
     expect(out.source).toContain("        blk = (ovl_m + 4 * ovl_rank) % 16\n        ovl_mb = blk\n        ovl_slot0 = 2 * ovl_mb\n");
   });
 
+  it("a persistent kernel: its kv loop inside the tile loop waits per block there; the built-in body is persistent", () => {
+    const src = [
+      ...GOOD.slice(0, 7),
+      "    for w in tl.range(tl.program_id(0), n, tl.num_programs(0), flatten=False):  # ovl: tile-loop",
+      ...GOOD.slice(7, 12).map((l) => `    ${l}`),
+      ...GOOD.slice(12),
+    ].join("\n");
+    const k = parseLocalKernelWith(parser, src, { file: "k.py" });
+    expect([k.persistent, k.waitsPer]).toEqual([true, "kv-block"]);
+    const out = transformLocalKernel(k, program([staticMap(m)]));
+    expect(out.source).toContain(
+      "        ovl_target = load_epoch_target(ovl_epoch_ptr, 1)\n        for it in range(0, n):\n            blk = it  # ovl: tile kv=blk\n",
+    );
+    expect(out.source).toContain("            if blk < n:\n                ovl_mb = blk\n");
+    expect(parseWithPython({ k: out.source }).k).toBe("ok");
+    expect([flash.persistent, flash.waitsPer]).toEqual([true, "kv-block"]);
+  });
+
   it("a statement between the kv statement and the if: no guard, the waits follow the remap", () => {
     const src = edit(11, "        acc += tl.load(kv_ptr + blk)", "        if blk < n:");
     const out = transformLocalKernel(parseLocalKernelWith(parser, src, { file: "k.py" }), program([staticMap(m)]));
@@ -147,6 +165,12 @@ describe("kv-loop consumers (# ovl: tile kv=)", () => {
     ],
     ["a producer with a kv loop", edit(5, "# ovl: producer scatter=o_ptr"), "bad-annotation", /only a consumer waits per kv block/],
     ["kv and tile statements together", edit(8, "    pid = tl.program_id(0)  # ovl: tile m=pid"), "bad-annotation", /not both/],
+    [
+      "a kv loop outside the tile loop",
+      edit(8, "    acc = tl.zeros([BLOCK], dtype=tl.float32)", "    for w in tl.range(0, n):  # ovl: tile-loop", "        acc += 0"),
+      "unsafe-tile-loop",
+      /k\.py:12: a persistent kernel's kv loop must stand inside its tile loop/,
+    ],
   ];
   for (const [what, src, code, message] of refusals) {
     it(`refuses ${what}`, () => {
