@@ -33,7 +33,25 @@ KEYS = [
     ("ag-gemm", 8, 1024, 256, 512),
     ("gemm-rs", 2, 1024, 512, 256),
     ("gemm-rs", 8, 1024, 512, 256),  # also 800 rows, padded to 8 x 128
+    ("gemm-ar", 2, 1024, 256, 256),
+    ("gemm-ar", 4, 1024, 256, 256),  # 1000 rows, padded to 4 x 256
+    ("gemm-ar", 8, 1024, 256, 256),
+    ("a2a-gemm", 2, 1024, 256, 256),
+    ("a2a-gemm", 4, 1024, 256, 256),
+    ("a2a-gemm", 8, 1024, 256, 256),
 ]
+#: (world, sequence, heads, kv heads, head dim, causal) of the sequence-parallel attention tests.
+ATTENTION = [
+    (2, 1024, 4, 4, 64, True),
+    (2, 1024, 4, 2, 64, False),
+    (4, 1024, 8, 2, 64, True),
+    (8, 1024, 8, 8, 64, False),
+    (8, 2048, 8, 2, 128, True),
+]
+
+
+def attention_key(world: int, seq: int, heads: int, kv_heads: int, d: int, causal: bool) -> lib.KernelKey:
+    return lib.KernelKey("ag-attention", world, seq, heads * d, 2 * kv_heads * d, heads=heads, causal=causal)
 
 
 def _example():
@@ -47,7 +65,7 @@ def _example():
 
 def all_keys() -> list[lib.KernelKey]:
     block = _example().Config()
-    return [lib.KernelKey(*k) for k in KEYS] + block.keys(2) + block.keys(8)
+    return [lib.KernelKey(*k) for k in KEYS] + [attention_key(*a) for a in ATTENTION] + block.keys(2) + block.keys(8)
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
@@ -81,6 +99,79 @@ def test_matmul_reduce_scatter_matches_torch(world, rows):
     want = total.view(world, rows // world, 512)
     ops.synchronize(g)
     assert y.shape == (world, rows // world, 512) and rel(y, want) < 0.01
+
+
+@pytest.mark.parametrize(("world", "rows"), [(2, 1024), (4, 1000), (8, 1024)])
+def test_matmul_all_reduce_matches_torch_and_refuses_capture(world, rows):
+    from ovl_runtime import ops
+    from ovl_runtime.errors import UsageError
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(world)
+    for step in range(3):
+        x, w = rand(world, rows, 256, seed=20 + step) / 8, rand(world, 256, 256, seed=30 + step) / 8
+        y = ops.matmul_all_reduce(x, w, g)
+        total = sum(x[r].float() @ w[r].float() for r in range(world))
+        ops.synchronize(g)
+        assert y.shape == (world, rows, 256) and rel(y, total.expand(world, rows, 256)) < 0.01, step
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(UsageError, match="CUDA graph cannot capture"):
+        with torch.cuda.graph(graph):
+            ops.matmul_all_reduce(x, w, g)
+
+
+def _all_to_all_reference(x, w):
+    """``received @ w[q]`` per rank q, where slab r of ``received`` is slab q of rank r's ``x``."""
+    world, rows, k = x.shape
+    received = x.view(world, world, rows // world, k).transpose(0, 1).reshape(world, rows, k)
+    return torch.stack([received[q].float() @ w[q].float() for q in range(world)])
+
+
+@pytest.mark.parametrize("world", [2, 4, 8])
+def test_all_to_all_matmul_matches_torch_and_captures(world):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(world)
+    x, w = rand(world, 1024, 256, seed=40) / 8, rand(world, 256, 256, seed=41) / 8
+    y = ops.all_to_all_matmul(x, w, g)
+    ops.synchronize(g)
+    assert y.shape == (world, 1024, 256) and rel(y, _all_to_all_reference(x, w)) < 0.01
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        yg = ops.all_to_all_matmul(x, w, g)
+    for step in range(5):
+        x.copy_(rand(world, 1024, 256, seed=50 + step) / 8)
+        graph.replay()
+        ops.synchronize(g)
+        assert rel(yg, _all_to_all_reference(x, w)) < 0.01, step
+    del graph
+
+
+@pytest.mark.parametrize(("world", "seq", "heads", "kv_heads", "d", "causal"), ATTENTION)
+def test_sequence_parallel_attention_matches_sdpa(world, seq, heads, kv_heads, d, causal):
+    from ovl_runtime import ops
+    from ovl_runtime.errors import UsageError
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(world)
+    s = seq // world
+    for step in range(2):
+        q, kv = rand(world, s, heads, d, seed=60 + step), rand(world, s, 2, kv_heads, d, seed=70 + step)
+        try:
+            o = ops.sequence_parallel_attention(q, kv, g, causal=causal)
+        except UsageError as exc:
+            if "fixed grid" in str(exc):  # the one-GPU mode cannot hold a fixed grid of waiting programs this large
+                pytest.skip(f"one-GPU mode: {exc}")
+            raise
+        qf = q.reshape(seq, heads, d).transpose(0, 1)[None]  # [1, H, S, D], positions in rank order
+        kvf = kv.reshape(seq, 2, kv_heads, d)
+        k = kvf[:, 0].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)[None]
+        v = kvf[:, 1].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)[None]
+        want = torch.nn.functional.scaled_dot_product_attention(qf.float(), k.float(), v.float(), is_causal=causal)
+        want = want[0].transpose(0, 1).reshape(world, s, heads, d)
+        ops.synchronize(g)
+        assert o.shape == q.shape and rel(o, want) < 0.02, step
 
 
 def test_a_captured_graph_replays_correctly_many_times():
