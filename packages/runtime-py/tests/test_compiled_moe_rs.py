@@ -86,3 +86,18 @@ def test_bad_sizes_are_refused_before_any_launch():
         moe_rs_one_device(torch.zeros((4, 60, 8)), torch.zeros((4, 4, 8, 8)), ids, torch.zeros((30, 2)))
     with pytest.raises(ValueError, match="int32"):
         moe_rs_one_device(torch.zeros((2, 32, 8)), torch.zeros((2, 4, 8, 8)), ids.long()[:16], torch.zeros((16, 2)))
+
+
+def test_a_slab_that_never_completes_times_out_with_its_slot():
+    from ovl_runtime.errors import WaitTimeout
+
+    rng = np.random.default_rng()
+    world, T, k, E, inter, H = 2, 16, 2, 3, 8, 16
+    ids, wts, h, w2 = _inputs(rng, world, T, k, E, inter, H, None)
+    args = (torch.from_numpy(np.stack(h)), torch.from_numpy(np.stack(w2)), torch.from_numpy(ids), torch.from_numpy(wts))
+    state: dict = {}
+    moe_rs_one_device(*args, slab_t=4, block_m=16, block_n=16, block_k=16, block_t=4, state=state)
+    state["expect"][1, 3] += 5  # rank 1's slab 3 (its second) now waits for notifies no producer sends
+    with pytest.raises(WaitTimeout, match="rank 1: wait on signal slot 3") as info:
+        moe_rs_one_device(*args, slab_t=4, block_m=16, block_n=16, block_k=16, block_t=4, state=state, timeout_ns=50_000_000)
+    assert info.value.expected - info.value.seen == 5

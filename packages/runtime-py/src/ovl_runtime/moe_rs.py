@@ -42,6 +42,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from .errors import WaitTimeout
 from .language import consume_token, peer_base, wait_slot
 from .moe import check_sizes
 
@@ -54,6 +55,7 @@ __all__ = [
     "moe_rs_reference_torch",
     "moe_slab_expect",
     "moe_topk_reduce_rs",
+    "raise_timeouts_of",
     "slab_cover_reference",
 ]
 
@@ -258,28 +260,31 @@ def moe_topk_reduce_rs(
     WORLD: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
 ):
-    """Program (slab, token block, n-tile) of this rank: wait until the slab reached its target, then
-    ``out[t] = Σ_ranks Σ_j partial_r[t·k + j]`` for its tokens (``partial_ptrs``: the peer table)."""
-    pid = tl.program_id(0)
+    """Persistent: items (slab, token block, n-tile) of this rank in slab order, each waiting until its slab
+    reached its target, then ``out[t] = Σ_ranks Σ_j partial_r[t·k + j]`` for its tokens (``partial_ptrs``:
+    the peer table). Few programs: spinning ones must leave the producers room."""
     t_blocks = tl.cdiv(SLAB_T, BLOCK_T)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    ls = pid // (t_blocks * num_pid_n)
-    tb = (pid // num_pid_n) % t_blocks
-    pid_n = pid % num_pid_n
-    s = rank * SLABS_PER_RANK + ls
-    token = wait_slot(sig_ptr, s, tl.load(expect_ptr + s), err_ptr, rank, timeout_ns)
-    local = ls * SLAB_T + tb * BLOCK_T + tl.arange(0, BLOCK_T)
-    inside = local < (ls + 1) * SLAB_T
-    tokens = consume_token(s * SLAB_T + tb * BLOCK_T, token).to(tl.int64) + tl.arange(0, BLOCK_T)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = inside[:, None] & (offs_n[None, :] < N)
-    acc = tl.zeros((BLOCK_T, BLOCK_N), dtype=tl.float32)
-    for r in tl.static_range(WORLD):
-        base = peer_base(partial_ptrs, r, like_ptr)
-        for j in tl.static_range(TOP_K):
-            acc += tl.load(base + (tokens * TOP_K + j)[:, None] * N + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + local.to(tl.int64)[:, None] * N + offs_n[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
+    items = SLABS_PER_RANK * t_blocks * num_pid_n
+    for item in tl.range(tl.program_id(0), items, NUM_PROGRAMS):
+        ls = item // (t_blocks * num_pid_n)
+        tb = (item // num_pid_n) % t_blocks
+        pid_n = item % num_pid_n
+        s = rank * SLABS_PER_RANK + ls
+        token = wait_slot(sig_ptr, s, tl.load(expect_ptr + s), err_ptr, rank, timeout_ns)
+        local = ls * SLAB_T + tb * BLOCK_T + tl.arange(0, BLOCK_T)
+        inside = local < (ls + 1) * SLAB_T
+        tokens = consume_token(s * SLAB_T + tb * BLOCK_T, token).to(tl.int64) + tl.arange(0, BLOCK_T)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask = inside[:, None] & (offs_n[None, :] < N)
+        acc = tl.zeros((BLOCK_T, BLOCK_N), dtype=tl.float32)
+        for r in tl.static_range(WORLD):
+            base = peer_base(partial_ptrs, r, like_ptr)
+            for j in tl.static_range(TOP_K):
+                acc += tl.load(base + (tokens * TOP_K + j)[:, None] * N + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_ptr + local.to(tl.int64)[:, None] * N + offs_n[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def moe_rs_one_device(
@@ -294,16 +299,21 @@ def moe_rs_one_device(
     block_k: int = 32,
     block_t: int = 16,
     num_sms: int = 4,
+    reduce_programs: int = 4,
     timeout_ns: int = 10_000_000_000,
     state: dict[str, Any] | None = None,
+    raise_timeouts: bool = True,
 ) -> Any:
     """All W ranks of moe-rs on one device (every rank's buffers on it): ``h [W, T·k, I]``, ``w2 [W, E, I, H]``,
     ``topk_ids [T, k]`` int32, ``topk_weights [T, k]``. Returns the outputs ``[W, T/W, H]``.
 
     On a CPU tensor the kernels run under Triton's interpreter (``TRITON_INTERPRET=1``), rank after rank
     (producers, then reducers); on a GPU the producers run on the current stream and the reducers on a
-    second stream, overlapping them. ``state`` keeps the signal slots and wait targets across calls
-    (they are never reset). @raises ValueError for bad shapes or sizes, before any launch.
+    second stream, overlapping them. ``num_sms``: programs of each rank's producer; ``reduce_programs``: of each
+    rank's (persistent) reducer. ``state`` keeps the signal slots, wait targets, ``partial`` and the peer tables
+    across calls of one shape (signal slots are never reset). ``raise_timeouts``: read the error words back
+    after the launch (a host sync) and raise ``WaitTimeout``; else :func:`raise_timeouts_of` does it later.
+    @raises ValueError for bad shapes or sizes, before any launch.
     """
     import torch
 
@@ -325,20 +335,26 @@ def moe_rs_one_device(
         raise ValueError(f"moe-rs: h has {slots} rows; T·k = {T * k}")
     dev = h.device
     st = state if state is not None else {}
-    if "sig" not in st:
+    shape = (sz, h.dtype, dev)
+    if st.get("shape") != shape:
+        st.clear()
+        st["shape"] = shape
         st["sig"] = torch.zeros((world, sz.slabs), dtype=torch.int32, device=dev)
         st["expect"] = torch.zeros((world, sz.slabs), dtype=torch.int32, device=dev)
         st["err"] = torch.zeros((world, 8), dtype=torch.int32, device=dev)
-    sig, expect, err = st["sig"], st["expect"], st["err"]
-    partial = torch.empty((world, slots, H), dtype=h.dtype, device=dev)
+        st["partial"] = torch.empty((world, slots, H), dtype=h.dtype, device=dev)
+        st["sig_ptrs"] = torch.tensor([st["sig"][r].data_ptr() for r in range(world)], dtype=torch.int64, device=dev)
+        st["partial_ptrs"] = torch.tensor([st["partial"][r].data_ptr() for r in range(world)], dtype=torch.int64, device=dev)
+        st["side"] = torch.cuda.Stream(device=dev) if dev.type == "cuda" else None
+    sig, expect, err, partial, side = st["sig"], st["expect"], st["err"], st["partial"], st["side"]
+    sig_ptrs, partial_ptrs = st["sig_ptrs"], st["partial_ptrs"]
     out = torch.empty((world, sz.rows_per_rank, H), dtype=h.dtype, device=dev)
     weights = topk_weights.reshape(-1).to(torch.float32).contiguous()
     ids = topk_ids.contiguous()
     h, w2 = h.contiguous(), w2.contiguous()
-    sig_ptrs = torch.tensor([sig[r].data_ptr() for r in range(world)], dtype=torch.int64, device=dev)
-    partial_ptrs = torch.tensor([partial[r].data_ptr() for r in range(world)], dtype=torch.int64, device=dev)
     num_pid_n = triton.cdiv(H, block_n)
-    reduce_grid = (sz.slabs_per_rank * triton.cdiv(sz.slab_t, block_t) * num_pid_n,)
+    items = sz.slabs_per_rank * triton.cdiv(sz.slab_t, block_t) * num_pid_n
+    reducers = max(1, min(reduce_programs, items))
 
     def launch() -> None:
         sorted_ids, expert_of_block, num_blocks = moe_align_block_size(ids, E, block_m, programs=DEFAULT_PROGRAMS)
@@ -347,7 +363,6 @@ def moe_rs_one_device(
                 sorted_ids, num_blocks, expect[r], T * k, world * num_pid_n, sz.slab_t, sz.slabs,
                 TOP_K=k, BLOCK_M=block_m, SLABS_P2=max(2, triton.next_power_of_2(sz.slabs)), STEP=EXPECT_STEP,
             )  # fmt: skip
-        side = torch.cuda.Stream() if dev.type == "cuda" else None
         if side is not None:  # the reducers wait for the targets only; the producers run beside them
             side.wait_stream(torch.cuda.current_stream())
         max_tiles = triton.cdiv(T * k + E * (block_m - 1), block_m) * num_pid_n
@@ -360,10 +375,10 @@ def moe_rs_one_device(
         ctx = torch.cuda.stream(side) if side is not None else _null()
         with ctx:
             for r in range(world):
-                moe_topk_reduce_rs[reduce_grid](
+                moe_topk_reduce_rs[(reducers,)](
                     partial_ptrs, partial[r], out[r], sig[r], expect[r], err[r], r, timeout_ns,
                     H, sz.slab_t, sz.slabs_per_rank,
-                    TOP_K=k, WORLD=world, BLOCK_T=block_t, BLOCK_N=block_n,
+                    TOP_K=k, WORLD=world, BLOCK_T=block_t, BLOCK_N=block_n, NUM_PROGRAMS=reducers,
                 )  # fmt: skip
         if side is not None:
             torch.cuda.current_stream().wait_stream(side)
@@ -375,10 +390,22 @@ def moe_rs_one_device(
             launch()
     else:
         launch()
-    if int(err[:, 0].max()) != 0:
-        bad = err[err[:, 0] != 0][0].tolist()
-        raise RuntimeError(f"moe-rs: rank {bad[1]} timed out waiting on slab {bad[2]} (saw {bad[3]}, wanted {bad[4]})")
+    if raise_timeouts:
+        raise_timeouts_of(st)
     return out
+
+
+def raise_timeouts_of(state: dict[str, Any]) -> None:
+    """Raise the first recorded wait timeout of a ``moe_rs_one_device`` state (reads its error words: a host sync).
+
+    @raises WaitTimeout (rank, slab slot, value seen and the target)."""
+    err = state.get("err")
+    if err is None:
+        return
+    words = err.cpu()
+    for row in words.tolist():
+        if row[0] != 0:
+            raise WaitTimeout(row[1], row[2], row[3], row[4], "moe_topk_reduce_rs")
 
 
 class _null:
