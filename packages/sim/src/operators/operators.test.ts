@@ -1,0 +1,203 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { H100_SXM, H200_SXM, type HardwareModel } from "../simulate/hardware.js";
+import { SimulateError } from "../simulate/errors.js";
+import { ATTENTION_BODY, ATTENTION_SOURCE, MOE_BODY, MOE_SOURCE } from "./calibration.js";
+import { attentionComputeMs, predictAgAttention } from "./attention.js";
+import { moeBlocks, moeComputeMs, moeRouting, predictAgMoe } from "./moe.js";
+import { GEMM_OPERATORS, predictGemmOperator } from "./gemm.js";
+import type { OperatorPrediction } from "./prediction.js";
+
+const repoFile = (path: string): unknown => JSON.parse(readFileSync(new URL(`../../../../${path}`, import.meta.url), "utf8"));
+
+/** A model whose copies run at full speed beside compute and do not slow it: overlap can only win there. */
+const NO_CONTENTION: HardwareModel = {
+  ...H200_SXM,
+  name: "no-contention",
+  contention: { copySlowdown: 0, copyBandwidthUnderCompute: 1 },
+};
+
+const EPS = 1e-9;
+
+function checkBounds(p: OperatorPrediction): void {
+  expect(p.overlappedMs).toBeGreaterThanOrEqual(Math.max(p.computeMs, p.commMs) - EPS);
+  expect(p.nonOverlappedMs).toBeCloseTo(p.computeMs + p.commMs, 9);
+  expect(p.bound).toBe(p.computeMs >= p.commMs ? "compute" : "communication");
+}
+
+describe("calibration fits the committed measurements", () => {
+  it("attention body: predicted vs measured within the stated error", () => {
+    const data = repoFile(ATTENTION_SOURCE) as {
+      world: number;
+      cases: { S: number; heads: number; headDim: number; causal: boolean; best: string; ms: Record<string, number> }[];
+    };
+    expect(data.cases.length).toBe(16);
+    const errs = data.cases.map((c) => {
+      // The measured shapes are rank world-1's (the last S/W queries, lower-right causal).
+      const p = { seq: c.S, heads: c.heads, headDim: c.headDim, causal: c.causal, world: data.world };
+      return Math.abs(attentionComputeMs(H100_SXM, p, data.world - 1) / c.ms[c.best]! - 1);
+    });
+    expect(Math.max(...errs)).toBeLessThanOrEqual(ATTENTION_BODY.maxError);
+    expect(errs.reduce((a, b) => a + b, 0) / errs.length).toBeLessThanOrEqual(ATTENTION_BODY.meanError);
+  });
+
+  it("MoE body: predicted vs measured within the stated error (seeded uniform routings)", () => {
+    const data = repoFile(MOE_SOURCE) as {
+      world: number;
+      rows: { shape: string; S: number; H: number; N: number; E: number; topk: number; cases: Record<string, { ms: number }> }[];
+    };
+    expect(data.rows.length).toBe(6);
+    for (const r of data.rows) {
+      const p = { tokens: r.S, hidden: r.H, intermediate: r.N * data.world, experts: r.E, topk: r.topk, world: data.world };
+      // Mean over a few routings: the measurement drew one at random.
+      const seeds = [1, 2, 3, 4];
+      const ms =
+        seeds
+          .map((seed) => moeComputeMs(H100_SXM, p, moeBlocks(moeRouting({ ...p, seed }), r.E, MOE_BODY.tile.BM).length))
+          .reduce((a, b) => a + b) / seeds.length;
+      const measured = r.cases["body 128x128x64 w8 s3"]!.ms;
+      expect(Math.abs(ms / measured - 1), r.shape).toBeLessThanOrEqual(MOE_BODY.maxError);
+    }
+  });
+});
+
+describe("ag-attention", () => {
+  const attn = fc.record({
+    seqK: fc.constantFrom(8, 16, 32),
+    heads: fc.constantFrom(8, 32, 64),
+    causal: fc.boolean(),
+    world: fc.constantFrom(2, 4, 8),
+  });
+
+  it("overlapped is at least max(compute, comm) and, without contention, at most their sum", () => {
+    fc.assert(
+      fc.property(attn, ({ seqK, heads, causal, world }) => {
+        const p = { seq: seqK * 1024, heads, headDim: 128, causal, world };
+        checkBounds(predictAgAttention(p, { hardware: H100_SXM }));
+        const free = predictAgAttention(p, { hardware: NO_CONTENTION });
+        checkBounds(free);
+        expect(free.overlappedMs).toBeLessThanOrEqual(free.nonOverlappedMs + EPS);
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it("compute and comm grow with the sequence; causal halves the work of the average rank", () => {
+    fc.assert(
+      fc.property(attn, ({ seqK, heads, causal, world }) => {
+        const p = { seq: seqK * 1024, heads, headDim: 128, causal, world };
+        const a = predictAgAttention(p, { hardware: H200_SXM });
+        const b = predictAgAttention({ ...p, seq: 2 * p.seq }, { hardware: H200_SXM });
+        expect(b.computeMs).toBeGreaterThan(a.computeMs);
+        expect(b.commMs).toBeGreaterThan(a.commMs);
+        const L = ATTENTION_BODY.launchUs * 1e-3;
+        const full = [...Array(world).keys()].map((r) => attentionComputeMs(H200_SXM, { ...p, causal: false }, r) - L);
+        const half = [...Array(world).keys()].map((r) => attentionComputeMs(H200_SXM, { ...p, causal: true }, r) - L);
+        const scale = ATTENTION_BODY.causalEfficiency / ATTENTION_BODY.efficiency;
+        const ratio = half.reduce((x, y) => x + y) / full.reduce((x, y) => x + y);
+        expect(ratio * scale).toBeCloseTo(0.5, 9);
+      }),
+      { numRuns: 8 },
+    );
+  });
+
+  it("refuses a sequence the ranks cannot split", () => {
+    expect(() => predictAgAttention({ seq: 1000, heads: 8, headDim: 128, causal: false, world: 3 }, { hardware: H100_SXM })).toThrow(
+      SimulateError,
+    );
+  });
+});
+
+describe("ag-moe", () => {
+  const moe = fc.record({
+    hidden: fc.constantFrom(1024, 2048, 4096),
+    experts: fc.constantFrom(4, 8, 32),
+    topk: fc.constantFrom(1, 2, 4),
+    world: fc.constantFrom(2, 4, 8),
+    routing: fc.constantFrom("balanced" as const, "random" as const),
+    seed: fc.integer({ min: 1, max: 1000 }),
+  });
+
+  it("routings put every token on topk distinct experts; balanced gives equal groups", () => {
+    fc.assert(
+      fc.property(moe, ({ experts, topk, world, routing, seed }) => {
+        const p = { tokens: 1024, hidden: 256, intermediate: 512, experts, topk, world, routing, seed };
+        const ids = moeRouting(p);
+        expect(ids.length).toBe(1024);
+        for (const t of ids) expect(new Set(t).size).toBe(topk);
+        if (routing === "balanced") {
+          const counts = new Array<number>(experts).fill(0);
+          for (const t of ids) for (const e of t) counts[e]!++;
+          expect(new Set(counts).size).toBe(1);
+        }
+        const blocks = moeBlocks(ids, experts, 128);
+        for (const b of blocks) expect(b.lastToken).toBeGreaterThanOrEqual(b.firstToken);
+        expect(blocks.length).toBeGreaterThanOrEqual(Math.ceil((1024 * topk) / 128));
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it("overlapped is at least max(compute, comm) and, without contention, at most their sum", () => {
+    fc.assert(
+      fc.property(moe, ({ hidden, experts, topk, world, routing, seed }) => {
+        const p = { tokens: 4096, hidden, intermediate: 2048, experts, topk, world, routing, seed };
+        checkBounds(predictAgMoe(p, { hardware: H100_SXM }));
+        const free = predictAgMoe(p, { hardware: NO_CONTENTION });
+        checkBounds(free);
+        expect(free.overlappedMs).toBeLessThanOrEqual(free.nonOverlappedMs + EPS);
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it("compute grows with hidden and topk, comm with hidden", () => {
+    fc.assert(
+      fc.property(moe, ({ hidden, experts, world }) => {
+        const p = { tokens: 4096, hidden, intermediate: 2048, experts, topk: 1, world, routing: "balanced" as const };
+        const a = predictAgMoe(p, { hardware: H100_SXM });
+        const b = predictAgMoe({ ...p, hidden: 2 * hidden }, { hardware: H100_SXM });
+        const c = predictAgMoe({ ...p, topk: Math.min(experts, 4) }, { hardware: H100_SXM });
+        expect(b.computeMs).toBeGreaterThan(a.computeMs);
+        expect(b.commMs).toBeGreaterThan(a.commMs);
+        expect(c.computeMs).toBeGreaterThanOrEqual(a.computeMs);
+      }),
+      { numRuns: 8 },
+    );
+  });
+
+  it("refuses a routing with an expert out of range", () => {
+    const p = { tokens: 4, hidden: 256, intermediate: 512, experts: 4, topk: 1, world: 2 };
+    expect(() => predictAgMoe({ ...p, routing: [[0], [1], [4], [2]] }, { hardware: H100_SXM })).toThrow(/expert ids in 0..3/);
+  });
+});
+
+describe("GEMM operators", () => {
+  it("every operator: overlapped at least max(compute, comm); per-rank compute shrinks with world", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...GEMM_OPERATORS),
+        fc.constantFrom(2048, 4096),
+        fc.constantFrom(4096, 8192),
+        fc.constantFrom(2, 4),
+        (operator, H, I, world) => {
+          const ag = operator === "ag-gemm" || operator === "a2a-gemm";
+          const shape = (w: number) => ({ operator, M: 8192, N: ag ? I / w : H, K: ag ? H : I / w, world: w });
+          const a = predictGemmOperator(shape(world), { hardware: H200_SXM });
+          const b = predictGemmOperator(shape(2 * world), { hardware: H200_SXM });
+          checkBounds(a);
+          checkBounds(b);
+          expect(b.computeMs).toBeLessThan(a.computeMs);
+        },
+      ),
+      { numRuns: 10 },
+    );
+  });
+
+  it("refuses rows that do not cover whole tiles", () => {
+    expect(() => predictGemmOperator({ operator: "ag-gemm", M: 1000, N: 512, K: 512, world: 2 }, { hardware: H100_SXM })).toThrow(
+      /multiple of 128/,
+    );
+  });
+});
