@@ -101,3 +101,18 @@ def test_a_slab_that_never_completes_times_out_with_its_slot():
     with pytest.raises(WaitTimeout, match="rank 1: wait on signal slot 3") as info:
         moe_rs_one_device(*args, slab_t=4, block_m=16, block_n=16, block_k=16, block_t=4, state=state, timeout_ns=50_000_000)
     assert info.value.expected - info.value.seen == 5
+
+
+def test_the_torch_api_refuses_bad_input_before_any_launch():
+    from ovl_runtime.errors import UsageError
+    from ovl_runtime.groups import OneGpuGroup
+    from ovl_runtime.moe_ops import moe_grouped_matmul_reduce_scatter, slab_tokens
+
+    g = OneGpuGroup(2)
+    h, w = torch.zeros((2, 32, 8), dtype=torch.bfloat16), torch.zeros((2, 4, 8, 16), dtype=torch.bfloat16)
+    ids, wts = torch.zeros((2, 16, 2), dtype=torch.int32), torch.zeros((2, 16, 2))
+    with pytest.raises(UsageError, match="CUDA"):
+        moe_grouped_matmul_reduce_scatter(h, ids, wts, w, g)
+    with pytest.raises(UsageError, match="takes torch.bfloat16"):
+        moe_grouped_matmul_reduce_scatter(h.float(), ids, wts, w.float(), g)
+    assert [slab_tokens(n) for n in (1024, 100, 97, 256, 6)] == [128, 100, 97, 128, 6]

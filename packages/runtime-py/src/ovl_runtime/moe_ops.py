@@ -1,0 +1,123 @@
+"""MoE down-projection as a PyTorch function (TileLink's GroupGEMM + Scatter + TopK-reduce + ReduceScatter)::
+
+    import ovl_runtime.moe_ops as moe
+
+    y = moe.moe_grouped_matmul_reduce_scatter(h, topk_ids, topk_weights, w2, group)
+
+Tensor-parallel experts: each rank holds the ``I/W`` slice of every expert. For a one-GPU group
+(:class:`~ovl_runtime.groups.OneGpuGroup`, every tensor carrying the rank first):
+
+- ``h [W, T·k, I/W]``: part 1's activations, rows in token-slot order ``t·k + j`` (all T tokens);
+- ``topk_ids [W, T, k]`` int32 and ``topk_weights [W, T, k]``: the routing, the same on every rank;
+- ``w [W, E, I/W, H]``: each rank's slice of the experts' down-projections.
+
+Returns ``[W, T/W, H]``: rank r's token rows ``r·T/W ..`` of
+``Σ_ranks Σ_j topk_weights[t, j] · (h_r[t·k + j] @ w_r[topk_ids[t, j]])``. The kernels are
+``ovl_runtime.moe_rs``'s: routing tables and per-slab notify targets on the device (no host sync),
+the reduce of each token slab overlapping the group GEMM of later blocks. Inputs are checked
+before any launch. A call is asynchronous on the current stream; :func:`synchronize` waits and
+raises ``WaitTimeout`` if a bounded wait gave up. Process groups (one rank per process) are not
+served by this function yet: it refuses them with a ``UsageError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import ops as _ops  # noqa: F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
+from .errors import UsageError
+from .groups import resolve_group
+from .moe_rs import check_moe_rs, moe_rs_one_device, raise_timeouts_of
+from .ops import DTYPES, _rank_views
+
+__all__ = ["moe_grouped_matmul_reduce_scatter", "slab_tokens", "synchronize"]
+
+WHAT = "moe_grouped_matmul_reduce_scatter"
+#: Largest token slab (one signal slot each): smaller slabs start the reduce sooner, larger ones notify less.
+MAX_SLAB = 128
+#: Persistent reducer programs per rank.
+REDUCE_PROGRAMS = 4
+
+_states: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
+
+
+def slab_tokens(rows_per_rank: int) -> int:
+    """The slab of a rank's ``rows_per_rank`` token rows: its largest divisor of at most ``MAX_SLAB``."""
+    return max(d for d in range(1, min(MAX_SLAB, rows_per_rank) + 1) if rows_per_rank % d == 0)
+
+
+def _routing(t: Any, world: int, tokens: int, what: str, dtype: torch.dtype | None) -> None:
+    if not isinstance(t, torch.Tensor) or (dtype is not None and t.dtype != dtype):
+        raise UsageError(f"{WHAT}: {what} must be a {dtype or 'floating'} torch.Tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+    if t.dim() != 3 or t.shape[0] != world or t.shape[1] != tokens:
+        raise UsageError(f"{WHAT}: {what} must be [{world}, {tokens}, k] (the routing of all tokens, on every rank), got {tuple(t.shape)}")
+    if not t.is_cuda or not t.is_contiguous():
+        raise UsageError(f"{WHAT}: {what} must be a contiguous CUDA tensor")
+
+
+def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g = resolve_group(group_name)
+    if not g.stacked:
+        raise UsageError(f"{WHAT}: process groups are not supported yet; use a OneGpuGroup")
+    hs, ws = _rank_views(h, g, "h", 2), _rank_views(w, g, "w", 3)
+    slots, inter = hs[0].shape
+    experts, inter2, hidden = ws[0].shape
+    if inter != inter2:
+        raise UsageError(f"{WHAT}: h is [{slots}, {inter}] but w is [{experts}, {inter2}, {hidden}]; the intermediate sizes differ")
+    if w.dtype != h.dtype:
+        raise UsageError(f"{WHAT}: h is {h.dtype} but w is {w.dtype}")
+    if topk_ids.dim() != 3:
+        raise UsageError(f"{WHAT}: topk_ids must be [{g.world}, T, k], got {tuple(topk_ids.shape)}")
+    tokens, k = int(topk_ids.shape[1]), int(topk_ids.shape[2])
+    _routing(topk_ids, g.world, tokens, "topk_ids", torch.int32)
+    _routing(topk_weights, g.world, tokens, "topk_weights", None)
+    if not topk_weights.is_floating_point() or topk_weights.shape != topk_ids.shape:
+        raise UsageError(
+            f"{WHAT}: topk_weights must be floating point and shaped like topk_ids, got {topk_weights.dtype} {tuple(topk_weights.shape)}"
+        )
+    if slots != tokens * k:
+        raise UsageError(f"{WHAT}: h has {slots} rows per rank; T·k = {tokens}·{k} = {tokens * k}")
+    try:
+        sz = check_moe_rs(tokens, k, experts, inter, hidden, g.world, None)
+    except ValueError as exc:
+        raise UsageError(f"{WHAT}: {exc}") from exc
+    slab = slab_tokens(sz.rows_per_rank)
+    state = _states.setdefault((g.name, (tokens, k, experts, inter, hidden)), {})
+    sms = torch.cuda.get_device_properties(h.device).multi_processor_count
+    reserve = g.reserve if getattr(g, "reserve", None) is not None else max(2, sms // 16)
+    producers = max(1, sms - reserve - g.world * REDUCE_PROGRAMS)
+    return moe_rs_one_device(
+        h, w, topk_ids[0], topk_weights[0],
+        slab_t=slab, block_m=64, block_n=128, block_k=64, block_t=32,
+        num_sms=producers, reduce_programs=REDUCE_PROGRAMS, state=state, raise_timeouts=False,
+    )  # fmt: skip
+
+
+@torch.library.custom_op("ovl::moe_grouped_matmul_reduce_scatter", mutates_args=())
+def _op(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _impl(h, topk_ids, topk_weights, w, group_name)
+
+
+@_op.register_fake
+def _(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    world = h.shape[0]
+    return h.new_empty((world, topk_ids.shape[-2] // world, w.shape[-1]))
+
+
+def moe_grouped_matmul_reduce_scatter(
+    h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group: Any
+) -> torch.Tensor:
+    """MoE down-projection: each token slot's rows multiplied by its expert, weighted, summed over the token's k
+    experts and over the ranks, each rank keeping its ``T/W`` token rows (see the module docstring)."""
+    if h.dtype not in DTYPES:
+        raise UsageError(f"{WHAT}: h is {h.dtype}; the operator takes {', '.join(str(d) for d in DTYPES)}")
+    return torch.ops.ovl.moe_grouped_matmul_reduce_scatter(h, topk_ids, topk_weights, w, resolve_group(group).name)
+
+
+def synchronize() -> None:
+    """Wait for the device and raise the first wait timeout of any call (``WaitTimeout``: rank, slab slot, seen, target)."""
+    torch.cuda.synchronize()
+    for state in _states.values():
+        raise_timeouts_of(state)
