@@ -241,3 +241,29 @@ def test_the_new_ops_trace_as_single_torch_library_ops():
     assert nodes["ovl.sequence_parallel_attention.default"].args[3] is True
     a, y = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
     assert tuple(a.meta["val"].shape) == (4, 8, 4, 16) and tuple(y.meta["val"].shape) == (4, 32, 48)
+
+
+def test_the_sequence_parallel_attention_layer_shards_dense_weights_and_traces():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from ovl_runtime.nn import SequenceParallelAttention
+
+    g = OneGpuGroup(2)
+    gen = torch.Generator().manual_seed(3)
+    q, k, v, o = (torch.randn(*s, generator=gen) for s in [(64, 32), (32, 32), (32, 32), (32, 64)])
+    layer = SequenceParallelAttention.from_dense(q, k, v, o, heads=4, group=g, causal=True)
+    assert (layer.heads, layer.kv_heads, layer.head_dim, layer.causal) == (4, 2, 16, True)
+    x = torch.randn(2, 8, 32, generator=gen)
+    qx, kvx = layer.project(x)
+    assert torch.allclose(qx.flatten(-2), x @ q.t()) and torch.allclose(kvx[..., 0, :, :].flatten(-2), x @ k.t())
+    assert torch.allclose(kvx[..., 1, :, :].flatten(-2), x @ v.t()) and torch.equal(layer.wo, o.t())
+    params = {n: p.detach() for n, p in layer.named_parameters()}
+    gm = make_fx(lambda p, x: torch.func.functional_call(layer, p, (x,)), tracing_mode="fake")(params, x)
+    assert "ovl.sequence_parallel_attention.default" in [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert tuple([n for n in gm.graph.nodes if n.op == "output"][0].args[0][0].meta["val"].shape) == (2, 8, 32)
+    with pytest.raises(UsageError, match="multiple of kv_heads"):
+        SequenceParallelAttention(32, 4, 3, 16, g, device="cpu")
+    with pytest.raises(UsageError, match="not 4 heads"):
+        SequenceParallelAttention.from_dense(torch.zeros(30, 32), k, v, o, heads=4, group=g)
+    with pytest.raises(UsageError, match="Hkv"):
+        SequenceParallelAttention.from_dense(q, k, v[:16], o, heads=4, group=g)

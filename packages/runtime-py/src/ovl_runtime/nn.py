@@ -12,6 +12,12 @@ Weights are stored ``[in, out]`` (the layout the GEMMs read), not ``nn.Linear``'
 ``[out, in]``; :meth:`TensorParallelMLP.from_dense` shards full weights given as
 ``nn.Linear`` stores them. With a :class:`~ovl_runtime.groups.OneGpuGroup` every tensor
 carries the rank first (weights ``[world, in, out]``, activations ``[world, rows, hidden]``).
+
+:class:`SequenceParallelAttention` is self-attention with the sequence sharded over the group
+(context parallelism): every rank holds all heads' weights and ``S / world`` positions; its
+queries attend every rank's keys and values, gathered behind the attention by one
+``ops.sequence_parallel_attention`` (MHA or GQA, causal or not). Its weights are the same
+on every rank (one copy, broadcast over the one-GPU mode's rank dimension).
 """
 
 from __future__ import annotations
@@ -73,3 +79,70 @@ class TensorParallelMLP(nn.Module):
         gate, up = h.split(self.local, dim=-1)
         a = torch.nn.functional.silu(gate) * up
         return ops.matmul_reduce_scatter(a, self.down, self.group)
+
+
+class SequenceParallelAttention(nn.Module):
+    """``o_proj(attention(q_proj(x), k_proj(x), v_proj(x)))`` with the positions of ``x`` sharded
+    over ``group`` (rank r holds positions ``r · S / world`` onward), in and out.
+
+    ``wq`` ``[hidden, H·D]``, ``wkv`` ``[hidden, 2·Hkv·D]`` (every kv head's keys, then its
+    values) and ``wo`` ``[H·D, hidden]`` are stored ``[in, out]``; scale ``1/√D``. Positional
+    encodings (rotary) are the caller's: apply them to ``q`` / ``kv`` in a subclass's
+    :meth:`project`."""
+
+    def __init__(
+        self,
+        hidden: int,
+        heads: int,
+        kv_heads: int,
+        head_dim: int,
+        group: Any,
+        *,
+        causal: bool = False,
+        dtype: torch.dtype = torch.bfloat16,
+        device: Any = "cuda",
+    ) -> None:
+        super().__init__()
+        if min(hidden, heads, kv_heads, head_dim) < 1 or heads % kv_heads:
+            raise UsageError(f"heads ({heads}) must be a positive multiple of kv_heads ({kv_heads}); hidden and head_dim positive")
+        self.group: Group = resolve_group(group)
+        self.hidden, self.heads, self.kv_heads, self.head_dim, self.causal = hidden, heads, kv_heads, head_dim, causal
+        self.wq = nn.Parameter(torch.empty(hidden, heads * head_dim, dtype=dtype, device=device))
+        self.wkv = nn.Parameter(torch.empty(hidden, 2 * kv_heads * head_dim, dtype=dtype, device=device))
+        self.wo = nn.Parameter(torch.empty(heads * head_dim, hidden, dtype=dtype, device=device))
+
+    @classmethod
+    def from_dense(
+        cls, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, heads: int, group: Any, *, causal: bool = False
+    ) -> SequenceParallelAttention:
+        """The layer of dense projections stored as ``nn.Linear`` stores them: ``q`` ``[H·D, hidden]``,
+        ``k`` and ``v`` ``[Hkv·D, hidden]``, ``o`` ``[hidden, H·D]``."""
+        hd, hidden = q.shape
+        if heads < 1 or hd % heads:
+            raise UsageError(f"q's {hd} output features are not {heads} heads of equal width")
+        d = hd // heads
+        kvd = k.shape[0]
+        if tuple(v.shape) != tuple(k.shape) or k.shape[1] != hidden or kvd % d or tuple(o.shape) != (hidden, hd):
+            raise UsageError(
+                f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} and o {tuple(o.shape)} are not "
+                "[H·D, hidden], [Hkv·D, hidden], [Hkv·D, hidden], [hidden, H·D]"
+            )
+        layer = cls(hidden, heads, kvd // d, d, group, causal=causal, dtype=q.dtype, device=q.device)
+        with torch.no_grad():
+            layer.wq.copy_(q.t())
+            layer.wkv.copy_(torch.cat([k.t(), v.t()], dim=1))
+            layer.wo.copy_(o.t())
+        return layer
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """This rank's ``q`` ``[..., s, H, D]`` and ``kv`` ``[..., s, 2, Hkv, D]`` of ``x``."""
+        q = (x @ self.wq).unflatten(-1, (self.heads, self.head_dim))
+        kv = (x @ self.wkv).unflatten(-1, (2, self.kv_heads, self.head_dim))
+        return q, kv
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: this rank's positions ``[s, hidden]`` (``[world, s, hidden]`` on one GPU); returns
+        the same positions of the layer's output."""
+        q, kv = self.project(x)
+        o = ops.sequence_parallel_attention(q.contiguous(), kv.contiguous(), self.group, causal=self.causal)
+        return o.flatten(-2) @ self.wo
