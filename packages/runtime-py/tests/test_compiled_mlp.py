@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from ovl_runtime import emulate, load_manifest
+from ovl_runtime.chain import emulate_chain, load_chain, mlp_reference
 from ovl_runtime.emulate_local import silu_mul
+from ovl_runtime.errors import ManifestError
 from ovl_runtime.interpret import interpret_unavailable
 
 SCRIPT = """
@@ -80,3 +82,96 @@ def test_ag_gemm_silu_is_correct_running_its_own_source(compiled, case):
     )
     out.raise_for_failure()
     assert out.checks and all(c.ok for c in out.checks)
+
+
+CHAIN_SCRIPT = """
+const ovl = await import(process.argv[1]);
+const { mkdirSync, writeFileSync } = await import("node:fs");
+const { join } = await import("node:path");
+const out = process.argv[2];
+for (const c of JSON.parse(process.argv[4])) {
+  const tile = { BM: c.tile[0], BN: c.tile[1], BK: c.tile[2] };
+  const r = await ovl.compileMlp({
+    name: c.name, world: c.world, M: c.M, hidden: c.hidden, intermediate: c.inter, split: c.split,
+    upTile: tile, downTile: tile, options: { dtype: c.dtype },
+  });
+  const dir = join(out, c.name);
+  for (const s of r.stages) {
+    mkdirSync(join(dir, s.dir), { recursive: true });
+    for (const f of s.result.files) writeFileSync(join(dir, s.dir, f.path), f.text);
+    writeFileSync(join(dir, s.dir, "manifest.json"), ovl.emitManifestJson(s.result.manifest));
+  }
+  writeFileSync(join(dir, "chain.json"), JSON.stringify(r.chain, null, 2));
+}
+"""
+
+CHAIN_CASES = [
+    # name, world, M (all tokens), hidden, inter (per rank), split, tile, dtype
+    ("mlp_w2", 2, 128, 64, 64, 1, (32, 32, 32), "bf16"),
+    ("mlp_w4_split2", 4, 256, 64, 32, 2, (32, 32, 32), "bf16"),
+]
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory):
+    return builders.compile_cases(
+        tmp_path_factory, "mlp_chain", CHAIN_SCRIPT, ["name", "world", "M", "hidden", "inter", "split", "tile", "dtype"], CHAIN_CASES
+    )
+
+
+def test_the_mlp_reference_is_the_dense_mlp_reduce_scattered():
+    rng = np.random.default_rng()
+    world, rows, hidden, inter = 3, 4, 6, 5
+    x = [rng.standard_normal((rows, hidden)) for _ in range(world)]
+    wgu = [rng.standard_normal((hidden, 2 * inter)) for _ in range(world)]
+    wd = [rng.standard_normal((inter, hidden)) for _ in range(world)]
+    # The dense MLP with every rank's columns side by side.
+    xa = np.concatenate(x)
+    wg = np.concatenate([w[:, :inter] for w in wgu], axis=1)
+    wu = np.concatenate([w[:, inter:] for w in wgu], axis=1)
+    dense = silu_mul(xa @ wg, xa @ wu) @ np.concatenate(wd)
+    got = mlp_reference(x, wgu, wd)
+    assert all(np.allclose(got[r], dense[r * rows : (r + 1) * rows]) for r in range(world))
+
+
+@pytest.mark.parametrize("case", [c[0] for c in CHAIN_CASES])
+def test_the_chain_links_the_up_output_to_the_down_input(chains, case):
+    chain = load_chain(chains / case / "chain.json")
+    assert [m.reference.operator for m in chain.stages] == ["ag-gemm-silu", "gemm-rs"]
+    ((src, dst),) = chain.links
+    assert src.buffer == chain.stages[0].reference.output and dst.buffer == chain.stages[1].reference.inputs["A"]
+
+
+@pytest.mark.parametrize("engine", ["numpy", "interpret"])
+@pytest.mark.parametrize("case", [c[0] for c in CHAIN_CASES])
+def test_the_mlp_chain_is_correct(chains, case, engine):
+    if engine == "interpret" and interpret_unavailable() is not None:
+        pytest.skip(str(interpret_unavailable()))
+    chain = load_chain(chains / case / "chain.json")
+    out = emulate_chain(chain, epochs=2 if engine == "numpy" else 1, seed=int(np.random.default_rng().integers(1 << 30)), engine=engine)
+    out.raise_for_failure()
+    assert out.checks and all(c.ok for c in out.checks)
+
+
+def test_load_chain_refuses_a_link_between_buffers_of_other_shapes(chains, tmp_path):
+    import json
+    import shutil
+
+    shutil.copytree(chains / "mlp_w2", tmp_path / "c")
+    data = json.loads((tmp_path / "c" / "chain.json").read_text())
+    data["links"][0]["to"]["buffer"] = data["reference"]["inputs"]["W_down"]["buffer"]
+    (tmp_path / "c" / "chain.json").write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match="not the same memory"):
+        load_chain(tmp_path / "c" / "chain.json")
+
+
+def test_load_chain_refuses_a_stage_outside_its_folder(chains, tmp_path):
+    import json
+    import shutil
+
+    shutil.copytree(chains / "mlp_w2", tmp_path / "c")
+    data = json.loads((tmp_path / "c" / "chain.json").read_text())
+    data["stages"][1]["manifest"] = "../down/manifest.json"
+    (tmp_path / "c" / "chain.json").write_text(json.dumps(data))
+    with pytest.raises(ManifestError, match=r"stages\[1\]\.manifest"):
+        load_chain(tmp_path / "c" / "chain.json")

@@ -4,6 +4,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { chainJsonSchemaText } from "../src/chain/schema.js";
 import { manifestJsonSchemaText } from "../src/manifest/json-schema.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -15,5 +16,11 @@ const text = manifestJsonSchemaText();
 for (const file of files) {
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, text);
+  console.log(`wrote ${file}`);
+}
+// The chain format (`ovl.chain/v1`), the same two places.
+for (const dir of [join(root, "schema"), join(root, "..", "runtime-py", "src", "ovl_runtime", "schema")]) {
+  const file = join(dir, "chain.schema.json");
+  writeFileSync(file, chainJsonSchemaText());
   console.log(`wrote ${file}`);
 }

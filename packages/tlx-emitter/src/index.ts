@@ -9,3 +9,4 @@ export * from "./emit/index.js";
 export * from "./tlx/index.js";
 export * from "./local/index.js";
 export * from "./compile/index.js";
+export * from "./chain/index.js";

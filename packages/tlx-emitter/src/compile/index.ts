@@ -19,6 +19,7 @@ export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } fr
 export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
 export { compileAgGemmSilu, gemmSiluMulBody, GEMM_SILU_MUL_BODY } from "./ag-gemm-silu.js";
+export { compileMlp, MLP_STAGE_DIRS, type ChainResult, type MlpInput } from "./mlp.js";
 export { compileAgGroupedGemm, checkRouting, GROUP_TABLE, MOE_B, MOE_C } from "./ag-grouped-gemm.js";
 export { compileConsumer, type ConsumerSpec } from "./consumer.js";
 export {
