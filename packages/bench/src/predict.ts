@@ -1,0 +1,32 @@
+// `pnpm -F @ovl/bench predict [--out <dir>]`: predicts every operator over its suite at
+// worlds 2/4/8 on H100 and H200 and writes results/cpu/predictions-<date>.{json,md} plus a
+// chart per hardware model at world 8 (predictions-<date>-w8-<hardware>.svg).
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ATTENTION_SOURCE, MOE_SOURCE } from "@ovl/sim";
+import { RESULTS_DIR } from "./harness.js";
+import { predictionRows } from "./predict/predictions.js";
+import { predictionsChart, predictionsJson, predictionsMarkdown } from "./predict/report.js";
+import { PREDICTION_HARDWARE } from "./predict/suites.js";
+
+const args = process.argv.slice(2);
+const outIdx = args.indexOf("--out");
+const dir = outIdx >= 0 && args[outIdx + 1] !== undefined ? args[outIdx + 1]! : join(RESULTS_DIR, "cpu");
+const date = new Date().toISOString().slice(0, 10);
+const rows = predictionRows({
+  onRow: (r) =>
+    process.stdout.write(
+      `${r.hardware} w${r.world} ${r.operator} ${r.shape}: overlapped ${r.overlappedMs.toFixed(3)} ms, not overlapped ${r.nonOverlappedMs.toFixed(3)} ms, speedup ${r.speedup.toFixed(2)}, ${r.bound}-bound\n`,
+    ),
+});
+const sources = [
+  "GEMM, copy engine, signals, collectives: the hardware models `H100_SXM` / `H200_SXM` of @ovl/sim (their `source` fields).",
+  `attention body: ${ATTENTION_SOURCE} (one H100; efficiency relative to the model's GEMM rate, reused on H200).`,
+  `MoE body: ${MOE_SOURCE} (one H100; likewise reused on H200).`,
+];
+mkdirSync(dir, { recursive: true });
+const base = join(dir, `predictions-${date}`);
+writeFileSync(`${base}.json`, predictionsJson(rows, date));
+writeFileSync(`${base}.md`, predictionsMarkdown(rows, date, sources));
+for (const hw of PREDICTION_HARDWARE) writeFileSync(`${base}-w8-${hw}.svg`, await predictionsChart(rows, 8, hw));
+console.error(`predict: ${rows.length} cases → ${base}.{json,md} and ${PREDICTION_HARDWARE.length} charts`);
