@@ -267,3 +267,28 @@ def test_the_sequence_parallel_attention_layer_shards_dense_weights_and_traces()
         SequenceParallelAttention.from_dense(torch.zeros(30, 32), k, v, o, heads=4, group=g)
     with pytest.raises(UsageError, match="Hkv"):
         SequenceParallelAttention.from_dense(q, k, v[:16], o, heads=4, group=g)
+
+
+@needs_cli
+def test_the_kernels_command_builds_an_attention_library_entry(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("OVL_CLI", f"node {CLI}")
+    cmd = [sys.executable, "-m", "ovl_runtime", "kernels", "ag-attention", "--world", "2", "--m", "256", "--n", "128", "--k", "128"]
+    done = subprocess.run([*cmd, "--heads", "4", "--causal", "--into", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    key = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
+    assert done.stdout.strip() == str(tmp_path / key.dirname / "manifest.json")
+    refused = subprocess.run([*cmd, "--into", str(tmp_path)], capture_output=True, text=True, check=False)  # no --heads
+    assert refused.returncode != 0 and "heads" in refused.stderr + refused.stdout
+
+
+def test_a_missing_attention_kernel_names_the_command_with_its_heads(tmp_path, monkeypatch):
+    monkeypatch.setenv("OVL_KERNELS", "")
+    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OVL_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    key = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
+    with pytest.raises(lib.KernelNotCompiled, match="kernels ag-attention --world 2 --m 256 --n 128 --k 128 --heads 4 --causal --into"):
+        lib.manifest_for(key)

@@ -62,6 +62,8 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument("--m", type=int, required=True, help="rows M of the GEMM (ag-gemm: gathered; gemm-rs: before the scatter)")
     kernels.add_argument("--n", type=int, required=True, help="columns N of this rank's GEMM")
     kernels.add_argument("--k", type=int, required=True, help="depth K of this rank's GEMM")
+    kernels.add_argument("--heads", type=int, default=0, help="ag-attention: query heads H (N = H x head_dim)")
+    kernels.add_argument("--causal", action="store_true", help="ag-attention: causal masking")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
     run = sub.add_parser("run", help="run manifests, check them against a reference, time them, write their reports")
     run.add_argument(
@@ -313,7 +315,7 @@ def _emulated(
 def _kernels(args: argparse.Namespace) -> int:
     """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
     try:
-        key = KernelKey(args.op, args.world, args.m, args.n, args.k)
+        key = KernelKey(args.op, args.world, args.m, args.n, args.k, heads=args.heads, causal=args.causal)
         path = ensure_compiled(key, Path(args.into) if args.into else None)
     except RunnerError as exc:
         return _usage(str(exc))

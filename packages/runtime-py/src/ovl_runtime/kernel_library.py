@@ -187,7 +187,7 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
             f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
             f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
             f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
-            f"--n {key.n} --k {key.k} --into <dir>, then copy <dir> here and set OVL_KERNELS=<dir>"
+            f"--n {key.n} --k {key.k}{_attention_flags(key)} --into <dir>, then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)
     final = root / key.dirname
@@ -252,6 +252,13 @@ def _attention_of(m: Manifest) -> tuple[int, bool]:
 
     a = attention_spec(m)
     return a.heads, a.causal
+
+
+def _attention_flags(key: KernelKey) -> str:
+    """The ``python -m ovl_runtime kernels`` flags of an ag-attention key beyond the sizes."""
+    if key.op != "ag-attention":
+        return ""
+    return f" --heads {key.heads}" + (" --causal" if key.causal else "")
 
 
 def _check_attention_key(key: KernelKey) -> None:
