@@ -1,12 +1,13 @@
 // `pnpm -F @ovl/bench predict [--out <dir>]`: predicts every operator over its suite at
 // worlds 2/4/8 on H100 and H200 and writes results/cpu/predictions-<date>.{json,md} plus a
-// chart per hardware model at world 8 (predictions-<date>-w8-<hardware>.svg).
+// chart per operator family and hardware model at world 8
+// (predictions-<date>-w8-<family>-<hardware>.svg).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ATTENTION_SOURCE, MOE_SOURCE } from "@ovl/sim";
 import { RESULTS_DIR } from "./harness.js";
 import { predictionRows } from "./predict/predictions.js";
-import { predictionsChart, predictionsJson, predictionsMarkdown } from "./predict/report.js";
+import { PREDICTION_FAMILIES, predictionsChart, predictionsJson, predictionsMarkdown } from "./predict/report.js";
 import { PREDICTION_HARDWARE } from "./predict/suites.js";
 
 const args = process.argv.slice(2);
@@ -28,5 +29,8 @@ mkdirSync(dir, { recursive: true });
 const base = join(dir, `predictions-${date}`);
 writeFileSync(`${base}.json`, predictionsJson(rows, date));
 writeFileSync(`${base}.md`, predictionsMarkdown(rows, date, sources));
-for (const hw of PREDICTION_HARDWARE) writeFileSync(`${base}-w8-${hw}.svg`, await predictionsChart(rows, 8, hw));
-console.error(`predict: ${rows.length} cases → ${base}.{json,md} and ${PREDICTION_HARDWARE.length} charts`);
+const families = Object.keys(PREDICTION_FAMILIES) as (keyof typeof PREDICTION_FAMILIES)[];
+for (const hw of PREDICTION_HARDWARE) {
+  for (const f of families) writeFileSync(`${base}-w8-${f}-${hw}.svg`, await predictionsChart(rows, f, 8, hw));
+}
+console.error(`predict: ${rows.length} cases → ${base}.{json,md} and ${PREDICTION_HARDWARE.length * families.length} charts`);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { MLP_SHAPES } from "@ovl/sim";
 import { MLP_OPERATORS, mlpProblem, predictionRows } from "./predictions.js";
-import { predictionsJson, predictionsMarkdown, PREDICTIONS_SCHEMA } from "./report.js";
+import { PREDICTION_FAMILIES, predictionsChart, predictionsJson, predictionsMarkdown, PREDICTIONS_SCHEMA } from "./report.js";
 import { ATTENTION_SEQS, MOE_SHAPES } from "./suites.js";
 
 describe("prediction suite", () => {
@@ -31,6 +31,13 @@ describe("prediction suite", () => {
     const doc = JSON.parse(predictionsJson(rows, "2026-01-01")) as { $schema: string; rows: unknown[] };
     expect(doc.$schema).toBe(PREDICTIONS_SCHEMA);
     expect(doc.rows).toEqual(JSON.parse(JSON.stringify(rows)));
+  });
+
+  it("each family's chart draws its cases and only those", async () => {
+    const svg = await predictionsChart(rows, "moe", 8, "H200_SXM");
+    for (const name of Object.keys(MOE_SHAPES)) expect(svg).toContain(`ag-moe ${name}`);
+    expect(svg).not.toContain("ag-gemm");
+    expect(PREDICTION_FAMILIES.mlp).toEqual(MLP_OPERATORS);
   });
 
   it("MLP problems: gathers shard N, reductions shard K, and the FLOPs are the world's share", () => {

@@ -51,16 +51,29 @@ export function predictionsMarkdown(rows: readonly PredictionRow[], date: string
   return `${lines.join("\n")}\n`;
 }
 
-/** The chart: overlapped and non-overlapped time of every case at one world and hardware. */
-export function predictionsChart(rows: readonly PredictionRow[], world: number, hardware: string): Promise<string> {
+/** Chart families: cases whose times are of one order, so one linear axis shows them all. */
+export const PREDICTION_FAMILIES = {
+  mlp: ["ag-gemm", "gemm-rs", "gemm-ar", "gemm-ar-tilewise", "a2a-gemm"],
+  moe: ["ag-moe"],
+  attention: ["ag-attention", "ag-attention-causal"],
+} as const;
+
+/** The chart: overlapped and non-overlapped time of every case of one family at one world and hardware. */
+export function predictionsChart(
+  rows: readonly PredictionRow[],
+  family: keyof typeof PREDICTION_FAMILIES,
+  world: number,
+  hardware: string,
+): Promise<string> {
+  const ops: readonly string[] = PREDICTION_FAMILIES[family];
   const bars: LatencyRow[] = [];
-  for (const r of rows.filter((x) => x.world === world && x.hardware === hardware)) {
+  for (const r of rows.filter((x) => x.world === world && x.hardware === hardware && ops.includes(x.operator))) {
     const name = `${r.operator} ${r.shape}`;
     bars.push({ case: name, series: "ovl (predicted)", ms: r.overlappedMs });
     bars.push({ case: name, series: "not overlapped (predicted)", ms: r.nonOverlappedMs });
   }
   return latencyBarChart(bars, {
-    title: `Predicted latency, world ${world}, ${hardware}`,
+    title: `Predicted latency (${family}), world ${world}, ${hardware}`,
     subtitle: "@ovl/sim operator models: overlapped vs compute + communication in sequence",
     series: ["ovl (predicted)", "not overlapped (predicted)"],
     step: 8,
