@@ -175,3 +175,15 @@ def test_load_chain_refuses_a_stage_outside_its_folder(chains, tmp_path):
     (tmp_path / "c" / "chain.json").write_text(json.dumps(data))
     with pytest.raises(ManifestError, match=r"stages\[1\]\.manifest"):
         load_chain(tmp_path / "c" / "chain.json")
+
+
+def test_the_runner_cli_runs_a_chain_and_reports_each_check(chains, capsys):
+    import json
+
+    from ovl_runtime.cli import main
+
+    assert main(["chain", str(chains / "mlp_w2" / "chain.json"), "--engine", "numpy", "--epochs", "2", "--seed", "5"]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    checks = [e for e in events if e["event"] == "check"]
+    assert len(checks) == 2 and all(c["ok"] for c in checks)
+    assert main(["chain", str(chains / "nope.json")]) != 0

@@ -65,6 +65,11 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument("--heads", type=int, default=0, help="ag-attention: query heads H (N = H x head_dim)")
     kernels.add_argument("--causal", action="store_true", help="ag-attention: causal masking")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
+    chain = sub.add_parser("chain", help="run an ovl.chain/v1 (operators back to back, e.g. `ovl emit mlp`) emulated on the CPU")
+    chain.add_argument("chain", help="path of the chain JSON file")
+    chain.add_argument("--engine", choices=("auto", "numpy", "interpret"), default="auto", help="CPU emulation engine")
+    chain.add_argument("--epochs", type=int, default=1, help="checked launches of the whole chain")
+    chain.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run = sub.add_parser("run", help="run manifests, check them against a reference, time them, write their reports")
     run.add_argument(
         "manifests", nargs="+", metavar="manifest", help="path of an ovl.manifest/v1 JSON file; several (of one world) run in one process"
@@ -141,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(_split_emulate(sys.argv[1:] if argv is None else argv))
     if args.command == "kernels":
         return _kernels(args)
+    if args.command == "chain":
+        return _chain(args)
     set_safe_env(args.symm_backend)
     paths: list[str] = args.manifests
     if args.epochs is not None and args.epochs < 1:
@@ -310,6 +317,22 @@ def _emulated(
             yield DeviceError(f"{type(exc).__name__}: {exc}")
             return
         yield result
+
+
+def _chain(args: argparse.Namespace) -> int:
+    """``chain``: every stage of the chain emulated in order, checked end to end; one JSON line per event on stderr."""
+    from .chain import emulate_chain, load_chain
+
+    if args.epochs < 1:
+        return _usage("--epochs must be >= 1")
+    try:
+        outcome = emulate_chain(load_chain(args.chain), epochs=args.epochs, seed=args.seed, engine=args.engine, on_progress=emit)
+    except RunnerError as exc:
+        emit({"event": "failure", **exc.to_json()})
+        return exc.exit_code
+    for f in outcome.failures:
+        emit({"event": "failure", **f.to_json()})
+    return outcome.exit_code
 
 
 def _kernels(args: argparse.Namespace) -> int:
