@@ -6,3 +6,4 @@ export { parseLocalKernel, parseLocalKernelWith, PRIMITIVES, type LocalKernel, t
 export type { LocalParam, TileStatement } from "./kernel.js";
 export { DOMAIN_VARIABLE, GATHER_VARIABLES, RUNTIME_PARAMS, type GatherRows, type TileProgram } from "./program.js";
 export { transformLocalKernel, type LocalKernelOutput, type TransformOptions } from "./transform.js";
+export type { KvGroups } from "./kv-block.js";

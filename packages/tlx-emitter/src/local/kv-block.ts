@@ -3,7 +3,8 @@
 // iteration remaps the block through the visit order right after it and waits on the block's
 // chunk slots there — or, when the loop's last statement is an `if` on the block that holds
 // the rest of the iteration (a causal skip), at the top of that `if`, so a skipped block
-// waits for nothing.
+// waits for nothing. Given arrival groups, a loop of the grouped form instead waits once per
+// group in an outer loop around it, leaving the kv loop free of waits (software-pipelined).
 import type { KvTileAnnotation } from "./annotations.js";
 import { assignedNames } from "./kernel.js";
 import { LocalKernelError } from "./errors.js";
@@ -104,4 +105,95 @@ export function checkKvLoops(statements: readonly KvStatement[], file: string): 
 /** Source range `[start, end)` in which a kv statement's iteration may read the gathered operand: after its wait. */
 export function kvReadRange(s: KvStatement): { start: number; end: number } {
   return s.guard === undefined ? { start: s.node.endIndex, end: s.loop.endIndex } : { start: s.guard.startIndex, end: s.guard.endIndex };
+}
+
+/** A kv loop's arrival groups: the lookup tables (kernel parameters) and the groups every rank loops over. */
+export interface KvGroups {
+  /** Groups per rank (every rank's tables padded to it with empty groups). */
+  count: number;
+  /** Table of `count + 1` visit positions a rank: group g's blocks are positions `[starts[g], starts[g + 1])`. */
+  starts: string;
+  /** Table of `count + 1` offsets into `waits` a rank: group g waits on `waits[waitAt[g] .. waitAt[g + 1])`. */
+  waitAt: string;
+  /** Table of the slots a rank waits for, group by group. */
+  waits: string;
+}
+
+/** A text edit of the kernel's source: insert `text` at `at`, replacing `[at, to)` when `to` is given. */
+export interface KvEdit {
+  at: number;
+  to?: number;
+  text: string;
+}
+
+function lineStart(source: string, at: number): number {
+  return source.lastIndexOf("\n", at - 1) + 1;
+}
+
+/**
+ * The kv loop of `s` in the grouped form, when it has it: `for <i> in range(<X>)` or
+ * `range(0, <X>)` (or `tl.range`), `<X>` a name or an integer, the call on one line, and the kv
+ * statement `<kv> = <i>`. Returns the loop variable and `<X>`'s text.
+ */
+export function groupableKvLoop(s: KvStatement): { index: string; stop: string; range: SyntaxNode } | undefined {
+  const index = field(s.loop, "left");
+  const range = field(s.loop, "right");
+  if (index?.type !== "identifier" || range?.type !== "call" || range.startPosition.row !== range.endPosition.row) return undefined;
+  const argNodes = named(field(range, "arguments") as SyntaxNode).filter((n) => n.type !== "comment");
+  const simple = (n: SyntaxNode | undefined): n is SyntaxNode => n?.type === "identifier" || n?.type === "integer";
+  const stop = argNodes.length === 1 ? argNodes[0] : argNodes.length === 2 && argNodes[0]?.text === "0" ? argNodes[1] : undefined;
+  if (!simple(stop)) return undefined;
+  const assignment = named(s.node)[0];
+  const right = assignment === undefined ? undefined : field(assignment, "right");
+  const left = assignment === undefined ? undefined : field(assignment, "left");
+  if (left?.type !== "identifier" || left.text !== s.kv || right?.type !== "identifier" || right.text !== index.text) return undefined;
+  return { index: index.text, stop: stop.text, range };
+}
+
+/**
+ * A kv loop waited for group by group: before the loop, the launch's wait target and an outer
+ * loop over the rank's arrival groups that waits once on each slot the group first needs; the
+ * loop itself, indented one level into it, runs over the group's visit positions only (still
+ * bounded by its own stop), and each iteration remaps its position through the visit order.
+ * No wait is left inside the kv loop, so Triton can software-pipeline it. `remap` are the
+ * remap lines; `undefined` when the loop is not in the grouped form ({@link groupableKvLoop}).
+ */
+export function groupedKvEdits(
+  source: string,
+  s: KvStatement,
+  groups: KvGroups,
+  remap: readonly string[],
+  eol: string,
+): KvEdit[] | undefined {
+  const form = groupableKvLoop(s);
+  if (form === undefined) return undefined;
+  const start = lineStart(source, s.loop.startIndex);
+  const indent = source.slice(start, s.loop.startIndex);
+  const unit = indent.includes("\t") ? "\t" : "    ";
+  const { starts, waitAt, waits } = groups;
+  const header = [
+    "ovl_target = load_epoch_target(ovl_epoch_ptr, 1)",
+    `for ovl_g in tl.range(0, ${groups.count}):`,
+    `\tovl_lo = tl.load(${starts} + ovl_g)`,
+    `\tovl_hi = tl.load(${starts} + ovl_g + 1)`,
+    `\tfor ovl_w in tl.range(tl.load(${waitAt} + ovl_g), tl.load(${waitAt} + ovl_g + 1)):`,
+    `\t\tovl_tok = wait_slot(ovl_sig_ptr, tl.load(${waits} + ovl_w), ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)`,
+    // Every position of the group, and so every address of its blocks, depends on the waits.
+    "\t\tovl_lo = consume_token(ovl_lo, ovl_tok)",
+  ];
+  const edits: KvEdit[] = [{ at: start, text: header.map((l) => indent + l.replace(/^\t+/, (t) => unit.repeat(t.length)) + eol).join("") }];
+  for (let row = s.loop.startPosition.row, at = start; row <= s.loop.endPosition.row; row++) {
+    const end = source.indexOf("\n", at);
+    const line = source.slice(at, end < 0 ? source.length : end);
+    if (line.trim() !== "") edits.push({ at, text: unit });
+    if (end < 0) break;
+    at = end + 1;
+  }
+  edits.push({ at: form.range.startIndex, to: form.range.endIndex, text: `tl.range(ovl_lo, tl.minimum(ovl_hi, ${form.stop}))` });
+  const stmtIndent = source.slice(lineStart(source, s.node.startIndex), s.node.startIndex) + unit;
+  let after = source.indexOf("\n", s.node.endIndex);
+  if (after < 0) after = source.length;
+  else if (source[after - 1] === "\r") after -= 1;
+  edits.push({ at: after, text: remap.map((l) => eol + stmtIndent + l).join("") });
+  return edits;
 }
