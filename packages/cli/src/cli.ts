@@ -11,7 +11,7 @@ import { invalidPlanError, planOfTarget, validateCommand } from "./commands/vali
 import { emitCommand, readKernelFile } from "./commands/emit.js";
 import { emitAttentionCommand, type AttentionFlags } from "./commands/emit-attention.js";
 import { emitMoeCommand, type MoeFlags } from "./commands/emit-moe.js";
-import { emitMlpCommand } from "./commands/emit-mlp.js";
+import { emitAgGemmSiluCommand, emitMlpCommand } from "./commands/emit-mlp.js";
 import { runCommand, type RunFlags } from "./commands/run.js";
 import { reportCommand } from "./commands/report.js";
 import { registerModelCommands } from "./commands/register-model.js";
@@ -52,9 +52,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       }
     });
 
-  problemOptions(program.command("emit").argument("<operator>", [...EMIT_OPERATORS, "ag-attention", "ag-moe", "mlp"].join(" | ")), {
-    gemm: true,
-  })
+  problemOptions(
+    program.command("emit").argument("<operator>", [...EMIT_OPERATORS, "ag-attention", "ag-moe", "ag-gemm-silu", "mlp"].join(" | ")),
+    {
+      gemm: true,
+    },
+  )
     .description("plan, lower and emit a fused operator as Triton kernels plus manifest.json")
     .option("--seq <S>", "ag-attention: global sequence length S (each rank holds S / world positions)", positiveInt("--seq"))
     .option("--heads <H>", "ag-attention: query heads", positiveInt("--heads"))
@@ -89,6 +92,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
             );
           const body = o.kernel === undefined ? undefined : readKernelFile(o.kernel);
           printOutput(io, await emitMoeCommand(o, o.out ?? "ovl-emit/ag-moe", body), o.json === true);
+          return;
+        }
+        if (operator === "ag-gemm-silu") {
+          if (o.tlx === true || o.plan !== undefined || o.shape !== undefined || o.kernel !== undefined)
+            throw new UsageError(
+              "unsupported",
+              "ag-gemm-silu takes --m/--n/--k (or --tokens/--intermediate/--hidden), --world, --split, --tile",
+            );
+          printOutput(io, await emitAgGemmSiluCommand(o, o.out ?? "ovl-emit/ag-gemm-silu"), o.json === true);
           return;
         }
         if (operator === "mlp") {

@@ -42,3 +42,22 @@ describe("ovl emit mlp", () => {
     expect(existsSync(dir)).toBe(false);
   }, 60_000);
 });
+
+describe("ovl emit ag-gemm-silu", () => {
+  it("writes the first stage alone as the kernel library's flags name it", async () => {
+    const dir = temp();
+    const args = ["--m", "128", "--n", "32", "--k", "64", "--world", "2", "--split", "2", "--backend", "copy-engine", "--tile", "32x32x32"];
+    const r = await ovl(["emit", "ag-gemm-silu", ...args, "--out", dir, "--json"]);
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    const m = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as {
+      reference: { operator: string; M: number; N: number; K: number };
+      buffers: { name: string; shape: number[] }[];
+    };
+    expect(m.reference).toMatchObject({ operator: "ag-gemm-silu", M: 128, N: 32, K: 64 });
+    expect(m.buffers.find((b) => b.name === "gemm_b")?.shape).toEqual([64, 64]);
+    const sm = await ovl(["emit", "ag-gemm-silu", ...args.slice(0, 10), "--backend", "sm", "--out", join(dir, "x")]);
+    expect(sm.status).not.toBe(0);
+    expect(sm.stderr).toMatch(/copy-engine/);
+  }, 60_000);
+});

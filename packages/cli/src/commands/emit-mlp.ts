@@ -3,7 +3,8 @@
 // two operator folders (`up/`, `down/`: kernels and manifest each) and one `chain.json`.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { compileMlp, emitManifestJson } from "@ovl/tlx-emitter";
+import { allGatherSwizzle, planSignals, serializePlan } from "@ovl/chunk-plan";
+import { compile, compileMlp, emitManifestJson, gemmSiluMulBody, withSiluMulDefaults } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
@@ -85,6 +86,62 @@ export async function emitMlpCommand(f: MlpFlags, outDir: string): Promise<Comma
       ...stages.map((s) => `  stage ${s.name} (${s.operator}): ${s.kernels.map((k) => k.name).join(", ")}`),
       ...files.map((x) => `wrote ${x}`),
       `run it: python -m ovl_runtime chain ${chainPath}    (every stage emulated on the CPU, checked end to end)`,
+    ],
+  };
+}
+
+/** The flags of `ovl emit ag-gemm-silu`: the MLP's first stage alone (as the torch API's kernel library compiles it). */
+export interface AgGemmSiluFlags extends MlpFlags {
+  backend?: string;
+}
+
+/** Compile the MLP's first stage alone (AllGather + gate/up GEMM + SiLU-mul) into `outDir` (`manifest.json` and its kernel). */
+export async function emitAgGemmSiluCommand(f: AgGemmSiluFlags, outDir: string): Promise<CommandOutput> {
+  if (f.backend !== undefined && f.backend !== "copy-engine")
+    throw new UsageError("unsupported", "ag-gemm-silu gathers X with copy-engine transfers only; drop --backend");
+  const M = size(f.tokens, f.m, "--tokens (or --m)");
+  const hidden = size(f.hidden, f.k, "--hidden (or --k)");
+  const intermediate = size(f.intermediate, f.n, "--intermediate (or --n)");
+  const mesh = parseMesh(f);
+  if (mesh.length !== 1) throw new UsageError("unsupported", "ovl emit ag-gemm-silu runs on a flat world (--world), not a mesh");
+  const world = mesh[0]!;
+  const tile = tileOf(f.tile);
+  const name = `ag_gemm_silu_t${M}_h${hidden}_i${intermediate}_w${world}`;
+  const plan = planSignals(
+    allGatherSwizzle({
+      tensor: { name: "X", shape: [M, hidden], dtype: "bf16" },
+      axis: 0,
+      mesh: [world],
+      split: f.split ?? 2,
+      side: "push",
+    }),
+  );
+  const result = await compile(
+    withSiluMulDefaults({
+      name,
+      kind: "ag-gemm-silu",
+      plan,
+      body: gemmSiluMulBody(),
+      problem: { M, N: intermediate, K: hidden },
+      ...(tile ? { tile } : {}),
+    }),
+  );
+  const dir = resolve(outDir);
+  mkdirSync(dir, { recursive: true });
+  const files = result.files.map((x) => {
+    writeFileSync(join(dir, x.path), x.text);
+    return join(dir, x.path);
+  });
+  const manifest = join(dir, "manifest.json");
+  writeFileSync(manifest, emitManifestJson(result.manifest));
+  writeFileSync(join(dir, "plan.json"), serializePlan(plan));
+  files.push(manifest, join(dir, "plan.json"));
+  return {
+    json: { name, dir, manifest, files, world, mlp: { tokens: M, hidden, intermediate } },
+    lines: [
+      `${name}: X [${M}, ${hidden}] gathered on ${world} ranks → silu(X W_gate) * (X W_up) [${M}, ${intermediate}] per rank`,
+      ...files.map((x) => `wrote ${x}`),
+      `run it: ovl run ${manifest} --emulate`,
     ],
   };
 }

@@ -31,7 +31,7 @@ from .errors import ManifestError, UsageError
 from .manifest import Manifest, load_manifest
 
 #: Operators the torch API compiles, by their manifest/CLI name.
-LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention")
+LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu")
 #: Element types the compiler emits for them.
 LIBRARY_DTYPES = ("bf16",)
 
@@ -54,7 +54,8 @@ class KernelKey:
     ``M`` every row (each rank gets all of them). ``a2a-gemm``: ``M`` the rows a rank sends
     (and receives), ``K`` their width. ``ag-attention``: ``M`` the sequence ``S``, ``N`` = H·D,
     ``K`` = 2·Hkv·D (the gathered kv's width), ``heads`` H and ``causal`` (0 / False for the
-    other operators)."""
+    other operators). ``ag-gemm-silu`` (the MLP's first half): as ``ag-gemm`` with ``N`` this
+    rank's intermediate columns I (its weight is ``[K, 2·I]``, gate then up)."""
 
     op: str
     world: int

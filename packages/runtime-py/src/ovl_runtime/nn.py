@@ -75,10 +75,9 @@ class TensorParallelMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: this rank's token rows ``[rows, hidden]`` (``[world, rows, hidden]`` on one GPU);
         returns the same rows of the MLP's output."""
-        h = ops.all_gather_matmul(x, self.gate_up, self.group)
-        gate, up = h.split(self.local, dim=-1)
-        a = torch.nn.functional.silu(gate) * up
-        return ops.matmul_reduce_scatter(a, self.down, self.group)
+        from .mlp import tp_mlp  # two launches: AG + gate/up GEMM + SiLU-mul, then GEMM + RS
+
+        return tp_mlp(x, self.gate_up, self.down, self.group)
 
 
 class SequenceParallelAttention(nn.Module):

@@ -9,10 +9,28 @@ import type { EmitResult } from "../emit/ag-gemm.js";
 import { resolveOptions } from "../emit/options.js";
 import { compileConsumer } from "./consumer.js";
 import { packageRoot } from "./builtin.js";
-import type { KernelBody, Operator } from "./operator.js";
+import type { KernelBody, Operator, OperatorInput } from "./operator.js";
 
 /** File name of the built-in gate/up GEMM + SiLU-mul body in the package's `kernels/`. */
 export const GEMM_SILU_MUL_BODY = "gemm_silu_mul.py";
+
+/**
+ * The compute configuration an ag-gemm-silu operator gets when it names no tile (the tuned
+ * tables hold GEMMs only): two 128×128 fp32 accumulators per tile (128 registers a thread at 8
+ * warps) and three stages of A plus both W tiles (48 KiB each) in shared memory.
+ */
+export const GEMM_SILU_MUL_DEFAULT = { tile: { BM: 128, BN: 128, BK: 64 }, numWarps: 8, numStages: 3 } as const;
+
+/** `op` with ag-gemm-silu's default compute configuration where it names none (an explicit tile keeps the operator as written). */
+export function withSiluMulDefaults(op: OperatorInput): OperatorInput {
+  if (op.tile !== undefined) return op;
+  const o = op.options ?? {};
+  return {
+    ...op,
+    tile: { ...GEMM_SILU_MUL_DEFAULT.tile },
+    options: { ...o, numWarps: o.numWarps ?? GEMM_SILU_MUL_DEFAULT.numWarps, numStages: o.numStages ?? GEMM_SILU_MUL_DEFAULT.numStages },
+  };
+}
 
 /**
  * The built-in gate/up GEMM + SiLU-mul body (`kernels/gemm_silu_mul.py`): a persistent TMA

@@ -18,7 +18,7 @@ export { resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./builtin.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
-export { compileAgGemmSilu, gemmSiluMulBody, GEMM_SILU_MUL_BODY } from "./ag-gemm-silu.js";
+export { compileAgGemmSilu, GEMM_SILU_MUL_BODY, GEMM_SILU_MUL_DEFAULT, gemmSiluMulBody, withSiluMulDefaults } from "./ag-gemm-silu.js";
 export { compileMlp, MLP_STAGE_DIRS, type ChainResult, type MlpInput } from "./mlp.js";
 export { compileAgGroupedGemm, checkRouting, GROUP_TABLE, MOE_B, MOE_C } from "./ag-grouped-gemm.js";
 export { compileConsumer, type ConsumerSpec } from "./consumer.js";

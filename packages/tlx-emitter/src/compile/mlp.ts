@@ -6,7 +6,7 @@ import { Chain, CHAIN_SCHEMA } from "../chain/schema.js";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { resolveOptions, type EmitOptions } from "../emit/options.js";
 import { EmitError } from "../writer/index.js";
-import { gemmSiluMulBody } from "./ag-gemm-silu.js";
+import { gemmSiluMulBody, withSiluMulDefaults } from "./ag-gemm-silu.js";
 import { compile } from "./backend.js";
 import { builtinBody } from "./builtin.js";
 import type { KernelBody, OperatorInput } from "./operator.js";
@@ -29,7 +29,7 @@ export interface MlpInput {
   /** Bodies of the two stages (default the built-in `gemm_silu_mul` and `gemm_producer`). */
   readonly upBody?: KernelBody;
   readonly downBody?: KernelBody;
-  /** Tiles of the two stages (default: the tuned table's, as `compile()` decides). */
+  /** Tiles of the two stages (default: `GEMM_SILU_MUL_DEFAULT` for the up stage, the tuned table's for the down stage). */
   readonly upTile?: { readonly BM: number; readonly BN: number; readonly BK: number };
   readonly downTile?: { readonly BM: number; readonly BN: number; readonly BK: number };
   readonly options?: EmitOptions;
@@ -92,7 +92,7 @@ export async function compileMlp(input: MlpInput): Promise<ChainResult> {
     ...(input.downTile ? { tile: input.downTile } : {}),
     options: input.options ?? {},
   };
-  const upResult = await compile(up);
+  const upResult = await compile(withSiluMulDefaults(up));
   const downResult = await compile(down);
   const upRef = upResult.manifest.reference;
   const downRef = downResult.manifest.reference;

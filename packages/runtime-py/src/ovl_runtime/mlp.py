@@ -1,0 +1,66 @@
+"""The tensor-parallel MLP as two overlapped launches: AllGather + gate/up GEMM + SiLU-mul, then
+GEMM + ReduceScatter.
+
+::
+
+    from ovl_runtime.mlp import tp_mlp
+
+    y = tp_mlp(x_shard, w_gate_up, w_down, group)
+
+``x`` is this rank's token rows ``[m, hidden]``; ``w_gate_up`` this rank's ``[hidden, 2·I]``
+laid out as ``[W_gate | W_up]`` (its I intermediate columns of each); ``w_down`` its
+``[I, hidden]``. Returns this rank's ``m`` rows of ``Σ_r (silu(X W_gate,r) ⊙ (X W_up,r)) W_down,r``
+with X every rank's rows. The first launch (``ag-gemm-silu``, the built-in ``gemm_silu_mul``
+body) gathers X behind the GEMM and writes ``silu(gate) * up`` in its epilogue (fp32
+accumulators, silu in fp32, one bf16 rounding); its output is passed as the second launch's A
+(``matmul_reduce_scatter`` binds it, no copy, unless its slabs need padding to whole row blocks).
+Tensors, groups, checks and CUDA-graph capture are as ``ovl_runtime.ops`` describes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import ops
+from .errors import UsageError
+from .groups import resolve_group
+from .kernel_library import KernelKey
+
+__all__ = ["all_gather_matmul_silu_mul", "tp_mlp"]
+
+
+def _ag_silu_impl(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> torch.Tensor:
+    g = resolve_group(group_name)
+    xs, ws, m, k, n2 = ops._gemm_operands(x, w_gate_up, g, "all_gather_matmul_silu_mul")
+    if n2 % 2:
+        raise UsageError(f"all_gather_matmul_silu_mul: w_gate_up is [{k}, {n2}]; it must be [hidden, 2·I] ([W_gate | W_up])")
+    inter = n2 // 2
+    key = KernelKey("ag-gemm-silu", g.world, g.world * m, inter, k, ops.DTYPES[x.dtype])
+    op = ops._operator(key, g, "all_gather_matmul_silu_mul")
+    out = ops._empty(g, g.world * m, inter, x)
+    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], ops._per_rank(out, g))
+    return out
+
+
+@torch.library.custom_op("ovl::all_gather_matmul_silu_mul", mutates_args=())
+def _ag_silu_op(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _ag_silu_impl(x, w_gate_up, group_name)
+
+
+@_ag_silu_op.register_fake
+def _(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> torch.Tensor:
+    g = resolve_group(group_name)
+    return x.new_empty((*x.shape[:-2], g.world * x.shape[-2], w_gate_up.shape[-1] // 2))
+
+
+def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: Any) -> torch.Tensor:
+    """``silu(X @ W_gate) * (X @ W_up)`` ``[world·m, I]`` with X = ``cat(x over ranks)`` and
+    ``w_gate_up = [W_gate | W_up]`` ``[hidden, 2·I]``; the gather overlaps the GEMM."""
+    return torch.ops.ovl.all_gather_matmul_silu_mul(x, w_gate_up, resolve_group(group).name)
+
+
+def tp_mlp(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, group: Any) -> torch.Tensor:
+    """This rank's rows of the tensor-parallel MLP (see the module docstring): two launches."""
+    return ops.matmul_reduce_scatter(all_gather_matmul_silu_mul(x, w_gate_up, group), w_down, group)
