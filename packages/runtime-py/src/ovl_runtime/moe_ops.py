@@ -16,8 +16,12 @@ Returns ``[W, T/W, H]``: rank r's token rows ``r·T/W ..`` of
 ``ovl_runtime.moe_rs``'s: routing tables and per-slab notify targets on the device (no host sync),
 the reduce of each token slab overlapping the group GEMM of later blocks. Inputs are checked
 before any launch. A call is asynchronous on the current stream; :func:`synchronize` waits and
-raises ``WaitTimeout`` if a bounded wait gave up. Process groups (one rank per process) are not
-served by this function yet: it refuses them with a ``UsageError``.
+raises ``WaitTimeout`` if a bounded wait gave up.
+
+Under ``torchrun`` (a process group, one rank per GPU) the tensors are this rank's own, without
+the leading W: ``h [T·k, I/W]``, ``topk_ids`` / ``topk_weights [T, k]``, ``w [E, I/W, H]`` →
+``[T/W, H]``; ``partial`` and the signal slots are symmetric memory, and the first call of a
+shape checks that every rank passes the same shapes.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ import torch
 from . import ops as _ops  # noqa: F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 from .errors import UsageError
 from .groups import resolve_group
-from .moe_rs import check_moe_rs, moe_rs_one_device, raise_timeouts_of
-from .ops import DTYPES, _rank_views
+from .moe_rs import check_moe_rs, moe_rs_one_device, moe_rs_rank, raise_timeouts_of
+from .ops import DTYPES, _rank_views, _same_everywhere
 
 __all__ = ["moe_grouped_matmul_reduce_scatter", "slab_tokens", "synchronize"]
 
@@ -48,19 +52,19 @@ def slab_tokens(rows_per_rank: int) -> int:
     return max(d for d in range(1, min(MAX_SLAB, rows_per_rank) + 1) if rows_per_rank % d == 0)
 
 
-def _routing(t: Any, world: int, tokens: int, what: str, dtype: torch.dtype | None) -> None:
+def _routing(t: Any, world: int | None, tokens: int, what: str, dtype: torch.dtype | None) -> None:
     if not isinstance(t, torch.Tensor) or (dtype is not None and t.dtype != dtype):
         raise UsageError(f"{WHAT}: {what} must be a {dtype or 'floating'} torch.Tensor, got {getattr(t, 'dtype', type(t).__name__)}")
-    if t.dim() != 3 or t.shape[0] != world or t.shape[1] != tokens:
-        raise UsageError(f"{WHAT}: {what} must be [{world}, {tokens}, k] (the routing of all tokens, on every rank), got {tuple(t.shape)}")
+    lead = () if world is None else (world,)
+    if tuple(t.shape[:-1]) != (*lead, tokens):
+        want = ", ".join(str(x) for x in (*lead, tokens, "k"))
+        raise UsageError(f"{WHAT}: {what} must be [{want}] (the routing of all tokens, on every rank), got {tuple(t.shape)}")
     if not t.is_cuda or not t.is_contiguous():
         raise UsageError(f"{WHAT}: {what} must be a contiguous CUDA tensor")
 
 
 def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
-    if not g.stacked:
-        raise UsageError(f"{WHAT}: process groups are not supported yet; use a OneGpuGroup")
     hs, ws = _rank_views(h, g, "h", 2), _rank_views(w, g, "w", 3)
     slots, inter = hs[0].shape
     experts, inter2, hidden = ws[0].shape
@@ -68,11 +72,12 @@ def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w
         raise UsageError(f"{WHAT}: h is [{slots}, {inter}] but w is [{experts}, {inter2}, {hidden}]; the intermediate sizes differ")
     if w.dtype != h.dtype:
         raise UsageError(f"{WHAT}: h is {h.dtype} but w is {w.dtype}")
-    if topk_ids.dim() != 3:
-        raise UsageError(f"{WHAT}: topk_ids must be [{g.world}, T, k], got {tuple(topk_ids.shape)}")
-    tokens, k = int(topk_ids.shape[1]), int(topk_ids.shape[2])
-    _routing(topk_ids, g.world, tokens, "topk_ids", torch.int32)
-    _routing(topk_weights, g.world, tokens, "topk_weights", None)
+    lead = g.world if g.stacked else None
+    if not isinstance(topk_ids, torch.Tensor) or topk_ids.dim() != (3 if g.stacked else 2):
+        raise UsageError(f"{WHAT}: topk_ids must be {'[W, T, k]' if g.stacked else '[T, k]'}, got {tuple(getattr(topk_ids, 'shape', ()))}")
+    tokens, k = int(topk_ids.shape[-2]), int(topk_ids.shape[-1])
+    _routing(topk_ids, lead, tokens, "topk_ids", torch.int32)
+    _routing(topk_weights, lead, tokens, "topk_weights", None)
     if not topk_weights.is_floating_point() or topk_weights.shape != topk_ids.shape:
         raise UsageError(
             f"{WHAT}: topk_weights must be floating point and shaped like topk_ids, got {topk_weights.dtype} {tuple(topk_weights.shape)}"
@@ -84,8 +89,23 @@ def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w
     except ValueError as exc:
         raise UsageError(f"{WHAT}: {exc}") from exc
     slab = slab_tokens(sz.rows_per_rank)
-    state = _states.setdefault((g.name, (tokens, k, experts, inter, hidden)), {})
+    key = (g.name, (tokens, k, experts, inter, hidden))
+    if key not in _states:
+        _same_everywhere(g, (WHAT, tokens, k, experts, inter, hidden, str(h.dtype)), WHAT)
+    state = _states.setdefault(key, {})
     sms = torch.cuda.get_device_properties(h.device).multi_processor_count
+    if not g.stacked:
+        return moe_rs_rank(
+            h,
+            w,
+            topk_ids,
+            topk_weights,
+            g.pg,
+            slab_t=slab,
+            num_sms=max(1, sms - REDUCE_PROGRAMS),
+            reduce_programs=REDUCE_PROGRAMS,
+            state=state,
+        )
     reserve = g.reserve if getattr(g, "reserve", None) is not None else max(2, sms // 16)
     producers = max(1, sms - reserve - g.world * REDUCE_PROGRAMS)
     return moe_rs_one_device(
@@ -102,8 +122,9 @@ def _op(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: 
 
 @_op.register_fake
 def _(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
-    world = h.shape[0]
-    return h.new_empty((world, topk_ids.shape[-2] // world, w.shape[-1]))
+    g = resolve_group(group_name)
+    rows = topk_ids.shape[-2] // g.world
+    return h.new_empty((g.world, rows, w.shape[-1]) if g.stacked else (rows, w.shape[-1]))
 
 
 def moe_grouped_matmul_reduce_scatter(

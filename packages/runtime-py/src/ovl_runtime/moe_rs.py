@@ -52,6 +52,7 @@ __all__ = [
     "moe_gemm_scatter",
     "moe_rs_one_device",
     "moe_rs_reference",
+    "moe_rs_rank",
     "moe_rs_reference_torch",
     "moe_slab_expect",
     "moe_topk_reduce_rs",
@@ -414,3 +415,94 @@ class _null:
 
     def __exit__(self, *a: object) -> None:
         return None
+
+
+def moe_rs_rank(
+    h: Any,
+    w2: Any,
+    topk_ids: Any,
+    topk_weights: Any,
+    group: Any,
+    *,
+    slab_t: int | None = None,
+    block_m: int = 64,
+    block_n: int = 128,
+    block_k: int = 64,
+    block_t: int = 32,
+    num_sms: int = 128,
+    reduce_programs: int = 4,
+    timeout_ns: int = 10_000_000_000,
+    state: dict[str, Any] | None = None,
+) -> Any:
+    """This process's rank of moe-rs over a ``torch.distributed`` process group (one rank per GPU): ``h [T·k, I]``,
+    ``w2 [E, I, H]``, ``topk_ids`` / ``topk_weights [T, k]`` (the same on every rank). Returns this rank's
+    ``[T/W, H]``. ``partial`` and the signal slots live in symmetric memory (``torch.distributed._symmetric_memory``),
+    rendezvoused on the first call of a shape; every call starts with the handle's device barrier, so no rank
+    overwrites its ``partial`` while a peer still reduces the previous call's. Asynchronous on the current stream;
+    :func:`raise_timeouts_of` reads the error words later. @raises ValueError for bad shapes, before any launch."""
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._symmetric_memory as symm_mem
+
+    from .moe_align import DEFAULT_PROGRAMS, moe_align_block_size
+
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    if h.dim() != 2 or w2.dim() != 3 or w2.shape[1] != h.shape[1]:
+        raise ValueError(f"moe-rs: h must be [T·k, I] and w2 [E, I, H] with the same I, got {tuple(h.shape)} and {tuple(w2.shape)}")
+    if topk_ids.dim() != 2 or topk_ids.dtype != torch.int32 or tuple(topk_weights.shape) != tuple(topk_ids.shape):
+        raise ValueError(
+            f"moe-rs: topk_ids must be int32 [T, k] and topk_weights the same shape, got {tuple(topk_ids.shape)} {topk_ids.dtype}"
+        )
+    slots, inter = (int(x) for x in h.shape)
+    T, k = (int(x) for x in topk_ids.shape)
+    E, H = int(w2.shape[0]), int(w2.shape[2])
+    sz = check_moe_rs(T, k, E, inter, H, world, slab_t)
+    if slots != T * k:
+        raise ValueError(f"moe-rs: h has {slots} rows; T·k = {T * k}")
+    st = state if state is not None else {}
+    shape = (sz, h.dtype, h.device)
+    if st.get("shape") != shape:
+        st.clear()
+        st["shape"] = shape
+        name = group.group_name if group is not None else dist.group.WORLD.group_name
+        st["partial"] = symm_mem.empty(slots, H, dtype=h.dtype, device=h.device)
+        st["partial_h"] = symm_mem.rendezvous(st["partial"], name)
+        st["sig"] = symm_mem.empty(sz.slabs, dtype=torch.int32, device=h.device)
+        st["sig"].zero_()
+        st["sig_h"] = symm_mem.rendezvous(st["sig"], name)
+        st["expect"] = torch.zeros(sz.slabs, dtype=torch.int32, device=h.device)
+        st["err"] = torch.zeros(8, dtype=torch.int32, device=h.device)
+        st["partial_ptrs"] = torch.tensor(list(st["partial_h"].buffer_ptrs), dtype=torch.int64, device=h.device)
+        st["sig_ptrs"] = torch.tensor(list(st["sig_h"].buffer_ptrs), dtype=torch.int64, device=h.device)
+        st["side"] = torch.cuda.Stream(device=h.device)
+        torch.cuda.synchronize()
+        dist.barrier(group=group)  # every rank's signal slots are zero before any peer adds to them
+    partial, sig, expect, err, side = st["partial"], st["sig"], st["expect"], st["err"], st["side"]
+    out = torch.empty((sz.rows_per_rank, H), dtype=h.dtype, device=h.device)
+    weights = topk_weights.reshape(-1).to(torch.float32).contiguous()
+    ids, h, w2 = topk_ids.contiguous(), h.contiguous(), w2.contiguous()
+    num_pid_n = triton.cdiv(H, block_n)
+    items = sz.slabs_per_rank * triton.cdiv(sz.slab_t, block_t) * num_pid_n
+    reducers = max(1, min(reduce_programs, items))
+    max_tiles = triton.cdiv(T * k + E * (block_m - 1), block_m) * num_pid_n
+    producers = max(1, min(num_sms, max_tiles))
+    st["partial_h"].barrier(channel=0)
+    sorted_ids, expert_of_block, num_blocks = moe_align_block_size(ids, E, block_m, programs=DEFAULT_PROGRAMS)
+    moe_slab_expect[(1,)](
+        sorted_ids, num_blocks, expect, T * k, world * num_pid_n, sz.slab_t, sz.slabs,
+        TOP_K=k, BLOCK_M=block_m, SLABS_P2=max(2, triton.next_power_of_2(sz.slabs)), STEP=EXPECT_STEP,
+    )  # fmt: skip
+    side.wait_stream(torch.cuda.current_stream())
+    moe_gemm_scatter[(producers,)](
+        h, w2, weights, partial, sorted_ids, expert_of_block, num_blocks, st["sig_ptrs"],
+        H, inter, T * k, sz.slab_t, sz.slabs_per_rank,
+        TOP_K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, NUM_SMS=producers,
+    )  # fmt: skip
+    with torch.cuda.stream(side):
+        moe_topk_reduce_rs[(reducers,)](
+            st["partial_ptrs"], partial, out, sig, expect, err, rank, timeout_ns,
+            H, sz.slab_t, sz.slabs_per_rank,
+            TOP_K=k, WORLD=world, BLOCK_T=block_t, BLOCK_N=block_n, NUM_PROGRAMS=reducers,
+        )  # fmt: skip
+    torch.cuda.current_stream().wait_stream(side)
+    return out
