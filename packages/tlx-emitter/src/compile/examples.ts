@@ -4,7 +4,7 @@
 // SM pushes, and tile-wise) from the built-in producer body, AllGather+grouped GEMM (MoE
 // experts) from the built-in grouped body, and sequence-parallel attention (KV gathered) from
 // the built-in flash-attention body, and AllGather + MoE with its routing computed on the device
-// from the built-in gather + grouped GEMM body.
+// from the built-in gather + grouped GEMM body, and the MLP's AllGather + gate/up GEMM + SiLU-mul.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, allReducePartitioned, allReduceTilewise, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
@@ -13,6 +13,7 @@ import type { ExampleShape } from "../emit/examples.js";
 import { compile } from "./backend.js";
 import { builtinBody, packageRoot } from "./builtin.js";
 import { attentionGemmView } from "./ag-attention.js";
+import { gemmSiluMulBody, withSiluMulDefaults } from "./ag-gemm-silu.js";
 import type { KernelBody, OperatorInput } from "./operator.js";
 
 /** The user-kernel example shipped with the package (`examples/user-kernels/tutorial_matmul.py`). */
@@ -103,5 +104,16 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
       moe: { experts: 8, topk: 2 },
       ...common,
     }),
+    // Two accumulators a tile: its own default configuration, not the GEMMs' tile.
+    local_ag_gemm_silu: await compile(
+      withSiluMulDefaults({
+        name: "local_ag_gemm_silu",
+        kind: "ag-gemm-silu",
+        plan: ag,
+        body: gemmSiluMulBody(),
+        problem: { M, N, K },
+        groupM: 8,
+      }),
+    ),
   };
 }
