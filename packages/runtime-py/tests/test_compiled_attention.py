@@ -87,10 +87,25 @@ def test_the_kv_loop_waits_on_every_chunk_a_block_meets(compiled):
     (k,) = m.kernels
     assert k.template_params["slotColumns"] == 2
     src = (compiled / "w2_ring_causal_gqa" / k.source).read_text()
-    # Waits sit inside the causal skip, so a skipped block waits for nothing.
-    guard = src.index("if kv_blk < kv_end:")
-    assert src.index("wait_slot(ovl_sig_ptr, ovl_slot0", guard) > guard
-    assert src.count("wait_slot(ovl_sig_ptr, ovl_slot1") == 2
+    # Both kv loops (causal and not) wait once per arrival group, before the loop over its blocks:
+    # no wait inside the kv loop Triton pipelines.
+    loops = [i for i in range(len(src)) if src.startswith("for it in tl.range(ovl_lo", i)]
+    assert len(loops) == 2 and src.count("wait_slot(") == 2
+    for at in loops:
+        body = src[at : src.index("_attend_block(", at)]
+        assert "wait_slot" not in body and "ovl_slot" not in body
+        assert src.rindex("wait_slot(", 0, at) > src.rindex("for ovl_g in", 0, at)
+    # Every block visited in group g is covered by the slots of groups 0..g, on every rank.
+    assert "kv_blk = (ovl_m + 3 * ovl_rank) % 6" in src  # the visit order of this ring plan
+    t = {x.name: np.asarray(x.values) for x in m.tables}
+    for r in range(m.world):
+        start, at, waits = (t[n][r] for n in ("ovl_kv_group_start", "ovl_kv_group_wait_at", "ovl_kv_group_waits"))
+        order = [(p + 3 * r) % 6 for p in range(6)]
+        for g in range(len(start) - 1):
+            covered = set(waits[: at[g + 1]].tolist())
+            for p in range(start[g], start[g + 1]):
+                need = {int(t[c][r][order[p]]) for c in ("ovl_wait0", "ovl_wait1")} - {-1}
+                assert need <= covered, (r, g, p, need, covered)
 
 
 def test_the_numpy_engine_leaves_attention_to_the_interpreter(compiled):

@@ -90,7 +90,9 @@ describe("compile ag-attention", () => {
       ["signals", [expect.any(Number)], true],
     ]);
     const src = r.files[0]!.text;
-    expect(src.match(/wait_slot\(/g)?.length).toBe(2); // one per kv loop (causal and not), one column
+    expect(src.match(/wait_slot\(/g)?.length).toBe(2); // one per kv loop (causal and not), before it
+    // No wait inside the kv loops: each runs over one arrival group's positions.
+    expect(src.match(/for it in tl\.range\(ovl_lo, tl\.minimum\(ovl_hi, num_kv\)\):/g)?.length).toBe(2);
     expect(parseWithPython({ k: src }).k).toBe("ok");
   });
 
@@ -135,6 +137,24 @@ describe("compile ag-attention", () => {
         const firstWait = got.order[rank]!.findIndex((b) => want[rank]![b]!.size > 0);
         const local = got.order[rank]!.filter((b) => want[rank]![b]!.size === 0);
         if (firstWait >= 0) expect(got.order[rank]!.slice(0, local.length), where).toEqual(local);
+        // Arrival groups: positions cut in visit order; a group waits, once, for the slots its
+        // blocks need that no earlier group waited for, and a group starts only where one is needed.
+        const table = (n: string) => r.manifest.tables.find((t) => t.name === n)!.values[rank]!;
+        const [start, at, slots] = [table("ovl_kv_group_start"), table("ovl_kv_group_wait_at"), table("ovl_kv_group_waits")];
+        expect(start[0], where).toBe(0);
+        expect(start[start.length - 1], where).toBe(blocks);
+        const seen = new Set<number>();
+        for (let g = 0; g + 1 < start.length; g++) {
+          const mine = slots.slice(at[g]!, at[g + 1]!);
+          for (const x of mine) {
+            expect(seen.has(x), `${where} group ${g} waits again on ${x}`).toBe(false);
+            seen.add(x);
+          }
+          for (let p = start[g]!; p < start[g + 1]!; p++)
+            for (const x of want[rank]![got.order[rank]![p]!]!) expect(seen.has(x), `${where} position ${p} needs ${x}`).toBe(true);
+          if (g > 0 && start[g]! < blocks) expect(mine.length, `${where} group ${g}`).toBeGreaterThan(0);
+        }
+        expect(seen, where).toEqual(new Set(want[rank]!.flatMap((w) => [...w])));
       }
     }
   });

@@ -1,7 +1,8 @@
 // Sequence-parallel attention with its KV gathered (TileLink's AG+attention, Mercury's ring
 // attention when the plan is a ring): rank r holds its S/W query rows and its S/W rows of
 // `kv`; an AllGather plan gathers `kv` while a flash-attention body visits kv blocks in
-// arrival order and waits, per block, on every chunk slot the block's rows meet.
+// arrival order and waits on every chunk slot the blocks' rows meet, once per arrival group
+// before an inner kv loop over the group's blocks (`compile/kv-groups.ts`).
 //
 // Layout (row-major, row = sequence position): Q `[S/W, H·D]` local, kv `[S, 2·Hkv·D]`
 // gathered (K of kv head g at columns g·D, V at (Hkv + g)·D), O `[S/W, H·D]` local.
@@ -16,6 +17,7 @@ import { MANIFEST_SCHEMA, type Buffer, type KernelArg } from "../manifest/schema
 import { EmitError } from "../writer/index.js";
 import type { Binding } from "./bind.js";
 import { localKernelEntry } from "./kernel-entry.js";
+import { kvGroupTables } from "./kv-groups.js";
 import { consumerMaps, copyEngineColumns, RANK_VAR, tablesOf } from "./maps.js";
 import type { GemmProblem, Operator } from "./operator.js";
 
@@ -152,13 +154,21 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
   const { numPidM } = sched.grid;
   const { cols, width } = copyEngineColumns(sched, numPidM, "kv block");
   const { order, slots } = consumerMaps(cols, width);
-  const mapTables = tablesOf([order, ...slots]);
-  const t = transformLocalKernel(kernel, {
-    role: "consumer",
-    order: order.map,
-    slots: slots.map((s) => s.map),
-    tables: mapTables.map((x) => x.name),
-  });
+  const maps = tablesOf([order, ...slots]);
+  // Each kv loop waits once per arrival group, before an inner loop over the group's blocks.
+  const grouped = kvGroupTables(
+    order.map,
+    slots.map((s) => s.map),
+    maps,
+    world,
+    numPidM,
+  );
+  const mapTables = [...maps, ...grouped.tables];
+  const t = transformLocalKernel(
+    kernel,
+    { role: "consumer", order: order.map, slots: slots.map((s) => s.map), tables: mapTables.map((x) => x.name) },
+    { kvGroups: grouped.groups },
+  );
   const slotCount = Math.max(1, ...signals.slots.map((e) => e.slots.length));
   const rows = [SQ, view.N];
   const buffers: Buffer[] = [

@@ -103,6 +103,57 @@ describe("kv-loop consumers (# ovl: tile kv=)", () => {
     expect([flash.persistent, flash.waitsPer]).toEqual([true, "kv-block"]);
   });
 
+  const GROUPS = { count: 3, starts: "ovl_gs", waitAt: "ovl_ga", waits: "ovl_gw" };
+  const groupTables = ["ovl_gs", "ovl_ga", "ovl_gw"];
+
+  it("with arrival groups: an outer loop waits once per group, the kv loop runs over the group's positions, no wait in it", () => {
+    const k = parseLocalKernelWith(parser, GOOD.join("\n"), { file: "k.py" });
+    const out = transformLocalKernel(k, program([staticMap(m)], groupTables), { kvGroups: GROUPS });
+    expect(out.source).toContain(
+      [
+        "    acc = tl.zeros([BLOCK], dtype=tl.float32)",
+        "    ovl_target = load_epoch_target(ovl_epoch_ptr, 1)",
+        "    for ovl_g in tl.range(0, 3):",
+        "        ovl_lo = tl.load(ovl_gs + ovl_g)",
+        "        ovl_hi = tl.load(ovl_gs + ovl_g + 1)",
+        "        for ovl_w in tl.range(tl.load(ovl_ga + ovl_g), tl.load(ovl_ga + ovl_g + 1)):",
+        "            ovl_tok = wait_slot(ovl_sig_ptr, tl.load(ovl_gw + ovl_w), ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)",
+        "            ovl_lo = consume_token(ovl_lo, ovl_tok)",
+        "        for it in tl.range(ovl_lo, tl.minimum(ovl_hi, n)):",
+        "            blk = it  # ovl: tile kv=blk",
+        "            ovl_m = blk",
+        "            blk = (ovl_m + 4 * ovl_rank) % 16",
+        "            if blk < n:",
+        "                acc += tl.load(kv_ptr + blk * BLOCK + tl.arange(0, BLOCK))",
+        "    tl.store(o_ptr + tl.arange(0, BLOCK), acc)",
+      ].join("\n"),
+    );
+    expect(out.source.match(/wait_slot\(/g)?.length).toBe(1);
+    expect(parseWithPython({ k: out.source }).k).toBe("ok");
+  });
+
+  it("golden: the built-in persistent flash-attention body with arrival groups", async () => {
+    const slots = [dynamicMap(lookupTable("ovl_wait0", 16), m)];
+    const out = transformLocalKernel(flash, program(slots, ["ovl_wait0", ...groupTables]), { kvGroups: GROUPS });
+    await expect(out.source).toMatchFileSnapshot("./__golden__/flash_attention.groups.py");
+  });
+
+  it("with arrival groups, a kv loop not of the grouped form keeps its per-block waits", () => {
+    for (const src of [
+      edit(10, "        blk = 2 * it  # ovl: tile kv=blk"),
+      edit(9, "    for it in range(1, n):"),
+      edit(9, "    for it in range(0, n + 1):"),
+      edit(9, "    for it in range(0,", "                    n):"),
+    ]) {
+      const out = transformLocalKernel(parseLocalKernelWith(parser, src, { file: "k.py" }), program([staticMap(m)], groupTables), {
+        kvGroups: GROUPS,
+      });
+      expect(out.source, src).not.toContain("for ovl_g in");
+      expect(out.source, src).toContain("            ovl_slot0 = ovl_mb\n");
+      expect(parseWithPython({ k: out.source }).k).toBe("ok");
+    }
+  });
+
   it("a statement between the kv statement and the if: no guard, the waits follow the remap", () => {
     const src = edit(11, "        acc += tl.load(kv_ptr + blk)", "        if blk < n:");
     const out = transformLocalKernel(parseLocalKernelWith(parser, src, { file: "k.py" }), program([staticMap(m)]));

@@ -4,6 +4,7 @@
 import { pyLiteral, sanitizeText } from "../writer/literals.js";
 import { LocalKernelError } from "./errors.js";
 import { gatherConsumerLines } from "./gather-rows.js";
+import { groupedKvEdits, type KvGroups } from "./kv-block.js";
 import type { LocalKernel } from "./parse.js";
 import { named, type SyntaxNode } from "./parser.js";
 import { DOMAIN_VARIABLE, RUNTIME_PARAMS, checkProgram, printMap, type TileProgram } from "./program.js";
@@ -26,10 +27,14 @@ export interface LocalKernelOutput {
 export interface TransformOptions {
   /** Source file named in the emitted docstring (default: the parsed kernel's file). */
   file?: string;
+  /** A kv-loop consumer's arrival groups: its waits move out of the kv loops, once per group. */
+  kvGroups?: KvGroups;
 }
 
 interface Insertion {
   at: number;
+  /** When given, `text` replaces `[at, to)`. */
+  to?: number;
   text: string;
 }
 
@@ -44,7 +49,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   const eol = source.includes("\r\n") ? "\r\n" : "\n";
   const inserted = [...program.tables, ...(program.scalars ?? []), ...RUNTIME_PARAMS[kernel.role]];
   const edits: Insertion[] = [signatureEdit(shape.func, inserted)];
-  if (kernel.waitsPer === "kv-block") edits.push(...kvEdits(kernel, program, eol));
+  if (kernel.waitsPer === "kv-block") edits.push(...kvEdits(kernel, program, eol, options.kvGroups));
   const lines = kernel.role === "consumer" ? consumerLines(kernel, program) : producerLines(kernel, program);
   lines.after.forEach((block, i) => {
     const stmt = shape.tileStatements[i]?.node as SyntaxNode;
@@ -118,7 +123,7 @@ function splice(source: string, start: number, end: number, edits: readonly Inse
   let pos = start;
   for (const e of inside) {
     out += source.slice(pos, e.at) + e.text;
-    pos = e.at;
+    pos = e.to ?? e.at;
   }
   return out + source.slice(pos, end);
 }
@@ -178,15 +183,18 @@ function consumerLines(kernel: LocalKernel, program: TileProgram): Lines {
 /**
  * A kv loop's insertions: the launch's wait target before the loop, the remap of the block
  * through the order after its statement, and the waits on the block's slot columns there or
- * at the top of the `if` that guards the rest of the iteration.
+ * at the top of the `if` that guards the rest of the iteration; with `groups`, a loop in the
+ * grouped form waits once per arrival group before it instead ({@link groupedKvEdits}).
  */
-function kvEdits(kernel: LocalKernel, program: TileProgram, eol: string): Insertion[] {
+function kvEdits(kernel: LocalKernel, program: TileProgram, eol: string, groups?: KvGroups): Insertion[] {
   const v = DOMAIN_VARIABLE.consumer;
   const { source } = kernel;
   return kernel.shape.kvStatements.flatMap((s) => {
     const kv = s.kv;
     const remap = [`${v} = ${kv}`, `${kv} = ${printMap(program.order, v, v, kernel.file)}`];
     if (program.slots.length === 0) return [insertAfterLine(source, s.node, s.node, remap, eol)];
+    const grouped = groups === undefined ? undefined : groupedKvEdits(source, s, groups, remap, eol);
+    if (grouped !== undefined) return grouped;
     const waits = [`ovl_mb = ${kv}`];
     program.slots.forEach((slot, j) => {
       waits.push(
