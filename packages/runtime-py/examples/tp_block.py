@@ -60,7 +60,7 @@ class Config:
         return [
             KernelKey("ag-gemm", world, self.seq, (q + 2 * kv) * self.head_dim, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, q * self.head_dim),
-            KernelKey("ag-gemm", world, self.seq, 2 * self.intermediate // world, self.hidden),
+            KernelKey("ag-gemm-silu", world, self.seq, self.intermediate // world, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, self.intermediate // world),
         ]
 
