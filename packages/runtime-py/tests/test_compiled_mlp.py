@@ -187,3 +187,18 @@ def test_the_runner_cli_runs_a_chain_and_reports_each_check(chains, capsys):
     checks = [e for e in events if e["event"] == "check"]
     assert len(checks) == 2 and all(c["ok"] for c in checks)
     assert main(["chain", str(chains / "nope.json")]) != 0
+
+
+def test_the_torch_reference_of_the_first_stage_matches_the_numpy_one(compiled):
+    torch = pytest.importorskip("torch")
+    from ovl_runtime.gpu_reference import local_references
+    from ovl_runtime.reference import references
+
+    m = load_manifest(compiled / "w3_split2" / "manifest.json")
+    ref = m.reference
+    rng = np.random.default_rng()
+    inputs = [{"A": rng.standard_normal((ref.M, ref.K)), "B": rng.standard_normal((ref.K, 2 * ref.N))} for _ in range(m.world)]
+    want = references(m, inputs)
+    got = local_references(m, [{k: torch.from_numpy(v).float() for k, v in x.items()} for x in inputs])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), w, rtol=1e-3, atol=1e-3)

@@ -97,6 +97,12 @@ def moe_matmul(full: torch.Tensor, w: torch.Tensor, topk: torch.Tensor, K: int, 
     return c
 
 
+def _silu_mul(full: torch.Tensor, b: torch.Tensor, K: int, N: int) -> torch.Tensor:
+    """ag-gemm-silu: ``silu(full @ W[:, :N]) * (full @ W[:, N:])`` with W = ``b`` as ``[K, 2N]``."""
+    w = _matrix(b, (K,), 2 * N, "reference.inputs.B").float()
+    return torch.nn.functional.silu(full @ w[:, :N]) * (full @ w[:, N:])
+
+
 def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> torch.Tensor:
     """This rank's expected output (float32), from every rank's inputs via NCCL."""
     ref = m.reference
@@ -104,6 +110,8 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
     if ref.operator == "ag-gemm":
         full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return full @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
+    if ref.operator == "ag-gemm-silu":
+        return _silu_mul(_gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A")), inputs["B"], K, N)
     if ref.operator == "a2a-gemm":
         recv = torch.empty(M, K, device=inputs["A"].device, dtype=torch.float32)
         dist.all_to_all_single(recv, _matrix(inputs["A"], (M,), K, "reference.inputs.A").float().contiguous())
@@ -154,6 +162,9 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
     if ref.operator == "ag-gemm":
         full = slabs("A", K)
         return [full @ _matrix(x["B"], (K,), N, "reference.inputs.B").float() for x in inputs]
+    if ref.operator == "ag-gemm-silu":
+        full = slabs("A", K)
+        return [_silu_mul(full, x["B"], K, N) for x in inputs]
     if ref.operator == "a2a-gemm":
         sends = [_matrix(x["A"], (M,), K, "reference.inputs.A").float() for x in inputs]
         rows = M // world
