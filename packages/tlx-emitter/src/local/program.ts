@@ -62,7 +62,7 @@ export const RUNTIME_PARAMS = {
 /** The rank id every rank-generic static map may use (a runtime parameter of both roles). */
 export const RANK_VARIABLE = "ovl_rank";
 
-/** Names the inserted code assigns (besides `ovl_slot<j>` and `ovl_prev<j>`). */
+/** Names the inserted code assigns (besides `ovl_slot<j>`). */
 const INSERTED_LOCALS = [
   "ovl_m",
   "ovl_mb",
@@ -78,10 +78,9 @@ const INSERTED_LOCALS = [
 ];
 
 function isInsertedName(name: string): boolean {
-  const numbered = ["ovl_slot", "ovl_prev"].some(
-    (p) => name.startsWith(p) && name.length > p.length && [...name.slice(p.length)].every((c) => c >= "0" && c <= "9"),
-  );
-  return numbered || INSERTED_LOCALS.includes(name) || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name);
+  const slot =
+    name.startsWith("ovl_slot") && name.length > "ovl_slot".length && [...name.slice("ovl_slot".length)].every((c) => c >= "0" && c <= "9");
+  return slot || INSERTED_LOCALS.includes(name) || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name);
 }
 
 /**

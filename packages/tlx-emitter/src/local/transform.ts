@@ -61,7 +61,6 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
     const last = statements[statements.length - 1] as SyntaxNode;
     edits.push(insertAfterLine(source, last, first, lines.atEnd, eol));
   }
-  if (lines.deferred !== undefined) edits.push(...deferredEdits(kernel, lines.deferred, eol));
 
   const primitives =
     kernel.role === "consumer"
@@ -133,18 +132,6 @@ interface Lines {
   after: string[][];
   /** Lines inserted at the end of the tile. */
   atEnd: string[];
-  /** A persistent producer's deferred notifies (see {@link producerLines}). */
-  deferred?: Deferred;
-}
-
-/** Where a deferred notify goes: the K loop it follows, and the lines around the tile loop. */
-interface Deferred {
-  /** The last `for` loop directly in the tile loop's body (the K loop). */
-  kLoop: SyntaxNode;
-  /** Before the tile loop: no tile pending yet. */
-  before: string[];
-  /** After the K loop (and after the tile loop, for the last tile): notify the pending tile. */
-  notify: string[];
 }
 
 /** Remap the row block through the order, then wait on its slots (first tile statement only). */
@@ -220,14 +207,7 @@ function insertBeforeLine(source: string, node: SyntaxNode, block: readonly stri
   return { at: lineStart, text };
 }
 
-/**
- * Remap the linear tile through the order; after the tile's stores, notify its slots.
- *
- * A persistent producer with a K loop defers each tile's notify to the end of the next tile's
- * K loop (the last tile's to the end of the tile loop): a notify first waits for the tile's
- * TMA stores to complete, and right after the stores that wait stalls the next tile's loads;
- * one K loop later they are long complete. Every store of a tile precedes its notify either way.
- */
+/** Remap the linear tile through the order; after the tile's stores, notify its slots. */
 function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
   const v = DOMAIN_VARIABLE.producer;
   const n = pyLiteral(program.numPidN as number);
@@ -237,37 +217,10 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
     `${t.m} = ovl_t2 // ${n}`,
     `${t.n as string} = ovl_t2 % ${n}`,
   ]);
-  const slots = program.slots.map((slot, j) => `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`);
-  const notify = (name: string): string[] => [`if ${name} >= 0:`, `\tnotify_slot(ovl_sig_ptr, ${name})`];
-  const kLoop = kernel.shape.tileLoop === undefined ? undefined : lastLoop(kernel.shape.tileBlock);
-  if (kLoop === undefined || program.slots.length === 0) {
-    return { after, atEnd: slots.flatMap((line, j) => [line, ...notify(`ovl_slot${j}`)]) };
-  }
-  return {
-    after,
-    atEnd: slots.flatMap((line, j) => [line, `ovl_prev${j} = ovl_slot${j}`]),
-    deferred: {
-      kLoop,
-      before: program.slots.map((_, j) => `ovl_prev${j} = -1`),
-      notify: program.slots.flatMap((_, j) => notify(`ovl_prev${j}`)),
-    },
-  };
-}
-
-/** The last `for` statement directly in `block`, if any. */
-function lastLoop(block: SyntaxNode): SyntaxNode | undefined {
-  return named(block)
-    .filter((s) => s.type === "for_statement")
-    .pop();
-}
-
-/** A deferred notify's insertions: the pending slots cleared before the tile loop, notified after the K loop and after the tile loop. */
-function deferredEdits(kernel: LocalKernel, d: Deferred, eol: string): Insertion[] {
-  const { source } = kernel;
-  const tileLoop = kernel.shape.tileLoop as SyntaxNode;
-  return [
-    insertBeforeLine(source, tileLoop, d.before, eol),
-    insertAfterLine(source, d.kLoop, d.kLoop, d.notify, eol),
-    insertAfterLine(source, tileLoop, tileLoop, d.notify, eol),
-  ];
+  const atEnd = program.slots.flatMap((slot, j) => [
+    `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`,
+    `if ovl_slot${j} >= 0:`,
+    `\tnotify_slot(ovl_sig_ptr, ovl_slot${j})`,
+  ]);
+  return { after, atEnd };
 }

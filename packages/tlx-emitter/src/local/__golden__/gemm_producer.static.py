@@ -15,7 +15,6 @@ def gemm_producer(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: 
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])
     num_pid_in_group = GROUP_M * num_pid_n
-    ovl_prev0 = -1
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=False):  # ovl: tile-loop
         group_id = tile_id // num_pid_in_group
         first_m = group_id * GROUP_M
@@ -32,14 +31,11 @@ def gemm_producer(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: 
             a = a_desc.load([pid_m * BLOCK_M, offs_k])
             b = b_desc.load([offs_k, offs_bn])
             acc = tl.dot(a, b, acc)
-        if ovl_prev0 >= 0:
-            notify_slot(ovl_sig_ptr, ovl_prev0)
         # Masked pointer stores: the output may be a strided view or not TMA-aligned.
         rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = offs_bn + tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & (cols[None, :] < N)
         tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
         ovl_slot0 = ovl_t2 % 4
-        ovl_prev0 = ovl_slot0
-    if ovl_prev0 >= 0:
-        notify_slot(ovl_sig_ptr, ovl_prev0)
+        if ovl_slot0 >= 0:
+            notify_slot(ovl_sig_ptr, ovl_slot0)
