@@ -20,9 +20,11 @@ within ``--tolerance`` (relative Frobenius error) of SDPA's. Times are CUDA-even
 What limits the body (known): kv is read through pointer loads (no TMA descriptors, no warp
 specialisation as in FlashAttention-3), with 128 query rows x 64 kv rows a program and 8 warps;
 the non-causal kv loop is software-pipelined by Triton (cp.async, ``num_stages``) but the
-causal loop's ``if`` that skips blocks past the diagonal (so they wait for nothing once
-overlapped) is not pipelined through. The body is persistent (a grid of one program per SM
-looping over (query block, head) work items), as ag-attention launches it.
+causal loop's ``if`` that skips blocks past the diagonal is not pipelined through. The body is
+persistent (a grid of one program per SM looping over (query block, head) work items), as
+ag-attention launches it; the emitted kernel waits once per arrival group in an outer loop
+around each kv loop, so no wait sits in the pipelined loop. ``attention-prepare.sh`` (Node)
+compiles the emitted kernels of every shape and ``attention-gpu.sh`` runs this script on them.
 ``--cpu-check`` runs small shapes under Triton's interpreter against SDPA's math backend on
 the CPU (no timing): a check of this script and the body without a GPU.
 """
