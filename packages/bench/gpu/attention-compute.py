@@ -48,8 +48,8 @@ BODY = REPO / "packages" / "tlx-emitter" / "kernels" / "flash_attention.py"
 if "--cpu-check" in sys.argv:
     os.environ["TRITON_INTERPRET"] = "1"
 
-import torch  # noqa: E402
-import triton  # noqa: E402
+import torch
+import triton
 
 WORLD = 8
 
@@ -246,7 +246,7 @@ def run_case(args, body, s, h, causal, configs, emitted) -> dict:
         fns[name] = run
     for folder in emitted:
         o = torch.full((sq, h * d), float("nan"), device=dev, dtype=torch.bfloat16)
-        made, why = emitted_launcher(Path(folder), q, kv, o, sq, s, h, hkv, d, causal)
+        made, _why = emitted_launcher(Path(folder), q, kv, o, sq, s, h, hkv, d, causal)
         if made is None:
             continue  # another shape's folder
         run, check, cfg = made
