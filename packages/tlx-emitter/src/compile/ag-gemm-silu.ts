@@ -1,14 +1,12 @@
 // AllGather + gate/up GEMM + SiLU-and-multiply (an MLP's first half, TileLink's AG+GEMM with
 // the activation fused into the epilogue): the shared consumer path (`consumer.ts`) with
 // W [K, 2N] laid out as [gate | up] and Y [M, N] = silu(A @ W[:, :N]) * (A @ W[:, N:]).
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { TileSchedule } from "@ovl/chunk-plan";
 import { agGemmReference } from "../emit/common.js";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { resolveOptions } from "../emit/options.js";
 import { compileConsumer } from "./consumer.js";
-import { packageRoot } from "./builtin.js";
+import { builtinBody } from "./builtin.js";
 import type { KernelBody, Operator, OperatorInput } from "./operator.js";
 
 /** File name of the built-in gate/up GEMM + SiLU-mul body in the package's `kernels/`. */
@@ -37,7 +35,7 @@ export function withSiluMulDefaults(op: OperatorInput): OperatorInput {
  * GEMM whose tiles compute the gate and up accumulators of the same n-tile, W being [K, 2N].
  */
 export function gemmSiluMulBody(): KernelBody {
-  return { path: GEMM_SILU_MUL_BODY, source: readFileSync(join(packageRoot(), "kernels", GEMM_SILU_MUL_BODY), "utf8") };
+  return builtinBody("gemm_silu_mul");
 }
 
 /**

@@ -19,6 +19,7 @@ export const BUILTIN_BODIES = [
   "grouped_gemm",
   "moe_gather_gemm",
   "flash_attention",
+  "gemm_silu_mul",
 ] as const;
 export type BuiltinBodyName = (typeof BUILTIN_BODIES)[number];
 
