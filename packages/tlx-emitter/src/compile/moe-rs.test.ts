@@ -1,0 +1,141 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { EmitError } from "../writer/index.js";
+import { moeRsSizes, slabCover } from "./moe-rs.js";
+
+/** Host model of the routing tables: slots grouped by expert (ascending), each group padded to blockM with the sentinel. */
+function alignHost(topkIds: number[][], experts: number, blockM: number): { sorted: number[]; numBlocks: number } {
+  const flat = topkIds.flat();
+  const sentinel = flat.length;
+  const sorted: number[] = [];
+  for (let e = 0; e < experts; e++) {
+    const mine = flat.flatMap((x, slot) => (x === e ? [slot] : []));
+    const padded = Math.ceil(mine.length / blockM) * blockM;
+    sorted.push(...mine, ...new Array<number>(padded - mine.length).fill(sentinel));
+  }
+  return { sorted, numBlocks: sorted.length / blockM };
+}
+
+const problem = fc
+  .record({
+    world: fc.constantFrom(1, 2, 4, 8),
+    perRank: fc.integer({ min: 1, max: 12 }),
+    experts: fc.integer({ min: 1, max: 9 }),
+    blockM: fc.constantFrom(1, 2, 4, 8, 16),
+    slabDiv: fc.integer({ min: 1, max: 4 }),
+  })
+  .chain((p) =>
+    fc.record({
+      p: fc.constant(p),
+      topk: fc.integer({ min: 1, max: p.experts }),
+      seed: fc.integer(),
+    }),
+  );
+
+function randomRouting(T: number, experts: number, topk: number, seed: number, only?: number): number[][] {
+  let x = seed >>> 0 || 1;
+  const next = () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+  return Array.from({ length: T }, () => {
+    const pool = Array.from({ length: experts }, (_, e) => e);
+    if (only !== undefined) return [only, ...pool.filter((e) => e !== only).slice(0, topk - 1)];
+    const picked: number[] = [];
+    for (let j = 0; j < topk; j++) picked.push(...pool.splice(Math.floor(next() * pool.length), 1));
+    return picked;
+  });
+}
+
+describe("moeRsSizes", () => {
+  it("derives slabs, owners' counts, notifies and reducer items from the problem", () => {
+    const s = moeRsSizes({ tokens: 64, inter: 96, hidden: 200, world: 4, slabT: 8 }, { experts: 6, topk: 2 }, { BM: 16, BN: 64, BK: 32 });
+    expect(s.rowsPerRank).toBe(16);
+    expect(s.slabs).toBe(8);
+    expect(s.slabsPerRank).toBe(2);
+    expect(s.slabsP2).toBe(8);
+    expect(s.nTiles).toBe(4);
+    expect(s.notifiesPerCover).toBe(16);
+    expect(s.reduceItems).toBe(2 * 1 * 4);
+    expect(s.align.slots).toBe(128);
+    expect(s.align.maxBlocks).toBe(Math.ceil((128 + 6 * 15) / 16));
+  });
+
+  it("defaults the slab to T/W (one per rank)", () => {
+    const s = moeRsSizes({ tokens: 24, inter: 8, hidden: 8, world: 3 }, { experts: 4, topk: 2 }, { BM: 8, BN: 8, BK: 8 });
+    expect(s.slabT).toBe(8);
+    expect(s.slabs).toBe(3);
+    expect(s.slabsPerRank).toBe(1);
+  });
+
+  it.each([
+    [{ tokens: 10, inter: 8, hidden: 8, world: 4 }, { experts: 4, topk: 2 }, { BM: 8, BN: 8, BK: 8 }, /divide evenly over the world/],
+    [
+      { tokens: 16, inter: 8, hidden: 8, world: 2, slabT: 3 },
+      { experts: 4, topk: 2 },
+      { BM: 8, BN: 8, BK: 8 },
+      /positive divisor of T\/W = 8/,
+    ],
+    [{ tokens: 16, inter: 0, hidden: 8, world: 2 }, { experts: 4, topk: 2 }, { BM: 8, BN: 8, BK: 8 }, /inter/],
+    [{ tokens: 16, inter: 8, hidden: 8, world: 2 }, { experts: 2, topk: 3 }, { BM: 8, BN: 8, BK: 8 }, /exceeds moe.experts/],
+    [{ tokens: 16, inter: 8, hidden: 8, world: 2 }, undefined, { BM: 8, BN: 8, BK: 8 }, /needs moe/],
+    [{ tokens: 16, inter: 8, hidden: 8, world: 2 }, { experts: 4, topk: 2 }, { BM: 12, BN: 8, BK: 8 }, /tile.BM must be a power of two/],
+    [{ tokens: 16, inter: 8, hidden: 8, world: 2 }, { experts: 4, topk: 2 }, { BM: 8, BN: 8, BK: 8, BT: 0 }, /tile.BT/],
+  ])("refuses %j / %j / %j", (p, moe, tile, message) => {
+    const run = () => moeRsSizes(p, moe, tile);
+    expect(run).toThrow(EmitError);
+    expect(run).toThrow(message);
+  });
+
+  it("accepts every even split and its slab divisors (property)", () => {
+    fc.assert(
+      fc.property(problem, ({ p, topk }) => {
+        const slabT = p.perRank % p.slabDiv === 0 ? p.perRank / p.slabDiv : p.perRank;
+        const s = moeRsSizes(
+          { tokens: p.perRank * p.world, inter: 8, hidden: 40, world: p.world, slabT },
+          { experts: p.experts, topk },
+          { BM: p.blockM, BN: 16, BK: 16 },
+        );
+        expect(s.slabs * s.slabT).toBe(s.tokens);
+        expect(s.slabsPerRank * s.world).toBe(s.slabs);
+        expect(s.slabsP2).toBeGreaterThanOrEqual(Math.max(2, s.slabs));
+        expect(s.slabsP2 & (s.slabsP2 - 1)).toBe(0);
+      }),
+    );
+  });
+});
+
+describe("slabCover", () => {
+  it("counts, per slab, the blocks whose token range holds it, for fresh random routings (property)", () => {
+    fc.assert(
+      fc.property(problem, fc.option(fc.nat(), { nil: undefined }), ({ p, topk, seed }, onlyPick) => {
+        const T = p.perRank * p.world;
+        const slabT = p.perRank % p.slabDiv === 0 ? p.perRank / p.slabDiv : p.perRank;
+        const s = moeRsSizes(
+          { tokens: T, inter: 8, hidden: 8, world: p.world, slabT },
+          { experts: p.experts, topk },
+          { BM: p.blockM, BN: 8, BK: 8 },
+        );
+        // All tokens on one expert when onlyPick is set; otherwise a fresh random routing (experts may get no tokens).
+        const ids = randomRouting(T, p.experts, topk, seed, onlyPick === undefined ? undefined : onlyPick % p.experts);
+        const { sorted, numBlocks } = alignHost(ids, p.experts, p.blockM);
+        expect(numBlocks).toBeLessThanOrEqual(s.align.maxBlocks);
+        const cover = slabCover(sorted, numBlocks, s);
+        const brute = new Array<number>(s.slabs).fill(0);
+        for (let b = 0; b < numBlocks; b++) {
+          const slabsOf = sorted
+            .slice(b * p.blockM, (b + 1) * p.blockM)
+            .filter((x) => x < T * topk)
+            .map((x) => Math.floor(x / topk / slabT));
+          if (slabsOf.length === 0) continue;
+          for (let x = Math.min(...slabsOf); x <= Math.max(...slabsOf); x++) brute[x] = (brute[x] ?? 0) + 1;
+        }
+        expect(cover).toEqual(brute);
+        // Each token has k slots, so every slab is covered by at least one block.
+        for (const c of cover) expect(c).toBeGreaterThanOrEqual(1);
+      }),
+    );
+  });
+});
