@@ -9,6 +9,7 @@ import { attentionGemmView, checkAttention, type AttentionProblem } from "./ag-a
 import { compile, tlxBackend } from "./backend.js";
 import { builtinBody } from "./builtin.js";
 import { tutorialMatmulBody } from "./examples.js";
+import { groupBlockRuns } from "./kv-groups.js";
 
 const FLASH = builtinBody("flash_attention");
 
@@ -155,6 +156,9 @@ describe("compile ag-attention", () => {
           if (g > 0 && start[g]! < blocks) expect(mine.length, `${where} group ${g}`).toBeGreaterThan(0);
         }
         expect(seen, where).toEqual(new Set(want[rank]!.flatMap((w) => [...w])));
+        // Each group visits consecutive blocks in increasing order, so a causal bound clips it to a position range.
+        const firsts = groupBlockRuns(start.slice(0, -1), blocks, (p) => got.order[rank]![p]!);
+        expect(firsts, where).toBeDefined();
       }
     }
   });

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { rankGroups } from "./kv-groups.js";
+import { clipGroup, groupBlockRuns, rankGroups } from "./kv-groups.js";
 
 describe("arrival groups of a kv loop", () => {
   it("property: groups cut the visit positions in order, wait for each needed slot once, before its first use, and only start where one is needed", () => {
@@ -49,5 +49,67 @@ describe("arrival groups of a kv loop", () => {
       (b) => slots[b] as number[],
     );
     expect(g).toEqual({ starts: [0, 2, 4], waits: [[], [5], [7]] });
+  });
+});
+
+describe("clipping a group by a block range (causal bounds)", () => {
+  it("property: clipGroup keeps exactly the positions whose block lies in the range", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: 0, max: 16 }),
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: -5, max: 60 }),
+        fc.integer({ min: -5, max: 60 }),
+        (lo, len, first, blockLo, blockHi) => {
+          const [from, to] = clipGroup(lo, lo + len, first, blockLo, blockHi);
+          const want: number[] = [];
+          for (let p = lo; p < lo + len; p++) {
+            const b = first + (p - lo);
+            if (b >= blockLo && b < blockHi) want.push(p);
+          }
+          const got: number[] = [];
+          for (let p = from; p < to; p++) got.push(p);
+          expect(got).toEqual(want);
+          expect(to).toBeGreaterThanOrEqual(from);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it("property: groupBlockRuns gives each group's first block exactly when its blocks are consecutive and increasing", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 8 }).chain((chunks) =>
+          fc.record({
+            bpc: fc.integer({ min: 1, max: 4 }),
+            chunkOrder: fc.shuffledSubarray([...Array(chunks).keys()], { minLength: chunks, maxLength: chunks }),
+            swap: fc.boolean(),
+          }),
+        ),
+        ({ bpc, chunkOrder, swap }) => {
+          // A ring/swizzle visit order: whole chunks of bpc blocks, chunk by chunk.
+          const order = chunkOrder.flatMap((c) => [...Array(bpc).keys()].map((i) => c * bpc + i));
+          const scrambled = swap && bpc > 1;
+          if (scrambled) [order[0], order[1]] = [order[1] as number, order[0] as number];
+          const starts = chunkOrder.map((_, i) => i * bpc);
+          const firsts = groupBlockRuns(starts, order.length, (p) => order[p] as number);
+          if (scrambled) {
+            expect(firsts).toBeUndefined();
+            return;
+          }
+          expect(firsts).toEqual(chunkOrder.map((c) => c * bpc));
+          starts.forEach((s, g) => {
+            for (let p = s; p < s + bpc; p++) expect(order[p]).toBe((firsts?.[g] as number) + (p - s));
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("an empty padding group starts at the block count", () => {
+    expect(groupBlockRuns([0, 2, 4], 4, (p) => (p + 2) % 4)).toEqual([2, 0, 4]);
   });
 });

@@ -75,3 +75,39 @@ export function kvGroupTables(
     tables: [table(KV_GROUP_TABLES.starts, starts), table(KV_GROUP_TABLES.waitAt, waitAt), table(KV_GROUP_TABLES.waits, waits)],
   };
 }
+
+/**
+ * The kv block each of one rank's arrival groups starts at, when every group visits
+ * consecutive blocks in increasing order (position `p` of a group starting at position
+ * `starts[g]` reads block `firsts[g] + p - starts[g]`); `undefined` when some group does not.
+ * Only then can a group's positions be clipped by a block range (a causal bound) with
+ * {@link clipGroup}. `blocks` is the number of visit positions; empty groups get `blocks`. Pure.
+ */
+export function groupBlockRuns(starts: readonly number[], blocks: number, blockOf: (p: number) => number): number[] | undefined {
+  const firsts: number[] = [];
+  for (let g = 0; g < starts.length; g++) {
+    const lo = starts[g] as number;
+    const hi = Math.min(starts[g + 1] ?? blocks, blocks);
+    if (lo >= hi) {
+      firsts.push(blocks);
+      continue;
+    }
+    const first = blockOf(lo);
+    for (let p = lo + 1; p < hi; p++) if (blockOf(p) !== first + (p - lo)) return undefined;
+    firsts.push(first);
+  }
+  return firsts;
+}
+
+/**
+ * The visit positions `[lo, hi)` of a group whose blocks run consecutively from `first`,
+ * clipped to the positions whose block lies in `[blockLo, blockHi)`: a half-open position
+ * range, `lo === hi` when none does. The emitted kernel computes the same bounds with
+ * `tl.maximum`/`tl.minimum`, so an off-diagonal loop and a diagonal loop of a causal body
+ * each visit exactly their blocks of the group. Pure.
+ */
+export function clipGroup(lo: number, hi: number, first: number, blockLo: number, blockHi: number): [number, number] {
+  const from = Math.max(lo, lo + blockLo - first);
+  const to = Math.min(hi, lo + blockHi - first);
+  return to > from ? [from, to] : [from, from];
+}
