@@ -135,13 +135,16 @@ describe("compile: GEMM+AllReduce", () => {
       const M = world * 64;
       const N = 96;
       const cases = [
-        { plan: partitioned(M, N, world), options: { backend: "copy-engine" as const }, kinds: ["local-producer", "ar-reduce"] },
+        // The notify scope: gpu only where this rank's own push kernel alone waits on the tile-done
+        // slots; a host stream (copy engine) waits, or peers' pushes add to the same flags (tile-wise).
+        { plan: partitioned(M, N, world), options: { backend: "copy-engine" as const }, kinds: ["local-producer", "ar-reduce"], gpu: false },
         {
           plan: partitioned(M, N, world),
           options: { backend: "sm" as const },
           kinds: ["local-producer", "sm-push", "ar-reduce", "sm-push"],
+          gpu: true,
         },
-        { plan: tilewise(M, N, world), options: {}, kinds: ["local-producer", "tile-push", "ar-tile-reduce"] },
+        { plan: tilewise(M, N, world), options: {}, kinds: ["local-producer", "tile-push", "ar-tile-reduce"], gpu: false },
       ];
       for (const c of cases) {
         const r = await compile(arOp(c.plan, M, N, 64, c.options));
@@ -150,6 +153,9 @@ describe("compile: GEMM+AllReduce", () => {
         expect(m.reference).toMatchObject({ operator: "gemm-ar", M, N, K: 64, output: "ar_out" });
         expect(m.buffers.find((b) => b.name === "ar_out")).toMatchObject({ shape: [M, N], symmetric: true, init: "poison" });
         expect(m.kernels[0]!.template.params.operator).toBe("gemm-ar");
+        const producer = r.files.find((f) => f.path === m.kernels[0]!.source)!.text;
+        expect(producer.includes('notify_slot(ovl_sig_ptr, ovl_slot0, "gpu")')).toBe(c.gpu);
+        expect(producer.includes("notify_slot(ovl_sig_ptr, ovl_slot0)")).toBe(!c.gpu);
         // Every rank's launch ends with its whole output in place: its last stream waits for it.
         for (const h of m.hostOps) expect(h.streams.at(-1)?.name).toBe("ar_done");
         checkRanges(m);

@@ -58,6 +58,7 @@ export function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerC
     role: "producer",
     order: order.map,
     slots: [notify.map],
+    notifyScope: ctx.notifyScope ?? "sys",
     numPidN: ctx.numPidN,
     tables: tables.map((x) => x.name),
   });

@@ -56,6 +56,11 @@ export interface ProducerContext {
   readonly a: string;
   readonly b: string;
   readonly options: ResolvedOptions;
+  /**
+   * Scope of the producer's notifies (default `sys`): `gpu` only when the tile-done slots are
+   * written by this producer alone and waited on only by kernels of the same device.
+   */
+  readonly notifyScope?: "gpu" | "sys";
   /** `notifyTile[rank][t]`: the slot tile `t = m · numPidN + n` notifies, where tiles of one m-block differ (tile-wise AllReduce); default `notify` per m-block. */
   readonly notifyTile?: readonly (readonly number[])[];
   /** The operator the producer serves (`template.params.operator`; default `gemm-rs`). */
@@ -269,6 +274,9 @@ export function gemmRsStages(
     b: GEMM_RS_BUFFERS.b,
     options: o,
     operator: stage.operator ?? "gemm-rs",
+    // With SM pushes only this rank's sm-push kernel waits on the tile-done slots, and it
+    // releases what it moves at system scope itself; a copy-engine delivery waits on a host stream.
+    notifyScope: o.backend === "sm" ? "gpu" : "sys",
   });
   if (made === undefined) {
     tables.unshift(

@@ -18,6 +18,13 @@ export interface TileProgram {
    * map tile ("ovl_t") → notify slot (-1 = none). Several columns: a tile waits on or notifies several slots.
    */
   slots: readonly IndexMap[];
+  /**
+   * Producer only: the scope of the notifies' release add (default `sys`). `gpu` when only
+   * kernels of the same device wait on the slots (an SM push or tile push passes the data on
+   * with its own system-scope release); a slot a host stream (copy engine) or a peer waits on
+   * needs `sys`.
+   */
+  notifyScope?: "gpu" | "sys";
   /** Producer only: tiles per row of the tile grid, printed as a constant for linearising (m, n). */
   numPidN?: number;
   /** Names of the lookup tables the maps read (become kernel parameters, in this order). */
@@ -107,6 +114,12 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
     throw bad("bad-program", `a producer's tile program needs numPidN, a positive integer (got ${String(program.numPidN)})`);
   }
   if (program.gather !== undefined) checkGather(program.gather, role, bad);
+  if (program.notifyScope !== undefined) {
+    if (role !== "producer") throw bad("bad-program", "notifyScope is a producer's (its notifies); a consumer only waits");
+    if (program.notifyScope !== "gpu" && program.notifyScope !== "sys") {
+      throw bad("bad-program", `notifyScope must be "gpu" or "sys", got ${JSON.stringify(program.notifyScope)}`);
+    }
+  }
   const variable = DOMAIN_VARIABLE[role];
   const over = program.gather === undefined ? variable : GATHER_VARIABLES.segment;
   const maps: [string, IndexMap, string][] = [

@@ -217,10 +217,12 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
     `${t.m} = ovl_t2 // ${n}`,
     `${t.n as string} = ovl_t2 % ${n}`,
   ]);
+  // The scope is one of two literals (checked with the program), printed only when not the default.
+  const scope = program.notifyScope === "gpu" ? ', "gpu"' : "";
   const atEnd = program.slots.flatMap((slot, j) => [
     `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`,
     `if ovl_slot${j} >= 0:`,
-    `\tnotify_slot(ovl_sig_ptr, ovl_slot${j})`,
+    `\tnotify_slot(ovl_sig_ptr, ovl_slot${j}${scope})`,
   ]);
   return { after, atEnd };
 }
