@@ -34,7 +34,19 @@ export {
   type MoeAlignSizes,
 } from "./ag-moe.js";
 export { rowSegments, segmentMap, segmentOfRows, segmentSlotMaps, segmentWaits, type RowSegments } from "./moe-segments.js";
-export { MOE_RS_DEFAULT_BT, moeRsSizes, slabCover, type MoeRsProblem, type MoeRsSizes, type MoeRsTile } from "./moe-rs.js";
+export {
+  MOE_RS_BUFFERS,
+  MOE_RS_DEFAULT_BT,
+  MOE_RS_DEFAULT_REDUCERS,
+  MOE_RS_EXPECT_STEP,
+  MOE_RS_KINDS,
+  moeRsRunnerKernels,
+  moeRsSizes,
+  slabCover,
+  type MoeRsProblem,
+  type MoeRsSizes,
+  type MoeRsTile,
+} from "./moe-rs.js";
 export { compileA2aGemm, allToAllSource } from "./a2a-gemm.js";
 export {
   ATTN_O,

@@ -1,10 +1,13 @@
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { Kernel } from "../manifest/schema.js";
+import { runPython } from "../testing/python.js";
 import { EmitError } from "../writer/index.js";
-import { moeRsSizes, slabCover } from "./moe-rs.js";
+import { moeRsRunnerKernels, moeRsSizes, slabCover } from "./moe-rs.js";
 
 /** Host model of the routing tables: slots grouped by expert (ascending), each group padded to blockM with the sentinel. */
 function alignHost(topkIds: number[][], experts: number, blockM: number): { sorted: number[]; numBlocks: number } {
@@ -188,5 +191,38 @@ print(json.dumps(out))
       expect(py.nb).toBeLessThanOrEqual(c.ts.align.maxBlocks);
       expect(slabCover(py.sorted, py.nb, c.ts)).toEqual(py.cover);
     });
+  });
+});
+
+describe("moeRsRunnerKernels", () => {
+  it("are valid manifest kernels whose arguments and constexprs are the runner functions' parameters, in order", () => {
+    const src = readFileSync(join(fileURLToPath(new URL(".", import.meta.url)), "../../../runtime-py/src/ovl_runtime/moe_rs.py"), "utf8");
+    const params = JSON.parse(
+      runPython(
+        "import ast, json, sys\nt = ast.parse(sys.stdin.read())\nprint(json.dumps({f.name: [a.arg for a in f.args.args] for f in t.body if isinstance(f, ast.FunctionDef)}))",
+        src,
+      ),
+    ) as Record<string, string[]>;
+    fc.assert(
+      fc.property(problem, fc.integer({ min: 1, max: 8 }), ({ p, topk }, reducers) => {
+        const slabT = p.perRank % p.slabDiv === 0 ? p.perRank / p.slabDiv : p.perRank;
+        const tile = { BM: p.blockM, BN: 16, BK: 16, BT: 8 };
+        const s = moeRsSizes(
+          { tokens: p.perRank * p.world, inter: 8, hidden: 40, world: p.world, slabT },
+          { experts: p.experts, topk },
+          tile,
+        );
+        const kernels = moeRsRunnerKernels(s, tile, "op_moe_rs.py", { signals: "sig", sortedIds: "ids", numBlocks: "nb" }, reducers);
+        for (const k of kernels) {
+          expect(Kernel.safeParse(k).success).toBe(true);
+          expect([...k.args.map((a) => a.name), ...Object.keys(k.constexprs)]).toEqual(params[k.entry]);
+        }
+        const [expectK, reduceK] = kernels;
+        expect(expectK?.args.find((a) => a.name === "NOTIFIES")?.value).toEqual({ kind: "int", value: p.world * s.nTiles });
+        expect(reduceK?.grid).toEqual([Math.min(reducers, s.reduceItems)]);
+        expect(reduceK?.constexprs.NUM_PROGRAMS).toBe(Math.min(reducers, s.reduceItems));
+      }),
+      { numRuns: 40 },
+    );
   });
 });

@@ -4,6 +4,7 @@
 // `W2 [E, I/W, H]`; the tokens are cut into slabs of `slabT` tokens (a divisor of `T/W`), slab s
 // owned by rank `s / slabsPerRank`, one signal slot each; every (block, n-tile) of every rank
 // notifies each slab its tokens cover once.
+import type { Kernel, KernelArg } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { checkMoeRouting, type MoeAlignSizes, moeAlignSizes } from "./ag-moe.js";
 import type { MoeRouting } from "./operator.js";
@@ -136,4 +137,92 @@ export function slabCover(sortedIds: readonly number[], numBlocks: number, s: Mo
     for (let x = first; x <= last; x++) cover[x] = (cover[x] ?? 0) + 1;
   }
   return cover;
+}
+
+/** Manifest buffers of a moe-rs operator besides the routing tables (`MOE_BUFFERS`) and the signals. */
+export const MOE_RS_BUFFERS = {
+  h: "moe_h",
+  w2: "moe_w2",
+  topkWeights: "moe_topk_weights",
+  partial: "moe_partial",
+  out: "moe_out",
+  expect: "moe_slab_expect",
+} as const;
+/** Template kinds of the runner kernels a moe-rs manifest launches besides the routing. */
+export const MOE_RS_KINDS = { expect: "moe-slab-expect", reduce: "moe-topk-reduce-rs" } as const;
+/** Blocks `moe_slab_expect` reads per step (`ovl_runtime.moe_rs.EXPECT_STEP`). */
+export const MOE_RS_EXPECT_STEP = 16;
+/** Programs of the reducer when the options name none (as `moe_rs_one_device`'s `reduce_programs`). */
+export const MOE_RS_DEFAULT_REDUCERS = 4;
+
+/**
+ * The manifest entries of the slab-expect kernel and the persistent TopK-reduce + ReduceScatter
+ * kernel (`ovl_runtime.moe_rs`), with the arguments its one-device launcher passes: the expect
+ * kernel on the compute stream after the routing, the reducer on the comm stream.
+ * `signals` names the signal buffer; `sortedIds` / `numBlocks` the routing tables' buffers.
+ */
+export function moeRsRunnerKernels(
+  s: MoeRsSizes,
+  tile: MoeRsTile,
+  source: string,
+  tables: { readonly signals: string; readonly sortedIds: string; readonly numBlocks: string },
+  reducers: number = MOE_RS_DEFAULT_REDUCERS,
+): Kernel[] {
+  positive("reducers", reducers);
+  const buffer = (name: string): KernelArg => ({ kind: "buffer", name });
+  const int = (value: number): KernelArg => ({ kind: "int", value });
+  const BT = tile.BT ?? MOE_RS_DEFAULT_BT;
+  const params = { experts: s.experts, topk: s.topk, tokens: s.tokens, slabT: s.slabT, world: s.world };
+  return [
+    {
+      name: "moe_slab_expect",
+      entry: "moe_slab_expect",
+      source,
+      stream: "compute",
+      grid: [1],
+      numWarps: 4,
+      numStages: 1,
+      args: [
+        { name: "sorted_ids", value: buffer(tables.sortedIds) },
+        { name: "num_blocks_ptr", value: buffer(tables.numBlocks) },
+        { name: "expect_ptr", value: buffer(MOE_RS_BUFFERS.expect) },
+        { name: "SLOTS", value: int(s.align.slots) },
+        { name: "NOTIFIES", value: int(s.notifiesPerCover) },
+        { name: "SLAB_T", value: int(s.slabT) },
+        { name: "NUM_SLABS", value: int(s.slabs) },
+      ],
+      constexprs: { TOP_K: s.topk, BLOCK_M: s.align.blockM, SLABS_P2: s.slabsP2, STEP: MOE_RS_EXPECT_STEP },
+      template: { kind: MOE_RS_KINDS.expect, params },
+    },
+    {
+      name: "moe_topk_reduce_rs",
+      entry: "moe_topk_reduce_rs",
+      source,
+      stream: "comm",
+      grid: [Math.max(1, Math.min(reducers, s.reduceItems))],
+      numWarps: 4,
+      numStages: 1,
+      args: [
+        { name: "partial_ptrs", value: { kind: "peer-pointers", buffer: MOE_RS_BUFFERS.partial } },
+        { name: "like_ptr", value: buffer(MOE_RS_BUFFERS.partial) },
+        { name: "out_ptr", value: buffer(MOE_RS_BUFFERS.out) },
+        { name: "sig_ptr", value: buffer(tables.signals) },
+        { name: "expect_ptr", value: buffer(MOE_RS_BUFFERS.expect) },
+        { name: "err_ptr", value: { kind: "error-buffer" } },
+        { name: "rank", value: { kind: "rank" } },
+        { name: "timeout_ns", value: { kind: "timeout-ns" } },
+        { name: "N", value: int(s.hidden) },
+        { name: "SLAB_T", value: int(s.slabT) },
+        { name: "SLABS_PER_RANK", value: int(s.slabsPerRank) },
+      ],
+      constexprs: {
+        TOP_K: s.topk,
+        WORLD: s.world,
+        BLOCK_T: BT,
+        BLOCK_N: tile.BN,
+        NUM_PROGRAMS: Math.max(1, Math.min(reducers, s.reduceItems)),
+      },
+      template: { kind: MOE_RS_KINDS.reduce, params },
+    },
+  ];
 }
