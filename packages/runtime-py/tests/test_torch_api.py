@@ -292,3 +292,19 @@ def test_a_missing_attention_kernel_names_the_command_with_its_heads(tmp_path, m
     key = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
     with pytest.raises(lib.KernelNotCompiled, match="kernels ag-attention --world 2 --m 256 --n 128 --k 128 --heads 4 --causal --into"):
         lib.manifest_for(key)
+
+
+def test_every_operator_is_offered_by_ops_in_either_import_order():
+    import subprocess
+    import sys
+
+    code = (
+        "import {first}; import ovl_runtime.ops as o; import ovl_runtime.mlp as m; import ovl_runtime.moe_ops as mo\n"
+        "assert o.tp_mlp is m.tp_mlp and o.all_gather_matmul_silu_mul is m.all_gather_matmul_silu_mul\n"
+        "assert o.moe_grouped_matmul_reduce_scatter is mo.moe_grouped_matmul_reduce_scatter\n"
+        "assert all(callable(getattr(o, n)) for n in o.__all__)\n"
+        "try:\n    o.no_such_operator\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no AttributeError')\n"
+    )
+    for first in ("ovl_runtime.ops", "ovl_runtime.moe_ops", "ovl_runtime.mlp"):
+        r = subprocess.run([sys.executable, "-c", code.format(first=first)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr

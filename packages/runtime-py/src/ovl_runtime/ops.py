@@ -31,6 +31,12 @@ Semantics follow PyTorch's ``torch.ops.symm_mem.fused_all_gather_matmul`` /
   ``kv`` ``[s, 2, Hkv, D]`` their keys (``kv[:, 0]``) and values (``kv[:, 1]``); every rank's
   kv is gathered behind the attention. Returns ``softmax(q kᵀ / √D) v`` ``[s, H, D]`` (query
   head h reads kv head ``h // (H / Hkv)``: MHA and GQA; ``causal``: position i sees keys ≤ i).
+- ``tp_mlp(x, w_gate_up, w_down, group)`` (the MLP chain, ``ovl_runtime.mlp``): AllGather +
+  gate/up GEMM with the SiLU-mul epilogue, then GEMM+ReduceScatter on its output in place;
+  ``all_gather_matmul_silu_mul`` is its first stage alone.
+- ``moe_grouped_matmul_reduce_scatter(h, topk_ids, topk_weights, w, group)`` (MoE part 2,
+  ``ovl_runtime.moe_ops``): GroupGEMM + Scatter + TopK-reduce + ReduceScatter, routing on the
+  device.
 
 ``group`` is a ``torch.distributed`` process group (one rank per process, under torchrun),
 a :class:`~ovl_runtime.groups.OneGpuGroup` (every rank in this process on one GPU: each
@@ -76,6 +82,7 @@ from .kernel_library import KernelKey, manifest_for
 
 __all__ = [
     "all_gather_matmul",
+    "all_gather_matmul_silu_mul",  # noqa: F822 - resolved by __getattr__ (ovl_runtime.mlp)
     "all_to_all_matmul",
     "close_all",
     "fused_all_gather_matmul",
@@ -83,9 +90,11 @@ __all__ = [
     "matmul_all_reduce",
     "matmul_reduce_scatter",
     "moe_all_gather_grouped_matmul",
+    "moe_grouped_matmul_reduce_scatter",  # noqa: F822 - resolved by __getattr__ (ovl_runtime.moe_ops)
     "operators",
     "sequence_parallel_attention",
     "synchronize",
+    "tp_mlp",  # noqa: F822 - resolved by __getattr__ (ovl_runtime.mlp)
 ]
 
 DTYPES = {torch.bfloat16: "bf16"}
@@ -482,3 +491,16 @@ def close_all(force: bool = False) -> None:
     for key, op in list(_operators.items()):
         op.close(force=force)
         del _operators[key]
+
+
+# ---- operators with modules of their own, offered here with the others ----
+# Resolved on first use (those modules build on this one's helpers, so they import it first).
+_ELSEWHERE = {"all_gather_matmul_silu_mul": "mlp", "tp_mlp": "mlp", "moe_grouped_matmul_reduce_scatter": "moe_ops"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{_ELSEWHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
