@@ -12,7 +12,9 @@ every rank of a world share one GPU (the runner's SM budget sizes the grid).
 A plain Triton kernel: the `# ovl:` comments tell @ovl/tlx-emitter that kv is gathered and
 which statement sets the kv block an iteration reads, so it can visit kv blocks in arrival
 order (the online softmax does not depend on the order) and wait for each block's chunks.
-A causal block past a query block's diagonal is skipped before its wait.
+A causal block past a query block's diagonal is skipped (per block before its wait; with
+arrival groups the compiler clips each group's range by kv_end instead of the `if`, so the
+causal loop is software-pipelined as well).
 """
 import triton
 import triton.language as tl

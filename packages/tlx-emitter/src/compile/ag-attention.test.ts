@@ -93,7 +93,13 @@ describe("compile ag-attention", () => {
     const src = r.files[0]!.text;
     expect(src.match(/wait_slot\(/g)?.length).toBe(2); // one per kv loop (causal and not), before it
     // No wait inside the kv loops: each runs over one arrival group's positions.
-    expect(src.match(/for it in tl\.range\(ovl_lo, tl\.minimum\(ovl_hi, num_kv\)\):/g)?.length).toBe(2);
+    expect(src.match(/for it in tl\.range\(ovl_lo, tl\.minimum\(ovl_hi, num_kv\)\):/g)?.length).toBe(1);
+    // The causal loop: each group clipped to its blocks under kv_end, its guard static.
+    expect(src).toContain(
+      "for it in tl.range(ovl_lo, tl.minimum(tl.minimum(ovl_hi, num_kv), ovl_lo + kv_end - tl.load(ovl_kv_group_block + ovl_g))):",
+    );
+    expect(src).not.toContain("if kv_blk < kv_end:");
+    expect(r.manifest.tables.map((t) => t.name)).toContain("ovl_kv_group_block");
     expect(parseWithPython({ k: src }).k).toBe("ok");
   });
 
@@ -159,6 +165,7 @@ describe("compile ag-attention", () => {
         // Each group visits consecutive blocks in increasing order, so a causal bound clips it to a position range.
         const firsts = groupBlockRuns(start.slice(0, -1), blocks, (p) => got.order[rank]![p]!);
         expect(firsts, where).toBeDefined();
+        expect(table("ovl_kv_group_block"), where).toEqual([...(firsts as number[]), blocks]);
       }
     }
   });

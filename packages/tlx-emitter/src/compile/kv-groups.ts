@@ -8,6 +8,9 @@ import type { Table } from "../manifest/schema.js";
 /** Names of the three tables that describe a kv loop's arrival groups (kernel parameters). */
 export const KV_GROUP_TABLES = { starts: "ovl_kv_group_start", waitAt: "ovl_kv_group_wait_at", waits: "ovl_kv_group_waits" } as const;
 
+/** Name of the table of each group's first kv block (present when every rank's groups are block runs, {@link groupBlockRuns}). */
+export const KV_GROUP_BLOCK_TABLE = "ovl_kv_group_block";
+
 /** One rank's arrival groups: `starts[g]` the first visit position of group g, `waits[g]` the slots it waits for first. */
 export interface RankGroups {
   starts: number[];
@@ -47,8 +50,10 @@ export function kvGroupTables(
   blocks: number,
 ): { groups: KvGroups; tables: Table[] } {
   const per: RankGroups[] = [];
+  const rankTables = (r: number) => Object.fromEntries(tables.map((x) => [x.name, x.values[r] as number[]]));
+  const blockAt = (r: number, p: number) => evaluateMap(order, { ovl_m: p, ovl_rank: r }, rankTables(r));
   for (let r = 0; r < world; r++) {
-    const t = Object.fromEntries(tables.map((x) => [x.name, x.values[r] as number[]]));
+    const t = rankTables(r);
     per.push(
       rankGroups(
         blocks,
@@ -70,10 +75,20 @@ export function kvGroupTables(
     return [...flat, ...Array<number>(waitLen - flat.length).fill(0)];
   });
   const table = (name: string, values: number[][]): Table => ({ name, dtype: "int32", values });
-  return {
-    groups: { count, ...KV_GROUP_TABLES },
-    tables: [table(KV_GROUP_TABLES.starts, starts), table(KV_GROUP_TABLES.waitAt, waitAt), table(KV_GROUP_TABLES.waits, waits)],
-  };
+  const out = [table(KV_GROUP_TABLES.starts, starts), table(KV_GROUP_TABLES.waitAt, waitAt), table(KV_GROUP_TABLES.waits, waits)];
+  // Each group's first block, when every group of every rank is a run of consecutive blocks:
+  // then a kv loop's causal bound clips each group to a position range (no `if` in the loop).
+  const firsts = starts.map((s, r) => groupBlockRuns(s.slice(0, count), blocks, (p) => blockAt(r, p)));
+  if (firsts.every((f) => f !== undefined)) {
+    out.push(
+      table(
+        KV_GROUP_BLOCK_TABLE,
+        firsts.map((f) => [...(f as number[]), blocks]),
+      ),
+    );
+    return { groups: { count, ...KV_GROUP_TABLES, firsts: KV_GROUP_BLOCK_TABLE }, tables: out };
+  }
+  return { groups: { count, ...KV_GROUP_TABLES }, tables: out };
 }
 
 /**

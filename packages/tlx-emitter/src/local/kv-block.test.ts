@@ -132,10 +132,43 @@ describe("kv-loop consumers (# ovl: tile kv=)", () => {
     expect(parseWithPython({ k: out.source }).k).toBe("ok");
   });
 
+  it("with arrival groups that are block runs: a causal guard clips each group's positions and holds statically", () => {
+    const k = parseLocalKernelWith(parser, GOOD.join("\n"), { file: "k.py" });
+    const out = transformLocalKernel(k, program([staticMap(m)], [...groupTables, "ovl_gb"]), { kvGroups: { ...GROUPS, firsts: "ovl_gb" } });
+    expect(out.source).toContain(
+      [
+        "        for it in tl.range(ovl_lo, tl.minimum(tl.minimum(ovl_hi, n), ovl_lo + n - tl.load(ovl_gb + ovl_g))):",
+        "            blk = it  # ovl: tile kv=blk",
+        "            ovl_m = blk",
+        "            blk = (ovl_m + 4 * ovl_rank) % 16",
+        "            if True:",
+        "                acc += tl.load(kv_ptr + blk * BLOCK + tl.arange(0, BLOCK))",
+      ].join("\n"),
+    );
+    expect(parseWithPython({ k: out.source }).k).toBe("ok");
+    // Any other guard keeps its if and the group's whole range.
+    for (const cond of ["blk <= n", "n > blk", "blk < n + 1", "it < n"]) {
+      const src = edit(11, `        if ${cond}:`);
+      const other = transformLocalKernel(
+        parseLocalKernelWith(parser, src, { file: "k.py" }),
+        program([staticMap(m)], [...groupTables, "ovl_gb"]),
+        {
+          kvGroups: { ...GROUPS, firsts: "ovl_gb" },
+        },
+      );
+      expect(other.source, cond).toContain(`if ${cond}:`);
+      expect(other.source, cond).toContain("for it in tl.range(ovl_lo, tl.minimum(ovl_hi, n)):");
+    }
+  });
+
   it("golden: the built-in persistent flash-attention body with arrival groups", async () => {
     const slots = [dynamicMap(lookupTable("ovl_wait0", 16), m)];
     const out = transformLocalKernel(flash, program(slots, ["ovl_wait0", ...groupTables]), { kvGroups: GROUPS });
     await expect(out.source).toMatchFileSnapshot("./__golden__/flash_attention.groups.py");
+    const runs = transformLocalKernel(flash, program(slots, ["ovl_wait0", ...groupTables, "ovl_gb"]), {
+      kvGroups: { ...GROUPS, firsts: "ovl_gb" },
+    });
+    await expect(runs.source).toMatchFileSnapshot("./__golden__/flash_attention.group-runs.py");
   });
 
   it("with arrival groups, a kv loop not of the grouped form keeps its per-block waits", () => {

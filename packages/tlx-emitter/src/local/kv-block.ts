@@ -4,7 +4,8 @@
 // chunk slots there — or, when the loop's last statement is an `if` on the block that holds
 // the rest of the iteration (a causal skip), at the top of that `if`, so a skipped block
 // waits for nothing. Given arrival groups, a loop of the grouped form instead waits once per
-// group in an outer loop around it, leaving the kv loop free of waits (software-pipelined).
+// group in an outer loop around it, leaving the kv loop free of waits (software-pipelined); when
+// the groups are block runs, a causal `if <kv> < <bound>:` clips each group's range instead.
 import type { KvTileAnnotation } from "./annotations.js";
 import { assignedNames } from "./kernel.js";
 import { LocalKernelError } from "./errors.js";
@@ -117,6 +118,28 @@ export interface KvGroups {
   waitAt: string;
   /** Table of the slots a rank waits for, group by group. */
   waits: string;
+  /**
+   * Table of `count + 1` kv blocks a rank: group g visits blocks `firsts[g]` onward, one a
+   * position. Given, a causal guard `if <kv> < <bound>:` is applied to the group's positions
+   * instead ({@link causalBound}): the kv loop keeps no `if` and is software-pipelined.
+   */
+  firsts?: string;
+}
+
+/**
+ * The bound of a kv loop's causal guard, `if <kv> < <bound>:` with `<bound>` a name or an
+ * integer: the condition node and the bound's text; `undefined` for any other guard.
+ */
+export function causalBound(s: KvStatement): { condition: SyntaxNode; bound: string } | undefined {
+  const condition = s.guard?.parent === null || s.guard === undefined ? undefined : field(s.guard.parent, "condition");
+  if (condition?.type !== "comparison_operator") return undefined;
+  const sides = named(condition);
+  const ops = condition.children.flatMap((c) => (c === null || c.isNamed ? [] : [c.type]));
+  const [left, right] = sides;
+  if (sides.length !== 2 || ops.length !== 1 || ops[0] !== "<" || left?.type !== "identifier" || left.text !== s.kv) return undefined;
+  if (right?.type !== "identifier" && right?.type !== "integer") return undefined;
+  if (condition.startPosition.row !== condition.endPosition.row) return undefined;
+  return { condition, bound: right.text };
 }
 
 /** A text edit of the kernel's source: insert `text` at `at`, replacing `[at, to)` when `to` is given. */
@@ -189,7 +212,16 @@ export function groupedKvEdits(
     if (end < 0) break;
     at = end + 1;
   }
-  edits.push({ at: form.range.startIndex, to: form.range.endIndex, text: `tl.range(ovl_lo, tl.minimum(ovl_hi, ${form.stop}))` });
+  const causal = groups.firsts === undefined ? undefined : causalBound(s);
+  if (causal === undefined) {
+    edits.push({ at: form.range.startIndex, to: form.range.endIndex, text: `tl.range(ovl_lo, tl.minimum(ovl_hi, ${form.stop}))` });
+  } else {
+    // The group's blocks run from its first block: those under the bound are its first positions.
+    const hi = `tl.minimum(tl.minimum(ovl_hi, ${form.stop}), ovl_lo + ${causal.bound} - tl.load(${groups.firsts} + ovl_g))`;
+    edits.push({ at: form.range.startIndex, to: form.range.endIndex, text: `tl.range(ovl_lo, ${hi})` });
+    // Every visited block is under the bound: the guard holds, statically.
+    edits.push({ at: causal.condition.startIndex, to: causal.condition.endIndex, text: "True" });
+  }
   const stmtIndent = source.slice(lineStart(source, s.node.startIndex), s.node.startIndex) + unit;
   let after = source.indexOf("\n", s.node.endIndex);
   if (after < 0) after = source.length;

@@ -1,0 +1,85 @@
+"""flash_attention: consumer kernel with ovl's tile-boundary waits.
+
+Emitted by @ovl/tlx-emitter from flash_attention.py (flash_attention); edit the source kernel, not this file."""
+import triton
+import triton.language as tl
+from ovl_runtime.language import load_epoch_target, wait_slot, consume_token
+
+
+@triton.jit
+def _attend_block(acc, l_i, m_i, q, q_pos, kv_ptr, kv_blk, kv_head, SKV, qk_scale,
+                  HKV: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    # One kv block of the online softmax: scores, running max and sum, rescaled accumulator.
+    row_stride = 2 * HKV * HEAD_DIM
+    offs_n = kv_blk * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    in_seq = offs_n < SKV
+    k = tl.load(kv_ptr + offs_n[None, :] * row_stride + kv_head * HEAD_DIM + offs_d[:, None], mask=in_seq[None, :], other=0.0)
+    qk = tl.dot(q, k)
+    keep = in_seq[None, :]
+    if CAUSAL:
+        keep = keep & (offs_n[None, :] <= q_pos[:, None])
+    qk = tl.where(keep, qk * qk_scale, float("-inf"))
+    m_ij = tl.maximum(m_i, tl.max(qk, 1))
+    p = tl.math.exp2(qk - m_ij[:, None])
+    alpha = tl.math.exp2(m_i - m_ij)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    v = tl.load(kv_ptr + offs_n[:, None] * row_stride + (HKV + kv_head) * HEAD_DIM + offs_d[None, :], mask=in_seq[:, None], other=0.0)
+    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    return acc, l_i, m_ij
+
+
+@triton.jit
+def flash_attention(q_ptr, kv_ptr, o_ptr, SQ, SKV, q_shard, sm_scale: tl.constexpr,
+                    H: tl.constexpr, HKV: tl.constexpr, HEAD_DIM: tl.constexpr,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr, ovl_wait0, ovl_gs, ovl_ga, ovl_gw, ovl_gb, ovl_sig_ptr, ovl_err_ptr, ovl_rank, ovl_epoch_ptr, ovl_timeout_ns):
+    num_pid_m = tl.cdiv(SQ, BLOCK_M)
+    num_kv = tl.cdiv(SKV, BLOCK_N)
+    qk_scale = sm_scale * 1.4426950408889634
+    offs_d = tl.arange(0, HEAD_DIM)
+    for work in tl.range(tl.program_id(0), num_pid_m * H, tl.num_programs(0), flatten=False):  # ovl: tile-loop
+        head = work // num_pid_m
+        pid_m = work % num_pid_m
+        kv_head = head // (H // HKV)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        q_rows = offs_m[:, None] < SQ
+        q = tl.load(q_ptr + offs_m[:, None] * (H * HEAD_DIM) + head * HEAD_DIM + offs_d[None, :], mask=q_rows, other=0.0)
+        q_pos = q_shard * SQ + offs_m
+        # A finite floor: a row whose first visited block is all masked keeps alpha = 1, not NaN.
+        m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - 1.0e30
+        l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+        acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+        if CAUSAL:
+            # Keys past the block's last query position are masked for every row: skip their blocks.
+            kv_end = tl.cdiv(tl.minimum(q_shard * SQ + (pid_m + 1) * BLOCK_M, SKV), BLOCK_N)
+            ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
+            for ovl_g in tl.range(0, 3):
+                ovl_lo = tl.load(ovl_gs + ovl_g)
+                ovl_hi = tl.load(ovl_gs + ovl_g + 1)
+                for ovl_w in tl.range(tl.load(ovl_ga + ovl_g), tl.load(ovl_ga + ovl_g + 1)):
+                    ovl_tok = wait_slot(ovl_sig_ptr, tl.load(ovl_gw + ovl_w), ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
+                    ovl_lo = consume_token(ovl_lo, ovl_tok)
+                for it in tl.range(ovl_lo, tl.minimum(tl.minimum(ovl_hi, num_kv), ovl_lo + kv_end - tl.load(ovl_gb + ovl_g))):
+                    kv_blk = it  # ovl: tile kv=kv_blk
+                    ovl_m = kv_blk
+                    kv_blk = (ovl_m + 4 * ovl_rank) % 16
+                    if True:
+                        acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, q_pos, kv_ptr, kv_blk, kv_head, SKV, qk_scale,
+                                                      HKV, HEAD_DIM, BLOCK_N, True)
+        else:
+            ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
+            for ovl_g in tl.range(0, 3):
+                ovl_lo = tl.load(ovl_gs + ovl_g)
+                ovl_hi = tl.load(ovl_gs + ovl_g + 1)
+                for ovl_w in tl.range(tl.load(ovl_ga + ovl_g), tl.load(ovl_ga + ovl_g + 1)):
+                    ovl_tok = wait_slot(ovl_sig_ptr, tl.load(ovl_gw + ovl_w), ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
+                    ovl_lo = consume_token(ovl_lo, ovl_tok)
+                for it in tl.range(ovl_lo, tl.minimum(ovl_hi, num_kv)):
+                    kv_blk = it  # ovl: tile kv=kv_blk
+                    ovl_m = kv_blk
+                    kv_blk = (ovl_m + 4 * ovl_rank) % 16
+                    acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, q_pos, kv_ptr, kv_blk, kv_head, SKV, qk_scale,
+                                                  HKV, HEAD_DIM, BLOCK_N, False)
+        acc = acc / l_i[:, None]
+        o_ptrs = o_ptr + offs_m[:, None] * (H * HEAD_DIM) + head * HEAD_DIM + offs_d[None, :]
+        tl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=q_rows)
