@@ -87,10 +87,13 @@ def test_the_kv_loop_waits_on_every_chunk_a_block_meets(compiled):
     (k,) = m.kernels
     assert k.template_params["slotColumns"] == 2
     src = (compiled / "w2_ring_causal_gqa" / k.source).read_text()
-    # Both kv loops (causal and not) wait once per arrival group, before the loop over its blocks:
-    # no wait inside the kv loop Triton pipelines.
-    loops = [i for i in range(len(src)) if src.startswith("for it in tl.range(ovl_lo", i)]
-    assert len(loops) == 2 and src.count("wait_slot(") == 2
+    # The three kv loops (causal off-diagonal and diagonal, non-causal) wait once per arrival group,
+    # before the loop over its blocks: no wait inside the kv loops Triton pipelines. The causal ones
+    # run over each group's blocks clipped by their bounds, with no if on the block.
+    loops = [i for i in range(len(src)) if src.startswith("for it in tl.range(", i)]
+    assert len(loops) == 3 and src.count("wait_slot(") == 3
+    assert "ovl_lo + kv_diag - tl.load(ovl_kv_group_block + ovl_g)" in src
+    assert "if kv_blk < kv_end" not in src and "if kv_diag <= kv_blk" not in src
     for at in loops:
         body = src[at : src.index("_attend_block(", at)]
         assert "wait_slot" not in body and "ovl_slot" not in body

@@ -12,9 +12,10 @@ every rank of a world share one GPU (the runner's SM budget sizes the grid).
 A plain Triton kernel: the `# ovl:` comments tell @ovl/tlx-emitter that kv is gathered and
 which statement sets the kv block an iteration reads, so it can visit kv blocks in arrival
 order (the online softmax does not depend on the order) and wait for each block's chunks.
-A causal block past a query block's diagonal is skipped (per block before its wait; with
-arrival groups the compiler clips each group's range by kv_end instead of the `if`, so the
-causal loop is software-pipelined as well).
+Causal: one kv loop over the blocks fully below a query block's diagonal (no mask), one over
+the diagonal blocks (masked); blocks past the diagonal are skipped (per block before its wait;
+with arrival groups the compiler clips each group's range by the `if`'s bounds instead, so both
+loops are software-pipelined).
 """
 import triton
 import triton.language as tl
@@ -65,11 +66,19 @@ def flash_attention(q_ptr, kv_ptr, o_ptr, SQ, SKV, q_shard, sm_scale: tl.constex
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
         acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
         if CAUSAL:
+            # Blocks before kv_diag end before the block's first query position: no row masks them.
             # Keys past the block's last query position are masked for every row: skip their blocks.
+            kv_diag = (q_shard * SQ + pid_m * BLOCK_M) // BLOCK_N
             kv_end = tl.cdiv(tl.minimum(q_shard * SQ + (pid_m + 1) * BLOCK_M, SKV), BLOCK_N)
             for it in range(0, num_kv):
                 kv_blk = it  # ovl: tile kv=kv_blk
-                if kv_blk < kv_end:
+                if kv_blk < kv_diag:
+                    acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, q_pos, kv_ptr, kv_blk, kv_head, SKV, qk_scale,
+                                                  HKV, HEAD_DIM, BLOCK_N, False)
+            # The diagonal: blocks the causal mask cuts.
+            for it in range(0, num_kv):
+                kv_blk = it  # ovl: tile kv=kv_blk
+                if kv_diag <= kv_blk and kv_blk < kv_end:
                     acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, q_pos, kv_ptr, kv_blk, kv_head, SKV, qk_scale,
                                                   HKV, HEAD_DIM, BLOCK_N, True)
         else:

@@ -91,14 +91,16 @@ describe("compile ag-attention", () => {
       ["signals", [expect.any(Number)], true],
     ]);
     const src = r.files[0]!.text;
-    expect(src.match(/wait_slot\(/g)?.length).toBe(2); // one per kv loop (causal and not), before it
+    expect(src.match(/wait_slot\(/g)?.length).toBe(3); // one per kv loop (causal off-diagonal and diagonal, non-causal), before it
     // No wait inside the kv loops: each runs over one arrival group's positions.
     expect(src.match(/for it in tl\.range\(ovl_lo, tl\.minimum\(ovl_hi, num_kv\)\):/g)?.length).toBe(1);
-    // The causal loop: each group clipped to its blocks under kv_end, its guard static.
+    // The causal loops: each group clipped to its blocks below kv_diag (no mask), then to [kv_diag, kv_end); guards static.
+    const first = "tl.load(ovl_kv_group_block + ovl_g)";
+    expect(src).toContain(`for it in tl.range(ovl_lo, tl.minimum(tl.minimum(ovl_hi, num_kv), ovl_lo + kv_diag - ${first})):`);
     expect(src).toContain(
-      "for it in tl.range(ovl_lo, tl.minimum(tl.minimum(ovl_hi, num_kv), ovl_lo + kv_end - tl.load(ovl_kv_group_block + ovl_g))):",
+      `for it in tl.range(tl.maximum(ovl_lo, ovl_lo + kv_diag - ${first}), tl.minimum(tl.minimum(ovl_hi, num_kv), ovl_lo + kv_end - ${first})):`,
     );
-    expect(src).not.toContain("if kv_blk < kv_end:");
+    expect(src).not.toMatch(/if kv_blk < kv_diag:|if kv_diag <= kv_blk/);
     expect(r.manifest.tables.map((t) => t.name)).toContain("ovl_kv_group_block");
     expect(parseWithPython({ k: src }).k).toBe("ok");
   });

@@ -146,8 +146,26 @@ describe("kv-loop consumers (# ovl: tile kv=)", () => {
       ].join("\n"),
     );
     expect(parseWithPython({ k: out.source }).k).toBe("ok");
+    const diag = transformLocalKernel(
+      parseLocalKernelWith(parser, edit(11, "        if 2 <= blk and blk < n:"), { file: "k.py" }),
+      program([staticMap(m)], [...groupTables, "ovl_gb"]),
+      { kvGroups: { ...GROUPS, firsts: "ovl_gb" } },
+    );
+    expect(diag.source).toContain(
+      "        for it in tl.range(tl.maximum(ovl_lo, ovl_lo + 2 - tl.load(ovl_gb + ovl_g)), tl.minimum(tl.minimum(ovl_hi, n), ovl_lo + n - tl.load(ovl_gb + ovl_g))):",
+    );
+    expect(diag.source).toContain("            if True:\n");
+    expect(parseWithPython({ k: diag.source }).k).toBe("ok");
     // Any other guard keeps its if and the group's whole range.
-    for (const cond of ["blk <= n", "n > blk", "blk < n + 1", "it < n"]) {
+    for (const cond of [
+      "blk <= n",
+      "n > blk",
+      "blk < n + 1",
+      "it < n",
+      "2 < blk and blk < n",
+      "2 <= blk or blk < n",
+      "2 <= it and blk < n",
+    ]) {
       const src = edit(11, `        if ${cond}:`);
       const other = transformLocalKernel(
         parseLocalKernelWith(parser, src, { file: "k.py" }),
@@ -281,7 +299,7 @@ const mapOf = (name: string): fc.Arbitrary<{ map: IndexMap; table?: string }> =>
   );
 
 describe("the built-in flash-attention body, property", () => {
-  it("any order and slot columns: both kv loops remap and wait once per column, the body's text kept, valid Python", () => {
+  it("any order and slot columns: all three kv loops (causal off-diagonal and diagonal, non-causal) remap and wait once per column, the body's text kept, valid Python", () => {
     const emitted: Record<string, string> = {};
     let i = 0;
     fc.assert(
@@ -298,10 +316,10 @@ describe("the built-in flash-attention body, property", () => {
             tables: [order, ...cols].flatMap((c) => (c.table === undefined ? [] : [c.table])),
           };
           const out = transformLocalKernel(flash, p);
-          expect(out.source.split("ovl_m = kv_blk\n").length - 1).toBe(2);
-          expect(out.source.split("wait_slot(ovl_sig_ptr").length - 1).toBe(2 * cols.length);
-          expect(out.source.split("kv_blk = consume_token(kv_blk, ovl_tok)").length - 1).toBe(2 * cols.length);
-          expect(out.source.split("load_epoch_target(ovl_epoch_ptr, 1)").length - 1).toBe(cols.length > 0 ? 2 : 0);
+          expect(out.source.split("ovl_m = kv_blk\n").length - 1).toBe(3);
+          expect(out.source.split("wait_slot(ovl_sig_ptr").length - 1).toBe(3 * cols.length);
+          expect(out.source.split("kv_blk = consume_token(kv_blk, ovl_tok)").length - 1).toBe(3 * cols.length);
+          expect(out.source.split("load_epoch_target(ovl_epoch_ptr, 1)").length - 1).toBe(cols.length > 0 ? 3 : 0);
           for (const name of new Set(out.source.match(/\bovl_[A-Za-z0-9_]*/g) ?? [])) {
             expect(out.insertedParams.includes(name) || INSERTED_LOCALS.test(name) || name === "ovl_runtime", name).toBe(true);
           }

@@ -120,26 +120,41 @@ export interface KvGroups {
   waits: string;
   /**
    * Table of `count + 1` kv blocks a rank: group g visits blocks `firsts[g]` onward, one a
-   * position. Given, a causal guard `if <kv> < <bound>:` is applied to the group's positions
+   * position. Given, a causal guard (`if <kv> < <hi>:`, `if <lo> <= <kv> and <kv> < <hi>:`) is applied to the group's positions
    * instead ({@link causalBound}): the kv loop keeps no `if` and is software-pipelined.
    */
   firsts?: string;
 }
 
 /**
- * The bound of a kv loop's causal guard, `if <kv> < <bound>:` with `<bound>` a name or an
- * integer: the condition node and the bound's text; `undefined` for any other guard.
+ * The block range of a kv loop's causal guard: `if <kv> < <hi>:` (blocks `[0, hi)`) or
+ * `if <lo> <= <kv> and <kv> < <hi>:` (blocks `[lo, hi)`, a diagonal), each bound a name or an
+ * integer, the condition on one line: the condition node and the bounds' text (`lo` absent for
+ * the first form); `undefined` for any other guard.
  */
-export function causalBound(s: KvStatement): { condition: SyntaxNode; bound: string } | undefined {
+export function causalBound(s: KvStatement): { condition: SyntaxNode; lo?: string; hi: string } | undefined {
   const condition = s.guard?.parent === null || s.guard === undefined ? undefined : field(s.guard.parent, "condition");
-  if (condition?.type !== "comparison_operator") return undefined;
-  const sides = named(condition);
-  const ops = condition.children.flatMap((c) => (c === null || c.isNamed ? [] : [c.type]));
-  const [left, right] = sides;
-  if (sides.length !== 2 || ops.length !== 1 || ops[0] !== "<" || left?.type !== "identifier" || left.text !== s.kv) return undefined;
-  if (right?.type !== "identifier" && right?.type !== "integer") return undefined;
-  if (condition.startPosition.row !== condition.endPosition.row) return undefined;
-  return { condition, bound: right.text };
+  if (condition === undefined || condition.startPosition.row !== condition.endPosition.row) return undefined;
+  const bound = (n: SyntaxNode | undefined): n is SyntaxNode => n?.type === "identifier" || n?.type === "integer";
+  // `<a> <op> <b>`: the two sides, when the comparison has exactly that operator.
+  const compare = (n: SyntaxNode | undefined, op: string): [SyntaxNode, SyntaxNode] | undefined => {
+    if (n?.type !== "comparison_operator") return undefined;
+    const sides = named(n);
+    const ops = n.children.flatMap((c) => (c === null || c.isNamed ? [] : [c.type]));
+    const [a, b] = sides;
+    return sides.length === 2 && ops.length === 1 && ops[0] === op && bound(a) && bound(b) ? [a, b] : undefined;
+  };
+  const upper = (n: SyntaxNode | undefined): string | undefined => {
+    const c = compare(n, "<");
+    return c !== undefined && c[0].type === "identifier" && c[0].text === s.kv ? c[1].text : undefined;
+  };
+  const hi = upper(condition);
+  if (hi !== undefined) return { condition, hi };
+  if (condition.type !== "boolean_operator" || field(condition, "operator")?.text !== "and") return undefined;
+  const lower = compare(field(condition, "left"), "<=");
+  const top = upper(field(condition, "right"));
+  if (lower === undefined || top === undefined || lower[1].type !== "identifier" || lower[1].text !== s.kv) return undefined;
+  return { condition, lo: lower[0].text, hi: top };
 }
 
 /** A text edit of the kernel's source: insert `text` at `at`, replacing `[at, to)` when `to` is given. */
@@ -216,9 +231,11 @@ export function groupedKvEdits(
   if (causal === undefined) {
     edits.push({ at: form.range.startIndex, to: form.range.endIndex, text: `tl.range(ovl_lo, tl.minimum(ovl_hi, ${form.stop}))` });
   } else {
-    // The group's blocks run from its first block: those under the bound are its first positions.
-    const hi = `tl.minimum(tl.minimum(ovl_hi, ${form.stop}), ovl_lo + ${causal.bound} - tl.load(${groups.firsts} + ovl_g))`;
-    edits.push({ at: form.range.startIndex, to: form.range.endIndex, text: `tl.range(ovl_lo, ${hi})` });
+    // The group's blocks run from its first block: those in [lo, hi) are a run of its positions.
+    const first = `tl.load(${groups.firsts} + ovl_g)`;
+    const hi = `tl.minimum(tl.minimum(ovl_hi, ${form.stop}), ovl_lo + ${causal.hi} - ${first})`;
+    const lo = causal.lo === undefined ? "ovl_lo" : `tl.maximum(ovl_lo, ovl_lo + ${causal.lo} - ${first})`;
+    edits.push({ at: form.range.startIndex, to: form.range.endIndex, text: `tl.range(${lo}, ${hi})` });
     // Every visited block is under the bound: the guard holds, statically.
     edits.push({ at: causal.condition.startIndex, to: causal.condition.endIndex, text: "True" });
   }

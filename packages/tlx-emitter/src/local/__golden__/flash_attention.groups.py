@@ -50,7 +50,9 @@ def flash_attention(q_ptr, kv_ptr, o_ptr, SQ, SKV, q_shard, sm_scale: tl.constex
         l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
         acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
         if CAUSAL:
+            # Blocks before kv_diag end before the block's first query position: no row masks them.
             # Keys past the block's last query position are masked for every row: skip their blocks.
+            kv_diag = (q_shard * SQ + pid_m * BLOCK_M) // BLOCK_N
             kv_end = tl.cdiv(tl.minimum(q_shard * SQ + (pid_m + 1) * BLOCK_M, SKV), BLOCK_N)
             ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
             for ovl_g in tl.range(0, 3):
@@ -63,7 +65,22 @@ def flash_attention(q_ptr, kv_ptr, o_ptr, SQ, SKV, q_shard, sm_scale: tl.constex
                     kv_blk = it  # ovl: tile kv=kv_blk
                     ovl_m = kv_blk
                     kv_blk = (ovl_m + 4 * ovl_rank) % 16
-                    if kv_blk < kv_end:
+                    if kv_blk < kv_diag:
+                        acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, q_pos, kv_ptr, kv_blk, kv_head, SKV, qk_scale,
+                                                      HKV, HEAD_DIM, BLOCK_N, False)
+            # The diagonal: blocks the causal mask cuts.
+            ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
+            for ovl_g in tl.range(0, 3):
+                ovl_lo = tl.load(ovl_gs + ovl_g)
+                ovl_hi = tl.load(ovl_gs + ovl_g + 1)
+                for ovl_w in tl.range(tl.load(ovl_ga + ovl_g), tl.load(ovl_ga + ovl_g + 1)):
+                    ovl_tok = wait_slot(ovl_sig_ptr, tl.load(ovl_gw + ovl_w), ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
+                    ovl_lo = consume_token(ovl_lo, ovl_tok)
+                for it in tl.range(ovl_lo, tl.minimum(ovl_hi, num_kv)):
+                    kv_blk = it  # ovl: tile kv=kv_blk
+                    ovl_m = kv_blk
+                    kv_blk = (ovl_m + 4 * ovl_rank) % 16
+                    if kv_diag <= kv_blk and kv_blk < kv_end:
                         acc, l_i, m_i = _attend_block(acc, l_i, m_i, q, q_pos, kv_ptr, kv_blk, kv_head, SKV, qk_scale,
                                                       HKV, HEAD_DIM, BLOCK_N, True)
         else:
