@@ -1,13 +1,12 @@
 // `ovl emit ag-attention`: sequence-parallel attention with its KV gathered by an AllGather
 // template (swizzle, ring — Mercury's ring-attention shift — or hierarchical) while ovl's
 // built-in flash-attention body (or --kernel) computes; kernels, manifest and plan written.
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, serializePlan, type ChunkPlan } from "@ovl/chunk-plan";
-import { attentionGemmView, builtinBody, compile, emitManifestJson, type AttentionProblem, type OperatorInput } from "@ovl/tlx-emitter";
+import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, type ChunkPlan } from "@ovl/chunk-plan";
+import { attentionGemmView, builtinBody, compile, type AttentionProblem, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
+import { writeEmitted } from "./write-emitted.js";
 
 /** The flags `ovl emit ag-attention` reads. */
 export interface AttentionFlags {
@@ -90,16 +89,7 @@ export async function emitAttentionCommand(
     ...(tile === undefined ? {} : { tile }),
   };
   const result = await compile(op);
-  const dir = resolve(outDir);
-  mkdirSync(dir, { recursive: true });
-  const files = result.files.map((x) => {
-    writeFileSync(join(dir, x.path), x.text);
-    return join(dir, x.path);
-  });
-  const manifest = join(dir, "manifest.json");
-  writeFileSync(manifest, emitManifestJson(result.manifest));
-  writeFileSync(join(dir, "plan.json"), serializePlan(plan));
-  files.push(manifest, join(dir, "plan.json"));
+  const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const k = result.manifest.kernels[0];
   const blocks = `${String(k?.constexprs.BLOCK_M)}x${String(k?.constexprs.BLOCK_N)}`;
   return {

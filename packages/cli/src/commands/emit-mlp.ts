@@ -1,13 +1,14 @@
 // `ovl emit mlp`: the tensor-parallel MLP as one operator chain — AllGather + gate/up GEMM +
 // SiLU-mul, then GEMM + ReduceScatter reading the first stage's output in place — written as
 // two operator folders (`up/`, `down/`: kernels and manifest each) and one `chain.json`.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { allGatherSwizzle, planSignals, serializePlan } from "@ovl/chunk-plan";
-import { compile, compileMlp, emitManifestJson, gemmSiluMulBody, withSiluMulDefaults } from "@ovl/tlx-emitter";
+import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
+import { compile, compileMlp, gemmSiluMulBody, withSiluMulDefaults } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
+import { writeEmitted } from "./write-emitted.js";
 
 /** The flags `ovl emit mlp` reads (`--m`/`--n`/`--k` name tokens, intermediate and hidden). */
 export interface MlpFlags {
@@ -60,16 +61,7 @@ export async function emitMlpCommand(f: MlpFlags, outDir: string): Promise<Comma
   });
   const dir = resolve(outDir);
   const files: string[] = [];
-  for (const s of r.stages) {
-    const d = join(dir, s.dir);
-    mkdirSync(d, { recursive: true });
-    for (const x of s.result.files) {
-      writeFileSync(join(d, x.path), x.text);
-      files.push(join(d, x.path));
-    }
-    writeFileSync(join(d, "manifest.json"), emitManifestJson(s.result.manifest));
-    files.push(join(d, "manifest.json"));
-  }
+  for (const s of r.stages) files.push(...writeEmitted(join(dir, s.dir), s.result).files);
   const chainPath = join(dir, "chain.json");
   writeFileSync(chainPath, `${JSON.stringify(r.chain, null, 2)}\n`);
   files.push(chainPath);
@@ -126,16 +118,7 @@ export async function emitAgGemmSiluCommand(f: AgGemmSiluFlags, outDir: string):
       ...(tile ? { tile } : {}),
     }),
   );
-  const dir = resolve(outDir);
-  mkdirSync(dir, { recursive: true });
-  const files = result.files.map((x) => {
-    writeFileSync(join(dir, x.path), x.text);
-    return join(dir, x.path);
-  });
-  const manifest = join(dir, "manifest.json");
-  writeFileSync(manifest, emitManifestJson(result.manifest));
-  writeFileSync(join(dir, "plan.json"), serializePlan(plan));
-  files.push(manifest, join(dir, "plan.json"));
+  const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   return {
     json: { name, dir, manifest, files, world, mlp: { tokens: M, hidden, intermediate } },
     lines: [

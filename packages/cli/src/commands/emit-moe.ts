@@ -1,13 +1,12 @@
 // `ovl emit ag-moe`: MoE's AllGather + Gather + grouped GEMM (TileLink's MoE part 1) with the
 // routing computed on the device: the tokens gathered by an AllGather template while ovl's
 // built-in gather + grouped GEMM body (or --kernel) computes each expert's rows.
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, serializePlan, type ChunkPlan } from "@ovl/chunk-plan";
-import { builtinBody, compile, emitManifestJson, MOE_DEFAULT_TILE, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
+import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, type ChunkPlan } from "@ovl/chunk-plan";
+import { builtinBody, compile, MOE_DEFAULT_TILE, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
+import { writeEmitted } from "./write-emitted.js";
 
 /** The flags `ovl emit ag-moe` reads (`--m`/`--n`/`--k` name the same sizes as the GEMM flags). */
 export interface MoeFlags {
@@ -119,16 +118,7 @@ export async function emitMoeCommand(f: MoeFlags, outDir: string, kernelFile?: {
     tile,
   };
   const result = await compile(op);
-  const dir = resolve(outDir);
-  mkdirSync(dir, { recursive: true });
-  const files = result.files.map((x) => {
-    writeFileSync(join(dir, x.path), x.text);
-    return join(dir, x.path);
-  });
-  const manifest = join(dir, "manifest.json");
-  writeFileSync(manifest, emitManifestJson(result.manifest));
-  writeFileSync(join(dir, "plan.json"), serializePlan(plan));
-  files.push(manifest, join(dir, "plan.json"));
+  const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   return {
     json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile } },

@@ -1,8 +1,8 @@
 // `ovl emit`: plan, lower and emit a fused operator (AG+GEMM, GEMM+RS or GEMM+AR) as Triton kernels
 // plus the `ovl.manifest/v1` the runner executes, with the plan and schedule beside them.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
-import { lowerToTileSchedule, planSignals, serializePlan, type ChunkPlan, type TileSchedule } from "@ovl/chunk-plan";
+import { basename, join } from "node:path";
+import { lowerToTileSchedule, planSignals, type ChunkPlan, type TileSchedule } from "@ovl/chunk-plan";
 import {
   builtinBody,
   compile,
@@ -17,6 +17,7 @@ import {
 } from "@ovl/tlx-emitter";
 import { buildPlan, consumes, gemmTiling } from "../build.js";
 import { readPlanFile } from "./validate.js";
+import { writeEmitted } from "./write-emitted.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeProblem, type Problem } from "../problem.js";
@@ -123,18 +124,9 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
     { role: consumes(p) ? "consumer" : "producer" },
   );
   const result = await compile(op);
-  const dir = resolve(outDir);
-  mkdirSync(dir, { recursive: true });
-  const files: string[] = [];
-  for (const f of result.files) {
-    writeFileSync(join(dir, f.path), f.text);
-    files.push(join(dir, f.path));
-  }
-  const manifestPath = join(dir, "manifest.json");
-  writeFileSync(manifestPath, emitManifestJson(result.manifest));
-  writeFileSync(join(dir, "plan.json"), serializePlan(op.plan));
+  const { dir, manifest: manifestPath, files } = writeEmitted(outDir, result, op.plan);
   writeFileSync(join(dir, "schedule.json"), `${JSON.stringify(schedule)}\n`);
-  files.push(manifestPath, join(dir, "plan.json"), join(dir, "schedule.json"));
+  files.push(join(dir, "schedule.json"));
   return { name: op.name, dir, manifestPath, files, plan: op.plan, schedule, result, operator: op, compute: choice };
 }
 

@@ -137,7 +137,12 @@ describe("compile: GEMM+AllReduce", () => {
       const cases = [
         // The notify scope: gpu only where this rank's own push kernel alone waits on the tile-done
         // slots; a host stream (copy engine) waits, or peers' pushes add to the same flags (tile-wise).
-        { plan: partitioned(M, N, world), options: { backend: "copy-engine" as const }, kinds: ["local-producer", "ar-reduce"], gpu: false },
+        {
+          plan: partitioned(M, N, world),
+          options: { backend: "copy-engine" as const },
+          kinds: ["local-producer", "ar-reduce"],
+          gpu: false,
+        },
         {
           plan: partitioned(M, N, world),
           options: { backend: "sm" as const },
