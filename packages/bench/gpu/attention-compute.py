@@ -19,8 +19,10 @@ within ``--tolerance`` (relative Frobenius error) of SDPA's. Times are CUDA-even
 
 What limits the body (known): kv is read through pointer loads (no TMA descriptors, no warp
 specialisation as in FlashAttention-3), with 128 query rows x 64 kv rows a program and 8 warps;
-the non-causal kv loop is software-pipelined by Triton (cp.async, ``num_stages``) but the
-causal loop's ``if`` that skips blocks past the diagonal is not pipelined through. The body is
+the non-causal kv loop is software-pipelined by Triton (cp.async, ``num_stages``). The causal
+path is two kv loops (blocks below the diagonal without a mask, the diagonal with it); in the
+bare body each keeps an ``if`` on the block, which Triton does not pipeline through, while the
+emitted kernel clips each arrival group's range by those bounds (no ``if``: pipelined). The body is
 persistent (a grid of one program per SM looping over (query block, head) work items), as
 ag-attention launches it; the emitted kernel waits once per arrival group in an outer loop
 around each kv loop, so no wait sits in the pipelined loop. ``attention-prepare.sh`` (Node)
