@@ -41,7 +41,7 @@ def atomic_xchg(p, v): mem[p] = int(v); log.append(("xchg", p, int(v)))
 def atomic_add(p, v, sem=None, scope=None): mem[p] = i32(mem.get(p, 0) + v); log.append(("add", p, v, sem, scope))
 tl = types.SimpleNamespace(inline_asm_elementwise=asm, atomic_xchg=atomic_xchg, atomic_add=atomic_add,
     debug_barrier=lambda: log.append(("barrier",)), load=lambda p: I32(mem.get(p, 0)), store=None,
-    pointer_type=lambda t: t, int32="i32", int64="i64", bfloat16="bf16")
+    pointer_type=lambda t: t, int32="i32", int64="i64", bfloat16="bf16", constexpr=type("constexpr", (), {}))
 triton = types.ModuleType("triton"); triton.jit = lambda f: f
 language = types.ModuleType("triton.language"); language.__dict__.update(vars(tl)); triton.language = language
 sys.modules["triton"], sys.modules["triton.language"] = triton, language
@@ -69,6 +69,9 @@ out = [
 mem.clear(); log.clear()
 ns["notify_slot"](SIG, 2)
 out.append({"name": "notify", "log": [list(map(str, e)) for e in log], "value": mem[SIG + 2]})
+mem.clear(); log.clear()
+ns["notify_slot"](SIG, 2, "gpu")
+out.append({"name": "notify-gpu", "log": [list(map(str, e)) for e in log], "value": mem[SIG + 2]})
 mem.clear(); log.clear(); mem[2000 + 1] = 500
 ns["peer_notify"](2000, 1, 4)
 out.append({"name": "peer_notify", "log": [list(map(str, e)) for e in log], "value": mem[504]})
@@ -100,6 +103,8 @@ describe("device primitive library (ovl_runtime.language)", () => {
     expect(byName["not-yet-wrapped"]).toMatchObject({ err: [1, 5, 3, 2 ** 31 - 3, -(2 ** 31) + 1] });
     // A notify first waits for this thread's TMA stores, then a barrier, then the release add.
     expect(byName.notify).toEqual({ name: "notify", log: [["bulk-wait"], ["barrier"], ["add", "2", "1", "release", "sys"]], value: 1 });
+    // Where only this device's kernels wait on the slot, the same at gpu scope.
+    expect(byName["notify-gpu"]).toMatchObject({ log: [["bulk-wait"], ["barrier"], ["add", "2", "1", "release", "gpu"]], value: 1 });
     expect(byName.peer_notify).toEqual({ name: "peer_notify", log: [["barrier"], ["add", "504", "1", "release", "sys"]], value: 1 });
   });
 });
