@@ -127,6 +127,9 @@ def test_notifies_complete_tma_stores_then_barrier_then_release(gpu_language):
     mod.notify_slot(SIG, 2)
     assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 2, 1, "release", "sys")]
     gpu.log.clear()
+    mod.notify_slot_gpu(SIG, 2)
+    assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 2, 1, "release", "gpu")]
+    gpu.log.clear()
     gpu.mem[2000 + 1] = 500
     mod.peer_notify(2000, 1, 4)
     assert gpu.log == [("barrier",), ("add", 504, 1, "release", "sys")]
@@ -139,7 +142,7 @@ def test_every_primitive_is_defined_once_in_each_mode():
         for n in ast.parse(text).body
         if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DEVICE_FUNCTIONS"
     )
-    assert len(names) == 10
+    assert len(names) == 11
     for f in names:
         n = text.count(f"\ndef {f}(") + text.count(f"\n    def {f}(")
         assert n in (1, 2), f

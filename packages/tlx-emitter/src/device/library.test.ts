@@ -70,7 +70,7 @@ mem.clear(); log.clear()
 ns["notify_slot"](SIG, 2)
 out.append({"name": "notify", "log": [list(map(str, e)) for e in log], "value": mem[SIG + 2]})
 mem.clear(); log.clear()
-ns["notify_slot"](SIG, 2, "gpu")
+ns["notify_slot_gpu"](SIG, 2)
 out.append({"name": "notify-gpu", "log": [list(map(str, e)) for e in log], "value": mem[SIG + 2]})
 mem.clear(); log.clear(); mem[2000 + 1] = 500
 ns["peer_notify"](2000, 1, 4)

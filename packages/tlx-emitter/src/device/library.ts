@@ -19,6 +19,7 @@ export const DEVICE_FUNCTIONS = [
   "wait_slot",
   "consume_token",
   "notify_slot",
+  "notify_slot_gpu",
   "peer_notify",
   "peer_base",
   "peer_tile_load",

@@ -68,7 +68,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
         ? ["load_epoch_target", "wait_slot", "consume_token"]
         : []
       : program.slots.length > 0
-        ? ["notify_slot"]
+        ? [notifyPrimitive(program)]
         : [];
   const from = options.file ?? file;
   const head = [
@@ -217,12 +217,16 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
     `${t.m} = ovl_t2 // ${n}`,
     `${t.n as string} = ovl_t2 % ${n}`,
   ]);
-  // The scope is one of two literals (checked with the program), printed only when not the default.
-  const scope = program.notifyScope === "gpu" ? ', "gpu"' : "";
+  const notify = notifyPrimitive(program);
   const atEnd = program.slots.flatMap((slot, j) => [
     `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`,
     `if ovl_slot${j} >= 0:`,
-    `\tnotify_slot(ovl_sig_ptr, ovl_slot${j}${scope})`,
+    `\t${notify}(ovl_sig_ptr, ovl_slot${j})`,
   ]);
   return { after, atEnd };
+}
+
+/** The device primitive a producer's notifies call: system scope, or gpu scope where the program asks (`notifyScope`). */
+function notifyPrimitive(program: TileProgram): "notify_slot" | "notify_slot_gpu" {
+  return program.notifyScope === "gpu" ? "notify_slot_gpu" : "notify_slot";
 }
