@@ -146,7 +146,7 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
   it("producer: notifies at gpu scope only when the program asks, and refuses any other scope", () => {
     expect(emit("gemm_producer", PRODUCER_STATIC).source).toContain("notify_slot(ovl_sig_ptr, ovl_slot0)\n");
     const gpu = emit("gemm_producer", { ...PRODUCER_STATIC, notifyScope: "gpu" }).source;
-    expect(gpu).toContain('notify_slot_gpu(ovl_sig_ptr, ovl_slot0)\n');
+    expect(gpu).toContain("notify_slot_gpu(ovl_sig_ptr, ovl_slot0)\n");
     expect(emit("gemm_producer", { ...PRODUCER_STATIC, notifyScope: "sys" }).source).toContain("notify_slot(ovl_sig_ptr, ovl_slot0)\n");
     const bad = { ...PRODUCER_STATIC, notifyScope: 'gpu")\nimport os  #' } as unknown as TileProgram;
     expect(() => emit("gemm_producer", bad)).toThrow(/notifyScope must be "gpu" or "sys"/);
