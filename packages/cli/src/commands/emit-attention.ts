@@ -1,11 +1,12 @@
 // `ovl emit ag-attention`: sequence-parallel attention with its KV gathered by an AllGather
 // template (swizzle, ring — Mercury's ring-attention shift — or hierarchical) while ovl's
 // built-in flash-attention body (or --kernel) computes; kernels, manifest and plan written.
-import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, type ChunkPlan } from "@ovl/chunk-plan";
+import type { ChunkPlan } from "@ovl/chunk-plan";
 import { attentionGemmView, builtinBody, compile, type AttentionProblem, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
+import { gatherPlan } from "./gather-plan.js";
 import { writeEmitted } from "./write-emitted.js";
 
 /** The flags `ovl emit ag-attention` reads. */
@@ -24,8 +25,6 @@ export interface AttentionFlags {
   backend?: string;
 }
 
-const TEMPLATES = ["swizzle", "ring", "hierarchical"] as const;
-
 /** The attention problem the flags name (every size required but the kv heads, which default to the heads). */
 export function attentionOfFlags(f: AttentionFlags): AttentionProblem {
   const need = (v: number | undefined, flag: string): number => {
@@ -37,26 +36,9 @@ export function attentionOfFlags(f: AttentionFlags): AttentionProblem {
   return { S: need(f.seq, "--seq"), heads, kvHeads: f.kvHeads ?? heads, headDim: need(f.headDim, "--head-dim"), causal: f.causal === true };
 }
 
-/** The kv AllGather of the flags: the template on the mesh, push (default) or pull, `split` chunks a shard. */
+/** The kv AllGather of the flags (`gatherPlan`). */
 export function attentionPlan(f: AttentionFlags, a: AttentionProblem): ChunkPlan {
-  const template = f.template ?? "swizzle";
-  if (!(TEMPLATES as readonly string[]).includes(template)) {
-    throw new UsageError("unknown-template", `ag-attention gathers kv with ${TEMPLATES.join(", ")}, not '${template}'`);
-  }
-  if (f.backend !== undefined && f.backend !== "copy-engine")
-    throw new UsageError("unsupported", "ag-attention gathers kv with copy-engine transfers only; drop --backend");
-  const side = f.side ?? "push";
-  if (side !== "push" && side !== "pull") throw new UsageError("usage", `--side is push or pull, not '${side}'`);
-  const mesh = parseMesh(f);
-  const tensor = { name: "kv", shape: [a.S, attentionGemmView(a).K], dtype: "bf16" as const };
-  const base = { tensor, axis: 0, mesh, split: f.split ?? 2 };
-  const plan =
-    template === "hierarchical"
-      ? allGatherHierarchical({ ...base, schedule: "pipelined" })
-      : template === "ring"
-        ? allGatherRing({ ...base, side })
-        : allGatherSwizzle({ ...base, side });
-  return planSignals(plan);
+  return gatherPlan(f, { name: "kv", shape: [a.S, attentionGemmView(a).K], dtype: "bf16" }, "ag-attention", "kv");
 }
 
 /** `--tile QxKV` (query rows × kv rows; a third number, if given, must be the head dimension). */

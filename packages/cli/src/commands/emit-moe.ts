@@ -1,11 +1,12 @@
 // `ovl emit ag-moe`: MoE's AllGather + Gather + grouped GEMM (TileLink's MoE part 1) with the
 // routing computed on the device: the tokens gathered by an AllGather template while ovl's
 // built-in gather + grouped GEMM body (or --kernel) computes each expert's rows.
-import { allGatherHierarchical, allGatherRing, allGatherSwizzle, planSignals, type ChunkPlan } from "@ovl/chunk-plan";
+import type { ChunkPlan } from "@ovl/chunk-plan";
 import { builtinBody, compile, MOE_DEFAULT_TILE, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
+import { gatherPlan } from "./gather-plan.js";
 import { writeEmitted } from "./write-emitted.js";
 
 /** The flags `ovl emit ag-moe` reads (`--m`/`--n`/`--k` name the same sizes as the GEMM flags). */
@@ -35,8 +36,6 @@ export interface MoeProblem {
   readonly intermediate: number;
   readonly routing: MoeRouting;
 }
-
-const TEMPLATES = ["swizzle", "ring", "hierarchical"] as const;
 
 /** The problem the flags name; every size is required (`--tokens` or `--m`, ...). */
 export function moeOfFlags(f: MoeFlags): MoeProblem {
@@ -72,25 +71,9 @@ function parseChoices(text: string, experts: number): number[] {
   return ids;
 }
 
-/** The token AllGather of the flags: the template on the mesh, push (default) or pull, `split` chunks a shard. */
+/** The token AllGather of the flags (`gatherPlan`). */
 export function moePlan(f: MoeFlags, p: MoeProblem): ChunkPlan {
-  const template = f.template ?? "swizzle";
-  if (!(TEMPLATES as readonly string[]).includes(template)) {
-    throw new UsageError("unknown-template", `ag-moe gathers tokens with ${TEMPLATES.join(", ")}, not '${template}'`);
-  }
-  if (f.backend !== undefined && f.backend !== "copy-engine")
-    throw new UsageError("unsupported", "ag-moe gathers tokens with copy-engine transfers only; drop --backend");
-  const side = f.side ?? "push";
-  if (side !== "push" && side !== "pull") throw new UsageError("usage", `--side is push or pull, not '${side}'`);
-  const tensor = { name: "X", shape: [p.tokens, p.hidden], dtype: "bf16" as const };
-  const base = { tensor, axis: 0, mesh: parseMesh(f), split: f.split ?? 2 };
-  const plan =
-    template === "hierarchical"
-      ? allGatherHierarchical({ ...base, schedule: "pipelined" })
-      : template === "ring"
-        ? allGatherRing({ ...base, side })
-        : allGatherSwizzle({ ...base, side });
-  return planSignals(plan);
+  return gatherPlan(f, { name: "X", shape: [p.tokens, p.hidden], dtype: "bf16" }, "ag-moe", "tokens");
 }
 
 function moeTile(tile: string | undefined): { BM: number; BN: number; BK: number } {
