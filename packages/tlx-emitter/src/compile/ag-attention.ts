@@ -18,7 +18,7 @@ import { EmitError } from "../writer/index.js";
 import type { Binding } from "./bind.js";
 import { localKernelEntry } from "./kernel-entry.js";
 import { kvGroupTables } from "./kv-groups.js";
-import { consumerMaps, copyEngineColumns, RANK_VAR, tablesOf } from "./maps.js";
+import { consumerMaps, copyEngineColumns, consumerInsertedArgs, tablesOf } from "./maps.js";
 import type { GemmProblem, Operator } from "./operator.js";
 
 /** The attention an `ag-attention` operator computes: `O = softmax(Q Kᵀ · scale) V` over the whole sequence. */
@@ -211,14 +211,7 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
       `${op.body.path}: ${kernel.entry}'s parameter${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ha${missing.length > 1 ? "ve" : "s"} no binding: name them as the built-in flash_attention does (q_ptr, o_ptr, SQ, SKV, q_shard, sm_scale, H, HKV, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL) or pass bind: { ${missing[0]}: ... }`,
     );
   }
-  const inserted: Record<string, KernelArg> = {
-    ...Object.fromEntries(mapTables.map((x) => [x.name, { kind: "table" as const, name: x.name }])),
-    ovl_sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-    ovl_err_ptr: { kind: "error-buffer" },
-    [RANK_VAR]: { kind: "rank" },
-    ovl_epoch_ptr: { kind: "epoch-word" },
-    ovl_timeout_ns: { kind: "timeout-ns" },
-  };
+  const inserted = consumerInsertedArgs(mapTables);
   const launch = attentionLaunch(op.tile.BM, a.headDim);
   const entry = localKernelEntry(t, {
     name: op.name,

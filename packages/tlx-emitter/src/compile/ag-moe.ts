@@ -18,7 +18,7 @@ import { EmitError } from "../writer/index.js";
 import { bindGemm, type Binding } from "./bind.js";
 import { planTensor } from "./consumer.js";
 import { localKernelEntry } from "./kernel-entry.js";
-import { copyEngineColumns, RANK_VAR, tablesOf } from "./maps.js";
+import { copyEngineColumns, consumerInsertedArgs, tablesOf } from "./maps.js";
 import { rowSegments, segmentMap, segmentSlotMaps } from "./moe-segments.js";
 import type { MoeRouting, Operator } from "./operator.js";
 
@@ -207,14 +207,7 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
       `${op.body.path}: rows=${kernel.rows} must read the routing's ${MOE_BUFFERS.sortedIds} (name it sorted_token_ids or bind it to that buffer)`,
     );
   }
-  const inserted: Record<string, KernelArg> = {
-    ...Object.fromEntries(mapTables.map((x) => [x.name, { kind: "table" as const, name: x.name }])),
-    ovl_sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-    ovl_err_ptr: { kind: "error-buffer" },
-    [RANK_VAR]: { kind: "rank" },
-    ovl_epoch_ptr: { kind: "epoch-word" },
-    ovl_timeout_ns: { kind: "timeout-ns" },
-  };
+  const inserted = consumerInsertedArgs(mapTables);
   const numPidN = Math.ceil(N / op.tile.BN);
   const body = localKernelEntry(t, {
     name: op.name,

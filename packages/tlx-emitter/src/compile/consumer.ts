@@ -6,7 +6,7 @@
 // beyond the gathered operand, and in the reference.
 import type { TileSchedule } from "@ovl/chunk-plan";
 import { checkGemmParams, type GemmParams } from "../kernels/index.js";
-import { MANIFEST_SCHEMA, type Buffer, type KernelArg, type Reference, type Table } from "../manifest/schema.js";
+import { MANIFEST_SCHEMA, type Buffer, type Reference, type Table } from "../manifest/schema.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER } from "../emit/common.js";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { planHostOps } from "../emit/host-ops.js";
@@ -16,7 +16,7 @@ import { parseLocalKernel, transformLocalKernel } from "../local/index.js";
 import { EmitError } from "../writer/index.js";
 import { bindGemm, type Binding } from "./bind.js";
 import { localKernelEntry } from "./kernel-entry.js";
-import { consumerMaps, copyEngineColumns, RANK_VAR, tablesOf } from "./maps.js";
+import { consumerMaps, copyEngineColumns, consumerInsertedArgs, tablesOf } from "./maps.js";
 import { DEFAULT_GROUP_M, operatorSchedule, type Operator } from "./operator.js";
 
 /** Template kind of a transformed consumer body in the manifest. */
@@ -124,14 +124,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     { ...byName, ...op.bind },
   );
   spec.checkBindings?.(own, kernel.entry);
-  const inserted: Record<string, KernelArg> = {
-    ...Object.fromEntries(mapTables.map((x) => [x.name, { kind: "table" as const, name: x.name }])),
-    ovl_sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-    ovl_err_ptr: { kind: "error-buffer" },
-    [RANK_VAR]: { kind: "rank" },
-    ovl_epoch_ptr: { kind: "epoch-word" },
-    ovl_timeout_ns: { kind: "timeout-ns" },
-  };
+  const inserted = consumerInsertedArgs(mapTables);
   const entry = localKernelEntry(t, {
     name: op.name,
     kind: LOCAL_CONSUMER_KIND,

@@ -3,7 +3,8 @@
 // on every rank is printed inline; any other becomes a per-rank lookup table the kernel loads.
 import { dynamicMap, lookupTable, recoverRankAffine, staticMap, toPython, variable, type Expr, type IndexMap } from "@ovl/mapping";
 import type { RankTileSchedule, TileSchedule } from "@ovl/chunk-plan";
-import type { Table } from "../manifest/schema.js";
+import { SIGNAL_BUFFER } from "../emit/common.js";
+import type { KernelArg, Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 
 /** The rank variable every rank-generic expression is printed over (an inserted kernel parameter). */
@@ -156,4 +157,19 @@ export function consumerMaps(cols: readonly ConsumerColumns[], width: number): {
 /** The tables of built maps (those that are dynamic), for the manifest. */
 export function tablesOf(maps: readonly BuiltMap[]): Table[] {
   return maps.flatMap((m) => (m.table === undefined ? [] : [m.table]));
+}
+
+/**
+ * The arguments of the parameters the transformation inserts into a consumer: its map tables,
+ * then the signal buffer and the bounded wait's error buffer, rank, epoch word and timeout.
+ */
+export function consumerInsertedArgs(tables: readonly Table[]): Record<string, KernelArg> {
+  return {
+    ...Object.fromEntries(tables.map((x) => [x.name, { kind: "table" as const, name: x.name }])),
+    ovl_sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+    ovl_err_ptr: { kind: "error-buffer" },
+    [RANK_VAR]: { kind: "rank" },
+    ovl_epoch_ptr: { kind: "epoch-word" },
+    ovl_timeout_ns: { kind: "timeout-ns" },
+  };
 }
