@@ -24,9 +24,8 @@ import jsonschema
 import numpy as np
 from jsonschema.exceptions import best_match
 
-from .emulate import Emulator, ProgressFn, choose_engine, make_emulator
-from .emulate_stall import Stalled
-from .errors import CheckFailed, ManifestError, RunnerError
+from .emulate import Emulator, ProgressFn, checked_runs, choose_engine, make_emulator
+from .errors import ManifestError
 from .manifest import load_manifest
 from .manifest_schema import json_path
 from .manifest_types import Manifest
@@ -271,7 +270,12 @@ class ChainEmulator:
         refs = mlp_reference(x, wgu, wd)
         outs = [self._numpy(ref.output.stage, r, ref.output.buffer).reshape(rows, H) for r in range(W)]
         errs = [relative_error(outs[r], refs[r]) for r in range(W)]
-        return CheckRecord.of(run, self.emus[-1].epoch, errs, ref.tolerance), times
+        return CheckRecord.of(run, self.epoch, errs, ref.tolerance), times
+
+    @property
+    def epoch(self) -> int:
+        """Launches so far (every stage's emulator counts the same)."""
+        return self.emus[-1].epoch
 
 
 def emulate_chain(
@@ -287,22 +291,4 @@ def emulate_chain(
     progress = on_progress or (lambda _e: None)
     emu = ChainEmulator(chain, engine, seed=seed, timeout_s=timeout_s)
     device = "cpu-interpreter" if emu.engine == "interpret" else "cpu-emulation"
-    outcome = RunOutcome(mode="emulate", device=device, backend="emulated", clock="wall")
-    outcome.times_ms = [[] for _ in range(chain.world)]
-    for run in range(epochs):
-        try:
-            rec, times = emu.checked_launch(run)
-        except Stalled as stall:
-            outcome.failures.extend(stall.timeouts)
-            break
-        except RunnerError as exc:
-            outcome.failures.append(exc)
-            break
-        outcome.checks.append(rec)
-        for r, ms in enumerate(times):
-            outcome.times_ms[r].append(ms)
-        progress({"event": "check", "run": run, "epoch": rec.epoch, "maxRelError": rec.max_rel_error, "ok": rec.ok})
-        if not rec.ok:
-            outcome.failures.append(CheckFailed(rec.describe(), rank=rec.worst_rank, run=run))
-            break
-    return outcome
+    return checked_runs(emu, epochs, chain.world, device, progress)

@@ -322,10 +322,17 @@ def emulate(
     progress = on_progress or (lambda _e: None)
     chosen = choose_engine(m, engine)
     device = "cpu-interpreter" if chosen == "interpret" else "cpu-emulation"
-    outcome = RunOutcome(mode="emulate", device=device, backend="emulated", clock="wall")
     runs = epochs if epochs is not None else m.timing.check_runs
     emu = make_emulator(m, engine, seed=seed, timeout_s=timeout_s, on_progress=progress)
-    outcome.times_ms = [[] for _ in range(m.world)]
+    return checked_runs(emu, runs, m.world, device, progress)
+
+
+def checked_runs(emu: Any, runs: int, world: int, device: str, progress: ProgressFn) -> RunOutcome:
+    """``runs`` checked launches of ``emu`` (anything with ``epoch`` and ``checked_launch(run)``: an
+    emulator, or a chain of them), each reported to ``progress``; the first failure ends the run and
+    is listed in the outcome."""
+    outcome = RunOutcome(mode="emulate", device=device, backend="emulated", clock="wall")
+    outcome.times_ms = [[] for _ in range(world)]
     for run in range(runs):
         progress({"event": "launch", "run": run, "epoch": emu.epoch + 1})
         try:
