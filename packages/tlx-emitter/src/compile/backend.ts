@@ -19,6 +19,7 @@ import { compileGemmRs } from "./gemm-rs.js";
 import { operatorSchedule, type Operator, type OperatorInput, type OperatorKind } from "./operator.js";
 import { planTensor } from "./consumer.js";
 import { resolveCompute } from "./tuned.js";
+import type { TargetName } from "@ovl/primitives";
 
 /** Version of the backend contract a backend implements. */
 export const BACKEND_SPECIFICATION = "ovl.backend/v1" as const;
@@ -120,16 +121,24 @@ export function realisablePlan(op: OperatorInput): ChunkPlan {
   return plan;
 }
 
+/** Options of {@link compile}. */
+export interface CompileOptions {
+  /** Target whose tuned table decides the compute configuration of an operator without a tile (default: the default target). */
+  readonly target?: TargetName;
+}
+
 /**
  * Compile `op` with `backend` (default Triton): the plan is validated first (exactly-once
  * writes, resolvable dependencies, no deadlock, the claimed collective), its collective ops
  * decomposed into the P2P transfers they stand for, then the backend realises it. An operator
  * without a `tile` takes the tuned configuration of its shape (`resolveCompute`; the Triton
- * backend only, others get the default tile); an explicit tile wins.
+ * backend only, others get the default tile); an explicit tile wins. `options.target` picks
+ * whose table that is (default: the default target; a target without its own table borrows
+ * one of the same architecture and SM count, see `computeConfigs`).
  * @throws {EmitError} `bad-plan` with the validator's findings for a plan that does not
  *   validate, `unsupported-op` with the backend's reason for an operator it cannot realise.
  */
-export async function compile(op: OperatorInput, backend: Backend = tritonBackend): Promise<EmitResult> {
+export async function compile(op: OperatorInput, backend: Backend = tritonBackend, options: CompileOptions = {}): Promise<EmitResult> {
   const report = validatePlan(op.plan);
   if (!report.ok) {
     const first = report.errors
@@ -143,7 +152,8 @@ export async function compile(op: OperatorInput, backend: Backend = tritonBacken
   }
   const plan = realisablePlan(op);
   const decomposed = plan === op.plan ? op : { ...op, plan };
-  const realised = resolveCompute(decomposed, backend === tritonBackend ? {} : { table: null }).op;
+  const tuning = backend === tritonBackend ? (options.target === undefined ? {} : { target: options.target }) : { table: null };
+  const realised = resolveCompute(decomposed, tuning).op;
   const why = backend.refusal(realised);
   if (why !== undefined) throw new EmitError("unsupported-op", `backend ${backend.name}: ${why}`);
   return backend.realise(realised);

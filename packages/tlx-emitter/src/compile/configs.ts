@@ -102,19 +102,16 @@ export function parseComputeConfigs(json: unknown, where = "compute configuratio
 
 const cache = new Map<string, ComputeConfigTable | null>();
 
-/** Path of a target's table in the package (`configs/<target>.json`). */
-export function computeConfigPath(target: TargetName): string {
-  return join(packageRoot(), "configs", `${target}.json`);
+/** Path of a target's table in the package (`configs/<target>.json`), or in `dir` when given. */
+export function computeConfigPath(target: TargetName, dir?: string): string {
+  return join(dir ?? join(packageRoot(), "configs"), `${target}.json`);
 }
 
 /**
- * The table compile() uses for `target`: its own (`configs/<target>.json`) or, when it has
- * none, that of a target with the same architecture, SM count and shared memory (the H200
- * borrows the H100's: the same GH100 die); `null` when neither exists.
+ * The targets whose tables `target` may use, its own first: then those of the same
+ * architecture, SM count and shared memory per block (the H200 and the H100: one GH100 die).
  */
-export function computeConfigs(target: TargetName): ComputeConfigTable | null {
-  const hit = cache.get(target);
-  if (hit !== undefined) return hit;
+export function computeConfigTargets(target: TargetName): TargetName[] {
   const t = TARGETS[target];
   const same = (Object.keys(TARGETS) as TargetName[]).filter(
     (n) =>
@@ -123,14 +120,29 @@ export function computeConfigs(target: TargetName): ComputeConfigTable | null {
       TARGETS[n].smCount === t.smCount &&
       TARGETS[n].sharedBytesPerBlock === t.sharedBytesPerBlock,
   );
+  return [target, ...same];
+}
+
+/**
+ * The table compile() uses for `target`: its own (`configs/<target>.json`) or, when it has
+ * none, that of a target with the same architecture, SM count and shared memory (the H200
+ * borrows the H100's: the same GH100 die); `null` when neither exists. The table's own
+ * `target` field says which one it is. `dir`: read the tables from there instead of the
+ * package's `configs/`.
+ */
+export function computeConfigs(target: TargetName, dir?: string): ComputeConfigTable | null {
+  const key = `${dir ?? ""}\0${target}`;
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
   let table: ComputeConfigTable | null = null;
-  for (const name of [target, ...same]) {
-    const path = computeConfigPath(name);
+  for (const name of computeConfigTargets(target)) {
+    const path = computeConfigPath(name, dir);
     if (existsSync(path)) {
       table = parseComputeConfigs(JSON.parse(readFileSync(path, "utf8")), path);
+      if (table.target !== name) throw new EmitError("bad-param", `${path}: holds the ${table.target} table, not ${name}'s`);
       break;
     }
   }
-  cache.set(target, table);
+  cache.set(key, table);
   return table;
 }

@@ -1,6 +1,14 @@
 // Barrel of the compile path: an Operator (local body + chunk plan + backend choices) and the
 // one compile() that the CLI, the tuner, the bench and users call.
-export { compile, realisablePlan, tritonBackend, tlxBackend, BACKEND_SPECIFICATION, type Backend } from "./backend.js";
+export {
+  compile,
+  realisablePlan,
+  tritonBackend,
+  tlxBackend,
+  BACKEND_SPECIFICATION,
+  type Backend,
+  type CompileOptions,
+} from "./backend.js";
 export type { Operator, OperatorInput, OperatorKind, KernelBody, GemmProblem, ExpertRouting, MoeRouting } from "./operator.js";
 export { DEFAULT_GROUP_M, DEFAULT_TILE } from "./operator.js";
 export {
@@ -8,13 +16,14 @@ export {
   ComputeConfigEntry,
   ComputeConfigTable,
   computeConfigPath,
+  computeConfigTargets,
   computeConfigs,
   lookupComputeConfig,
   parseComputeConfigs,
   type ComputeMatch,
   type ComputeQuery,
 } from "./configs.js";
-export { resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./tuned.js";
+export { describeTable, resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./tuned.js";
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./builtin.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";

@@ -7,7 +7,8 @@ import type { EmitResult } from "../emit/ag-gemm.js";
 import { resolveOptions, type EmitOptions } from "../emit/options.js";
 import { EmitError } from "../writer/index.js";
 import { gemmSiluMulBody, withSiluMulDefaults } from "./ag-gemm-silu.js";
-import { compile } from "./backend.js";
+import { compile, tritonBackend } from "./backend.js";
+import type { TargetName } from "@ovl/primitives";
 import { builtinBody } from "./builtin.js";
 import type { KernelBody, OperatorInput } from "./operator.js";
 
@@ -33,6 +34,8 @@ export interface MlpInput {
   readonly upTile?: { readonly BM: number; readonly BN: number; readonly BK: number };
   readonly downTile?: { readonly BM: number; readonly BN: number; readonly BK: number };
   readonly options?: EmitOptions;
+  /** Target whose tuned table decides the down stage's configuration when it names no tile (default: the default target). */
+  readonly target?: TargetName;
 }
 
 /** A compiled chain: each stage's folder (relative to the chain file) and its kernels and manifest. */
@@ -92,8 +95,9 @@ export async function compileMlp(input: MlpInput): Promise<ChainResult> {
     ...(input.downTile ? { tile: input.downTile } : {}),
     options: input.options ?? {},
   };
-  const upResult = await compile(withSiluMulDefaults(up));
-  const downResult = await compile(down);
+  const tuning = input.target === undefined ? {} : { target: input.target };
+  const upResult = await compile(withSiluMulDefaults(up), tritonBackend, tuning);
+  const downResult = await compile(down, tritonBackend, tuning);
   const upRef = upResult.manifest.reference;
   const downRef = downResult.manifest.reference;
   const y = upResult.manifest.buffers.find((b) => b.name === upRef.output);

@@ -12,8 +12,24 @@ import { DEFAULT_TILE, type Operator, type OperatorInput } from "./operator.js";
 /** How an operator's compute configuration was decided. */
 export type ComputeChoice =
   | { readonly source: "explicit" }
-  | { readonly source: "table"; readonly match: "exact" | "nearest"; readonly entry: ComputeConfigEntry; readonly target: TargetName }
+  | {
+      readonly source: "table";
+      readonly match: "exact" | "nearest";
+      readonly entry: ComputeConfigEntry;
+      /** The target whose table gave the entry. */
+      readonly target: TargetName;
+      /** The target compile() was asked for: another than `target` when its table is borrowed. */
+      readonly requested: TargetName;
+    }
   | { readonly source: "default"; readonly reason: string };
+
+/**
+ * Which table a table choice read, for people: `h100 table`, or
+ * `h200: no own table, using h100's` when the requested target borrowed another's.
+ */
+export function describeTable(choice: { readonly target: TargetName; readonly requested: TargetName }): string {
+  return choice.requested === choice.target ? `${choice.target} table` : `${choice.requested}: no own table, using ${choice.target}'s`;
+}
 
 /** Options of {@link resolveCompute}. */
 export interface ResolveComputeOptions {
@@ -85,5 +101,5 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
     groupM: op.groupM ?? e.groupM,
     options: { ...op.options, numWarps: op.options?.numWarps ?? e.numWarps, numStages: op.options?.numStages ?? e.numStages },
   };
-  return { op: tuned, choice: { source: "table", match: found.match, entry: e, target: table.target } };
+  return { op: tuned, choice: { source: "table", match: found.match, entry: e, target: table.target, requested: target } };
 }
