@@ -63,7 +63,8 @@ export function moeOfFlags(f: MoeFlags): MoeProblem {
   };
 }
 
-function parseChoices(text: string, experts: number): number[] {
+/** The experts of `--choices 0,2,3`, each checked to lie in `[0, experts)`. */
+export function parseChoices(text: string, experts: number): number[] {
   const out = text.split(",").map((s) => s.trim());
   const ids = out.map(Number);
   const bad = out.find((s, i) => !/^\d+$/.test(s) || (ids[i] as number) >= experts);
@@ -76,8 +77,12 @@ export function moePlan(f: MoeFlags, p: MoeProblem): ChunkPlan {
   return gatherPlan(f, { name: "X", shape: [p.tokens, p.hidden], dtype: "bf16" }, "ag-moe", "tokens");
 }
 
-function moeTile(tile: string | undefined): { BM: number; BN: number; BK: number } {
-  if (tile === undefined) return { ...MOE_DEFAULT_TILE };
+/** The `--tile BMxBNxBK` of a MoE command (`fallback` without one). */
+export function moeTile(
+  tile: string | undefined,
+  fallback: { BM: number; BN: number; BK: number } = MOE_DEFAULT_TILE,
+): { BM: number; BN: number; BK: number } {
+  if (tile === undefined) return { ...fallback };
   const m = /^(\d+)x(\d+)x(\d+)$/.exec(tile);
   if (m === null) throw new UsageError("usage", `--tile '${tile}' is not BMxBNxBK (e.g. 64x128x64)`);
   return { BM: Number(m[1]), BN: Number(m[2]), BK: Number(m[3]) };

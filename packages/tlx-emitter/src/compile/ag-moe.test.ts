@@ -168,9 +168,11 @@ describe("compile ag-moe", () => {
     await expect(bad(src.replace("rows=sorted_token_ids", "rows=nothing"))).rejects.toThrow(/moe.py:\d+: rows=nothing names no parameter/);
     await expect(bad(src.replace("rows=sorted_token_ids", "rows=TOP_K"))).rejects.toThrow(/rows=TOP_K is a constexpr/);
     await expect(bad(src.replace("rows=sorted_token_ids", "rows=x_ptr"))).rejects.toThrow(/is the gathered operand itself/);
-    await expect(
-      bad(src.replace("consumer gather=x_ptr rows=sorted_token_ids", "producer scatter=c_ptr rows=sorted_token_ids")),
-    ).rejects.toThrow(/unknown key "rows"/);
     expect((await bad(src)).rows).toBe("sorted_token_ids");
+    // A producer names the table it scatters its rows through the same way (moe-rs).
+    const producer = builtinBody("moe_gemm_scatter").source;
+    const parsed = await bad(producer);
+    expect([parsed.role, parsed.operand, parsed.rows]).toEqual(["producer", "partial_ptr", "sorted_token_ids"]);
+    await expect(bad(producer.replace("rows=sorted_token_ids", "rows=partial_ptr"))).rejects.toThrow(/is the scattered operand itself/);
   });
 });

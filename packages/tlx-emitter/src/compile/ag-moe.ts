@@ -105,12 +105,12 @@ export function checkMoeRouting(moe: MoeRouting | undefined): MoeRouting {
   return moe;
 }
 
-/** Bindings of the MoE body's own table parameters by name (`op.bind` wins). */
-function moeBindings(sizes: MoeAlignSizes): Record<string, Binding> {
+/** Bindings of a MoE body's weights (buffer `w`) and routing table parameters by name (`op.bind` wins). */
+export function moeBindings(sizes: MoeAlignSizes, w: string = MOE_BUFFERS.w): Record<string, Binding> {
   const buffer = (name: string): Binding => ({ kind: "arg", arg: { kind: "buffer", name } });
   return {
-    w_ptr: buffer(MOE_BUFFERS.w),
-    w: buffer(MOE_BUFFERS.w),
+    w_ptr: buffer(w),
+    w: buffer(w),
     sorted_token_ids: buffer(MOE_BUFFERS.sortedIds),
     expert_of_block: buffer(MOE_BUFFERS.expertOfBlock),
     num_blocks_ptr: buffer(MOE_BUFFERS.numBlocks),

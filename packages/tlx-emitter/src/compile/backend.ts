@@ -13,6 +13,7 @@ import { decomposeCollectives, hasCollectives } from "./decompose.js";
 import { collectiveAlternative } from "../emit/host-ops.js";
 import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
 import { compileAgMoe } from "./ag-moe.js";
+import { compileMoeRs } from "./moe-rs.js";
 import { builtinBody } from "./builtin.js";
 import { compileGemmAr, realisableArPlan } from "./gemm-ar.js";
 import { compileGemmRs } from "./gemm-rs.js";
@@ -40,6 +41,7 @@ const TRITON_REALISE: Readonly<Record<OperatorKind, (op: Operator) => Promise<Em
   "ag-gemm": (op) => compileAgGemm(op),
   "ag-grouped-gemm": (op) => compileAgGroupedGemm(op),
   "ag-moe": (op) => compileAgMoe(op),
+  "moe-rs": (op) => compileMoeRs(op),
   "ag-attention": (op) => compileAgAttention(op),
   "a2a-gemm": (op) => compileA2aGemm(op),
   "ag-gemm-silu": (op) => compileAgGemmSilu(op),

@@ -18,6 +18,7 @@ export const BUILTIN_BODIES = [
   "gemm_producer_tma",
   "grouped_gemm",
   "moe_gather_gemm",
+  "moe_gemm_scatter",
   "flash_attention",
   "gemm_silu_mul",
 ] as const;

@@ -6,7 +6,12 @@ import { describe, expect, it } from "vitest";
 import { Kernel } from "../manifest/schema.js";
 import { runPython } from "../testing/python.js";
 import { EmitError } from "../writer/index.js";
-import { moeRsRunnerKernels, moeRsSizes, slabCover } from "./moe-rs.js";
+import { planSignals, reduceScatterDirect, reduceScatterRing } from "@ovl/chunk-plan";
+import { SIGNAL_BUFFER } from "../emit/common.js";
+import { compile } from "./backend.js";
+import { builtinBody } from "./builtin.js";
+import { MOE_RS_BUFFERS, moeRsRunnerKernels, moeRsSizes, slabCover } from "./moe-rs.js";
+import type { OperatorInput } from "./operator.js";
 
 /** Host model of the routing tables: slots grouped by expert (ascending), each group padded to blockM with the sentinel. */
 function alignHost(topkIds: number[][], experts: number, blockM: number): { sorted: number[]; numBlocks: number } {
@@ -163,7 +168,7 @@ describe("moeRsRunnerKernels", () => {
           { experts: p.experts, topk },
           tile,
         );
-        const kernels = moeRsRunnerKernels(s, tile, "op_moe_rs.py", { signals: "sig", sortedIds: "ids", numBlocks: "nb" }, reducers);
+        const kernels = moeRsRunnerKernels(s, tile, "op_moe_rs.py", reducers);
         for (const k of kernels) {
           expect(Kernel.safeParse(k).success).toBe(true);
           expect([...k.args.map((a) => a.name), ...Object.keys(k.constexprs)]).toEqual(params[k.entry]);
@@ -174,6 +179,109 @@ describe("moeRsRunnerKernels", () => {
         expect(reduceK?.constexprs.NUM_PROGRAMS).toBe(Math.min(reducers, s.reduceItems));
       }),
       { numRuns: 40 },
+    );
+  });
+});
+
+describe("compileMoeRs", () => {
+  const slotsPlan = (tokens: number, topk: number, hidden: number, world: number, split: number, ring = false) => {
+    const o = {
+      tensor: { name: "moe_slots", shape: [tokens * topk, hidden], dtype: "bf16" as const },
+      src: "moe_slots_partial",
+      axis: 0,
+      mesh: [world],
+      split,
+      afterCompute: true,
+    };
+    return planSignals(ring ? reduceScatterRing(o) : reduceScatterDirect(o));
+  };
+  const op = (over: Partial<OperatorInput> = {}): OperatorInput => ({
+    name: "mrs",
+    kind: "moe-rs",
+    plan: slotsPlan(64, 2, 96, 4, 2),
+    body: builtinBody("moe_gemm_scatter"),
+    problem: { M: 64, N: 96, K: 32 },
+    moe: { experts: 6, topk: 2 },
+    tile: { BM: 16, BN: 32, BK: 16 },
+    ...over,
+  });
+
+  it("emits the routing, slab-expect, transformed producer and comm-stream reducer, notifying each slab on its owner", async () => {
+    const r = await compile(op());
+    const m = r.manifest;
+    expect(m.kernels.map((k) => [k.template.kind, k.stream])).toEqual([
+      ["moe-align-count", "compute"],
+      ["moe-align-scatter", "compute"],
+      ["moe-slab-expect", "compute"],
+      ["local-producer", "compute"],
+      ["moe-topk-reduce-rs", "comm"],
+    ]);
+    // 4 ranks × split 2 = 8 slabs of 8 tokens, plus each rank's ready slot.
+    expect(m.signals.slots).toBe(9);
+    expect(m.buffers.find((b) => b.name === MOE_RS_BUFFERS.topkWeights)).toMatchObject({ dtype: "fp32", init: "replicated" });
+    expect(m.buffers.find((b) => b.name === MOE_RS_BUFFERS.partial)).toMatchObject({ shape: [128, 96], symmetric: true });
+    expect(m.buffers.find((b) => b.name === MOE_RS_BUFFERS.out)?.shape).toEqual([16, 96]);
+    expect(m.reference).toMatchObject({ operator: "moe-rs", M: 64, N: 96, K: 32, rowsPerRank: 16 });
+    const producer = m.kernels[3] as (typeof m.kernels)[number];
+    expect(producer.args.find((a) => a.name === "ovl_sig_ptrs")?.value).toEqual({ kind: "peer-pointers", buffer: SIGNAL_BUFFER });
+    expect(producer.tileProgram?.owners).toBeDefined();
+    const text = r.files.find((f) => f.path === producer.source)?.text ?? "";
+    // The notify loop follows the tile's stores: every slab between the block's first and last token, on its owner.
+    expect(text.indexOf("tl.store(c_ptrs")).toBeGreaterThan(0);
+    expect(text.indexOf("peer_notify(ovl_sig_ptrs, ovl_seg // 2, ovl_slot0)")).toBeGreaterThan(text.indexOf("tl.store(c_ptrs"));
+    expect(text).toContain("for ovl_seg in range(ovl_lo // 8, ovl_end):");
+    expect(text).toContain("from ovl_runtime.language import peer_notify");
+  });
+
+  it("takes its slabs from the plan's chunks for any world, split and top-k (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(1, 2, 4, 8),
+        fc.constantFrom(1, 2, 4),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (world, split, perSplit, topk) => {
+          const perRank = split * perSplit * 2;
+          const T = perRank * world;
+          const m = (
+            await compile(op({ plan: slotsPlan(T, topk, 40, world, split), problem: { M: T, N: 40, K: 24 }, moe: { experts: 4, topk } }))
+          ).manifest;
+          expect(m.signals.slots).toBe(world * split + 1);
+          const expectK = m.kernels.find((k) => k.template.kind === "moe-slab-expect");
+          expect(expectK?.args.find((a) => a.name === "SLAB_T")?.value).toEqual({ kind: "int", value: perRank / split });
+          expect(expectK?.args.find((a) => a.name === "READY_SLOT")?.value).toEqual({ kind: "int", value: world * split });
+        },
+      ),
+      { numRuns: 12 },
+    );
+  });
+
+  it("refuses a ring plan, chunks that are not whole tokens, a gather plan and a consumer body, before emitting", async () => {
+    await expect(compile(op({ plan: slotsPlan(64, 2, 96, 4, 2, true) }))).rejects.toThrow(
+      /push p2p op; moe-rs realises a direct ReduceScatter/,
+    );
+    // 3 tokens per rank, k = 2, split 2: chunks of 3 slot rows cut tokens in half.
+    await expect(compile(op({ plan: slotsPlan(12, 2, 96, 4, 2), problem: { M: 12, N: 96, K: 32 } }))).rejects.toThrow(
+      /slabs are whole tokens/,
+    );
+    await expect(compile(op({ plan: slotsPlan(64, 2, 50, 4, 2) }))).rejects.toThrow(/reduces the slot rows \[T·k, H\] = \[128, 96\]/);
+    await expect(compile(op({ body: builtinBody("moe_gather_gemm") }))).rejects.toThrow(/a moe-rs body is a producer/);
+    await expect(compile(op({ moe: { experts: 2, topk: 3 } }))).rejects.toThrow(EmitError);
+  });
+
+  it("refuses a body that scatters through a table in a GEMM+ReduceScatter, which notifies per tile", async () => {
+    const plan = planSignals(
+      reduceScatterDirect({
+        tensor: { name: "C", shape: [128, 96], dtype: "bf16" },
+        src: "C_partial",
+        axis: 0,
+        mesh: [2],
+        split: 1,
+        afterCompute: true,
+      }),
+    );
+    await expect(compile(op({ kind: "gemm-rs", plan, problem: { M: 128, N: 96, K: 32 } }))).rejects.toThrow(
+      /compile it as an operator that scatters rows \(moe-rs\)/,
     );
   });
 });

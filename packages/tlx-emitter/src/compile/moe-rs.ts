@@ -1,13 +1,28 @@
-// MoE part 2 (`moe-rs`, TileLink's GroupGEMM + Scatter + TopK-reduce + ReduceScatter): the
-// problem's sizes and their checks, as the runner's `ovl_runtime.moe_rs.check_moe_rs` and its
-// launches compute them. Tensor-parallel experts: each rank holds `h [T·k, I/W]` and
-// `W2 [E, I/W, H]`; the tokens are cut into slabs of `slabT` tokens (a divisor of `T/W`), slab s
-// owned by rank `s / slabsPerRank`, one signal slot each; every (block, n-tile) of every rank
-// notifies each slab its tokens cover once.
-import type { Kernel, KernelArg } from "../manifest/schema.js";
+// MoE part 2 (`moe-rs`, TileLink's GroupGEMM + Scatter + TopK-reduce + ReduceScatter) with the
+// routing computed on the device. Tensor-parallel experts: each rank holds `h [T·k, I/W]` and
+// `W2 [E, I/W, H]`; the plan is a direct ReduceScatter of the slot rows `[T·k, H]` (each owner
+// pulls its shard from every rank), whose chunks are the slabs: slab s (`slabT` tokens, a
+// divisor of `T/W`) is owned by rank `s / slabsPerRank` and has one signal slot there. The
+// body (ovl's `moe_gemm_scatter` or a user's producer annotated `rows=`) computes each block's
+// weighted rows into the symmetric `partial` and, as the compiler inserts, notifies on its
+// owner every slab its tokens cover; the owner's reducer pulls a slab's rows from every rank
+// once its slot reaches the count `moe_slab_expect` derived from the routing on the device,
+// summing each token's k slots (the TopK-reduce fused into the ReduceScatter's pulls).
+import type { ChunkPlan } from "@ovl/chunk-plan";
+import { floorDiv, staticMap, variable } from "@ovl/mapping";
+import type { EmitResult } from "../emit/ag-gemm.js";
+import { checkDistinctBuffers, SIGNAL_BUFFER, worldOf } from "../emit/common.js";
+import { gemmLaunch, resolveOptions } from "../emit/options.js";
+import { validated } from "../emit/validate.js";
+import { checkGemmParams } from "../kernels/index.js";
+import { GATHER_VARIABLES, parseLocalKernel, PEER_SIGNALS_PARAM, transformLocalKernel, type GatherRows } from "../local/index.js";
+import { MANIFEST_SCHEMA, type Buffer, type Kernel, type KernelArg } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
-import { checkMoeRouting, type MoeAlignSizes, moeAlignSizes } from "./ag-moe.js";
-import type { MoeRouting } from "./operator.js";
+import { bindGemm } from "./bind.js";
+import { checkMoeRouting, MOE_BUFFERS, moeAlignSizes, moeBindings, routingKernels, routingModule, type MoeAlignSizes } from "./ag-moe.js";
+import { localKernelEntry } from "./kernel-entry.js";
+import { RANK_VAR } from "./maps.js";
+import type { MoeRouting, Operator } from "./operator.js";
 
 /** The problem of a moe-rs operator (`I` is each rank's slice of the intermediate size). */
 export interface MoeRsProblem {
@@ -150,28 +165,31 @@ export const MOE_RS_BUFFERS = {
 } as const;
 /** Template kinds of the runner kernels a moe-rs manifest launches besides the routing. */
 export const MOE_RS_KINDS = { expect: "moe-slab-expect", reduce: "moe-topk-reduce-rs" } as const;
+/** Template kind of the transformed producer body. */
+export const LOCAL_MOE_RS_KIND = "local-producer";
 /** Blocks `moe_slab_expect` reads per step (`ovl_runtime.moe_rs.EXPECT_STEP`). */
 export const MOE_RS_EXPECT_STEP = 16;
-/** Programs of the reducer when the options name none (as `moe_rs_one_device`'s `reduce_programs`). */
+/** Programs of the reducer when the options name none: few, since spinning programs must leave the producers room. */
 export const MOE_RS_DEFAULT_REDUCERS = 4;
 
+/** The signal slot of a rank's "routing and targets ready" flag: the one after the slabs'. */
+export function moeRsReadySlot(s: MoeRsSizes): number {
+  return s.slabs;
+}
+
 /**
- * The manifest entries of the slab-expect kernel and the persistent TopK-reduce + ReduceScatter
- * kernel (`ovl_runtime.moe_rs`), with the arguments its one-device launcher passes: the expect
- * kernel on the compute stream after the routing, the reducer on the comm stream.
- * `signals` names the signal buffer; `sortedIds` / `numBlocks` the routing tables' buffers.
+ * The manifest entries of the slab-expect kernel and the persistent TopK-reduce +
+ * ReduceScatter kernel (`ovl_runtime.moe_rs`): the expect kernel on the compute stream after
+ * the routing adds this launch's notifies per slab to `expect` and then sets the rank's ready
+ * slot; the reducer, on the comm stream, waits for that slot (this launch's epoch) before it
+ * reads `expect`, then waits on each own slab and pulls it from every rank.
  */
-export function moeRsRunnerKernels(
-  s: MoeRsSizes,
-  tile: MoeRsTile,
-  source: string,
-  tables: { readonly signals: string; readonly sortedIds: string; readonly numBlocks: string },
-  reducers: number = MOE_RS_DEFAULT_REDUCERS,
-): Kernel[] {
+export function moeRsRunnerKernels(s: MoeRsSizes, tile: MoeRsTile, source: string, reducers: number = MOE_RS_DEFAULT_REDUCERS): Kernel[] {
   positive("reducers", reducers);
   const buffer = (name: string): KernelArg => ({ kind: "buffer", name });
   const int = (value: number): KernelArg => ({ kind: "int", value });
   const BT = tile.BT ?? MOE_RS_DEFAULT_BT;
+  const programs = Math.max(1, Math.min(reducers, s.reduceItems));
   const params = { experts: s.experts, topk: s.topk, tokens: s.tokens, slabT: s.slabT, world: s.world };
   return [
     {
@@ -183,9 +201,11 @@ export function moeRsRunnerKernels(
       numWarps: 4,
       numStages: 1,
       args: [
-        { name: "sorted_ids", value: buffer(tables.sortedIds) },
-        { name: "num_blocks_ptr", value: buffer(tables.numBlocks) },
+        { name: "sorted_ids", value: buffer(MOE_BUFFERS.sortedIds) },
+        { name: "num_blocks_ptr", value: buffer(MOE_BUFFERS.numBlocks) },
         { name: "expect_ptr", value: buffer(MOE_RS_BUFFERS.expect) },
+        { name: "sig_ptr", value: buffer(SIGNAL_BUFFER) },
+        { name: "READY_SLOT", value: int(moeRsReadySlot(s)) },
         { name: "SLOTS", value: int(s.align.slots) },
         { name: "NOTIFIES", value: int(s.notifiesPerCover) },
         { name: "SLAB_T", value: int(s.slabT) },
@@ -199,30 +219,248 @@ export function moeRsRunnerKernels(
       entry: "moe_topk_reduce_rs",
       source,
       stream: "comm",
-      grid: [Math.max(1, Math.min(reducers, s.reduceItems))],
+      grid: [programs],
       numWarps: 4,
       numStages: 1,
       args: [
         { name: "partial_ptrs", value: { kind: "peer-pointers", buffer: MOE_RS_BUFFERS.partial } },
         { name: "like_ptr", value: buffer(MOE_RS_BUFFERS.partial) },
         { name: "out_ptr", value: buffer(MOE_RS_BUFFERS.out) },
-        { name: "sig_ptr", value: buffer(tables.signals) },
+        { name: "sig_ptr", value: buffer(SIGNAL_BUFFER) },
         { name: "expect_ptr", value: buffer(MOE_RS_BUFFERS.expect) },
         { name: "err_ptr", value: { kind: "error-buffer" } },
         { name: "rank", value: { kind: "rank" } },
+        { name: "epoch_ptr", value: { kind: "epoch-word" } },
         { name: "timeout_ns", value: { kind: "timeout-ns" } },
         { name: "N", value: int(s.hidden) },
         { name: "SLAB_T", value: int(s.slabT) },
         { name: "SLABS_PER_RANK", value: int(s.slabsPerRank) },
+        { name: "READY_SLOT", value: int(moeRsReadySlot(s)) },
       ],
-      constexprs: {
-        TOP_K: s.topk,
-        WORLD: s.world,
-        BLOCK_T: BT,
-        BLOCK_N: tile.BN,
-        NUM_PROGRAMS: Math.max(1, Math.min(reducers, s.reduceItems)),
-      },
+      constexprs: { TOP_K: s.topk, WORLD: s.world, BLOCK_T: BT, BLOCK_N: tile.BN, NUM_PROGRAMS: programs },
       template: { kind: MOE_RS_KINDS.reduce, params },
     },
   ];
+}
+
+/** The emitted module of the runner's moe-rs kernels: they live in the runner, this file names them. */
+export function moeRsModule(): string {
+  return [
+    '"""MoE part 2\'s runner kernels: moe_slab_expect (each slab\'s expected notifies, from the routing on the',
+    "device) and moe_topk_reduce_rs (each owner's TopK-reduce + ReduceScatter pulls), from ovl_runtime.moe_rs.",
+    "",
+    'Emitted by @ovl/tlx-emitter; the kernels are the runner\'s, so the torch API and a manifest run the same code."""',
+    "from ovl_runtime.moe_rs import moe_slab_expect, moe_topk_reduce_rs  # noqa: F401",
+    "",
+  ].join("\n");
+}
+
+/**
+ * The slabs of a moe-rs plan: a direct ReduceScatter (each owner pulls its shard) of the slot
+ * rows `[T·k, H]` along axis 0, whose chunks are whole tokens; the slab is the chunks' row
+ * granularity divided by k.
+ * @throws {EmitError} `bad-plan` naming what the plan lacks and the template that has it.
+ */
+export function moeRsSlabTokens(plan: ChunkPlan, tokens: number, topk: number, hidden: number): number {
+  const hint = "build it with reduceScatterDirect({ tensor: [T·k, H], split, afterCompute: true }) from @ovl/chunk-plan";
+  const claim = plan.claim;
+  if (claim === undefined || claim.collective !== "reduce-scatter" || claim.axis !== 0) {
+    const got = claim === undefined ? "claims no collective" : `claims ${claim.collective} along axis ${claim.axis}`;
+    throw new EmitError("bad-plan", `a moe-rs plan must claim a reduce-scatter of rows; plan "${plan.name}" ${got}: ${hint}`);
+  }
+  const tensor = plan.tensors.find((t) => t.name === claim.tensor);
+  if (tensor === undefined || tensor.shape[0] !== tokens * topk || tensor.shape[1] !== hidden) {
+    throw new EmitError(
+      "bad-plan",
+      `a moe-rs plan reduces the slot rows [T·k, H] = [${tokens * topk}, ${hidden}]; plan "${plan.name}" reduces ${claim.tensor} [${tensor?.shape.join(", ") ?? "?"}]`,
+    );
+  }
+  const world = worldOf(plan);
+  if (claim.ranks !== undefined && claim.ranks.some((r, i) => r !== i))
+    throw new EmitError(
+      "bad-plan",
+      `a moe-rs plan gives shard r to rank r; plan "${plan.name}" assigns shards to ranks ${claim.ranks.join(", ")}`,
+    );
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  let rows = 0;
+  for (const r of plan.ranks)
+    for (const [si, stream] of r.streams.entries())
+      for (const [i, x] of stream.entries()) {
+        if (x.kind === "collective" || (x.kind === "p2p" && x.side !== "pull")) {
+          const what = x.kind === "p2p" ? `${x.side} p2p op` : `${x.kind} op`;
+          throw new EmitError(
+            "bad-plan",
+            `rank ${r.rank} stream ${si} op ${i} is a ${what}; moe-rs realises a direct ReduceScatter, where each owner pulls its slabs: ${hint}`,
+          );
+        }
+        for (const region of [x.src, x.dst]) rows = gcd(gcd(rows, region.offsets[0] ?? 0), region.sizes[0] ?? 0);
+      }
+  const perRank = tokens / world;
+  if (rows === 0 || rows % topk !== 0 || !Number.isInteger(perRank) || perRank % (rows / topk) !== 0) {
+    throw new EmitError(
+      "bad-plan",
+      `plan "${plan.name}" moves chunks of ${rows} slot rows; moe-rs slabs are whole tokens (multiples of k = ${topk} rows) dividing each rank's ${perRank} tokens`,
+    );
+  }
+  return rows / topk;
+}
+
+/** The tile `ovl emit moe-rs` takes without --tile. */
+export const MOE_RS_DEFAULT_TILE = { BM: 64, BN: 128, BK: 64 } as const;
+
+/**
+ * Compile a moe-rs operator: `op.problem` is `{ M: tokens T, N: hidden H, K: each rank's
+ * intermediate slice I }`, `op.moe` the experts and top-k, `op.plan` a direct ReduceScatter
+ * of the slot rows `[T·k, H]` (its chunks give the slabs, `moeRsSlabTokens`), `op.body` a
+ * producer annotated `scatter=<partial> rows=<sorted_token_ids>` (ovl's `moe_gemm_scatter`).
+ * The manifest launches the routing kernels, `moe_slab_expect`, the transformed body (which
+ * notifies each covered slab on its owner) and the reducer on the comm stream.
+ * @throws {EmitError} for a bad routing, sizes or plan, a body that does not scatter through
+ *   a table; {LocalKernelError} for a body the transformation refuses.
+ */
+export async function compileMoeRs(op: Operator): Promise<EmitResult> {
+  const moe = checkMoeRouting(op.moe);
+  const o = resolveOptions(op.options ?? {});
+  const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
+  if (kernel.role !== "producer" || kernel.rows === undefined) {
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: a moe-rs body is a producer that writes its rows through the routing's index table (# ovl: producer scatter=<partial> rows=<sorted_token_ids>); ${kernel.entry} is not`,
+    );
+  }
+  const { M: T, N: H, K: I } = op.problem;
+  const world = worldOf(op.plan);
+  const slabT = moeRsSlabTokens(op.plan, T, moe.topk, H);
+  const tile = { BM: op.tile.BM, BN: op.tile.BN, BK: op.tile.BK };
+  const s = moeRsSizes({ tokens: T, inter: I, hidden: H, world, slabT }, moe, tile);
+  const params = checkGemmParams({ M: s.align.slots, N: H, K: I, BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, GROUP_M: 1 });
+
+  // The body's blocks touch token rows `slot // k`; segment = slab, notified on its owner.
+  const seg = variable(GATHER_VARIABLES.segment, { min: 0, max: s.slabs - 1 });
+  const gather: GatherRows = {
+    blockRows: tile.BM,
+    divisor: moe.topk,
+    limit: s.align.slots,
+    rowCount: T,
+    segment: staticMap(floorDiv(variable(GATHER_VARIABLES.row, { min: 0, max: T - 1 }), slabT)),
+  };
+  const slot = staticMap(seg);
+  const owners = staticMap(floorDiv(seg, s.slabsPerRank));
+  const order = staticMap(variable("ovl_t", { min: 0, max: s.align.maxBlocks * s.nTiles - 1 }));
+  const t = transformLocalKernel(kernel, { role: "producer", order, slots: [slot], numPidN: s.nTiles, tables: [], gather, owners });
+
+  const i32 = (name: string, shape: number[], init: Buffer["init"]): Buffer => ({ name, shape, dtype: "int32", symmetric: false, init });
+  const a = s.align;
+  const buffers: Buffer[] = [
+    { name: MOE_RS_BUFFERS.h, shape: [a.slots, I], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: MOE_RS_BUFFERS.w2, shape: [moe.experts, I, H], dtype: o.dtype, symmetric: false, init: "random" },
+    {
+      ...i32(MOE_BUFFERS.topkIds, [T, moe.topk], "routing"),
+      routing: { experts: moe.experts, ...(moe.choices === undefined ? {} : { choices: [...moe.choices] }) },
+    },
+    { name: MOE_RS_BUFFERS.topkWeights, shape: [T, moe.topk], dtype: "fp32", symmetric: false, init: "replicated" },
+    i32(MOE_BUFFERS.counts, [a.programs, a.expertsP2], "zeros"),
+    i32(MOE_BUFFERS.sortedIds, [a.maxBlocks * a.blockM], "poison"),
+    i32(MOE_BUFFERS.expertOfBlock, [a.maxBlocks], "poison"),
+    i32(MOE_BUFFERS.numBlocks, [2], "zeros"),
+    { name: MOE_RS_BUFFERS.partial, shape: [a.slots, H], dtype: o.dtype, symmetric: true, init: "poison" },
+    { name: MOE_RS_BUFFERS.out, shape: [s.rowsPerRank, H], dtype: o.dtype, symmetric: false, init: "poison" },
+    i32(MOE_RS_BUFFERS.expect, [s.slabs], "keep"),
+    { name: SIGNAL_BUFFER, shape: [s.slabs + 1], dtype: "int32", symmetric: true, init: "zeros" },
+  ];
+  checkDistinctBuffers(buffers);
+
+  const names = kernel.params.map((p) => p.name);
+  const buffer = (name: string) => ({ kind: "arg" as const, arg: { kind: "buffer" as const, name } });
+  const byName = {
+    ...moeBindings(a, MOE_RS_BUFFERS.w2),
+    h_ptr: buffer(MOE_RS_BUFFERS.h),
+    h: buffer(MOE_RS_BUFFERS.h),
+    topk_weights: buffer(MOE_RS_BUFFERS.topkWeights),
+    weights_ptr: buffer(MOE_RS_BUFFERS.topkWeights),
+    SLOTS: { kind: "arg" as const, arg: { kind: "int" as const, value: a.slots } },
+  };
+  const own = bindGemm(
+    names,
+    { buffers: { a: MOE_RS_BUFFERS.h, b: MOE_RS_BUFFERS.w2, c: MOE_RS_BUFFERS.partial }, params: { c: kernel.operand }, ...params },
+    { ...Object.fromEntries(Object.entries(byName).filter(([p]) => names.includes(p))), ...op.bind },
+  );
+  const rowsBinding = own.get(kernel.rows);
+  if (rowsBinding?.kind !== "arg" || rowsBinding.arg.kind !== "buffer" || rowsBinding.arg.name !== MOE_BUFFERS.sortedIds) {
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: rows=${kernel.rows} must read the routing's ${MOE_BUFFERS.sortedIds} (name it sorted_token_ids or bind it to that buffer)`,
+    );
+  }
+  const producer = localKernelEntry(t, {
+    name: `${op.name}_producer`,
+    kind: LOCAL_MOE_RS_KIND,
+    stream: "compute",
+    grid: kernel.persistent ? [{ kind: "num-sms", cap: a.maxBlocks * s.nTiles }] : [a.maxBlocks * s.nTiles],
+    ...gemmLaunch(o, params),
+    own,
+    inserted: { [PEER_SIGNALS_PARAM]: { kind: "peer-pointers", buffer: SIGNAL_BUFFER }, [RANK_VAR]: { kind: "rank" } },
+    params: {
+      BLOCK_M: tile.BM,
+      BLOCK_N: tile.BN,
+      body: op.body.path,
+      entry: kernel.entry,
+      operator: "moe-rs",
+      a: MOE_RS_BUFFERS.h,
+      b: MOE_RS_BUFFERS.w2,
+      c: MOE_RS_BUFFERS.partial,
+      weights: MOE_RS_BUFFERS.topkWeights,
+      sortedIds: MOE_BUFFERS.sortedIds,
+      expertOfBlock: MOE_BUFFERS.expertOfBlock,
+      numBlocks: MOE_BUFFERS.numBlocks,
+      experts: moe.experts,
+      topk: moe.topk,
+      tokens: T,
+      N: H,
+      K: I,
+    },
+    tileProgram: {
+      role: "producer",
+      order,
+      slots: [slot],
+      numPidM: a.maxBlocks,
+      numPidN: s.nTiles,
+      gather: { ...gather, rows: MOE_BUFFERS.sortedIds },
+      owners,
+    },
+  });
+  const routingSource = `${op.name}_routing.py`;
+  const runnerSource = `${op.name}_moe_rs.py`;
+  const [expectKernel, reduceKernel] = moeRsRunnerKernels(s, tile, runnerSource) as [Kernel, Kernel];
+  const manifest = validated({
+    $schema: MANIFEST_SCHEMA,
+    name: op.name,
+    world,
+    dtype: o.dtype,
+    buffers,
+    signals: { buffer: SIGNAL_BUFFER, slots: s.slabs + 1, bits: 32 },
+    tables: [],
+    kernels: [...routingKernels(a, routingSource), expectKernel, producer, reduceKernel],
+    hostOps: Array.from({ length: world }, (_, rank) => ({ rank, streams: [] })),
+    reference: {
+      operator: "moe-rs",
+      M: T,
+      N: H,
+      K: I,
+      inputs: { A: MOE_RS_BUFFERS.h, B: MOE_RS_BUFFERS.w2, topk: MOE_BUFFERS.topkIds, weights: MOE_RS_BUFFERS.topkWeights },
+      output: MOE_RS_BUFFERS.out,
+      rowsPerRank: s.rowsPerRank,
+      tolerance: o.tolerance,
+    },
+    timing: o.timing,
+    waitTimeoutNs: o.waitTimeoutNs,
+  });
+  return {
+    files: [
+      { path: routingSource, text: routingModule() },
+      { path: runnerSource, text: moeRsModule() },
+      { path: producer.source, text: t.source },
+    ],
+    manifest,
+  };
 }

@@ -8,7 +8,16 @@ import type { AttentionProblem } from "./ag-attention.js";
 import type { Binding } from "./bind.js";
 
 /** The operators the compiler builds: what the body computes and which way data moves. */
-export type OperatorKind = "ag-gemm" | "gemm-rs" | "ag-grouped-gemm" | "gemm-ar" | "ag-moe" | "ag-attention" | "a2a-gemm" | "ag-gemm-silu";
+export type OperatorKind =
+  | "ag-gemm"
+  | "gemm-rs"
+  | "ag-grouped-gemm"
+  | "gemm-ar"
+  | "ag-moe"
+  | "moe-rs"
+  | "ag-attention"
+  | "a2a-gemm"
+  | "ag-gemm-silu";
 
 /** A local kernel: its file name (for errors and provenance) and its Python text. */
 export interface KernelBody {
@@ -67,7 +76,10 @@ export interface Operator {
   readonly groupM?: number;
   /** ag-grouped-gemm only (required there): the expert of every global m-block. */
   readonly groups?: ExpertRouting;
-  /** ag-moe only (required there): experts and top-k; `problem` is `{ M: tokens, N: intermediate, K: hidden }`. */
+  /**
+   * ag-moe and moe-rs only (required there): experts and top-k. ag-moe's `problem` is
+   * `{ M: tokens, N: intermediate, K: hidden }`; moe-rs's `{ M: tokens, N: hidden, K: intermediate per rank }`.
+   */
   readonly moe?: MoeRouting;
   /**
    * ag-attention only (required there): the attention computed; `problem` is then its GEMM

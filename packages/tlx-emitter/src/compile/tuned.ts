@@ -7,6 +7,7 @@ import { EmitError } from "../writer/index.js";
 import { defaultAttentionTile } from "./ag-attention.js";
 import { builtinBody, type BuiltinBodyName } from "./builtin.js";
 import { computeConfigs, lookupComputeConfig, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
+import { MOE_RS_DEFAULT_TILE } from "./moe-rs.js";
 import { DEFAULT_TILE, type Operator, type OperatorInput } from "./operator.js";
 
 /** How an operator's compute configuration was decided. */
@@ -80,6 +81,10 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
   if (op.kind === "ag-attention" && op.attention !== undefined) {
     const reason = "no tuned configurations of ag-attention operators";
     return { op: { ...op, tile: defaultAttentionTile(op.attention) }, choice: { source: "default", reason } };
+  }
+  if (op.kind === "moe-rs") {
+    const reason = "no tuned configurations of moe-rs operators";
+    return { op: { ...op, tile: { ...MOE_RS_DEFAULT_TILE } }, choice: { source: "default", reason } };
   }
   const fallback = (reason: string) => ({ op: { ...op, tile: DEFAULT_TILE }, choice: { source: "default" as const, reason } });
   if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") return fallback(`no tuned configurations of ${op.kind} operators`);

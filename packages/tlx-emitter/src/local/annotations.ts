@@ -4,10 +4,11 @@ import { LocalKernelError } from "./errors.js";
 import { lineOf, walk, type SyntaxNode } from "./parser.js";
 
 /**
- * `# ovl: consumer gather=<param> [rows=<param>]` / `# ovl: producer scatter=<param>`.
- * `rows=` names the index table a consumer reads its gathered rows through (a MoE body's
- * `sorted_token_ids`): block m reads the rows its table entries name, so its waits are
- * computed from the table on the device.
+ * `# ovl: consumer gather=<param> [rows=<param>]` / `# ovl: producer scatter=<param> [rows=<param>]`.
+ * `rows=` names the index table a consumer reads its gathered rows through, or a producer
+ * writes its scattered rows through (a MoE body's `sorted_token_ids`): block m touches the
+ * rows its table entries name, so its waits or notifies are computed from the table on the
+ * device.
  */
 export interface RoleAnnotation {
   kind: "role";
@@ -78,7 +79,7 @@ function parseAnnotation(body: string, comment: SyntaxNode, file: string): Annot
     case "consumer":
     case "producer": {
       const key = head === "consumer" ? "gather" : "scatter";
-      only(head === "consumer" ? [key, "rows"] : [key]);
+      only([key, "rows"]);
       const param = pairs.get(key);
       if (param === undefined) throw bad(`a ${head} names its operand with ${key}=<parameter>`);
       const rows = pairs.get("rows");

@@ -1,50 +1,62 @@
-// The waits of a consumer that gathers its rows through an index table (`# ovl: consumer
-// gather=<p> rows=<table>`, a MoE body): which rows a block reads is known only on the
-// device (TileLink §4.1's dynamic shape map), so the inserted code reads the block's table
-// entries, takes the first and last row they name, and waits on every segment of rows
-// between them. Segments are nondecreasing in the row, so that range covers every row read.
+// The waits or notifies of a body that touches its rows through an index table (`# ovl:
+// consumer gather=<p> rows=<table>` / `# ovl: producer scatter=<p> rows=<table>`, MoE
+// bodies): which rows a block reads or writes is known only on the device (TileLink §4.1's
+// dynamic shape map), so the inserted code reads the block's table entries, takes the first
+// and last row they name, and waits on (or notifies) every segment of rows between them.
+// Segments are nondecreasing in the row, so that range covers every row touched.
 import { pyLiteral } from "../writer/literals.js";
 import { LocalKernelError } from "./errors.js";
 import type { LocalKernel } from "./parse.js";
-import { DOMAIN_VARIABLE, GATHER_VARIABLES, printMap, type GatherRows, type TileProgram } from "./program.js";
+import { DOMAIN_VARIABLE, GATHER_VARIABLES, PEER_SIGNALS_PARAM, printMap, type GatherRows, type TileProgram } from "./program.js";
+
+/** The table parameter of a kernel a gathering program needs. */
+function rowsTable(kernel: LocalKernel): string {
+  if (kernel.rows !== undefined) return kernel.rows;
+  const [key, role] = kernel.role === "consumer" ? ["gather", "consumer"] : ["scatter", "producer"];
+  throw new LocalKernelError(
+    "bad-program",
+    kernel.file,
+    0,
+    `the tile program ${kernel.role === "consumer" ? "gathers" : "scatters"} rows through an index table, but ${kernel.entry} names none: annotate it "# ovl: ${role} ${key}=${kernel.operand} rows=<index table parameter>"`,
+  );
+}
 
 /**
- * The lines after a gathering consumer's first tile statement: the remap through the order,
- * then the block's row range from its table entries and the waits on every segment in it.
- * @throws {LocalKernelError} `bad-program` when the kernel and the program disagree on
- *   whether rows are gathered through a table.
+ * The lines that read block `block`'s table entries and open the loop over its segments
+ * (`for ovl_seg in range(...):`, the body to follow one tab deeper); a block of padding
+ * only loops over nothing.
  */
-export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, gather: GatherRows): string[][] {
-  const rows = kernel.rows;
-  if (rows === undefined) {
-    throw new LocalKernelError(
-      "bad-program",
-      kernel.file,
-      0,
-      `the tile program gathers rows through an index table, but ${kernel.entry} names none: annotate it "# ovl: consumer gather=${kernel.operand} rows=<index table parameter>"`,
-    );
-  }
-  const v = DOMAIN_VARIABLE.consumer;
-  const { row, segment } = GATHER_VARIABLES;
+function segmentLoop(kernel: LocalKernel, gather: GatherRows, block: string): string[] {
+  const rows = rowsTable(kernel);
   const bm = pyLiteral(gather.blockRows);
   const div = pyLiteral(gather.divisor);
   const limit = pyLiteral(gather.limit);
   const last = pyLiteral(gather.rowCount - 1);
-  const seg = (over: string) => printMap(gather.segment, row, over, kernel.file);
+  const seg = (over: string) => printMap(gather.segment, GATHER_VARIABLES.row, over, kernel.file);
+  return [
+    // The block's entries; padding (>= limit) names no row.
+    `ovl_ids = tl.load(${rows} + ${block} * ${bm} + tl.arange(0, ${bm}))`,
+    `ovl_lo = tl.minimum(tl.min(ovl_ids, axis=0) // ${div}, ${last})`,
+    `ovl_hi = tl.max(tl.where(ovl_ids < ${limit}, ovl_ids, 0), axis=0) // ${div}`,
+    `ovl_end = tl.where(tl.min(ovl_ids, axis=0) < ${limit}, ${seg("ovl_hi")} + 1, 0)`,
+    `for ovl_seg in range(${seg("ovl_lo")}, ovl_end):`,
+  ];
+}
+
+/**
+ * The lines after a gathering consumer's first tile statement: the remap through the order,
+ * then the block's row range from its table entries and the waits on every segment in it.
+ * @throws {LocalKernelError} `bad-program` when the kernel names no index table.
+ */
+export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, gather: GatherRows): string[][] {
+  const v = DOMAIN_VARIABLE.consumer;
+  const { segment } = GATHER_VARIABLES;
+  rowsTable(kernel);
   return kernel.shape.tileStatements.map((t, i) => {
     const m = t.m;
     const lines = [`${v} = ${m}`, `${m} = ${printMap(program.order, v, v, kernel.file)}`];
     if (i > 0 || program.slots.length === 0) return lines;
-    lines.push(
-      `ovl_mb = ${m}`,
-      "ovl_target = load_epoch_target(ovl_epoch_ptr, 1)",
-      // The block's entries; padding (>= limit) names no row.
-      `ovl_ids = tl.load(${rows} + ovl_mb * ${bm} + tl.arange(0, ${bm}))`,
-      `ovl_lo = tl.minimum(tl.min(ovl_ids, axis=0) // ${div}, ${last})`,
-      `ovl_hi = tl.max(tl.where(ovl_ids < ${limit}, ovl_ids, 0), axis=0) // ${div}`,
-      `ovl_end = tl.where(tl.min(ovl_ids, axis=0) < ${limit}, ${seg("ovl_hi")} + 1, 0)`,
-      `for ovl_seg in range(${seg("ovl_lo")}, ovl_end):`,
-    );
+    lines.push(`ovl_mb = ${m}`, "ovl_target = load_epoch_target(ovl_epoch_ptr, 1)", ...segmentLoop(kernel, gather, "ovl_mb"));
     program.slots.forEach((slot, j) => {
       lines.push(
         `\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`,
@@ -56,4 +68,25 @@ export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, g
     });
     return lines;
   });
+}
+
+/**
+ * The lines at the end of a scattering producer's tile (after its stores): the block of the
+ * remapped tile (`ovl_t2 // numPidN`), its row range from the table entries, and one notify
+ * per slot column of every segment in it — on the segment's owner through the signal peer
+ * table when the program names `owners`, else on this rank with `notify`.
+ * @throws {LocalKernelError} `bad-program` when the kernel names no index table.
+ */
+export function scatterProducerLines(kernel: LocalKernel, program: TileProgram, gather: GatherRows, notify: string): string[] {
+  const { segment } = GATHER_VARIABLES;
+  const n = pyLiteral(program.numPidN as number);
+  const lines = segmentLoop(kernel, gather, `(ovl_t2 // ${n})`);
+  const owner = program.owners === undefined ? undefined : printMap(program.owners, segment, segment, kernel.file);
+  program.slots.forEach((slot, j) => {
+    lines.push(`\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`, `\tif ovl_slot${j} >= 0:`);
+    lines.push(
+      owner === undefined ? `\t\t${notify}(ovl_sig_ptr, ovl_slot${j})` : `\t\tpeer_notify(${PEER_SIGNALS_PARAM}, ${owner}, ovl_slot${j})`,
+    );
+  });
+  return lines;
 }

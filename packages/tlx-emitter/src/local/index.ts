@@ -4,6 +4,14 @@ export { LocalKernelError, type LocalKernelErrorCode } from "./errors.js";
 export { loadPythonParser, type PythonParser } from "./parser.js";
 export { parseLocalKernel, parseLocalKernelWith, PRIMITIVES, type LocalKernel, type ParseLocalKernelOptions } from "./parse.js";
 export type { LocalParam, TileStatement } from "./kernel.js";
-export { DOMAIN_VARIABLE, GATHER_VARIABLES, RUNTIME_PARAMS, type GatherRows, type TileProgram } from "./program.js";
+export {
+  DOMAIN_VARIABLE,
+  GATHER_VARIABLES,
+  PEER_SIGNALS_PARAM,
+  RUNTIME_PARAMS,
+  runtimeParams,
+  type GatherRows,
+  type TileProgram,
+} from "./program.js";
 export { transformLocalKernel, type LocalKernelOutput, type TransformOptions } from "./transform.js";
 export type { KvGroups } from "./kv-block.js";

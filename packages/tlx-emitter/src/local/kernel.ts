@@ -29,7 +29,7 @@ export interface KernelShape {
   role: "consumer" | "producer";
   /** The gathered (consumer) or scattered (producer) parameter. */
   operand: string;
-  /** A consumer's row-index table parameter (`rows=`), when it gathers rows through one. */
+  /** The row-index table parameter (`rows=`) a consumer gathers or a producer scatters its rows through, if any. */
   rows?: string;
   params: LocalParam[];
   /** The kernel's decorated_definition and function_definition. */
@@ -262,5 +262,10 @@ function checkRowsParam(role: RoleAnnotation, params: readonly LocalParam[], ent
   if (rows === undefined) throw new LocalKernelError("unknown-parameter", file, line, `rows=${role.rows} names no parameter of ${entry}`);
   if (rows.constexpr) throw new LocalKernelError("unknown-parameter", file, line, `rows=${role.rows} is a constexpr, not an index table`);
   if (rows.name === role.param)
-    throw new LocalKernelError("bad-annotation", file, line, `rows=${role.rows} is the gathered operand itself; name the index table`);
+    throw new LocalKernelError(
+      "bad-annotation",
+      file,
+      line,
+      `rows=${role.rows} is the ${role.role === "consumer" ? "gathered" : "scattered"} operand itself; name the index table`,
+    );
 }

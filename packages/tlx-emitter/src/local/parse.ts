@@ -21,7 +21,7 @@ export interface LocalKernel {
   role: "consumer" | "producer";
   /** The gathered (consumer) or scattered (producer) parameter. */
   operand: string;
-  /** The index table a consumer gathers its rows through (`# ovl: consumer gather=<p> rows=<table>`), if any. */
+  /** The index table a consumer gathers its rows through, or a producer scatters them through (`rows=<table>`), if any. */
   rows?: string;
   params: readonly LocalParam[];
   /** Whether the kernel has a `# ovl: tile-loop` (persistent) or one program is one tile. */

@@ -32,19 +32,27 @@ export interface TileProgram {
   /** Names of per-rank integer parameters the static maps use (become kernel parameters). */
   scalars?: readonly string[];
   /**
-   * Consumer whose rows are gathered through an index table (`rows=`): the waits of a block
-   * are computed on the device from its table entries, and `slots` are then maps over the
-   * variable "ovl_seg" (a segment of the gathered rows, see {@link GatherRows}).
+   * A body whose rows are gathered (consumer) or scattered (producer) through an index table
+   * (`rows=`): the waits or notifies of a block are computed on the device from its table
+   * entries, and `slots` are then maps over the variable "ovl_seg" (a segment of the block's
+   * rows, see {@link GatherRows}).
    */
   gather?: GatherRows;
+  /**
+   * Producer with `gather` only: the rank whose signal slots a segment's notifies add to, a
+   * map over "ovl_seg" (the owner of a ReduceScatter slab). The notifies then go through the
+   * signal buffer's peer table (`ovl_sig_ptrs`); without it they add to this rank's slots.
+   */
+  owners?: IndexMap;
 }
 
 /**
- * How a consumer's block finds the rows it reads (TileLink §4.1's dynamic shape map): block
- * `m` reads the rows `floor(e / divisor)` of the entries `e = rows[m * blockRows + i]`
- * below `limit` (larger entries are padding). Its waits cover every segment from the
- * segment of its first row to that of its last: `segment` maps a row ("ovl_row", in
- * `[0, rowCount)`) to its segment, nondecreasing, and segment `s` waits on `slots[j](s)`.
+ * How a block finds the rows it reads or writes (TileLink §4.1's dynamic shape map): block
+ * `m` touches the rows `floor(e / divisor)` of the entries `e = rows[m * blockRows + i]`
+ * below `limit` (larger entries are padding). Its waits (consumer) or notifies (producer)
+ * cover every segment from the segment of its first row to that of its last: `segment`
+ * maps a row ("ovl_row", in `[0, rowCount)`) to its segment, nondecreasing, and segment `s`
+ * waits on or notifies `slots[j](s)`.
  */
 export interface GatherRows {
   readonly blockRows: number;
@@ -65,6 +73,15 @@ export const RUNTIME_PARAMS = {
   consumer: ["ovl_sig_ptr", "ovl_err_ptr", "ovl_rank", "ovl_epoch_ptr", "ovl_timeout_ns"],
   producer: ["ovl_sig_ptr", "ovl_rank"],
 } as const;
+
+/** The signal buffer's peer table a producer with `owners` notifies through (in place of `ovl_sig_ptr`). */
+export const PEER_SIGNALS_PARAM = "ovl_sig_ptrs";
+
+/** The parameters the transformation appends for `program` after its tables and scalars. */
+export function runtimeParams(program: TileProgram): readonly string[] {
+  if (program.role === "producer" && program.owners !== undefined) return [PEER_SIGNALS_PARAM, RANK_VARIABLE];
+  return RUNTIME_PARAMS[program.role];
+}
 
 /** The rank id every rank-generic static map may use (a runtime parameter of both roles). */
 export const RANK_VARIABLE = "ovl_rank";
@@ -87,7 +104,9 @@ const INSERTED_LOCALS = [
 function isInsertedName(name: string): boolean {
   const slot =
     name.startsWith("ovl_slot") && name.length > "ovl_slot".length && [...name.slice("ovl_slot".length)].every((c) => c >= "0" && c <= "9");
-  return slot || INSERTED_LOCALS.includes(name) || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name);
+  return (
+    slot || INSERTED_LOCALS.includes(name) || name === PEER_SIGNALS_PARAM || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name)
+  );
 }
 
 /**
@@ -113,7 +132,10 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
   if (role === "producer" && (program.numPidN === undefined || !Number.isSafeInteger(program.numPidN) || program.numPidN < 1)) {
     throw bad("bad-program", `a producer's tile program needs numPidN, a positive integer (got ${String(program.numPidN)})`);
   }
-  if (program.gather !== undefined) checkGather(program.gather, role, bad);
+  if (program.gather !== undefined) checkGather(program.gather, bad);
+  if (program.owners !== undefined && (role !== "producer" || program.gather === undefined)) {
+    throw bad("bad-program", "owners is a gathering producer's (where each segment's notifies go); this program has no producer gather");
+  }
   if (program.notifyScope !== undefined) {
     if (role !== "producer") throw bad("bad-program", "notifyScope is a producer's (its notifies); a consumer only waits");
     if (program.notifyScope !== "gpu" && program.notifyScope !== "sys") {
@@ -128,6 +150,7 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
     ...(program.gather === undefined
       ? []
       : [["gather.segment", program.gather.segment, GATHER_VARIABLES.row] as [string, IndexMap, string]]),
+    ...(program.owners === undefined ? [] : [["owners", program.owners, GATHER_VARIABLES.segment] as [string, IndexMap, string]]),
   ];
   for (const [what, map, domain] of maps) {
     const parsed = IndexMapSchema.safeParse(map);
@@ -143,8 +166,7 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
 }
 
 /** A gathering program's sizes are positive integers (they are printed as literals). */
-function checkGather(g: GatherRows, role: "consumer" | "producer", bad: (code: "bad-program", what: string) => LocalKernelError): void {
-  if (role !== "consumer") throw bad("bad-program", "only a consumer gathers its rows through an index table");
+function checkGather(g: GatherRows, bad: (code: "bad-program", what: string) => LocalKernelError): void {
   for (const [name, v] of [
     ["blockRows", g.blockRows],
     ["divisor", g.divisor],

@@ -3,11 +3,11 @@
 // Every edit is an insertion at a position of the syntax tree, so the user's text is kept byte for byte.
 import { pyLiteral, sanitizeText } from "../writer/literals.js";
 import { LocalKernelError } from "./errors.js";
-import { gatherConsumerLines } from "./gather-rows.js";
+import { gatherConsumerLines, scatterProducerLines } from "./gather-rows.js";
 import { groupedKvEdits, type KvGroups } from "./kv-block.js";
 import type { LocalKernel } from "./parse.js";
 import { named, type SyntaxNode } from "./parser.js";
-import { DOMAIN_VARIABLE, RUNTIME_PARAMS, checkProgram, printMap, type TileProgram } from "./program.js";
+import { DOMAIN_VARIABLE, checkProgram, printMap, runtimeParams, type TileProgram } from "./program.js";
 
 /** The emitted kernel module and its signature. */
 export interface LocalKernelOutput {
@@ -47,7 +47,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   const { file, source, shape, parts } = kernel;
   checkProgram(program, kernel.role, kernel.identifiers, file);
   const eol = source.includes("\r\n") ? "\r\n" : "\n";
-  const inserted = [...program.tables, ...(program.scalars ?? []), ...RUNTIME_PARAMS[kernel.role]];
+  const inserted = [...program.tables, ...(program.scalars ?? []), ...runtimeParams(program)];
   const edits: Insertion[] = [signatureEdit(shape.func, inserted)];
   if (kernel.waitsPer === "kv-block") edits.push(...kvEdits(kernel, program, eol, options.kvGroups));
   const lines = kernel.role === "consumer" ? consumerLines(kernel, program) : producerLines(kernel, program);
@@ -68,7 +68,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
         ? ["load_epoch_target", "wait_slot", "consume_token"]
         : []
       : program.slots.length > 0
-        ? [notifyPrimitive(program)]
+        ? [program.owners === undefined ? notifyPrimitive(program) : "peer_notify"]
         : [];
   const from = options.file ?? file;
   const head = [
@@ -218,6 +218,17 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
     `${t.n as string} = ovl_t2 % ${n}`,
   ]);
   const notify = notifyPrimitive(program);
+  if (program.gather !== undefined) {
+    return { after, atEnd: program.slots.length > 0 ? scatterProducerLines(kernel, program, program.gather, notify) : [] };
+  }
+  if (kernel.rows !== undefined) {
+    throw new LocalKernelError(
+      "bad-program",
+      kernel.file,
+      0,
+      `${kernel.entry} writes its rows through the index table ${kernel.rows} (rows=), but the tile program notifies per tile; compile it as an operator that scatters rows (moe-rs)`,
+    );
+  }
   const atEnd = program.slots.flatMap((slot, j) => [
     `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`,
     `if ovl_slot${j} >= 0:`,

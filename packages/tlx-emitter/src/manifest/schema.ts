@@ -29,14 +29,16 @@ export type BufferDType = z.infer<typeof BufferDType>;
  * before each checked run: `random` (fresh normal values per rank), `zeros`, `poison` (NaN,
  * so an element no kernel wrote fails the check), `keep`, or `routing`: a MoE routing
  * `[tokens, k]` (int32), each token's k distinct experts drawn from `routing.choices`
- * (default every expert of `routing.experts`), the same on every rank, fresh per checked run.
+ * (default every expert of `routing.experts`), the same on every rank, fresh per checked run;
+ * or `replicated`: fresh random values as `random`, but the same on every rank (MoE's
+ * `topk_weights`).
  */
 export const Buffer = z.object({
   name: Identifier,
   shape: z.array(Positive).min(1),
   dtype: BufferDType,
   symmetric: z.boolean(),
-  init: z.enum(["random", "zeros", "poison", "keep", "routing"]),
+  init: z.enum(["random", "zeros", "poison", "keep", "routing", "replicated"]),
   /** With `init: "routing"` (and only then): the experts the routing draws from. */
   routing: z.object({ experts: Positive, choices: z.array(Count).min(1).optional() }).optional(),
 });
@@ -176,11 +178,12 @@ export const TileProgramSpec = z.object({
   numPidM: Positive,
   numPidN: Positive,
   /**
-   * Optional (additive): a consumer that reads its rows through an index table (ag-moe).
-   * Block m reads the rows `floor(e / divisor)` of the entries `e = rows[m·blockRows + i]`
-   * below `limit`; it waits on every segment from `segment(first row)` to `segment(last row)`
-   * (`segment` over `ovl_row`), and `slots` are then maps over `ovl_seg`. `rows` is the buffer
-   * the kernel reads the entries from (written on the device).
+   * Optional (additive): a consumer that reads its rows through an index table (ag-moe), or
+   * a producer that writes them through one (moe-rs). Block m touches the rows
+   * `floor(e / divisor)` of the entries `e = rows[m·blockRows + i]` below `limit`; it waits on
+   * (notifies) every segment from `segment(first row)` to `segment(last row)` (`segment` over
+   * `ovl_row`), and `slots` are then maps over `ovl_seg`. `rows` is the buffer the kernel
+   * reads the entries from (written on the device).
    */
   gather: z
     .object({
@@ -192,6 +195,11 @@ export const TileProgramSpec = z.object({
       segment: IndexMapSchema,
     })
     .optional(),
+  /**
+   * Optional (additive): a producer with `gather` (moe-rs) notifies segment `s` on rank
+   * `owners(s)` (a map over `ovl_seg`) through the signal buffer's peer table.
+   */
+  owners: IndexMapSchema.optional(),
 });
 export type TileProgramSpec = z.infer<typeof TileProgramSpec>;
 
@@ -235,6 +243,13 @@ export type Kernel = z.infer<typeof Kernel>;
  * row-sharded), `B` [E, K, N] and `topk` [M, k] (int32, the same on every rank); the output
  * is [M·k, N] with `C[t·k + j] = A[t] @ B[topk[t, j]]`.
  *
+ * `moe-rs` (MoE part 2: GroupGEMM + Scatter + TopK-reduce + ReduceScatter): `M` is the
+ * tokens T, `N` the hidden size H, `K` each rank's slice I of the intermediate size;
+ * `inputs` are `A` [T·k, I] (each rank's activations, row t·k + j for token t's j-th
+ * expert), `B` [E, I, H] (each rank's slice of every expert), `topk` [T, k] (int32) and
+ * `weights` [T, k] (fp32), the last two the same on every rank; rank r's output [T/W, H]
+ * holds rows `r·T/W…` of `Σ_ranks Σ_j weights[t, j] · (A[t·k + j] @ B[topk[t, j]])`.
+ *
  * `ag-attention` (sequence-parallel attention, KV gathered): `inputs` are `Q` [M = S, N = H·D]
  * and `KV` [S, K = 2·Hkv·D] (both row-sharded; KV's row holds K of every kv head, then V),
  * the output O [S, H·D] is row-sharded too, and `attention` states heads, kv heads, head
@@ -260,6 +275,7 @@ export const Reference = z.object({
     "all-reduce",
     "ag-grouped-gemm",
     "ag-moe",
+    "moe-rs",
     "ag-attention",
     "a2a-gemm",
     "ag-gemm-silu",

@@ -1,0 +1,108 @@
+// `ovl emit moe-rs`: MoE's GroupGEMM + Scatter + TopK-reduce + ReduceScatter (TileLink's MoE
+// part 2) with the routing computed on the device: ovl's built-in grouped GEMM + scatter body
+// (or --kernel) writes each expert's weighted rows while every slab's owner pulls and sums
+// them as soon as the slab is complete on every rank (a direct ReduceScatter of the slot rows).
+import { planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
+import { builtinBody, compile, MOE_RS_DEFAULT_TILE, type OperatorInput } from "@ovl/tlx-emitter";
+import { UsageError } from "../errors.js";
+import type { CommandOutput } from "../io.js";
+import { parseMesh } from "../problem.js";
+import { moeTile, parseChoices, type MoeFlags } from "./emit-moe.js";
+import { writeEmitted } from "./write-emitted.js";
+
+/** The moe-rs problem of the flags: tokens (all ranks'), hidden, this rank's intermediate slice, routing. */
+export interface MoeRsFlagsProblem {
+  readonly tokens: number;
+  readonly hidden: number;
+  readonly intermediate: number;
+  readonly experts: number;
+  readonly topk: number;
+  readonly choices?: readonly number[];
+}
+
+/**
+ * The problem the flags name. `--m`/`--n`/`--k` are the producer GEMM's sizes: tokens, hidden
+ * (its N) and this rank's intermediate slice (its K).
+ * @throws {UsageError} a missing or contradictory size, top-k above the experts, bad --choices.
+ */
+export function moeRsOfFlags(f: MoeFlags): MoeRsFlagsProblem {
+  const need = (a: number | undefined, b: number | undefined, flag: string): number => {
+    if (a !== undefined && b !== undefined && a !== b)
+      throw new UsageError("bad-shape", `${flag} and its GEMM alias name different sizes (${a}, ${b})`);
+    const v = a ?? b;
+    if (v === undefined) {
+      throw new UsageError(
+        "bad-shape",
+        `ovl emit moe-rs needs ${flag}; e.g. --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8`,
+      );
+    }
+    return v;
+  };
+  const experts = need(f.experts, undefined, "--experts");
+  const topk = need(f.topk, undefined, "--topk");
+  if (topk > experts) throw new UsageError("bad-shape", `--topk ${topk} exceeds --experts ${experts}: a token picks distinct experts`);
+  return {
+    tokens: need(f.tokens, f.m, "--tokens (or --m)"),
+    hidden: need(f.hidden, f.n, "--hidden (or --n)"),
+    intermediate: need(f.intermediate, f.k, "--intermediate (or --k)"),
+    experts,
+    topk,
+    ...(f.choices === undefined ? {} : { choices: parseChoices(f.choices, experts) }),
+  };
+}
+
+/**
+ * The signalled direct ReduceScatter of the slot rows `[T·k, H]` the flags name: `--split`
+ * slabs per rank (default 2 when each rank's tokens are even, else 1).
+ * @throws {UsageError} a template other than direct, a backend other than sm, tokens that do
+ *   not divide over the world or into the split.
+ */
+export function moeRsPlan(f: MoeFlags, p: MoeRsFlagsProblem): ChunkPlan {
+  if (f.template !== undefined && f.template !== "direct")
+    throw new UsageError("unknown-template", `moe-rs reduces with the direct template (each owner pulls its slabs), not '${f.template}'`);
+  if (f.backend !== undefined && f.backend !== "sm")
+    throw new UsageError("unsupported", "moe-rs moves its slabs with SM pulls only (--backend sm); drop --backend");
+  if (f.side !== undefined) throw new UsageError("unsupported", "moe-rs's owners pull their slabs; drop --side");
+  const mesh = parseMesh(f);
+  const world = mesh.reduce((a, b) => a * b, 1);
+  if (p.tokens % world !== 0)
+    throw new UsageError("bad-shape", `--tokens ${p.tokens} must divide evenly over the world (${world}): each rank owns T/W rows`);
+  const perRank = p.tokens / world;
+  const split = f.split ?? (perRank % 2 === 0 ? 2 : 1);
+  if (perRank % split !== 0)
+    throw new UsageError("bad-shape", `--split ${split} must divide each rank's ${perRank} tokens (a slab is whole tokens)`);
+  const tensor = { name: "moe_slots", shape: [p.tokens * p.topk, p.hidden], dtype: "bf16" as const };
+  return planSignals(reduceScatterDirect({ tensor, src: "moe_slots_partial", axis: 0, mesh, split, afterCompute: true }));
+}
+
+/** Compile the flags' moe-rs operator into `outDir`. */
+export async function emitMoeRsCommand(f: MoeFlags, outDir: string, kernelFile?: { path: string; source: string }): Promise<CommandOutput> {
+  const p = moeRsOfFlags(f);
+  const plan = moeRsPlan(f, p);
+  const tile = moeTile(f.tile, MOE_RS_DEFAULT_TILE);
+  const world = parseMesh(f).reduce((x, y) => x * y, 1);
+  const name = `moe_rs_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${p.experts}_top${p.topk}_w${world}`;
+  const op: OperatorInput = {
+    name,
+    kind: "moe-rs",
+    plan,
+    body: kernelFile ?? builtinBody("moe_gemm_scatter"),
+    problem: { M: p.tokens, N: p.hidden, K: p.intermediate },
+    moe: { experts: p.experts, topk: p.topk, ...(p.choices === undefined ? {} : { choices: p.choices }) },
+    tile,
+  };
+  const result = await compile(op);
+  const { dir, manifest, files } = writeEmitted(outDir, result, plan);
+  const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
+  const slabs = result.manifest.signals.slots - 1;
+  return {
+    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile, slabs } },
+    lines: [
+      `${name}: ${p.tokens} tokens (hidden ${p.hidden}) reduce-scattered over ${world} ranks in ${slabs} slabs, top-${p.topk} of ${p.experts} experts, intermediate ${p.intermediate} per rank`,
+      `  tile ${tile.BM}x${tile.BN}x${tile.BK}, body ${op.body.path}; routing tables and slab targets computed on the device`,
+      ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
+      ...files.map((x) => `wrote ${x}`),
+      `run it: ovl run ${manifest} --emulate    (or on GPUs: ovl run ${manifest} --gpus ${world})`,
+    ],
+  };
+}
