@@ -4,6 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
+import type { TargetName } from "@ovl/primitives";
 import { compile, compileMlp, gemmSiluMulBody, withSiluMulDefaults } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
@@ -22,6 +23,8 @@ export interface MlpFlags {
   mesh?: string;
   split?: number;
   tile?: string;
+  /** Whose tuned table decides the down stage's tile when `tile` is absent (default: the default target). */
+  target?: TargetName | undefined;
 }
 
 function size(a: number | undefined, b: number | undefined, flag: string): number {
@@ -58,6 +61,7 @@ export async function emitMlpCommand(f: MlpFlags, outDir: string): Promise<Comma
     intermediate,
     split: f.split ?? 1,
     ...(tile ? { upTile: tile, downTile: tile } : {}),
+    ...(f.target === undefined ? {} : { target: f.target }),
   });
   const dir = resolve(outDir);
   const files: string[] = [];

@@ -6,6 +6,7 @@ import { lowerToTileSchedule, planSignals, type ChunkPlan, type TileSchedule } f
 import {
   builtinBody,
   compile,
+  describeTable,
   emitManifestJson,
   emitTlxAgGemm,
   resolveCompute,
@@ -15,6 +16,7 @@ import {
   type Operator,
   type OperatorInput,
 } from "@ovl/tlx-emitter";
+import type { TargetName } from "@ovl/primitives";
 import { buildPlan, consumes, gemmTiling } from "../build.js";
 import { readPlanFile } from "./validate.js";
 import { writeEmitted } from "./write-emitted.js";
@@ -58,6 +60,8 @@ export interface EmitSources {
   /** A local Triton kernel file (annotated with `# ovl:` comments) in place of the built-in body. */
   readonly kernelFile?: string;
   readonly timing?: { warmup: number; reps: number; checkRuns: number };
+  /** The target whose tuned table decides the compute configuration without a tile (default: the default target). */
+  readonly target?: TargetName;
 }
 
 /**
@@ -117,7 +121,7 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
   if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {
     throw new UsageError("unsupported", "the direct template is one NCCL collective, with nothing to fuse; use --template swizzle or ring");
   }
-  const { op, choice } = resolveCompute(problemOperator(p, sources));
+  const { op, choice } = resolveCompute(problemOperator(p, sources), sources.target === undefined ? {} : { target: sources.target });
   const schedule = lowerToTileSchedule(
     op.plan,
     { ...gemmTiling({ ...p, tile: op.tile, groupSizeM: op.groupM ?? p.groupSizeM }), tensor: scheduleTensor(p, op.plan) },
@@ -174,7 +178,12 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
       files: [...e.files, ...tlxFiles],
       kernels,
       world: p.world,
-      compute: { ...e.operator.tile, groupM: e.operator.groupM, source: e.compute.source },
+      compute: {
+        ...e.operator.tile,
+        groupM: e.operator.groupM,
+        source: e.compute.source,
+        ...(e.compute.source === "table" ? { table: e.compute.target, target: e.compute.requested } : {}),
+      },
     },
     lines: [
       `${e.name}: ${describeProblem(p)}${sources.kernelFile === undefined ? "" : ` — body ${sources.kernelFile}`}${sources.planFile === undefined ? "" : ` — plan ${sources.planFile}`}`,
@@ -194,7 +203,7 @@ export function describeCompute(op: Operator, choice: ComputeChoice): string {
     choice.source === "explicit"
       ? "named by --tile"
       : choice.source === "table"
-        ? `tuned ${choice.target} table, ${choice.match === "exact" ? "exact shape" : "nearest shape"}`
+        ? `tuned ${describeTable(choice)}, ${choice.match === "exact" ? "exact shape" : "nearest shape"}`
         : `default: ${choice.reason}`;
   return `${knobs} (${why})`;
 }
