@@ -45,16 +45,18 @@ assert re.search(r"atom\.global\.sys\.release\.add", producer), "no system-scope
 reducer = ptx_of(
     moe_rs.moe_topk_reduce_rs,
     {"partial_ptrs": "*i64", "like_ptr": "*bf16", "out_ptr": "*bf16", "sig_ptr": "*i32", "expect_ptr": "*i32", "err_ptr": "*i32",
-     "rank": i32, "timeout_ns": "i64", "N": i32, "SLAB_T": i32, "SLABS_PER_RANK": i32},
+     "rank": i32, "epoch_ptr": "*i32", "timeout_ns": "i64", "N": i32, "SLAB_T": i32, "SLABS_PER_RANK": i32, "READY_SLOT": i32},
     {"TOP_K": 5, "WORLD": 8, "BLOCK_T": 32, "BLOCK_N": 128, "NUM_PROGRAMS": 4},
 )
 assert re.search(r"ld\.global\.acquire\.sys", reducer), "no acquire load in the reducer's wait"
 expect = ptx_of(
     moe_rs.moe_slab_expect,
-    {"sorted_ids": "*i32", "num_blocks_ptr": "*i32", "expect_ptr": "*i32", "SLOTS": i32, "NOTIFIES": i32, "SLAB_T": i32, "NUM_SLABS": i32},
+    {"sorted_ids": "*i32", "num_blocks_ptr": "*i32", "expect_ptr": "*i32", "sig_ptr": "*i32", "READY_SLOT": i32, "SLOTS": i32,
+     "NOTIFIES": i32, "SLAB_T": i32, "NUM_SLABS": i32},
     {"TOP_K": 5, "BLOCK_M": 64, "SLABS_P2": 64, "STEP": 16},
 )
 assert ".entry moe_slab_expect" in expect
+assert re.search(r"atom\.global\.gpu\.release\.add|atom\.release\.gpu\.global\.add|red\.release\.gpu\.global\.add", expect), "no gpu-scope release add of READY"
 print("ok")
 """
 

@@ -64,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument("--k", type=int, required=True, help="depth K of this rank's GEMM")
     kernels.add_argument("--heads", type=int, default=0, help="ag-attention: query heads H (N = H x head_dim)")
     kernels.add_argument("--causal", action="store_true", help="ag-attention: causal masking")
+    kernels.add_argument("--experts", type=int, default=0, help="ag-moe / moe-rs: experts E")
+    kernels.add_argument("--topk", type=int, default=0, help="ag-moe / moe-rs: experts per token k")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
     chain = sub.add_parser("chain", help="run an ovl.chain/v1 (operators back to back, e.g. `ovl emit mlp`) emulated on the CPU")
     chain.add_argument("chain", help="path of the chain JSON file")
@@ -338,7 +340,9 @@ def _chain(args: argparse.Namespace) -> int:
 def _kernels(args: argparse.Namespace) -> int:
     """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
     try:
-        key = KernelKey(args.op, args.world, args.m, args.n, args.k, heads=args.heads, causal=args.causal)
+        key = KernelKey(
+            args.op, args.world, args.m, args.n, args.k, experts=args.experts, topk=args.topk, heads=args.heads, causal=args.causal
+        )
         path = ensure_compiled(key, Path(args.into) if args.into else None)
     except RunnerError as exc:
         return _usage(str(exc))

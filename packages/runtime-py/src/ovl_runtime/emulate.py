@@ -27,7 +27,7 @@ from .emulate_stall import Stalled, StallMonitor, host_thread, kernel_thread, sl
 from .emulate_tlx import TLX_TEMPLATES
 from .errors import CheckFailed, KernelFault, ManifestError, RunnerError, UsageError
 from .manifest import CommStream, CopyOp, KernelSpec, Manifest, checked_init
-from .moe import draw_buffer
+from .moe import draw_buffer, random_fill
 from .outcome import CheckRecord, RunOutcome
 from .reference import output_view, references, relative_error
 from .signals import SignalWorld, epoch_target
@@ -73,6 +73,11 @@ class EmulatedWorld:
                 routing = draw_buffer(b, rng)
                 for r in range(self.manifest.world):
                     self.buffers[r][b.name][...] = routing
+                continue
+            if init == "replicated":  # random values, the same on every rank (drawn once per launch)
+                same = random_fill(self.buffers[0][b.name], rng)
+                for r in range(self.manifest.world):
+                    self.buffers[r][b.name][...] = same
                 continue
             for r in range(self.manifest.world):
                 arr = self.buffers[r][b.name]

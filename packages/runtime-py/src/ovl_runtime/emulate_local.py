@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .emulate_kernels import KernelContext
-from .emulate_moe import moe_consumer
+from .emulate_moe import moe_consumer, moe_producer
 from .errors import KernelFault, ManifestError
 from .index_maps import TileProgram
 from .signals import epoch_target
@@ -137,6 +137,9 @@ def local_consumer(ctx: KernelContext) -> None:
 
 def local_producer(ctx: KernelContext) -> None:
     """C = A @ B tile by tile in the program's order; each stored tile notifies its slot columns."""
+    tp = ctx.kernel.tile_program
+    if isinstance(tp, TileProgram) and tp.gather is not None:  # moe-rs: rows gathered through the routing's tables
+        return moe_producer(ctx)
     tp = _program(ctx, "producer")
     a, b, c, BM, BN = _operands(ctx)
     M, N = c.shape

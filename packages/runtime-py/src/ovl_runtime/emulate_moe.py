@@ -15,9 +15,9 @@ import numpy as np
 
 from .emulate_kernels import KernelContext
 from .errors import KernelFault, ManifestError
-from .index_maps import TileProgram
-from .moe import moe_align_reference
-from .signals import epoch_target
+from .index_maps import GatherRows, TileProgram
+from .moe import moe_align_reference, slab_cover_reference
+from .signals import SignalBoard, epoch_target
 
 
 def _sizes(ctx: KernelContext) -> tuple[int, int, int, int]:
@@ -101,7 +101,114 @@ def moe_consumer(ctx: KernelContext) -> None:
         c[slots] = x[slots // k] @ w[e]
 
 
+def _block_slots(sorted_ids: np.ndarray, m: int, g: GatherRows) -> np.ndarray:
+    entries = sorted_ids[m * g.block_rows : (m + 1) * g.block_rows]
+    return entries[entries < g.limit].astype(np.int64)
+
+
+def moe_producer(ctx: KernelContext) -> None:
+    """The moe-rs body (a ``local-producer`` whose tile program gathers rows): for every tile of the
+    valid blocks, in the program's order, ``partial[slots, n-cols] = weights[slots] · (h[slots] @ W2[e][:, n-cols])``,
+    then one notify per slot column of every segment the block's tokens cover, on the segment's owner."""
+    tp = ctx.kernel.tile_program
+    if not isinstance(tp, TileProgram) or tp.gather is None or tp.role != "producer":
+        raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", "a moe-rs body needs its producer tile program with gather")
+    g = tp.gather
+    p = ctx.kernel.template_params
+    T, N, K, E, k, BN = (int(p[x]) for x in ("tokens", "N", "K", "experts", "topk", "BLOCK_N"))
+    h = _buffer_arg(ctx, str(p["a"]))[: T * k * K].reshape(T * k, K)
+    w = _buffer_arg(ctx, str(p["b"]))[: E * K * N].reshape(E, K, N)
+    c = _buffer_arg(ctx, str(p["c"]))[: T * k * N].reshape(T * k, N)
+    weights = _buffer_arg(ctx, str(p["weights"]))[: T * k].astype(np.float32)
+    sorted_ids = _buffer_arg(ctx, str(p["sortedIds"]))
+    expert_of_block = _buffer_arg(ctx, str(p["expertOfBlock"]))
+    blocks = int(_buffer_arg(ctx, str(p["numBlocks"]))[0])
+    names = {mp.table for mp in (tp.order, *tp.slots, g.segment, *([tp.owners] if tp.owners else [])) if mp.table is not None}
+    tables = {n: ctx.table(n, 1) for n in names}
+    boards = ctx.value("ovl_sig_ptrs")
+    if not isinstance(boards, list) or not all(isinstance(b, SignalBoard) for b in boards):
+        raise ManifestError(f"kernel {ctx.kernel.name}.args.ovl_sig_ptrs", "must be the signal buffer's peer pointers")
+    if not 0 <= blocks <= tp.num_pid_m:
+        raise KernelFault(f"rank {ctx.rank}: {ctx.where()} reads {blocks} valid blocks, outside [0, {tp.num_pid_m}]")
+    tiles = blocks * tp.num_pid_n
+    for t in range(tiles):
+        t2 = tp.order({"ovl_t": t, "ovl_rank": ctx.rank}, tables)
+        if not 0 <= t2 < tiles:
+            raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram.order", f"tile {t} maps to {t2}, outside [0, {tiles})")
+        m, n = divmod(t2, tp.num_pid_n)
+        slots = _block_slots(sorted_ids, m, g)
+        e = int(expert_of_block[m])
+        if slots.size and not 0 <= e < E:
+            raise KernelFault(f"rank {ctx.rank}: {ctx.where()} block {m} reads expert {e} of {E}")
+        cols = slice(n * BN, min(N, (n + 1) * BN))
+        if slots.size:
+            acc = h[slots].astype(np.float32) @ w[e][:, cols].astype(np.float32)
+            c[slots, cols] = acc * weights[slots][:, None]
+            first, last = (
+                g.segment({"ovl_row": int(r), "ovl_rank": ctx.rank}, tables) for r in (slots.min() // g.divisor, slots.max() // g.divisor)
+            )
+            for s in range(first, last + 1):
+                env = {"ovl_seg": s, "ovl_rank": ctx.rank}
+                owner = ctx.rank if tp.owners is None else tp.owners(env, tables)
+                if not 0 <= owner < len(boards):
+                    raise KernelFault(f"rank {ctx.rank}: {ctx.where()} segment {s} maps to owner {owner}, outside [0, {len(boards)})")
+                for col in tp.slots:
+                    slot = col(env, tables)
+                    if slot >= 0:
+                        ctx.notify(boards[owner], slot)
+
+
+def _int_words(arr: np.ndarray, what: str) -> np.ndarray:
+    if arr.dtype != np.int32:
+        raise ManifestError(what, f"must be an int32 buffer, got {arr.dtype}")
+    return arr
+
+
+def moe_slab_expect(ctx: KernelContext) -> None:
+    """``expect[s] += NOTIFIES · cover(s)`` (int32, wrapping), then one add to this rank's READY slot."""
+    topk, block_m = ctx.param("TOP_K"), ctx.param("BLOCK_M")
+    slots_total, notifies, slab_t, slabs = (ctx.size(x) for x in ("SLOTS", "NOTIFIES", "SLAB_T", "NUM_SLABS"))
+    sorted_ids = _flat(ctx, "sorted_ids")
+    blocks = int(_flat(ctx, "num_blocks_ptr")[0])
+    expect = _int_words(_flat(ctx, "expect_ptr"), f"kernel {ctx.kernel.name}.args.expect_ptr")
+    if expect.size < slabs:
+        raise KernelFault(f"rank {ctx.rank}: {ctx.where()} expect has {expect.size} words, the kernel writes {slabs}")
+    cover = slab_cover_reference(sorted_ids, blocks, block_m, topk, slab_t, slabs)
+    if slabs * slab_t * topk != slots_total:
+        raise ManifestError(f"kernel {ctx.kernel.name}.args", f"SLOTS {slots_total} is not NUM_SLABS·SLAB_T·TOP_K")
+    total = (expect[:slabs].astype(np.int64) + cover * notifies) % (1 << 32)
+    expect[:slabs] = total.astype(np.uint32).view(np.int32)
+    ctx.notify(ctx.board("sig_ptr"), ctx.size("READY_SLOT"))
+
+
+def moe_topk_reduce_rs(ctx: KernelContext) -> None:
+    """Wait until this launch's targets are written (READY), then per own slab: wait until it reached its
+    target and ``out[t_local] = Σ_ranks Σ_j partial_r[t·k + j]`` for the slab's tokens."""
+    k, world = ctx.param("TOP_K"), ctx.param("WORLD")
+    N, slab_t, per_rank, ready = (ctx.size(x) for x in ("N", "SLAB_T", "SLABS_PER_RANK", "READY_SLOT"))
+    rank = ctx.size("rank")
+    parts = ctx.value("partial_ptrs")
+    if not isinstance(parts, list) or len(parts) != world:
+        raise ManifestError(f"kernel {ctx.kernel.name}.args.partial_ptrs", f"must be the peer pointers of {world} ranks")
+    T = per_rank * slab_t * world
+    partials = [p.reshape(-1)[: T * k * N].reshape(T, k, N) for p in parts]
+    out = ctx.matrix("out_ptr", per_rank * slab_t, N)
+    sig = ctx.board("sig_ptr")
+    expect = _int_words(_flat(ctx, "expect_ptr"), f"kernel {ctx.kernel.name}.args.expect_ptr")
+    ctx.wait(sig, ready, epoch_target(ctx.size("epoch_ptr"), 1, sig.bits))
+    for ls in range(per_rank):
+        s = rank * per_rank + ls
+        ctx.wait(sig, s, int(expect[s]) % (1 << sig.bits))
+        tokens = slice(s * slab_t, (s + 1) * slab_t)
+        acc = np.zeros((slab_t, N), dtype=np.float32)
+        for part in partials:
+            acc += part[tokens].astype(np.float32).sum(axis=1)
+        out[ls * slab_t : (ls + 1) * slab_t] = acc
+
+
 MOE_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
     "moe-align-count": moe_align_count,
     "moe-align-scatter": moe_align_scatter,
+    "moe-slab-expect": moe_slab_expect,
+    "moe-topk-reduce-rs": moe_topk_reduce_rs,
 }

@@ -19,11 +19,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from .errors import ManifestError
 from .manifest import BufferSpec, CopyOp, KernelSpec, Manifest, NumSms, checked_init
-from .moe import draw_buffer, routing_seed
+from .moe import draw_buffer, random_fill, replicated_seed, routing_seed
 from .signals import epoch_target, signed32
 
 TORCH_DTYPES = {
@@ -313,6 +314,13 @@ class RankState:
             if init == "routing":  # the same routing on every rank, a fresh one per checked launch
                 self.routing_draws = getattr(self, "routing_draws", 0) + 1
                 t.copy_(torch.from_numpy(draw_buffer(b, routing_seed(self.routing_draws))).to(t.device))
+            elif init == "replicated":  # random values, the same on every rank, fresh per checked launch
+                self.replicated_draws = getattr(self, "replicated_draws", 0) + 1
+                same = random_fill(
+                    np.zeros(tuple(t.shape), dtype=np.float32 if t.dtype.is_floating_point else np.int64),
+                    replicated_seed(self.replicated_draws),
+                )
+                t.copy_(torch.from_numpy(same).to(device=t.device, dtype=t.dtype))
             elif init == "zeros":
                 t.zero_()
             elif init == "poison":

@@ -97,6 +97,14 @@ def moe_matmul(full: torch.Tensor, w: torch.Tensor, topk: torch.Tensor, K: int, 
     return c
 
 
+def moe_rs_partial(h: torch.Tensor, w: torch.Tensor, topk: torch.Tensor, weights: torch.Tensor, M: int, K: int, N: int) -> torch.Tensor:
+    """moe-rs, one rank's contribution ``[M, N]`` in float32: ``Σ_j weights[t, j] · (h[t·k + j] @ W[topk[t, j]])``."""
+    ids = topk.reshape(M, -1).long()
+    k = ids.shape[1]
+    y = moe_matmul(h.reshape(M * k, K).float(), w, ids.reshape(-1, 1), K, N)  # one "token" per slot
+    return (y * weights.reshape(-1, 1).float()).reshape(M, k, N).sum(1)
+
+
 def _silu_mul(full: torch.Tensor, b: torch.Tensor, K: int, N: int) -> torch.Tensor:
     """ag-gemm-silu: ``silu(full @ W[:, :N]) * (full @ W[:, N:])`` with W = ``b`` as ``[K, 2N]``."""
     w = _matrix(b, (K,), 2 * N, "reference.inputs.B").float()
@@ -125,6 +133,8 @@ def torch_reference(m: Manifest, inputs: dict[str, torch.Tensor], rank: int) -> 
     if ref.operator == "ag-moe":
         full = _gather_rows(m, _shard(m, inputs["A"], rank, K, "reference.inputs.A"))
         return moe_matmul(full, inputs["B"], inputs["topk"], K, N)
+    if ref.operator == "moe-rs":
+        return _scatter_rows(m, moe_rs_partial(inputs["A"], inputs["B"], inputs["topk"], inputs["weights"], M, K, N), rank)
     if ref.operator in ("gemm-rs", "gemm-ar"):
         part = _matrix(inputs["A"], (M,), K, "reference.inputs.A").float() @ _matrix(inputs["B"], (K,), N, "reference.inputs.B").float()
         if ref.operator == "gemm-ar":
@@ -181,6 +191,9 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
     if ref.operator == "ag-moe":
         full = slabs("A", K)
         return [moe_matmul(full, x["B"], x["topk"], K, N) for x in inputs]
+    if ref.operator == "moe-rs":
+        summed = total(lambda q: moe_rs_partial(inputs[q]["A"], inputs[q]["B"], inputs[q]["topk"], inputs[q]["weights"], M, K, N))
+        return [_slab(summed, *rank_rows(m, r)) for r in range(world)]
     if ref.operator in ("gemm-rs", "gemm-ar"):
         part = total(
             lambda q: (
@@ -199,7 +212,7 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
 
 def output_view(m: Manifest, out: torch.Tensor, rank: int) -> torch.Tensor:
     ref = m.reference
-    if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention"):
+    if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention", "moe-rs"):
         return _shard(m, out, rank, ref.N, "reference.output")
     return _matrix(out, (ref.M,), ref.N, "reference.output")
 

@@ -127,6 +127,8 @@ class TileProgram:
     num_pid_n: int
     # A consumer that reads its rows through an index table (ag-moe), see GatherRows.
     gather: GatherRows | None = None
+    # A producer with gather (moe-rs): the rank whose signal buffer a segment's notifies go to (``ovl_seg``).
+    owners: IndexMap | None = None
 
 
 @dataclass(frozen=True)
@@ -177,4 +179,14 @@ def parse_tile_program(v: Any, path: str) -> TileProgram:
         num_pid_m=dims[0],
         num_pid_n=dims[1],
         gather=None if v.get("gather") is None else _parse_gather(v["gather"], f"{path}.gather"),
+        owners=_parse_owners(v, role, path),
     )
+
+
+def _parse_owners(v: dict[str, Any], role: str, path: str) -> IndexMap | None:
+    """``owners``: only a producer with ``gather`` notifies segments on their owners."""
+    if v.get("owners") is None:
+        return None
+    if role != "producer" or v.get("gather") is None:
+        raise ManifestError(f"{path}.owners", "only a producer with gather names its segments' owners")
+    return parse_index_map(v["owners"], f"{path}.owners")

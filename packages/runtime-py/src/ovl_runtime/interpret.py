@@ -47,7 +47,7 @@ import numpy as np
 from .emulate_stall import Stalled
 from .errors import KernelFault, ManifestError, RunnerError, UsageError, WaitTimeout
 from .manifest import CopyOp, KernelSpec, Manifest, NumSms, checked_init
-from .moe import draw_buffer
+from .moe import draw_buffer, random_fill
 from .outcome import CheckRecord
 from .reference import output_view, references, relative_error
 from .signals import epoch_target, reached, signed32
@@ -389,6 +389,11 @@ class InterpretEmulator:
                 routing = torch.from_numpy(draw_buffer(b, self.rng))
                 for r in range(m.world):
                     self.buffers[r][b.name].copy_(routing)
+                continue
+            if init == "replicated":  # random values, the same on every rank (drawn once per launch)
+                same = torch.from_numpy(random_fill(self._numpy(self.buffers[0][b.name]), self.rng))
+                for r in range(m.world):
+                    self.buffers[r][b.name].copy_(same.to(self.buffers[r][b.name].dtype))
                 continue
             for r in range(m.world):
                 t = self.buffers[r][b.name]

@@ -31,7 +31,9 @@ from .errors import ManifestError, UsageError
 from .manifest import Manifest, load_manifest
 
 #: Operators the torch API compiles, by their manifest/CLI name.
-LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu")
+LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu", "moe-rs")
+#: Operators whose key carries a routing (``experts``, ``topk``).
+ROUTED_OPERATORS = ("ag-moe", "moe-rs")
 #: Element types the compiler emits for them.
 LIBRARY_DTYPES = ("bf16",)
 
@@ -55,7 +57,9 @@ class KernelKey:
     (and receives), ``K`` their width. ``ag-attention``: ``M`` the sequence ``S``, ``N`` = H·D,
     ``K`` = 2·Hkv·D (the gathered kv's width), ``heads`` H and ``causal`` (0 / False for the
     other operators). ``ag-gemm-silu`` (the MLP's first half): as ``ag-gemm`` with ``N`` this
-    rank's intermediate columns I (its weight is ``[K, 2·I]``, gate then up)."""
+    rank's intermediate columns I (its weight is ``[K, 2·I]``, gate then up). ``moe-rs`` (MoE part 2):
+    ``M`` the tokens T of every rank, ``N`` the hidden size H, ``K`` this rank's intermediate slice I,
+    and ``experts`` / ``topk`` its routing."""
 
     op: str
     world: int
@@ -79,9 +83,9 @@ class KernelKey:
                 raise UsageError(f"{self.op}: {name} must be a positive integer, got {v!r}")
         if self.m % self.world:
             raise UsageError(f"{self.op}: M = {self.m} rows do not split evenly over {self.world} ranks")
-        if self.op == "ag-moe":
+        if self.op in ROUTED_OPERATORS:
             if not (isinstance(self.experts, int) and isinstance(self.topk, int) and 1 <= self.topk <= self.experts):
-                raise UsageError(f"ag-moe: needs 1 <= topk <= experts, got topk {self.topk!r} and experts {self.experts!r}")
+                raise UsageError(f"{self.op}: needs 1 <= topk <= experts, got topk {self.topk!r} and experts {self.experts!r}")
         elif self.experts or self.topk:
             raise UsageError(f"{self.op} takes no experts or topk")
         if self.op == "ag-attention":
@@ -95,14 +99,15 @@ class KernelKey:
         which wait for the producer's tiles on the device (a copy engine would wait on the host,
         with a value a CUDA graph would freeze); AllGather+GEMM pushes by copy engine.
         Partitioned GEMM+AllReduce (the CLI's default ``direct`` template, not the tile-wise
-        one) likewise delivers and reduces with SM pushes."""
-        return "sm" if self.op in ("gemm-rs", "gemm-ar") else "copy-engine"
+        one) likewise delivers and reduces with SM pushes. ``moe-rs`` reduces by SM pulls (its
+        reducer reads every rank's partial rows)."""
+        return "sm" if self.op in ("gemm-rs", "gemm-ar", "moe-rs") else "copy-engine"
 
     @property
     def dirname(self) -> str:
         """The directory name of this key in a library."""
         backend = "-sm" if self.backend == "sm" else ""
-        routing = f"-e{self.experts}-top{self.topk}" if self.op == "ag-moe" else ""
+        routing = f"-e{self.experts}-top{self.topk}" if self.op in ROUTED_OPERATORS else ""
         if self.op == "ag-attention":
             routing = f"-h{self.heads}{'-causal' if self.causal else ''}"
         return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}{routing}-{self.dtype}"
@@ -110,8 +115,11 @@ class KernelKey:
     @property
     def split(self) -> int:
         """Chunks per rank's shard: 2, except where GEMM+ReduceScatter's producer, which notifies
-        per whole 128-row block, would get a chunk off a block boundary."""
+        per whole 128-row block, would get a chunk off a block boundary; ``moe-rs``: slabs per rank's
+        tokens, 2 where they halve evenly."""
         if self.op in ("gemm-rs", "gemm-ar") and (self.m // self.world) % (2 * 128):
+            return 1
+        if self.op == "moe-rs" and (self.m // self.world) % 2:
             return 1
         return 2
 
@@ -122,6 +130,9 @@ class KernelKey:
             shape = ["--seq", str(self.m), "--heads", str(self.heads), "--kv-heads", str(self.k // (2 * d)), "--head-dim", str(d)]
             causal = ["--causal"] if self.causal else []
             return ["emit", self.op, *shape, *causal, "--world", str(self.world), "--split", str(self.split), "--out", str(out)]
+        if self.op == "moe-rs":
+            sizes = ["--m", str(self.m), "--n", str(self.n), "--k", str(self.k), "--world", str(self.world), "--split", str(self.split)]
+            return ["emit", self.op, *sizes, "--experts", str(self.experts), "--topk", str(self.topk), "--out", str(out)]
         return [
             "emit",
             self.op,
@@ -188,7 +199,7 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
             f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
             f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
             f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
-            f"--n {key.n} --k {key.k}{_attention_flags(key)} --into <dir>, then copy <dir> here and set OVL_KERNELS=<dir>"
+            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)} --into <dir>, then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)
     final = root / key.dirname
@@ -238,9 +249,9 @@ def check_manifest(m: Manifest, key: KernelKey, path: Path) -> None:
 
 
 def _routing_of(m: Manifest) -> tuple[int, int]:
-    """``(experts, topk)`` of an ag-moe manifest (its weights [E, K, N] and routing [M, k]), else (0, 0)."""
+    """``(experts, topk)`` of an ag-moe or moe-rs manifest (its weights [E, K, N] and routing [M, k]), else (0, 0)."""
     ref = m.reference
-    if ref.operator != "ag-moe":
+    if ref.operator not in ROUTED_OPERATORS:
         return 0, 0
     return m.buffer(ref.inputs["B"]).numel // (ref.K * ref.N), m.buffer(ref.inputs["topk"]).shape[1]
 
@@ -260,6 +271,11 @@ def _attention_flags(key: KernelKey) -> str:
     if key.op != "ag-attention":
         return ""
     return f" --heads {key.heads}" + (" --causal" if key.causal else "")
+
+
+def _routing_flags(key: KernelKey) -> str:
+    """The ``python -m ovl_runtime kernels`` flags of an ag-moe / moe-rs key beyond the sizes."""
+    return f" --experts {key.experts} --topk {key.topk}" if key.op in ROUTED_OPERATORS else ""
 
 
 def _check_attention_key(key: KernelKey) -> None:

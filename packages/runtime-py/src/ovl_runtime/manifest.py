@@ -330,7 +330,7 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
                 shape=tuple(_int(x, f"{p}.shape[{j}]", 1) for j, x in enumerate(_list(_get(bo, "shape", p), f"{p}.shape", 1))),
                 dtype=_enum(_get(bo, "dtype", p), BUFFER_DTYPES, f"{p}.dtype"),
                 symmetric=_bool(_get(bo, "symmetric", p), f"{p}.symmetric"),
-                init=_enum(_get(bo, "init", p), ("random", "zeros", "poison", "keep", "routing"), f"{p}.init"),
+                init=_enum(_get(bo, "init", p), ("random", "zeros", "poison", "keep", "routing", "replicated"), f"{p}.init"),
                 routing=None if bo.get("routing") is None else _routing(bo["routing"], f"{p}.routing"),
             )
         )

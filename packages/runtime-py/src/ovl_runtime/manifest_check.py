@@ -11,7 +11,7 @@ from __future__ import annotations
 from .attention import check_attention
 from .errors import ManifestError
 from .manifest_types import BufferSpec, HostOp, Manifest, WaitOp
-from .moe import check_moe, check_routing_buffer
+from .moe import check_moe, check_moe_rs_reference, check_routing_buffer
 from .shards import check_row_shards
 
 
@@ -80,6 +80,8 @@ def check_references(m: Manifest) -> None:
         check_attention(m)
     elif ref.operator == "ag-moe":
         check_moe(m)
+    elif ref.operator == "moe-rs":
+        check_moe_rs_reference(m)
     elif len(ref.inputs) != 1:
         raise ManifestError("reference.inputs", f"{ref.operator} takes exactly one input (conventionally X)")
     check_row_shards(m)

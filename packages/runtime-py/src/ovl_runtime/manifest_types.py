@@ -28,6 +28,7 @@ OPERATORS = (
     "ag-attention",
     "a2a-gemm",
     "ag-gemm-silu",
+    "moe-rs",
 )
 ARG_KINDS = (
     "buffer",
@@ -60,7 +61,7 @@ class BufferSpec:
     shape: tuple[int, ...]
     dtype: str
     symmetric: bool
-    init: str  # random | zeros | poison | keep | routing
+    init: str  # random | zeros | poison | keep | routing | replicated
     routing: RoutingInit | None = None
 
     @property

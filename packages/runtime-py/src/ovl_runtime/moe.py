@@ -24,9 +24,14 @@ __all__ = [
     "check_sizes",
     "draw_buffer",
     "draw_routing",
+    "random_fill",
+    "replicated_seed",
     "moe_align_reference",
     "moe_matmul",
+    "moe_rs_partial",
+    "check_moe_rs_reference",
     "routing_seed",
+    "slab_cover_reference",
 ]
 
 
@@ -114,6 +119,30 @@ def routing_seed(draw: int) -> np.random.Generator:
     return np.random.default_rng([0x0E_0E, draw])
 
 
+def replicated_seed(draw: int) -> np.random.Generator:
+    """The generator of a GPU rank's ``draw``-th ``replicated`` buffer: the same on every rank, fresh per launch."""
+    return np.random.default_rng([0x0E_0F, draw])
+
+
+def random_fill(like: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Values for a ``replicated`` buffer shaped and typed as ``like``, drawn as ``random`` draws them
+    (standard normal for floats, integers in [0, 100) otherwise); the caller copies them to every rank."""
+    if np.issubdtype(like.dtype, np.floating):
+        return rng.standard_normal(like.shape, dtype=np.float32).astype(like.dtype)
+    return rng.integers(0, 100, like.shape).astype(like.dtype)
+
+
+def slab_cover_reference(sorted_ids: np.ndarray, num_blocks: int, block_m: int, topk: int, slab_t: int, slabs: int) -> np.ndarray:
+    """``cover[s]``: the valid blocks whose token range ``[first, last]`` holds slab s (what ``moe_slab_expect``
+    counts); ``sorted_ids`` pads with the sentinel ``T·k = slabs · slab_t · topk``."""
+    cover = np.zeros(slabs, dtype=np.int64)
+    for b in range(num_blocks):
+        entries = sorted_ids[b * block_m : (b + 1) * block_m]
+        tokens = entries[entries < slabs * slab_t * topk] // topk
+        cover[tokens.min() // slab_t : tokens.max() // slab_t + 1] += 1
+    return cover
+
+
 def moe_matmul(x: np.ndarray, w: np.ndarray, topk_ids: np.ndarray) -> np.ndarray:
     """``C[t·k + j] = x[t] @ w[topk_ids[t, j]]`` (``w`` [E, K, N]), expert by expert."""
     T, k = topk_ids.shape
@@ -152,6 +181,54 @@ def check_moe(m: Manifest) -> None:
     out = bufs[ref.output]
     if out.numel != ref.M * k * ref.N:
         raise ManifestError("reference.output", f"buffer {out.name!r} must be [M·k, N] = [{ref.M * k}, {ref.N}], got {list(out.shape)}")
+
+
+def moe_rs_partial(h: np.ndarray, w: np.ndarray, topk_ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """One rank's moe-rs contribution ``[T, N]``: ``Σ_j weights[t, j] · (h[t·k + j] @ w[topk_ids[t, j]])``
+    (``h`` [T·k, K], ``w`` [E, K, N]), expert by expert."""
+    T, k = topk_ids.shape
+    flat = topk_ids.reshape(-1)
+    y = np.zeros((T * k, w.shape[2]), dtype=np.result_type(h, w, np.float32))
+    for e in np.unique(flat):
+        slots = np.nonzero(flat == e)[0]
+        y[slots] = h[slots] @ w[int(e)]
+    return (y * weights.reshape(-1, 1)).reshape(T, k, -1).sum(axis=1)
+
+
+def check_moe_rs_reference(m: Manifest) -> None:
+    """A moe-rs reference: inputs A (``h`` [M·k, K]), B ([E, K, N]), topk (a ``routing`` buffer [M, k],
+    k <= E, its experts those of B) and weights ([M, k], the same on every rank: ``replicated``), output
+    each rank's rows [M/W, N].
+
+    @raises ManifestError at the field that is wrong.
+    """
+    ref = m.reference
+    bufs = {b.name: b for b in m.buffers}
+    for key in ("A", "B", "topk", "weights"):
+        if key not in ref.inputs:
+            raise ManifestError(
+                f"reference.inputs.{key}", "moe-rs needs inputs A (h), B (experts' weights), topk (the routing) and weights (topk weights)"
+            )
+    topk = bufs[ref.inputs["topk"]]
+    if topk.dtype != "int32" or len(topk.shape) != 2 or topk.shape[0] != ref.M or topk.init != "routing":
+        raise ManifestError(
+            "reference.inputs.topk",
+            f"buffer {topk.name!r} must be an int32 routing buffer [M = {ref.M}, k], got {topk.dtype} {list(topk.shape)} init {topk.init}",
+        )
+    k = topk.shape[1]
+    wts = bufs[ref.inputs["weights"]]
+    if list(wts.shape) != [ref.M, k] or wts.init not in ("replicated", "keep"):
+        raise ManifestError(
+            "reference.inputs.weights",
+            f"buffer {wts.name!r} must be [M, k] = [{ref.M}, {k}], init replicated, got {list(wts.shape)} {wts.init}",
+        )
+    experts, rest = divmod(bufs[ref.inputs["B"]].numel, ref.K * ref.N)
+    if rest != 0 or experts < 1:
+        raise ManifestError("reference.inputs.B", f"buffer {ref.inputs['B']!r} is not [E, K, N] with K x N = {ref.K * ref.N}")
+    if topk.routing is not None and topk.routing.experts != experts:
+        raise ManifestError(f"buffer {topk.name}.routing.experts", f"routes to {topk.routing.experts} experts, but B holds {experts}")
+    if bufs[ref.inputs["A"]].numel != ref.M * k * ref.K:
+        raise ManifestError("reference.inputs.A", f"buffer {ref.inputs['A']!r} must be [M·k, K] = [{ref.M * k}, {ref.K}]")
 
 
 def check_routing_buffer(b: BufferSpec, path: str) -> None:

@@ -12,16 +12,18 @@ Tensor-parallel experts: each rank holds the ``I/W`` slice of every expert. For 
 - ``w [W, E, I/W, H]``: each rank's slice of the experts' down-projections.
 
 Returns ``[W, T/W, H]``: rank r's token rows ``r·T/W ..`` of
-``Σ_ranks Σ_j topk_weights[t, j] · (h_r[t·k + j] @ w_r[topk_ids[t, j]])``. The kernels are
-``ovl_runtime.moe_rs``'s: routing tables and per-slab notify targets on the device (no host sync),
-the reduce of each token slab overlapping the group GEMM of later blocks. Inputs are checked
-before any launch. A call is asynchronous on the current stream; :func:`synchronize` waits and
-raises ``WaitTimeout`` if a bounded wait gave up.
+``Σ_ranks Σ_j topk_weights[t, j] · (h_r[t·k + j] @ w_r[topk_ids[t, j]])``. The operator is the
+compiled ``moe-rs`` manifest (``ovl emit moe-rs``, found or compiled through ``kernel_library``, run
+by ``BoundOperator``): routing tables and per-slab notify targets on the device (no host sync), the
+compiled group GEMM body notifying each token slab's owner, and ``ovl_runtime.moe_rs``'s reducer
+summing each slab as soon as it is complete. Inputs are checked before any launch. A call is
+asynchronous on the current stream; :func:`synchronize` waits and raises ``WaitTimeout`` if a
+bounded wait gave up.
 
 Under ``torchrun`` (a process group, one rank per GPU) the tensors are this rank's own, without
 the leading W: ``h [T·k, I/W]``, ``topk_ids`` / ``topk_weights [T, k]``, ``w [E, I/W, H]`` →
 ``[T/W, H]``; ``partial`` and the signal slots are symmetric memory, and the first call of a
-shape checks that every rank passes the same shapes.
+shape checks that every rank passes the same shapes. ``topk_weights`` are used in fp32.
 """
 
 from __future__ import annotations
@@ -33,23 +35,13 @@ import torch
 from . import ops as _ops  # noqa: F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 from .errors import UsageError
 from .groups import resolve_group
-from .moe_rs import check_moe_rs, moe_rs_one_device, moe_rs_rank, raise_timeouts_of
-from .ops import DTYPES, _rank_views, _same_everywhere
+from .kernel_library import KernelKey
+from .moe_rs import check_moe_rs
+from .ops import DTYPES, _empty, _operator, _operators, _per_rank, _rank_views
 
-__all__ = ["moe_grouped_matmul_reduce_scatter", "slab_tokens", "synchronize"]
+__all__ = ["moe_grouped_matmul_reduce_scatter", "synchronize"]
 
 WHAT = "moe_grouped_matmul_reduce_scatter"
-#: Largest token slab (one signal slot each): smaller slabs start the reduce sooner, larger ones notify less.
-MAX_SLAB = 128
-#: Persistent reducer programs per rank.
-REDUCE_PROGRAMS = 4
-
-_states: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
-
-
-def slab_tokens(rows_per_rank: int) -> int:
-    """The slab of a rank's ``rows_per_rank`` token rows: its largest divisor of at most ``MAX_SLAB``."""
-    return max(d for d in range(1, min(MAX_SLAB, rows_per_rank) + 1) if rows_per_rank % d == 0)
 
 
 def _routing(t: Any, world: int | None, tokens: int, what: str, dtype: torch.dtype | None) -> None:
@@ -88,31 +80,16 @@ def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w
         sz = check_moe_rs(tokens, k, experts, inter, hidden, g.world, None)
     except ValueError as exc:
         raise UsageError(f"{WHAT}: {exc}") from exc
-    slab = slab_tokens(sz.rows_per_rank)
-    key = (g.name, (tokens, k, experts, inter, hidden))
-    if key not in _states:
-        _same_everywhere(g, (WHAT, tokens, k, experts, inter, hidden, str(h.dtype)), WHAT)
-    state = _states.setdefault(key, {})
-    sms = torch.cuda.get_device_properties(h.device).multi_processor_count
-    if not g.stacked:
-        return moe_rs_rank(
-            h,
-            w,
-            topk_ids,
-            topk_weights,
-            g.pg,
-            slab_t=slab,
-            num_sms=max(1, sms - REDUCE_PROGRAMS),
-            reduce_programs=REDUCE_PROGRAMS,
-            state=state,
-        )
-    reserve = g.reserve if getattr(g, "reserve", None) is not None else max(2, sms // 16)
-    producers = max(1, sms - reserve - g.world * REDUCE_PROGRAMS)
-    return moe_rs_one_device(
-        h, w, topk_ids[0], topk_weights[0],
-        slab_t=slab, block_m=64, block_n=128, block_k=64, block_t=32,
-        num_sms=producers, reduce_programs=REDUCE_PROGRAMS, state=state, raise_timeouts=False,
-    )  # fmt: skip
+    key = KernelKey("moe-rs", g.world, tokens, hidden, inter, DTYPES[h.dtype], experts=experts, topk=k)
+    op = _operator(key, g, WHAT)
+    out = _empty(g, sz.rows_per_rank, hidden, h)
+    ids = list(topk_ids.unbind(0)) if g.stacked else [topk_ids]
+    wts = list(topk_weights.unbind(0)) if g.stacked else [topk_weights]
+    op.run(
+        [{"A": a, "B": b, "topk": t, "weights": x} for a, b, t, x in zip(hs, ws, ids, wts, strict=True)],
+        _per_rank(out, g),
+    )
+    return out
 
 
 @torch.library.custom_op("ovl::moe_grouped_matmul_reduce_scatter", mutates_args=())
@@ -138,7 +115,9 @@ def moe_grouped_matmul_reduce_scatter(
 
 
 def synchronize() -> None:
-    """Wait for the device and raise the first wait timeout of any call (``WaitTimeout``: rank, slab slot, seen, target)."""
+    """Wait for the device and raise the first wait timeout of any moe-rs call (``WaitTimeout``: rank, slab slot,
+    seen, target)."""
     torch.cuda.synchronize()
-    for state in _states.values():
-        raise_timeouts_of(state)
+    for (dirname, _group), op in list(_operators.items()):
+        if dirname.startswith("moe-rs") and not op.closed:
+            op.check()

@@ -43,8 +43,8 @@ import triton
 import triton.language as tl
 
 from .errors import WaitTimeout
-from .language import consume_token, peer_base, wait_slot
-from .moe import check_sizes
+from .language import consume_token, load_epoch_target, notify_slot_gpu, peer_base, wait_slot
+from .moe import check_sizes, slab_cover_reference
 
 __all__ = [
     "MoeRsSizes",
@@ -143,22 +143,13 @@ def moe_rs_reference_torch(h: Any, w2: Any, topk_ids: Any, topk_weights: Any) ->
     return y.sum(0).reshape(T, k, -1).sum(1).reshape(world, T // world, -1)
 
 
-def slab_cover_reference(sorted_ids: np.ndarray, num_blocks: int, block_m: int, topk: int, slab_t: int, slabs: int) -> np.ndarray:
-    """``cover[s]``: the valid blocks whose token range ``[first, last]`` holds slab s (what ``moe_slab_expect``
-    counts); ``sorted_ids`` pads with the sentinel ``T·k = slabs · slab_t · topk``."""
-    cover = np.zeros(slabs, dtype=np.int64)
-    for b in range(num_blocks):
-        entries = sorted_ids[b * block_m : (b + 1) * block_m]
-        tokens = entries[entries < slabs * slab_t * topk] // topk
-        cover[tokens.min() // slab_t : tokens.max() // slab_t + 1] += 1
-    return cover
-
-
 @triton.jit
 def moe_slab_expect(
     sorted_ids,
     num_blocks_ptr,
     expect_ptr,
+    sig_ptr,
+    READY_SLOT,
     SLOTS,
     NOTIFIES,
     SLAB_T,
@@ -169,7 +160,8 @@ def moe_slab_expect(
     STEP: tl.constexpr,
 ):
     """One program: ``expect[s] += NOTIFIES · cover(s)`` (NOTIFIES = world × n-tiles), cover(s) the valid
-    blocks whose tokens' slab range holds s."""
+    blocks whose tokens' slab range holds s; then one release add to this rank's ``sig[READY_SLOT]`` (gpu
+    scope: only this rank's reducer, on another stream, waits on it before reading ``expect``)."""
     nb = tl.load(num_blocks_ptr)
     slabs = tl.arange(0, SLABS_P2)
     cover = tl.zeros((SLABS_P2,), dtype=tl.int32)
@@ -184,6 +176,7 @@ def moe_slab_expect(
     mine = slabs < NUM_SLABS
     old = tl.load(expect_ptr + slabs, mask=mine, other=0)
     tl.store(expect_ptr + slabs, old + cover * NOTIFIES, mask=mine)
+    notify_slot_gpu(sig_ptr, READY_SLOT)
 
 
 @triton.jit
@@ -253,19 +246,24 @@ def moe_topk_reduce_rs(
     expect_ptr,
     err_ptr,
     rank,
+    epoch_ptr,
     timeout_ns,
     N,
     SLAB_T,
     SLABS_PER_RANK,
+    READY_SLOT,
     TOP_K: tl.constexpr,
     WORLD: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr,
 ):
-    """Persistent: items (slab, token block, n-tile) of this rank in slab order, each waiting until its slab
-    reached its target, then ``out[t] = Σ_ranks Σ_j partial_r[t·k + j]`` for its tokens (``partial_ptrs``:
-    the peer table). Few programs: spinning ones must leave the producers room."""
+    """Persistent: first a bounded wait until this launch's ``moe_slab_expect`` signalled ``sig[READY_SLOT]``
+    (the epoch word's target; it runs on another stream), then items (slab, token block, n-tile) of this rank
+    in slab order, each waiting until its slab reached its target (read through the READY wait's token), then
+    ``out[t] = Σ_ranks Σ_j partial_r[t·k + j]`` for its tokens (``partial_ptrs``: the peer table). Few
+    programs: spinning ones must leave the producers room."""
+    ready = wait_slot(sig_ptr, READY_SLOT, load_epoch_target(epoch_ptr, 1), err_ptr, rank, timeout_ns)
     t_blocks = tl.cdiv(SLAB_T, BLOCK_T)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     items = SLABS_PER_RANK * t_blocks * num_pid_n
@@ -274,7 +272,7 @@ def moe_topk_reduce_rs(
         tb = (item // num_pid_n) % t_blocks
         pid_n = item % num_pid_n
         s = rank * SLABS_PER_RANK + ls
-        token = wait_slot(sig_ptr, s, tl.load(expect_ptr + s), err_ptr, rank, timeout_ns)
+        token = wait_slot(sig_ptr, s, tl.load(expect_ptr + consume_token(s, ready)), err_ptr, rank, timeout_ns)
         local = ls * SLAB_T + tb * BLOCK_T + tl.arange(0, BLOCK_T)
         inside = local < (ls + 1) * SLAB_T
         tokens = consume_token(s * SLAB_T + tb * BLOCK_T, token).to(tl.int64) + tl.arange(0, BLOCK_T)
@@ -340,7 +338,8 @@ def moe_rs_one_device(
     if st.get("shape") != shape:
         st.clear()
         st["shape"] = shape
-        st["sig"] = torch.zeros((world, sz.slabs), dtype=torch.int32, device=dev)
+        st["sig"] = torch.zeros((world, sz.slabs + 1), dtype=torch.int32, device=dev)  # slot READY = slabs last
+        st["epoch"] = torch.zeros((world, 1), dtype=torch.int32, device=dev)
         st["expect"] = torch.zeros((world, sz.slabs), dtype=torch.int32, device=dev)
         st["err"] = torch.zeros((world, 8), dtype=torch.int32, device=dev)
         st["partial"] = torch.empty((world, slots, H), dtype=h.dtype, device=dev)
@@ -357,11 +356,14 @@ def moe_rs_one_device(
     items = sz.slabs_per_rank * triton.cdiv(sz.slab_t, block_t) * num_pid_n
     reducers = max(1, min(reduce_programs, items))
 
+    epoch = st["epoch"]
+
     def launch() -> None:
+        epoch.add_(1)
         sorted_ids, expert_of_block, num_blocks = moe_align_block_size(ids, E, block_m, programs=DEFAULT_PROGRAMS)
         for r in range(world):
             moe_slab_expect[(1,)](
-                sorted_ids, num_blocks, expect[r], T * k, world * num_pid_n, sz.slab_t, sz.slabs,
+                sorted_ids, num_blocks, expect[r], sig[r], sz.slabs, T * k, world * num_pid_n, sz.slab_t, sz.slabs,
                 TOP_K=k, BLOCK_M=block_m, SLABS_P2=max(2, triton.next_power_of_2(sz.slabs)), STEP=EXPECT_STEP,
             )  # fmt: skip
         if side is not None:  # the reducers wait for the targets only; the producers run beside them
@@ -377,8 +379,8 @@ def moe_rs_one_device(
         with ctx:
             for r in range(world):
                 moe_topk_reduce_rs[(reducers,)](
-                    partial_ptrs, partial[r], out[r], sig[r], expect[r], err[r], r, timeout_ns,
-                    H, sz.slab_t, sz.slabs_per_rank,
+                    partial_ptrs, partial[r], out[r], sig[r], expect[r], err[r], r, epoch[r], timeout_ns,
+                    H, sz.slab_t, sz.slabs_per_rank, sz.slabs,
                     TOP_K=k, WORLD=world, BLOCK_T=block_t, BLOCK_N=block_n, NUM_PROGRAMS=reducers,
                 )  # fmt: skip
         if side is not None:
@@ -467,10 +469,11 @@ def moe_rs_rank(
         name = group.group_name if group is not None else dist.group.WORLD.group_name
         st["partial"] = symm_mem.empty(slots, H, dtype=h.dtype, device=h.device)
         st["partial_h"] = symm_mem.rendezvous(st["partial"], name)
-        st["sig"] = symm_mem.empty(sz.slabs, dtype=torch.int32, device=h.device)
+        st["sig"] = symm_mem.empty(sz.slabs + 1, dtype=torch.int32, device=h.device)  # slot READY = slabs last
         st["sig"].zero_()
         st["sig_h"] = symm_mem.rendezvous(st["sig"], name)
         st["expect"] = torch.zeros(sz.slabs, dtype=torch.int32, device=h.device)
+        st["epoch"] = torch.zeros(1, dtype=torch.int32, device=h.device)
         st["err"] = torch.zeros(8, dtype=torch.int32, device=h.device)
         st["partial_ptrs"] = torch.tensor(list(st["partial_h"].buffer_ptrs), dtype=torch.int64, device=h.device)
         st["sig_ptrs"] = torch.tensor(list(st["sig_h"].buffer_ptrs), dtype=torch.int64, device=h.device)
@@ -487,9 +490,10 @@ def moe_rs_rank(
     max_tiles = triton.cdiv(T * k + E * (block_m - 1), block_m) * num_pid_n
     producers = max(1, min(num_sms, max_tiles))
     st["partial_h"].barrier(channel=0)
+    st["epoch"].add_(1)
     sorted_ids, expert_of_block, num_blocks = moe_align_block_size(ids, E, block_m, programs=DEFAULT_PROGRAMS)
     moe_slab_expect[(1,)](
-        sorted_ids, num_blocks, expect, T * k, world * num_pid_n, sz.slab_t, sz.slabs,
+        sorted_ids, num_blocks, expect, sig, sz.slabs, T * k, world * num_pid_n, sz.slab_t, sz.slabs,
         TOP_K=k, BLOCK_M=block_m, SLABS_P2=max(2, triton.next_power_of_2(sz.slabs)), STEP=EXPECT_STEP,
     )  # fmt: skip
     side.wait_stream(torch.cuda.current_stream())
@@ -500,8 +504,8 @@ def moe_rs_rank(
     )  # fmt: skip
     with torch.cuda.stream(side):
         moe_topk_reduce_rs[(reducers,)](
-            st["partial_ptrs"], partial, out, sig, expect, err, rank, timeout_ns,
-            H, sz.slab_t, sz.slabs_per_rank,
+            st["partial_ptrs"], partial, out, sig, expect, err, rank, st["epoch"], timeout_ns,
+            H, sz.slab_t, sz.slabs_per_rank, sz.slabs,
             TOP_K=k, WORLD=world, BLOCK_T=block_t, BLOCK_N=block_n, NUM_PROGRAMS=reducers,
         )  # fmt: skip
     torch.cuda.current_stream().wait_stream(side)

@@ -22,7 +22,7 @@ import numpy as np
 from .attention import attention, attention_spec
 from .errors import ManifestError
 from .manifest import Manifest
-from .moe import moe_matmul
+from .moe import moe_matmul, moe_rs_partial
 from .shards import rank_rows
 
 
@@ -124,6 +124,18 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
         full = np.concatenate([shard(m, f64[r]["A"], r, K, "reference.inputs.A") for r in range(world)], axis=0)
         w = [f64[r]["B"].reshape(-1, K, N) for r in range(world)]
         return [moe_matmul(full, w[r], inputs[r]["topk"].reshape(M, -1).astype(np.int64)) for r in range(world)]
+    if ref.operator == "moe-rs":
+        parts = [
+            moe_rs_partial(
+                as_matrix(f64[r]["A"], (f64[r]["A"].size // K,), K, "reference.inputs.A"),
+                f64[r]["B"].reshape(-1, K, N),
+                inputs[r]["topk"].reshape(M, -1).astype(np.int64),
+                f64[r]["weights"].reshape(M, -1),
+            )
+            for r in range(world)
+        ]
+        moe_total = np.sum(parts, axis=0)
+        return [slab(moe_total, *rank_rows(m, r)) for r in range(world)]
     if ref.operator in ("gemm-rs", "gemm-ar"):
         total = sum(
             as_matrix(f64[r]["A"], (M,), K, "reference.inputs.A") @ as_matrix(f64[r]["B"], (K,), N, "reference.inputs.B")
@@ -148,7 +160,7 @@ def references(m: Manifest, inputs: list[dict[str, np.ndarray]]) -> list[np.ndar
 def output_view(m: Manifest, out: np.ndarray, rank: int) -> np.ndarray:
     """The part of a rank's output buffer the reference describes."""
     ref = m.reference
-    if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention"):
+    if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention", "moe-rs"):
         return shard(m, out, rank, ref.N, "reference.output")
     if ref.operator == "ag-moe":
         return as_matrix(out, (out.size // ref.N,), ref.N, "reference.output")

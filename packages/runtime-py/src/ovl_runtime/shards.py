@@ -14,7 +14,7 @@ from .errors import ManifestError
 from .manifest_types import Manifest
 
 #: Operators whose inputs or output are row-sharded over the ranks.
-ROW_SHARDED = ("ag-gemm", "gemm-rs", "all-gather", "reduce-scatter", "ag-grouped-gemm", "ag-moe", "ag-attention")
+ROW_SHARDED = ("ag-gemm", "gemm-rs", "all-gather", "reduce-scatter", "ag-grouped-gemm", "ag-moe", "ag-attention", "moe-rs")
 
 
 def _stated_counts(m: Manifest) -> tuple[int, ...] | None:
