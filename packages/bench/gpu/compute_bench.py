@@ -339,6 +339,8 @@ def main():
     result = {
         "schema": "ovl.compute-results/v1",
         "mode": bench["mode"],
+        # The GPU the kernels were emitted for (emit-compute.ts --target), when recorded.
+        **{k: bench[k] for k in ("target", "tables") if k in bench},
         "device": torch.cuda.get_device_name(),
         "sms": sms,
         "torch": torch.__version__,

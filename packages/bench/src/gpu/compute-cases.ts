@@ -8,10 +8,12 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
 import { computeMeasurementSet, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
+import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import {
   builtinBody,
   compile,
   resolveCompute,
+  tritonBackend,
   type BuiltinBodyName,
   type EmitResult,
   type KernelArg,
@@ -119,7 +121,8 @@ function key(c: ComputeConfig): string {
 /**
  * The bench file: per shape, `tuned` (compile() with no tile), `tuned-plain`, `previous`
  * (the fixed default before tuned tables, emitted) and, given a sweep's results, up to
- * `alternatives` more of its fastest configurations, emitted.
+ * `alternatives` more of its fastest configurations, emitted. The file records the target
+ * and the table (its own or the one it borrows) the tuned cases came from.
  */
 export async function benchCases(
   out: string,
@@ -128,16 +131,22 @@ export async function benchCases(
     readonly alternatives?: number;
     readonly modelK?: number;
     readonly modelRoles?: readonly string[];
+    /** Whose tuned table the `tuned` cases take, as `compile(op, tritonBackend, { target })` (default: the default target). */
+    readonly target?: TargetName;
   } = {},
 ): Promise<{ file: ComputeBenchFile; bodies: Set<string> }> {
   mkdirSync(join(out, "emitted"), { recursive: true });
   const sweep = options.sweep === undefined ? undefined : (JSON.parse(readFileSync(options.sweep, "utf8")) as ComputeResults);
   const bodies = new Set<string>();
   const shapes = [];
+  const target = options.target ?? DEFAULT_TARGET.name;
+  const tables = new Set<TargetName>();
   for (const s of computeShapes()) {
     const op = shapeOperator(s);
-    const { op: tuned, choice } = resolveCompute(op);
-    if (choice.source !== "table") throw new Error(`${s.name}: no tuned entry (${choice.source})`);
+    const { op: tuned, choice } = resolveCompute(op, { target });
+    if (choice.source !== "table")
+      throw new Error(`${s.name}: no tuned entry for ${target} (${choice.source === "default" ? choice.reason : choice.source})`);
+    tables.add(choice.target);
     const e = choice.entry;
     const config: ComputeConfig = {
       body: e.body,
@@ -149,7 +158,7 @@ export async function benchCases(
       numWarps: e.numWarps,
     };
     const cases: ComputeCase[] = [];
-    cases.push(emittedCase(await compile(op), out, `emitted ${key(config)}`, config, "tuned", s));
+    cases.push(emittedCase(await compile(op, tritonBackend, { target }), out, `emitted ${key(config)}`, config, "tuned", s));
     if (tuned.body.path !== `${config.body}.py`) throw new Error(`${s.name}: compile() chose ${tuned.body.path}, the table ${config.body}`);
     bodies.add(config.body);
     cases.push({
@@ -196,5 +205,6 @@ export async function benchCases(
     }
     shapes.push({ ...s, dtype: "bf16" as const, cases });
   }
-  return { file: { schema: "ovl.compute-bench/v1", mode: "bench", shapes }, bodies };
+  const file: ComputeBenchFile = { schema: "ovl.compute-bench/v1", mode: "bench", target, tables: [...tables].sort(), shapes };
+  return { file, bodies };
 }

@@ -3,7 +3,7 @@
 // correct (every element written, error under the tolerance, no wait error).
 //   tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain]
 import { readFileSync, writeFileSync } from "node:fs";
-import type { TargetName } from "@ovl/primitives";
+import { TARGETS, type TargetName } from "@ovl/primitives";
 import type { ComputeConfig } from "@ovl/sim";
 import {
   COMPUTE_CONFIGS_SCHEMA,
@@ -61,6 +61,8 @@ export interface ComputeResults {
   readonly method: string;
   readonly shapes: readonly ResultShape[];
   readonly skipped: readonly string[];
+  /** The target whose table the bench run's `tuned` cases were emitted with (emit-compute.ts --target). */
+  readonly target?: TargetName;
   readonly [k: string]: unknown;
 }
 
@@ -78,8 +80,14 @@ export function fastest(s: ResultShape, kind?: "plain" | "emitted"): (ResultCase
   return ok.sort((a, b) => a.ms - b.ms)[0];
 }
 
-/** The table of `results` for `target`. */
+/**
+ * The table of `results` for `target`.
+ * @throws {Error} when `target` is not a target, or the results were emitted for another target.
+ */
 export function tableOf(results: ComputeResults, target: TargetName, source: string, kind?: "plain" | "emitted"): ComputeConfigTable {
+  if (!Object.hasOwn(TARGETS, target)) throw new Error(`target must be one of ${Object.keys(TARGETS).join(", ")}, got '${String(target)}'`);
+  if (results.target !== undefined && results.target !== target)
+    throw new Error(`these results were emitted for ${results.target} (emit-compute.ts --target ${results.target}), not ${target}`);
   const entries: ComputeConfigEntry[] = [];
   for (const s of results.shapes) {
     const w = fastest(s, kind);
@@ -119,6 +127,23 @@ export function serializeTable(t: ComputeConfigTable): string {
   return `${JSON.stringify(t, null, 2)}\n`;
 }
 
+/**
+ * Write the table of `results` for `target` where compile() reads it (`configs/<target>.json`
+ * of @ovl/tlx-emitter, or `dir`); returns the path and the table.
+ */
+export function writeTable(
+  results: ComputeResults,
+  target: TargetName,
+  source: string,
+  kind?: "plain" | "emitted",
+  dir?: string,
+): { path: string; table: ComputeConfigTable } {
+  const table = tableOf(results, target, source, kind);
+  const path = computeConfigPath(target, dir);
+  writeFileSync(path, serializeTable(table));
+  return { path, table };
+}
+
 function main(): void {
   const [file, target, source] = process.argv.slice(2);
   if (file === undefined || target === undefined || source === undefined) {
@@ -128,9 +153,7 @@ function main(): void {
   const ki = process.argv.indexOf("--kind");
   const kind = ki >= 0 ? (process.argv[ki + 1] as "plain" | "emitted") : undefined;
   const results = JSON.parse(readFileSync(file, "utf8")) as ComputeResults;
-  const table = tableOf(results, target as TargetName, source, kind);
-  const path = computeConfigPath(target as TargetName);
-  writeFileSync(path, serializeTable(table));
+  const { path, table } = writeTable(results, target as TargetName, source, kind);
   console.log(`${path}: ${table.entries.length} entries from ${file}`);
 }
 

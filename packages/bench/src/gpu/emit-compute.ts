@@ -1,15 +1,20 @@
 // Emits what packages/bench/gpu/compute_bench.py times on one GPU, as one `compute.json`
 // plus the kernel files it names:
-//   tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 16]   the model's best k configurations
+//   tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 16] [--target h200]
+//                                                          the model's best k configurations
 //                                                          of every built-in body variant, per shape
 //   tsx src/gpu/emit-compute.ts bench <out-dir> [--sweep results.json --alternatives 3]
-//                                [--model-k 12 --model-roles producer]
+//                                [--model-k 12 --model-roles producer] [--target h200]
 //                                                          the compiled operators' compute kernels
 //                                                          at their tuned configurations
-// Shapes: the per-rank GEMMs of MLP-1…6 at worlds 2, 4, 8 (compute-shapes.ts).
+// Shapes: the per-rank GEMMs of MLP-1…6 at worlds 2, 4, 8 (compute-shapes.ts). --target
+// (default: compile()'s default target) names the GPU: the model of the sweep, and the table
+// whose configurations bench's tuned cases take, as compile(op, backend, { target }) would;
+// compute.json records it, and compute_bench.py copies it into its results.
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { computeKey, computeMeasurementSet, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
+import { DEFAULT_TARGET, TARGETS, type TargetName } from "@ovl/primitives";
+import { computeKey, computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
 import { builtinBodyPath, type BuiltinBodyName } from "@ovl/tlx-emitter";
 import { benchCases } from "./compute-cases.js";
 import { computeShapes, type ComputeShape } from "./compute-shapes.js";
@@ -44,6 +49,10 @@ export interface ComputeCase {
 export interface ComputeBenchFile {
   readonly schema: "ovl.compute-bench/v1";
   readonly mode: "sweep" | "bench";
+  /** The GPU the file is for: the sweep's model, the table of bench's tuned cases. */
+  readonly target: TargetName;
+  /** Bench: the tables the tuned cases came from (the target's own, or the one it borrows). */
+  readonly tables?: readonly TargetName[];
   readonly shapes: readonly (ComputeShape & { readonly dtype: "bf16"; readonly cases: readonly ComputeCase[] })[];
 }
 
@@ -85,10 +94,11 @@ export function previousDefault(role: "consumer" | "producer"): ComputeConfig {
  * The sweep: per shape, the measurement set of the model's ranking over every body of its
  * role, plus the previous fixed default (for the report's before/after).
  */
-export function sweepFile(k: number): { file: ComputeBenchFile; bodies: Set<string> } {
+export function sweepFile(k: number, target: TargetName = DEFAULT_TARGET.name): { file: ComputeBenchFile; bodies: Set<string> } {
   const bodies = new Set<string>();
+  const model = computeModel(target);
   const shapes = computeShapes().map((s) => {
-    const { ranked } = rankComputeConfigs({ role: s.role, M: s.M, N: s.N, K: s.K, dtype: "bf16" });
+    const { ranked } = rankComputeConfigs({ role: s.role, M: s.M, N: s.N, K: s.K, dtype: "bf16" }, { model });
     const rank = new Map(ranked.map((r, i) => [r.key, i]));
     const set = computeMeasurementSet(ranked, k);
     const old = ranked.find((r) => r.key === computeKey(previousDefault(s.role)));
@@ -108,13 +118,32 @@ export function sweepFile(k: number): { file: ComputeBenchFile; bodies: Set<stri
     });
     return { ...s, dtype: "bf16" as const, cases };
   });
-  return { file: { schema: "ovl.compute-bench/v1", mode: "sweep", shapes }, bodies };
+  return { file: { schema: "ovl.compute-bench/v1", mode: "sweep", target, shapes }, bodies };
+}
+
+/** The `--target` of argv (default: compile()'s default target). @throws {Error} for a name that is not a target. */
+export function targetArg(argv: readonly string[]): TargetName {
+  const i = argv.indexOf("--target");
+  if (i < 0) return DEFAULT_TARGET.name;
+  const name = argv[i + 1];
+  if (name === undefined || !Object.hasOwn(TARGETS, name))
+    throw new Error(`--target must be one of ${Object.keys(TARGETS).join(", ")}, got '${name ?? ""}'`);
+  return name as TargetName;
 }
 
 async function main(): Promise<void> {
   const [mode, out] = [process.argv[2], process.argv[3]];
   if ((mode !== "sweep" && mode !== "bench") || out === undefined) {
-    console.error("usage: tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 24] | bench <out-dir> [--sweep results.json --alternatives 3]");
+    console.error(
+      "usage: tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 24] [--target h200] | bench <out-dir> [--sweep results.json --alternatives 3] [--target h200]",
+    );
+    process.exit(2);
+  }
+  let target: TargetName;
+  try {
+    target = targetArg(process.argv);
+  } catch (e) {
+    console.error((e as Error).message);
     process.exit(2);
   }
   mkdirSync(out, { recursive: true });
@@ -126,8 +155,9 @@ async function main(): Promise<void> {
   const ri = process.argv.indexOf("--model-roles");
   const { file, bodies } =
     mode === "sweep"
-      ? sweepFile(k)
+      ? sweepFile(k, target)
       : await benchCases(out, {
+          target,
           ...(si >= 0 ? { sweep: process.argv[si + 1]! } : {}),
           ...(ai >= 0 ? { alternatives: Number(process.argv[ai + 1]) } : {}),
           ...(mi >= 0 ? { modelK: Number(process.argv[mi + 1]) } : {}),
@@ -137,7 +167,10 @@ async function main(): Promise<void> {
   writeFileSync(join(out, "compute.json"), `${JSON.stringify(file, null, 1)}\n`);
   const n = file.shapes.reduce((a, s) => a + s.cases.length, 0);
   const configs = new Set(file.shapes.flatMap((s) => s.cases.map((c) => `${c.file} ${c.label}`)));
-  console.log(`${out}/compute.json: ${file.shapes.length} shapes, ${n} cases, ${configs.size} distinct kernels`);
+  const tables = file.tables === undefined ? "" : `, tuned cases from the ${file.tables.join(", ")} table`;
+  console.log(
+    `${out}/compute.json for ${file.target}: ${file.shapes.length} shapes, ${n} cases, ${configs.size} distinct kernels${tables}`,
+  );
 }
 
 if (process.argv[1]?.endsWith("emit-compute.ts")) await main();

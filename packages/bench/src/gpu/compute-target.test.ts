@@ -1,0 +1,104 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { computeConfigs, lookupComputeConfig, resolveCompute } from "@ovl/tlx-emitter";
+import { afterAll, describe, expect, it } from "vitest";
+import { benchCases, shapeOperator } from "./compute-cases.js";
+import { tableOf, writeTable, type ComputeResults, type ResultShape } from "./compute-table.js";
+import { sweepFile, targetArg, type ComputeBenchFile } from "./emit-compute.js";
+
+const dirs: string[] = [];
+const temp = () => {
+  const d = mkdtempSync(join(tmpdir(), "ovl-compute-target-"));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/**
+ * What compute_bench.py writes for `file` on a GPU, with fresh random times: every case
+ * correct except a random few (wrong results must never win), and the file's target and
+ * tables copied through as compute_bench.py copies them.
+ */
+function measured(file: ComputeBenchFile): ComputeResults {
+  const shapes: ResultShape[] = file.shapes.map((s) => ({
+    ...s,
+    flops: 2 * s.M * s.N * s.K,
+    cublas: { ms: 0.1 + Math.random(), tflops: 500, relErr: 1e-3 },
+    cases: s.cases.map((c) => {
+      const ms = 0.05 + Math.random();
+      const wrong = Math.random() < 0.2;
+      return { label: c.label, kind: c.kind, entry: c.entry, config: c.config, ms, allWritten: true, relErr: wrong ? 0.5 : 1e-3 };
+    }),
+  }));
+  return {
+    schema: "ovl.compute-results/v1",
+    mode: file.mode,
+    target: file.target,
+    ...(file.tables === undefined ? {} : { tables: file.tables }),
+    device: "NVIDIA H200",
+    sms: 132,
+    torch: "2.11",
+    triton: "3.6",
+    cuda: "13.0",
+    method: "test",
+    shapes,
+    skipped: [],
+  };
+}
+
+describe("emit-compute --target", () => {
+  it("parses the flag: default the default target, a bad name names the targets", () => {
+    expect(targetArg(["bench", "out"])).toBe("h200");
+    expect(targetArg(["bench", "out", "--target", "h100"])).toBe("h100");
+    expect(() => targetArg(["bench", "out", "--target", "a100"])).toThrow("--target must be one of h100, h200, b200, got 'a100'");
+  });
+
+  it("bench emits the tuned cases with the target's table and records it; the H200 borrows the H100's", async () => {
+    const { file } = await benchCases(temp(), { target: "h200" });
+    expect(file.target).toBe("h200");
+    expect(file.tables).toEqual(["h100"]);
+    const h100 = computeConfigs("h100")!;
+    for (const s of file.shapes) {
+      const tuned = s.cases.find((c) => c.role === "tuned")!;
+      const e = lookupComputeConfig(h100, { op: s.op, M: s.M, N: s.N, K: s.K, dtype: "bf16" })!.entry;
+      expect(tuned.config).toMatchObject({ body: e.body, BM: e.BM, BN: e.BN, BK: e.BK, groupM: e.groupM });
+    }
+    await expect(benchCases(temp(), { target: "b200" })).rejects.toThrow(/no tuned entry for b200 \(no tuned table for b200\)/);
+  }, 120_000);
+
+  it("results of an H200 run become configs/h200.json, which compile() then reads as the H200's own table", async () => {
+    const { file } = await benchCases(temp(), { target: "h200" });
+    const results = measured(JSON.parse(JSON.stringify(file)) as ComputeBenchFile);
+    const dir = temp();
+    const { path, table } = writeTable(results, "h200", "results/gpu/compute-test", "emitted", dir);
+    expect(path).toBe(join(dir, "h200.json"));
+    expect(computeConfigs("h200", dir)).toEqual(JSON.parse(readFileSync(path, "utf8")));
+    expect(table.target).toBe("h200");
+    const winner = (s: ResultShape) =>
+      s.cases.filter((c) => c.kind === "emitted" && c.relErr! < 2e-2).sort((a, b) => a.ms! - b.ms!)[0]?.config;
+    let checked = 0;
+    for (const s of results.shapes) {
+      const { op, choice } = resolveCompute(shapeOperator(s), { target: "h200", table: computeConfigs("h200", dir) });
+      if (winner(s) === undefined || choice.source !== "table") continue; // nothing correct, or GEMM+RS chunks finer than the rows
+      expect(choice).toMatchObject({ target: "h200", requested: "h200", match: "exact" });
+      // Shapes of one operator may share M, N, K at different worlds: the choice is one of their winners.
+      const winners = results.shapes
+        .filter((x) => x.op === s.op && x.M === s.M && x.N === s.N && x.K === s.K)
+        .map((x) => winner(x))
+        .filter((w) => w !== undefined)
+        .map((w) => `${w.body}.py ${w.BM}x${w.BN}x${w.BK} g${w.groupM}`);
+      expect(winners).toContain(`${op.body.path} ${op.tile.BM}x${op.tile.BN}x${op.tile.BK} g${op.groupM}`);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(results.shapes.length / 2);
+    // Results emitted for one target never become another's table.
+    expect(() => tableOf(results, "h100", "x")).toThrow("these results were emitted for h200");
+  }, 120_000);
+
+  it("sweep records its target", () => {
+    expect(sweepFile(2, "h100").file.target).toBe("h100");
+  });
+});
