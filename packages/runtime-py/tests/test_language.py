@@ -132,7 +132,7 @@ def test_notifies_complete_tma_stores_then_barrier_then_release(gpu_language):
     gpu.log.clear()
     gpu.mem[2000 + 1] = 500
     mod.peer_notify(2000, 1, 4)
-    assert gpu.log == [("barrier",), ("add", 504, 1, "release", "sys")]
+    assert gpu.log == [("tma-wait",), ("barrier",), ("add", 504, 1, "release", "sys")]
 
 
 def test_every_primitive_is_defined_once_in_each_mode():

@@ -223,8 +223,10 @@ def notify_slot_gpu(sig_ptr, slot):
 
 @triton.jit
 def peer_notify(sig_ptrs, peer, slot):
-    """Release-add 1 to peer's sig[slot] (sig_ptrs: the signal buffer's peer-pointers table)."""
+    """Release-add 1 to peer's sig[slot] (sig_ptrs: the signal buffer's peer-pointers table), after this
+    thread's TMA stores complete and every thread's stores (as ``notify_slot``)."""
     sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))
+    _wait_bulk_stores()
     tl.debug_barrier()
     tl.atomic_add(sig + slot, 1, sem="release", scope="sys")
 
