@@ -1,7 +1,9 @@
-"""moe-rs (GroupGEMM + Scatter + TopK-reduce + ReduceScatter, routing on the device): the slab
-notify counts against their numpy reference, the kernels under Triton's interpreter against the
-numpy and torch references with fresh random inputs and uneven routing (an expert with no tokens,
-every token on one expert), and bad sizes refused before any launch."""
+"""moe-rs (GroupGEMM + Scatter + TopK-reduce + ReduceScatter, routing on the device) compiled by
+@ovl/tlx-emitter's compile() from the built-in moe_gemm_scatter body: the manifests in both CPU engines
+over several launches with fresh random inputs (worlds 2-4, one and two slabs per rank, an expert with
+no tokens, every token on one expert, top-k 1-3, fp32/bf16/fp16), a missing notify timing out at its
+slab's slot, the replicated weights, the references against the definition, the slab cover, and bad
+sizes, manifests and torch inputs refused before any launch."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ovl_runtime.emulate import choose_engine
 from ovl_runtime.errors import ManifestError
 from ovl_runtime.interpret import interpret_unavailable
 from ovl_runtime.moe import draw_routing, moe_align_reference
-from ovl_runtime.moe_rs import check_moe_rs, moe_rs_one_device, moe_rs_reference, moe_rs_reference_torch, slab_cover_reference
+from ovl_runtime.moe_rs import check_moe_rs, moe_rs_reference, moe_rs_reference_torch, slab_cover_reference
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -151,14 +153,14 @@ def test_a_moe_rs_reference_without_weights_is_refused(compiled, tmp_path):
         load_manifest(_edited(compiled, tmp_path, "w2_split2", edit))
 
 
-# ---- the runner's kernels launched by hand (moe_rs_one_device) ----
+# ---- references and sizes ----
+
 
 CASES = [
-    # world, T, k, E, I, H, slab_t, choices
-    (2, 32, 2, 4, 24, 40, 8, None),
-    (2, 32, 1, 4, 16, 32, 16, [2]),  # every token on one expert
-    (4, 48, 2, 5, 16, 24, 4, [0, 1, 3]),  # experts 2 and 4 without tokens
-    (1, 16, 3, 3, 8, 16, None, None),
+    # world, T, k, E, I, H, choices
+    (2, 32, 2, 4, 24, 40, None),
+    (2, 32, 1, 4, 16, 32, [2]),  # every token on one expert
+    (4, 48, 2, 5, 16, 24, [0, 1, 3]),  # experts 2 and 4 without tokens
 ]
 
 
@@ -170,50 +172,49 @@ def _inputs(rng, world, T, k, E, inter, H, choices):
     return ids, wts, h, w2
 
 
-@pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))
-@pytest.mark.parametrize(("world", "T", "k", "E", "inter", "H", "slab_t", "choices"), CASES)
-def test_moe_rs_matches_the_references_over_launches(world, T, k, E, inter, H, slab_t, choices):
-    rng = np.random.default_rng()
-    state: dict = {}
-    for _ in range(2):  # the signal slots and targets carry over: a second launch waits for its own notifies
-        ids, wts, h, w2 = _inputs(rng, world, T, k, E, inter, H, choices)
-        got = moe_rs_one_device(
-            torch.from_numpy(np.stack(h)), torch.from_numpy(np.stack(w2)), torch.from_numpy(ids), torch.from_numpy(wts),
-            slab_t=slab_t, block_m=16, block_n=16, block_k=16, block_t=8, num_sms=3, state=state,
-        )  # fmt: skip
-        want = moe_rs_reference(h, w2, ids, wts)
-        tref = moe_rs_reference_torch(
-            torch.from_numpy(np.stack(h)), torch.from_numpy(np.stack(w2)), torch.from_numpy(ids), torch.from_numpy(wts)
-        )
-        for r in range(world):
-            np.testing.assert_allclose(got[r].numpy(), want[r], rtol=1e-4, atol=1e-4)
-            np.testing.assert_allclose(tref[r].numpy(), want[r], rtol=1e-4, atol=1e-4)
-    # every slab collected, on its owner, exactly the notifies its target counted (and no rank else got any)
-    slabs = state["sig"].shape[1] - 1  # the last slot: READY, one add per launch by moe_slab_expect
-    per = slabs // world
+@pytest.mark.parametrize(("world", "T", "k", "E", "inter", "H", "choices"), CASES)
+def test_the_numpy_and_torch_references_agree_with_the_definition(world, T, k, E, inter, H, choices):
+    from ovl_runtime.gpu_reference import moe_rs_partial as torch_partial
+    from ovl_runtime.moe import moe_rs_partial
+
+    ids, wts, h, w2 = _inputs(np.random.default_rng(), world, T, k, E, inter, H, choices)
+    total = np.zeros((T, H))
     for r in range(world):
-        mine = slice(r * per, (r + 1) * per)
-        np.testing.assert_array_equal(state["sig"][r, mine].numpy(), state["expect"][r, mine].numpy())
-        assert int(state["sig"][r, :slabs].sum()) == int(state["sig"][r, mine].sum())
-        assert int(state["expect"][r, mine].min()) > 0
-        assert int(state["sig"][r, slabs]) == 2 == int(state["epoch"][r, 0])
+        for t in range(T):
+            for j in range(k):
+                total[t] += wts[t, j] * (h[r][t * k + j].astype(np.float64) @ w2[r][ids[t, j]].astype(np.float64))
+    per = T // world
+    want = [total[r * per : (r + 1) * per] for r in range(world)]
+    got = moe_rs_reference(h, w2, ids, wts)
+    tref = moe_rs_reference_torch(
+        torch.from_numpy(np.stack(h)), torch.from_numpy(np.stack(w2)), torch.from_numpy(ids), torch.from_numpy(wts)
+    )
+    parts = sum(moe_rs_partial(h[r], w2[r], ids, wts) for r in range(world))
+    tparts = sum(
+        torch_partial(torch.from_numpy(h[r]), torch.from_numpy(w2[r]), torch.from_numpy(ids), torch.from_numpy(wts), T, inter, H)
+        for r in range(world)
+    )
+    for r in range(world):
+        np.testing.assert_allclose(got[r], want[r], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(tref[r].numpy(), want[r], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(parts, total, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(tparts.numpy(), total, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))
-def test_slab_targets_count_the_blocks_that_cover_each_slab():
+def test_slab_cover_counts_the_blocks_whose_tokens_reach_each_slab():
     rng = np.random.default_rng()
-    world, T, k, E, inter, H, slab_t = 2, 64, 2, 6, 8, 16, 8
-    ids, wts, h, w2 = _inputs(rng, world, T, k, E, inter, H, [0, 4, 5])
-    state: dict = {}
-    moe_rs_one_device(
-        torch.from_numpy(np.stack(h)), torch.from_numpy(np.stack(w2)), torch.from_numpy(ids), torch.from_numpy(wts),
-        slab_t=slab_t, block_m=16, block_n=16, block_k=16, block_t=8, state=state,
-    )  # fmt: skip
-    sorted_ids, _, blocks = moe_align_reference(ids, E, 16)
-    cover = slab_cover_reference(sorted_ids, blocks, 16, k, slab_t, T // slab_t)
+    T, k, E, slab_t, bm = 64, 2, 6, 8, 16
+    ids = draw_routing(rng, T, k, E, [0, 4, 5])
+    sorted_ids, _, blocks = moe_align_reference(ids, E, bm)
+    cover = slab_cover_reference(sorted_ids, blocks, bm, k, slab_t, T // slab_t)
+    want = np.zeros(T // slab_t, dtype=np.int64)
+    for b in range(blocks):
+        e = sorted_ids[b * bm : (b + 1) * bm]
+        toks = e[e < T * k] // k
+        for s in range(T // slab_t):
+            want[s] += int(toks.min() // slab_t <= s <= toks.max() // slab_t)
+    np.testing.assert_array_equal(cover, want)
     assert cover.min() >= 1
-    for r in range(world):
-        np.testing.assert_array_equal(state["expect"][r].numpy(), cover * world * 1)  # H = 16: one n-tile
 
 
 def test_bad_sizes_are_refused_before_any_launch():
@@ -223,27 +224,6 @@ def test_bad_sizes_are_refused_before_any_launch():
         check_moe_rs(30, 2, 4, 8, 8, 4)
     with pytest.raises(ValueError, match="positive divisor of T/W = 8"):
         check_moe_rs(16, 2, 4, 8, 8, 2, slab_t=3)
-    ids = torch.zeros((30, 2), dtype=torch.int32)
-    with pytest.raises(ValueError, match="divide evenly"):
-        moe_rs_one_device(torch.zeros((4, 60, 8)), torch.zeros((4, 4, 8, 8)), ids, torch.zeros((30, 2)))
-    with pytest.raises(ValueError, match="int32"):
-        moe_rs_one_device(torch.zeros((2, 32, 8)), torch.zeros((2, 4, 8, 8)), ids.long()[:16], torch.zeros((16, 2)))
-
-
-@pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))
-def test_a_slab_that_never_completes_times_out_with_its_slot():
-    from ovl_runtime.errors import WaitTimeout
-
-    rng = np.random.default_rng()
-    world, T, k, E, inter, H = 2, 16, 2, 3, 8, 16
-    ids, wts, h, w2 = _inputs(rng, world, T, k, E, inter, H, None)
-    args = (torch.from_numpy(np.stack(h)), torch.from_numpy(np.stack(w2)), torch.from_numpy(ids), torch.from_numpy(wts))
-    state: dict = {}
-    moe_rs_one_device(*args, slab_t=4, block_m=16, block_n=16, block_k=16, block_t=4, state=state)
-    state["expect"][1, 3] += 5  # rank 1's slab 3 (its second) now waits for notifies no producer sends
-    with pytest.raises(WaitTimeout, match="rank 1: wait on signal slot 3") as info:
-        moe_rs_one_device(*args, slab_t=4, block_m=16, block_n=16, block_k=16, block_t=4, state=state, timeout_ns=50_000_000)
-    assert info.value.expected - info.value.seen == 5
 
 
 def test_the_torch_api_refuses_bad_input_before_any_launch():
@@ -258,3 +238,46 @@ def test_the_torch_api_refuses_bad_input_before_any_launch():
         moe_grouped_matmul_reduce_scatter(h, ids, wts, w, g)
     with pytest.raises(UsageError, match="takes torch.bfloat16"):
         moe_grouped_matmul_reduce_scatter(h.float(), ids, wts, w.float(), g)
+
+
+def test_library_keys_name_the_routing_and_refuse_a_manifest_of_another(compiled, tmp_path):
+    from ovl_runtime.errors import UsageError
+    from ovl_runtime.kernel_library import KernelKey, check_manifest
+
+    key = KernelKey("moe-rs", 4, 48, 24, 16, "bf16", experts=5, topk=2)
+    assert key.backend == "sm" and key.split == 2
+    assert key.dirname == "moe-rs-sm-w4-m48-n24-k16-e5-top2-bf16"
+    assert key.cli_args(tmp_path) == [
+        "emit", "moe-rs", "--m", "48", "--n", "24", "--k", "16", "--world", "4", "--split", "2",
+        "--experts", "5", "--topk", "2", "--out", str(tmp_path),
+    ]  # fmt: skip
+    assert KernelKey("moe-rs", 4, 36, 24, 16, "bf16", experts=5, topk=2).split == 1  # 9 tokens a rank
+    m = load_manifest(compiled / "w4_empty_experts" / "manifest.json")
+    check_manifest(m, key, tmp_path)
+    with pytest.raises(ManifestError, match="experts 5 \\(wanted 6\\)"):
+        check_manifest(m, KernelKey("moe-rs", 4, 48, 24, 16, "bf16", experts=6, topk=2), tmp_path)
+    with pytest.raises(UsageError, match="moe-rs: needs 1 <= topk <= experts"):
+        KernelKey("moe-rs", 2, 64, 64, 32, "bf16", experts=2, topk=3)
+
+
+def test_a_key_compiled_by_the_cli_runs_in_the_numpy_engine(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+
+    from ovl_runtime.kernel_library import KernelKey, check_manifest, compile_key
+
+    cli = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
+    node = shutil.which("node")
+    if node is None or not cli.exists():
+        pytest.skip("needs node and the built CLI")
+    probe = subprocess.run([node, str(cli), "emit", "moe-rs", "--help"], capture_output=True, text=True, timeout=120)
+    if "unknown operator" in probe.stdout + probe.stderr:
+        pytest.skip("this CLI build has no `ovl emit moe-rs`")
+    monkeypatch.setenv("OVL_CLI", f"{node} {cli}")
+    key = KernelKey("moe-rs", 2, 64, 32, 32, "bf16", experts=4, topk=2)
+    path = compile_key(key, tmp_path, progress=False)
+    m = load_manifest(path)
+    check_manifest(m, key, path)
+    out = emulate(m, epochs=2, seed=1, engine="numpy")
+    out.raise_for_failure()
+    assert len(out.checks) == 2 and all(c.ok for c in out.checks)

@@ -4,6 +4,10 @@ checks its ``T/W`` rows against the torch reference of all ranks, for three call
 routing with an expert left out. Exits non-zero on the first failure.
 
     torchrun --nproc_per_node=2 packages/runtime-py/tests_gpu/moe_rs_torchrun.py   # also 4 and 8
+
+The kernels are the compiled ``moe-rs`` manifests of each case and world: on a machine with ovl's CLI,
+``python -m ovl_runtime kernels moe-rs --world W --m T --n H --k I --experts E --topk k --into DIR``
+for each case, then ``OVL_KERNELS=DIR`` here.
 """
 
 from __future__ import annotations

@@ -18,18 +18,23 @@ Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
   notifies per launch, ``cover(s)`` the number of blocks whose range holds s (the same on
   every rank: the routing is). The kernel adds that to the rank's ``expect [S]``: signal slots
   are never reset, the wait target is the running total (compared wrap-aware in int32).
-- **Producer** (``moe_gemm_scatter``, the group GEMM body): per (block, n-tile),
+- **Producer**: the compiled body (``ovl emit moe-rs``: ``@ovl/tlx-emitter``'s built-in
+  ``kernels/moe_gemm_scatter.py`` with the notifies inserted by the compiler): per (block, n-tile),
   ``acc = h[slots] @ W2[expert][:, n-tile]``, each row scaled by ``topk_weights`` of its slot,
   stored at its slot row of the rank's symmetric ``partial [T·k, H]`` (the scatter to token
   positions), then a release-add to the slot of each covered slab on the slab's owner.
+- **Ready slot.** ``moe_slab_expect`` ends with a gpu-scope release add to the rank's slot
+  ``READY`` (= the slab count); the reducer runs on another stream and first waits for it to reach
+  the launch's epoch target, so it reads this launch's targets.
 - **TopK-reduce + ReduceScatter** (``moe_topk_reduce_rs``) on each slab owner: a program per
   (slab, token block, n-tile) waits (bounded, ``language.wait_slot``) until its slab reached its
   target, then sums the k slots of each token over every rank's ``partial`` (pulled through the
   peer-pointers table) into the owner's output rows. The reduce of slab s starts as soon as slab s
   is complete everywhere, while the producers still work on later blocks.
 
-A launch starts after the previous launch's reduce finished on every rank (the runner's
-per-launch barrier): the producers overwrite ``partial``. ``topk_ids`` must lie in ``[0, E)``:
+This module holds the runner's two kernels of the manifest (``moe_slab_expect``,
+``moe_topk_reduce_rs``), the sizes check and the references. A launch starts after the previous
+launch's reduce finished on every rank (the runner's per-launch barrier): the producers overwrite ``partial``. ``topk_ids`` must lie in ``[0, E)``:
 a dropped slot's ``partial`` row would not be written.
 """
 
@@ -42,21 +47,16 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from .errors import WaitTimeout
 from .language import consume_token, load_epoch_target, notify_slot_gpu, peer_base, wait_slot
 from .moe import check_sizes, slab_cover_reference
 
 __all__ = [
     "MoeRsSizes",
     "check_moe_rs",
-    "moe_gemm_scatter",
-    "moe_rs_one_device",
     "moe_rs_reference",
-    "moe_rs_rank",
     "moe_rs_reference_torch",
     "moe_slab_expect",
     "moe_topk_reduce_rs",
-    "raise_timeouts_of",
     "slab_cover_reference",
 ]
 
@@ -180,64 +180,6 @@ def moe_slab_expect(
 
 
 @triton.jit
-def moe_gemm_scatter(
-    h_ptr,
-    w_ptr,
-    weights_ptr,
-    partial_ptr,
-    sorted_token_ids,
-    expert_of_block,
-    num_blocks_ptr,
-    sig_ptrs,
-    N,
-    K,
-    SLOTS,
-    SLAB_T,
-    SLABS_PER_RANK,
-    TOP_K: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    NUM_SMS: tl.constexpr,
-):
-    """The group GEMM producer: per (block, n-tile) the weighted rows ``w[slot] · h[slot] @ W2[e]`` at their slot
-    rows of ``partial``, then a release-add to every covered slab's slot on its owner (``sig_ptrs``: peer table)."""
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    num_tiles = tl.load(num_blocks_ptr) * num_pid_n
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS):
-        pid_m = tile_id // num_pid_n
-        pid_n = tile_id % num_pid_n
-        expert = tl.load(expert_of_block + pid_m).to(tl.int64)
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        slots = tl.load(sorted_token_ids + offs_m)
-        valid = slots < SLOTS
-        rows = tl.where(valid, slots, 0).to(tl.int64)
-        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        offs_k = tl.arange(0, BLOCK_K)
-        a_ptrs = h_ptr + rows[:, None] * K + offs_k[None, :]
-        b_ptrs = w_ptr + expert * K * N + offs_k[:, None] * N + offs_n[None, :]
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            k_left = K - ki * BLOCK_K
-            a = tl.load(a_ptrs, mask=valid[:, None] & (offs_k[None, :] < k_left), other=0.0)
-            b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
-            acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_K
-            b_ptrs += BLOCK_K * N
-        wts = tl.load(weights_ptr + rows, mask=valid, other=0.0).to(tl.float32)
-        acc = acc * wts[:, None]
-        c_ptrs = partial_ptr + rows[:, None] * N + offs_n[None, :]
-        tl.store(c_ptrs, acc.to(partial_ptr.dtype.element_ty), mask=valid[:, None] & (offs_n[None, :] < N))
-        first = tl.min(tl.where(valid, slots, SLOTS), axis=0) // TOP_K // SLAB_T
-        last = tl.max(tl.where(valid, slots, -1), axis=0) // TOP_K // SLAB_T
-        tl.debug_barrier()
-        for s in range(first, last + 1):
-            sig = tl.load(sig_ptrs + s // SLABS_PER_RANK).to(tl.pointer_type(tl.int32))
-            tl.atomic_add(sig + s, 1, sem="release", scope="sys")
-
-
-@triton.jit
 def moe_topk_reduce_rs(
     partial_ptrs,
     like_ptr,
@@ -284,229 +226,3 @@ def moe_topk_reduce_rs(
             for j in tl.static_range(TOP_K):
                 acc += tl.load(base + (tokens * TOP_K + j)[:, None] * N + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
         tl.store(out_ptr + local.to(tl.int64)[:, None] * N + offs_n[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-def moe_rs_one_device(
-    h: Any,
-    w2: Any,
-    topk_ids: Any,
-    topk_weights: Any,
-    *,
-    slab_t: int | None = None,
-    block_m: int = 64,
-    block_n: int = 64,
-    block_k: int = 32,
-    block_t: int = 16,
-    num_sms: int = 4,
-    reduce_programs: int = 4,
-    timeout_ns: int = 10_000_000_000,
-    state: dict[str, Any] | None = None,
-    raise_timeouts: bool = True,
-) -> Any:
-    """All W ranks of moe-rs on one device (every rank's buffers on it): ``h [W, T·k, I]``, ``w2 [W, E, I, H]``,
-    ``topk_ids [T, k]`` int32, ``topk_weights [T, k]``. Returns the outputs ``[W, T/W, H]``.
-
-    On a CPU tensor the kernels run under Triton's interpreter (``TRITON_INTERPRET=1``), rank after rank
-    (producers, then reducers); on a GPU the producers run on the current stream and the reducers on a
-    second stream, overlapping them. ``num_sms``: programs of each rank's producer; ``reduce_programs``: of each
-    rank's (persistent) reducer. ``state`` keeps the signal slots, wait targets, ``partial`` and the peer tables
-    across calls of one shape (signal slots are never reset). ``raise_timeouts``: read the error words back
-    after the launch (a host sync) and raise ``WaitTimeout``; else :func:`raise_timeouts_of` does it later.
-    @raises ValueError for bad shapes or sizes, before any launch.
-    """
-    import torch
-
-    from .moe_align import DEFAULT_PROGRAMS, moe_align_block_size
-
-    if h.dim() != 3 or w2.dim() != 4 or w2.shape[0] != h.shape[0] or w2.shape[2] != h.shape[2]:
-        raise ValueError(
-            f"moe-rs: h must be [W, T·k, I] and w2 [W, E, I, H] with the same W and I, got {tuple(h.shape)} and {tuple(w2.shape)}"
-        )
-    if topk_ids.dim() != 2 or topk_ids.dtype != torch.int32 or tuple(topk_weights.shape) != tuple(topk_ids.shape):
-        raise ValueError(
-            f"moe-rs: topk_ids must be int32 [T, k] and topk_weights the same shape, got {tuple(topk_ids.shape)} {topk_ids.dtype} and {tuple(topk_weights.shape)}"
-        )
-    world, slots, inter = (int(x) for x in h.shape)
-    T, k = (int(x) for x in topk_ids.shape)
-    E, H = int(w2.shape[1]), int(w2.shape[3])
-    sz = check_moe_rs(T, k, E, inter, H, world, slab_t)
-    if slots != T * k:
-        raise ValueError(f"moe-rs: h has {slots} rows; T·k = {T * k}")
-    dev = h.device
-    st = state if state is not None else {}
-    shape = (sz, h.dtype, dev)
-    if st.get("shape") != shape:
-        st.clear()
-        st["shape"] = shape
-        st["sig"] = torch.zeros((world, sz.slabs + 1), dtype=torch.int32, device=dev)  # slot READY = slabs last
-        st["epoch"] = torch.zeros((world, 1), dtype=torch.int32, device=dev)
-        st["expect"] = torch.zeros((world, sz.slabs), dtype=torch.int32, device=dev)
-        st["err"] = torch.zeros((world, 8), dtype=torch.int32, device=dev)
-        st["partial"] = torch.empty((world, slots, H), dtype=h.dtype, device=dev)
-        st["sig_ptrs"] = torch.tensor([st["sig"][r].data_ptr() for r in range(world)], dtype=torch.int64, device=dev)
-        st["partial_ptrs"] = torch.tensor([st["partial"][r].data_ptr() for r in range(world)], dtype=torch.int64, device=dev)
-        st["side"] = torch.cuda.Stream(device=dev) if dev.type == "cuda" else None
-    sig, expect, err, partial, side = st["sig"], st["expect"], st["err"], st["partial"], st["side"]
-    sig_ptrs, partial_ptrs = st["sig_ptrs"], st["partial_ptrs"]
-    out = torch.empty((world, sz.rows_per_rank, H), dtype=h.dtype, device=dev)
-    weights = topk_weights.reshape(-1).to(torch.float32).contiguous()
-    ids = topk_ids.contiguous()
-    h, w2 = h.contiguous(), w2.contiguous()
-    num_pid_n = triton.cdiv(H, block_n)
-    items = sz.slabs_per_rank * triton.cdiv(sz.slab_t, block_t) * num_pid_n
-    reducers = max(1, min(reduce_programs, items))
-
-    epoch = st["epoch"]
-
-    def launch() -> None:
-        epoch.add_(1)
-        sorted_ids, expert_of_block, num_blocks = moe_align_block_size(ids, E, block_m, programs=DEFAULT_PROGRAMS)
-        for r in range(world):
-            moe_slab_expect[(1,)](
-                sorted_ids, num_blocks, expect[r], sig[r], sz.slabs, T * k, world * num_pid_n, sz.slab_t, sz.slabs,
-                TOP_K=k, BLOCK_M=block_m, SLABS_P2=max(2, triton.next_power_of_2(sz.slabs)), STEP=EXPECT_STEP,
-            )  # fmt: skip
-        if side is not None:  # the reducers wait for the targets only; the producers run beside them
-            side.wait_stream(torch.cuda.current_stream())
-        max_tiles = triton.cdiv(T * k + E * (block_m - 1), block_m) * num_pid_n
-        for r in range(world):
-            moe_gemm_scatter[(min(num_sms, max_tiles),)](
-                h[r], w2[r], weights, partial[r], sorted_ids, expert_of_block, num_blocks, sig_ptrs,
-                H, inter, T * k, sz.slab_t, sz.slabs_per_rank,
-                TOP_K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, NUM_SMS=min(num_sms, max_tiles),
-            )  # fmt: skip
-        ctx = torch.cuda.stream(side) if side is not None else _null()
-        with ctx:
-            for r in range(world):
-                moe_topk_reduce_rs[(reducers,)](
-                    partial_ptrs, partial[r], out[r], sig[r], expect[r], err[r], r, epoch[r], timeout_ns,
-                    H, sz.slab_t, sz.slabs_per_rank, sz.slabs,
-                    TOP_K=k, WORLD=world, BLOCK_T=block_t, BLOCK_N=block_n, NUM_PROGRAMS=reducers,
-                )  # fmt: skip
-        if side is not None:
-            torch.cuda.current_stream().wait_stream(side)
-
-    if dev.type == "cpu":
-        from .interpret_patch import patched
-
-        with patched():
-            launch()
-    else:
-        launch()
-    if raise_timeouts:
-        raise_timeouts_of(st)
-    return out
-
-
-def raise_timeouts_of(state: dict[str, Any]) -> None:
-    """Raise the first recorded wait timeout of a ``moe_rs_one_device`` state (reads its error words: a host sync).
-
-    @raises WaitTimeout (rank, slab slot, value seen and the target)."""
-    err = state.get("err")
-    if err is None:
-        return
-    words = err.cpu()
-    for row in words.tolist():
-        if row[0] != 0:
-            raise WaitTimeout(row[1], row[2], row[3], row[4], "moe_topk_reduce_rs")
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *a: object) -> None:
-        return None
-
-
-def moe_rs_rank(
-    h: Any,
-    w2: Any,
-    topk_ids: Any,
-    topk_weights: Any,
-    group: Any,
-    *,
-    slab_t: int | None = None,
-    block_m: int = 64,
-    block_n: int = 128,
-    block_k: int = 64,
-    block_t: int = 32,
-    num_sms: int = 128,
-    reduce_programs: int = 4,
-    timeout_ns: int = 10_000_000_000,
-    state: dict[str, Any] | None = None,
-) -> Any:
-    """This process's rank of moe-rs over a ``torch.distributed`` process group (one rank per GPU): ``h [T·k, I]``,
-    ``w2 [E, I, H]``, ``topk_ids`` / ``topk_weights [T, k]`` (the same on every rank). Returns this rank's
-    ``[T/W, H]``. ``partial`` and the signal slots live in symmetric memory (``torch.distributed._symmetric_memory``),
-    rendezvoused on the first call of a shape; every call starts with the handle's device barrier, so no rank
-    overwrites its ``partial`` while a peer still reduces the previous call's. Asynchronous on the current stream;
-    :func:`raise_timeouts_of` reads the error words later. @raises ValueError for bad shapes, before any launch."""
-    import torch
-    import torch.distributed as dist
-    import torch.distributed._symmetric_memory as symm_mem
-
-    from .moe_align import DEFAULT_PROGRAMS, moe_align_block_size
-
-    world, rank = dist.get_world_size(group), dist.get_rank(group)
-    if h.dim() != 2 or w2.dim() != 3 or w2.shape[1] != h.shape[1]:
-        raise ValueError(f"moe-rs: h must be [T·k, I] and w2 [E, I, H] with the same I, got {tuple(h.shape)} and {tuple(w2.shape)}")
-    if topk_ids.dim() != 2 or topk_ids.dtype != torch.int32 or tuple(topk_weights.shape) != tuple(topk_ids.shape):
-        raise ValueError(
-            f"moe-rs: topk_ids must be int32 [T, k] and topk_weights the same shape, got {tuple(topk_ids.shape)} {topk_ids.dtype}"
-        )
-    slots, inter = (int(x) for x in h.shape)
-    T, k = (int(x) for x in topk_ids.shape)
-    E, H = int(w2.shape[0]), int(w2.shape[2])
-    sz = check_moe_rs(T, k, E, inter, H, world, slab_t)
-    if slots != T * k:
-        raise ValueError(f"moe-rs: h has {slots} rows; T·k = {T * k}")
-    st = state if state is not None else {}
-    shape = (sz, h.dtype, h.device)
-    if st.get("shape") != shape:
-        st.clear()
-        st["shape"] = shape
-        name = group.group_name if group is not None else dist.group.WORLD.group_name
-        st["partial"] = symm_mem.empty(slots, H, dtype=h.dtype, device=h.device)
-        st["partial_h"] = symm_mem.rendezvous(st["partial"], name)
-        st["sig"] = symm_mem.empty(sz.slabs + 1, dtype=torch.int32, device=h.device)  # slot READY = slabs last
-        st["sig"].zero_()
-        st["sig_h"] = symm_mem.rendezvous(st["sig"], name)
-        st["expect"] = torch.zeros(sz.slabs, dtype=torch.int32, device=h.device)
-        st["epoch"] = torch.zeros(1, dtype=torch.int32, device=h.device)
-        st["err"] = torch.zeros(8, dtype=torch.int32, device=h.device)
-        st["partial_ptrs"] = torch.tensor(list(st["partial_h"].buffer_ptrs), dtype=torch.int64, device=h.device)
-        st["sig_ptrs"] = torch.tensor(list(st["sig_h"].buffer_ptrs), dtype=torch.int64, device=h.device)
-        st["side"] = torch.cuda.Stream(device=h.device)
-        torch.cuda.synchronize()
-        dist.barrier(group=group)  # every rank's signal slots are zero before any peer adds to them
-    partial, sig, expect, err, side = st["partial"], st["sig"], st["expect"], st["err"], st["side"]
-    out = torch.empty((sz.rows_per_rank, H), dtype=h.dtype, device=h.device)
-    weights = topk_weights.reshape(-1).to(torch.float32).contiguous()
-    ids, h, w2 = topk_ids.contiguous(), h.contiguous(), w2.contiguous()
-    num_pid_n = triton.cdiv(H, block_n)
-    items = sz.slabs_per_rank * triton.cdiv(sz.slab_t, block_t) * num_pid_n
-    reducers = max(1, min(reduce_programs, items))
-    max_tiles = triton.cdiv(T * k + E * (block_m - 1), block_m) * num_pid_n
-    producers = max(1, min(num_sms, max_tiles))
-    st["partial_h"].barrier(channel=0)
-    st["epoch"].add_(1)
-    sorted_ids, expert_of_block, num_blocks = moe_align_block_size(ids, E, block_m, programs=DEFAULT_PROGRAMS)
-    moe_slab_expect[(1,)](
-        sorted_ids, num_blocks, expect, sig, sz.slabs, T * k, world * num_pid_n, sz.slab_t, sz.slabs,
-        TOP_K=k, BLOCK_M=block_m, SLABS_P2=max(2, triton.next_power_of_2(sz.slabs)), STEP=EXPECT_STEP,
-    )  # fmt: skip
-    side.wait_stream(torch.cuda.current_stream())
-    moe_gemm_scatter[(producers,)](
-        h, w2, weights, partial, sorted_ids, expert_of_block, num_blocks, st["sig_ptrs"],
-        H, inter, T * k, sz.slab_t, sz.slabs_per_rank,
-        TOP_K=k, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, NUM_SMS=producers,
-    )  # fmt: skip
-    with torch.cuda.stream(side):
-        moe_topk_reduce_rs[(reducers,)](
-            st["partial_ptrs"], partial, out, sig, expect, err, rank, st["epoch"], timeout_ns,
-            H, sz.slab_t, sz.slabs_per_rank, sz.slabs,
-            TOP_K=k, WORLD=world, BLOCK_T=block_t, BLOCK_N=block_n, NUM_PROGRAMS=reducers,
-        )  # fmt: skip
-    torch.cuda.current_stream().wait_stream(side)
-    return out
