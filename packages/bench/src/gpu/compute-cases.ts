@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
-import { computeMeasurementSet, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
+import { computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import {
   builtinBody,
@@ -176,7 +176,7 @@ export async function benchCases(
     const useModel = options.modelK !== undefined && (options.modelRoles ?? ["consumer", "producer"]).includes(s.role);
     if (useModel) {
       // The model's measurement set, emitted (for bodies no earlier sweep measured as they are now).
-      const { ranked } = rankComputeConfigs({ role: s.role, M: s.M, N: s.N, K: s.K, dtype: "bf16" });
+      const { ranked } = rankComputeConfigs({ role: s.role, M: s.M, N: s.N, K: s.K, dtype: "bf16" }, { model: computeModel(target) });
       const rank = new Map(ranked.map((r, i) => [r.key, i]));
       let n = 0;
       for (const r of computeMeasurementSet(ranked, options.modelK ?? 12)) {
