@@ -330,6 +330,10 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
         tokens = torch.randn(rpr, K, device=dev, dtype=dtype)
         gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
         cases = [("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, tokens))]
+    elif ref.operator == "moe-rs":  # the ReduceScatter of the topk-reduced rows [T, H] that the reducer overlaps
+        summed = torch.randn(M, N, device=dev, dtype=dtype)
+        mine = torch.empty(rpr, N, device=dev, dtype=dtype)
+        cases = [("nccl-reduce-scatter", lambda: dist.reduce_scatter_tensor(mine, summed))]
     else:
         x_full = torch.randn(padded_m, N, device=dev, dtype=dtype)
         x_slab = torch.randn(rpr, N, device=dev, dtype=dtype)
