@@ -1,6 +1,7 @@
 """The runner's moe-rs kernels compile ahead of time for sm_90a (no GPU needed) at TileLink's MoE shapes,
 and their PTX holds what each is for: system-scope acquire loads in the reducer's waits, a gpu-scope
-release add of the ready slot in the targets kernel (the compiled producer body is ``@ovl/tlx-emitter``'s). In a process of its own: the compile needs Triton out of the
+release add of the ready slot in the targets kernel; and every kernel of a compiled moe-rs manifest at
+MoE-1 (world 8) compiles, the transformed producer with tensor-core MMAs and its inserted release adds. In a process of its own: the compile needs Triton out of the
 interpreter mode that ``conftest`` sets."""
 
 from __future__ import annotations
@@ -59,3 +60,92 @@ def test_the_moe_rs_kernels_compile_for_sm90a():
     if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
         pytest.skip("no ptxas with this Triton")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+SCRIPT = """
+const ovl = await import(process.argv[1]);
+const { reduceScatterDirect, planSignals } = await import(process.argv[3]);
+const { mkdirSync, writeFileSync } = await import("node:fs");
+const { join } = await import("node:path");
+const out = process.argv[2];
+for (const c of JSON.parse(process.argv[4])) {
+  const plan = planSignals(reduceScatterDirect({
+    tensor: { name: "moe_out", shape: [c.T * c.k, c.H], dtype: "bf16" }, src: "moe_partial", axis: 0,
+    mesh: [c.world], split: 2, afterCompute: true,
+  }));
+  const r = await ovl.compile({
+    name: c.name, kind: "moe-rs", plan, body: ovl.builtinBody("moe_gemm_scatter"),
+    problem: { M: c.T, N: c.H, K: c.I }, tile: { BM: 64, BN: 128, BK: 64 },
+    moe: { experts: c.E, topk: c.k }, options: { dtype: "bf16" },
+  });
+  const dir = join(out, c.name);
+  mkdirSync(dir, { recursive: true });
+  for (const f of r.files) writeFileSync(join(dir, f.path), f.text);
+  writeFileSync(join(dir, "manifest.json"), ovl.emitManifestJson(r.manifest));
+}
+"""
+
+MANIFEST_CODE = r"""
+import importlib.util, json, re, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from ovl_runtime import language
+
+assert not language.INTERPRET
+folder = sys.argv[1]
+m = json.load(open(f"{folder}/manifest.json"))
+dtypes = {b["name"]: b["dtype"] for b in m["buffers"]}
+ptr = {"bf16": "*bf16", "fp32": "*fp32", "int32": "*i32", "uint32": "*i32", "int64": "*i64"}
+kinds = {"int": "i32", "rank": "i32", "epoch-word": "*i32", "error-buffer": "*i32", "timeout-ns": "i64", "peer-pointers": "*i64"}
+out = {}
+for k in m["kernels"]:
+    spec = importlib.util.spec_from_file_location(k["name"], f"{folder}/{k['source']}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, k["entry"])
+    cx = dict(k["constexprs"])
+    sig = {}
+    for a in k["args"]:
+        v = a["value"]
+        if v["kind"] == "num-programs":
+            cx[a["name"]] = 132
+        else:
+            sig[a["name"]] = ptr[dtypes[v["name"]]] if v["kind"] == "buffer" else kinds[v["kind"]]
+    src = ASTSource(
+        fn=fn,
+        signature={n: sig.get(n, "constexpr") for n in fn.arg_names},
+        constexprs={(fn.arg_names.index(c),): v for c, v in cx.items()},
+    )
+    opts = {"num_warps": k["numWarps"], "num_stages": k["numStages"]}
+    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts).asm["ptx"]
+    out[k["template"]["kind"]] = {
+        "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
+        "release": len(re.findall(r"atom\.[a-z.]*release[a-z.]*\.add|atom\.global\.[a-z]+\.release\.add|red\.[a-z.]*release", ptx)),
+        "acquire": len(re.findall(r"ld\.global\.acquire\.sys", ptx)),
+    }
+print(json.dumps(out))
+"""
+
+
+def test_every_kernel_of_a_compiled_moe_rs_manifest_compiles_for_sm90a(tmp_path_factory):
+    import json
+
+    import builders
+
+    # TileLink's MoE-1 at world 8: T = 8192 tokens, H = 2048, I/W = 192, 8 experts, top-2.
+    cases = [("moe1_w8", 8, 8192, 2048, 192, 8, 2)]
+    compiled = builders.compile_cases(tmp_path_factory, "moe_rs_aot", SCRIPT, ["name", "world", "T", "H", "I", "E", "k"], cases)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    r = subprocess.run(
+        [sys.executable, "-c", MANIFEST_CODE, str(compiled / "moe1_w8")], capture_output=True, text=True, timeout=900, env=env
+    )
+    if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
+        pytest.skip("no ptxas with this Triton")
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(got) == {"moe-align-count", "moe-align-scatter", "moe-slab-expect", "local-producer", "moe-topk-reduce-rs"}, got
+    assert got["local-producer"]["wgmma"] > 0 and got["local-producer"]["release"] > 0, got  # the inserted notifies
+    assert got["moe-slab-expect"]["release"] > 0, got  # the READY slot
+    assert got["moe-topk-reduce-rs"]["acquire"] > 0, got  # the bounded waits
