@@ -142,7 +142,7 @@ def test_every_primitive_is_defined_once_in_each_mode():
         for n in ast.parse(text).body
         if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DEVICE_FUNCTIONS"
     )
-    assert len(names) == 11
+    assert len(names) == 12
     for f in names:
         n = text.count(f"\ndef {f}(") + text.count(f"\n    def {f}(")
         assert n in (1, 2), f

@@ -55,6 +55,7 @@ __all__ = [
     "notify_slot_gpu",
     "peer_base",
     "peer_notify",
+    "peer_notify_many",
     "peer_tile_load",
     "peer_tile_store",
     "set_interpreter_abort",
@@ -70,6 +71,7 @@ DEVICE_FUNCTIONS = (
     "notify_slot",
     "notify_slot_gpu",
     "peer_notify",
+    "peer_notify_many",
     "peer_base",
     "peer_tile_load",
     "peer_tile_store",
@@ -229,6 +231,17 @@ def peer_notify(sig_ptrs, peer, slot):
     _wait_bulk_stores()
     tl.debug_barrier()
     tl.atomic_add(sig + slot, 1, sem="release", scope="sys")
+
+
+@triton.jit
+def peer_notify_many(sig_ptrs, peers, slots, mask):
+    """Release-add 1 to ``sig[slots[i]]`` of rank ``peers[i]`` for every ``i`` where ``mask`` holds (a block of
+    segments at once, as a producer notifies the slabs its rows cover): one wait for this thread's TMA stores and
+    one barrier, then the release adds of every segment in parallel."""
+    ptrs = tl.load(sig_ptrs + peers, mask=mask, other=0).to(tl.pointer_type(tl.int32))
+    _wait_bulk_stores()
+    tl.debug_barrier()
+    tl.atomic_add(ptrs + slots, 1, mask=mask, sem="release", scope="sys")
 
 
 @triton.jit

@@ -228,9 +228,11 @@ describe("compileMoeRs", () => {
     const text = r.files.find((f) => f.path === producer.source)?.text ?? "";
     // The notify loop follows the tile's stores: every slab between the block's first and last token, on its owner.
     expect(text.indexOf("tl.store(c_ptrs")).toBeGreaterThan(0);
-    expect(text.indexOf("peer_notify(ovl_sig_ptrs, ovl_seg // 2, ovl_slot0)")).toBeGreaterThan(text.indexOf("tl.store(c_ptrs"));
-    expect(text).toContain("for ovl_seg in range(ovl_lo // 8, ovl_end):");
-    expect(text).toContain("from ovl_runtime.language import peer_notify");
+    const notify = "peer_notify_many(ovl_sig_ptrs, ovl_seg // 2, ovl_slot0, (ovl_in < ovl_end) & (ovl_slot0 >= 0))";
+    expect(text.indexOf(notify)).toBeGreaterThan(text.indexOf("tl.store(c_ptrs"));
+    expect(text).toContain("ovl_in = ovl_lo // 8 + tl.arange(0, 8)");
+    expect(text).toContain("ovl_seg = tl.minimum(ovl_in, 7)");
+    expect(text).toContain("from ovl_runtime.language import peer_notify_many");
   });
 
   it("takes its slabs from the plan's chunks for any world, split and top-k (property)", async () => {

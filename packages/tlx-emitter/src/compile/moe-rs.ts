@@ -343,6 +343,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     limit: s.align.slots,
     rowCount: T,
     segment: staticMap(floorDiv(variable(GATHER_VARIABLES.row, { min: 0, max: T - 1 }), slabT)),
+    segmentCount: s.slabs,
   };
   const slot = staticMap(seg);
   const owners = staticMap(floorDiv(seg, s.slabsPerRank));
@@ -425,7 +426,14 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
       slots: [slot],
       numPidM: a.maxBlocks,
       numPidN: s.nTiles,
-      gather: { ...gather, rows: MOE_BUFFERS.sortedIds },
+      gather: {
+        rows: MOE_BUFFERS.sortedIds,
+        blockRows: gather.blockRows,
+        divisor: gather.divisor,
+        limit: gather.limit,
+        rowCount: gather.rowCount,
+        segment: gather.segment,
+      },
       owners,
     },
   });

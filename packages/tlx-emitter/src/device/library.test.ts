@@ -105,6 +105,10 @@ describe("device primitive library (ovl_runtime.language)", () => {
     expect(byName.notify).toEqual({ name: "notify", log: [["bulk-wait"], ["barrier"], ["add", "2", "1", "release", "sys"]], value: 1 });
     // Where only this device's kernels wait on the slot, the same at gpu scope.
     expect(byName["notify-gpu"]).toMatchObject({ log: [["bulk-wait"], ["barrier"], ["add", "2", "1", "release", "gpu"]], value: 1 });
-    expect(byName.peer_notify).toEqual({ name: "peer_notify", log: [["barrier"], ["add", "504", "1", "release", "sys"]], value: 1 });
+    expect(byName.peer_notify).toEqual({
+      name: "peer_notify",
+      log: [["bulk-wait"], ["barrier"], ["add", "504", "1", "release", "sys"]],
+      value: 1,
+    });
   });
 });

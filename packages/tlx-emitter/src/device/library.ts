@@ -21,6 +21,7 @@ export const DEVICE_FUNCTIONS = [
   "notify_slot",
   "notify_slot_gpu",
   "peer_notify",
+  "peer_notify_many",
   "peer_base",
   "peer_tile_load",
   "peer_tile_store",

@@ -73,19 +73,38 @@ export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, g
 /**
  * The lines at the end of a scattering producer's tile (after its stores): the block of the
  * remapped tile (`ovl_t2 // numPidN`), its row range from the table entries, and one notify
- * per slot column of every segment in it — on the segment's owner through the signal peer
- * table when the program names `owners`, else on this rank with `notify`.
+ * per slot column of every segment in it. With `owners`, the segments are one vector
+ * (`segmentCount` rounded up to a power of two, clamped to the last segment, masked past the
+ * block's last) notified on their owners through the signal peer table by one
+ * `peer_notify_many` per column (one barrier, the release adds in parallel); without, a loop
+ * of `notify` on this rank.
  * @throws {LocalKernelError} `bad-program` when the kernel names no index table.
  */
 export function scatterProducerLines(kernel: LocalKernel, program: TileProgram, gather: GatherRows, notify: string): string[] {
   const { segment } = GATHER_VARIABLES;
   const n = pyLiteral(program.numPidN as number);
-  const lines = segmentLoop(kernel, gather, `(ovl_t2 // ${n})`);
-  const owner = program.owners === undefined ? undefined : printMap(program.owners, segment, segment, kernel.file);
+  const loop = segmentLoop(kernel, gather, `(ovl_t2 // ${n})`);
+  if (program.owners === undefined) {
+    program.slots.forEach((slot, j) => {
+      loop.push(`\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`, `\tif ovl_slot${j} >= 0:`);
+      loop.push(`\t\t${notify}(ovl_sig_ptr, ovl_slot${j})`);
+    });
+    return loop;
+  }
+  const count = gather.segmentCount as number;
+  const width = 2 ** Math.ceil(Math.log2(Math.max(2, count)));
+  // The loop's bounds, as a vector of the block's segments.
+  const first = /^for ovl_seg in range\((.*), ovl_end\):$/.exec(loop[loop.length - 1] as string)?.[1] as string;
+  const owner = printMap(program.owners, segment, segment, kernel.file);
+  const lines = [
+    ...loop.slice(0, -1),
+    `ovl_in = ${first} + tl.arange(0, ${pyLiteral(width)})`,
+    `ovl_seg = tl.minimum(ovl_in, ${pyLiteral(count - 1)})`,
+  ];
   program.slots.forEach((slot, j) => {
-    lines.push(`\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`, `\tif ovl_slot${j} >= 0:`);
     lines.push(
-      owner === undefined ? `\t\t${notify}(ovl_sig_ptr, ovl_slot${j})` : `\t\tpeer_notify(${PEER_SIGNALS_PARAM}, ${owner}, ovl_slot${j})`,
+      `ovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`,
+      `peer_notify_many(${PEER_SIGNALS_PARAM}, ${owner}, ovl_slot${j}, (ovl_in < ovl_end) & (ovl_slot${j} >= 0))`,
     );
   });
   return lines;

@@ -60,6 +60,11 @@ export interface GatherRows {
   readonly limit: number;
   readonly rowCount: number;
   readonly segment: IndexMap;
+  /**
+   * Segments in all (`segment(rowCount − 1) + 1`); a producer with `owners` needs it: it
+   * notifies a block's segments as one vector of that many (rounded up to a power of two).
+   */
+  readonly segmentCount?: number;
 }
 
 /** The variables of a gathering consumer's maps: a gathered row, and a segment of rows. */
@@ -99,6 +104,7 @@ const INSERTED_LOCALS = [
   "ovl_hi",
   "ovl_end",
   "ovl_seg",
+  "ovl_in",
 ];
 
 function isInsertedName(name: string): boolean {
@@ -136,6 +142,9 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
   if (program.owners !== undefined && (role !== "producer" || program.gather === undefined)) {
     throw bad("bad-program", "owners is a gathering producer's (where each segment's notifies go); this program has no producer gather");
   }
+  if (program.owners !== undefined && program.gather?.segmentCount === undefined) {
+    throw bad("bad-program", "a producer with owners notifies a block's segments at once: its gather needs segmentCount");
+  }
   if (program.notifyScope !== undefined) {
     if (role !== "producer") throw bad("bad-program", "notifyScope is a producer's (its notifies); a consumer only waits");
     if (program.notifyScope !== "gpu" && program.notifyScope !== "sys") {
@@ -172,6 +181,7 @@ function checkGather(g: GatherRows, bad: (code: "bad-program", what: string) => 
     ["divisor", g.divisor],
     ["limit", g.limit],
     ["rowCount", g.rowCount],
+    ...(g.segmentCount === undefined ? [] : [["segmentCount", g.segmentCount] as const]),
   ] as const) {
     if (!Number.isSafeInteger(v) || v < 1) throw bad("bad-program", `gather.${name} must be a positive integer, got ${String(v)}`);
   }

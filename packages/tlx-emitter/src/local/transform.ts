@@ -68,7 +68,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
         ? ["load_epoch_target", "wait_slot", "consume_token"]
         : []
       : program.slots.length > 0
-        ? [program.owners === undefined ? notifyPrimitive(program) : "peer_notify"]
+        ? [program.owners === undefined ? notifyPrimitive(program) : "peer_notify_many"]
         : [];
   const from = options.file ?? file;
   const head = [
