@@ -72,10 +72,8 @@ def body_cases(folder: Path, h, w2, ids, wts, sms):
             w2.shape[1],
         ):
             raise ValueError(f"{mdir}: compiled for another shape ({p})")
-        sig = torch.zeros((m.signals.slots,), dtype=torch.int32, device="cuda")
-        sig_ptrs = torch.tensor(
-            [sig.data_ptr()] * m.world, dtype=torch.int64, device="cuda"
-        )
+        sig = torch.zeros((m.signals.slots,), dtype=torch.int32, device=h.device)
+        sig_ptrs = torch.tensor([sig.data_ptr()] * m.world, dtype=torch.int64, device=h.device)
         flat_w = wts.reshape(-1).float().contiguous()
         tables = moe_align_block_size(ids, E, bm)
         buffers = {
@@ -84,9 +82,7 @@ def body_cases(folder: Path, h, w2, ids, wts, sms):
         }  # fmt: skip
         cfg = f"{bm}x{bn}x{kern.constexprs.get('BLOCK_K')} w{kern.num_warps} s{kern.num_stages}"
         for kind in ("emitted", "plain"):
-            partial = torch.full(
-                (T * k, w2.shape[2]), float("nan"), device="cuda", dtype=h.dtype
-            )
+            partial = torch.full((T * k, w2.shape[2]), float("nan"), device=h.device, dtype=h.dtype)
             args = {}
             for name, a in kern.args:
                 if kind == "plain" and name.startswith("ovl_"):
@@ -112,9 +108,8 @@ def body_cases(folder: Path, h, w2, ids, wts, sms):
             )
             jit = getattr(fn, kern.entry)
 
-            def run(
-                jit=jit, args=args, warps=kern.num_warps, stages=kern.num_stages
-            ) -> None:
+            # `sig` rides along: the kernel reaches it only through the raw pointers of `sig_ptrs`.
+            def run(jit=jit, args=args, warps=kern.num_warps, stages=kern.num_stages, sig=sig) -> None:  # noqa: ARG001
                 jit[(sms,)](**args, num_warps=warps, num_stages=stages)
 
             out.append((f"{kind} {cfg}", run, partial))
@@ -130,7 +125,7 @@ def baseline_cases(h, w2, ids, wts):
     ends = offs.tolist()
 
     def loop(a):
-        res = torch.empty(a.shape[0], w2.shape[2], device="cuda", dtype=h.dtype)
+        res = torch.empty(a.shape[0], w2.shape[2], device=h.device, dtype=h.dtype)
         lo = 0
         for e, hi in enumerate(ends):
             if hi > lo:
@@ -148,7 +143,7 @@ def baseline_cases(h, w2, ids, wts):
                 rtol=2e-2,
                 atol=2e-2,
             )
-            mm = lambda a: gmm(a, w2, offs=offs)
+            mm = lambda a: gmm(a, w2, offs=offs)  # noqa: E731
         except Exception as exc:  # noqa: BLE001 - a build or shape _grouped_mm refuses
             print(
                 f"  torch._grouped_mm refused ({type(exc).__name__}: {exc}); a cuBLAS matmul per expert",
@@ -157,14 +152,12 @@ def baseline_cases(h, w2, ids, wts):
             name = "matmul-per-expert"
     else:
         name = "matmul-per-expert"
-    slots = torch.empty(T * k, w2.shape[2], device="cuda", dtype=h.dtype)
+    slots = torch.empty(T * k, w2.shape[2], device=h.device, dtype=h.dtype)
     result = {}
 
     def fused() -> None:
         slots[order] = mm(h[order])
-        result["out"] = (
-            (slots.view(T, k, -1).float() * wts.float()[..., None]).sum(1).to(h.dtype)
-        )
+        result["out"] = (slots.view(T, k, -1).float() * wts.float()[..., None]).sum(1).to(h.dtype)
 
     return (
         [(name, lambda: mm(grouped)), (f"{name}+scatter+topk-reduce", fused)],
@@ -177,9 +170,7 @@ def run_shape(shape, args, sms):
     name, S, H, inter_all, E, topk = shape
     inter = inter_all // args.world
     g = torch.Generator(device="cuda").manual_seed(0)
-    h = (torch.randn(S * topk, inter, device="cuda", generator=g) / 8).to(
-        torch.bfloat16
-    )
+    h = (torch.randn(S * topk, inter, device="cuda", generator=g) / 8).to(torch.bfloat16)
     w2 = (torch.randn(E, inter, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
     ids = torch.from_numpy(draw_routing(np.random.default_rng(1), S, topk, E)).cuda()
     wts = torch.rand((S, topk), device="cuda", generator=g)
@@ -242,9 +233,7 @@ def main() -> None:
         default=None,
         help="JSON results (default: $OUT/moe-rs-compute.json)",
     )
-    p.add_argument(
-        "--shapes", default="", help="comma-separated subset, e.g. MoE-1,MoE-4"
-    )
+    p.add_argument("--shapes", default="", help="comma-separated subset, e.g. MoE-1,MoE-4")
     p.add_argument("--world", type=int, default=8)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--reps", type=int, default=20)
@@ -285,11 +274,7 @@ def main() -> None:
         "world": args.world,
         "rows": rows,
     }
-    out = args.out or (
-        Path(os.environ["OUT"]) / "moe-rs-compute.json"
-        if os.environ.get("OUT")
-        else None
-    )
+    out = args.out or (Path(os.environ["OUT"]) / "moe-rs-compute.json" if os.environ.get("OUT") else None)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1))
