@@ -305,8 +305,8 @@ export function moeRsSlabTokens(plan: ChunkPlan, tokens: number, topk: number, h
   return rows / topk;
 }
 
-/** The tile `ovl emit moe-rs` takes without --tile. */
-export const MOE_RS_DEFAULT_TILE = { BM: 64, BN: 128, BK: 64 } as const;
+/** The tile `ovl emit moe-rs` takes without --tile: the fastest of 64/128 × 128/256 at MoE-1…6 (world 8) on an H200 (`packages/bench/results/gpu/moe-rs-compiled-h200-2026-11-25/`). */
+export const MOE_RS_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 
 /**
  * Compile a moe-rs operator: `op.problem` is `{ M: tokens T, N: hidden H, K: each rank's
