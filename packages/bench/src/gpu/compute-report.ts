@@ -108,7 +108,7 @@ const signed = (x: number) => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}%`;
 const meanAbs = (xs: readonly number[]) => xs.reduce((a, x) => a + Math.abs(x), 0) / xs.length;
 
 /** The markdown table and its summary lines. */
-export function reportMarkdown(rows: readonly ReportRow[], peak: number): string {
+export function reportMarkdown(rows: readonly ReportRow[], peak: number, hardware = "H100_SXM"): string {
   const head =
     "| shape | M×N×K | tuned configuration | tuned TFLOP/s | cuBLAS TFLOP/s | vs cuBLAS | plain body TFLOP/s | plain ÷ emitted | previous default vs cuBLAS | of dense peak | measured ms | simulator ms (error) | model ms (error) |\n" +
     "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";
@@ -125,7 +125,7 @@ export function reportMarkdown(rows: readonly ReportRow[], peak: number): string
     `- Previous fixed default (128×256×64, GROUP_M 8, 3 stages, 8 warps, base bodies) vs cuBLAS in the same run: geometric mean ${pct(geo(rows.map((r) => r.previousVsCublas)))}, min ${pct(Math.min(...rows.map((r) => r.previousVsCublas)))}.`,
     `- The same tuned configuration as the plain body (no waits / notifies) vs cuBLAS: geometric mean ${pct(geo(rows.map((r) => r.vsCublas / r.plainOverEmitted)))}; plain ÷ emitted time: AG+GEMM ${geo(rows.filter((r) => r.shape.startsWith("ag")).map((r) => r.plainOverEmitted)).toFixed(3)}, GEMM+RS ${geo(rows.filter((r) => r.shape.startsWith("rs")).map((r) => r.plainOverEmitted)).toFixed(3)} (geometric means; below 1: the waits or notifies cost that much).`,
     `- Tuned kernels reach ${pct(Math.min(...rows.map((r) => r.ofPeak)))}–${pct(Math.max(...rows.map((r) => r.ofPeak)))} of the dense bf16 rate of the target table (${peak} TFLOP/s); cuBLAS ${pct(Math.min(...rows.map((r) => r.cublasTflops / peak)))}–${pct(Math.max(...rows.map((r) => r.cublasTflops / peak)))}.`,
-    `- Simulator (H100_SXM, the emitted Triton kernel's calibration) against the measured tuned kernel: mean absolute error ${pct(meanAbs(rows.map((r) => r.simError)))}, from ${signed(Math.min(...rows.map((r) => r.simError)))} to ${signed(Math.max(...rows.map((r) => r.simError)))}; its cuBLAS prediction against measured cuBLAS: mean absolute error ${pct(meanAbs(rows.map((r) => r.simCublasError)))}. The compute-configuration model (sim's \`predictComputeMs\`): mean absolute error ${pct(meanAbs(rows.map((r) => r.modelError)))}, from ${signed(Math.min(...rows.map((r) => r.modelError)))} to ${signed(Math.max(...rows.map((r) => r.modelError)))}.`,
+    `- Simulator (${hardware}, the emitted Triton kernel's calibration) against the measured tuned kernel: mean absolute error ${pct(meanAbs(rows.map((r) => r.simError)))}, from ${signed(Math.min(...rows.map((r) => r.simError)))} to ${signed(Math.max(...rows.map((r) => r.simError)))}; its cuBLAS prediction against measured cuBLAS: mean absolute error ${pct(meanAbs(rows.map((r) => r.simCublasError)))}. The compute-configuration model (sim's \`predictComputeMs\`): mean absolute error ${pct(meanAbs(rows.map((r) => r.modelError)))}, from ${signed(Math.min(...rows.map((r) => r.modelError)))} to ${signed(Math.max(...rows.map((r) => r.modelError)))}.`,
   ];
   return `${head}\n${lines.join("\n")}\n\n${summary.join("\n")}\n`;
 }
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
   const results = JSON.parse(readFileSync(join(dir, `bench-${target}.json`), "utf8")) as ComputeResults;
   const rows = reportRows(results, target, hardware);
   writeFileSync(join(dir, `report-${target}.json`), `${JSON.stringify(rows, null, 1)}\n`);
-  writeFileSync(join(dir, `table-${target}.md`), reportMarkdown(rows, TARGETS[target].denseBf16Tflops));
+  writeFileSync(join(dir, `table-${target}.md`), reportMarkdown(rows, TARGETS[target].denseBf16Tflops, hardware));
   const chartRows = rows.flatMap((r) => [
     { case: r.shape, series: "tuned, emitted (waits/notifies)", ms: r.tunedTflops },
     { case: r.shape, series: "tuned, plain body", ms: r.plainTflops },
@@ -156,7 +156,7 @@ async function main(): Promise<void> {
   }) as { encoding: { y: { title: string } } };
   spec.encoding.y.title = "TFLOP/s (higher is better)";
   writeFileSync(join(dir, `compute-${target}.svg`), await renderSvg(spec as Parameters<typeof renderSvg>[0]));
-  console.log(reportMarkdown(rows, TARGETS[target].denseBf16Tflops));
+  console.log(reportMarkdown(rows, TARGETS[target].denseBf16Tflops, hardware));
 }
 
 if (process.argv[1]?.endsWith("compute-report.ts")) await main();
