@@ -113,14 +113,14 @@ describe("ovl emit", () => {
   });
 
   it("takes the tuned configuration of the shape unless --tile names one", async () => {
-    const table = computeConfigs("h100");
+    const table = computeConfigs("h200");
     const found = table === null ? undefined : lookupComputeConfig(table, { op: "ag-gemm", M: 8192, N: 1376, K: 4096, dtype: "bf16" });
     expect(found?.match).toBe("exact");
     const e = found!.entry;
     const tuned = await ovl(["emit", "ag-gemm", "--shape", "MLP-1", "--world", "8", "--out", temp(), "--json"]);
     expect(tuned.status, tuned.stderr).toBe(0);
     const t = JSON.parse(tuned.stdout) as { manifest: string; compute: Record<string, unknown> };
-    expect(t.compute).toEqual({ BM: e.BM, BN: e.BN, BK: e.BK, groupM: e.groupM, source: "table", table: "h100", target: "h200" });
+    expect(t.compute).toEqual({ BM: e.BM, BN: e.BN, BK: e.BK, groupM: e.groupM, source: "table", table: "h200", target: "h200" });
     const params = Manifest.parse(JSON.parse(readFileSync(t.manifest, "utf8"))).kernels[0]!.template.params;
     expect([params.BLOCK_M, params.BLOCK_N, params.BLOCK_K]).toEqual([e.BM, e.BN, e.BK]);
     const named = await ovl(["emit", "ag-gemm", "--shape", "MLP-1", "--world", "8", "--tile", "128x128x64", "--out", temp()]);

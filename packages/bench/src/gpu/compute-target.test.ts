@@ -56,14 +56,14 @@ describe("emit-compute --target", () => {
     expect(() => targetArg(["bench", "out", "--target", "a100"])).toThrow("--target must be one of h100, h200, b200, got 'a100'");
   });
 
-  it("bench emits the tuned cases with the target's table and records it; the H200 borrows the H100's", async () => {
+  it("bench emits the tuned cases with the target's own table and records it", async () => {
     const { file } = await benchCases(temp(), { target: "h200" });
     expect(file.target).toBe("h200");
-    expect(file.tables).toEqual(["h100"]);
-    const h100 = computeConfigs("h100")!;
+    expect(file.tables).toEqual(["h200"]);
+    const h200 = computeConfigs("h200")!;
     for (const s of file.shapes) {
       const tuned = s.cases.find((c) => c.role === "tuned")!;
-      const e = lookupComputeConfig(h100, { op: s.op, M: s.M, N: s.N, K: s.K, dtype: "bf16" })!.entry;
+      const e = lookupComputeConfig(h200, { op: s.op, M: s.M, N: s.N, K: s.K, dtype: "bf16" })!.entry;
       expect(tuned.config).toMatchObject({ body: e.body, BM: e.BM, BN: e.BN, BK: e.BK, groupM: e.groupM });
     }
     await expect(benchCases(temp(), { target: "b200" })).rejects.toThrow(/no tuned entry for b200 \(no tuned table for b200\)/);

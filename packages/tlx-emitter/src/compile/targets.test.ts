@@ -109,12 +109,12 @@ describe("resolveCompute and compile() with a target", () => {
     expect(own.op.tile).toEqual({ BM: 128, BN: 256, BK: 64 });
   });
 
-  it("compile() reads the named target's table: h100 and h200 its tuned entry, b200 (no table) the default tile", async () => {
+  it("compile() reads the named target's table: h100 and h200 each their own tuned entry, b200 (no table) the default tile", async () => {
     const M = 2048 * (1 + Math.floor(Math.random() * 4));
     const op = agOp(M, 4096, 4096);
     for (const target of ["h100", "h200"] as const) {
       const { op: tuned, choice } = resolveCompute(op, { target });
-      expect(choice).toMatchObject({ source: "table", target: "h100", requested: target });
+      expect(choice).toMatchObject({ source: "table", target, requested: target });
       expect(await compile(op, tritonBackend, { target })).toEqual(await compile(tuned));
     }
     expect(resolveCompute(op, { target: "b200" }).choice).toEqual({ source: "default", reason: "no tuned table for b200" });
