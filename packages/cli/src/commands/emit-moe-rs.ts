@@ -7,7 +7,7 @@ import { builtinBody, compile, MOE_RS_DEFAULT_TILE, type OperatorInput } from "@
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
-import { moeTile, parseChoices, type MoeFlags } from "./emit-moe.js";
+import { moeSize, moeTile, parseChoices, type MoeFlags } from "./emit-moe.js";
 import { writeEmitted } from "./write-emitted.js";
 
 /** The moe-rs problem of the flags: tokens (all ranks'), hidden, this rank's intermediate slice, routing. */
@@ -26,18 +26,7 @@ export interface MoeRsFlagsProblem {
  * @throws {UsageError} a missing or contradictory size, top-k above the experts, bad --choices.
  */
 export function moeRsOfFlags(f: MoeFlags): MoeRsFlagsProblem {
-  const need = (a: number | undefined, b: number | undefined, flag: string): number => {
-    if (a !== undefined && b !== undefined && a !== b)
-      throw new UsageError("bad-shape", `${flag} and its GEMM alias name different sizes (${a}, ${b})`);
-    const v = a ?? b;
-    if (v === undefined) {
-      throw new UsageError(
-        "bad-shape",
-        `ovl emit moe-rs needs ${flag}; e.g. --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8`,
-      );
-    }
-    return v;
-  };
+  const need = (a: number | undefined, b: number | undefined, flag: string) => moeSize("moe-rs", a, b, flag);
   const experts = need(f.experts, undefined, "--experts");
   const topk = need(f.topk, undefined, "--topk");
   if (topk > experts) throw new UsageError("bad-shape", `--topk ${topk} exceeds --experts ${experts}: a token picks distinct experts`);

@@ -37,20 +37,26 @@ export interface MoeProblem {
   readonly routing: MoeRouting;
 }
 
+/**
+ * A size a MoE command (`ovl emit <command>`) requires, given by its flag (`a`) or its GEMM
+ * alias (`b`). @throws {UsageError} `bad-shape` when both are given and differ, or neither is.
+ */
+export function moeSize(command: string, a: number | undefined, b: number | undefined, flag: string): number {
+  if (a !== undefined && b !== undefined && a !== b)
+    throw new UsageError("bad-shape", `${flag} and its GEMM alias name different sizes (${a}, ${b})`);
+  const v = a ?? b;
+  if (v === undefined) {
+    throw new UsageError(
+      "bad-shape",
+      `ovl emit ${command} needs ${flag}; e.g. --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8`,
+    );
+  }
+  return v;
+}
+
 /** The problem the flags name; every size is required (`--tokens` or `--m`, ...). */
 export function moeOfFlags(f: MoeFlags): MoeProblem {
-  const need = (a: number | undefined, b: number | undefined, flag: string): number => {
-    if (a !== undefined && b !== undefined && a !== b)
-      throw new UsageError("bad-shape", `${flag} and its GEMM alias name different sizes (${a}, ${b})`);
-    const v = a ?? b;
-    if (v === undefined) {
-      throw new UsageError(
-        "bad-shape",
-        `ovl emit ag-moe needs ${flag}; e.g. --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8`,
-      );
-    }
-    return v;
-  };
+  const need = (a: number | undefined, b: number | undefined, flag: string) => moeSize("ag-moe", a, b, flag);
   const experts = need(f.experts, undefined, "--experts");
   const topk = need(f.topk, undefined, "--topk");
   if (topk > experts) throw new UsageError("bad-shape", `--topk ${topk} exceeds --experts ${experts}: a token picks distinct experts`);

@@ -175,20 +175,12 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
     gather,
   });
 
-  const i32 = (name: string, shape: number[], init: Buffer["init"]): Buffer => ({ name, shape, dtype: "int32", symmetric: false, init });
   const slotCount = Math.max(1, ...signals.slots.map((e) => e.slots.length));
   const buffers: Buffer[] = [
     { name: tensor.name, shape: [T, K], dtype: o.dtype, symmetric: true, init: "random" },
     { name: MOE_BUFFERS.w, shape: [moe.experts, K, N], dtype: o.dtype, symmetric: false, init: "random" },
     { name: MOE_BUFFERS.c, shape: [sizes.slots, N], dtype: o.dtype, symmetric: false, init: "poison" },
-    {
-      ...i32(MOE_BUFFERS.topkIds, [T, moe.topk], "routing"),
-      routing: { experts: moe.experts, ...(moe.choices === undefined ? {} : { choices: [...moe.choices] }) },
-    },
-    i32(MOE_BUFFERS.counts, [sizes.programs, sizes.expertsP2], "zeros"),
-    i32(MOE_BUFFERS.sortedIds, [sizes.maxBlocks * sizes.blockM], "poison"),
-    i32(MOE_BUFFERS.expertOfBlock, [sizes.maxBlocks], "poison"),
-    i32(MOE_BUFFERS.numBlocks, [2], "zeros"),
+    ...routingBuffers(sizes, moe),
     signalBuffer(slotCount, true),
   ];
   checkDistinctBuffers(buffers);
@@ -272,6 +264,24 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
     ],
     manifest,
   };
+}
+
+/**
+ * The routing's buffers: `topk_ids [T, k]` (drawn fresh per checked run, the same on every
+ * rank, from `moe.choices`) and the tables the routing kernels write from it.
+ */
+export function routingBuffers(s: MoeAlignSizes, moe: MoeRouting): Buffer[] {
+  const i32 = (name: string, shape: number[], init: Buffer["init"]): Buffer => ({ name, shape, dtype: "int32", symmetric: false, init });
+  return [
+    {
+      ...i32(MOE_BUFFERS.topkIds, [s.tokens, moe.topk], "routing"),
+      routing: { experts: moe.experts, ...(moe.choices === undefined ? {} : { choices: [...moe.choices] }) },
+    },
+    i32(MOE_BUFFERS.counts, [s.programs, s.expertsP2], "zeros"),
+    i32(MOE_BUFFERS.sortedIds, [s.maxBlocks * s.blockM], "poison"),
+    i32(MOE_BUFFERS.expertOfBlock, [s.maxBlocks], "poison"),
+    i32(MOE_BUFFERS.numBlocks, [2], "zeros"),
+  ];
 }
 
 /** The emitted module of the routing kernels: they live in the runner, this file names them. */

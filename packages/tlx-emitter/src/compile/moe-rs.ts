@@ -19,7 +19,16 @@ import { GATHER_VARIABLES, parseLocalKernel, PEER_SIGNALS_PARAM, transformLocalK
 import { MANIFEST_SCHEMA, type Buffer, type Kernel, type KernelArg } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { bindGemm } from "./bind.js";
-import { checkMoeRouting, MOE_BUFFERS, moeAlignSizes, moeBindings, routingKernels, routingModule, type MoeAlignSizes } from "./ag-moe.js";
+import {
+  checkMoeRouting,
+  MOE_BUFFERS,
+  moeAlignSizes,
+  moeBindings,
+  routingBuffers,
+  routingKernels,
+  routingModule,
+  type MoeAlignSizes,
+} from "./ag-moe.js";
 import { localKernelEntry } from "./kernel-entry.js";
 import { RANK_VAR } from "./maps.js";
 import type { MoeRouting, Operator } from "./operator.js";
@@ -276,7 +285,7 @@ export function moeRsSlabTokens(plan: ChunkPlan, tokens: number, topk: number, h
     );
   }
   const world = worldOf(plan);
-  if (claim.ranks !== undefined && claim.ranks.some((r, i) => r !== i))
+  if (claim.ranks?.some((r, i) => r !== i))
     throw new EmitError(
       "bad-plan",
       `a moe-rs plan gives shard r to rank r; plan "${plan.name}" assigns shards to ranks ${claim.ranks.join(", ")}`,
@@ -350,23 +359,15 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
   const order = staticMap(variable("ovl_t", { min: 0, max: s.align.maxBlocks * s.nTiles - 1 }));
   const t = transformLocalKernel(kernel, { role: "producer", order, slots: [slot], numPidN: s.nTiles, tables: [], gather, owners });
 
-  const i32 = (name: string, shape: number[], init: Buffer["init"]): Buffer => ({ name, shape, dtype: "int32", symmetric: false, init });
   const a = s.align;
   const buffers: Buffer[] = [
     { name: MOE_RS_BUFFERS.h, shape: [a.slots, I], dtype: o.dtype, symmetric: false, init: "random" },
     { name: MOE_RS_BUFFERS.w2, shape: [moe.experts, I, H], dtype: o.dtype, symmetric: false, init: "random" },
-    {
-      ...i32(MOE_BUFFERS.topkIds, [T, moe.topk], "routing"),
-      routing: { experts: moe.experts, ...(moe.choices === undefined ? {} : { choices: [...moe.choices] }) },
-    },
+    ...routingBuffers(a, moe),
     { name: MOE_RS_BUFFERS.topkWeights, shape: [T, moe.topk], dtype: "fp32", symmetric: false, init: "replicated" },
-    i32(MOE_BUFFERS.counts, [a.programs, a.expertsP2], "zeros"),
-    i32(MOE_BUFFERS.sortedIds, [a.maxBlocks * a.blockM], "poison"),
-    i32(MOE_BUFFERS.expertOfBlock, [a.maxBlocks], "poison"),
-    i32(MOE_BUFFERS.numBlocks, [2], "zeros"),
     { name: MOE_RS_BUFFERS.partial, shape: [a.slots, H], dtype: o.dtype, symmetric: true, init: "poison" },
     { name: MOE_RS_BUFFERS.out, shape: [s.rowsPerRank, H], dtype: o.dtype, symmetric: false, init: "poison" },
-    i32(MOE_RS_BUFFERS.expect, [s.slabs], "keep"),
+    { name: MOE_RS_BUFFERS.expect, shape: [s.slabs], dtype: "int32", symmetric: false, init: "keep" },
     { name: SIGNAL_BUFFER, shape: [s.slabs + 1], dtype: "int32", symmetric: true, init: "zeros" },
   ];
   checkDistinctBuffers(buffers);
