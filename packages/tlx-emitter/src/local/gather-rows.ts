@@ -22,25 +22,31 @@ function rowsTable(kernel: LocalKernel): string {
 }
 
 /**
- * The lines that read block `block`'s table entries and open the loop over its segments
- * (`for ovl_seg in range(...):`, the body to follow one tab deeper); a block of padding
- * only loops over nothing.
+ * The lines that read block `block`'s table entries and set `ovl_end` (one past its last
+ * segment; 0 for a block of padding only), and the expression of its first segment: the
+ * segments `first .. ovl_end - 1` are the ones its rows touch.
  */
-function segmentLoop(kernel: LocalKernel, gather: GatherRows, block: string): string[] {
+function blockSegments(kernel: LocalKernel, gather: GatherRows, block: string): { lines: string[]; first: string } {
   const rows = rowsTable(kernel);
   const bm = pyLiteral(gather.blockRows);
   const div = pyLiteral(gather.divisor);
   const limit = pyLiteral(gather.limit);
   const last = pyLiteral(gather.rowCount - 1);
   const seg = (over: string) => printMap(gather.segment, GATHER_VARIABLES.row, over, kernel.file);
-  return [
+  const lines = [
     // The block's entries; padding (>= limit) names no row.
     `ovl_ids = tl.load(${rows} + ${block} * ${bm} + tl.arange(0, ${bm}))`,
     `ovl_lo = tl.minimum(tl.min(ovl_ids, axis=0) // ${div}, ${last})`,
     `ovl_hi = tl.max(tl.where(ovl_ids < ${limit}, ovl_ids, 0), axis=0) // ${div}`,
     `ovl_end = tl.where(tl.min(ovl_ids, axis=0) < ${limit}, ${seg("ovl_hi")} + 1, 0)`,
-    `for ovl_seg in range(${seg("ovl_lo")}, ovl_end):`,
   ];
+  return { lines, first: seg("ovl_lo") };
+}
+
+/** `blockSegments`' lines and the loop over the block's segments (the body to follow one tab deeper). */
+function segmentLoop(kernel: LocalKernel, gather: GatherRows, block: string): string[] {
+  const { lines, first } = blockSegments(kernel, gather, block);
+  return [...lines, `for ovl_seg in range(${first}, ovl_end):`];
 }
 
 /**
@@ -82,9 +88,9 @@ export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, g
  */
 export function scatterProducerLines(kernel: LocalKernel, program: TileProgram, gather: GatherRows, notify: string): string[] {
   const { segment } = GATHER_VARIABLES;
-  const n = pyLiteral(program.numPidN as number);
-  const loop = segmentLoop(kernel, gather, `(ovl_t2 // ${n})`);
+  const block = `(ovl_t2 // ${pyLiteral(program.numPidN as number)})`;
   if (program.owners === undefined) {
+    const loop = segmentLoop(kernel, gather, block);
     program.slots.forEach((slot, j) => {
       loop.push(`\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`, `\tif ovl_slot${j} >= 0:`);
       loop.push(`\t\t${notify}(ovl_sig_ptr, ovl_slot${j})`);
@@ -93,14 +99,10 @@ export function scatterProducerLines(kernel: LocalKernel, program: TileProgram, 
   }
   const count = gather.segmentCount as number;
   const width = 2 ** Math.ceil(Math.log2(Math.max(2, count)));
-  // The loop's bounds, as a vector of the block's segments.
-  const first = /^for ovl_seg in range\((.*), ovl_end\):$/.exec(loop[loop.length - 1] as string)?.[1] as string;
+  const { lines, first } = blockSegments(kernel, gather, block);
   const owner = printMap(program.owners, segment, segment, kernel.file);
-  const lines = [
-    ...loop.slice(0, -1),
-    `ovl_in = ${first} + tl.arange(0, ${pyLiteral(width)})`,
-    `ovl_seg = tl.minimum(ovl_in, ${pyLiteral(count - 1)})`,
-  ];
+  // The block's segments as one vector, clamped to the last segment and masked past ovl_end.
+  lines.push(`ovl_in = ${first} + tl.arange(0, ${pyLiteral(width)})`, `ovl_seg = tl.minimum(ovl_in, ${pyLiteral(count - 1)})`);
   program.slots.forEach((slot, j) => {
     lines.push(
       `ovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`,
