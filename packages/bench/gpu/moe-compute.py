@@ -138,6 +138,37 @@ class Body:
         )  # fmt: skip
 
 
+def grouped_matmul(w: torch.Tensor, offs: torch.Tensor, probe: torch.Tensor):
+    """``(fn, name)``: ``fn(a)`` multiplies rows grouped by expert (``offs``: each group's end) by their
+    expert's ``w[e]`` — ``torch._grouped_mm`` where it exists and agrees on ``probe`` with a cuBLAS
+    matmul per expert, else that loop."""
+    ends = offs.tolist()
+
+    def loop(a: torch.Tensor) -> torch.Tensor:
+        res = torch.empty(a.shape[0], w.shape[2], device=a.device, dtype=a.dtype)
+        lo = 0
+        for e, hi in enumerate(ends):
+            if hi > lo:
+                torch.matmul(a[lo:hi], w[e], out=res[lo:hi])
+            lo = hi
+        return res
+
+    gmm = getattr(torch, "_grouped_mm", None)
+    if gmm is None:
+        return loop, "matmul-per-expert"
+    try:
+        torch.testing.assert_close(
+            gmm(probe, w, offs=offs).float(), loop(probe).float(), rtol=2e-2, atol=2e-2
+        )
+    except Exception as exc:  # noqa: BLE001 - a build or shape _grouped_mm refuses
+        print(
+            f"  torch._grouped_mm refused ({type(exc).__name__}: {exc}); a cuBLAS matmul per expert instead",
+            flush=True,
+        )
+        return loop, "matmul-per-expert"
+    return (lambda a: gmm(a, w, offs=offs)), "grouped_mm"
+
+
 def grouped_cases(x, w, ids):
     """The baselines: ``torch._grouped_mm`` on pre-grouped rows, and gather + it + scatter."""
     k = ids.shape[1]
@@ -147,36 +178,7 @@ def grouped_cases(x, w, ids):
     offs = torch.cumsum(counts, 0).to(torch.int32)
     grouped_x = x[order // k].contiguous()
     out = torch.empty(flat.numel(), w.shape[2], device=x.device, dtype=x.dtype)
-    ends = offs.tolist()
-
-    def loop(a: torch.Tensor) -> torch.Tensor:
-        res = torch.empty(a.shape[0], w.shape[2], device=x.device, dtype=x.dtype)
-        lo = 0
-        for e, hi in enumerate(ends):
-            if hi > lo:
-                torch.matmul(a[lo:hi], w[e], out=res[lo:hi])
-            lo = hi
-        return res
-
-    gmm = getattr(torch, "_grouped_mm", None)
-    name = "grouped_mm"
-    if gmm is not None:
-        try:
-            torch.testing.assert_close(
-                gmm(grouped_x, w, offs=offs).float(),
-                loop(grouped_x).float(),
-                rtol=2e-2,
-                atol=2e-2,
-            )
-            mm = lambda a: gmm(a, w, offs=offs)
-        except Exception as exc:  # noqa: BLE001 - a build or shape _grouped_mm refuses
-            print(
-                f"  torch._grouped_mm refused ({type(exc).__name__}: {exc}); a cuBLAS matmul per expert instead",
-                flush=True,
-            )
-            mm, name = loop, "matmul-per-expert"
-    else:
-        mm, name = loop, "matmul-per-expert"
+    mm, name = grouped_matmul(w, offs, grouped_x)
 
     def fused() -> None:
         out[order] = mm(x[order // k])

@@ -122,36 +122,7 @@ def baseline_cases(h, w2, ids, wts):
     order = torch.argsort(flat, stable=True)
     offs = torch.cumsum(torch.bincount(flat, minlength=w2.shape[0]), 0).to(torch.int32)
     grouped = h[order].contiguous()
-    ends = offs.tolist()
-
-    def loop(a):
-        res = torch.empty(a.shape[0], w2.shape[2], device=h.device, dtype=h.dtype)
-        lo = 0
-        for e, hi in enumerate(ends):
-            if hi > lo:
-                torch.matmul(a[lo:hi], w2[e], out=res[lo:hi])
-            lo = hi
-        return res
-
-    gmm, name = getattr(torch, "_grouped_mm", None), "grouped_mm"
-    mm = loop
-    if gmm is not None:
-        try:
-            torch.testing.assert_close(
-                gmm(grouped, w2, offs=offs).float(),
-                loop(grouped).float(),
-                rtol=2e-2,
-                atol=2e-2,
-            )
-            mm = lambda a: gmm(a, w2, offs=offs)  # noqa: E731
-        except Exception as exc:  # noqa: BLE001 - a build or shape _grouped_mm refuses
-            print(
-                f"  torch._grouped_mm refused ({type(exc).__name__}: {exc}); a cuBLAS matmul per expert",
-                flush=True,
-            )
-            name = "matmul-per-expert"
-    else:
-        name = "matmul-per-expert"
+    mm, name = part1.grouped_matmul(w2, offs, grouped)
     slots = torch.empty(T * k, w2.shape[2], device=h.device, dtype=h.dtype)
     result = {}
 
