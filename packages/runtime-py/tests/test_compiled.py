@@ -6,7 +6,9 @@ and 6, M not divisible by the tile nor by the world (uneven shards), and bf16 / 
 
 from __future__ import annotations
 
+import importlib
 import json
+import threading
 from pathlib import Path
 
 import builders
@@ -16,6 +18,8 @@ from ovl_runtime import emulate, load_manifest
 from ovl_runtime.emulate import choose_engine
 from ovl_runtime.interpret import interpret_unavailable
 from ovl_runtime.shards import rank_rows, row_counts
+
+emulate_mod = importlib.import_module("ovl_runtime.emulate")
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -93,9 +97,39 @@ def test_uneven_shards_are_stated_rank_by_rank(compiled, case, counts):
     assert [rank_rows(m, r)[0] for r in range(m.world)] == [sum(counts[:r]) for r in range(m.world)]
 
 
-def test_a_wrong_tile_program_is_caught(compiled, tmp_path):
+def test_a_wrong_tile_program_is_caught(compiled, tmp_path, monkeypatch):
     # Every rank claims it holds every row (no waits): the numpy engine computes from
-    # unfilled rows and the check fails instead of passing silently.
+    # unfilled rows and the check fails instead of passing silently. The emulator's streams
+    # are threads, so the copies could win the race the missing waits open; holding every
+    # host stream until each rank's consumer has returned makes the race go the bad way
+    # every time, as it may on a GPU.
+    consumed = threading.Barrier(3)  # both ranks' consumers and the releasing thread
+    consumer = emulate_mod.TEMPLATES["local-consumer"]
+
+    def consume_then_release(ctx):
+        consumer(ctx)
+        consumed.wait(timeout=30)
+
+    host_stream = emulate_mod.Emulator._host_stream
+
+    def held_host_stream(self, s, rank, abort):
+        make = host_stream(self, s, rank, abort)
+
+        def held(thread, monitor):
+            body = make(thread, monitor)
+
+            def run():
+                released.wait(timeout=30)
+                body()
+
+            return run
+
+        return held
+
+    released = threading.Event()
+    threading.Thread(target=lambda: (consumed.wait(timeout=60), released.set()), daemon=True).start()
+    monkeypatch.setitem(emulate_mod.TEMPLATES, "local-consumer", consume_then_release)
+    monkeypatch.setattr(emulate_mod.Emulator, "_host_stream", held_host_stream)
     d = json.loads((compiled / "tma_w2" / "manifest.json").read_text())
     for k in d["kernels"]:
         k["tileProgram"]["slots"] = []
