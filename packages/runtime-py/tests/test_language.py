@@ -54,8 +54,10 @@ class Gpu:
         if "globaltimer" in code:
             self.clock += 1
             return self.clock
-        if "cp.async.bulk.wait_group 0" in code:
-            self.log.append(("tma-wait",))
+        # One statement may wait for this thread's bulk stores and then be a barrier of the program.
+        events = sorted((code.find(k), e) for k, e in (("cp.async.bulk.wait_group 0", "tma-wait"), ("bar.sync", "barrier")) if k in code)
+        if events:
+            self.log.extend((e,) for _, e in events)
             return 0
         return args[0]
 
@@ -63,9 +65,10 @@ class Gpu:
         self.mem[p] = int(v)
         self.log.append(("xchg", p, int(v)))
 
-    def atomic_add(self, p, v, sem=None, scope=None):
-        self.mem[p] = i32(self.mem.get(p, 0) + v)
-        self.log.append(("add", p, v, sem, scope))
+    def atomic_add(self, p, v, mask=None, sem=None, scope=None):
+        if mask is None or mask:
+            self.mem[p] = i32(self.mem.get(p, 0) + v)
+            self.log.append(("add", p, v, sem, scope))
 
 
 @pytest.fixture
@@ -126,6 +129,10 @@ def test_notifies_complete_tma_stores_then_barrier_then_release(gpu_language):
     mod, gpu = gpu_language
     mod.notify_slot(SIG, 2)
     assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 2, 1, "release", "sys")]
+    gpu.log.clear()
+    # Masked off (a tile that notifies nothing): the wait and the barrier, no add.
+    mod.notify_slot(SIG, 2, False)
+    assert gpu.log == [("tma-wait",), ("barrier",)] and gpu.mem[SIG + 2] == 1
     gpu.log.clear()
     mod.notify_slot_gpu(SIG, 2)
     assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 2, 1, "release", "gpu")]

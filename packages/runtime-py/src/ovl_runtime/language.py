@@ -11,7 +11,7 @@ the kernel. Importable with only ``triton`` installed (no torch at module level)
 | ``load_epoch_target(epoch_ptr, arrivals)`` | this launch's wait target ``epoch × arrivals`` in int32 (wrapping), the epoch read from the rank's epoch word on the device (so a CUDA-graph replay sees the new epoch) |
 | ``wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)`` | spins while ``(seen - target) < 0`` in int32 (wrap-aware); after ``timeout_ns`` writes ``(1, rank, slot, seen, target)`` to ``err_ptr[0..4]`` and returns; the result is the token |
 | ``consume_token(x, token)`` | ``x`` through an opaque move depending on the token, so loads addressed by it stay below the wait |
-| ``notify_slot(sig_ptr, slot)`` | completes this thread's pending TMA stores (``cp.async.bulk.wait_group 0``), ``tl.debug_barrier()``, then a release add of 1 at system scope |
+| ``notify_slot(sig_ptr, slot)`` | completes this thread's pending TMA stores (``cp.async.bulk.wait_group 0``), a barrier of the program (``bar.sync 0``, one inline-asm statement with the wait, so a flattened tile loop holding it is still software-pipelined), then a release add of 1 at system scope |
 | ``notify_slot_gpu(sig_ptr, slot)`` | the same at gpu scope, where only kernels of this device wait on and add to the slot (a system-scope release costs a producer 2–5% at short K loops on an H100) |
 | ``peer_notify(sig_ptrs, peer, slot)`` | barrier, then the release add on ``peer``'s slot (``sig_ptrs``: the signal buffer's peer-pointers table) |
 | ``peer_base(ptrs, peer, like_ptr)`` | ``peer``'s base pointer from a peer-pointers table (int64 addresses), typed like ``like_ptr`` |
@@ -147,9 +147,12 @@ if not INTERPRET:
         return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r", [x, token], dtype=tl.int32, is_pure=True, pack=1)
 
     @triton.jit
-    def _wait_bulk_stores():
-        """Wait until this thread's bulk async (TMA) stores are complete (nothing when none is pending)."""
-        tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    def _stores_done():
+        """Wait until this thread's bulk async (TMA) stores are complete, then for every thread of the program
+        (``bar.sync 0``): every store of the program, plain or bulk, happens before what follows. One inline-asm
+        statement rather than ``tl.debug_barrier()``, which keeps Triton 3.6 from software-pipelining a flattened
+        tile loop that holds it (the notify in its epilogue)."""
+        tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; bar.sync 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
 else:
 
@@ -191,9 +194,9 @@ else:
         return x + token * 0
 
     @triton.jit
-    def _wait_bulk_stores():
-        """Nothing (interpreter: stores complete at once)."""
-        pass
+    def _stores_done():
+        """A barrier (interpreter: stores complete at once)."""
+        tl.debug_barrier()
 
 
 @triton.jit
@@ -203,24 +206,25 @@ def load_epoch_target(epoch_ptr, arrivals):
 
 
 @triton.jit
-def _notify(sig_ptr, slot, SCOPE: tl.constexpr):
-    _wait_bulk_stores()
-    tl.debug_barrier()
-    tl.atomic_add(sig_ptr + slot, 1, sem="release", scope=SCOPE)
+def _notify(sig_ptr, slot, mask, SCOPE: tl.constexpr):
+    _stores_done()
+    tl.atomic_add(sig_ptr + slot, 1, mask=mask, sem="release", scope=SCOPE)
 
 
 @triton.jit
-def notify_slot(sig_ptr, slot):
-    """Release-add 1 to this rank's sig[slot] at system scope, after this thread's TMA stores complete and every thread's stores."""
-    _notify(sig_ptr, slot, "sys")
+def notify_slot(sig_ptr, slot, mask=None):
+    """Release-add 1 to this rank's sig[slot] at system scope, after this thread's TMA stores complete and every
+    thread's stores; with a ``mask`` that is false, only the wait and the barrier (a tile that notifies nothing: no
+    branch around the call, so a flattened tile loop holding it still compiles and pipelines)."""
+    _notify(sig_ptr, slot, mask, "sys")
 
 
 @triton.jit
-def notify_slot_gpu(sig_ptr, slot):
+def notify_slot_gpu(sig_ptr, slot, mask=None):
     """``notify_slot`` at gpu scope: for slots that only this device's kernels wait on and add to (they pass
     on what they read with their own system-scope releases); a slot a host stream or a peer waits on needs
     ``notify_slot``."""
-    _notify(sig_ptr, slot, "gpu")
+    _notify(sig_ptr, slot, mask, "gpu")
 
 
 @triton.jit
@@ -228,8 +232,7 @@ def peer_notify(sig_ptrs, peer, slot):
     """Release-add 1 to peer's sig[slot] (sig_ptrs: the signal buffer's peer-pointers table), after this
     thread's TMA stores complete and every thread's stores (as ``notify_slot``)."""
     sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))
-    _wait_bulk_stores()
-    tl.debug_barrier()
+    _stores_done()
     tl.atomic_add(sig + slot, 1, sem="release", scope="sys")
 
 
@@ -239,8 +242,7 @@ def peer_notify_many(sig_ptrs, peers, slots, mask):
     segments at once, as a producer notifies the slabs its rows cover): one wait for this thread's TMA stores and
     one barrier, then the release adds of every segment in parallel."""
     ptrs = tl.load(sig_ptrs + peers, mask=mask, other=0).to(tl.pointer_type(tl.int32))
-    _wait_bulk_stores()
-    tl.debug_barrier()
+    _stores_done()
     tl.atomic_add(ptrs + slots, 1, mask=mask, sem="release", scope="sys")
 
 

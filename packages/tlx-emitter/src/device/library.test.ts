@@ -33,12 +33,15 @@ def asm(code, constraints, args, dtype=None, is_pure=None, pack=None):
     if "globaltimer" in code:
         clock[0] += 1
         return clock[0]
-    if "cp.async.bulk.wait_group" in code:
-        log.append(("bulk-wait",))
+    # A statement may wait for this thread's bulk stores and then be a barrier of the program.
+    events = sorted((code.find(k), e) for k, e in (("cp.async.bulk.wait_group", "bulk-wait"), ("bar.sync", "barrier")) if k in code)
+    if events:
+        log.extend((e,) for _, e in events)
         return 0
     return args[0]
 def atomic_xchg(p, v): mem[p] = int(v); log.append(("xchg", p, int(v)))
-def atomic_add(p, v, sem=None, scope=None): mem[p] = i32(mem.get(p, 0) + v); log.append(("add", p, v, sem, scope))
+def atomic_add(p, v, mask=None, sem=None, scope=None):
+    if mask is None or mask: mem[p] = i32(mem.get(p, 0) + v); log.append(("add", p, v, sem, scope))
 tl = types.SimpleNamespace(inline_asm_elementwise=asm, atomic_xchg=atomic_xchg, atomic_add=atomic_add,
     debug_barrier=lambda: log.append(("barrier",)), load=lambda p: I32(mem.get(p, 0)), store=None,
     pointer_type=lambda t: t, int32="i32", int64="i64", bfloat16="bf16", constexpr=type("constexpr", (), {}))
@@ -69,6 +72,9 @@ out = [
 mem.clear(); log.clear()
 ns["notify_slot"](SIG, 2)
 out.append({"name": "notify", "log": [list(map(str, e)) for e in log], "value": mem[SIG + 2]})
+mem.clear(); log.clear()
+ns["notify_slot"](SIG, 2, False)
+out.append({"name": "notify-masked", "log": [list(map(str, e)) for e in log], "value": mem.get(SIG + 2, 0)})
 mem.clear(); log.clear()
 ns["notify_slot_gpu"](SIG, 2)
 out.append({"name": "notify-gpu", "log": [list(map(str, e)) for e in log], "value": mem[SIG + 2]})
@@ -103,6 +109,8 @@ describe("device primitive library (ovl_runtime.language)", () => {
     expect(byName["not-yet-wrapped"]).toMatchObject({ err: [1, 5, 3, 2 ** 31 - 3, -(2 ** 31) + 1] });
     // A notify first waits for this thread's TMA stores, then a barrier, then the release add.
     expect(byName.notify).toEqual({ name: "notify", log: [["bulk-wait"], ["barrier"], ["add", "2", "1", "release", "sys"]], value: 1 });
+    // Masked off (a tile that notifies nothing): the wait and the barrier, no add.
+    expect(byName["notify-masked"]).toEqual({ name: "notify-masked", log: [["bulk-wait"], ["barrier"]], value: 0 });
     // Where only this device's kernels wait on the slot, the same at gpu scope.
     expect(byName["notify-gpu"]).toMatchObject({ log: [["bulk-wait"], ["barrier"], ["add", "2", "1", "release", "gpu"]], value: 1 });
     expect(byName.peer_notify).toEqual({

@@ -139,15 +139,16 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     expect(out).toContain("pid_m = ovl_t2 // 4\n");
     expect(out).toContain("pid_n = ovl_t2 % 4\n");
     expect(count(out, "notify_slot(ovl_sig_ptr, ovl_slot")).toBe(2);
-    expect(out.indexOf("tl.store(c_ptr")).toBeLessThan(out.indexOf("notify_slot(ovl_sig_ptr, ovl_slot0)"));
+    expect(out.indexOf("tl.store(c_ptr")).toBeLessThan(out.indexOf("notify_slot(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)"));
     expect(out).toContain("from ovl_runtime.language import notify_slot\n");
   });
 
   it("producer: notifies at gpu scope only when the program asks, and refuses any other scope", () => {
-    expect(emit("gemm_producer", PRODUCER_STATIC).source).toContain("notify_slot(ovl_sig_ptr, ovl_slot0)\n");
+    const masked = "(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)\n";
+    expect(emit("gemm_producer", PRODUCER_STATIC).source).toContain(`notify_slot${masked}`);
     const gpu = emit("gemm_producer", { ...PRODUCER_STATIC, notifyScope: "gpu" }).source;
-    expect(gpu).toContain("notify_slot_gpu(ovl_sig_ptr, ovl_slot0)\n");
-    expect(emit("gemm_producer", { ...PRODUCER_STATIC, notifyScope: "sys" }).source).toContain("notify_slot(ovl_sig_ptr, ovl_slot0)\n");
+    expect(gpu).toContain(`notify_slot_gpu${masked}`);
+    expect(emit("gemm_producer", { ...PRODUCER_STATIC, notifyScope: "sys" }).source).toContain(`notify_slot${masked}`);
     const bad = { ...PRODUCER_STATIC, notifyScope: 'gpu")\nimport os  #' } as unknown as TileProgram;
     expect(() => emit("gemm_producer", bad)).toThrow(/notifyScope must be "gpu" or "sys"/);
     expect(() => emit("tutorial_matmul", { ...IDENTITY, notifyScope: "gpu" })).toThrow(/notifyScope is a producer's/);
@@ -186,7 +187,7 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     ].join("\n");
     const out = transformLocalKernel(parseLocalKernelWith(parser, src, { file: "add_one.py" }), PRODUCER_STATIC).source;
     expect(out).toContain(
-      "    tl.store(c_ptr + offs, tl.load(x_ptr + offs) + 1)\n    ovl_slot0 = ovl_t2 % 4\n    if ovl_slot0 >= 0:\n        notify_slot(ovl_sig_ptr, ovl_slot0)\n",
+      "    tl.store(c_ptr + offs, tl.load(x_ptr + offs) + 1)\n    ovl_slot0 = ovl_t2 % 4\n    notify_slot(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)\n",
     );
     expect(parseWithPython({ out })).toEqual({ out: "ok" });
   });

@@ -229,10 +229,11 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
       `${kernel.entry} writes its rows through the index table ${kernel.rows} (rows=), but the tile program notifies per tile; compile it as an operator that scatters rows (moe-rs)`,
     );
   }
+  // A masked notify, not a branch around it: Triton 3.6 flattens and pipelines a tile loop whose
+  // epilogue holds the call, where an `if` there fails to flatten (TritonGPUFuseNestedLoops).
   const atEnd = program.slots.flatMap((slot, j) => [
     `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`,
-    `if ovl_slot${j} >= 0:`,
-    `\t${notify}(ovl_sig_ptr, ovl_slot${j})`,
+    `${notify}(ovl_sig_ptr, ovl_slot${j}, ovl_slot${j} >= 0)`,
   ]);
   return { after, atEnd };
 }

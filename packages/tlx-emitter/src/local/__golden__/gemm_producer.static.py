@@ -37,5 +37,4 @@ def gemm_producer(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: 
         mask = (rows[:, None] < M) & (cols[None, :] < N)
         tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
         ovl_slot0 = ovl_t2 % 4
-        if ovl_slot0 >= 0:
-            notify_slot(ovl_sig_ptr, ovl_slot0)
+        notify_slot(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)

@@ -37,8 +37,6 @@ def gemm_producer(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: 
         mask = (rows[:, None] < M) & (cols[None, :] < N)
         tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty), mask=mask)
         ovl_slot0 = tl.load(ovl_notify0 + (ovl_t2))
-        if ovl_slot0 >= 0:
-            notify_slot(ovl_sig_ptr, ovl_slot0)
+        notify_slot(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)
         ovl_slot1 = tl.load(ovl_notify1 + (ovl_t2))
-        if ovl_slot1 >= 0:
-            notify_slot(ovl_sig_ptr, ovl_slot1)
+        notify_slot(ovl_sig_ptr, ovl_slot1, ovl_slot1 >= 0)
