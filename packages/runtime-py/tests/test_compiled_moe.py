@@ -221,6 +221,13 @@ def test_the_reference_gathers_the_shards_and_routes_each_slot(compiled):
     t = local_references(m, [{k: torch.from_numpy(v) for k, v in x.items()} for x in inputs])
     for r in range(3):
         np.testing.assert_allclose(t[r].double().numpy(), got[r], rtol=1e-4, atol=1e-3)
+    # The GPU runner reads a rank's output buffer (one row per token slot) as the numpy engine does.
+    from ovl_runtime.gpu_reference import output_view as torch_output_view
+    from ovl_runtime.reference import output_view
+
+    out = rng.standard_normal(T * 2 * inter)
+    np.testing.assert_array_equal(torch_output_view(m, torch.from_numpy(out), 1).numpy(), output_view(m, out, 1))
+    assert tuple(torch_output_view(m, torch.from_numpy(out), 1).shape) == (T * 2, inter)
 
 
 @pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))

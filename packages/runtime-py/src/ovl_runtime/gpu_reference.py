@@ -211,9 +211,12 @@ def local_references(m: Manifest, inputs: list[dict[str, torch.Tensor]]) -> list
 
 
 def output_view(m: Manifest, out: torch.Tensor, rank: int) -> torch.Tensor:
+    """The part of a rank's output buffer the reference describes (``reference.output_view`` on tensors)."""
     ref = m.reference
     if ref.operator in ("gemm-rs", "reduce-scatter", "ag-attention", "moe-rs"):
         return _shard(m, out, rank, ref.N, "reference.output")
+    if ref.operator == "ag-moe":  # one row per token slot t·k + j
+        return _matrix(out, (out.numel() // ref.N,), ref.N, "reference.output")
     return _matrix(out, (ref.M,), ref.N, "reference.output")
 
 
