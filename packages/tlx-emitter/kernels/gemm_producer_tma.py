@@ -3,8 +3,7 @@
 gemm_producer.py with C written by two half-tile TMA stores instead of masked pointer stores
 (C must be a whole, TMA-aligned row-major buffer, as the partial product ovl allocates is).
 The notify ovl inserts after them waits for the bulk stores to complete before its release.
-The tile loop stays unflattened: Triton 3.6 cannot flatten a loop whose epilogue holds the
-notify's conditional.
+gemm_producer_tma_flat.py is the same body with its tile loop flattened.
 """
 import triton
 import triton.language as tl

@@ -16,6 +16,7 @@ export const BUILTIN_BODIES = [
   "gemm_tma_persistent_flat",
   "gemm_producer",
   "gemm_producer_tma",
+  "gemm_producer_tma_flat",
   "grouped_gemm",
   "moe_gather_gemm",
   "moe_gemm_scatter",
