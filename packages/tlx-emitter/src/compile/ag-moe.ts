@@ -38,8 +38,14 @@ export const MOE_BUFFERS = {
 } as const;
 /** Slots the routing kernels handle per step (`ovl_runtime.moe_align.CHUNK`). */
 export const MOE_ALIGN_CHUNK = 256;
-/** The tile `ovl emit ag-moe` takes without --tile (vLLM's fused MoE uses 64-row blocks; N per rank is small). */
-export const MOE_DEFAULT_TILE = { BM: 64, BN: 128, BK: 64 } as const;
+/**
+ * The tile `ovl emit ag-moe` takes without --tile: one n-block covers N per rank (192/256 at
+ * TileLink's MoE shapes), so the gathered rows are read once. With 8 warps and 4 stages it was
+ * the fastest of six tiles at all of MoE-1…6 on one H100, 1.2–2.1× `torch._grouped_mm` on
+ * pre-grouped rows, and 1.5–2.1× faster than 64×128×64
+ * (`packages/bench/results/gpu/moe-bodies-h100-2026-11-26/`).
+ */
+export const MOE_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 /** At most this many programs run each routing kernel. */
 export const MOE_ALIGN_MAX_PROGRAMS = 32;
 
@@ -118,6 +124,9 @@ export function moeBindings(sizes: MoeAlignSizes, w: string = MOE_BUFFERS.w): Re
     TOP_K: { kind: "constexpr", value: sizes.topk },
     top_k: { kind: "arg", arg: { kind: "int", value: sizes.topk } },
     MAX_BLOCKS: { kind: "arg", arg: { kind: "int", value: sizes.maxBlocks } },
+    // The experts' count, for a body that describes the weights [E, K, N] to the TMA unit.
+    E: { kind: "arg", arg: { kind: "int", value: sizes.experts } },
+    EXPERTS: { kind: "arg", arg: { kind: "int", value: sizes.experts } },
   };
 }
 
@@ -206,7 +215,7 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
     kind: LOCAL_MOE_KIND,
     stream: "compute",
     grid: kernel.persistent ? [{ kind: "num-sms", cap: sizes.maxBlocks * numPidN }] : [sizes.maxBlocks * numPidN],
-    ...gemmLaunch(o, params),
+    ...gemmLaunch(o, params, "registers"),
     own,
     inserted,
     params: {

@@ -399,7 +399,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     kind: LOCAL_MOE_RS_KIND,
     stream: "compute",
     grid: kernel.persistent ? [{ kind: "num-sms", cap: a.maxBlocks * s.nTiles }] : [a.maxBlocks * s.nTiles],
-    ...gemmLaunch(o, params),
+    ...gemmLaunch(o, params, "registers"),
     own,
     inserted: { [PEER_SIGNALS_PARAM]: { kind: "peer-pointers", buffer: SIGNAL_BUFFER }, [RANK_VAR]: { kind: "rank" } },
     params: {

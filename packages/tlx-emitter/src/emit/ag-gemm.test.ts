@@ -213,6 +213,12 @@ describe("gemmLaunchDefaults", () => {
     expect(gemmLaunchDefaults(t(64, 64), "fp32")).toEqual({ numWarps: 4, numStages: 4 });
   });
 
+  it("leaves the C tile out of shared memory for a body that stores from registers (the MoE bodies)", () => {
+    expect(gemmLaunchDefaults(t(128, 256), "bf16", HOPPER_SHARED_BYTES, "registers")).toEqual({ numWarps: 8, numStages: 4 });
+    expect(gemmLaunchDefaults(t(256, 256), "bf16", HOPPER_SHARED_BYTES, "registers")).toEqual({ numWarps: 8, numStages: 3 });
+    expect(gemmLaunchDefaults(t(128, 256, 128), "bf16", HOPPER_SHARED_BYTES, "registers")).toEqual({ numWarps: 8, numStages: 2 });
+  });
+
   it("never picks a ring that overflows shared memory when a shallower one fits", () => {
     fc.assert(
       fc.property(

@@ -94,22 +94,29 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
 /** Shared memory one block may use on Hopper (227 KiB), from the target table. */
 export const HOPPER_SHARED_BYTES = TARGETS.h100.sharedBytesPerBlock;
 
+/** Where a GEMM body's C tile goes: through shared memory (a TMA store), or straight from registers (pointer stores). */
+export type GemmEpilogue = "shared" | "registers";
+
 /**
  * Launch defaults of the persistent TMA GEMM for a tile: the deepest ring of 4, 3 or 2
- * stages whose A and B blocks plus the epilogue's C tile fit in `sharedBytes`, and 8 warps
- * for tiles of 128×256 elements or more, else 4. Measured on one H200 over six MLP problems
- * (`packages/bench/results/gpu/tiles-2026-11-22/`): 128×256×64 at 8 warps / 3 stages reaches
- * 93% of cuBLAS on average; 128×128×64 reaches 90% at 4 stages but 71–73% at 3.
+ * stages whose A and B blocks, plus the epilogue's C tile where it passes through shared
+ * memory, fit in `sharedBytes`, and 8 warps for tiles of 128×256 elements or more, else 4.
+ * Measured on one H200 over six MLP problems (`packages/bench/results/gpu/tiles-2026-11-22/`):
+ * 128×256×64 at 8 warps / 3 stages reaches 93% of cuBLAS on average; 128×128×64 reaches 90%
+ * at 4 stages but 71–73% at 3. The MoE bodies store C from registers (rows scattered through
+ * the routing), so 128×256×64 takes 4 stages there, the fastest of 3 and 4 at all of MoE-1…6
+ * on one H100 (`packages/bench/results/gpu/moe-bodies-h100-2026-11-26/`).
  */
 export function gemmLaunchDefaults(
   tile: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number },
   dtype: ElementType = "bf16",
   sharedBytes = HOPPER_SHARED_BYTES,
+  epilogue: GemmEpilogue = "shared",
 ): LaunchOptions {
   const bytes = 16 / alignmentUnit(dtype);
   const ring = (tile.BLOCK_M * tile.BLOCK_K + tile.BLOCK_K * tile.BLOCK_N) * bytes;
-  const epilogue = tile.BLOCK_M * tile.BLOCK_N * bytes;
-  const numStages = [4, 3].find((s) => s * ring + epilogue <= sharedBytes) ?? 2;
+  const c = epilogue === "shared" ? tile.BLOCK_M * tile.BLOCK_N * bytes : 0;
+  const numStages = [4, 3].find((s) => s * ring + c <= sharedBytes) ?? 2;
   return { numWarps: tile.BLOCK_M * tile.BLOCK_N >= 128 * 256 ? 8 : 4, numStages };
 }
 
@@ -117,7 +124,8 @@ export function gemmLaunchDefaults(
 export function gemmLaunch(
   o: ResolvedOptions,
   tile: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number },
+  epilogue: GemmEpilogue = "shared",
 ): LaunchOptions {
-  const d = gemmLaunchDefaults(tile, o.dtype);
+  const d = gemmLaunchDefaults(tile, o.dtype, HOPPER_SHARED_BYTES, epilogue);
   return { numWarps: o.numWarps ?? d.numWarps, numStages: o.numStages ?? d.numStages };
 }
