@@ -122,6 +122,31 @@ export function tableOf(results: ComputeResults, target: TargetName, source: str
   });
 }
 
+/**
+ * `table` with its entries of `ops` replaced by `update`'s (a run that measured only those
+ * operators' alternatives); the other entries, and where they came from, are kept. The device
+ * must be the same; `measured` is the later date and `source` names both runs.
+ * @throws {Error} for tables of different targets or devices.
+ */
+export function mergeTables(table: ComputeConfigTable, update: ComputeConfigTable, ops: readonly string[]): ComputeConfigTable {
+  if (table.target !== update.target) throw new Error(`cannot merge a ${update.target} table into the ${table.target} table`);
+  if (table.device.split(",")[0] !== update.device.split(",")[0])
+    throw new Error(`the ${table.target} table was measured on ${table.device}, the update on ${update.device}`);
+  const kept = table.entries.filter((e) => !ops.includes(e.op));
+  const entries = [...kept, ...update.entries.filter((e) => ops.includes(e.op))];
+  entries.sort((a, b) => a.op.localeCompare(b.op) || a.M - b.M || a.N - b.N || a.K - b.K);
+  const older = table.source
+    .split("; ")
+    .filter((part) => !ops.some((op) => part.endsWith(`(${op})`)))
+    .map((part) => (/\([a-z-]+\)$/.test(part) ? part : `${part} (${[...new Set(kept.map((e) => e.op))].join(", ")})`));
+  return parseComputeConfigs({
+    ...update,
+    measured: [table.measured, update.measured].sort().at(-1),
+    source: [...older, `${update.source} (${ops.join(", ")})`].join("; "),
+    entries,
+  });
+}
+
 /** The table as committed (biome's JSON format: two-space indent). */
 export function serializeTable(t: ComputeConfigTable): string {
   return `${JSON.stringify(t, null, 2)}\n`;
@@ -147,14 +172,32 @@ export function writeTable(
 function main(): void {
   const [file, target, source] = process.argv.slice(2);
   if (file === undefined || target === undefined || source === undefined) {
-    console.error("usage: tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain]");
+    console.error(
+      "usage: tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain] [--only gemm-rs,...]",
+    );
     process.exit(2);
   }
   const ki = process.argv.indexOf("--kind");
   const kind = ki >= 0 ? (process.argv[ki + 1] as "plain" | "emitted") : undefined;
+  const oi = process.argv.indexOf("--only");
   const results = JSON.parse(readFileSync(file, "utf8")) as ComputeResults;
-  const { path, table } = writeTable(results, target as TargetName, source, kind);
-  console.log(`${path}: ${table.entries.length} entries from ${file}`);
+  if (oi < 0) {
+    const { path, table } = writeTable(results, target as TargetName, source, kind);
+    console.log(`${path}: ${table.entries.length} entries from ${file}`);
+    return;
+  }
+  // Only these operators' entries change; the rest of the committed table stays.
+  const ops = (process.argv[oi + 1] ?? "").split(",").filter((o) => o !== "");
+  const path = computeConfigPath(target as TargetName);
+  const merged = mergeTables(
+    parseComputeConfigs(JSON.parse(readFileSync(path, "utf8"))),
+    tableOf(results, target as TargetName, source, kind),
+    ops,
+  );
+  writeFileSync(path, serializeTable(merged));
+  console.log(
+    `${path}: ${merged.entries.filter((e) => ops.includes(e.op)).length} ${ops.join(", ")} entries from ${file}, ${merged.entries.length} in all`,
+  );
 }
 
 if (process.argv[1]?.endsWith("compute-table.ts")) main();

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { computeConfigs, lookupComputeConfig, resolveCompute } from "@ovl/tlx-emitter";
 import { afterAll, describe, expect, it } from "vitest";
 import { benchCases, shapeOperator } from "./compute-cases.js";
-import { tableOf, writeTable, type ComputeResults, type ResultShape } from "./compute-table.js";
+import { mergeTables, tableOf, writeTable, type ComputeResults, type ResultShape } from "./compute-table.js";
 import { sweepFile, targetArg, type ComputeBenchFile } from "./emit-compute.js";
 
 const dirs: string[] = [];
@@ -96,6 +96,30 @@ describe("emit-compute --target", () => {
     expect(checked).toBeGreaterThan(results.shapes.length / 2);
     // Results emitted for one target never become another's table.
     expect(() => tableOf(results, "h100", "x")).toThrow("these results were emitted for h200");
+  }, 120_000);
+
+  it("--only merges one operator's entries of a run into the committed table, keeping the rest and where it came from", async () => {
+    const { file } = await benchCases(temp(), { target: "h200" });
+    const committed = computeConfigs("h200")!;
+    const update = tableOf(
+      measured(JSON.parse(JSON.stringify(file)) as ComputeBenchFile),
+      "h200",
+      "results/gpu/rs-2026-12-01/bench.json",
+      "emitted",
+    );
+    const merged = mergeTables(committed, update, ["gemm-rs"]);
+    const of = (t: typeof committed, op: string) => t.entries.filter((e) => e.op === op);
+    expect(of(merged, "ag-gemm")).toEqual(of(committed, "ag-gemm"));
+    expect(of(merged, "gemm-rs")).toEqual(of(update, "gemm-rs"));
+    expect(merged.measured).toBe("2026-12-01");
+    expect(merged.source).toBe(`${committed.source} (ag-gemm); results/gpu/rs-2026-12-01/bench.json (gemm-rs)`);
+    // Merging again replaces the gemm-rs part of the source, not the ag-gemm one.
+    const again = mergeTables(merged, { ...update, source: "results/gpu/rs-2026-12-02/bench.json" }, ["gemm-rs"]);
+    expect(again.source).toBe(`${committed.source} (ag-gemm); results/gpu/rs-2026-12-02/bench.json (gemm-rs)`);
+    expect(() => mergeTables(committed, { ...update, target: "h100" }, ["gemm-rs"])).toThrow(
+      "cannot merge a h100 table into the h200 table",
+    );
+    expect(() => mergeTables(committed, { ...update, device: "NVIDIA H100 80GB HBM3, torch 2.11" }, ["gemm-rs"])).toThrow(/measured on/);
   }, 120_000);
 
   it("sweep records its target", () => {
