@@ -133,6 +133,20 @@ describe("compile ag-moe", () => {
     expect(r.files[1]!.text).toContain("range(ovl_lo // 16, ovl_end)");
   });
 
+  it("binds the expert count to a body that asks for it (E), and launches the pointer-store body with no C tile in shared memory", async () => {
+    const builtin = builtinBody("moe_gather_gemm");
+    const withE = { ...builtin, path: "moe_tma.py", source: builtin.source.replace("    K,\n", "    K,\n    E,\n") };
+    expect(withE.source).not.toBe(builtin.source);
+    const r = await compile(moeOp(agPlan(2, 64, 32, 2), 64, 32, 32, { experts: 5, topk: 2 }, { body: withE }));
+    const body = r.manifest.kernels.find((k) => k.template.kind === "local-consumer")!;
+    expect(body.args.find((a) => a.name === "E")?.value).toEqual({ kind: "int", value: 5 });
+    // 128×256×64 bf16 stores C from registers: four 48 KiB stages fit, where a C tile in shared memory leaves three.
+    const big = await compile(
+      moeOp(agPlan(2, 1024, 256, 2), 1024, 256, 256, { experts: 4, topk: 2 }, { tile: { BM: 128, BN: 256, BK: 64 } }),
+    );
+    expect(big.manifest.kernels.find((k) => k.template.kind === "local-consumer")).toMatchObject({ numWarps: 8, numStages: 4 });
+  });
+
   it("refuses a bad routing before emitting anything", async () => {
     const plan = agPlan(2, 64, 32, 1);
     await expect(compile(moeOp(plan, 64, 32, 32, undefined))).rejects.toSatisfy(badParam(/needs moe: \{ experts, topk \}/));

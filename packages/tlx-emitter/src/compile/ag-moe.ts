@@ -41,8 +41,8 @@ export const MOE_ALIGN_CHUNK = 256;
 /**
  * The tile `ovl emit ag-moe` takes without --tile: one n-block covers N per rank (192/256 at
  * TileLink's MoE shapes), so the gathered rows are read once. With 8 warps and 4 stages it was
- * the fastest of six tiles at all of MoE-1…6 on one H100, 1.2–2.1× `torch._grouped_mm` on
- * pre-grouped rows, and 1.5–2.1× faster than 64×128×64
+ * the fastest of six tiles at all of MoE-1…6 on one H100, 1.1–2.0× `torch._grouped_mm` on
+ * pre-grouped rows, and 1.3–2.0× faster than 64×128×64
  * (`packages/bench/results/gpu/moe-bodies-h100-2026-11-26/`).
  */
 export const MOE_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
