@@ -20,6 +20,7 @@ times are CUDA-event medians with the L2 flushed, cases interleaved (``moe-compu
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import re
@@ -52,12 +53,11 @@ part1 = _load("ovl_moe_compute", GPU / "moe-compute.py")
 part2 = _load("ovl_moe_rs_compute", GPU / "moe-rs-compute.py")
 SHAPES, rel, time_cases = part1.SHAPES, part1.rel, part1.time_cases
 
-#: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages
-P1_CONFIGS = [
+#: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages (of both bodies)
+CONFIGS = [
     (128, 256, 64, 8, 4),
     (128, 256, 64, 8, 3),
 ]
-P2_CONFIGS = P1_CONFIGS
 
 
 def flattened(src: Path, out: Path) -> Path:
@@ -81,35 +81,40 @@ def variants(tmp: Path, base: str, tma: str) -> dict[str, Path]:
     }
 
 
-def part1_cases(mods, x, w, ids, sms):
-    """Every (variant, config) of the gather + grouped GEMM body: (name, fn, output)."""
+def plain_cases(part, mods, ids, experts, n, like, launch):
+    """Every (variant, configuration) of a plain body: (name, fn, output); ``launch(mod, tables, c, extra,
+    config)`` launches one (``extra``: the expert count for the variants that take it)."""
     T, k = ids.shape
-    E, K, N = w.shape
     out = []
     for vname, mod in mods.items():
-        for bm, bn, bk, warps, stages in P1_CONFIGS:
-            tables = moe_align_block_size(ids, E, bm)
-            c = torch.empty(T * k, N, device=x.device, dtype=x.dtype)
-            extra = {} if vname == "base" else {"E": E}
-
-            def run(
-                mod=mod,
-                tables=tables,
-                c=c,
-                extra=extra,
-                bm=bm,
-                bn=bn,
-                bk=bk,
-                warps=warps,
-                stages=stages,
-            ):
-                mod.moe_gather_gemm[(sms,)](
-                    x, w, c, *tables, T, N, K, **extra,
-                    TOP_K=k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, NUM_SMS=sms, num_warps=warps, num_stages=stages,
-                )  # fmt: skip
-
-            out.append((f"p1 {vname} {bm}x{bn}x{bk} w{warps} s{stages}", run, c))
+        for cfg in CONFIGS:
+            bm, bn, bk, warps, stages = cfg
+            tables = moe_align_block_size(ids, experts, bm)
+            c = torch.empty(T * k, n, device=like.device, dtype=like.dtype)
+            extra = {} if vname == "base" else {"E": experts}
+            out.append(
+                (
+                    f"{part} {vname} {bm}x{bn}x{bk} w{warps} s{stages}",
+                    functools.partial(launch, mod, tables, c, extra, cfg),
+                    c,
+                )
+            )
     return out
+
+
+def part1_cases(mods, x, w, ids, sms):
+    """The gather + grouped GEMM body's plain cases."""
+    T, k = ids.shape
+    E, K, N = w.shape
+
+    def launch(mod, tables, c, extra, cfg):
+        bm, bn, bk, warps, stages = cfg
+        mod.moe_gather_gemm[(sms,)](
+            x, w, c, *tables, T, N, K, **extra,
+            TOP_K=k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, NUM_SMS=sms, num_warps=warps, num_stages=stages,
+        )  # fmt: skip
+
+    return plain_cases("p1", mods, ids, E, N, x, launch)
 
 
 def part1_emitted_cases(folder: Path, x, w, ids, sms):
@@ -186,34 +191,19 @@ def part1_emitted_cases(folder: Path, x, w, ids, sms):
 
 
 def part2_plain_cases(mods, h, w2, ids, wts, sms):
+    """The grouped GEMM + scatter body's plain cases."""
     T, k = ids.shape
     E, K, N = w2.shape
     flat_w = wts.reshape(-1).float().contiguous()
-    out = []
-    for vname, mod in mods.items():
-        for bm, bn, bk, warps, stages in P2_CONFIGS:
-            tables = moe_align_block_size(ids, E, bm)
-            c = torch.empty(T * k, N, device=h.device, dtype=h.dtype)
-            extra = {} if vname == "base" else {"E": E}
 
-            def run(
-                mod=mod,
-                tables=tables,
-                c=c,
-                extra=extra,
-                bm=bm,
-                bn=bn,
-                bk=bk,
-                warps=warps,
-                stages=stages,
-            ):
-                mod.moe_gemm_scatter[(sms,)](
-                    h, w2, flat_w, c, *tables, N, K, **extra, SLOTS=T * k,
-                    BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, NUM_SMS=sms, num_warps=warps, num_stages=stages,
-                )  # fmt: skip
+    def launch(mod, tables, c, extra, cfg):
+        bm, bn, bk, warps, stages = cfg
+        mod.moe_gemm_scatter[(sms,)](
+            h, w2, flat_w, c, *tables, N, K, **extra, SLOTS=T * k,
+            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, NUM_SMS=sms, num_warps=warps, num_stages=stages,
+        )  # fmt: skip
 
-            out.append((f"p2 {vname} {bm}x{bn}x{bk} w{warps} s{stages}", run, c))
-    return out
+    return plain_cases("p2", mods, ids, E, N, h, launch)
 
 
 def checked(row, cases, want, tolerance):
