@@ -100,7 +100,8 @@ describe("emit-compute --target", () => {
 
   it("--only merges one operator's entries of a run into the committed table, keeping the rest and where it came from", async () => {
     const { file } = await benchCases(temp(), { target: "h200" });
-    const committed = computeConfigs("h200")!;
+    // A table measured in one run (the committed one with a single source).
+    const committed = { ...computeConfigs("h200")!, source: "results/gpu/select-2026-11-25/select-h200.json" };
     const update = tableOf(
       measured(JSON.parse(JSON.stringify(file)) as ComputeBenchFile),
       "h200",
@@ -112,10 +113,10 @@ describe("emit-compute --target", () => {
     expect(of(merged, "ag-gemm")).toEqual(of(committed, "ag-gemm"));
     expect(of(merged, "gemm-rs")).toEqual(of(update, "gemm-rs"));
     expect(merged.measured).toBe("2026-12-01");
-    expect(merged.source).toBe(`${committed.source} (ag-gemm); results/gpu/rs-2026-12-01/bench.json (gemm-rs)`);
+    expect(merged.source).toBe("results/gpu/select-2026-11-25/select-h200.json (ag-gemm); results/gpu/rs-2026-12-01/bench.json (gemm-rs)");
     // Merging again replaces the gemm-rs part of the source, not the ag-gemm one.
     const again = mergeTables(merged, { ...update, source: "results/gpu/rs-2026-12-02/bench.json" }, ["gemm-rs"]);
-    expect(again.source).toBe(`${committed.source} (ag-gemm); results/gpu/rs-2026-12-02/bench.json (gemm-rs)`);
+    expect(again.source).toBe("results/gpu/select-2026-11-25/select-h200.json (ag-gemm); results/gpu/rs-2026-12-02/bench.json (gemm-rs)");
     expect(() => mergeTables(committed, { ...update, target: "h100" }, ["gemm-rs"])).toThrow(
       "cannot merge a h100 table into the h200 table",
     );
