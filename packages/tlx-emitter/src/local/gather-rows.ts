@@ -92,8 +92,10 @@ export function scatterProducerLines(kernel: LocalKernel, program: TileProgram, 
   if (program.owners === undefined) {
     const loop = segmentLoop(kernel, gather, block);
     program.slots.forEach((slot, j) => {
-      loop.push(`\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`);
-      loop.push(`\t${notify}(ovl_sig_ptr, ovl_slot${j}, ovl_slot${j} >= 0)`);
+      loop.push(
+        `\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`,
+        `\t${notify}(ovl_sig_ptr, ovl_slot${j}, ovl_slot${j} >= 0)`,
+      );
     });
     return loop;
   }
