@@ -68,7 +68,50 @@ def bind(case, a, b, c):
     return out, err
 
 
+_cubins = {}
+
+
+def cubin_launcher(base, case, a, b, c, sms):
+    """A precompiled (TLX) case: its cubin loaded through the CUDA driver, launched on the
+    current stream with the global scratch its metadata asks for (device TMA descriptors)."""
+    from ovl_runtime.cubin import CubinKernel, launch_grid, load_metadata, scratch_bytes
+    from ovl_runtime.gpu_cubin import driver
+
+    path = os.path.join(base, case["cubin"])
+    if path not in _cubins:
+        meta = load_metadata(os.path.join(base, case["metadata"]))
+        with open(path, "rb") as f:
+            _cubins[path] = CubinKernel.load(driver(), f.read(), meta)
+    kernel = _cubins[path]
+    args, err = bind(case, a, b, c)
+    for name in kernel.meta.aligned:
+        v = args.get(name)
+        if isinstance(v, int) and v % 16 != 0:
+            raise ValueError(
+                f"{name} = {v} is not a multiple of 16, as the cubin was compiled"
+            )
+    grid = launch_grid([min(sms, case["tiles"])], sms)
+    scratch = {
+        n: torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")
+        for n, nbytes in scratch_bytes(kernel.meta, grid).items()
+        if nbytes > 0
+    }
+    values = {
+        k: (v.data_ptr() if isinstance(v, torch.Tensor) else v) for k, v in args.items()
+    }
+    values.update({n: t.data_ptr() for n, t in scratch.items()})
+
+    def go():
+        kernel.launch(grid, values, torch.cuda.current_stream().cuda_stream)
+
+    # The launch holds raw addresses: keep the tensors behind them (tables, signals, scratch) alive with it.
+    go.keep = (scratch, args)
+    return go, err
+
+
 def launcher(base, case, a, b, c, sms):
+    if "cubin" in case:
+        return cubin_launcher(base, case, a, b, c, sms)
     kernel = load_kernel(base, case)
     args, err = bind(case, a, b, c)
     cfg = case["config"]
@@ -184,7 +227,16 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed):
     flops = 2.0 * M * N * K
     c_cublas = torch.matmul(a, b)
     cublas_err = float((c_cublas.float() - ref).norm()) / ref_norm
-    keys = ("label", "kind", "role", "entry", "config", "predictedMs", "modelRank")
+    keys = (
+        "label",
+        "kind",
+        "role",
+        "entry",
+        "config",
+        "warpSpecialization",
+        "predictedMs",
+        "modelRank",
+    )
     rows, runs = [], []
     for case in shape["cases"]:
         row = {k: case[k] for k in keys if k in case}
@@ -255,9 +307,9 @@ def ok_cases(r):
 def summary_bench(result):
     """Per shape: cuBLAS, the tuned emitted kernel (with waits), its plain body, the previous default."""
     print(
-        f"{'shape':12s} {'cuBLAS':>7s} {'tuned':>6s} {'ratio':>6s} {'plain':>6s} {'w/o÷w':>6s} {'prev':>6s} {'alt':>6s}  TFLOP/s; ratio = cuBLAS ms / tuned ms"
+        f"{'shape':12s} {'cuBLAS':>7s} {'tuned':>6s} {'ratio':>6s} {'plain':>6s} {'w/o÷w':>6s} {'prev':>6s} {'alt':>6s} {'tlx':>6s} {'tlxE':>6s}  TFLOP/s; ratio = cuBLAS ms / tuned ms; tlx: best plain TLX GEMM, tlxE: best TLX backend kernel"
     )
-    ratios = []
+    ratios, tlx_ratios, best_ratios = [], [], []
     for r in result["shapes"]:
         by_role = {}
         for c in ok_cases(r):
@@ -265,21 +317,36 @@ def summary_bench(result):
                 by_role[c["role"]] = c
         t, p = by_role.get("tuned"), by_role.get("tuned-plain")
         prev, alt = by_role.get("previous"), by_role.get("alternative")
+        tlx, tlx_e = by_role.get("tlx"), by_role.get("tlx-emitted")
         cub = r["cublas"]["ms"]
         if t is None:
             print(f"{r['name']:12s} tuned kernel missing or wrong")
             continue
         ratios.append(cub / t["ms"])
+        if tlx_e is not None:
+            tlx_ratios.append(cub / tlx_e["ms"])
+            best_ratios.append(cub / min(t["ms"], tlx_e["ms"]))
         print(
             f"{r['name']:12s} {r['cublas']['tflops']:7.0f} {t['tflops']:6.0f} {cub / t['ms']:6.3f} "
             f"{p['tflops'] if p else float('nan'):6.0f} {p['ms'] / t['ms'] if p else float('nan'):6.3f} "
-            f"{cub / prev['ms'] if prev else float('nan'):6.3f} {cub / alt['ms'] if alt else float('nan'):6.3f}"
+            f"{cub / prev['ms'] if prev else float('nan'):6.3f} {cub / alt['ms'] if alt else float('nan'):6.3f} "
+            f"{cub / tlx['ms'] if tlx else float('nan'):6.3f} {cub / tlx_e['ms'] if tlx_e else float('nan'):6.3f}"
+            + (f"  {tlx_e['label'][len('tlx emitted ') :]}" if tlx_e else "")
         )
     if ratios:
         print(
             f"tuned emitted vs cuBLAS: geometric mean {statistics.geometric_mean(ratios):.3f}, "
             f"min {min(ratios):.3f}, below 0.95: {sum(x < 0.95 for x in ratios)} of {len(ratios)}"
         )
+    for what, rs in (
+        ("best TLX backend kernel", tlx_ratios),
+        ("faster of tuned and TLX backend", best_ratios),
+    ):
+        if rs:
+            print(
+                f"{what} vs cuBLAS: geometric mean {statistics.geometric_mean(rs):.3f}, "
+                f"min {min(rs):.3f}, below 0.95: {sum(x < 0.95 for x in rs)} of {len(rs)}"
+            )
 
 
 def main():
@@ -312,12 +379,12 @@ def main():
     for shape in bench["shapes"]:
         for case in shape["cases"]:
             kid = kernel_id(case)
-            if kid not in seen:
+            if "cubin" not in case and kid not in seen:
                 seen.add(kid)
                 jobs.append((base, shape, case))
     ctx = mp.get_context("spawn")
     failed = {}
-    with ctx.Pool(min(args.workers, len(jobs))) as pool:
+    with ctx.Pool(max(1, min(args.workers, len(jobs)))) as pool:
         for file, label, error, _ in pool.imap_unordered(compile_one, jobs):
             if error is not None:
                 failed_case = next(

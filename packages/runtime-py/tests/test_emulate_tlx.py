@@ -1,4 +1,5 @@
-"""The emitter's TLX example manifests (tlx-gemm, tlx-ag-gemm, tlx-ag-gemm-push), emulated over several epochs.
+"""The emitter's TLX example manifests (tlx-gemm with cooperative and ping-pong consumers, tlx-ag-gemm,
+tlx-ag-gemm-push, tlx-gemm-rs with copy-engine and SM-push deliveries), emulated over several epochs.
 
 They come from the built ``@ovl/tlx-emitter`` (``tlxExamples``) for worlds 1 to 4 and one
 or two chunks per rank; a corrupted push table must fail rather than give a wrong number.
@@ -46,13 +47,24 @@ def emitted() -> dict:
     return json.loads(run.stdout)
 
 
+# Example name -> the template kind of its compute kernel (ping-pong consumers are a variant of the same kinds).
+KINDS = {
+    "tlx_gemm": "tlx-gemm",
+    "tlx_gemm_pingpong": "tlx-gemm",
+    "tlx_ag_gemm": "tlx-ag-gemm",
+    "tlx_ag_gemm_push": "tlx-ag-gemm-push",
+    "tlx_gemm_rs": "tlx-gemm-rs",
+    "tlx_gemm_rs_pingpong_sm": "tlx-gemm-rs",
+}
+
+
 @pytest.mark.parametrize("world", WORLDS)
 @pytest.mark.parametrize("split", SPLITS)
-@pytest.mark.parametrize("name", ["tlx_gemm", "tlx_ag_gemm", "tlx_ag_gemm_push"])
+@pytest.mark.parametrize("name", list(KINDS))
 def test_tlx_examples_are_correct_over_three_epochs(emitted, name, world, split):
     d = emitted[f"{name}_w{world}_s{split}"]
     m = parse_manifest(d)
-    assert m.kernels[0].template_kind == name.replace("_", "-")
+    assert m.kernels[0].template_kind == KINDS[name]
     assert m.kernels[0].precompiled is not None and m.kernels[0].precompiled.target == "sm_90a"
     out = emulate(m, epochs=3, seed=world * 10 + split)
     assert out.failures == [] and out.ok and len(out.checks) == 3
@@ -121,3 +133,22 @@ def test_push_rows_decode_and_refuse_short_tables():
     assert (rows[1].src_offset, rows[1].dst_rank, rows[1].notify_slot) == (5, 6, 9)
     with pytest.raises(KernelFault):
         push_rows(flat, 3)
+
+
+@pytest.mark.parametrize("name", ["tlx_gemm_rs", "tlx_gemm_rs_pingpong_sm"])
+def test_gemm_rs_producer_that_never_notifies_times_out(emitted, name):
+    """The deliveries wait on the producer's tile-done slots: a notify table of -1 leaves them waiting."""
+    d = copy.deepcopy(emitted[f"{name}_w2_s1"])
+    table = next(t for t in d["tables"] if t["name"] == "mblock_notify_slot")
+    table["values"] = [[-1] * len(v) for v in table["values"]]
+    out = emulate(parse_manifest(d), epochs=1, timeout_s=0.5)
+    assert not out.ok and out.failures and out.failures[0].code == "wait-timeout"
+
+
+def test_gemm_rs_producer_in_another_order_is_still_correct(emitted):
+    """The m-block order decides when tiles are computed and notified, not what: a reversed order passes."""
+    d = copy.deepcopy(emitted["tlx_gemm_rs_w2_s2"])
+    table = next(t for t in d["tables"] if t["name"] == "mblock_order")
+    table["values"] = [list(reversed(v)) for v in table["values"]]
+    out = emulate(parse_manifest(d), epochs=2)
+    assert out.ok and out.failures == []

@@ -12,6 +12,7 @@ import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import {
   builtinBody,
   compile,
+  emitManifestJson,
   resolveCompute,
   tritonBackend,
   type BuiltinBodyName,
@@ -56,8 +57,11 @@ function pinned(op: OperatorInput, c: ComputeConfig, name: string): OperatorInpu
   };
 }
 
-/** The compute kernel of a compiled operator as a case: its file, entry and arguments for rank 0 at epoch 1. */
-function emittedCase(
+/** Template kinds of the compute kernel of a compiled operator: transformed bodies and the TLX kernels. */
+const COMPUTE_KINDS: readonly string[] = ["local-consumer", "local-producer", "tlx-ag-gemm", "tlx-gemm-rs"];
+
+/** The compute kernel of a compiled operator as a case (TLX ones with their cubin and metadata paths). */
+export function emittedCase(
   r: EmitResult,
   out: string,
   label: string,
@@ -65,22 +69,40 @@ function emittedCase(
   role: NonNullable<ComputeCase["role"]>,
   s: ComputeShape,
 ): ComputeCase {
-  const k = r.manifest.kernels.find((x) => x.template.kind === "local-consumer" || x.template.kind === "local-producer");
+  const k = r.manifest.kernels.find((x) => COMPUTE_KINDS.includes(x.template.kind));
   if (k === undefined) throw new Error(`${label}: no compute kernel in the manifest`);
   const file = r.files.find((f) => f.path === k.source);
   if (file === undefined) throw new Error(`${label}: ${k.source} was not emitted`);
-  writeFileSync(join(out, "emitted", k.source), file.text);
+  // A precompiled (TLX) kernel: the whole manifest in a folder of its own, for the AOT compile.
+  const dir = k.precompiled === undefined ? "emitted" : `emitted/${r.manifest.name}`;
+  mkdirSync(join(out, dir), { recursive: true });
+  writeFileSync(join(out, dir, k.source), file.text);
+  if (k.precompiled !== undefined) {
+    writeFileSync(join(out, dir, "manifest.json"), emitManifestJson(r.manifest));
+    writeFileSync(join(out, dir, "expect.json"), `${JSON.stringify(r.expect ?? {}, null, 2)}\n`);
+  }
   const p = k.template.params;
-  const consumer = k.template.kind === "local-consumer";
+  const consumer = k.template.kind === "local-consumer" || k.template.kind === "tlx-ag-gemm";
+  // Transformed bodies name their operands in the template's params; TLX kernels by argument name.
+  const operand = (name: string, buffer: string): "a" | "b" | "c" | undefined =>
+    k.precompiled !== undefined
+      ? ({ a_ptr: "a", b_ptr: "b", c_ptr: "c" } as const)[name as "a_ptr" | "b_ptr" | "c_ptr"]
+      : buffer === p.a
+        ? "a"
+        : buffer === p.b
+          ? "b"
+          : buffer === p.c
+            ? "c"
+            : undefined;
   const tables = new Map(r.manifest.tables.map((t) => [t.name, t.values[0]!]));
   const arg = (name: string, v: KernelArg): CaseArg => {
     switch (v.kind) {
-      case "buffer":
-        if (v.name === p.a) return { name, kind: "a" };
-        if (v.name === p.b) return { name, kind: "b" };
-        if (v.name === p.c) return { name, kind: "c" };
+      case "buffer": {
+        const which = operand(name, v.name);
+        if (which !== undefined) return { name, kind: which };
         if (v.name === r.manifest.signals.buffer) return { name, kind: "signals", size: r.manifest.signals.slots, value: consumer ? 1 : 0 };
         throw new Error(`${label}: buffer ${v.name} is not A, B, C or the signals`);
+      }
       case "table":
         return { name, kind: "table", values: tables.get(v.name)! };
       case "int":
@@ -104,7 +126,8 @@ function emittedCase(
   return {
     label,
     kind: "emitted",
-    file: `emitted/${k.source}`,
+    file: `${dir}/${k.source}`,
+    ...(k.precompiled === undefined ? {} : { cubin: `${dir}/${k.precompiled.cubin}`, metadata: `${dir}/${k.precompiled.metadata}` }),
     entry: k.entry,
     config,
     args: k.args.map((a) => arg(a.name, a.value)),

@@ -1,7 +1,11 @@
 // Turns a compute_bench.py result into the tuned table compile() reads
 // (`@ovl/tlx-emitter/configs/<target>.json`): per shape, the fastest configuration that was
 // correct (every element written, error under the tolerance, no wait error).
-//   tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain]
+//   tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain] [--only gemm-rs,...]
+//   tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> --tlx
+// --tlx (a bench run with emit-tlx-compute.ts's cases) keeps every entry's configuration and
+// adds the fastest TLX backend kernel of its shape (`tlx`), with the entry's own `ms` and
+// `cublasMs` re-measured in the same run, so the two backends compare within one run.
 import { readFileSync, writeFileSync } from "node:fs";
 import { TARGETS, type TargetName } from "@ovl/primitives";
 import type { ComputeConfig } from "@ovl/sim";
@@ -11,6 +15,8 @@ import {
   parseComputeConfigs,
   type ComputeConfigEntry,
   type ComputeConfigTable,
+  type TlxConfigEntry,
+  type WarpSpecialization,
 } from "@ovl/tlx-emitter";
 
 /** One timed launch of a compute_bench.py result. */
@@ -29,8 +35,10 @@ export interface ResultCase {
   readonly allWritten?: boolean;
   readonly waitError?: number[];
   readonly error?: string;
-  /** Which role the case plays in a bench run (`tuned`, `previous`), when it has one. */
+  /** Which role the case plays in a bench run (`tuned`, `previous`, `tlx`, `tlx-emitted`), when it has one. */
   readonly role?: string;
+  /** TLX cases: the consumer schedule and ring. */
+  readonly warpSpecialization?: WarpSpecialization;
 }
 
 /** One shape of a compute_bench.py result. */
@@ -74,10 +82,80 @@ export function correct(c: ResultCase): c is ResultCase & { ms: number } {
   return c.ms !== undefined && c.allWritten === true && (c.relErr ?? 1) < REL_TOLERANCE && c.waitError === undefined;
 }
 
-/** The fastest correct case of `s` of `kind`, if any. */
+/** Whether a case is a TLX kernel (plain or the TLX backend's), not a Triton body. */
+export function isTlx(c: ResultCase): boolean {
+  return c.role === "tlx" || c.role === "tlx-emitted";
+}
+
+/** The fastest correct Triton case of `s` of `kind`, if any (TLX cases are not table bodies). */
 export function fastest(s: ResultShape, kind?: "plain" | "emitted"): (ResultCase & { ms: number }) | undefined {
-  const ok = s.cases.filter((c): c is ResultCase & { ms: number } => (kind === undefined || c.kind === kind) && correct(c));
+  const ok = s.cases.filter((c): c is ResultCase & { ms: number } => (kind === undefined || c.kind === kind) && !isTlx(c) && correct(c));
   return ok.sort((a, b) => a.ms - b.ms)[0];
+}
+
+/** The fastest correct kernel of the TLX backend at `s` (role `tlx-emitted`), if any. */
+export function fastestTlx(s: ResultShape): (ResultCase & { ms: number; warpSpecialization: WarpSpecialization }) | undefined {
+  const ok = s.cases.filter(
+    (c): c is ResultCase & { ms: number; warpSpecialization: WarpSpecialization } =>
+      c.role === "tlx-emitted" && c.warpSpecialization !== undefined && correct(c),
+  );
+  return ok.sort((a, b) => a.ms - b.ms)[0];
+}
+
+/** How a table's `source` names the run its TLX configurations (and the entries' times) came from. */
+export const TLX_SOURCE = "(tlx, with the entries' ms and cublasMs)";
+
+/** The TLX entry of a case. */
+function tlxEntry(c: ResultCase & { ms: number; warpSpecialization: WarpSpecialization }): TlxConfigEntry {
+  const w = c.warpSpecialization;
+  return {
+    consumerSchedule: w.consumerSchedule,
+    BM: c.config.BM,
+    BN: c.config.BN,
+    BK: c.config.BK,
+    groupM: c.config.groupM,
+    stages: w.stages ?? c.config.numStages,
+    ...(w.epilogueSplit === 1 || w.epilogueSplit === 2 ? { epilogueSplit: w.epilogueSplit } : {}),
+    ms: Number(c.ms.toFixed(4)),
+  };
+}
+
+/**
+ * `table` with each entry that `results` measured given its shape's fastest TLX backend
+ * kernel (`tlx`) and its own `ms` / `cublasMs` from the same run: the `tuned` case of the
+ * shape must be the entry's configuration. Entries the run did not measure are kept as
+ * they are (without a `tlx` added).
+ * @throws {Error} for another device or target, or a tuned case that is not the entry's configuration.
+ */
+export function withTlx(table: ComputeConfigTable, results: ComputeResults, source: string): ComputeConfigTable {
+  if (results.target !== undefined && results.target !== table.target)
+    throw new Error(`these results were emitted for ${results.target}, not the ${table.target} table`);
+  if (!table.device.startsWith(results.device))
+    throw new Error(`the ${table.target} table was measured on ${table.device}, these results on ${results.device}`);
+  let covered = 0;
+  const entries = table.entries.map((e) => {
+    const s = results.shapes.find((x) => x.op === e.op && x.M === e.M && x.N === e.N && x.K === e.K && x.dtype === e.dtype);
+    if (s === undefined) return e;
+    const tuned = s.cases.find((c): c is ResultCase & { ms: number } => c.role === "tuned" && correct(c));
+    const t = fastestTlx(s);
+    if (tuned === undefined || t === undefined) return e;
+    const c = tuned.config;
+    if (c.body !== e.body || c.BM !== e.BM || c.BN !== e.BN || c.BK !== e.BK || c.groupM !== e.groupM || c.numStages !== e.numStages)
+      throw new Error(`${s.name}: the run's tuned kernel (${tuned.label}) is not the table's entry; emit the bench from this table`);
+    covered += 1;
+    return { ...e, ms: Number(tuned.ms.toFixed(4)), cublasMs: Number(s.cublas.ms.toFixed(4)), tlx: tlxEntry(t) };
+  });
+  const date = source.match(/\d{4}-\d{2}-\d{2}/)?.[0] ?? table.measured;
+  if (covered === 0) throw new Error("the results hold no shape of the table with a correct tuned case and TLX backend kernel");
+  return parseComputeConfigs({
+    ...table,
+    measured: [table.measured, date].sort().at(-1),
+    source: `${table.source
+      .split("; ")
+      .filter((p) => !p.endsWith(TLX_SOURCE))
+      .join("; ")}; ${source} ${TLX_SOURCE}`,
+    entries,
+  });
 }
 
 /**
@@ -138,7 +216,9 @@ export function mergeTables(table: ComputeConfigTable, update: ComputeConfigTabl
   const older = table.source
     .split("; ")
     .filter((part) => !ops.some((op) => part.endsWith(`(${op})`)))
-    .map((part) => (/\([a-z-]+\)$/.test(part) ? part : `${part} (${[...new Set(kept.map((e) => e.op))].join(", ")})`));
+    .map((part) =>
+      /\([a-z-]+\)$/.test(part) || part.endsWith(TLX_SOURCE) ? part : `${part} (${[...new Set(kept.map((e) => e.op))].join(", ")})`,
+    );
   return parseComputeConfigs({
     ...update,
     measured: [table.measured, update.measured].sort().at(-1),
@@ -173,7 +253,7 @@ function main(): void {
   const [file, target, source] = process.argv.slice(2);
   if (file === undefined || target === undefined || source === undefined) {
     console.error(
-      "usage: tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain] [--only gemm-rs,...]",
+      "usage: tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain] [--only gemm-rs,...] [--tlx]",
     );
     process.exit(2);
   }
@@ -181,6 +261,15 @@ function main(): void {
   const kind = ki >= 0 ? (process.argv[ki + 1] as "plain" | "emitted") : undefined;
   const oi = process.argv.indexOf("--only");
   const results = JSON.parse(readFileSync(file, "utf8")) as ComputeResults;
+  if (process.argv.includes("--tlx")) {
+    const path = computeConfigPath(target as TargetName);
+    const table = withTlx(parseComputeConfigs(JSON.parse(readFileSync(path, "utf8"))), results, source);
+    writeFileSync(path, serializeTable(table));
+    console.log(
+      `${path}: ${table.entries.filter((e) => e.tlx !== undefined).length} of ${table.entries.length} entries with a TLX configuration`,
+    );
+    return;
+  }
   if (oi < 0) {
     const { path, table } = writeTable(results, target as TargetName, source, kind);
     console.log(`${path}: ${table.entries.length} entries from ${file}`);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { computeConfigs, lookupComputeConfig, resolveCompute } from "@ovl/tlx-emitter";
 import { afterAll, describe, expect, it } from "vitest";
 import { benchCases, shapeOperator } from "./compute-cases.js";
-import { mergeTables, tableOf, writeTable, type ComputeResults, type ResultShape } from "./compute-table.js";
+import { mergeTables, tableOf, withTlx, writeTable, type ComputeResults, type ResultCase, type ResultShape } from "./compute-table.js";
 import { sweepFile, targetArg, type ComputeBenchFile } from "./emit-compute.js";
 
 const dirs: string[] = [];
@@ -122,6 +122,101 @@ describe("emit-compute --target", () => {
     );
     expect(() => mergeTables(committed, { ...update, device: "NVIDIA H100 80GB HBM3, torch 2.11" }, ["gemm-rs"])).toThrow(/measured on/);
   }, 120_000);
+
+  it("--tlx adds each shape's fastest correct TLX backend kernel, with the entry's own times from the same run", () => {
+    // The committed table without TLX configurations (it may hold some already).
+    const committed = computeConfigs("h200")!;
+    const table = { ...committed, entries: committed.entries.map(({ tlx: _tlx, ...e }) => e) };
+    const run = (tuned: (e: (typeof table.entries)[number]) => ResultCase["config"]): ComputeResults => ({
+      schema: "ovl.compute-results/v1",
+      mode: "bench",
+      target: "h200",
+      device: table.device.split(",")[0]!,
+      sms: 132,
+      torch: "2.11",
+      triton: "3.6",
+      cuda: "13.0",
+      method: "test",
+      skipped: [],
+      shapes: table.entries.slice(0, 6).map((e, i) => {
+        const ws = (consumerSchedule: "cooperative" | "pingpong", stages: number) => ({
+          consumerSchedule,
+          stages,
+          epilogueSplit: 2 as const,
+        });
+        const tlx = (label: string, ms: number, relErr: number, w: ReturnType<typeof ws>, BN: number): ResultCase => ({
+          label,
+          kind: "emitted",
+          role: "tlx-emitted",
+          entry: "tlx",
+          config: { body: `tlx-${w.consumerSchedule}`, BM: 128, BN, BK: 64, groupM: 8, numStages: w.stages, numWarps: 4 },
+          warpSpecialization: w,
+          ms,
+          relErr,
+          allWritten: true,
+        });
+        return {
+          name: `s${i}`,
+          op: e.op,
+          role: e.op === "ag-gemm" ? "consumer" : "producer",
+          mlp: "MLP-1",
+          world: 2,
+          M: e.M,
+          N: e.N,
+          K: e.K,
+          dtype: "bf16",
+          flops: 1,
+          cublas: { ms: 0.5 + i, tflops: 1, relErr: 1e-3 },
+          cases: [
+            { label: "tuned", kind: "emitted", role: "tuned", entry: "k", config: tuned(e), ms: 0.4 + i, relErr: 1e-3, allWritten: true },
+            // The fastest is wrong and must never become the entry; then the ping-pong kernel wins.
+            tlx("wrong", 0.01, 0.5, ws("cooperative", 3), 256),
+            tlx("pp", 0.3 + i, 1e-3, ws("pingpong", 6), 128),
+            tlx("coop", 0.35 + i, 1e-3, ws("cooperative", 3), 256),
+          ],
+        };
+      }),
+    });
+    const own = (e: (typeof table.entries)[number]) => ({
+      body: e.body,
+      BM: e.BM,
+      BN: e.BN,
+      BK: e.BK,
+      groupM: e.groupM,
+      numStages: e.numStages,
+      numWarps: e.numWarps,
+    });
+    const t = withTlx(table, run(own), "results/gpu/tlx-2026-12-01/bench.json");
+    const covered = t.entries.filter((e) => e.tlx !== undefined);
+    expect(covered).toHaveLength(6);
+    covered.forEach((e, i) => {
+      expect(e.tlx).toEqual({
+        consumerSchedule: "pingpong",
+        BM: 128,
+        BN: 128,
+        BK: 64,
+        groupM: 8,
+        stages: 6,
+        epilogueSplit: 2,
+        ms: 0.3 + i,
+      });
+      expect(e.ms).toBeCloseTo(0.4 + i, 6);
+      expect(e.cublasMs).toBeCloseTo(0.5 + i, 6);
+    });
+    expect(t.entries.slice(6)).toEqual(table.entries.slice(6));
+    expect(t.source.endsWith("results/gpu/tlx-2026-12-01/bench.json (tlx, with the entries' ms and cublasMs)")).toBe(true);
+    // A second run replaces the tlx part of the source.
+    expect(withTlx(t, run(own), "results/gpu/tlx-2026-12-02/bench.json").source.match(/\(tlx,/g)).toHaveLength(1);
+    // A run whose tuned kernels are not the table's, or another GPU's, is refused.
+    expect(() =>
+      withTlx(
+        table,
+        run((e) => ({ ...own(e), BN: e.BN / 2 })),
+        "x",
+      ),
+    ).toThrow(/is not the table's entry/);
+    expect(() => withTlx(table, { ...run(own), device: "NVIDIA H100 80GB HBM3" }, "x")).toThrow(/measured on/);
+  });
 
   it("sweep records its target", () => {
     expect(sweepFile(2, "h100").file.target).toBe("h100");

@@ -15,7 +15,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_TARGET, TARGETS, type TargetName } from "@ovl/primitives";
 import { computeKey, computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
-import { builtinBodyPath, type BuiltinBodyName } from "@ovl/tlx-emitter";
+import { builtinBodyPath, type BuiltinBodyName, type WarpSpecialization } from "@ovl/tlx-emitter";
 import { benchCases } from "./compute-cases.js";
 import { computeShapes, type ComputeShape } from "./compute-shapes.js";
 
@@ -41,8 +41,13 @@ export interface ComputeCase {
   readonly constexprs: Readonly<Record<string, number>>;
   /** Tiles of the problem: the persistent grid is min(SMs, tiles). */
   readonly tiles: number;
-  /** In a bench run: the tuned kernel, its plain body, the previous default, or another configuration. */
-  readonly role?: "tuned" | "tuned-plain" | "previous" | "alternative";
+  /** In a bench run: the tuned kernel, its plain body, the previous default, another configuration, a plain TLX GEMM, or the TLX backend's kernel. */
+  readonly role?: "tuned" | "tuned-plain" | "previous" | "alternative" | "tlx" | "tlx-emitted";
+  /** TLX cases: the consumer schedule and ring of the kernel. */
+  readonly warpSpecialization?: WarpSpecialization;
+  /** A precompiled kernel (TLX): its cubin and metadata, relative to the directory; `file` is its source. */
+  readonly cubin?: string;
+  readonly metadata?: string;
 }
 
 /** The file compute_bench.py reads. */

@@ -4,7 +4,10 @@
 // SM pushes, and DistFuse's tile-wise one) and, at worlds 2 and 4, AllGather+grouped GEMM
 // (built-in MoE body, 8 experts, uneven routing) at one moderate shape for several worlds, as manifests that
 // `python -m ovl_runtime run --ranks-on-one-gpu` runs with every rank on one GPU:
-//   tsx src/gpu/emit-onegpu.ts <out-dir> [--worlds 2,4,8] [--shape 4096,2048,1024]
+//   tsx src/gpu/emit-onegpu.ts <out-dir> [--worlds 2,4,8] [--shape 4096,2048,1024] [--tlx]
+// With --tlx, the TLX backend's AllGather+GEMM and GEMM+ReduceScatter (cooperative and
+// ping-pong consumers; GEMM+RS with copy-engine and SM-push deliveries) instead, each with
+// its expect.json: compile them with @ovl/tlx-emitter's scripts/tlx-aot-compile.py first.
 // The shape is M,N,K of the whole operator (AG+GEMM: C[M,N] = gather(A)[M,K] @ B[K,N];
 // GEMM+RS: each rank's A[M,K] @ B[K,N] summed and scattered by rows; GEMM+AR: the same sum,
 // all of it on every rank; grouped: C[rows of
@@ -25,6 +28,7 @@ import {
   builtinBody,
   compile,
   emitManifestJson,
+  tlxBackend,
   tutorialMatmulBody,
   type EmitOptions,
   type EmitResult,
@@ -188,18 +192,69 @@ export async function gemmArCases(
   return cases;
 }
 
+/**
+ * The TLX backend's cases of one world: AllGather+GEMM (swizzled push plan, split 2) and
+ * GEMM+RS (direct, split 2; copy engine and SM pushes), each with cooperative (128×256×64,
+ * 3 stages) and ping-pong (128×128×64, 5 stages, two epilogue stores) consumers.
+ */
+export async function tlxOneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
+  const timing = { warmup: 2, reps: 5, checkRuns: 4 };
+  const tag = `w${world}`;
+  const cases: Record<string, EmitResult> = {};
+  const consumers = {
+    coop: { tile: { BM: 128, BN: 256, BK: 64 }, ws: { consumerSchedule: "cooperative" as const, stages: 3 } },
+    pp: { tile: { BM: 128, BN: 128, BK: 64 }, ws: { consumerSchedule: "pingpong" as const, stages: 5, epilogueSplit: 2 } },
+  };
+  const ag = planSignals(
+    allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2, side: "push" }),
+  );
+  const rs = planSignals(
+    reduceScatterDirect({
+      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+      src: "C_partial",
+      axis: 0,
+      mesh: [world],
+      split: 2,
+      afterCompute: true,
+    }),
+  );
+  for (const [c, { tile, ws }] of Object.entries(consumers)) {
+    const base = { problem: { M, N, K }, tile, groupM: 8, warpSpecialization: ws };
+    const agName = `${tag}_tlx_ag_gemm_${c}`;
+    cases[agName] = await compile(
+      { ...base, name: agName, kind: "ag-gemm", plan: ag, body: builtinBody("gemm_tma_persistent"), options: { timing } },
+      tlxBackend(),
+    );
+    if (M % world !== 0 || (M / world) % tile.BM !== 0) continue;
+    for (const [b, options] of [
+      ["ce", { backend: "copy-engine" }],
+      ["sm", { backend: "sm", commSms: 8 }],
+    ] as const) {
+      const name = `${tag}_tlx_gemm_rs_${c}_${b}`;
+      cases[name] = await compile(
+        { ...base, name, kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), options: { ...options, timing } },
+        tlxBackend(),
+      );
+    }
+  }
+  return cases;
+}
+
 const out = process.argv[2];
 if (out === undefined || out.startsWith("--")) {
-  console.error("usage: tsx src/gpu/emit-onegpu.ts <out-dir> [--worlds 2,4,8] [--shape M,N,K]");
+  console.error("usage: tsx src/gpu/emit-onegpu.ts <out-dir> [--worlds 2,4,8] [--shape M,N,K] [--tlx]");
   process.exit(2);
 }
 const [M = 4096, N = 2048, K = 1024] = flag("--shape", "4096,2048,1024");
+const tlx = process.argv.includes("--tlx");
 for (const world of flag("--worlds", "2,4,8")) {
-  for (const [name, result] of Object.entries(await oneGpuCases(world, M, N, K))) {
+  const cases = tlx ? await tlxOneGpuCases(world, M, N, K) : await oneGpuCases(world, M, N, K);
+  for (const [name, result] of Object.entries(cases)) {
     const dir = join(out, name);
     mkdirSync(dir, { recursive: true });
     for (const f of result.files) writeFileSync(join(dir, f.path), f.text);
     writeFileSync(join(dir, "manifest.json"), emitManifestJson(result.manifest));
+    if (result.expect !== undefined) writeFileSync(join(dir, "expect.json"), `${JSON.stringify(result.expect, null, 2)}\n`);
     console.log(`${dir} (world ${world})`);
   }
 }

@@ -1,4 +1,4 @@
-"""The TLX kernel kinds (``tlx-gemm``, ``tlx-ag-gemm``, ``tlx-ag-gemm-push``) executed in numpy.
+"""The TLX kernel kinds (``tlx-gemm``, ``tlx-ag-gemm``, ``tlx-ag-gemm-push``, ``tlx-gemm-rs``) executed in numpy.
 
 They compute what their plain counterparts compute, through the same tables: the warp
 specialisation changes who issues a load, not which rows a tile reads or which slot it
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .emulate_kernels import KernelContext, ag_gemm_consumer, grouped_tiles
+from .emulate_kernels import KernelContext, ag_gemm_consumer, gemm_producer, grouped_tiles
 from .errors import KernelFault, ManifestError
 from .manifest import NumSms
 
@@ -120,8 +120,15 @@ def tlx_ag_gemm_push(ctx: KernelContext) -> None:
     ag_gemm_consumer(ctx)
 
 
+def tlx_gemm_rs(ctx: KernelContext) -> None:
+    """The GEMM+RS producer: m-blocks in ``order_ptr`` order, each tile stored, then its slot
+    ``notify_ptr[pid_m]`` notified (cooperative and ping-pong consumers store the same tiles)."""
+    gemm_producer(ctx)
+
+
 TLX_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
     "tlx-gemm": tlx_gemm,
+    "tlx-gemm-rs": tlx_gemm_rs,
     "tlx-ag-gemm": tlx_ag_gemm,
     "tlx-ag-gemm-push": tlx_ag_gemm_push,
 }

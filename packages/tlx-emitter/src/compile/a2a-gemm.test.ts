@@ -62,6 +62,6 @@ describe("compile: AllToAll + GEMM", () => {
 
   it("the TLX backend refuses it with its reason", async () => {
     const { tlxBackend } = await import("./index.js");
-    await expect(compile(a2aOp(2, 64, 1), tlxBackend())).rejects.toThrow(/AllGather\+GEMM only/);
+    await expect(compile(a2aOp(2, 64, 1), tlxBackend())).rejects.toThrow(/AllGather\+GEMM and GEMM\+ReduceScatter only; compile a2a-gemm/);
   });
 });

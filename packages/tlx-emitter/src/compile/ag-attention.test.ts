@@ -202,7 +202,7 @@ describe("compile ag-attention", () => {
       compile({ name: "g", kind: "ag-gemm", plan, body: FLASH, problem: { M: 64, N: 64, K: 64 }, tile: { BM: 16, BN: 16, BK: 16 } }),
     ).rejects.toThrow(/compile it as kind ag-attention/);
     await expect(compile(attentionOp(a, plan, { BM: 16, BN: 16 }), tlxBackend())).rejects.toThrow(
-      /backend tlx: the TLX backend builds AllGather\+GEMM only; compile ag-attention with the triton backend/,
+      /backend tlx: the TLX backend builds AllGather\+GEMM and GEMM\+ReduceScatter only; compile ag-attention with the triton backend/,
     );
   });
 });

@@ -109,7 +109,7 @@ describe("compile ag-grouped-gemm", () => {
       /grouped GEMM needs a consumer body/,
     );
     await expect(compile(groupedOp(plan, 128, 64, 64, { experts: 1, mblockExpert: [0, 0, 0, 0] }), tlxBackend())).rejects.toThrow(
-      /AllGather\+GEMM only/,
+      /AllGather\+GEMM and GEMM\+ReduceScatter only; compile ag-grouped-gemm/,
     );
   });
 

@@ -14,12 +14,12 @@ import { collectiveAlternative } from "../emit/host-ops.js";
 import { compileAgGroupedGemm } from "./ag-grouped-gemm.js";
 import { compileAgMoe } from "./ag-moe.js";
 import { compileMoeRs } from "./moe-rs.js";
-import { builtinBody } from "./builtin.js";
 import { compileGemmAr, realisableArPlan } from "./gemm-ar.js";
-import { compileGemmRs } from "./gemm-rs.js";
+import { compileGemmRs, partialTensor } from "./gemm-rs.js";
+import { emitTlxGemmRs } from "../tlx/gemm-rs.js";
 import { operatorSchedule, type Operator, type OperatorInput, type OperatorKind } from "./operator.js";
 import { planTensor } from "./consumer.js";
-import { resolveCompute } from "./tuned.js";
+import { builtinOf, resolveCompute } from "./tuned.js";
 import type { TargetName } from "@ovl/primitives";
 
 /** Version of the backend contract a backend implements. */
@@ -57,29 +57,63 @@ export const tritonBackend: Backend = {
   realise: (op) => TRITON_REALISE[op.kind](op),
 };
 
+/** Options of {@link tlxBackend}. */
+export interface TlxBackendOptions {
+  readonly target?: TlxTarget;
+  /** AllGather+GEMM transport: host copies (`copy-engine`, default) or the in-kernel communication task. */
+  readonly comm?: "copy-engine" | "comm-task";
+}
+
 /**
- * TLX: warp-specialised AllGather+GEMM on Hopper (a TMA producer warp, wgmma consumer
- * warps, chunk waits), assembled from TLX parts; the body must be ovl's built-in TMA GEMM,
- * since a TLX kernel is not a transformation of a Triton body.
+ * TLX: warp-specialised AllGather+GEMM and GEMM+ReduceScatter on Hopper (a TMA producer
+ * warp group, two wgmma consumer warp groups, cooperative or ping-pong, with chunk waits
+ * before a tile's loads or tile-done notifies after its stores), assembled from TLX parts.
+ * The body must be one of ovl's built-in bodies of the operator's family (the GEMM is the
+ * same), since a TLX kernel is not a transformation of a Triton body. The operator's
+ * `warpSpecialization` (from the tuned table's TLX entry when it names no tile) picks the
+ * consumer schedule and the ring.
  */
-export function tlxBackend(options: { readonly target?: TlxTarget; readonly comm?: "copy-engine" | "comm-task" } = {}): Backend {
+export function tlxBackend(options: TlxBackendOptions = {}): Backend {
   return {
     specificationVersion: BACKEND_SPECIFICATION,
     name: "tlx",
     refusal(op) {
-      if (op.kind !== "ag-gemm") return `the TLX backend builds AllGather+GEMM only; compile ${op.kind} with the triton backend`;
-      if (op.body.source !== builtinBody("gemm_tma_persistent").source) {
+      if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs")
+        return `the TLX backend builds AllGather+GEMM and GEMM+ReduceScatter only; compile ${op.kind} with the triton backend`;
+      if (builtinOf(op) === undefined) {
         return `the TLX backend assembles its own warp-specialised GEMM and cannot transform ${op.body.path}; use the triton backend for a local body`;
       }
       if ((options.target ?? "sm_90a") !== "sm_90a")
-        return 'TLX AllGather+GEMM is emitted for sm_90a only: use tlxBackend({ target: "sm_90a" }), or the triton backend';
+        return 'TLX operators are emitted for sm_90a only: use tlxBackend({ target: "sm_90a" }), or the triton backend';
+      if (op.kind === "gemm-rs" && options.comm !== undefined)
+        return "the comm option is AllGather+GEMM's transport; GEMM+ReduceScatter takes options.backend (copy-engine or sm)";
       return undefined;
     },
     async realise(op) {
+      const { backend: transfers, numWarps: _w, numStages: _s, ...rest } = op.options ?? {};
+      const ws = op.warpSpecialization;
+      const tlxKnobs = {
+        ...(ws === undefined ? {} : { consumerSchedule: ws.consumerSchedule }),
+        ...(ws?.stages === undefined ? {} : { stages: ws.stages }),
+        ...(ws?.epilogueSplit === undefined ? {} : { epilogueSplit: ws.epilogueSplit }),
+      };
+      if (op.kind === "gemm-rs") {
+        const schedule = operatorSchedule(op, partialTensor(op), "producer", true);
+        return emitTlxGemmRs(op.plan, schedule, {
+          ...rest,
+          ...(transfers === undefined ? {} : { backend: transfers }),
+          ...tlxKnobs,
+          name: op.name,
+        });
+      }
       const schedule = operatorSchedule(op, planTensor(op, "AllGather+GEMM"), "consumer", true);
-      const { backend: _transfers, numWarps: _w, numStages: _s, ...rest } = op.options ?? {};
-      const r = emitTlxAgGemm(op.plan, schedule, { ...rest, name: op.name, ...(options.comm === undefined ? {} : { comm: options.comm }) });
-      return { files: r.files, manifest: r.manifest };
+      const r = emitTlxAgGemm(op.plan, schedule, {
+        ...rest,
+        ...tlxKnobs,
+        name: op.name,
+        ...(options.comm === undefined ? {} : { comm: options.comm }),
+      });
+      return { files: r.files, manifest: r.manifest, expect: r.expect };
     },
   };
 }
@@ -154,7 +188,8 @@ export async function compile(op: OperatorInput, backend: Backend = tritonBacken
   }
   const plan = realisablePlan(op);
   const decomposed = plan === op.plan ? op : { ...op, plan };
-  const tuning = backend === tritonBackend ? (options.target === undefined ? {} : { target: options.target }) : { table: null };
+  const target = options.target === undefined ? {} : { target: options.target };
+  const tuning = backend === tritonBackend ? target : backend.name === "tlx" ? { ...target, backend: "tlx" as const } : { table: null };
   const realised = resolveCompute(decomposed, tuning).op;
   const why = backend.refusal(realised);
   if (why !== undefined) throw new EmitError("unsupported-op", `backend ${backend.name}: ${why}`);

@@ -13,6 +13,23 @@ export const COMPUTE_CONFIGS_SCHEMA = "ovl.compute-configs/v1" as const;
 
 const Dim = z.number().int().positive();
 
+/** The fastest warp-specialised (TLX, sm_90a) GEMM measured at a shape, which the TLX backend takes. */
+export const TlxConfigEntry = z.object({
+  /** How the two consumer warp groups share tiles. */
+  consumerSchedule: z.enum(["cooperative", "pingpong"]),
+  BM: Dim,
+  BN: Dim,
+  BK: Dim,
+  groupM: Dim,
+  /** Ring depth. */
+  stages: Dim,
+  /** Ping-pong: column slices of the epilogue's TMA stores. */
+  epilogueSplit: z.union([z.literal(1), z.literal(2)]).optional(),
+  /** Measured median (ms), in the same run as the entry's own `ms` and `cublasMs`. */
+  ms: z.number().positive().optional(),
+});
+export type TlxConfigEntry = z.infer<typeof TlxConfigEntry>;
+
 /** One measured shape and the configuration that won there. */
 export const ComputeConfigEntry = z.object({
   /** The operator whose compute kernel this is: AG+GEMM's consumer or GEMM+RS's producer. */
@@ -33,6 +50,8 @@ export const ComputeConfigEntry = z.object({
   /** Measured median of the winner and of cuBLAS in the same run (ms), for people. */
   ms: z.number().positive().optional(),
   cublasMs: z.number().positive().optional(),
+  /** The TLX backend's configuration at this shape (absent: not measured; the TLX backend then takes its defaults). */
+  tlx: TlxConfigEntry.optional(),
 });
 export type ComputeConfigEntry = z.infer<typeof ComputeConfigEntry>;
 

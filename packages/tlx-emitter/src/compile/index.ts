@@ -8,13 +8,24 @@ export {
   BACKEND_SPECIFICATION,
   type Backend,
   type CompileOptions,
+  type TlxBackendOptions,
 } from "./backend.js";
-export type { Operator, OperatorInput, OperatorKind, KernelBody, GemmProblem, ExpertRouting, MoeRouting } from "./operator.js";
+export type {
+  Operator,
+  OperatorInput,
+  OperatorKind,
+  KernelBody,
+  GemmProblem,
+  ExpertRouting,
+  MoeRouting,
+  WarpSpecialization,
+} from "./operator.js";
 export { DEFAULT_GROUP_M, DEFAULT_TILE } from "./operator.js";
 export {
   COMPUTE_CONFIGS_SCHEMA,
   ComputeConfigEntry,
   ComputeConfigTable,
+  TlxConfigEntry,
   computeConfigPath,
   computeConfigTargets,
   computeConfigs,
@@ -23,7 +34,7 @@ export {
   type ComputeMatch,
   type ComputeQuery,
 } from "./configs.js";
-export { describeTable, resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./tuned.js";
+export { builtinOf, describeTable, resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./tuned.js";
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./builtin.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";

@@ -90,6 +90,20 @@ export interface Operator {
   readonly bind?: Readonly<Record<string, Binding>>;
   /** Element type, transfers (`copy-engine` | `sm`), launch and timing options. */
   readonly options?: EmitOptions;
+  /**
+   * TLX backend only: how the warp-specialised GEMM's two consumer warp groups share tiles
+   * (`cooperative`: half of every tile each; `pingpong`: whole tiles in turn), its ring
+   * depth and the epilogue's column slices (ping-pong). The tuned table's TLX entry fills
+   * it when the operator names no tile; default cooperative, 3 stages.
+   */
+  readonly warpSpecialization?: WarpSpecialization;
+}
+
+/** The TLX GEMM's consumer schedule and ring (see `Operator.warpSpecialization`). */
+export interface WarpSpecialization {
+  readonly consumerSchedule: "cooperative" | "pingpong";
+  readonly stages?: number;
+  readonly epilogueSplit?: number;
 }
 
 /**

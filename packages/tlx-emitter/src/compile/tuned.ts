@@ -38,6 +38,11 @@ export interface ResolveComputeOptions {
   readonly target?: TargetName;
   /** A table to use instead of the package's; `null`: none (the default tile). */
   readonly table?: ComputeConfigTable | null;
+  /**
+   * The backend the configuration is for (default `triton`): `tlx` takes the entry's `tlx`
+   * configuration (tile, grouping, consumer schedule, stages) and keeps the body.
+   */
+  readonly backend?: "triton" | "tlx";
 }
 
 /** The family a built-in body belongs to: variants of one family compute the same GEMM. */
@@ -47,7 +52,7 @@ const FAMILIES: Readonly<Record<string, readonly BuiltinBodyName[]>> = {
 };
 
 /** The built-in body `op.body` is (by its text), if any. */
-function builtinOf(op: OperatorInput): BuiltinBodyName | undefined {
+export function builtinOf(op: OperatorInput): BuiltinBodyName | undefined {
   return FAMILIES[op.kind]?.find((n) => builtinBody(n).source === op.body.source);
 }
 
@@ -97,6 +102,24 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
   const e = found.entry;
   if (op.kind === "gemm-rs" && rowGranularity(op.plan) % e.BM !== 0)
     return fallback(`the plan's chunks are not whole ${e.BM}-row blocks of the tuned tile`);
+  if (options.backend === "tlx") {
+    const t = e.tlx;
+    if (t === undefined) return fallback(`the ${table.target} table's ${op.kind} entry has no TLX configuration`);
+    if (op.kind === "gemm-rs" && rowGranularity(op.plan) % t.BM !== 0)
+      return fallback(`the plan's chunks are not whole ${t.BM}-row blocks of the tuned TLX tile`);
+    const ws = {
+      consumerSchedule: t.consumerSchedule,
+      stages: t.stages,
+      ...(t.epilogueSplit === undefined ? {} : { epilogueSplit: t.epilogueSplit }),
+    };
+    const tunedTlx: Operator = {
+      ...op,
+      tile: { BM: t.BM, BN: t.BN, BK: t.BK },
+      groupM: op.groupM ?? t.groupM,
+      warpSpecialization: op.warpSpecialization ?? ws,
+    };
+    return { op: tunedTlx, choice: { source: "table", match: found.match, entry: e, target: table.target, requested: target } };
+  }
   const family = FAMILIES[op.kind] ?? [];
   const body = builtinOf(op) !== undefined && family.includes(e.body) ? builtinBody(e.body) : op.body;
   const tuned: Operator = {

@@ -23,6 +23,11 @@ import { validated } from "./validate.js";
 export interface EmitResult {
   readonly files: EmittedFile[];
   readonly manifest: Manifest;
+  /**
+   * Precompiled (TLX) kernels only: per kernel name, the PTX patterns its compiled code must
+   * hold, for the AOT check (`expect.json` beside the manifest for scripts/tlx-aot-compile.py).
+   */
+  readonly expect?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**

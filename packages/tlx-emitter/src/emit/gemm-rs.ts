@@ -68,7 +68,13 @@ export interface ProducerContext {
 }
 
 /** A producer kernel in place of the `gemm-producer` template (a transformed local body). */
-export type ProducerFactory = (ctx: ProducerContext) => { kernel: Kernel; file: EmittedFile; tables: Table[] };
+export type ProducerFactory = (ctx: ProducerContext) => {
+  kernel: Kernel;
+  file: EmittedFile;
+  tables: Table[];
+  /** A precompiled producer's PTX expectations (the AOT check). */
+  expect?: readonly string[];
+};
 
 /** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
 export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials", out: "rs_out" } as const;
@@ -99,6 +105,8 @@ export interface RsStages {
   readonly hostOps: RankHostOps[];
   /** Parameters of the reduction over `partials` (`rs-reduce`, `ar-reduce`). */
   readonly reduce: RsReduceParams;
+  /** A precompiled producer's PTX expectations, by kernel name. */
+  readonly expect?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** What differs when another operator builds on the GEMM+RS stages. */
@@ -172,7 +180,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
-  return { files, manifest };
+  return { files, manifest, ...(s.expect === undefined ? {} : { expect: s.expect }) };
 }
 
 /** The arguments of `rs-reduce` (and, with `done_base`, `ar-reduce`) over `partials` into `out`. */
@@ -389,5 +397,21 @@ export function gemmRsStages(
     files.push({ path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) });
   }
   const reduce = checkRsReduceParams({ WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: o.reduceBlockN, N, rows_per_rank: rowsPerRank });
-  return { o, world, tensor, params, rowsPerRank, blocksPerSlab, slots, buffers, tables, kernels, files, hostOps, reduce };
+  const expect = made?.expect === undefined ? undefined : { [made.kernel.name]: made.expect };
+  return {
+    o,
+    world,
+    tensor,
+    params,
+    rowsPerRank,
+    blocksPerSlab,
+    slots,
+    buffers,
+    tables,
+    kernels,
+    files,
+    hostOps,
+    reduce,
+    ...(expect === undefined ? {} : { expect }),
+  };
 }

@@ -5,7 +5,7 @@
 // the receivers' producers only ever wait on their own slots.
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { EmitError } from "../writer/index.js";
-import type { TlxCommPart } from "./parts.js";
+import type { EpilogueSync, TlxCommPart } from "./parts.js";
 
 /** PTX of a bounded acquire wait. */
 export const WAIT_PTX = "ld\\.global\\.acquire\\.sys";
@@ -24,11 +24,13 @@ export function noComm(): TlxCommPart {
 
 /**
  * Overlap variant (a): before a tile's loads the producer reads `slot = slot_ptr[pid_m]`
- * and, when it is a chunk slot (>= 0), waits with the device library's bounded
- * `wait_slot` until `sig_ptr[slot]` reaches `target` (epoch × arrivals); the token passes
- * a proxy fence and is threaded into `offs_am`, so no TMA load of those rows is issued
- * before the wait returns (TileLink §4.2). Consumers need no wait: they only read what
- * the producer's loads completed.
+ * and, when it is a chunk slot (>= 0) it has not waited on yet in this launch, waits with
+ * the device library's bounded `wait_slot` until `sig_ptr[slot]` reaches `target` (epoch ×
+ * arrivals); the token passes a proxy fence and is threaded into `offs_am`, so no TMA load
+ * of those rows is issued before the wait returns (TileLink §4.2). A slot once reached
+ * stays reached within the launch, so the producer remembers slots 0..31 it has waited on
+ * (a bit mask) and skips their waits, and the round trip to the signal with them.
+ * Consumers need no wait: they only read what the producer's loads completed.
  */
 export function chunkWaitComm(): TlxCommPart {
   return {
@@ -36,15 +38,60 @@ export function chunkWaitComm(): TlxCommPart {
     args: ["slot_ptr", "sig_ptr", "err_ptr", "rank", "target", "timeout_ns"],
     constexprs: {},
     expect: [WAIT_PTX, "fence\\.proxy\\.async"],
+    writeProducerInit(w) {
+      w.comment("Bit s: slot s (< 32) was already waited on by this producer in this launch.");
+      w.line("waited = 0");
+    },
     writeBeforeLoads(w) {
       w.line("slot = tl.load(slot_ptr + pid_m)");
-      w.block("if slot >= 0", (i) => {
+      w.line("bit = tl.where(slot < 32, tl.full([], 1, tl.int32) << (slot & 31), 0)");
+      w.block("if (slot >= 0) & ((waited & bit) == 0)", (i) => {
         i.line("tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns))");
         i.line("offs_am = consume_token(offs_am, tok)");
+        i.line("waited = waited | bit");
       });
     },
   };
 }
+
+/**
+ * The GEMM+RS producer's tile-done notify (TileLink's producer_tile_notify), deferred by one
+ * tile so that no consumer ever waits for its own stores to land: after a tile's epilogue
+ * stores, each consumer waits until its bulk stores older than this tile's
+ * (`sync.storeGroups` groups) are complete — the previous tile's, long done by then — syncs
+ * the threads that stored that tile and, from the leading warp group, release-adds 1 to its
+ * slot (`notify_ptr[pid_m]` of that tile, when >= 0) at `scope` (`gpu` only when just this
+ * device's kernels wait on the slot); then this tile's slot is the pending one. After its
+ * tile loop each consumer waits for all its stores and notifies the last pending slot.
+ */
+export function tileNotifyComm(scope: "gpu" | "sys" = "sys"): TlxCommPart {
+  if (scope !== "gpu" && scope !== "sys") throw new EmitError("bad-param", `notify scope must be "gpu" or "sys", got ${String(scope)}`);
+  const call = (sync: EpilogueSync, pending: number | string) =>
+    `tile_notify(sig_ptr, pending_slot, ${sync.barrier}, ${sync.threads}, ${sync.leader}, "${scope}", ${pending})`;
+  return {
+    name: "tile-notify",
+    args: ["notify_ptr", "sig_ptr"],
+    constexprs: {},
+    expect: [NOTIFY_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "cp\\.async\\.bulk\\.wait_group\\s+[12]\\b"],
+    writeConsumerInit(w) {
+      w.line("pending_slot = -1");
+    },
+    writeAfterStores(w, sync) {
+      if (!Number.isInteger(sync.storeGroups) || sync.storeGroups < 1 || sync.storeGroups > MAX_STORE_GROUPS) {
+        throw new EmitError("bad-param", `a tile's epilogue must commit 1..${MAX_STORE_GROUPS} bulk store groups, got ${sync.storeGroups}`);
+      }
+      w.comment("The previous tile's stores are older than this tile's: notify its slot now.");
+      w.line(call(sync, sync.storeGroups));
+      w.line("pending_slot = tl.load(notify_ptr + pid_m)");
+    },
+    writeConsumerExit(w, sync) {
+      w.line(call(sync, 0));
+    },
+  };
+}
+
+/** Bulk store groups a tile's epilogue may commit (the `cp.async.bulk.wait_group` immediates `tile_notify` knows). */
+export const MAX_STORE_GROUPS = 2;
 
 /** Fields of one row of the push table (int64), in order. */
 export const PUSH_ROW_FIELDS = ["src_offset", "dst_rank", "dst_offset", "length", "notify_slot"] as const;

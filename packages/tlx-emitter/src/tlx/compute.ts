@@ -31,6 +31,9 @@ export function tlxGemmSharedBytes(p: TlxGemmParams): number {
   return (p.stages ?? 3) * ringStageBytes(p) + p.BLOCK_M * p.BLOCK_N * 2;
 }
 
+/** Named barrier the consumers of a tile sync on after its stores (ping-pong: this and the next id, one per consumer). */
+export const EPILOGUE_BARRIER = 11;
+
 /** Shared memory an sm_90 CTA may use (227 KiB). */
 export const SM90_MAX_SHARED_BYTES = TARGETS.h100.sharedBytesPerBlock;
 
@@ -94,6 +97,8 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
     consumers,
     consumerRegisters: params.consumerRegisters ?? 232,
     accumulatorRegisters: ((BLOCK_M / consumers) * BLOCK_N) / 128,
+    // Every consumer stores a slice of each tile (one TMA store): all of them sync, consumer 0 speaks for it.
+    epilogueSync: { barrier: String(EPILOGUE_BARRIER), threads: 128 * consumers, leader: "cid == 0", storeGroups: 1 },
     dtype,
     writeSetup(w) {
       w.line("SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS");
@@ -125,7 +130,7 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
         k.line("it += 1");
       });
     },
-    writeConsumerTile(w) {
+    writeConsumerTile(w, afterStores) {
       w.line("offs_bn = pid_n * BLOCK_N");
       w.line("acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)");
       w.line("prev = 0");
@@ -143,6 +148,7 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       w.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))");
       w.comment("Epilogue: this consumer's rows of the tile, by TMA store.");
       w.line(`c_desc.store([offs_am + cid * SPLIT_M, offs_bn], acc.to(${tl}))`);
+      afterStores?.(w);
     },
   };
 }

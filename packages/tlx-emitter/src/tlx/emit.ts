@@ -6,6 +6,7 @@ import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { checkPositive } from "../kernels/common.js";
 import { alignmentUnit, checkSegmentAlignment } from "../kernels/sm-comm.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
+import type { ElementType } from "../device/index.js";
 import { type Buffer, type Kernel, type KernelArg, type Manifest, MANIFEST_SCHEMA, type Table } from "../manifest/schema.js";
 import {
   agGemmReference,
@@ -23,8 +24,9 @@ import { validated } from "../emit/validate.js";
 import { EmitError } from "../writer/index.js";
 import { chunkWaitComm, noComm, pushCommTask, PUSH_ROW_FIELDS } from "./comm.js";
 import { tlxGemm } from "./compute.js";
+import { tlxGemmPingPong } from "./compute-pingpong.js";
 import { tlxBlackwellKernel, tlxGemmBlackwell } from "./compute-blackwell.js";
-import { tlxKernel, type TlxKernel } from "./parts.js";
+import { type TlxComputePart, tlxKernel, type TlxKernel } from "./parts.js";
 import { pushRows } from "./push-rows.js";
 import { clcTiles, groupedTiles } from "./schedule.js";
 
@@ -44,6 +46,14 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
   readonly consumers?: number;
   /** Registers per consumer thread (default 232, 208 with a communication task). */
   readonly consumerRegisters?: number;
+  /**
+   * sm_90a plain GEMM: how the two consumer warp groups share tiles — `cooperative`
+   * (default: each takes `BLOCK_M / 2` rows of every tile) or `pingpong` (each takes
+   * whole tiles in turn; one's epilogue overlaps the other's wgmma chain; `tlxGemmPingPong`).
+   */
+  readonly consumerSchedule?: "cooperative" | "pingpong";
+  /** Ping-pong: column slices of the epilogue's TMA stores (1 or 2; default 2). */
+  readonly epilogueSplit?: number;
   /** AG+GEMM transport: `copy-engine` host copies (variant a) or `comm-task` device pushes (variant b). */
   readonly comm?: "copy-engine" | "comm-task";
   /** Pieces each chunk is cut into for the communication task (default 4). */
@@ -63,10 +73,11 @@ function targetOf(options: TlxEmitOptions): TlxTarget {
   const target = options.target ?? "sm_90a";
   if (target !== "sm_90a" && target !== "sm_100a")
     throw new EmitError("bad-param", `target must be "sm_90a" or "sm_100a", got ${String(target)}`);
-  const misplaced =
+  const misplaced = (
     target === "sm_100a"
-      ? (["consumers", "consumerRegisters"] as const).filter((k) => options[k] !== undefined)
-      : (["accBuffers", "epilogueN", "scheduler"] as const).filter((k) => options[k] !== undefined);
+      ? (["consumers", "consumerRegisters", "consumerSchedule", "epilogueSplit"] as const)
+      : (["accBuffers", "epilogueN", "scheduler"] as const)
+  ).filter((k) => options[k] !== undefined);
   if (misplaced.length > 0) throw new EmitError("bad-param", `option ${misplaced.join(", ")} does not apply to target ${target}`);
   const scheduler = options.scheduler ?? "persistent";
   if (scheduler !== "persistent" && scheduler !== "clc")
@@ -83,7 +94,7 @@ export interface TlxEmitResult {
 }
 
 /** The manifest entry of an assembled kernel, marked precompiled for `target`. */
-function tlxEntry(
+export function tlxEntry(
   kernel: TlxKernel,
   name: string,
   grid: Kernel["grid"],
@@ -161,7 +172,7 @@ export function emitTlxGemm(
           kind: "tlx-gemm",
           entry: "tlx_gemm",
           summary: "tlx-gemm: C = A @ B, warp-specialised (TMA producer, replicated wgmma consumers).",
-          compute: tlxGemm({ BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype: o.dtype, ...stagesOf(options) }),
+          compute: hopperGemmPart(tile, o.dtype, options),
           comm: noComm(),
           schedule: groupedTiles({ groupM, ordered: false }),
         });
@@ -201,6 +212,26 @@ export function emitTlxGemm(
     waitTimeoutNs: o.waitTimeoutNs,
   });
   return { files: [{ path: entry.source, text: kernel.source }], manifest, expect: { [entry.name]: kernel.expect } };
+}
+
+/** The sm_90a GEMM compute part `options.consumerSchedule` names. */
+export function hopperGemmPart(tile: { BM: number; BN: number; BK: number }, dtype: ElementType, options: TlxEmitOptions): TlxComputePart {
+  const schedule = options.consumerSchedule ?? "cooperative";
+  const blocks = { BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype };
+  if (schedule === "cooperative") {
+    if (options.epilogueSplit !== undefined) throw new EmitError("bad-param", "epilogueSplit applies to the ping-pong consumers only");
+    return tlxGemm({ ...blocks, ...stagesOf(options) });
+  }
+  if (schedule !== "pingpong")
+    throw new EmitError("bad-param", `consumerSchedule must be "cooperative" or "pingpong", got ${String(schedule)}`);
+  if (options.consumers !== undefined && options.consumers !== 2)
+    throw new EmitError("bad-param", `ping-pong takes exactly 2 consumer warp groups, got ${options.consumers}`);
+  return tlxGemmPingPong({
+    ...blocks,
+    ...(options.stages === undefined ? {} : { stages: options.stages }),
+    ...(options.consumerRegisters === undefined ? {} : { consumerRegisters: options.consumerRegisters }),
+    ...(options.epilogueSplit === undefined ? {} : { epilogueSplit: options.epilogueSplit }),
+  });
 }
 
 function stagesOf(o: TlxEmitOptions): { stages?: number; consumers?: number; consumerRegisters?: number } {
@@ -265,13 +296,9 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
       transport === "comm-task"
         ? "tlx-ag-gemm-push: C = AllGather(A) @ B; a communication task pushes chunks and arrives remotely, the producer waits locally."
         : "tlx-ag-gemm: C = AllGather(A) @ B; the producer waits on the chunk slot of the rows it is about to load.",
-    compute: tlxGemm({
-      BLOCK_M: tile.BM,
-      BLOCK_N: tile.BN,
-      BLOCK_K: tile.BK,
-      dtype: o.dtype,
-      ...(pushes === undefined ? {} : { consumerRegisters: 208 }),
-      ...stagesOf(options),
+    compute: hopperGemmPart(tile, o.dtype, {
+      ...options,
+      ...(options.consumerRegisters === undefined && pushes !== undefined ? { consumerRegisters: 208 } : {}),
     }),
     comm: pushes === undefined ? [chunkWaitComm()] : [chunkWaitComm(), pushCommTask({ block: options.commBlock ?? 2048 })],
     schedule: groupedTiles({ groupM: options.groupM ?? schedule.tiling.groupSizeM, ordered: true }),

@@ -1,10 +1,12 @@
 // Worked TLX examples (used by the tests, the AOT check and the GPU runs): the plain TLX
-// GEMM, and AllGather+GEMM over a push-swizzled AllGather with copy-engine transfers
-// (variant a) and with the in-kernel communication task (variant b); and the sm_100a GEMM
-// (compiled ahead of time only).
-import { allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+// GEMM (cooperative and ping-pong consumers), AllGather+GEMM over a push-swizzled AllGather
+// with copy-engine transfers (variant a) and with the in-kernel communication task
+// (variant b), GEMM+ReduceScatter (cooperative with copy-engine deliveries, ping-pong with
+// SM pushes); and the sm_100a GEMM (compiled ahead of time only).
+import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
 import type { ExampleShape } from "../emit/examples.js";
 import { emitTlxAgGemm, emitTlxGemm, type TlxEmitResult } from "./emit.js";
+import { emitTlxGemmRs } from "./gemm-rs.js";
 
 /** Problem sizes of the TLX examples: those of the plain examples (default tile 128 × 256 × 64 here, the H200 configuration). */
 export type TlxExampleShape = ExampleShape;
@@ -27,11 +29,39 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
     { tensor: "A", problem: { M, N, K }, tile: { ...tile, BN: Math.min(tile.BN, 128) }, persistent: { numSms: 132 }, groupSizeM: 8 },
     { role: "consumer" },
   );
+  // GEMM+RS: the partial product's rows reduce-scattered after compute, chunks of split m-block runs.
+  const rsPlan = planSignals(
+    reduceScatterDirect({
+      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+      src: "C_partial",
+      axis: 0,
+      mesh: [world],
+      split,
+      afterCompute: true,
+    }),
+  );
+  const rsSchedule = (t: { BM: number; BN: number; BK: number }) =>
+    lowerToTileSchedule(
+      rsPlan,
+      { tensor: "C_partial", problem: { M, N, K }, tile: t, persistent: { numSms: 132 }, groupSizeM: 8 },
+      { role: "producer" },
+    );
+  const pingpongTile = { ...tile, BN: Math.min(tile.BN, 128) };
+  const pingpong = { consumerSchedule: "pingpong", stages: 5, epilogueSplit: 2 } as const;
   return {
     tlx_gemm: emitTlxGemm({ M, N, K }, tile, { name: "tlx_gemm" }),
+    // Ping-pong consumers hold a whole tile each: at most 128 fp32 accumulator registers a thread.
+    tlx_gemm_pingpong: emitTlxGemm({ M, N, K }, pingpongTile, { name: "tlx_gemm_pingpong", ...pingpong }),
     tlx_ag_gemm: emitTlxAgGemm(plan, schedule, { name: "tlx_ag_gemm", comm: "copy-engine" }),
     // A fourth warp group caps every thread at 128 registers when ptxas compiles: half-width tiles.
     tlx_ag_gemm_push: emitTlxAgGemm(plan, narrow, { name: "tlx_ag_gemm_push", comm: "comm-task" }),
+    tlx_gemm_rs: emitTlxGemmRs(rsPlan, rsSchedule(tile), { name: "tlx_gemm_rs" }),
+    tlx_gemm_rs_pingpong_sm: emitTlxGemmRs(rsPlan, rsSchedule(pingpongTile), {
+      name: "tlx_gemm_rs_pingpong_sm",
+      backend: "sm",
+      commSms: 8,
+      ...pingpong,
+    }),
   };
 }
 

@@ -9,11 +9,22 @@ export {
   type TlxKernelSpec,
   type TlxLoopRole,
   type TlxPartParams,
+  type EpilogueSync,
   type TlxSchedulePart,
   type TlxTask,
 } from "./parts.js";
-export { SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, type TlxGemmParams } from "./compute.js";
-export { chunkWaitComm, noComm, NOTIFY_PTX, PUSH_ROW_FIELDS, pushCommTask, WAIT_PTX, type PushCommTaskOptions } from "./comm.js";
+export { EPILOGUE_BARRIER, SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, type TlxGemmParams } from "./compute.js";
+export { PINGPONG_BARRIERS, tlxGemmPingPong, tlxPingPongSharedBytes, type TlxPingPongParams } from "./compute-pingpong.js";
+export {
+  chunkWaitComm,
+  tileNotifyComm,
+  noComm,
+  NOTIFY_PTX,
+  PUSH_ROW_FIELDS,
+  pushCommTask,
+  WAIT_PTX,
+  type PushCommTaskOptions,
+} from "./comm.js";
 export {
   SM100_MAX_SHARED_BYTES,
   SM100_TMEM_COLUMNS,
@@ -29,3 +40,4 @@ export { pushRows, type PushRows } from "./push-rows.js";
 export { TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
 export { emitTlxAgGemm, emitTlxGemm, type TlxEmitOptions, type TlxEmitResult, type TlxTarget } from "./emit.js";
 export { tlxBlackwellExamples, tlxExamples, type TlxExampleShape } from "./examples.js";
+export { emitTlxGemmRs, TLX_GEMM_RS_KIND, tlxProducerFactory, type TlxProducerOptions } from "./gemm-rs.js";

@@ -6,7 +6,7 @@
 import type { PythonWriter } from "../writer/index.js";
 
 /** Functions `writeTlxLibrary` writes into a TLX module. */
-export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify"] as const;
+export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify", "tile_notify"] as const;
 export type TlxDeviceFunction = (typeof TLX_DEVICE_FUNCTIONS)[number];
 
 /**
@@ -17,6 +17,11 @@ export type TlxDeviceFunction = (typeof TLX_DEVICE_FUNCTIONS)[number];
  * - `task_peer_notify(sig_ptrs, peer, slot, BAR_ID, BAR_THREADS)`: `peer_tile_notify`
  *   from a warp group: a named barrier over that group's threads (its stores first), then
  *   a release add of 1 at system scope on the peer's slot.
+ * - `tile_notify(sig_ptr, slot, BAR_ID, BAR_THREADS, LEADER, SCOPE, PENDING)`: a tile's
+ *   notify from the consumers that stored it: each thread waits until at most its PENDING
+ *   newest bulk (TMA) store groups are incomplete (`cp.async.bulk.wait_group PENDING`), a
+ *   named barrier over those threads, then, in the leading warp group and for a slot
+ *   (>= 0), a release add of 1 on this rank's `sig[slot]` at SCOPE.
  */
 export function writeTlxLibrary(w: PythonWriter, only: readonly TlxDeviceFunction[] = TLX_DEVICE_FUNCTIONS): void {
   const parts: ((w: PythonWriter) => void)[] = [];
@@ -40,6 +45,33 @@ export function writeTlxLibrary(w: PythonWriter, only: readonly TlxDeviceFunctio
         b.line("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)");
         b.line('tl.atomic_add(sig + slot, 1, sem="release", scope="sys")');
       });
+    });
+  }
+  if (only.includes("tile_notify")) {
+    parts.push((m) => {
+      m.line("@triton.jit");
+      m.block(
+        "def tile_notify(sig_ptr, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl.constexpr, LEADER: tl.constexpr, SCOPE: tl.constexpr, PENDING: tl.constexpr)",
+        (b) => {
+          b.docstring(
+            "Release-add 1 to sig[slot] (slot >= 0) once every bulk (TMA) store of this thread but the PENDING newest groups is complete, and every thread of the tile has got there.",
+          );
+          const waits = ["0", "1", "2"].map(
+            (n) =>
+              `tl.inline_asm_elementwise("cp.async.bulk.wait_group ${n}; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)`,
+          );
+          b.block("if PENDING == 0", (x) => x.line(waits[0]!));
+          b.block("elif PENDING == 1", (x) => x.line(waits[1]!));
+          b.block("else", (x) => {
+            x.line("tl.static_assert(PENDING == 2)");
+            x.line(waits[2]!);
+          });
+          b.line("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)");
+          b.block("if LEADER", (l) =>
+            l.block("if slot >= 0", (i) => i.line('tl.atomic_add(sig_ptr + slot, 1, sem="release", scope=SCOPE)')),
+          );
+        },
+      );
     });
   }
   parts.forEach((part, i) => {

@@ -65,7 +65,28 @@ export interface TlxComputePart extends TlxPartParams {
   readonly accumulatorRegisters: number;
   writeSetup(w: PythonWriter): void;
   writeProducerTile(w: PythonWriter): void;
-  writeConsumerTile(w: PythonWriter): void;
+  /** Consumer-task setup before its tile loop (after `it = 0`), e.g. the ping-pong turn. */
+  writeConsumerInit?(w: PythonWriter): void;
+  /** How the consumers that store one tile sync (what a tile-done notify needs). */
+  readonly epilogueSync: EpilogueSync;
+  /**
+   * A tile's wgmma chain and epilogue in each consumer; `afterStores` (when given) is written
+   * right after the tile's epilogue stores, in the branch that made them.
+   */
+  writeConsumerTile(w: PythonWriter, afterStores?: (w: PythonWriter) => void): void;
+}
+
+/**
+ * The threads that store one tile: named barrier `barrier` (an expression) over `threads`
+ * threads syncs them, `leader` (a constexpr expression) is true in the one warp group that
+ * speaks for the tile (e.g. notifies it once), and each tile's epilogue commits
+ * `storeGroups` bulk-store groups (one per TMA store) in every consumer thread.
+ */
+export interface EpilogueSync {
+  readonly barrier: string;
+  readonly threads: number;
+  readonly leader: string;
+  readonly storeGroups: number;
 }
 
 /** A task of its own (its warps and register budget), e.g. the communication task. */
@@ -84,6 +105,14 @@ export interface TlxTask {
 export interface TlxCommPart extends TlxPartParams {
   readonly name: string;
   writeBeforeLoads?(w: PythonWriter): void;
+  /** In the producer before its tile loop. */
+  writeProducerInit?(w: PythonWriter): void;
+  /** In each consumer before its tile loop (after the compute part's own setup). */
+  writeConsumerInit?(w: PythonWriter): void;
+  /** In the consumers, after a tile's epilogue stores (a tile-done notify: TileLink's producer_tile_notify). */
+  writeAfterStores?(w: PythonWriter, sync: EpilogueSync): void;
+  /** In each consumer after its tile loop (e.g. the last deferred notify). */
+  writeConsumerExit?(w: PythonWriter, sync: EpilogueSync): void;
   readonly task?: TlxTask;
 }
 
@@ -228,6 +257,7 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
         t.block(`with tlx.async_task("default")`, (p) => {
           p.comment("Producer: per tile, the communication waits, then TMA loads into the ring.");
           p.line("it = 0");
+          for (const x of comms) x.writeProducerInit?.(p);
           spec.schedule.writeTileLoop(p, (l) => {
             l.line("offs_am = pid_m * BLOCK_M");
             for (const c of comms) c.writeBeforeLoads?.(l);
@@ -240,10 +270,18 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
             c.comment("Consumers: wgmma on the ring slots, then the epilogue.");
             c.line("cid: tl.constexpr = tlx.async_task_replica_id()");
             c.line("it = 0");
+            spec.compute.writeConsumerInit?.(c);
+            for (const x of comms) x.writeConsumerInit?.(c);
+            const sync = spec.compute.epilogueSync;
+            const after = comms.filter((x) => x.writeAfterStores !== undefined);
             spec.schedule.writeTileLoop(c, (l) => {
               l.line("offs_am = pid_m * BLOCK_M");
-              spec.compute.writeConsumerTile(l);
+              spec.compute.writeConsumerTile(
+                l,
+                after.length === 0 ? undefined : (a) => after.forEach((x) => x.writeAfterStores?.(a, sync)),
+              );
             });
+            for (const x of comms) x.writeConsumerExit?.(c, sync);
           },
         );
         for (const task of tasks) {

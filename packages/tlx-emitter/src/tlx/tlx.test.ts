@@ -58,11 +58,15 @@ describe("TLX kernels", () => {
     await expect(ex.tlx_gemm!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm.py");
     await expect(ex.tlx_ag_gemm!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm.py");
     await expect(ex.tlx_ag_gemm_push!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_ag_gemm_push.py");
+    await expect(ex.tlx_gemm_pingpong!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_pingpong.py");
+    await expect(ex.tlx_gemm_rs!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_rs.py");
+    await expect(ex.tlx_gemm_rs_pingpong_sm!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_rs_pingpong.py");
   });
 
   it("python3 ast.parse accepts every emitted TLX module", () => {
     const files: Record<string, string> = {};
     for (const [name, r] of Object.entries(tlxExamples())) for (const f of r.files) files[`${name}/${f.path}`] = f.text;
+    const emitted = Object.keys(files).length;
     for (const dtype of ["bf16", "fp16"] as const) {
       for (const stages of [2, 4]) {
         files[`${dtype}/${stages}.py`] = emitTlxGemm({ M: 256, N: 128, K: 64 }, { BM: 64, BN: 64, BK: 32 }, { dtype, stages, consumers: 1 })
@@ -73,7 +77,7 @@ describe("TLX kernels", () => {
     const result = parseWithPython(files);
     expect(result["control/broken.py"]).toMatch(/line 1/);
     delete result["control/broken.py"];
-    expect(Object.keys(result)).toHaveLength(7);
+    expect(Object.keys(result)).toHaveLength(emitted + 4);
     expect(Object.entries(result).filter(([, v]) => v !== "ok")).toEqual([]);
   });
 

@@ -32,6 +32,8 @@ def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, 
         with tlx.async_task("default"):
             # Producer: per tile, the communication waits, then TMA loads into the ring.
             it = 0
+            # Bit s: slot s (< 32) was already waited on by this producer in this launch.
+            waited = 0
             num_pid_in_group = GROUP_M * num_pid_n
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
@@ -41,9 +43,11 @@ def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, 
                 pid_m = tl.load(order_ptr + visit_m)
                 offs_am = pid_m * BLOCK_M
                 slot = tl.load(slot_ptr + pid_m)
-                if slot >= 0:
+                bit = tl.where(slot < 32, tl.full([], 1, tl.int32) << (slot & 31), 0)
+                if (slot >= 0) & ((waited & bit) == 0):
                     tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns))
                     offs_am = consume_token(offs_am, tok)
+                    waited = waited | bit
                 offs_bn = pid_n * BLOCK_N
                 for ki in range(k_tiles):
                     stage = it % NUM_STAGES

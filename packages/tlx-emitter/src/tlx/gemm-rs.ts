@@ -1,0 +1,99 @@
+// The TLX GEMM+ReduceScatter producer: the warp-specialised GEMM (cooperative or ping-pong
+// consumers) visiting m-blocks in the plan's sending order, each tile notifying its
+// tile-done slot after its TMA stores complete (TileLink's producer_tile_notify). It
+// replaces the transformed Triton body in the GEMM+RS stages (`emitGemmRs`'s producer
+// factory); deliveries and the reduction are the same.
+import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
+import { emitGemmRs, type ProducerFactory } from "../emit/gemm-rs.js";
+import type { EmitOptions } from "../emit/options.js";
+import { SIGNAL_BUFFER } from "../emit/common.js";
+import type { Table } from "../manifest/schema.js";
+import { EmitError } from "../writer/index.js";
+import { tileNotifyComm } from "./comm.js";
+import { hopperGemmPart, tlxEntry, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
+import { tlxKernel } from "./parts.js";
+import { groupedTiles } from "./schedule.js";
+
+/** Template kind of the TLX GEMM+RS producer in a manifest (the runner emulates it as `gemm-producer`). */
+export const TLX_GEMM_RS_KIND = "tlx-gemm-rs";
+
+/** The warp-specialisation knobs of the producer (the tile and grouping come from the GEMM+RS stages). */
+export type TlxProducerOptions = Pick<TlxEmitOptions, "stages" | "consumerRegisters" | "consumerSchedule" | "epilogueSplit">;
+
+/**
+ * A producer factory for `emitGemmRs`: the TLX GEMM at the stages' tile (BLOCK_K as given),
+ * its tile loop reading m-blocks from `mblock_order` (grouped by GROUP_M over visit rows)
+ * and notifying `mblock_notify_slot[pid_m]` per tile at the stages' scope. Marked
+ * precompiled for sm_90a (scripts/tlx-aot-compile.py builds the cubin).
+ * @throws {EmitError} `unsupported-op` for per-tile slots (the tile-wise AllReduce), and
+ *   `bad-param` for tilings the TLX GEMM refuses.
+ */
+export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFactory {
+  return (ctx) => {
+    if (ctx.notifyTile !== undefined) {
+      throw new EmitError(
+        "unsupported-op",
+        "the TLX producer notifies one slot per m-block; the tile-wise AllReduce (a slot per tile) needs the triton backend",
+      );
+    }
+    const p = ctx.params;
+    const { N, K } = p;
+    if (K % 8 !== 0 || N % 8 !== 0)
+      throw new EmitError("bad-param", `TMA needs 16-byte rows: K (${K}) and N (${N}) must be multiples of 8`);
+    const tile = { BM: p.BLOCK_M, BN: p.BLOCK_N, BK: p.BLOCK_K };
+    const kernel = tlxKernel({
+      kind: TLX_GEMM_RS_KIND,
+      entry: "tlx_gemm_rs",
+      summary:
+        "tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified once its TMA stores are complete (a tile later).",
+      compute: hopperGemmPart(tile, ctx.options.dtype, options),
+      comm: tileNotifyComm(ctx.notifyScope ?? "sys"),
+      schedule: groupedTiles({ groupM: p.GROUP_M, ordered: true }),
+    });
+    const tables: Table[] = [
+      { name: "mblock_order", dtype: "int32", values: ctx.order.map((o) => [...o]) },
+      { name: "mblock_notify_slot", dtype: "int32", values: ctx.notify.map((n) => [...n]) },
+    ];
+    const entry = tlxEntry(
+      kernel,
+      "tlx_gemm_rs",
+      [{ kind: "num-sms", cap: ctx.numTiles, ...ctx.reserve }],
+      {
+        a_ptr: { kind: "buffer", name: ctx.a },
+        b_ptr: { kind: "buffer", name: ctx.b },
+        c_ptr: { kind: "buffer", name: ctx.partial },
+        M: { kind: "int", value: p.M },
+        N: { kind: "int", value: N },
+        K: { kind: "int", value: K },
+        order_ptr: { kind: "table", name: "mblock_order" },
+        notify_ptr: { kind: "table", name: "mblock_notify_slot" },
+        sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+      },
+      {
+        ...p,
+        operator: ctx.operator ?? "gemm-rs",
+        consumerSchedule: options.consumerSchedule ?? "cooperative",
+        stages: kernel.constexprs.NUM_STAGES ?? 0,
+      },
+    );
+    return { kernel: entry, file: { path: entry.source, text: kernel.source }, tables, expect: kernel.expect };
+  };
+}
+
+/**
+ * TLX GEMM+ReduceScatter from a direct ReduceScatter plan after compute and its producer
+ * schedule (the inputs of `emitGemmRs`): the TLX producer (`tlxProducerFactory`), then the
+ * same deliveries (`options.backend`: copy engine or SM pushes) and reduction.
+ * @throws {EmitError} as `emitGemmRs` and `tlxProducerFactory`.
+ */
+export function emitTlxGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions & TlxProducerOptions = {}): TlxEmitResult {
+  const { stages, consumerRegisters, consumerSchedule, epilogueSplit, ...emit } = options;
+  const knobs = {
+    ...(stages === undefined ? {} : { stages }),
+    ...(consumerRegisters === undefined ? {} : { consumerRegisters }),
+    ...(consumerSchedule === undefined ? {} : { consumerSchedule }),
+    ...(epilogueSplit === undefined ? {} : { epilogueSplit }),
+  };
+  const r = emitGemmRs(plan, schedule, emit, tlxProducerFactory(knobs));
+  return { files: r.files, manifest: r.manifest, expect: r.expect ?? {} };
+}

@@ -1,0 +1,318 @@
+import { lowerToTileSchedule, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { emitGemmRs } from "../emit/gemm-rs.js";
+import { Manifest } from "../manifest/schema.js";
+import { parseWithPython } from "../testing/python.js";
+import { EmitError, PythonWriter } from "../writer/index.js";
+import {
+  builtinBody,
+  compile,
+  COMPUTE_CONFIGS_SCHEMA,
+  parseComputeConfigs,
+  resolveCompute,
+  tlxBackend,
+  type ComputeConfigTable,
+  type OperatorInput,
+} from "../compile/index.js";
+import {
+  emitTlxGemm,
+  emitTlxGemmRs,
+  EPILOGUE_BARRIER,
+  groupedTiles,
+  NOTIFY_PTX,
+  PINGPONG_BARRIERS,
+  SM90_MAX_SHARED_BYTES,
+  tileNotifyComm,
+  tlxGemm,
+  tlxGemmPingPong,
+  tlxKernel,
+  tlxPingPongSharedBytes,
+} from "./index.js";
+
+function codeOf(f: () => unknown): string | undefined {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof EmitError ? e.code : String(e);
+  }
+  return undefined;
+}
+
+function rsPlan(world: number, M: number, N: number, split: number): ChunkPlan {
+  return planSignals(
+    reduceScatterDirect({
+      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+      src: "C_partial",
+      axis: 0,
+      mesh: [world],
+      split,
+      afterCompute: true,
+    }),
+  );
+}
+
+function rsSchedule(plan: ChunkPlan, M: number, N: number, K: number, tile = { BM: 128, BN: 128, BK: 64 }) {
+  return lowerToTileSchedule(
+    plan,
+    { tensor: "C_partial", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 },
+    { role: "producer" },
+  );
+}
+
+/** The consumer task of a TLX module: from its `replicate=` line to the end. */
+function consumerTask(src: string): string {
+  return src.slice(src.indexOf("replicate="));
+}
+
+describe("ping-pong consumers", () => {
+  it("take whole tiles in turn, handing the tensor cores over through two named barriers", () => {
+    const src = emitTlxGemm({ M: 512, N: 384, K: 256 }, { BM: 128, BN: 128, BK: 64 }, { consumerSchedule: "pingpong", stages: 4 }).files[0]!
+      .text;
+    const c = consumerTask(src);
+    const [first, second] = PINGPONG_BARRIERS;
+    // Consumer 1 lets consumer 0 start, then each waits on its own barrier and arrives on the other's.
+    expect(c.indexOf(`tlx.named_barrier_arrive(${first}, 256)`)).toBeLessThan(c.indexOf("for tile_id in range"));
+    expect(c).toContain(`tlx.named_barrier_wait(${first} + cid, 256)`);
+    expect(c).toContain(`tlx.named_barrier_arrive(${second} - cid, 256)`);
+    // The hand-over comes after the last wgmma is issued and before the epilogue.
+    expect(c.indexOf(`named_barrier_arrive(${second} - cid`)).toBeLessThan(c.indexOf("c_desc.store"));
+    expect(c.indexOf(`named_barrier_arrive(${second} - cid`)).toBeGreaterThan(c.lastIndexOf("tlx.async_dot("));
+    // The other consumer's tiles advance the ring position by their k-steps.
+    expect(c).toContain("it += k_tiles");
+    expect(c).toContain("turn ^= 1");
+    // One A block of the whole tile per stage, one empty arrival per stage.
+    expect(src).toContain("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
+    expect(src.match(/async_descriptor_load\(a_desc/g)).toHaveLength(1);
+    expect(parseWithPython({ k: src }).k).toBe("ok");
+  });
+
+  it("store one or two column slices in the epilogue", () => {
+    const text = (epilogueSplit: number) =>
+      emitTlxGemm({ M: 512, N: 384, K: 256 }, { BM: 128, BN: 128, BK: 64 }, { consumerSchedule: "pingpong", epilogueSplit }).files[0]!.text;
+    expect(text(1).match(/c_desc\.store\(/g)).toHaveLength(1);
+    expect(text(2).match(/c_desc\.store\(/g)).toHaveLength(2);
+    expect(text(2)).toContain("c_desc.store([offs_am, offs_bn + EPI_N], acc1.to(tl.bfloat16))");
+  });
+
+  it("refuse accumulators over 128 registers, bad epilogue splits and rings beyond shared memory", () => {
+    expect(codeOf(() => tlxGemmPingPong({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemmPingPong({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, epilogueSplit: 3 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemmPingPong({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, stages: 7 }))).toBe("bad-param");
+    expect(
+      codeOf(() => emitTlxGemm({ M: 512, N: 384, K: 256 }, { BM: 128, BN: 128, BK: 64 }, { consumerSchedule: "pingpong", consumers: 3 })),
+    ).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm({ M: 512, N: 384, K: 256 }, undefined, { epilogueSplit: 2 }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm({ M: 512, N: 384, K: 256 }, undefined, { target: "sm_100a", consumerSchedule: "pingpong" }))).toBe(
+      "bad-param",
+    );
+  });
+
+  it("property: a tiling is refused exactly when its ring and staging slices exceed shared memory", () => {
+    const pow2 = (lo: number, hi: number) => fc.integer({ min: Math.log2(lo), max: Math.log2(hi) }).map((e) => 2 ** e);
+    fc.assert(
+      fc.property(
+        fc.record({
+          BM: pow2(64, 128),
+          BN: pow2(16, 128),
+          BK: pow2(16, 128),
+          stages: fc.integer({ min: 1, max: 10 }),
+          split: fc.constantFrom(1, 2),
+        }),
+        ({ BM, BN, BK, stages, split }) => {
+          const p = { BLOCK_M: BM, BLOCK_N: BN, BLOCK_K: BK, stages, epilogueSplit: split };
+          const fits = tlxPingPongSharedBytes(p) <= SM90_MAX_SHARED_BYTES;
+          expect(codeOf(() => tlxGemmPingPong(p))).toBe(fits ? undefined : "bad-param");
+          if (fits) expect(tlxGemmPingPong(p).accumulatorRegisters).toBe((BM * BN) / 128);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe("tile-done notifies (GEMM+RS producer)", () => {
+  it("are deferred by one tile: the previous tile's slot after this tile's stores, the last one after the loop", () => {
+    for (const [consumerSchedule, epilogueSplit, pending, barrier, threads, leader] of [
+      ["cooperative", undefined, 1, `${EPILOGUE_BARRIER}`, 256, "cid == 0"],
+      ["pingpong", 2, 2, `${EPILOGUE_BARRIER} + cid`, 128, "True"],
+      ["pingpong", 1, 1, `${EPILOGUE_BARRIER} + cid`, 128, "True"],
+    ] as const) {
+      const plan = rsPlan(2, 512, 256, 2);
+      const tile = consumerSchedule === "pingpong" ? { BM: 128, BN: 128, BK: 64 } : { BM: 128, BN: 256, BK: 64 };
+      const r = emitTlxGemmRs(plan, rsSchedule(plan, 512, 256, 128, tile), {
+        consumerSchedule,
+        ...(epilogueSplit === undefined ? {} : { epilogueSplit }),
+      });
+      const c = consumerTask(r.files[0]!.text);
+      const inLoop = `tile_notify(sig_ptr, pending_slot, ${barrier}, ${threads}, ${leader}, "sys", ${pending})`;
+      const atExit = `tile_notify(sig_ptr, pending_slot, ${barrier}, ${threads}, ${leader}, "sys", 0)`;
+      expect(c.indexOf("pending_slot = -1")).toBeLessThan(c.indexOf("for tile_id"));
+      expect(c.indexOf(inLoop)).toBeGreaterThan(c.lastIndexOf("c_desc.store"));
+      expect(c.indexOf("pending_slot = tl.load(notify_ptr + pid_m)")).toBeGreaterThan(c.indexOf(inLoop));
+      expect(c.lastIndexOf(atExit)).toBeGreaterThan(c.indexOf("pending_slot = tl.load"));
+      expect(c.match(/tile_notify\(/g)).toHaveLength(2);
+      expect(r.expect.tlx_gemm_rs).toContain(NOTIFY_PTX);
+      expect(parseWithPython({ k: r.files[0]!.text }).k).toBe("ok");
+    }
+  });
+
+  it("write the library's wait for bulk stores, the named barrier and one release add from the leader", () => {
+    const k = tlxKernel({
+      kind: "k",
+      entry: "k",
+      summary: "s",
+      compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }),
+      comm: tileNotifyComm("gpu"),
+      schedule: groupedTiles({ groupM: 4, ordered: true }),
+    });
+    const lib = k.source.slice(k.source.indexOf("def tile_notify"), k.source.indexOf("@triton.jit\ndef k("));
+    expect(lib).toContain("cp.async.bulk.wait_group 0; mov.b32 $0, 0;");
+    expect(lib).toContain("cp.async.bulk.wait_group 2; mov.b32 $0, 0;");
+    expect(lib.indexOf("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)")).toBeLessThan(lib.indexOf("tl.atomic_add"));
+    expect(lib).toContain('tl.atomic_add(sig_ptr + slot, 1, sem="release", scope=SCOPE)');
+    expect(k.source).toContain('"gpu", 1)');
+    expect(k.info.args).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "notify_ptr", "sig_ptr", "order_ptr"]);
+    expect(codeOf(() => tileNotifyComm("cta" as "gpu"))).toBe("bad-param");
+    const tooMany = tileNotifyComm();
+    expect(
+      codeOf(() => tooMany.writeAfterStores?.(new PythonWriter(), { barrier: "11", threads: 128, leader: "True", storeGroups: 3 })),
+    ).toBe("bad-param");
+  });
+
+  it("property: the TLX GEMM+RS has the template producer's order and notify tables, deliveries and reduction", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(2, 4),
+        fc.constantFrom(1, 2),
+        fc.constantFrom("copy-engine", "sm") as fc.Arbitrary<"copy-engine" | "sm">,
+        fc.constantFrom("cooperative", "pingpong") as fc.Arbitrary<"cooperative" | "pingpong">,
+        (world, split, backend, consumerSchedule) => {
+          const M = 256 * world * split;
+          const plan = rsPlan(world, M, 256, split);
+          const tile = consumerSchedule === "pingpong" ? { BM: 128, BN: 128, BK: 64 } : { BM: 128, BN: 256, BK: 64 };
+          const sched = rsSchedule(plan, M, 256, 128, tile);
+          const opts = { backend, ...(backend === "sm" ? { commSms: 4 } : {}) } as const;
+          const tlx = emitTlxGemmRs(plan, sched, { ...opts, consumerSchedule }).manifest;
+          const template = emitGemmRs(plan, sched, opts).manifest;
+          expect(Manifest.safeParse(tlx).success).toBe(true);
+          const kinds = (m: typeof tlx) => m.kernels.map((k) => k.template.kind);
+          expect(kinds(tlx)).toEqual(kinds(template).map((k) => (k === "gemm-producer" ? "tlx-gemm-rs" : k)));
+          expect(tlx.tables).toEqual(template.tables);
+          expect(tlx.hostOps).toEqual(template.hostOps);
+          expect(tlx.signals).toEqual(template.signals);
+          const producer = tlx.kernels[0]!;
+          expect(producer.precompiled?.target).toBe("sm_90a");
+          expect(producer.grid).toEqual(template.kernels[0]!.grid);
+        },
+      ),
+      { numRuns: 16 },
+    );
+  });
+});
+
+describe("the TLX backend", () => {
+  const rsOp = (name: string, body = builtinBody("gemm_producer")): OperatorInput => ({
+    name,
+    kind: "gemm-rs",
+    plan: rsPlan(2, 8192, 4096, 1),
+    body,
+    problem: { M: 8192, N: 4096, K: 1376 },
+  });
+  const table: ComputeConfigTable = parseComputeConfigs({
+    $schema: COMPUTE_CONFIGS_SCHEMA,
+    target: "h100",
+    device: "test",
+    measured: "2026-11-26",
+    source: "test",
+    entries: [
+      {
+        op: "gemm-rs",
+        M: 8192,
+        N: 4096,
+        K: 1376,
+        dtype: "bf16",
+        body: "gemm_producer_tma_flat",
+        BM: 128,
+        BN: 256,
+        BK: 64,
+        groupM: 4,
+        numStages: 3,
+        numWarps: 8,
+        ms: 0.15,
+        tlx: { consumerSchedule: "pingpong", BM: 128, BN: 128, BK: 64, groupM: 8, stages: 6, epilogueSplit: 2, ms: 0.14 },
+      },
+      {
+        op: "ag-gemm",
+        M: 8192,
+        N: 1376,
+        K: 4096,
+        dtype: "bf16",
+        body: "gemm_tma_persistent",
+        BM: 128,
+        BN: 256,
+        BK: 64,
+        groupM: 8,
+        numStages: 3,
+        numWarps: 8,
+      },
+    ],
+  });
+
+  it("takes the table's TLX configuration (tile, grouping, consumers, ring) and keeps the body", () => {
+    const { op, choice } = resolveCompute(rsOp("rs"), { table, backend: "tlx" });
+    expect(choice.source).toBe("table");
+    expect(op.tile).toEqual({ BM: 128, BN: 128, BK: 64 });
+    expect(op.groupM).toBe(8);
+    expect(op.warpSpecialization).toEqual({ consumerSchedule: "pingpong", stages: 6, epilogueSplit: 2 });
+    expect(op.body.path).toBe("gemm_producer.py");
+    // The Triton backend reads the same entry's own configuration.
+    expect(resolveCompute(rsOp("rs"), { table }).op.tile).toEqual({ BM: 128, BN: 256, BK: 64 });
+    const ag: OperatorInput = {
+      ...rsOp("ag"),
+      kind: "ag-gemm",
+      body: builtinBody("gemm_tma_persistent"),
+      problem: { M: 8192, N: 1376, K: 4096 },
+    };
+    const fallback = resolveCompute(
+      {
+        ...ag,
+        plan: planSignals(
+          reduceScatterDirect({
+            tensor: { name: "C", shape: [8192, 1376], dtype: "bf16" },
+            src: "C_partial",
+            axis: 0,
+            mesh: [2],
+            split: 1,
+            afterCompute: true,
+          }),
+        ),
+      },
+      { table, backend: "tlx" },
+    );
+    expect(fallback.choice).toMatchObject({ source: "default", reason: expect.stringMatching(/no TLX configuration/) });
+  });
+
+  it("compiles GEMM+RS into the TLX producer, the deliveries and the reduction", async () => {
+    const op = {
+      ...rsOp("rs"),
+      tile: { BM: 128, BN: 128, BK: 64 },
+      warpSpecialization: { consumerSchedule: "pingpong" as const, stages: 5 },
+    };
+    const r = await compile(op, tlxBackend());
+    expect(r.manifest.kernels.map((k) => k.template.kind)).toEqual(["tlx-gemm-rs", "rs-reduce"]);
+    expect(r.expect?.tlx_gemm_rs).toContain(NOTIFY_PTX);
+    expect(r.files[0]!.text).toContain("NUM_STAGES: tl.constexpr");
+    expect(r.manifest.kernels[0]!.constexprs).toMatchObject({ NUM_STAGES: 5, BLOCK_N: 128, EPILOGUE_SPLIT: 2 });
+  });
+
+  it("refuses a user's body, other operators and the AllGather transport option on GEMM+RS", async () => {
+    const mine = { ...builtinBody("gemm_producer"), path: "mine.py", source: `${builtinBody("gemm_producer").source}\n# mine\n` };
+    await expect(compile({ ...rsOp("rs", mine), tile: { BM: 128, BN: 128, BK: 64 } }, tlxBackend())).rejects.toThrow(
+      /cannot transform mine.py/,
+    );
+    await expect(compile({ ...rsOp("rs"), tile: { BM: 128, BN: 128, BK: 64 } }, tlxBackend({ comm: "comm-task" }))).rejects.toThrow(
+      /transport; GEMM\+ReduceScatter takes options.backend/,
+    );
+  });
+});
