@@ -138,6 +138,28 @@ describe("ovl emit", () => {
     expect((JSON.parse(r.stdout) as { files: string[] }).files).toContain(join(dir, "tlx", "manifest.json"));
   });
 
+  it("--tlx on GEMM+RS: the TLX producer at the tuned TLX configuration, its PTX expectations and the measured comparison", async () => {
+    const dir = temp();
+    const r = await ovl(["emit", "gemm-rs", "--shape", "MLP-1", "--world", "8", "--tlx", "--target", "h200", "--out", dir, "--json"]);
+    expect(r.status, r.stderr).toBe(0);
+    const tlx = Manifest.parse(JSON.parse(readFileSync(join(dir, "tlx", "manifest.json"), "utf8")));
+    expect(tlx.kernels.map((k) => k.template.kind)).toEqual(["tlx-gemm-rs", "rs-reduce"]);
+    const expectations = JSON.parse(readFileSync(join(dir, "tlx", "expect.json"), "utf8")) as Record<string, string[]>;
+    expect(Object.keys(expectations)).toEqual([tlx.kernels[0]!.name]);
+    const e = lookupComputeConfig(computeConfigs("h200")!, { op: "gemm-rs", M: 8192, N: 4096, K: 1376, dtype: "bf16" })!.entry;
+    const out = JSON.parse(r.stdout) as { tlx: { BM: number; BN: number; consumerSchedule: string; measuredMs?: { tlx: number } } };
+    expect(out.tlx).toMatchObject({
+      BM: e.tlx!.BM,
+      BN: e.tlx!.BN,
+      consumerSchedule: e.tlx!.consumerSchedule,
+      measuredMs: { tlx: e.tlx!.ms },
+    });
+    expect(tlx.kernels[0]!.constexprs).toMatchObject({ BLOCK_M: e.tlx!.BM, BLOCK_N: e.tlx!.BN, NUM_STAGES: e.tlx!.stages });
+    const refused = await ovl(["emit", "gemm-ar", "--world", "2", "--tlx", "--out", temp()]);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toMatch(/--tlx emits the warp-specialised AG\+GEMM and GEMM\+RS/);
+  });
+
   it("refuses collectives; a split finer than the tile makes tiles wait on several chunks", async () => {
     const dir = temp();
     const [collective, fine] = await Promise.all([

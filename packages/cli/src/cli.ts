@@ -79,7 +79,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option("--topk <k>", "ag-moe, moe-rs: experts per token (at most --experts)", positiveInt("--topk"))
     .option("--choices <ids>", "ag-moe, moe-rs: the experts a checked run's random routing draws from, e.g. 0,2,3 (default all)")
     .option("--out <dir>", "where the kernels and manifest go (default ./ovl-emit/<operator>)")
-    .option("--tlx", "ag-gemm: also the TLX warp-specialised kernel and its manifest, in <out>/tlx")
+    .option("--tlx", "ag-gemm, gemm-rs: also the TLX backend's warp-specialised kernels (the tuned TLX configuration), in <out>/tlx")
     .option("--kernel <file>", "your own annotated Triton kernel as the compute body (default: ovl's built-in body)")
     .option("--plan <file>", "a chunk plan (ovl.chunk-plan/v1 JSON) in place of the template")
     .option(

@@ -8,8 +8,8 @@ import {
   compile,
   describeTable,
   emitManifestJson,
-  emitTlxAgGemm,
   resolveCompute,
+  tlxBackend,
   type ComputeChoice,
   type EmitResult,
   type KernelBody,
@@ -144,13 +144,25 @@ function scheduleTensor(p: Problem, plan: ChunkPlan): string {
   return dep !== undefined && dep.kind === "compute" ? dep.region.tensor : first.dst.tensor;
 }
 
+/** What `emitTlx` wrote: files, and how its configuration was decided. */
+export interface EmittedTlx {
+  readonly files: string[];
+  readonly dir: string;
+  readonly operator: Operator;
+  readonly compute: ComputeChoice;
+}
+
 /**
- * Also emit the TLX warp-specialised AG+GEMM (copy-engine transport) into `<dir>/tlx`: its
- * manifest names a precompiled cubin, built ahead of time where the TLX compiler is installed.
+ * Also compile the operator with the TLX backend (warp-specialised, sm_90a) into `<dir>/tlx`:
+ * kernels, manifest (its compute kernel marked precompiled) and `expect.json`, the PTX the
+ * AOT compile checks (`@ovl/tlx-emitter`'s scripts/tlx-aot-compile.py builds the cubin where
+ * the TLX compiler is installed). Without a tile, the tuned table's TLX entry decides the
+ * tile, grouping, consumer schedule and ring.
  */
-export function emitTlx(p: Problem, e: EmittedOperator): string[] {
-  // The warp-specialised GEMM has its own tile (the problem's), not the Triton body's tuned one.
-  const tlx = emitTlxAgGemm(e.plan, lowerToTileSchedule(e.plan, gemmTiling(p), { role: "consumer" }), { name: `${e.name}_tlx` });
+export async function emitTlx(p: Problem, e: EmittedOperator, sources: EmitSources = {}): Promise<EmittedTlx> {
+  const input = { ...problemOperator(p, sources), name: `${e.name}_tlx` };
+  const { op, choice } = resolveCompute(input, { ...(sources.target === undefined ? {} : { target: sources.target }), backend: "tlx" });
+  const tlx = await compile(input, tlxBackend(), sources.target === undefined ? {} : { target: sources.target });
   const dir = join(e.dir, "tlx");
   mkdirSync(dir, { recursive: true });
   const files = tlx.files.map((f) => {
@@ -158,17 +170,33 @@ export function emitTlx(p: Problem, e: EmittedOperator): string[] {
     return join(dir, f.path);
   });
   writeFileSync(join(dir, "manifest.json"), emitManifestJson(tlx.manifest));
-  return [...files, join(dir, "manifest.json")];
+  writeFileSync(join(dir, "expect.json"), `${JSON.stringify(tlx.expect ?? {}, null, 2)}\n`);
+  return { files: [...files, join(dir, "manifest.json"), join(dir, "expect.json")], dir, operator: op, compute: choice };
 }
 
-/** Run `ovl emit`; with `tlx`, also the TLX kernel (AG+GEMM only). */
+/** One line on the TLX kernel's configuration and, from the tuned table, how it measured against the Triton kernel. */
+export function describeTlx(t: EmittedTlx): string {
+  const ws = t.operator.warpSpecialization;
+  const knobs = `tile ${t.operator.tile.BM}x${t.operator.tile.BN}x${t.operator.tile.BK}, group ${t.operator.groupM ?? 8}, ${ws?.consumerSchedule ?? "cooperative"} consumers, ${ws?.stages ?? 3} stages`;
+  if (t.compute.source !== "table")
+    return `${knobs} (${t.compute.source === "explicit" ? "named by --tile" : `default: ${t.compute.reason}`})`;
+  const e = t.compute.entry;
+  const measured =
+    e.tlx?.ms !== undefined && e.ms !== undefined
+      ? `; measured in one run: TLX ${e.tlx.ms} ms, Triton ${e.ms} ms${e.cublasMs === undefined ? "" : `, cuBLAS ${e.cublasMs} ms`}`
+      : "";
+  return `${knobs} (tuned ${describeTable(t.compute)}, ${t.compute.match === "exact" ? "exact shape" : "nearest shape"}${measured})`;
+}
+
+/** Run `ovl emit`; with `tlx`, also the TLX backend's kernels (AG+GEMM and GEMM+RS). */
 export async function emitCommand(p: Problem, outDir: string, tlx = false, sources: EmitSources = {}): Promise<CommandOutput> {
-  if (tlx && p.operator !== "ag-gemm")
-    throw new UsageError("unsupported", `--tlx emits the warp-specialised AG+GEMM; drop --tlx for ${p.operator}`);
+  if (tlx && p.operator !== "ag-gemm" && p.operator !== "gemm-rs")
+    throw new UsageError("unsupported", `--tlx emits the warp-specialised AG+GEMM and GEMM+RS; drop --tlx for ${p.operator}`);
   if (tlx && sources.kernelFile !== undefined)
     throw new UsageError("unsupported", "--tlx assembles its own warp-specialised GEMM and cannot take --kernel");
   const e = await emitProblem(p, outDir, sources);
-  const tlxFiles = tlx ? emitTlx(p, e) : [];
+  const t = tlx ? await emitTlx(p, e, sources) : undefined;
+  const tlxFiles = t?.files ?? [];
   const kernels = e.result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   return {
     json: {
@@ -184,10 +212,25 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
         source: e.compute.source,
         ...(e.compute.source === "table" ? { table: e.compute.target, target: e.compute.requested } : {}),
       },
+      ...(t === undefined
+        ? {}
+        : {
+            tlx: {
+              manifest: join(t.dir, "manifest.json"),
+              ...t.operator.tile,
+              groupM: t.operator.groupM,
+              ...t.operator.warpSpecialization,
+              source: t.compute.source,
+              ...(t.compute.source === "table" && t.compute.entry.tlx?.ms !== undefined
+                ? { measuredMs: { tlx: t.compute.entry.tlx.ms, triton: t.compute.entry.ms, cublas: t.compute.entry.cublasMs } }
+                : {}),
+            },
+          }),
     },
     lines: [
       `${e.name}: ${describeProblem(p)}${sources.kernelFile === undefined ? "" : ` — body ${sources.kernelFile}`}${sources.planFile === undefined ? "" : ` — plan ${sources.planFile}`}`,
       `  compute: ${describeCompute(e.operator, e.compute)}`,
+      ...(t === undefined ? [] : [`  tlx: ${describeTlx(t)}; build the cubin with tlx-aot-compile.py ${join(t.dir, "manifest.json")}`]),
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...[...e.files, ...tlxFiles].map((f) => `wrote ${f}`),
       `run it: ovl run ${e.manifestPath} --emulate    (or on GPUs: ovl run ${e.manifestPath} --gpus ${p.world})`,

@@ -20,7 +20,8 @@ import { emitTlxGemmRs } from "../tlx/gemm-rs.js";
 import { operatorSchedule, type Operator, type OperatorInput, type OperatorKind } from "./operator.js";
 import { planTensor } from "./consumer.js";
 import { builtinOf, resolveCompute } from "./tuned.js";
-import type { TargetName } from "@ovl/primitives";
+import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
+import { computeConfigs, lookupComputeConfig } from "./configs.js";
 
 /** Version of the backend contract a backend implements. */
 export const BACKEND_SPECIFICATION = "ovl.backend/v1" as const;
@@ -30,6 +31,11 @@ export interface Backend {
   readonly specificationVersion: typeof BACKEND_SPECIFICATION;
   /** Short name (`triton`, `tlx`), as `ovl emit --backend` takes it. */
   readonly name: string;
+  /**
+   * A backend that delegates: the backend to compile `op` with (tuned by that backend's
+   * configuration), decided before the compute configuration is resolved. Absent: this one.
+   */
+  select?(op: OperatorInput, target: TargetName): Backend;
   /** Why this backend cannot realise `op` (checked before anything is emitted), or undefined. */
   refusal(op: Operator): string | undefined;
   /** The kernel sources and manifest of `op`. Called only when `refusal(op)` is undefined. */
@@ -119,6 +125,31 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
 }
 
 /**
+ * The faster measured backend per shape: TLX where the tuned table's entry of the operator's
+ * own shape holds a TLX configuration that ran faster than the entry's Triton kernel in the
+ * same run (`tlx.ms < ms`), the operator names no tile and the TLX backend can build it (a
+ * built-in body of AllGather+GEMM or GEMM+ReduceScatter); Triton otherwise. TLX kernels are
+ * precompiled: the result's `expect` and scripts/tlx-aot-compile.py make their cubins.
+ */
+export function fastestBackend(options: TlxBackendOptions = {}): Backend {
+  const tlx = tlxBackend(options);
+  return {
+    specificationVersion: BACKEND_SPECIFICATION,
+    name: "fastest",
+    select(op, target) {
+      if (op.tile !== undefined || (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") || builtinOf(op) === undefined) return tritonBackend;
+      const table = computeConfigs(target);
+      const found =
+        table === null ? undefined : lookupComputeConfig(table, { op: op.kind, ...op.problem, dtype: op.options?.dtype ?? "bf16" });
+      const e = found?.match === "exact" ? found.entry : undefined;
+      return e?.tlx?.ms !== undefined && e.ms !== undefined && e.tlx.ms < e.ms ? tlx : tritonBackend;
+    },
+    refusal: () => "the fastest backend only selects another backend (compile() asks it through select)",
+    realise: () => Promise.reject(new EmitError("unsupported-op", "the fastest backend only selects another backend")),
+  };
+}
+
+/**
  * `op`'s plan with its collective ops decomposed into P2P transfers (`decomposeCollectives`;
  * a ReduceScatter of a GEMM+RS operator waits on compute, as the deliveries need), signals
  * allocated anew; the plan itself when it has none.
@@ -166,9 +197,11 @@ export interface CompileOptions {
 /**
  * Compile `op` with `backend` (default Triton): the plan is validated first (exactly-once
  * writes, resolvable dependencies, no deadlock, the claimed collective), its collective ops
- * decomposed into the P2P transfers they stand for, then the backend realises it. An operator
- * without a `tile` takes the tuned configuration of its shape (`resolveCompute`; the Triton
- * backend only, others get the default tile); an explicit tile wins. `options.target` picks
+ * decomposed into the P2P transfers they stand for, then the backend realises it (a backend
+ * that selects another, `fastestBackend`, hands over first). An operator without a `tile`
+ * takes the tuned configuration of its shape for the backend that realises it
+ * (`resolveCompute`: the entry's own for Triton, its `tlx` one for TLX; other backends get
+ * the default tile); an explicit tile wins. `options.target` picks
  * whose table that is (default: the default target; a target without its own table borrows
  * one of the same architecture and SM count, see `computeConfigs`).
  * @throws {EmitError} `bad-plan` with the validator's findings for a plan that does not
@@ -188,10 +221,11 @@ export async function compile(op: OperatorInput, backend: Backend = tritonBacken
   }
   const plan = realisablePlan(op);
   const decomposed = plan === op.plan ? op : { ...op, plan };
+  const chosen = backend.select?.(decomposed, options.target ?? DEFAULT_TARGET.name) ?? backend;
   const target = options.target === undefined ? {} : { target: options.target };
-  const tuning = backend === tritonBackend ? target : backend.name === "tlx" ? { ...target, backend: "tlx" as const } : { table: null };
+  const tuning = chosen === tritonBackend ? target : chosen.name === "tlx" ? { ...target, backend: "tlx" as const } : { table: null };
   const realised = resolveCompute(decomposed, tuning).op;
-  const why = backend.refusal(realised);
-  if (why !== undefined) throw new EmitError("unsupported-op", `backend ${backend.name}: ${why}`);
-  return backend.realise(realised);
+  const why = chosen.refusal(realised);
+  if (why !== undefined) throw new EmitError("unsupported-op", `backend ${chosen.name}: ${why}`);
+  return chosen.realise(realised);
 }

@@ -5,6 +5,7 @@ export {
   realisablePlan,
   tritonBackend,
   tlxBackend,
+  fastestBackend,
   BACKEND_SPECIFICATION,
   type Backend,
   type CompileOptions,

@@ -8,7 +8,9 @@ import { EmitError, PythonWriter } from "../writer/index.js";
 import {
   builtinBody,
   compile,
+  computeConfigs,
   COMPUTE_CONFIGS_SCHEMA,
+  fastestBackend,
   parseComputeConfigs,
   resolveCompute,
   tlxBackend,
@@ -315,4 +317,28 @@ describe("the TLX backend", () => {
       /transport; GEMM\+ReduceScatter takes options.backend/,
     );
   });
+
+  it("fastestBackend compiles with TLX exactly where the table measured it faster, Triton elsewhere", async () => {
+    const table = computeConfigs("h200")!;
+    let tlxWins = 0;
+    for (const e of table.entries.filter((x) => x.op === "gemm-rs")) {
+      const op: OperatorInput = {
+        name: "rs",
+        kind: "gemm-rs",
+        plan: rsPlan(2, e.M, e.N, 1),
+        body: builtinBody("gemm_producer"),
+        problem: e,
+      };
+      const r = await compile(op, fastestBackend(), { target: "h200" });
+      const wins = e.tlx?.ms !== undefined && e.ms !== undefined && e.tlx.ms < e.ms;
+      tlxWins += wins ? 1 : 0;
+      expect(r.manifest.kernels[0]!.template.kind).toBe(wins ? "tlx-gemm-rs" : "local-producer");
+      if (wins)
+        expect(r.manifest.kernels[0]!.constexprs).toMatchObject({ BLOCK_M: e.tlx!.BM, BLOCK_N: e.tlx!.BN, NUM_STAGES: e.tlx!.stages });
+      // An explicit tile keeps the operator as written, on Triton.
+      const pinned = await compile({ ...op, tile: { BM: 128, BN: 128, BK: 64 } }, fastestBackend(), { target: "h200" });
+      expect(pinned.manifest.kernels[0]!.template.kind).toBe("local-producer");
+    }
+    expect(tlxWins).toBeGreaterThan(0);
+  }, 60_000);
 });
