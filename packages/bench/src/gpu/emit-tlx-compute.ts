@@ -32,8 +32,6 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
     groupM: 8,
     options: { stages: 5, consumerSchedule: "pingpong", epilogueSplit: 1 },
   },
-  // Narrow tiles: more, smaller waves where N is ragged (fewer idle SMs in the last wave).
-  pp128x64s8: { tile: { BM: 128, BN: 64, BK: 64 }, groupM: 8, options: { stages: 8, consumerSchedule: "pingpong", epilogueSplit: 1 } },
 };
 
 /** The cases of `variant` (emitted into `tlx/<name>/` of the bench directory) for one shape. */

@@ -17,7 +17,9 @@ export interface GroupedTilesOptions {
 /**
  * The persistent grouped traversal: program `pid` strides over tile ids by the number of
  * programs; within a group of `GROUP_M` visit rows tiles go down the rows first (B stays
- * in L2); with `ordered`, the m-block of visit row `v` is `order_ptr[v]`.
+ * in L2); with `ordered`, the m-block of visit row `v` is `order_ptr[v]`, loaded one tile
+ * ahead (the load of the next tile's m-block is in flight while this tile runs, so no task
+ * stalls on it at the top of a tile).
  */
 export function groupedTiles(o: GroupedTilesOptions): TlxSchedulePart {
   const GROUP_M = checkPositive(o.groupM, "groupM");
@@ -28,12 +30,22 @@ export function groupedTiles(o: GroupedTilesOptions): TlxSchedulePart {
     expect: [],
     writeTileLoop(w, body) {
       w.line("num_pid_in_group = GROUP_M * num_pid_n");
+      if (o.ordered) writeOrderAhead(w, "tl.program_id(0)");
       w.block("for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0))", (l) => {
         writeGroupedPids(l, o.ordered);
+        if (o.ordered) writeOrderAhead(l, "tile_id + tl.num_programs(0)");
         body(l);
       });
     },
   };
+}
+
+/** `next_pid_m = order_ptr[visit row of tile `tile`]` (0 past the last tile), for the next iteration. */
+function writeOrderAhead(w: PythonWriter, tile: string): void {
+  w.line(`ahead = ${tile}`);
+  w.line("ahead_first = (ahead // num_pid_in_group) * GROUP_M");
+  w.line("ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)");
+  w.line("next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)");
 }
 
 /** `pid_m`, `pid_n` of `tile_id` in the grouped traversal (`num_pid_in_group` defined before). */
@@ -42,7 +54,7 @@ function writeGroupedPids(l: PythonWriter, ordered: boolean): void {
   l.line("group_size_m = min(num_pid_m - first_m, GROUP_M)");
   l.line("visit_m = first_m + (tile_id % group_size_m)");
   l.line("pid_n = (tile_id % num_pid_in_group) // group_size_m");
-  l.line(ordered ? "pid_m = tl.load(order_ptr + visit_m)" : "pid_m = visit_m");
+  l.line(ordered ? "pid_m = next_pid_m" : "pid_m = visit_m");
 }
 
 /** Options of `clcTiles`. */

@@ -35,12 +35,20 @@ def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, 
             # Bit s: slot s (< 32) was already waited on by this producer in this launch.
             waited = 0
             num_pid_in_group = GROUP_M * num_pid_n
+            ahead = tl.program_id(0)
+            ahead_first = (ahead // num_pid_in_group) * GROUP_M
+            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
+            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = tl.load(order_ptr + visit_m)
+                pid_m = next_pid_m
+                ahead = tile_id + tl.num_programs(0)
+                ahead_first = (ahead // num_pid_in_group) * GROUP_M
+                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
+                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
                 offs_am = pid_m * BLOCK_M
                 slot = tl.load(slot_ptr + pid_m)
                 bit = tl.where(slot < 32, tl.full([], 1, tl.int32) << (slot & 31), 0)
@@ -63,12 +71,20 @@ def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, 
             cid: tl.constexpr = tlx.async_task_replica_id()
             it = 0
             num_pid_in_group = GROUP_M * num_pid_n
+            ahead = tl.program_id(0)
+            ahead_first = (ahead // num_pid_in_group) * GROUP_M
+            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
+            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = tl.load(order_ptr + visit_m)
+                pid_m = next_pid_m
+                ahead = tile_id + tl.num_programs(0)
+                ahead_first = (ahead // num_pid_in_group) * GROUP_M
+                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
+                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
                 offs_am = pid_m * BLOCK_M
                 offs_bn = pid_n * BLOCK_N
                 acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)
