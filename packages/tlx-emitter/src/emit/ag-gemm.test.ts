@@ -2,8 +2,8 @@ import { allGatherRing, allGatherSwizzle, type ChunkPlan, lowerToTileSchedule, p
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type HostOp, Manifest } from "../manifest/schema.js";
-import { EmitError } from "../writer/index.js";
 import { emitAgGemm, gemmLaunchDefaults, HOPPER_SHARED_BYTES } from "./index.js";
+import { codeOf } from "../testing/errors.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 
@@ -25,15 +25,6 @@ function schedule(plan: ChunkPlan, M: number, N: number, K: number, tile = TILE)
     { tensor: "A", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 },
     { role: "consumer" },
   );
-}
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof EmitError ? e.code : String(e);
-  }
-  return undefined;
 }
 
 /**

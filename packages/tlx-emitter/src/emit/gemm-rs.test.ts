@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { Manifest } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { emitGemmRs } from "./index.js";
+import { codeOf } from "../testing/errors.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 
@@ -25,15 +26,6 @@ function schedule(plan: ChunkPlan, M: number, N: number, K: number) {
     { tensor: "C_partial", problem: { M, N, K }, tile: TILE, persistent: { numSms: 8 }, groupSizeM: 2 },
     { role: "producer" },
   );
-}
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof EmitError ? e.code : String(e);
-  }
-  return undefined;
 }
 
 interface Move {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { parseWithPython } from "../testing/python.js";
-import { EmitError } from "../writer/index.js";
 import {
   AR_REDUCE,
   AR_TILE_REDUCE,
@@ -13,18 +12,10 @@ import {
   tilePushSource,
   tileStepRows,
 } from "./index.js";
+import { codeOf } from "../testing/errors.js";
 
 const RS = { WORLD: 2, BLOCK_M: 128, BLOCK_N: 128, N: 256, rows_per_rank: 256 };
 const TILE = { BLOCK_R: 16, BLOCK_C: 128, WORLD: 4 };
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof EmitError ? e.code : String(e);
-  }
-  return undefined;
-}
 
 describe("GEMM+AllReduce kernel templates", () => {
   it("golden modules", async () => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { DEVICE_FUNCTIONS } from "../device/index.js";
-import { EmitError } from "../writer/index.js";
 import {
   AG_GEMM_CONSUMER,
   agGemmConsumerSource,
@@ -21,18 +20,10 @@ import {
   smPullSource,
   smPushSource,
 } from "./index.js";
+import { codeOf } from "../testing/errors.js";
 
 const GEMM = { M: 512, N: 256, K: 128, BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, GROUP_M: 8 };
 const RS = { WORLD: 2, BLOCK_M: 128, BLOCK_N: 128, N: 256, rows_per_rank: 256 };
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof EmitError ? e.code : String(e);
-  }
-  return undefined;
-}
 
 /** The kernel itself: from its `@triton.jit` line to the end of the module. */
 function kernelOf(source: string, entry: string): string {

@@ -8,7 +8,7 @@ import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE, type ElementType } from "../device/index.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { EmitError, type PythonWriter } from "../writer/index.js";
-import { checkRingFits, ringStageBytes } from "./compute.js";
+import { checkRingFits, ringStageBytes, writeTileCounts } from "./compute.js";
 import { mergeParams, type TlxKernel, type TlxPartParams, type TlxSchedulePart, tlxModule, tlxSignature } from "./parts.js";
 
 /** Tiling and pipelining of `tlxGemmBlackwell`. */
@@ -134,10 +134,7 @@ export function tlxGemmBlackwell(params: TlxGemmBlackwellParams): TlxBlackwellCo
       w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
       w.line("acc_full_bars = tlx.alloc_barriers(num_barriers=NUM_ACC, arrive_count=1)");
       w.line("acc_empty_bars = tlx.alloc_barriers(num_barriers=NUM_ACC, arrive_count=1)");
-      w.line("num_pid_m = tl.cdiv(M, BLOCK_M)");
-      w.line("num_pid_n = tl.cdiv(N, BLOCK_N)");
-      w.line("num_tiles = num_pid_m * num_pid_n");
-      w.line("k_tiles = tl.cdiv(K, BLOCK_K)");
+      writeTileCounts(w);
     },
     writeLoadTile(w) {
       w.line("offs_bn = pid_n * BLOCK_N");

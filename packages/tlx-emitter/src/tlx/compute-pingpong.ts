@@ -5,7 +5,7 @@
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE } from "../device/index.js";
 import { EmitError } from "../writer/index.js";
-import { checkRingFits, EPILOGUE_BARRIER, ringStageBytes, SM90_MAX_SHARED_BYTES, type TlxGemmParams } from "./compute.js";
+import { checkRingFits, EPILOGUE_BARRIER, ringStageBytes, SM90_MAX_SHARED_BYTES, type TlxGemmParams, writeTileCounts } from "./compute.js";
 import type { TlxComputePart } from "./parts.js";
 
 /** Tiling of `tlxGemmPingPong`: each consumer owns a whole `BLOCK_M × BLOCK_N` tile. */
@@ -75,10 +75,7 @@ export function tlxGemmPingPong(params: TlxPingPongParams): TlxComputePart {
       w.line(`b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), ${tl}, NUM_STAGES)`);
       w.line("full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
       w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
-      w.line("num_pid_m = tl.cdiv(M, BLOCK_M)");
-      w.line("num_pid_n = tl.cdiv(N, BLOCK_N)");
-      w.line("num_tiles = num_pid_m * num_pid_n");
-      w.line("k_tiles = tl.cdiv(K, BLOCK_K)");
+      writeTileCounts(w);
     },
     writeProducerTile(w) {
       w.line("offs_bn = pid_n * BLOCK_N");

@@ -4,7 +4,7 @@
 import { TARGETS } from "@ovl/primitives";
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE, type ElementType } from "../device/index.js";
-import { EmitError } from "../writer/index.js";
+import { EmitError, type PythonWriter } from "../writer/index.js";
 import type { TlxComputePart } from "./parts.js";
 
 /** Tiling and pipelining of `tlxGemm`. */
@@ -29,6 +29,14 @@ export interface TlxGemmParams {
  */
 export function tlxGemmSharedBytes(p: TlxGemmParams): number {
   return (p.stages ?? 3) * ringStageBytes(p) + p.BLOCK_M * p.BLOCK_N * 2;
+}
+
+/** `num_pid_m`, `num_pid_n`, `num_tiles` and `k_tiles` of the GEMM (every compute part's setup ends with them). */
+export function writeTileCounts(w: PythonWriter): void {
+  w.line("num_pid_m = tl.cdiv(M, BLOCK_M)");
+  w.line("num_pid_n = tl.cdiv(N, BLOCK_N)");
+  w.line("num_tiles = num_pid_m * num_pid_n");
+  w.line("k_tiles = tl.cdiv(K, BLOCK_K)");
 }
 
 /** Named barrier the consumers of a tile sync on after its stores (ping-pong: this and the next id, one per consumer). */
@@ -109,10 +117,7 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       w.line(`b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), ${tl}, NUM_STAGES)`);
       w.line("full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
       w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=NUM_CONSUMERS)");
-      w.line("num_pid_m = tl.cdiv(M, BLOCK_M)");
-      w.line("num_pid_n = tl.cdiv(N, BLOCK_N)");
-      w.line("num_tiles = num_pid_m * num_pid_n");
-      w.line("k_tiles = tl.cdiv(K, BLOCK_K)");
+      writeTileCounts(w);
     },
     writeProducerTile(w) {
       w.line("offs_bn = pid_n * BLOCK_N");

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { emitGemmRs } from "../emit/gemm-rs.js";
 import { Manifest } from "../manifest/schema.js";
 import { parseWithPython } from "../testing/python.js";
-import { EmitError, PythonWriter } from "../writer/index.js";
+import { PythonWriter } from "../writer/index.js";
 import {
   builtinBody,
   compile,
@@ -31,15 +31,7 @@ import {
   tlxKernel,
   tlxPingPongSharedBytes,
 } from "./index.js";
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof EmitError ? e.code : String(e);
-  }
-  return undefined;
-}
+import { codeOf } from "../testing/errors.js";
 
 function rsPlan(world: number, M: number, N: number, split: number): ChunkPlan {
   return planSignals(

@@ -4,7 +4,6 @@ import { describe, expect, it } from "vitest";
 import { emitAgGemm } from "../emit/index.js";
 import { Manifest } from "../manifest/schema.js";
 import { parseWithPython } from "../testing/python.js";
-import { EmitError } from "../writer/index.js";
 import { checkSegmentAlignment } from "../kernels/index.js";
 import {
   chunkWaitComm,
@@ -26,15 +25,7 @@ import {
   tlxGemmBlackwellSharedBytes,
   tlxKernel,
 } from "./index.js";
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return e instanceof EmitError ? e.code : String(e);
-  }
-  return undefined;
-}
+import { codeOf } from "../testing/errors.js";
 
 const TILE = { BM: 128, BN: 128, BK: 64 };
 
