@@ -19,7 +19,10 @@ import {
 import { MLP_SHAPES as SUITE_SHAPES } from "../shapes.js";
 import { predictBaselines } from "./baselines.js";
 import { gemmMs, reducePassMs } from "./cost.js";
-import { H100_SXM, H200_SXM, type HardwareModel } from "./hardware.js";
+import { H100_SXM, H200_SXM, TRITON_GEMM_2026_11_22, type HardwareModel } from "./hardware.js";
+
+/** H200_SXM with the Triton GEMM as the 2026-11-22 suites ran it (their kernels, not today's tuned ones). */
+export const H200_AS_OF_2026_11_22: HardwareModel = { ...H200_SXM, tritonGemm: TRITON_GEMM_2026_11_22 };
 import type { SimulationResult } from "./result.js";
 import { simulate } from "./simulate.js";
 import type { CommBackend } from "./comm.js";
@@ -159,7 +162,7 @@ export function reduceKernelComparisons(old = false): { h200: Comparison[]; h100
  * rs-reduce-2026-11-22/rs-reduce-h200-quick.json (3 slabs × 64 / 264 programs; mean error 5.6%).
  */
 export const OLD_RS_REDUCE_H200: HardwareModel = {
-  ...H200_SXM,
+  ...H200_AS_OF_2026_11_22,
   reduceKernel: { programs: 64, peakGBps: 1190, halfPrograms: 197, launchUs: 88 },
 };
 
@@ -235,9 +238,9 @@ export interface CodeVersion {
 /** suite-2026-11-22 (GEMM+RS of w2-rs-run5): scalar `rs-reduce` on 64 programs. */
 export const SUITE1_CODE: CodeVersion = { hardware: OLD_RS_REDUCE_H200, reducePrograms: 64, smReserve: false };
 /** suite2 x1: vectorised `rs-reduce` on 264 programs, SM producer on all 132 SMs. */
-export const X1_CODE: CodeVersion = { hardware: H200_SXM, reducePrograms: 264, smReserve: false };
+export const X1_CODE: CodeVersion = { hardware: H200_AS_OF_2026_11_22, reducePrograms: 264, smReserve: false };
 /** suite2 x2 (the committed code): `rs-reduce` one program per SM, SM producer on 132 − commSms. */
-export const X2_CODE: CodeVersion = { hardware: H200_SXM, reducePrograms: NUM_SMS, smReserve: true };
+export const X2_CODE: CodeVersion = { hardware: H200_AS_OF_2026_11_22, reducePrograms: NUM_SMS, smReserve: true };
 
 /** One emitted case: operator, GEMM problem, world, split and, for GEMM+RS, its backend. */
 export interface EmittedCase {
@@ -406,7 +409,7 @@ export const inClaim = (r: KernelComparison): boolean => r.mlp <= 2 && r.operato
  */
 export function gemmRsSteps(): { step: string; mlp12: number; mlp36: number; cases: number }[] {
   const before: HardwareModel = {
-    ...H200_SXM,
+    ...H200_AS_OF_2026_11_22,
     reduceKernel: { programs: 64, peakGBps: 268.8, halfPrograms: 0, launchUs: H200_SXM.gemm.launchUs },
   };
   const codes = (hw: HardwareModel) => ({ x1: { ...X1_CODE, hardware: hw }, x2: { ...X2_CODE, hardware: hw } });

@@ -1,7 +1,7 @@
 // Barrel of the simulate module: the discrete-event simulator, the cost model under it,
 // the built-in hardware models and the result format.
 export { SimulateError, type SimulateErrorCode } from "./errors.js";
-export { HardwareModel, H100_SXM, H200_SXM, HARDWARE_MODELS, resolveHardware } from "./hardware.js";
+export { HardwareModel, H100_SXM, H200_SXM, HARDWARE_MODELS, resolveHardware, TRITON_GEMM_2026_11_22 } from "./hardware.js";
 export {
   type GemmProblem,
   tileMs,
