@@ -10,11 +10,12 @@ import sys
 
 
 def one(base, shape_name, label):
+    import compute_bench as cb
     import torch
     import triton
-    import compute_bench as cb
 
-    bench = json.load(open(f"{base}/compute.json"))
+    with open(f"{base}/compute.json") as f:
+        bench = json.load(f)
     shape = next(s for s in bench["shapes"] if s["name"] == shape_name)
     case = next(c for c in shape["cases"] if c["label"] == label)
     triton.set_allocator(cb.allocator)
@@ -41,7 +42,8 @@ if __name__ == "__main__":
         sys.exit(0)
     base, shapes = sys.argv[1], sys.argv[2].split(",")
     prefix = sys.argv[3] if len(sys.argv) > 3 else ""
-    bench = json.load(open(f"{base}/compute.json"))
+    with open(f"{base}/compute.json") as f:
+        bench = json.load(f)
     for s in bench["shapes"]:
         if s["name"] not in shapes:
             continue
@@ -50,6 +52,7 @@ if __name__ == "__main__":
                 continue
             p = subprocess.run(
                 [sys.executable, __file__, "--one", base, s["name"], c["label"], "20"],
+                check=False,
                 capture_output=True,
                 text=True,
                 timeout=60,

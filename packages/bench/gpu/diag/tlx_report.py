@@ -6,6 +6,7 @@ geometric means.
 """
 
 import json
+import math
 import statistics
 import sys
 
@@ -26,7 +27,18 @@ def best(cases, role):
     return min(xs, key=lambda c: c["ms"]) if xs else None
 
 
-r = json.load(open(sys.argv[1]))
+def ratio(cub, c):
+    """cuBLAS ms ÷ the case's ms (nan without a case)."""
+    return cub / c["ms"] if c else float("nan")
+
+
+def variant(c):
+    """The configuration a TLX case's label ends with."""
+    return c["label"].split()[-1] if c else "-"
+
+
+with open(sys.argv[1]) as f:
+    r = json.load(f)
 print(
     f"{r['device']}, torch {r['torch']}, triton {r['triton']}, CUDA {r['cuda']}; {r['method']}\n"
 )
@@ -42,19 +54,17 @@ for s in r["shapes"]:
         best(s["cases"], "tlx"),
         best(s["cases"], "tlx-emitted"),
     )
-    ratio = lambda c: cub / c["ms"] if c else float("nan")  # noqa: E731
-    name = lambda c: c["label"].split()[-1] if c else "-"  # noqa: E731
     faster = cub / min(x["ms"] for x in (t, e) if x) if (t or e) else float("nan")
     for k, v in (
-        ("tuned", ratio(t)),
-        ("tlx", ratio(p)),
-        ("tlx-emitted", ratio(e)),
+        ("tuned", ratio(cub, t)),
+        ("tlx", ratio(cub, p)),
+        ("tlx-emitted", ratio(cub, e)),
         ("faster", faster),
     ):
-        if v == v:
+        if not math.isnan(v):
             cols[k].append(v)
     print(
-        f"| {s['name']} | {s['M']}×{s['N']}×{s['K']} | {cub:.4f} | {ratio(t):.3f} | {ratio(p):.3f} ({name(p)}) | {ratio(e):.3f} ({name(e)}) | {faster:.3f} |"
+        f"| {s['name']} | {s['M']}×{s['N']}×{s['K']} | {cub:.4f} | {ratio(cub, t):.3f} | {ratio(cub, p):.3f} ({variant(p)}) | {ratio(cub, e):.3f} ({variant(e)}) | {faster:.3f} |"
     )
 print()
 for k, label in (

@@ -1,12 +1,14 @@
 """Per shape of a compute_bench.py result: cuBLAS ms ÷ kernel ms of each TLX configuration as plain GEMM,
 as the TLX backend emits it, and as each diagnostic edit of the emitted kernel (role `diag`, the edit
 named last in its label: noorder = m-blocks in visit order, nonotify = no tile-done notifies, nowait =
-no chunk waits)."""
+no chunk waits, noslot = no chunk-slot load, bare = neither order nor slot load, gpu-scope = notifies
+released at gpu scope)."""
 
 import json
 import sys
 
-r = json.load(open(sys.argv[1]))
+with open(sys.argv[1]) as f:
+    r = json.load(f)
 for s in r["shapes"]:
     cub = s["cublas"]["ms"]
     cells = {}

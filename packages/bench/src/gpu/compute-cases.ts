@@ -20,7 +20,7 @@ import {
   type KernelArg,
   type OperatorInput,
 } from "@ovl/tlx-emitter";
-import { correct, type ComputeResults } from "./compute-table.js";
+import { correct, entryConfig, type ComputeResults } from "./compute-table.js";
 import { computeShapes, type ComputeShape } from "./compute-shapes.js";
 import { plainLaunch, previousDefault, type CaseArg, type ComputeBenchFile, type ComputeCase } from "./emit-compute.js";
 
@@ -170,16 +170,7 @@ export async function benchCases(
     if (choice.source !== "table")
       throw new Error(`${s.name}: no tuned entry for ${target} (${choice.source === "default" ? choice.reason : choice.source})`);
     tables.add(choice.target);
-    const e = choice.entry;
-    const config: ComputeConfig = {
-      body: e.body,
-      BM: e.BM,
-      BN: e.BN,
-      BK: e.BK,
-      groupM: e.groupM,
-      numStages: e.numStages,
-      numWarps: e.numWarps,
-    };
+    const config = entryConfig(choice.entry);
     const cases: ComputeCase[] = [];
     cases.push(emittedCase(await compile(op, tritonBackend, { target }), out, `emitted ${key(config)}`, config, "tuned", s));
     if (tuned.body.path !== `${config.body}.py`) throw new Error(`${s.name}: compile() chose ${tuned.body.path}, the table ${config.body}`);

@@ -8,7 +8,17 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { lowerToTileSchedule } from "@ovl/chunk-plan";
 import { TARGETS, type TargetName } from "@ovl/primitives";
-import { computeModel, gemmMs, latencyBarSpec, predictComputeMs, renderSvg, resolveHardware, simulate, type ComputeConfig } from "@ovl/sim";
+import {
+  computeModel,
+  gemmMs,
+  latencyBarSpec,
+  predictComputeMs,
+  renderSvg,
+  resolveHardware,
+  simulate,
+  type ComputeConfig,
+  type HardwareModel,
+} from "@ovl/sim";
 import { shapeOperator } from "./compute-cases.js";
 import type { ComputeResults, ResultCase, ResultShape } from "./compute-table.js";
 import { correct } from "./compute-table.js";
@@ -45,8 +55,8 @@ function role(s: ResultShape, r: string): (ResultCase & { ms: number }) | undefi
 
 const key = (c: ComputeConfig) => `${c.body.replace("gemm_", "")} ${c.BM}×${c.BN}×${c.BK} g${c.groupM} s${c.numStages} w${c.numWarps}`;
 
-/** The simulator's time of the shape's compute kernel alone at `c` (H100 model, the emitted Triton kernel). */
-function simulatedMs(s: ResultShape, c: ComputeConfig, hardware: string): number {
+/** The simulator's time of the shape's compute kernel alone at `c` (the emitted Triton kernel's calibration of `hardware`). */
+export function simulatedMs(s: ResultShape, c: ComputeConfig, hardware: string | HardwareModel): number {
   const op = shapeOperator(s);
   const schedule = lowerToTileSchedule(
     op.plan,

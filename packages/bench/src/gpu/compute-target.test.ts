@@ -4,7 +4,16 @@ import { join } from "node:path";
 import { computeConfigs, lookupComputeConfig, resolveCompute } from "@ovl/tlx-emitter";
 import { afterAll, describe, expect, it } from "vitest";
 import { benchCases, shapeOperator } from "./compute-cases.js";
-import { mergeTables, tableOf, withTlx, writeTable, type ComputeResults, type ResultCase, type ResultShape } from "./compute-table.js";
+import {
+  entryConfig,
+  mergeTables,
+  tableOf,
+  withTlx,
+  writeTable,
+  type ComputeResults,
+  type ResultCase,
+  type ResultShape,
+} from "./compute-table.js";
 import { sweepFile, targetArg, type ComputeBenchFile } from "./emit-compute.js";
 
 const dirs: string[] = [];
@@ -177,15 +186,7 @@ describe("emit-compute --target", () => {
         };
       }),
     });
-    const own = (e: (typeof table.entries)[number]) => ({
-      body: e.body,
-      BM: e.BM,
-      BN: e.BN,
-      BK: e.BK,
-      groupM: e.groupM,
-      numStages: e.numStages,
-      numWarps: e.numWarps,
-    });
+    const own = entryConfig;
     const t = withTlx(table, run(own), "results/gpu/tlx-2026-12-01/bench.json");
     const covered = t.entries.filter((e) => e.tlx !== undefined);
     expect(covered).toHaveLength(6);

@@ -53,6 +53,30 @@ export function moeRouting(world: number, blocksPerRank: number, experts: number
   return { experts, mblockExpert };
 }
 
+/** Warm-ups, timed repetitions and checked epochs of every one-GPU case (a correctness run). */
+const ONE_GPU_TIMING = { warmup: 2, reps: 5, checkRuns: 4 };
+
+/** The AllGather of A's rows every one-GPU AG+GEMM case uses: swizzled pushes, two chunks per rank. */
+function agPlan(world: number, M: number, K: number) {
+  return planSignals(
+    allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2, side: "push" }),
+  );
+}
+
+/** The direct ReduceScatter of the partial product every one-GPU GEMM+RS case uses: two chunks per rank, after compute. */
+function rsPlan(world: number, M: number, N: number) {
+  return planSignals(
+    reduceScatterDirect({
+      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
+      src: "C_partial",
+      axis: 0,
+      mesh: [world],
+      split: 2,
+      afterCompute: true,
+    }),
+  );
+}
+
 /**
  * The cases of one world, all through compile(): AG+GEMM from ovl's built-in TMA body and
  * from a user's tutorial-style matmul, and — where M splits into whole m-blocks per rank —
@@ -60,12 +84,10 @@ export function moeRouting(world: number, blocksPerRank: number, experts: number
  * worlds 2 and 4, AllGather+grouped GEMM from the built-in grouped body.
  */
 export async function oneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
-  const timing = { warmup: 2, reps: 5, checkRuns: 4 };
+  const timing = ONE_GPU_TIMING;
   const tag = `w${world}`;
   const cases: Record<string, EmitResult> = {};
-  const ag = planSignals(
-    allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2, side: "push" }),
-  );
+  const ag = agPlan(world, M, K);
   const agOp = (name: string, body: KernelBody) =>
     compile({ name, kind: "ag-gemm", plan: ag, body, problem: { M, N, K }, tile: TILE, groupM: 8, options: { timing } });
   cases[`${tag}_ag_gemm`] = await agOp(`${tag}_ag_gemm`, builtinBody("gemm_tma_persistent"));
@@ -125,16 +147,7 @@ export async function oneGpuCases(world: number, M: number, N: number, K: number
     });
   }
   if (M % world === 0 && (M / world) % TILE.BM === 0) {
-    const rs = planSignals(
-      reduceScatterDirect({
-        tensor: { name: "C", shape: [M, N], dtype: "bf16" },
-        src: "C_partial",
-        axis: 0,
-        mesh: [world],
-        split: 2,
-        afterCompute: true,
-      }),
-    );
+    const rs = rsPlan(world, M, N);
     const rsOp = (name: string, options: EmitOptions) =>
       compile({
         name,
@@ -198,26 +211,15 @@ export async function gemmArCases(
  * 3 stages) and ping-pong (128×128×64, 5 stages, two epilogue stores) consumers.
  */
 export async function tlxOneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
-  const timing = { warmup: 2, reps: 5, checkRuns: 4 };
+  const timing = ONE_GPU_TIMING;
   const tag = `w${world}`;
   const cases: Record<string, EmitResult> = {};
   const consumers = {
     coop: { tile: { BM: 128, BN: 256, BK: 64 }, ws: { consumerSchedule: "cooperative" as const, stages: 3 } },
     pp: { tile: { BM: 128, BN: 128, BK: 64 }, ws: { consumerSchedule: "pingpong" as const, stages: 5, epilogueSplit: 2 } },
   };
-  const ag = planSignals(
-    allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 2, side: "push" }),
-  );
-  const rs = planSignals(
-    reduceScatterDirect({
-      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
-      src: "C_partial",
-      axis: 0,
-      mesh: [world],
-      split: 2,
-      afterCompute: true,
-    }),
-  );
+  const ag = agPlan(world, M, K);
+  const rs = rsPlan(world, M, N);
   for (const [c, { tile, ws }] of Object.entries(consumers)) {
     const base = { problem: { M, N, K }, tile, groupM: 8, warpSpecialization: ws };
     const agName = `${tag}_tlx_ag_gemm_${c}`;

@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compile, emitManifestJson, emitTlxGemm, tlxBackend, type TlxEmitOptions, type WarpSpecialization } from "@ovl/tlx-emitter";
 import { emittedCase, shapeOperator } from "./compute-cases.js";
-import type { ComputeBenchFile, ComputeCase } from "./emit-compute.js";
+import { plainLaunch, type ComputeBenchFile, type ComputeCase } from "./emit-compute.js";
 
 /** A TLX GEMM configuration of the benchmark: tile, L2 grouping and the emitter's warp-specialisation options. */
 export interface TlxComputeVariant {
@@ -37,6 +37,8 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
 /** The cases of `variant` (emitted into `tlx/<name>/` of the bench directory) for one shape. */
 export function tlxCase(name: string, v: TlxComputeVariant, s: { M: number; N: number; K: number }, entrySource: string): ComputeCase {
   const dir = `tlx/${name}`;
+  const config = variantConfig(v);
+  const { args, tiles } = plainLaunch(s, config);
   return {
     label: `tlx ${name}`,
     kind: "plain",
@@ -46,17 +48,11 @@ export function tlxCase(name: string, v: TlxComputeVariant, s: { M: number; N: n
     entry: "tlx_gemm",
     cubin: `${dir}/tlx_gemm.sm_90a.cubin`,
     metadata: `${dir}/tlx_gemm.sm_90a.json`,
-    config: variantConfig(v),
-    args: [
-      { name: "a_ptr", kind: "a" },
-      { name: "b_ptr", kind: "b" },
-      { name: "c_ptr", kind: "c" },
-      { name: "M", kind: "int", value: s.M },
-      { name: "N", kind: "int", value: s.N },
-      { name: "K", kind: "int", value: s.K },
-    ],
+    config,
+    // The plain GEMM's arguments and tile count; its constexprs are compiled into the cubin.
+    args,
     constexprs: {},
-    tiles: Math.ceil(s.M / v.tile.BM) * Math.ceil(s.N / v.tile.BN),
+    tiles,
   };
 }
 

@@ -8,9 +8,8 @@
 // launch held at 0 if it comes out negative. efficiency is the 128×256×64 tile's; the other
 // tiles' factors are relative to it.
 import { readFileSync } from "node:fs";
-import { lowerToTileSchedule } from "@ovl/chunk-plan";
-import { resolveHardware, simulate, type HardwareModel } from "@ovl/sim";
-import { shapeOperator } from "./compute-cases.js";
+import { resolveHardware, type HardwareModel } from "@ovl/sim";
+import { simulatedMs } from "./compute-report.js";
 import { correct, type ComputeResults, type ResultShape } from "./compute-table.js";
 
 /** One shape's tuned kernel: its tile, the simulator's time at efficiency 1 without launch, and the measured time. */
@@ -37,19 +36,7 @@ export function fitPoints(results: ComputeResults, hw: HardwareModel): FitPoint[
     const t = s.cases.find((c) => c.role === "tuned" && correct(c));
     if (t === undefined || t.ms === undefined) return [];
     const c = t.config;
-    const op = shapeOperator(s);
-    const schedule = lowerToTileSchedule(
-      op.plan,
-      {
-        tensor: s.op === "ag-gemm" ? "A" : "C_partial",
-        problem: { M: s.M, N: s.N, K: s.K },
-        tile: { BM: c.BM, BN: c.BN, BK: c.BK },
-        groupSizeM: c.groupM,
-        persistent: { numSms: hw.smCount },
-      },
-      { role: s.role },
-    );
-    const t0Ms = simulate(op.plan, schedule, { hardware: bare, computeKernel: { kind: "triton" } }).computeAloneMs;
+    const t0Ms = simulatedMs(s, c, bare);
     return [{ shape: s.name, tile: `${c.BM}x${c.BN}x${c.BK}`, t0Ms, ms: t.ms }];
   });
 }

@@ -162,7 +162,8 @@ export interface EmittedTlx {
 export async function emitTlx(p: Problem, e: EmittedOperator, sources: EmitSources = {}): Promise<EmittedTlx> {
   const input = { ...problemOperator(p, sources), name: `${e.name}_tlx` };
   const { op, choice } = resolveCompute(input, { ...(sources.target === undefined ? {} : { target: sources.target }), backend: "tlx" });
-  const tlx = await compile(input, tlxBackend(), sources.target === undefined ? {} : { target: sources.target });
+  // The operator as resolved (its tile set), as emitProblem compiles it: compile() keeps it.
+  const tlx = await compile(op, tlxBackend());
   const dir = join(e.dir, "tlx");
   mkdirSync(dir, { recursive: true });
   const files = tlx.files.map((f) => {

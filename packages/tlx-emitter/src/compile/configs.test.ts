@@ -1,4 +1,4 @@
-import { allGatherSwizzle, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
+import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseWithPython } from "../testing/python.js";
@@ -16,6 +16,7 @@ import {
   type ComputeConfigTable,
   type OperatorInput,
 } from "./index.js";
+import { rsPlan } from "../testing/plans.js";
 
 const entry = (e: Partial<ComputeConfigEntry> & Pick<ComputeConfigEntry, "M" | "N" | "K">): ComputeConfigEntry => ({
   op: "ag-gemm",
@@ -49,19 +50,6 @@ function agOp(world: number, M: number, N: number, K: number, split = 1): Operat
     allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }),
   );
   return { name: "ag", kind: "ag-gemm", plan, body: builtinBody("gemm_tma_persistent"), problem: { M, N, K } };
-}
-
-function rsPlan(world: number, M: number, N: number, split: number): ChunkPlan {
-  return planSignals(
-    reduceScatterDirect({
-      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
-      src: "C_partial",
-      axis: 0,
-      mesh: [world],
-      split,
-      afterCompute: true,
-    }),
-  );
 }
 
 describe("the shipped configuration tables", () => {

@@ -1,24 +1,13 @@
-import { type ChunkPlan, lowerToTileSchedule, planSignals, reduceScatterDirect, reduceScatterRing } from "@ovl/chunk-plan";
+import { type ChunkPlan, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Manifest } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { emitGemmRs } from "./index.js";
 import { codeOf } from "../testing/errors.js";
+import { rsPlan } from "../testing/plans.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
-
-function rsPlan(world: number, M: number, N: number, split: number, ring = false): ChunkPlan {
-  const o = {
-    tensor: { name: "C", shape: [M, N], dtype: "bf16" as const },
-    src: "C_partial",
-    axis: 0,
-    mesh: [world],
-    split,
-    afterCompute: true,
-  };
-  return planSignals(ring ? reduceScatterRing(o) : reduceScatterDirect(o));
-}
 
 function schedule(plan: ChunkPlan, M: number, N: number, K: number) {
   return lowerToTileSchedule(

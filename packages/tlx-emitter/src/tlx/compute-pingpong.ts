@@ -5,7 +5,16 @@
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE } from "../device/index.js";
 import { EmitError } from "../writer/index.js";
-import { checkRingFits, EPILOGUE_BARRIER, ringStageBytes, SM90_MAX_SHARED_BYTES, type TlxGemmParams, writeTileCounts } from "./compute.js";
+import {
+  checkRingFits,
+  EPILOGUE_BARRIER,
+  ringStageBytes,
+  SM90_MAX_SHARED_BYTES,
+  type TlxGemmParams,
+  writeRingLoads,
+  writeRingMmas,
+  writeTileCounts,
+} from "./compute.js";
 import type { TlxComputePart } from "./parts.js";
 
 /** Tiling of `tlxGemmPingPong`: each consumer owns a whole `BLOCK_M × BLOCK_N` tile. */
@@ -78,16 +87,9 @@ export function tlxGemmPingPong(params: TlxPingPongParams): TlxComputePart {
       writeTileCounts(w);
     },
     writeProducerTile(w) {
-      w.line("offs_bn = pid_n * BLOCK_N");
-      w.block("for ki in range(k_tiles)", (k) => {
-        k.line("stage = it % NUM_STAGES");
-        k.line("tlx.barrier_wait(tlx.local_view(empty_bars, stage), ((it // NUM_STAGES) & 1) ^ 1)");
-        k.line("full = tlx.local_view(full_bars, stage)");
-        k.line(`tlx.barrier_expect_bytes(full, ${stageBytes})`);
-        k.line("tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage), [offs_am, ki * BLOCK_K], full)");
-        k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
-        k.line("it += 1");
-      });
+      writeRingLoads(w, stageBytes, (k) =>
+        k.line("tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage), [offs_am, ki * BLOCK_K], full)"),
+      );
     },
     writeConsumerInit(w) {
       w.line("turn = 0");
@@ -99,16 +101,7 @@ export function tlxGemmPingPong(params: TlxPingPongParams): TlxComputePart {
         t.line("offs_bn = pid_n * BLOCK_N");
         t.line(`tlx.named_barrier_wait(${first} + cid, 256)`);
         t.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-        t.line("prev = 0");
-        t.block("for ki in range(k_tiles)", (k) => {
-          k.line("stage = it % NUM_STAGES");
-          k.line("tlx.barrier_wait(tlx.local_view(full_bars, stage), (it // NUM_STAGES) & 1)");
-          k.line("acc = tlx.async_dot(tlx.local_view(a_ring, stage), tlx.local_view(b_ring, stage), acc)");
-          k.line("acc = tlx.async_dot_wait(1, acc)");
-          k.block("if ki > 0", (i) => i.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))"));
-          k.line("prev = stage");
-          k.line("it += 1");
-        });
+        writeRingMmas(t, "stage");
         t.comment("Every wgmma of the tile is issued: the other consumer's turn at the tensor cores.");
         t.line(`tlx.named_barrier_arrive(${second} - cid, 256)`);
         t.line("acc = tlx.async_dot_wait(0, acc)");

@@ -39,6 +39,44 @@ export function writeTileCounts(w: PythonWriter): void {
   w.line("k_tiles = tl.cdiv(K, BLOCK_K)");
 }
 
+/**
+ * The producer's k-loop over a tile (ring position `it`, advanced here): per k-step, wait
+ * until the stage is empty (the opposite phase, so the first pass does not block), expect
+ * its bytes on its `full` barrier, issue the A loads (`writeALoads`, given `stage`, `ki`,
+ * `full`) and the B load into it.
+ */
+export function writeRingLoads(w: PythonWriter, stageBytes: number, writeALoads: (k: PythonWriter) => void): void {
+  w.line("offs_bn = pid_n * BLOCK_N");
+  w.block("for ki in range(k_tiles)", (k) => {
+    k.line("stage = it % NUM_STAGES");
+    k.line("tlx.barrier_wait(tlx.local_view(empty_bars, stage), ((it // NUM_STAGES) & 1) ^ 1)");
+    k.line("full = tlx.local_view(full_bars, stage)");
+    k.line(`tlx.barrier_expect_bytes(full, ${stageBytes})`);
+    writeALoads(k);
+    k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
+    k.line("it += 1");
+  });
+}
+
+/**
+ * A consumer's wgmma chain over a tile into `acc`, A from ring slot `aSlot` (an expression
+ * over `stage`): per k-step wait for the stage to be full, issue the wgmma, keep one in
+ * flight and free the stage before it. Leaves the last wgmma in flight and its stage in `prev`.
+ */
+export function writeRingMmas(w: PythonWriter, aSlot: string): void {
+  w.line("prev = 0");
+  w.block("for ki in range(k_tiles)", (k) => {
+    k.line("stage = it % NUM_STAGES");
+    k.line("tlx.barrier_wait(tlx.local_view(full_bars, stage), (it // NUM_STAGES) & 1)");
+    k.line(`acc = tlx.async_dot(tlx.local_view(a_ring, ${aSlot}), tlx.local_view(b_ring, stage), acc)`);
+    k.comment("Keep one wgmma in flight; the one before it is done, so its stage is free.");
+    k.line("acc = tlx.async_dot_wait(1, acc)");
+    k.block("if ki > 0", (i) => i.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))"));
+    k.line("prev = stage");
+    k.line("it += 1");
+  });
+}
+
 /** Named barrier the consumers of a tile sync on after its stores (ping-pong: this and the next id, one per consumer). */
 export const EPILOGUE_BARRIER = 11;
 
@@ -120,35 +158,18 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       writeTileCounts(w);
     },
     writeProducerTile(w) {
-      w.line("offs_bn = pid_n * BLOCK_N");
-      w.block("for ki in range(k_tiles)", (k) => {
-        k.line("stage = it % NUM_STAGES");
-        k.line("tlx.barrier_wait(tlx.local_view(empty_bars, stage), ((it // NUM_STAGES) & 1) ^ 1)");
-        k.line("full = tlx.local_view(full_bars, stage)");
-        k.line(`tlx.barrier_expect_bytes(full, ${stageBytes})`);
+      writeRingLoads(w, stageBytes, (k) =>
         k.block("for c in tl.static_range(NUM_CONSUMERS)", (c) => {
           c.line(
             "tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage * NUM_CONSUMERS + c), [offs_am + c * SPLIT_M, ki * BLOCK_K], full)",
           );
-        });
-        k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
-        k.line("it += 1");
-      });
+        }),
+      );
     },
     writeConsumerTile(w, afterStores) {
       w.line("offs_bn = pid_n * BLOCK_N");
       w.line("acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)");
-      w.line("prev = 0");
-      w.block("for ki in range(k_tiles)", (k) => {
-        k.line("stage = it % NUM_STAGES");
-        k.line("tlx.barrier_wait(tlx.local_view(full_bars, stage), (it // NUM_STAGES) & 1)");
-        k.line("acc = tlx.async_dot(tlx.local_view(a_ring, stage * NUM_CONSUMERS + cid), tlx.local_view(b_ring, stage), acc)");
-        k.comment("Keep one wgmma in flight; the one before it is done, so its stage is free.");
-        k.line("acc = tlx.async_dot_wait(1, acc)");
-        k.block("if ki > 0", (i) => i.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))"));
-        k.line("prev = stage");
-        k.line("it += 1");
-      });
+      writeRingMmas(w, "stage * NUM_CONSUMERS + cid");
       w.line("acc = tlx.async_dot_wait(0, acc)");
       w.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))");
       w.comment("Epilogue: this consumer's rows of the tile, by TMA store.");

@@ -32,19 +32,7 @@ import {
   tlxPingPongSharedBytes,
 } from "./index.js";
 import { codeOf } from "../testing/errors.js";
-
-function rsPlan(world: number, M: number, N: number, split: number): ChunkPlan {
-  return planSignals(
-    reduceScatterDirect({
-      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
-      src: "C_partial",
-      axis: 0,
-      mesh: [world],
-      split,
-      afterCompute: true,
-    }),
-  );
-}
+import { rsPlan } from "../testing/plans.js";
 
 function rsSchedule(plan: ChunkPlan, M: number, N: number, K: number, tile = { BM: 128, BN: 128, BK: 64 }) {
   return lowerToTileSchedule(

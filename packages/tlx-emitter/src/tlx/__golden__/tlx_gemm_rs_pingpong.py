@@ -100,6 +100,7 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
                         stage = it % NUM_STAGES
                         tlx.barrier_wait(tlx.local_view(full_bars, stage), (it // NUM_STAGES) & 1)
                         acc = tlx.async_dot(tlx.local_view(a_ring, stage), tlx.local_view(b_ring, stage), acc)
+                        # Keep one wgmma in flight; the one before it is done, so its stage is free.
                         acc = tlx.async_dot_wait(1, acc)
                         if ki > 0:
                             tlx.barrier_arrive(tlx.local_view(empty_bars, prev))

@@ -1,0 +1,14 @@
+import { planSignals, reduceScatterDirect, reduceScatterRing, type ChunkPlan } from "@ovl/chunk-plan";
+
+/** The ReduceScatter of a GEMM's partial product `C_partial` into `C` ([M, N] bf16) by rows, after compute: direct, or a ring. */
+export function rsPlan(world: number, M: number, N: number, split: number, ring = false): ChunkPlan {
+  const o = {
+    tensor: { name: "C", shape: [M, N], dtype: "bf16" as const },
+    src: "C_partial",
+    axis: 0,
+    mesh: [world],
+    split,
+    afterCompute: true,
+  };
+  return planSignals(ring ? reduceScatterRing(o) : reduceScatterDirect(o));
+}
