@@ -4,10 +4,14 @@ At TileLink's MoE-1 … MoE-6 per-rank shapes of a world of 8 (S = 8192 tokens, 
 intermediate I 1536/2048 of which a rank holds I/8, E 8/32 experts, top-k 2/5, bf16, a uniform random
 routing and weights), on one rank's data:
 
-- ``emitted``: the producer ``ovl emit moe-rs`` compiled (``moe-rs-prepare.sh``: the built-in
-  ``moe_gemm_scatter`` body with the compiler's notifies of every covered slab on its owner, here all
-  owners' signal slots on this GPU), one case per prepared tile, routing tables from the device;
-- ``plain``: the same body as written (``kernels/moe_gemm_scatter.py``, no notifies), at the same tile;
+- ``emitted``: the producer ``ovl emit moe-rs`` compiled, one case per prepared folder
+  (``moe-rs-prepare.sh``: ``ws-*`` the default warp-specialised body, which reads h in the routing's
+  block order and takes no notifies; ``tile-*`` the ``moe_gemm_scatter`` body with the compiler's
+  notifies of every covered slab on its owner, here all owners' signal slots on this GPU), routing
+  tables from the device;
+- ``plain``: a per-tile body as written (``kernels/moe_gemm_scatter.py``, no notifies), at the same tile;
+  ``emitted+permute+notify``: a warp-specialised producer between ``moe_permute_rows`` (h into block
+  order) and ``moe_slab_notify`` (the launch's notify), as the manifest's compute stream runs them;
 - ``grouped_mm``: ``torch._grouped_mm`` on rows already grouped by expert, and
   ``grouped_mm+scatter+topk-reduce``: the same with the gather into expert order, the scatter back to slot
   order, the weighting and the sum over each token's k slots (what moe-rs fuses), or a cuBLAS matmul
@@ -34,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import triton
+
 from ovl_runtime.manifest import load_manifest
 from ovl_runtime.moe import draw_routing
 from ovl_runtime.moe_align import moe_align_block_size
@@ -54,15 +60,41 @@ part1 = _load("ovl_moe_compute", HERE / "moe-compute.py")
 SHAPES, rel, time_cases = part1.SHAPES, part1.rel, part1.time_cases
 
 
+def _args(kern, buffers, partial, sig_ptrs, sms, skip_inserted=False):
+    """A manifest kernel's arguments from this run's tensors (``num-programs``: the SM count)."""
+    args = {}
+    for name, a in kern.args:
+        if skip_inserted and name.startswith("ovl_"):
+            continue
+        if a.kind == "buffer":
+            args[name] = partial if a.name == "moe_partial" else buffers[a.name]
+        elif a.kind == "peer-pointers":
+            args[name] = sig_ptrs
+        elif a.kind == "rank":
+            args[name] = 0
+        elif a.kind == "num-programs":
+            args[name] = sms
+        elif a.kind == "int":
+            args[name] = a.value
+        else:
+            raise ValueError(f"{kern.name}: argument {name} of kind {a.kind}")
+    args.update(kern.constexprs)
+    if "NUM_SMS" in args:
+        args["NUM_SMS"] = sms
+    return args
+
+
 def body_cases(folder: Path, h, w2, ids, wts, sms):
-    """Per prepared tile of the shape: the emitted producer and the plain body at its launch configuration."""
+    """Per prepared folder of the shape (a tile or a body): the emitted producer and the plain body at its
+    launch configuration; a warp-specialised producer (one notify per launch, h read in block order) also
+    with its compute-stream neighbours, ``moe_permute_rows`` before and ``moe_slab_notify`` after it."""
     T, k = ids.shape
     out = []
     for mdir in sorted(p for p in folder.iterdir() if (p / "manifest.json").exists()):
         m = load_manifest(mdir / "manifest.json")
         kern = next(x for x in m.kernels if x.template_kind == "local-producer")
         p = kern.template_params
-        bm, bn = int(p["BLOCK_M"]), int(p["BLOCK_N"])
+        bm = int(p["BLOCK_M"])
         E = int(p["experts"])
         if (int(p["tokens"]), int(p["topk"]), E, int(p["N"]), int(p["K"])) != (
             T,
@@ -76,41 +108,49 @@ def body_cases(folder: Path, h, w2, ids, wts, sms):
         sig_ptrs = torch.tensor([sig.data_ptr()] * m.world, dtype=torch.int64, device=h.device)
         flat_w = wts.reshape(-1).float().contiguous()
         tables = moe_align_block_size(ids, E, bm)
+        h_blocks = torch.zeros((tables[0].numel(), h.shape[1]), device=h.device, dtype=h.dtype)
         buffers = {
-            "moe_h": h, "moe_w2": w2, "moe_topk_weights": flat_w,
+            "moe_h": h, "moe_w2": w2, "moe_topk_weights": flat_w, "moe_h_blocks": h_blocks,
             "moe_sorted_token_ids": tables[0], "moe_expert_of_block": tables[1], "moe_num_blocks": tables[2],
         }  # fmt: skip
-        cfg = f"{bm}x{bn}x{kern.constexprs.get('BLOCK_K')} w{kern.num_warps} s{kern.num_stages}"
-        for kind in ("emitted", "plain"):
+        launch = p.get("notifies") == "launch"
+        cfg = f"{mdir.name} w{kern.num_warps} s{kern.num_stages}"
+        runner = {x.template_kind: x for x in m.kernels}
+        mod = _load(f"moe_rs_{mdir.name}_runner", mdir / runner["moe-topk-reduce-rs"].source)
+        for kind in ("emitted", "emitted+permute+notify") if launch else ("emitted", "plain"):
             partial = torch.full((T * k, w2.shape[2]), float("nan"), device=h.device, dtype=h.dtype)
-            args = {}
-            for name, a in kern.args:
-                if kind == "plain" and name.startswith("ovl_"):
-                    continue
-                if a.kind == "buffer":
-                    args[name] = partial if a.name == "moe_partial" else buffers[a.name]
-                elif a.kind == "peer-pointers":
-                    args[name] = sig_ptrs
-                elif a.kind == "rank":
-                    args[name] = 0
-                elif a.kind == "num-programs":
-                    args[name] = sms
-                elif a.kind == "int":
-                    args[name] = a.value
-                else:
-                    raise ValueError(f"{mdir}: argument {name} of kind {a.kind}")
-            args.update(kern.constexprs)
-            if "NUM_SMS" in args:
-                args["NUM_SMS"] = sms
+            args = _args(kern, buffers, partial, sig_ptrs, sms, skip_inserted=kind == "plain")
             fn = _load(
                 f"moe_rs_{mdir.name}_{kind}",
-                mdir / kern.source if kind == "emitted" else PLAIN_BODY,
+                mdir / kern.source if kind != "plain" else PLAIN_BODY,
             )
             jit = getattr(fn, kern.entry)
+            steps = [(jit, args, (sms,), kern.num_warps, kern.num_stages)]
+            if launch:
+                # The producer reads h_blocks: fill it once with the runner's own permute (timed only with it).
+                pk, nk = runner["moe-permute-rows"], runner["moe-slab-notify"]
+                permute = (
+                    getattr(mod, pk.entry),
+                    _args(pk, buffers, partial, sig_ptrs, sms),
+                    tuple(pk.grid),
+                    pk.num_warps,
+                    1,
+                )
+                permute[0][permute[2]](**permute[1], num_warps=permute[3], num_stages=1)
+                if kind != "emitted":
+                    notify = (
+                        getattr(mod, nk.entry),
+                        _args(nk, buffers, partial, sig_ptrs, sms),
+                        (1,),
+                        nk.num_warps,
+                        1,
+                    )
+                    steps = [permute, *steps, notify]
 
-            # `sig` rides along: the kernel reaches it only through the raw pointers of `sig_ptrs`.
-            def run(jit=jit, args=args, warps=kern.num_warps, stages=kern.num_stages, sig=sig) -> None:  # noqa: ARG001
-                jit[(sms,)](**args, num_warps=warps, num_stages=stages)
+            # `sig` rides along: the kernels reach it only through the raw pointers of `sig_ptrs`.
+            def run(steps=steps, sig=sig) -> None:  # noqa: ARG001
+                for f, a, grid, warps, stages in steps:
+                    f[grid](**a, num_warps=warps, num_stages=stages)
 
             out.append((f"{kind} {cfg}", run, partial))
     return out
@@ -214,6 +254,8 @@ def main() -> None:
         sys.exit("moe-rs-compute.py needs a CUDA GPU")
     wanted = {s for s in args.shapes.split(",") if s}
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    # The warp-specialised body builds its tensor descriptors on the device, in memory Triton asks for.
+    triton.set_allocator(lambda size, _align, _stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     rows = []
     for shape in [s for s in SHAPES if not wanted or s[0] in wanted]:
         print(
@@ -224,7 +266,7 @@ def main() -> None:
         for k, v in rows[-1]["errors"].items():
             print(f"  FAILED {k}: {v}", flush=True)
     print(
-        f"\n{'shape':7} {'best emitted':>28} {'ms':>8} {'TFLOP/s':>8} {'plain ms':>9} {'grouped':>8} {'vs grouped':>10} {'+scatter+reduce':>15}"
+        f"\n{'shape':7} {'best emitted':>28} {'ms':>8} {'TFLOP/s':>8} {'plain/+p+n':>10} {'grouped':>8} {'vs grouped':>10} {'+scatter+reduce':>15}"
     )
     for r in rows:
         c = r["cases"]
@@ -233,10 +275,13 @@ def main() -> None:
             continue
         best = min(emitted, key=lambda k: emitted[k]["ms"])
         nan = {"ms": float("nan")}
-        plain = c.get("plain " + best.split(" ", 1)[1], nan)["ms"]
+        plain = c.get(
+            "plain " + best.split(" ", 1)[1],
+            c.get("emitted+permute+notify " + best.split(" ", 1)[1], nan),
+        )["ms"]
         grouped = c.get(r["baseline"], nan)["ms"]
         print(
-            f"{r['shape']:7} {best:>28} {emitted[best]['ms']:8.3f} {emitted[best]['tflops']:8.1f} {plain:9.3f} "
+            f"{r['shape']:7} {best:>28} {emitted[best]['ms']:8.3f} {emitted[best]['tflops']:8.1f} {plain:10.3f} "
             f"{grouped:8.3f} {grouped / emitted[best]['ms']:10.2f} {c.get(r['baseline'] + '+scatter+topk-reduce', nan)['ms']:15.3f}"
         )
     result = {

@@ -8,7 +8,7 @@ const temp = () => mkdtempSync(join(tmpdir(), "ovl-moe-rs-"));
 const sizes = ["--tokens", "64", "--hidden", "96", "--intermediate", "32", "--experts", "6", "--topk", "2"];
 
 describe("ovl emit moe-rs", () => {
-  it("compiles the built-in grouped GEMM + scatter body against a direct ReduceScatter of slabs, with device routing", async () => {
+  it("compiles the built-in warp-specialised grouped GEMM + scatter body against a direct ReduceScatter of slabs, with device routing", async () => {
     const dir = temp();
     const r = await ovl([
       "emit",
@@ -31,11 +31,14 @@ describe("ovl emit moe-rs", () => {
     const out = JSON.parse(r.stdout) as { world: number; kernels: { template: string; stream: string }[]; moe: { slabs: number } };
     expect(out.world).toBe(4);
     expect(out.moe.slabs).toBe(8);
+    // h filled in block order before the producer, the slabs notified once after it.
     expect(out.kernels.map((k) => `${k.template}@${k.stream}`)).toEqual([
       "moe-align-count@compute",
       "moe-align-scatter@compute",
+      "moe-permute-rows@compute",
       "moe-slab-expect@compute",
       "local-producer@compute",
+      "moe-slab-notify@compute",
       "moe-topk-reduce-rs@comm",
     ]);
     const m = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as {
@@ -44,6 +47,10 @@ describe("ovl emit moe-rs", () => {
     };
     expect(m.reference).toMatchObject({ operator: "moe-rs", M: 64, N: 96, K: 32, rowsPerRank: 16 });
     expect(m.buffers.find((b) => b.routing !== undefined)?.routing).toEqual({ experts: 6, choices: [0, 2, 5] });
+    const producer = (
+      JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as { kernels: { template: { params: { body?: string } } }[] }
+    ).kernels[4];
+    expect(producer?.template.params.body).toBe("moe_gemm_scatter_ws.py");
   }, 60_000);
 
   it("takes --m/--n/--k as tokens, hidden and intermediate, and refuses other templates, backends and uneven tokens, writing nothing", async () => {

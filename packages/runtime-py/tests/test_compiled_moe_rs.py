@@ -1,5 +1,6 @@
 """moe-rs (GroupGEMM + Scatter + TopK-reduce + ReduceScatter, routing on the device) compiled by
-@ovl/tlx-emitter's compile() from the built-in moe_gemm_scatter body: the manifests in both CPU engines
+@ovl/tlx-emitter's compile() from the built-in moe_gemm_scatter body (per-tile notifies) and the
+warp-specialised moe_gemm_scatter_ws (h in block order, one notify per launch): the manifests in both CPU engines
 over several launches with fresh random inputs (worlds 2-4, one and two slabs per rank, an expert with
 no tokens, every token on one expert, top-k 1-3, fp32/bf16/fp16), a missing notify timing out at its
 slab's slot, the replicated weights, the references against the definition, the slab cover, and bad
@@ -35,7 +36,7 @@ for (const c of JSON.parse(process.argv[4])) {
   }));
   const moe = c.choices === null ? { experts: c.E, topk: c.k } : { experts: c.E, topk: c.k, choices: c.choices };
   const r = await ovl.compile({
-    name: c.name, kind: "moe-rs", plan, body: ovl.builtinBody("moe_gemm_scatter"),
+    name: c.name, kind: "moe-rs", plan, body: ovl.builtinBody(c.body),
     problem: { M: c.T, N: c.H, K: c.I }, tile: { BM: c.tile[0], BN: c.tile[1], BK: c.tile[2] },
     moe, options: { dtype: c.dtype },
   });
@@ -46,23 +47,39 @@ for (const c of JSON.parse(process.argv[4])) {
 }
 """
 
-# name, world, T (tokens), H (hidden = N), I (each rank's intermediate slice = K), split, tile, dtype, E, k, choices
+WS = "moe_gemm_scatter_ws"
+# name, world, T (tokens), H (hidden = N), I (each rank's intermediate slice = K), split, tile, dtype, E, k, choices, body
 COMPILED = [
     # Two slabs per rank, three n-tiles (H not a multiple of BN), every expert drawn.
-    ("w2_split2", 2, 32, 40, 24, 2, (16, 16, 16), "fp32", 4, 2, None),
+    ("w2_split2", 2, 32, 40, 24, 2, (16, 16, 16), "fp32", 4, 2, None, "moe_gemm_scatter"),
     # Every token on one expert (top-k 1): one long group covering every slab.
-    ("w2_one_expert", 2, 32, 32, 16, 1, (16, 16, 16), "fp32", 4, 1, [2]),
+    ("w2_one_expert", 2, 32, 32, 16, 1, (16, 16, 16), "fp32", 4, 1, [2], "moe_gemm_scatter"),
     # Experts 2 and 4 never drawn (no tokens); four ranks, slabs of 6 tokens.
-    ("w4_empty_experts", 4, 48, 24, 16, 2, (16, 16, 16), "bf16", 5, 2, [0, 1, 3]),
+    ("w4_empty_experts", 4, 48, 24, 16, 2, (16, 16, 16), "bf16", 5, 2, [0, 1, 3], "moe_gemm_scatter"),
     # Three ranks, top-k 3, fp16.
-    ("w3_top3", 3, 24, 16, 16, 1, (16, 16, 16), "fp16", 3, 3, None),
+    ("w3_top3", 3, 24, 16, 16, 1, (16, 16, 16), "fp16", 3, 3, None, "moe_gemm_scatter"),
+    # The warp-specialised body: two slabs per rank, K (24) not a multiple of BLOCK_K, three n-tiles.
+    ("ws_w2_split2", 2, 32, 40, 24, 2, (16, 16, 16), "fp32", 4, 2, None, WS),
+    # ... every token on one expert; experts without tokens over four ranks; top-k 3 in fp16.
+    ("ws_w2_one_expert", 2, 32, 32, 16, 1, (16, 16, 16), "bf16", 4, 1, [2], WS),
+    ("ws_w4_empty_experts", 4, 48, 24, 16, 2, (16, 16, 16), "bf16", 5, 2, [0, 1, 3], WS),
+    ("ws_w3_top3", 3, 24, 16, 16, 1, (16, 16, 16), "fp16", 3, 3, None, WS),
 ]
+TILE_KINDS = ["moe-align-count", "moe-align-scatter", "moe-slab-expect", "local-producer", "moe-topk-reduce-rs"]
+LAUNCH_KINDS = [
+    "moe-align-count", "moe-align-scatter", "moe-permute-rows", "moe-slab-expect", "local-producer", "moe-slab-notify",
+    "moe-topk-reduce-rs",
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> Path:
     return builders.compile_cases(
-        tmp_path_factory, "moe_rs", SCRIPT, ["name", "world", "T", "H", "I", "split", "tile", "dtype", "E", "k", "choices"], COMPILED
+        tmp_path_factory,
+        "moe_rs",
+        SCRIPT,
+        ["name", "world", "T", "H", "I", "split", "tile", "dtype", "E", "k", "choices", "body"],
+        COMPILED,
     )
 
 
@@ -76,7 +93,7 @@ def test_compiled_moe_rs_is_correct_in_the_numpy_engine(compiled, case):
     m = load_manifest(compiled / case / "manifest.json")
     assert m.reference.operator == "moe-rs"
     kinds = [k.template_kind for k in m.kernels]
-    assert kinds == ["moe-align-count", "moe-align-scatter", "moe-slab-expect", "local-producer", "moe-topk-reduce-rs"]
+    assert kinds == (LAUNCH_KINDS if case.startswith("ws_") else TILE_KINDS)
     out = emulate(m, epochs=3, seed=5, engine="numpy")  # the slots and targets carry over: later launches wait for their own
     out.raise_for_failure()
     assert len(out.checks) == 3 and all(c.ok for c in out.checks)

@@ -74,8 +74,8 @@ for (const c of JSON.parse(process.argv[4])) {
     mesh: [c.world], split: 2, afterCompute: true,
   }));
   const r = await ovl.compile({
-    name: c.name, kind: "moe-rs", plan, body: ovl.builtinBody("moe_gemm_scatter"),
-    problem: { M: c.T, N: c.H, K: c.I }, tile: { BM: 64, BN: 128, BK: 64 },
+    name: c.name, kind: "moe-rs", plan, body: ovl.builtinBody(c.body),
+    problem: { M: c.T, N: c.H, K: c.I }, tile: { BM: c.tile[0], BN: c.tile[1], BK: 64 },
     moe: { experts: c.E, topk: c.k }, options: { dtype: "bf16" },
   });
   const dir = join(out, c.name);
@@ -123,19 +123,21 @@ for k in m["kernels"]:
         "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
         "release": len(re.findall(r"atom\.[a-z.]*release[a-z.]*\.add|atom\.global\.[a-z]+\.release\.add|red\.[a-z.]*release", ptx)),
         "acquire": len(re.findall(r"ld\.global\.acquire\.sys", ptx)),
+        "atomics": len(re.findall(r"\batom\.|\bred\.global", ptx)),
+        "setmaxnreg": len(re.findall(r"setmaxnreg", ptx)),
     }
 print(json.dumps(out))
 """
 
 
-def test_every_kernel_of_a_compiled_moe_rs_manifest_compiles_for_sm90a(tmp_path_factory):
+def _compiled_kernels(tmp_path_factory, name: str, body: str, tile: tuple[int, int]) -> dict:
     import json
 
     import builders
 
     # TileLink's MoE-1 at world 8: T = 8192 tokens, H = 2048, I/W = 192, 8 experts, top-2.
-    cases = [("moe1_w8", 8, 8192, 2048, 192, 8, 2)]
-    compiled = builders.compile_cases(tmp_path_factory, "moe_rs_aot", SCRIPT, ["name", "world", "T", "H", "I", "E", "k"], cases)
+    cases = [("moe1_w8", 8, 8192, 2048, 192, 8, 2, body, tile)]
+    compiled = builders.compile_cases(tmp_path_factory, name, SCRIPT, ["name", "world", "T", "H", "I", "E", "k", "body", "tile"], cases)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
     r = subprocess.run(
@@ -144,8 +146,26 @@ def test_every_kernel_of_a_compiled_moe_rs_manifest_compiles_for_sm90a(tmp_path_
     if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
         pytest.skip("no ptxas with this Triton")
     assert r.returncode == 0, r.stderr[-3000:]
-    got = json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_every_kernel_of_a_compiled_moe_rs_manifest_compiles_for_sm90a(tmp_path_factory):
+    got = _compiled_kernels(tmp_path_factory, "moe_rs_aot", "moe_gemm_scatter", (64, 128))
     assert set(got) == {"moe-align-count", "moe-align-scatter", "moe-slab-expect", "local-producer", "moe-topk-reduce-rs"}, got
     assert got["local-producer"]["wgmma"] > 0 and got["local-producer"]["release"] > 0, got  # the inserted notifies
     assert got["moe-slab-expect"]["release"] > 0, got  # the READY slot
     assert got["moe-topk-reduce-rs"]["acquire"] > 0, got  # the bounded waits
+
+
+def test_the_warp_specialised_moe_rs_body_compiles_split_and_without_atomics(tmp_path_factory):
+    """The default body at its default tile: Triton warp-specialises its tile loop (register reallocation
+    between the partitions), the kernel holds no atomic (nothing inserted into the loop), and the launch
+    notify after it release-adds at system scope."""
+    got = _compiled_kernels(tmp_path_factory, "moe_rs_ws_aot", "moe_gemm_scatter_ws", (128, 256))
+    assert set(got) == {
+        "moe-align-count", "moe-align-scatter", "moe-permute-rows", "moe-slab-expect", "local-producer", "moe-slab-notify",
+        "moe-topk-reduce-rs",
+    }, got  # fmt: skip
+    p = got["local-producer"]
+    assert p["wgmma"] > 0 and p["setmaxnreg"] > 0 and p["atomics"] == 0, got
+    assert got["moe-slab-notify"]["release"] > 0, got

@@ -3,7 +3,7 @@
 // (or --kernel) writes each expert's weighted rows while every slab's owner pulls and sums
 // them as soon as the slab is complete on every rank (a direct ReduceScatter of the slot rows).
 import { planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
-import { builtinBody, compile, MOE_RS_DEFAULT_TILE, type OperatorInput } from "@ovl/tlx-emitter";
+import { builtinBody, compile, MOE_RS_DEFAULT_BODY, MOE_RS_DEFAULT_TILE, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
@@ -75,7 +75,7 @@ export async function emitMoeRsCommand(f: MoeFlags, outDir: string, kernelFile?:
     name,
     kind: "moe-rs",
     plan,
-    body: kernelFile ?? builtinBody("moe_gemm_scatter"),
+    body: kernelFile ?? builtinBody(MOE_RS_DEFAULT_BODY),
     problem: { M: p.tokens, N: p.hidden, K: p.intermediate },
     moe: { experts: p.experts, topk: p.topk, ...(p.choices === undefined ? {} : { choices: p.choices }) },
     tile,

@@ -101,6 +101,12 @@ def moe_consumer(ctx: KernelContext) -> None:
         c[slots] = x[slots // k] @ w[e]
 
 
+def _block_entries(sorted_ids: np.ndarray, m: int, g: GatherRows) -> np.ndarray:
+    """The positions within block m of its valid entries (the rows of h in block order)."""
+    entries = sorted_ids[m * g.block_rows : (m + 1) * g.block_rows]
+    return np.nonzero(entries < g.limit)[0]
+
+
 def _block_slots(sorted_ids: np.ndarray, m: int, g: GatherRows) -> np.ndarray:
     entries = sorted_ids[m * g.block_rows : (m + 1) * g.block_rows]
     return entries[entries < g.limit].astype(np.int64)
@@ -116,7 +122,9 @@ def moe_producer(ctx: KernelContext) -> None:
     g = tp.gather
     p = ctx.kernel.template_params
     T, N, K, E, k, BN = (int(p[x]) for x in ("tokens", "N", "K", "experts", "topk", "BLOCK_N"))
-    h = _buffer_arg(ctx, str(p["a"]))[: T * k * K].reshape(T * k, K)
+    blocks_layout = p.get("aLayout", "slots") == "blocks"
+    h_all = _buffer_arg(ctx, str(p["a"]))
+    h = h_all.reshape(-1, K) if blocks_layout else h_all[: T * k * K].reshape(T * k, K)
     w = _buffer_arg(ctx, str(p["b"]))[: E * K * N].reshape(E, K, N)
     c = _buffer_arg(ctx, str(p["c"]))[: T * k * N].reshape(T * k, N)
     weights = _buffer_arg(ctx, str(p["weights"]))[: T * k].astype(np.float32)
@@ -125,7 +133,8 @@ def moe_producer(ctx: KernelContext) -> None:
     blocks = int(_buffer_arg(ctx, str(p["numBlocks"]))[0])
     names = {mp.table for mp in (tp.order, *tp.slots, g.segment, *([tp.owners] if tp.owners else [])) if mp.table is not None}
     tables = {n: ctx.table(n, 1) for n in names}
-    boards = ctx.value("ovl_sig_ptrs")
+    # A body without per-tile notifies (warp-specialised: its operator notifies once per launch) has no table.
+    boards = ctx.value("ovl_sig_ptrs") if tp.slots else []
     if not isinstance(boards, list) or not all(isinstance(b, SignalBoard) for b in boards):
         raise ManifestError(f"kernel {ctx.kernel.name}.args.ovl_sig_ptrs", "must be the signal buffer's peer pointers")
     if not 0 <= blocks <= tp.num_pid_m:
@@ -142,8 +151,11 @@ def moe_producer(ctx: KernelContext) -> None:
             raise KernelFault(f"rank {ctx.rank}: {ctx.where()} block {m} reads expert {e} of {E}")
         cols = slice(n * BN, min(N, (n + 1) * BN))
         if slots.size:
-            acc = h[slots].astype(np.float32) @ w[e][:, cols].astype(np.float32)
+            rows = m * g.block_rows + _block_entries(sorted_ids, m, g) if blocks_layout else slots
+            acc = h[rows].astype(np.float32) @ w[e][:, cols].astype(np.float32)
             c[slots, cols] = acc * weights[slots][:, None]
+            if not tp.slots:
+                continue
             first, last = (
                 g.segment({"ovl_row": int(r), "ovl_rank": ctx.rank}, tables) for r in (slots.min() // g.divisor, slots.max() // g.divisor)
             )
@@ -165,7 +177,8 @@ def _int_words(arr: np.ndarray, what: str) -> np.ndarray:
 
 
 def moe_slab_expect(ctx: KernelContext) -> None:
-    """``expect[s] += NOTIFIES · cover(s)`` (int32, wrapping), then one add to this rank's READY slot."""
+    """``expect[s] += NOTIFIES · cover(s)`` (int32, wrapping; cover 1 for every slab without ``PER_BLOCK``),
+    then one add to this rank's READY slot."""
     topk, block_m = ctx.param("TOP_K"), ctx.param("BLOCK_M")
     slots_total, notifies, slab_t, slabs = (ctx.size(x) for x in ("SLOTS", "NOTIFIES", "SLAB_T", "NUM_SLABS"))
     sorted_ids = _flat(ctx, "sorted_ids")
@@ -173,12 +186,39 @@ def moe_slab_expect(ctx: KernelContext) -> None:
     expect = _int_words(_flat(ctx, "expect_ptr"), f"kernel {ctx.kernel.name}.args.expect_ptr")
     if expect.size < slabs:
         raise KernelFault(f"rank {ctx.rank}: {ctx.where()} expect has {expect.size} words, the kernel writes {slabs}")
-    cover = slab_cover_reference(sorted_ids, blocks, block_m, topk, slab_t, slabs)
+    per_block = ctx.kernel.constexprs.get("PER_BLOCK", True)
+    cover = slab_cover_reference(sorted_ids, blocks, block_m, topk, slab_t, slabs) if per_block else np.ones(slabs, dtype=np.int64)
     if slabs * slab_t * topk != slots_total:
         raise ManifestError(f"kernel {ctx.kernel.name}.args", f"SLOTS {slots_total} is not NUM_SLABS·SLAB_T·TOP_K")
     total = (expect[:slabs].astype(np.int64) + cover * notifies) % (1 << 32)
     expect[:slabs] = total.astype(np.uint32).view(np.int32)
     ctx.notify(ctx.board("sig_ptr"), ctx.size("READY_SLOT"))
+
+
+def moe_slab_notify(ctx: KernelContext) -> None:
+    """The launch notify after a warp-specialised producer: 1 to every slab's slot on the slab's owner."""
+    per_rank, slabs = ctx.size("SLABS_PER_RANK"), ctx.size("NUM_SLABS")
+    boards = ctx.value("sig_ptrs")
+    if not isinstance(boards, list) or not all(isinstance(b, SignalBoard) for b in boards):
+        raise ManifestError(f"kernel {ctx.kernel.name}.args.sig_ptrs", "must be the signal buffer's peer pointers")
+    if slabs != per_rank * len(boards):
+        raise ManifestError(f"kernel {ctx.kernel.name}.args", f"NUM_SLABS {slabs} is not SLABS_PER_RANK·world")
+    for s in range(slabs):
+        ctx.notify(boards[s // per_rank], s)
+
+
+def moe_permute_rows(ctx: KernelContext) -> None:
+    """``dst`` in the routing's block order: ``dst[b·BLOCK_M + i] = src[sorted_ids[b·BLOCK_M + i]]`` for the
+    valid blocks, zeros at their padding entries."""
+    slots_total, K, block_m = ctx.size("SLOTS"), ctx.size("K"), ctx.param("BLOCK_M")
+    src = ctx.matrix("src_ptr", slots_total, K)
+    sorted_ids = _flat(ctx, "sorted_ids")
+    blocks = int(_flat(ctx, "num_blocks_ptr")[0])
+    dst = ctx.matrix("dst_ptr", blocks * block_m, K)
+    entries = sorted_ids[: blocks * block_m].astype(np.int64)
+    valid = entries < slots_total
+    dst[:] = 0
+    dst[valid] = src[entries[valid]]
 
 
 def moe_topk_reduce_rs(ctx: KernelContext) -> None:
@@ -210,5 +250,7 @@ MOE_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
     "moe-align-count": moe_align_count,
     "moe-align-scatter": moe_align_scatter,
     "moe-slab-expect": moe_slab_expect,
+    "moe-slab-notify": moe_slab_notify,
+    "moe-permute-rows": moe_permute_rows,
     "moe-topk-reduce-rs": moe_topk_reduce_rs,
 }

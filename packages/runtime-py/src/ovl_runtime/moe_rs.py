@@ -23,6 +23,11 @@ Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
   ``acc = h[slots] @ W2[expert][:, n-tile]``, each row scaled by ``topk_weights`` of its slot,
   stored at its slot row of the rank's symmetric ``partial [T·k, H]`` (the scatter to token
   positions), then a release-add to the slot of each covered slab on the slab's owner.
+- **Per launch instead** (the default body, ``kernels/moe_gemm_scatter_ws.py``): a body whose tile
+  loop Triton warp-specialises takes no notifies (Triton 3.6 drops, repeats or hoists the atomics in
+  and around such a loop), so ``moe_slab_notify`` after it on the compute stream adds 1 to every slab
+  on its owner, and ``moe_slab_expect`` (``PER_BLOCK`` off) adds ``W`` to every slab's target. Such a
+  body reads h in the routing's block order: ``moe_permute_rows`` fills it after the routing.
 - **Ready slot.** ``moe_slab_expect`` ends with a gpu-scope release add to the rank's slot
   ``READY`` (= the slab count); the reducer runs on another stream and first waits for it to reach
   the launch's epoch target, so it reads this launch's targets.
@@ -32,8 +37,8 @@ Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
   peer-pointers table) into the owner's output rows. The reduce of slab s starts as soon as slab s
   is complete everywhere, while the producers still work on later blocks.
 
-This module holds the runner's two kernels of the manifest (``moe_slab_expect``,
-``moe_topk_reduce_rs``), the sizes check and the references. A launch starts after the previous
+This module holds the runner's kernels of the manifest (``moe_permute_rows``, ``moe_slab_expect``,
+``moe_slab_notify``, ``moe_topk_reduce_rs``), the sizes check and the references. A launch starts after the previous
 launch's reduce finished on every rank (the runner's per-launch barrier): the producers overwrite ``partial``. ``topk_ids`` must lie in ``[0, E)``:
 a dropped slot's ``partial`` row would not be written.
 """
@@ -55,7 +60,9 @@ __all__ = [
     "check_moe_rs",
     "moe_rs_reference",
     "moe_rs_reference_torch",
+    "moe_permute_rows",
     "moe_slab_expect",
+    "moe_slab_notify",
     "moe_topk_reduce_rs",
     "slab_cover_reference",
 ]
@@ -158,25 +165,63 @@ def moe_slab_expect(
     BLOCK_M: tl.constexpr,
     SLABS_P2: tl.constexpr,
     STEP: tl.constexpr,
+    PER_BLOCK: tl.constexpr = True,
 ):
     """One program: ``expect[s] += NOTIFIES · cover(s)`` (NOTIFIES = world × n-tiles), cover(s) the valid
     blocks whose tokens' slab range holds s; then one release add to this rank's ``sig[READY_SLOT]`` (gpu
-    scope: only this rank's reducer, on another stream, waits on it before reading ``expect``)."""
+    scope: only this rank's reducer, on another stream, waits on it before reading ``expect``). Without
+    ``PER_BLOCK`` (a producer notified once per launch by ``moe_slab_notify``) cover(s) is 1 for every slab
+    and NOTIFIES the world."""
     nb = tl.load(num_blocks_ptr)
     slabs = tl.arange(0, SLABS_P2)
     cover = tl.zeros((SLABS_P2,), dtype=tl.int32)
-    for b0 in range(0, nb, STEP):
-        blocks = b0 + tl.arange(0, STEP)
-        entries = tl.load(sorted_ids + blocks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :], mask=blocks[:, None] < nb, other=SLOTS)
-        valid = entries < SLOTS
-        first = tl.min(tl.where(valid, entries, SLOTS), axis=1) // TOP_K // SLAB_T
-        last = tl.max(tl.where(valid, entries, -1), axis=1) // TOP_K // SLAB_T
-        inside = (slabs[None, :] >= first[:, None]) & (slabs[None, :] <= last[:, None]) & (blocks[:, None] < nb)
-        cover += tl.sum(inside.to(tl.int32), axis=0)
+    if PER_BLOCK:
+        for b0 in range(0, nb, STEP):
+            blocks = b0 + tl.arange(0, STEP)
+            entries = tl.load(
+                sorted_ids + blocks[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :], mask=blocks[:, None] < nb, other=SLOTS
+            )
+            valid = entries < SLOTS
+            first = tl.min(tl.where(valid, entries, SLOTS), axis=1) // TOP_K // SLAB_T
+            last = tl.max(tl.where(valid, entries, -1), axis=1) // TOP_K // SLAB_T
+            inside = (slabs[None, :] >= first[:, None]) & (slabs[None, :] <= last[:, None]) & (blocks[:, None] < nb)
+            cover += tl.sum(inside.to(tl.int32), axis=0)
+    else:
+        cover += 1
     mine = slabs < NUM_SLABS
     old = tl.load(expect_ptr + slabs, mask=mine, other=0)
     tl.store(expect_ptr + slabs, old + cover * NOTIFIES, mask=mine)
     notify_slot_gpu(sig_ptr, READY_SLOT)
+
+
+@triton.jit
+def moe_slab_notify(sig_ptrs, SLABS_PER_RANK, NUM_SLABS, SLABS_P2: tl.constexpr):
+    """The notify of a whole producer launch (a warp-specialised body, whose tile loop holds no atomics): one
+    program, after the producer on the same stream (so its stores are complete), release-adds 1 at system
+    scope to every slab's slot on the slab's owner (``sig_ptrs``: the signal buffer's peer-pointers table)."""
+    s = tl.arange(0, SLABS_P2)
+    mine = s < NUM_SLABS
+    ptrs = tl.load(sig_ptrs + s // SLABS_PER_RANK, mask=mine, other=0).to(tl.pointer_type(tl.int32))
+    tl.atomic_add(ptrs + s, 1, mask=mine, sem="release", scope="sys")
+
+
+@triton.jit
+def moe_permute_rows(src_ptr, dst_ptr, sorted_ids, num_blocks_ptr, SLOTS, K, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """``dst`` in the routing's block order: program b copies, for a valid block b, ``dst[b·BLOCK_M + i] =
+    src[sorted_ids[b·BLOCK_M + i]]`` (a slot row of ``src [SLOTS, K]``), zeros for the padding entries; a
+    program past the valid blocks does nothing. What a body reading its rows in block order
+    (``# ovl: producer ... blocks=<param>``) needs when the rows come in slot order."""
+    b = tl.program_id(0)
+    if b < tl.load(num_blocks_ptr):
+        pos = b.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+        slot = tl.load(sorted_ids + pos)
+        valid = slot < SLOTS
+        rows = tl.where(valid, slot, 0).to(tl.int64)
+        for k0 in range(0, K, BLOCK_K):
+            cols = k0 + tl.arange(0, BLOCK_K)
+            inside = cols[None, :] < K
+            v = tl.load(src_ptr + rows[:, None] * K + cols[None, :], mask=valid[:, None] & inside, other=0.0)
+            tl.store(dst_ptr + pos[:, None] * K + cols[None, :], v, mask=inside)
 
 
 @triton.jit

@@ -20,6 +20,7 @@ export const BUILTIN_BODIES = [
   "grouped_gemm",
   "moe_gather_gemm",
   "moe_gemm_scatter",
+  "moe_gemm_scatter_ws",
   "flash_attention",
   "gemm_silu_mul",
 ] as const;

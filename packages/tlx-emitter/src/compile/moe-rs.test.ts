@@ -10,7 +10,16 @@ import { planSignals, reduceScatterDirect, reduceScatterRing } from "@ovl/chunk-
 import { SIGNAL_BUFFER } from "../emit/common.js";
 import { compile } from "./backend.js";
 import { builtinBody } from "./builtin.js";
-import { MOE_RS_BUFFERS, moeRsRunnerKernels, moeRsSizes, slabCover } from "./moe-rs.js";
+import {
+  MOE_RS_BUFFERS,
+  MOE_RS_DEFAULT_BODY,
+  MOE_RS_KINDS,
+  moePermuteKernel,
+  moeRsNotifyKernel,
+  moeRsRunnerKernels,
+  moeRsSizes,
+  slabCover,
+} from "./moe-rs.js";
 import type { OperatorInput } from "./operator.js";
 
 /** Host model of the routing tables: slots grouped by expert (ascending), each group padded to blockM with the sentinel. */
@@ -169,12 +178,17 @@ describe("moeRsRunnerKernels", () => {
           tile,
         );
         const kernels = moeRsRunnerKernels(s, tile, "op_moe_rs.py", reducers);
-        for (const k of kernels) {
+        const launch = moeRsRunnerKernels(s, tile, "op_moe_rs.py", reducers, "launch");
+        for (const k of [...kernels, ...launch, moeRsNotifyKernel(s, "op_moe_rs.py"), moePermuteKernel(s, "op_moe_rs.py")]) {
           expect(Kernel.safeParse(k).success).toBe(true);
           expect([...k.args.map((a) => a.name), ...Object.keys(k.constexprs)]).toEqual(params[k.entry]);
         }
         const [expectK, reduceK] = kernels;
         expect(expectK?.args.find((a) => a.name === "NOTIFIES")?.value).toEqual({ kind: "int", value: p.world * s.nTiles });
+        expect(expectK?.constexprs.PER_BLOCK).toBe(true);
+        // One launch notify per rank: every slab expects the world, whatever the routing.
+        expect(launch[0]?.args.find((a) => a.name === "NOTIFIES")?.value).toEqual({ kind: "int", value: p.world });
+        expect(launch[0]?.constexprs.PER_BLOCK).toBe(false);
         expect(reduceK?.grid).toEqual([Math.min(reducers, s.reduceItems)]);
         expect(reduceK?.constexprs.NUM_PROGRAMS).toBe(Math.min(reducers, s.reduceItems));
       }),
@@ -285,5 +299,73 @@ describe("compileMoeRs", () => {
     await expect(compile(op({ kind: "gemm-rs", plan, problem: { M: 128, N: 96, K: 32 } }))).rejects.toThrow(
       /compile it as an operator that scatters rows \(moe-rs\)/,
     );
+  });
+  it("compiles the warp-specialised default body as written, filling h in block order before it and notifying once per launch after it", async () => {
+    const ws = builtinBody(MOE_RS_DEFAULT_BODY);
+    const r = await compile(op({ body: ws }));
+    const m = r.manifest;
+    expect(m.kernels.map((k) => [k.template.kind, k.stream])).toEqual([
+      ["moe-align-count", "compute"],
+      ["moe-align-scatter", "compute"],
+      [MOE_RS_KINDS.permute, "compute"],
+      ["moe-slab-expect", "compute"],
+      ["local-producer", "compute"],
+      [MOE_RS_KINDS.notify, "compute"],
+      ["moe-topk-reduce-rs", "comm"],
+    ]);
+    const producer = m.kernels[4] as (typeof m.kernels)[number];
+    // Nothing inserted: no signal arguments, the body's text below the header byte for byte.
+    expect(producer.args.some((a) => a.name.startsWith("ovl_"))).toBe(false);
+    expect(producer.tileProgram?.slots).toEqual([]);
+    expect(producer.template.params).toMatchObject({ a: MOE_RS_BUFFERS.hBlocks, aLayout: "blocks", notifies: "launch" });
+    expect([producer.numWarps, producer.numStages]).toEqual([4, 4]);
+    const text = r.files.find((f) => f.path === producer.source)?.text ?? "";
+    const body = ws.source.slice(ws.source.indexOf("@triton.jit"));
+    expect(text.endsWith(body)).toBe(true);
+    expect(text).not.toContain("ovl_runtime.language");
+    // h in block order: a row per entry of every possible block, bound to the body's blocks= parameter.
+    expect(m.buffers.find((b) => b.name === MOE_RS_BUFFERS.hBlocks)?.shape).toEqual([(m.kernels[2]?.grid[0] as number) * 16, 32]);
+    expect(producer.args.find((a) => a.name === "h_blocks")?.value).toEqual({ kind: "buffer", name: MOE_RS_BUFFERS.hBlocks });
+    const expectK = m.kernels[3];
+    expect(expectK?.constexprs.PER_BLOCK).toBe(false);
+    expect(expectK?.args.find((a) => a.name === "NOTIFIES")?.value).toEqual({ kind: "int", value: 4 });
+    expect(m.kernels[5]?.args.find((a) => a.name === "sig_ptrs")?.value).toEqual({ kind: "peer-pointers", buffer: SIGNAL_BUFFER });
+  });
+
+  it("fills h in block order for a body that reads it so and still notifies per tile when its loop is not warp-specialised", async () => {
+    const ws = builtinBody(MOE_RS_DEFAULT_BODY);
+    const plainLoop = ws.source.replace(", warp_specialize=True)", ")");
+    expect(plainLoop).not.toBe(ws.source);
+    const m = (await compile(op({ body: { path: "blocks_tiles.py", source: plainLoop } }))).manifest;
+    expect(m.kernels.map((k) => k.template.kind)).toEqual([
+      "moe-align-count",
+      "moe-align-scatter",
+      MOE_RS_KINDS.permute,
+      "moe-slab-expect",
+      "local-producer",
+      "moe-topk-reduce-rs",
+    ]);
+    const producer = m.kernels[4];
+    expect(producer?.args.find((a) => a.name === "ovl_sig_ptrs")).toBeDefined();
+    expect(producer?.tileProgram?.slots.length).toBe(1);
+    expect(m.kernels[3]?.constexprs.PER_BLOCK).toBe(true);
+  });
+
+  it("refuses a warp-specialised body in an operator that notifies per tile", async () => {
+    const source = builtinBody("gemm_producer").source.replace("flatten=False):", "flatten=False, warp_specialize=True):");
+    expect(source).toContain("warp_specialize=True");
+    const plan = planSignals(
+      reduceScatterDirect({
+        tensor: { name: "C", shape: [128, 96], dtype: "bf16" },
+        src: "C_partial",
+        axis: 0,
+        mesh: [2],
+        split: 1,
+        afterCompute: true,
+      }),
+    );
+    await expect(
+      compile(op({ kind: "gemm-rs", plan, body: { path: "ws_producer.py", source }, problem: { M: 128, N: 96, K: 32 }, moe: undefined })),
+    ).rejects.toThrow(/warp-specialised \(warp_specialize=True\), and this operator notifies per tile/);
   });
 });

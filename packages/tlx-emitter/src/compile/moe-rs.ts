@@ -7,12 +7,15 @@
 // weighted rows into the symmetric `partial` and, as the compiler inserts, notifies on its
 // owner every slab its tokens cover; the owner's reducer pulls a slab's rows from every rank
 // once its slot reaches the count `moe_slab_expect` derived from the routing on the device,
-// summing each token's k slots (the TopK-reduce fused into the ReduceScatter's pulls).
+// summing each token's k slots (the TopK-reduce fused into the ReduceScatter's pulls). A body
+// that reads h in the routing's block order (`blocks=`) gets it filled by `moe_permute_rows`; one
+// whose tile loop Triton warp-specialises (the default, `moe_gemm_scatter_ws`) takes no inserted
+// notifies and is signalled once per launch by `moe_slab_notify` (`MoeRsNotifies`).
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import { floorDiv, staticMap, variable } from "@ovl/mapping";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import { checkDistinctBuffers, SIGNAL_BUFFER, worldOf } from "../emit/common.js";
-import { gemmLaunch, resolveOptions } from "../emit/options.js";
+import { gemmLaunch, resolveOptions, type ResolvedOptions } from "../emit/options.js";
 import { validated } from "../emit/validate.js";
 import { checkGemmParams } from "../kernels/index.js";
 import { GATHER_VARIABLES, parseLocalKernel, PEER_SIGNALS_PARAM, transformLocalKernel, type GatherRows } from "../local/index.js";
@@ -166,6 +169,8 @@ export function slabCover(sortedIds: readonly number[], numBlocks: number, s: Mo
 /** Manifest buffers of a moe-rs operator besides the routing tables (`MOE_BUFFERS`) and the signals. */
 export const MOE_RS_BUFFERS = {
   h: "moe_h",
+  /** h in the routing's block order, for a body that reads it so (`blocks=`): filled by `moe_permute_rows`. */
+  hBlocks: "moe_h_blocks",
   w2: "moe_w2",
   topkWeights: "moe_topk_weights",
   partial: "moe_partial",
@@ -173,7 +178,12 @@ export const MOE_RS_BUFFERS = {
   expect: "moe_slab_expect",
 } as const;
 /** Template kinds of the runner kernels a moe-rs manifest launches besides the routing. */
-export const MOE_RS_KINDS = { expect: "moe-slab-expect", reduce: "moe-topk-reduce-rs" } as const;
+export const MOE_RS_KINDS = {
+  expect: "moe-slab-expect",
+  reduce: "moe-topk-reduce-rs",
+  notify: "moe-slab-notify",
+  permute: "moe-permute-rows",
+} as const;
 /** Template kind of the transformed producer body. */
 export const LOCAL_MOE_RS_KIND = "local-producer";
 /** Blocks `moe_slab_expect` reads per step (`ovl_runtime.moe_rs.EXPECT_STEP`). */
@@ -193,7 +203,13 @@ export function moeRsReadySlot(s: MoeRsSizes): number {
  * slot; the reducer, on the comm stream, waits for that slot (this launch's epoch) before it
  * reads `expect`, then waits on each own slab and pulls it from every rank.
  */
-export function moeRsRunnerKernels(s: MoeRsSizes, tile: MoeRsTile, source: string, reducers: number = MOE_RS_DEFAULT_REDUCERS): Kernel[] {
+export function moeRsRunnerKernels(
+  s: MoeRsSizes,
+  tile: MoeRsTile,
+  source: string,
+  reducers: number = MOE_RS_DEFAULT_REDUCERS,
+  notifies: MoeRsNotifies = "tile",
+): Kernel[] {
   positive("reducers", reducers);
   const buffer = (name: string): KernelArg => ({ kind: "buffer", name });
   const int = (value: number): KernelArg => ({ kind: "int", value });
@@ -216,11 +232,17 @@ export function moeRsRunnerKernels(s: MoeRsSizes, tile: MoeRsTile, source: strin
         { name: "sig_ptr", value: buffer(SIGNAL_BUFFER) },
         { name: "READY_SLOT", value: int(moeRsReadySlot(s)) },
         { name: "SLOTS", value: int(s.align.slots) },
-        { name: "NOTIFIES", value: int(s.notifiesPerCover) },
+        { name: "NOTIFIES", value: int(notifies === "tile" ? s.notifiesPerCover : s.world) },
         { name: "SLAB_T", value: int(s.slabT) },
         { name: "NUM_SLABS", value: int(s.slabs) },
       ],
-      constexprs: { TOP_K: s.topk, BLOCK_M: s.align.blockM, SLABS_P2: s.slabsP2, STEP: MOE_RS_EXPECT_STEP },
+      constexprs: {
+        TOP_K: s.topk,
+        BLOCK_M: s.align.blockM,
+        SLABS_P2: s.slabsP2,
+        STEP: MOE_RS_EXPECT_STEP,
+        PER_BLOCK: notifies === "tile",
+      },
       template: { kind: MOE_RS_KINDS.expect, params },
     },
     {
@@ -252,14 +274,70 @@ export function moeRsRunnerKernels(s: MoeRsSizes, tile: MoeRsTile, source: strin
   ];
 }
 
+/**
+ * How a moe-rs producer signals its slabs: `tile` — the compiler's notifies after each tile's
+ * stores (every slab the block covers, on its owner); `launch` — a warp-specialised body, whose
+ * tile loop takes no inserted atomics: `moe_slab_notify` after it on the compute stream adds 1
+ * to every slab on its owner, so each slab expects one notify per rank and launch.
+ */
+export type MoeRsNotifies = "tile" | "launch";
+
+/** The launch notify (`moe_slab_notify`): one program after the producer, every slab on its owner. */
+export function moeRsNotifyKernel(s: MoeRsSizes, source: string): Kernel {
+  return {
+    name: "moe_slab_notify",
+    entry: "moe_slab_notify",
+    source,
+    stream: "compute",
+    grid: [1],
+    numWarps: 1,
+    numStages: 1,
+    args: [
+      { name: "sig_ptrs", value: { kind: "peer-pointers", buffer: SIGNAL_BUFFER } },
+      { name: "SLABS_PER_RANK", value: { kind: "int", value: s.slabsPerRank } },
+      { name: "NUM_SLABS", value: { kind: "int", value: s.slabs } },
+    ],
+    constexprs: { SLABS_P2: s.slabsP2 },
+    template: { kind: MOE_RS_KINDS.notify, params: { slabs: s.slabs, slabsPerRank: s.slabsPerRank } },
+  };
+}
+
+/** Rows of K one `moe_permute_rows` step copies. */
+const PERMUTE_BK = 64;
+
+/** `moe_permute_rows`: h in the routing's block order (`moe_h_blocks`), a program per possible block. */
+export function moePermuteKernel(s: MoeRsSizes, source: string): Kernel {
+  const buffer = (name: string): KernelArg => ({ kind: "buffer", name });
+  return {
+    name: "moe_permute_rows",
+    entry: "moe_permute_rows",
+    source,
+    stream: "compute",
+    grid: [s.align.maxBlocks],
+    numWarps: 4,
+    numStages: 1,
+    args: [
+      { name: "src_ptr", value: buffer(MOE_RS_BUFFERS.h) },
+      { name: "dst_ptr", value: buffer(MOE_RS_BUFFERS.hBlocks) },
+      { name: "sorted_ids", value: buffer(MOE_BUFFERS.sortedIds) },
+      { name: "num_blocks_ptr", value: buffer(MOE_BUFFERS.numBlocks) },
+      { name: "SLOTS", value: { kind: "int", value: s.align.slots } },
+      { name: "K", value: { kind: "int", value: s.inter } },
+    ],
+    constexprs: { BLOCK_M: s.align.blockM, BLOCK_K: Math.min(PERMUTE_BK, pow2(s.inter)) },
+    template: { kind: MOE_RS_KINDS.permute, params: { slots: s.align.slots, K: s.inter, blockM: s.align.blockM } },
+  };
+}
+
 /** The emitted module of the runner's moe-rs kernels: they live in the runner, this file names them. */
 export function moeRsModule(): string {
   return [
-    '"""MoE part 2\'s runner kernels: moe_slab_expect (each slab\'s expected notifies, from the routing on the',
-    "device) and moe_topk_reduce_rs (each owner's TopK-reduce + ReduceScatter pulls), from ovl_runtime.moe_rs.",
+    '"""MoE part 2\'s runner kernels: moe_permute_rows (h in the routing\'s block order), moe_slab_expect (each',
+    "slab's expected notifies, from the routing on the device), moe_slab_notify (a launch's notify of every slab)",
+    "and moe_topk_reduce_rs (each owner's TopK-reduce + ReduceScatter pulls), from ovl_runtime.moe_rs.",
     "",
     'Emitted by @ovl/tlx-emitter; the kernels are the runner\'s, so the torch API and a manifest run the same code."""',
-    "from ovl_runtime.moe_rs import moe_slab_expect, moe_topk_reduce_rs  # noqa: F401",
+    "from ovl_runtime.moe_rs import moe_permute_rows, moe_slab_expect, moe_slab_notify, moe_topk_reduce_rs  # noqa: F401",
     "",
   ].join("\n");
 }
@@ -314,6 +392,23 @@ export function moeRsSlabTokens(plan: ChunkPlan, tokens: number, topk: number, h
   return rows / topk;
 }
 
+/**
+ * The launch of a warp-specialised body: 4 warps (Triton's Hopper warp specialisation partitions
+ * a loop only from 4; it adds its own warp groups, 12 warps in all) and 4 stages unless the
+ * options say otherwise.
+ */
+function warpSpecializedLaunch(o: ResolvedOptions): { numWarps: number; numStages: number } {
+  return { numWarps: o.numWarps ?? 4, numStages: o.numStages ?? 4 };
+}
+
+/**
+ * The body `ovl emit moe-rs` compiles without --kernel: the warp-specialised one, rows read in
+ * block order (`kernels/moe_gemm_scatter_ws.py`), 0.96–1.18× `torch._grouped_mm` at MoE-1…6 on
+ * one H100 where the built-in `moe_gemm_scatter` reached 0.73–0.87×
+ * (`packages/bench/results/gpu/moe-ws-h100-2026-11-26/`).
+ */
+export const MOE_RS_DEFAULT_BODY = "moe_gemm_scatter_ws" as const;
+
 /** The tile `ovl emit moe-rs` takes without --tile: the fastest of 64/128 × 128/256 at MoE-1…6 (world 8) on an H200 (`packages/bench/results/gpu/moe-rs-compiled-h200-2026-11-25/`). */
 export const MOE_RS_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 
@@ -357,11 +452,18 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
   const slot = staticMap(seg);
   const owners = staticMap(floorDiv(seg, s.slabsPerRank));
   const order = staticMap(variable("ovl_t", { min: 0, max: s.align.maxBlocks * s.nTiles - 1 }));
-  const t = transformLocalKernel(kernel, { role: "producer", order, slots: [slot], numPidN: s.nTiles, tables: [], gather, owners });
+  // A warp-specialised body takes no per-tile notifies (see transformLocalKernel): one per launch.
+  const notifies: MoeRsNotifies = kernel.warpSpecialized ? "launch" : "tile";
+  const slots = notifies === "tile" ? [slot] : [];
+  const t = transformLocalKernel(kernel, { role: "producer", order, slots, numPidN: s.nTiles, tables: [], gather, owners });
 
   const a = s.align;
+  const blocks = kernel.blocks;
   const buffers: Buffer[] = [
     { name: MOE_RS_BUFFERS.h, shape: [a.slots, I], dtype: o.dtype, symmetric: false, init: "random" },
+    ...(blocks === undefined
+      ? []
+      : [{ name: MOE_RS_BUFFERS.hBlocks, shape: [a.maxBlocks * a.blockM, I], dtype: o.dtype, symmetric: false, init: "poison" as const }]),
     { name: MOE_RS_BUFFERS.w2, shape: [moe.experts, I, H], dtype: o.dtype, symmetric: false, init: "random" },
     ...routingBuffers(a, moe),
     { name: MOE_RS_BUFFERS.topkWeights, shape: [T, moe.topk], dtype: "fp32", symmetric: false, init: "replicated" },
@@ -381,10 +483,15 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     topk_weights: buffer(MOE_RS_BUFFERS.topkWeights),
     weights_ptr: buffer(MOE_RS_BUFFERS.topkWeights),
     SLOTS: { kind: "arg" as const, arg: { kind: "int" as const, value: a.slots } },
+    ...(blocks === undefined ? {} : { [blocks]: buffer(MOE_RS_BUFFERS.hBlocks) }),
   };
   const own = bindGemm(
     names,
-    { buffers: { a: MOE_RS_BUFFERS.h, b: MOE_RS_BUFFERS.w2, c: MOE_RS_BUFFERS.partial }, params: { c: kernel.operand }, ...params },
+    {
+      buffers: { a: blocks === undefined ? MOE_RS_BUFFERS.h : MOE_RS_BUFFERS.hBlocks, b: MOE_RS_BUFFERS.w2, c: MOE_RS_BUFFERS.partial },
+      params: { c: kernel.operand },
+      ...params,
+    },
     { ...Object.fromEntries(Object.entries(byName).filter(([p]) => names.includes(p))), ...op.bind },
   );
   const rowsBinding = own.get(kernel.rows);
@@ -399,7 +506,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     kind: LOCAL_MOE_RS_KIND,
     stream: "compute",
     grid: kernel.persistent ? [{ kind: "num-sms", cap: a.maxBlocks * s.nTiles }] : [a.maxBlocks * s.nTiles],
-    ...gemmLaunch(o, params, "registers"),
+    ...(kernel.warpSpecialized ? warpSpecializedLaunch(o) : gemmLaunch(o, params, "registers")),
     own,
     inserted: { [PEER_SIGNALS_PARAM]: { kind: "peer-pointers", buffer: SIGNAL_BUFFER }, [RANK_VAR]: { kind: "rank" } },
     params: {
@@ -408,7 +515,9 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
       body: op.body.path,
       entry: kernel.entry,
       operator: "moe-rs",
-      a: MOE_RS_BUFFERS.h,
+      a: blocks === undefined ? MOE_RS_BUFFERS.h : MOE_RS_BUFFERS.hBlocks,
+      aLayout: blocks === undefined ? "slots" : "blocks",
+      notifies,
       b: MOE_RS_BUFFERS.w2,
       c: MOE_RS_BUFFERS.partial,
       weights: MOE_RS_BUFFERS.topkWeights,
@@ -424,7 +533,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     tileProgram: {
       role: "producer",
       order,
-      slots: [slot],
+      slots,
       numPidM: a.maxBlocks,
       numPidN: s.nTiles,
       gather: {
@@ -440,7 +549,13 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
   });
   const routingSource = `${op.name}_routing.py`;
   const runnerSource = `${op.name}_moe_rs.py`;
-  const [expectKernel, reduceKernel] = moeRsRunnerKernels(s, tile, runnerSource) as [Kernel, Kernel];
+  const [expectKernel, reduceKernel] = moeRsRunnerKernels(s, tile, runnerSource, MOE_RS_DEFAULT_REDUCERS, notifies) as [Kernel, Kernel];
+  const compute = [
+    ...(blocks === undefined ? [] : [moePermuteKernel(s, runnerSource)]),
+    expectKernel,
+    producer,
+    ...(notifies === "launch" ? [moeRsNotifyKernel(s, runnerSource)] : []),
+  ];
   const manifest = validated({
     $schema: MANIFEST_SCHEMA,
     name: op.name,
@@ -449,7 +564,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     buffers,
     signals: { buffer: SIGNAL_BUFFER, slots: s.slabs + 1, bits: 32 },
     tables: [],
-    kernels: [...routingKernels(a, routingSource), expectKernel, producer, reduceKernel],
+    kernels: [...routingKernels(a, routingSource), ...compute, reduceKernel],
     hostOps: Array.from({ length: world }, (_, rank) => ({ rank, streams: [] })),
     reference: {
       operator: "moe-rs",

@@ -4,17 +4,20 @@ import { LocalKernelError } from "./errors.js";
 import { lineOf, walk, type SyntaxNode } from "./parser.js";
 
 /**
- * `# ovl: consumer gather=<param> [rows=<param>]` / `# ovl: producer scatter=<param> [rows=<param>]`.
+ * `# ovl: consumer gather=<param> [rows=<param>]` / `# ovl: producer scatter=<param> [rows=<param> [blocks=<param>]]`.
  * `rows=` names the index table a consumer reads its gathered rows through, or a producer
  * writes its scattered rows through (a MoE body's `sorted_token_ids`): block m touches the
  * rows its table entries name, so its waits or notifies are computed from the table on the
- * device.
+ * device. `blocks=` (a producer with `rows=`) names the input the body reads in the table's
+ * block order (row `m·BLOCK_M + i` is the row of entry `i` of block m), so its blocks are
+ * contiguous and load by TMA; the operator fills it from the rows in their own order.
  */
 export interface RoleAnnotation {
   kind: "role";
   role: "consumer" | "producer";
   param: string;
   rows?: string;
+  blocks?: string;
   comment: SyntaxNode;
 }
 
@@ -79,11 +82,21 @@ function parseAnnotation(body: string, comment: SyntaxNode, file: string): Annot
     case "consumer":
     case "producer": {
       const key = head === "consumer" ? "gather" : "scatter";
-      only([key, "rows"]);
+      only(head === "consumer" ? [key, "rows"] : [key, "rows", "blocks"]);
       const param = pairs.get(key);
       if (param === undefined) throw bad(`a ${head} names its operand with ${key}=<parameter>`);
       const rows = pairs.get("rows");
-      return rows === undefined ? { kind: "role", role: head, param, comment } : { kind: "role", role: head, param, rows, comment };
+      const blocks = pairs.get("blocks");
+      if (blocks !== undefined && rows === undefined)
+        throw bad("blocks=<parameter> reads an input in the order of the rows= index table; name the table with rows=<parameter>");
+      return {
+        kind: "role",
+        role: head,
+        param,
+        ...(rows === undefined ? {} : { rows }),
+        ...(blocks === undefined ? {} : { blocks }),
+        comment,
+      };
     }
     case "tile-loop":
       only([]);

@@ -31,12 +31,16 @@ export interface KernelShape {
   operand: string;
   /** The row-index table parameter (`rows=`) a consumer gathers or a producer scatters its rows through, if any. */
   rows?: string;
+  /** The input a producer reads in the `rows=` table's block order (`blocks=`), if any. */
+  blocks?: string;
   params: LocalParam[];
   /** The kernel's decorated_definition and function_definition. */
   definition: SyntaxNode;
   func: SyntaxNode;
   /** The persistent kernel's tile loop; undefined for a non-persistent kernel. */
   tileLoop?: SyntaxNode;
+  /** Whether the tile loop asks Triton to warp-specialise it (`tl.range(..., warp_specialize=True)`). */
+  warpSpecialized: boolean;
   /** The block that is one tile: the tile loop's body, or the function body. */
   tileBlock: SyntaxNode;
   tileStatements: TileStatement[];
@@ -82,6 +86,7 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
   if (operand.constexpr)
     throw new LocalKernelError("unknown-parameter", file, lineOf(role.comment), `${role.param} is a constexpr, not a tensor`);
   if (role.rows !== undefined) checkRowsParam(role, params, entry, file);
+  if (role.blocks !== undefined) checkBlocksParam(role, params, entry, file);
 
   for (const a of annotations) {
     if (a.kind !== "role" && !contains(func, a.comment))
@@ -128,6 +133,7 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
     role: role.role,
     operand: role.param,
     ...(role.rows === undefined ? {} : { rows: role.rows }),
+    ...(role.blocks === undefined ? {} : { blocks: role.blocks }),
     params,
     definition,
     func,
@@ -135,7 +141,32 @@ export function kernelShape(root: SyntaxNode, source: string, annotations: reado
     tileStatements,
     kvStatements,
     ...(tileLoop ? { tileLoop } : {}),
+    warpSpecialized: tileLoop !== undefined && warpSpecializes(tileLoop),
   };
+}
+
+/** Whether a tile loop's `tl.range(...)` passes `warp_specialize=True`. */
+function warpSpecializes(loop: SyntaxNode): boolean {
+  const range = field(loop, "right");
+  const args = range === undefined ? undefined : field(range, "arguments");
+  if (args === undefined) return false;
+  return named(args).some(
+    (a) => a.type === "keyword_argument" && field(a, "name")?.text === "warp_specialize" && field(a, "value")?.text === "True",
+  );
+}
+
+/** `blocks=` names a tensor parameter of the kernel other than the scattered operand and the index table. */
+function checkBlocksParam(role: RoleAnnotation, params: readonly LocalParam[], entry: string, file: string): void {
+  const name = role.blocks as string;
+  const p = params.find((x) => x.name === name);
+  if (p === undefined || p.constexpr || name === role.param || name === role.rows) {
+    throw new LocalKernelError(
+      "unknown-parameter",
+      file,
+      lineOf(role.comment),
+      `blocks=${name} must name an input tensor parameter of ${entry} other than ${role.param} and ${role.rows ?? "the index table"}`,
+    );
+  }
 }
 
 /** The jit function whose decorator or `def` line is the line right below the role comment. */

@@ -23,6 +23,14 @@ export interface LocalKernel {
   operand: string;
   /** The index table a consumer gathers its rows through, or a producer scatters them through (`rows=<table>`), if any. */
   rows?: string;
+  /** The input a producer reads in the index table's block order (`blocks=<param>`), if any. */
+  blocks?: string;
+  /**
+   * Whether the tile loop is warp-specialised by Triton (`warp_specialize=True`). Triton 3.6's
+   * Hopper warp specialisation drops or duplicates atomics inside such a loop and hoists them
+   * from after it, so nothing is inserted into it: the operator signals per launch.
+   */
+  warpSpecialized: boolean;
   params: readonly LocalParam[];
   /** Whether the kernel has a `# ovl: tile-loop` (persistent) or one program is one tile. */
   persistent: boolean;
@@ -78,6 +86,8 @@ export function parseLocalKernelWith(parser: PythonParser, source: string, optio
     role: shape.role,
     operand: shape.operand,
     ...(shape.rows === undefined ? {} : { rows: shape.rows }),
+    ...(shape.blocks === undefined ? {} : { blocks: shape.blocks }),
+    warpSpecialized: shape.warpSpecialized,
     params: shape.params,
     persistent: shape.tileLoop !== undefined,
     waitsPer: shape.kvStatements.length > 0 ? "kv-block" : "tile",

@@ -1,4 +1,4 @@
-import { dynamicMap, lookupTable, staticMap, variable } from "@ovl/mapping";
+import { dynamicMap, lookupTable, staticMap, sub, variable } from "@ovl/mapping";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EmitError } from "../writer/index.js";
 import {
@@ -88,6 +88,45 @@ describe("local kernels the parser refuses", () => {
     expectRefused(edit(5, "# ovl: consumer scatter=a_ptr"), "bad-annotation", 5, /unknown key "scatter"/);
     expectRefused(edit(10, "        pid_m = t  # ovl: tile m=pid_m k=t"), "bad-annotation", 10, /unknown key "k"/);
     expectRefused(edit(9, "    for t in tl.range(tl.program_id(0), n, tl.num_programs(0)):  # ovl: tile-loop x=1"), "bad-annotation", 9);
+  });
+
+  it("blocks=: only a producer's, beside rows=, naming another tensor parameter", () => {
+    const producer = (words: string) =>
+      edit(5, `# ovl: producer ${words}`)
+        .replace("def k(a_ptr, c_ptr, M, BLOCK_M", "def k(a_ptr, c_ptr, ids, M, BLOCK_M")
+        .replace("pid_m = t  # ovl: tile m=pid_m", "pid_m, pid_n = t, 0  # ovl: tile m=pid_m n=pid_n");
+    expectRefused(edit(5, "# ovl: consumer gather=a_ptr blocks=c_ptr"), "bad-annotation", 5, /unknown key "blocks"/);
+    expectRefused(producer("scatter=c_ptr blocks=a_ptr"), "bad-annotation", 5, /name the table with rows=/);
+    expectRefused(producer("scatter=c_ptr rows=ids blocks=ids"), "unknown-parameter", 5, /other than c_ptr and ids/);
+    expectRefused(producer("scatter=c_ptr rows=ids blocks=BLOCK_M"), "unknown-parameter", 5, /blocks=BLOCK_M/);
+    const k = parseLocalKernelWith(parser, producer("scatter=c_ptr rows=ids blocks=a_ptr"), { file: "my_kernel.py" });
+    expect([k.rows, k.blocks, k.warpSpecialized]).toEqual(["ids", "a_ptr", false]);
+  });
+
+  it("reads a warp-specialised tile loop and transforms nothing into it", () => {
+    const ws = edit(9, "    for t in tl.range(tl.program_id(0), n, tl.num_programs(0), warp_specialize=True):  # ovl: tile-loop");
+    expect(parseLocalKernelWith(parser, ws, { file: "my_kernel.py" }).warpSpecialized).toBe(true);
+    const off = ws.replace("warp_specialize=True", "warp_specialize=False");
+    expect(parseLocalKernelWith(parser, off, { file: "my_kernel.py" }).warpSpecialized).toBe(false);
+    // A consumer waits inside its tile loop: refused, naming the loop's line.
+    const consumer = parseLocalKernelWith(parser, ws, { file: "my_kernel.py" });
+    expect(() => transformLocalKernel(consumer, PROGRAM)).toThrow(/my_kernel\.py:9: .*warp_specialize=True\), and a consumer waits/);
+    // A producer that notifies nothing, tiles in their own order: emitted as written, nothing appended.
+    const t = variable("ovl_t", { min: 0, max: 7 });
+    const wsProducer = ws
+      .replace("consumer gather=a_ptr", "producer scatter=c_ptr")
+      .replace("pid_m = t  # ovl: tile m=pid_m", "pid_m, pid_n = t, 0  # ovl: tile m=pid_m n=pid_n");
+    const producer = parseLocalKernelWith(parser, wsProducer, { file: "my_kernel.py" });
+    const out = transformLocalKernel(producer, { role: "producer", order: staticMap(t), slots: [], numPidN: 1, tables: [] });
+    expect(out.insertedParams).toEqual([]);
+    expect(out.source.endsWith(wsProducer.slice(wsProducer.indexOf("@triton.jit")))).toBe(true);
+    expect(() =>
+      transformLocalKernel(producer, { role: "producer", order: staticMap(t), slots: [staticMap(t)], numPidN: 1, tables: [] }),
+    ).toThrow(/this operator notifies per tile/);
+    const reversed = staticMap(sub(7, t));
+    expect(() => transformLocalKernel(producer, { role: "producer", order: reversed, slots: [], numPidN: 1, tables: [] })).toThrow(
+      /this operator reorders the tiles/,
+    );
   });
 
   it("a gather= naming no parameter", () => {

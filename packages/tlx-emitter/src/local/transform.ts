@@ -6,7 +6,7 @@ import { LocalKernelError } from "./errors.js";
 import { gatherConsumerLines, scatterProducerLines } from "./gather-rows.js";
 import { groupedKvEdits, type KvGroups } from "./kv-block.js";
 import type { LocalKernel } from "./parse.js";
-import { named, type SyntaxNode } from "./parser.js";
+import { lineOf, named, type SyntaxNode } from "./parser.js";
 import { DOMAIN_VARIABLE, checkProgram, printMap, runtimeParams, type TileProgram } from "./program.js";
 
 /** The emitted kernel module and its signature. */
@@ -47,10 +47,15 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   const { file, source, shape, parts } = kernel;
   checkProgram(program, kernel.role, kernel.identifiers, file);
   const eol = source.includes("\r\n") ? "\r\n" : "\n";
-  const inserted = [...program.tables, ...(program.scalars ?? []), ...runtimeParams(program)];
-  const edits: Insertion[] = [signatureEdit(shape.func, inserted)];
+  const untouched = kernel.warpSpecialized && checkWarpSpecialized(kernel, program);
+  const inserted = untouched ? [] : [...program.tables, ...(program.scalars ?? []), ...runtimeParams(program)];
+  const edits: Insertion[] = untouched ? [] : [signatureEdit(shape.func, inserted)];
   if (kernel.waitsPer === "kv-block") edits.push(...kvEdits(kernel, program, eol, options.kvGroups));
-  const lines = kernel.role === "consumer" ? consumerLines(kernel, program) : producerLines(kernel, program);
+  const lines = untouched
+    ? { after: [], atEnd: [] }
+    : kernel.role === "consumer"
+      ? consumerLines(kernel, program)
+      : producerLines(kernel, program);
   lines.after.forEach((block, i) => {
     const stmt = shape.tileStatements[i]?.node as SyntaxNode;
     edits.push(insertAfterLine(source, stmt, stmt, block, eol));
@@ -62,8 +67,9 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
     edits.push(insertAfterLine(source, last, first, lines.atEnd, eol));
   }
 
-  const primitives =
-    kernel.role === "consumer"
+  const primitives = untouched
+    ? []
+    : kernel.role === "consumer"
       ? program.slots.length > 0
         ? ["load_epoch_target", "wait_slot", "consume_token"]
         : []
@@ -89,6 +95,31 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
     constexprs: kernel.params.filter((p) => p.constexpr).map((p) => p.name),
     insertedParams: inserted,
   };
+}
+
+/**
+ * A warp-specialised tile loop (`tl.range(..., warp_specialize=True)`) takes no inserted code:
+ * Triton 3.6's Hopper warp specialisation drops a tile loop's atomics or repeats them in each
+ * consumer partition (over its half of the rows), hoists atomics written after the loop above
+ * it, and fails on loop-carried values. So only a producer whose program notifies nothing per
+ * tile (its operator signals once per launch, after the kernel) and visits the tiles in their
+ * own order is accepted; the kernel is then emitted as written.
+ * @throws {LocalKernelError} `unsafe-tile-loop` for anything else.
+ */
+function checkWarpSpecialized(kernel: LocalKernel, program: TileProgram): true {
+  const refuse = (why: string): LocalKernelError =>
+    new LocalKernelError(
+      "unsafe-tile-loop",
+      kernel.file,
+      lineOf(kernel.shape.tileLoop as SyntaxNode),
+      `${kernel.entry}'s tile loop is warp-specialised (warp_specialize=True), ${why}: Triton's warp specialisation drops, repeats or hoists the atomics ovl would insert into it; ` +
+        "remove warp_specialize=True, or compile it as an operator that signals once per launch (moe-rs)",
+    );
+  if (kernel.role === "consumer") throw refuse("and a consumer waits inside its tile loop");
+  if (program.slots.length > 0) throw refuse("and this operator notifies per tile");
+  const v = DOMAIN_VARIABLE.producer;
+  if (printMap(program.order, v, v, kernel.file) !== v) throw refuse("and this operator reorders the tiles");
+  return true;
 }
 
 /** Append the new parameters after the last existing one (a trailing comma stays valid). */
