@@ -10,8 +10,9 @@ routing and weights), on one rank's data:
   notifies of every covered slab on its owner, here all owners' signal slots on this GPU), routing
   tables from the device;
 - ``plain``: a per-tile body as written (``kernels/moe_gemm_scatter.py``, no notifies), at the same tile;
-  ``emitted+permute+notify``: a warp-specialised producer between ``moe_permute_rows`` (h into block
-  order) and ``moe_slab_notify`` (the launch's notify), as the manifest's compute stream runs them;
+  ``emitted+permute+topksum+notify``: a warp-specialised producer after ``moe_permute_rows`` (h into
+  block order) and before ``moe_topk_sum`` (each token's k rows summed locally) and ``moe_slab_notify``
+  (the launch's notify), as the manifest's compute stream runs them up to the owners' pulls;
 - ``grouped_mm``: ``torch._grouped_mm`` on rows already grouped by expert, and
   ``grouped_mm+scatter+topk-reduce``: the same with the gather into expert order, the scatter back to slot
   order, the weighting and the sum over each token's k slots (what moe-rs fuses), or a cuBLAS matmul
@@ -109,15 +110,16 @@ def body_cases(folder: Path, h, w2, ids, wts, sms):
         flat_w = wts.reshape(-1).float().contiguous()
         tables = moe_align_block_size(ids, E, bm)
         h_blocks = torch.zeros((tables[0].numel(), h.shape[1]), device=h.device, dtype=h.dtype)
+        partial_tok = torch.empty((T, w2.shape[2]), device=h.device, dtype=h.dtype)
         buffers = {
-            "moe_h": h, "moe_w2": w2, "moe_topk_weights": flat_w, "moe_h_blocks": h_blocks,
+            "moe_h": h, "moe_w2": w2, "moe_topk_weights": flat_w, "moe_h_blocks": h_blocks, "moe_partial_tok": partial_tok,
             "moe_sorted_token_ids": tables[0], "moe_expert_of_block": tables[1], "moe_num_blocks": tables[2],
         }  # fmt: skip
         launch = p.get("notifies") == "launch"
         cfg = f"{mdir.name} w{kern.num_warps} s{kern.num_stages}"
         runner = {x.template_kind: x for x in m.kernels}
         mod = _load(f"moe_rs_{mdir.name}_runner", mdir / runner["moe-topk-reduce-rs"].source)
-        for kind in ("emitted", "emitted+permute+notify") if launch else ("emitted", "plain"):
+        for kind in ("emitted", "emitted+permute+topksum+notify") if launch else ("emitted", "plain"):
             partial = torch.full((T * k, w2.shape[2]), float("nan"), device=h.device, dtype=h.dtype)
             args = _args(kern, buffers, partial, sig_ptrs, sms, skip_inserted=kind == "plain")
             fn = _load(
@@ -128,24 +130,15 @@ def body_cases(folder: Path, h, w2, ids, wts, sms):
             steps = [(jit, args, (sms,), kern.num_warps, kern.num_stages)]
             if launch:
                 # The producer reads h_blocks: fill it once with the runner's own permute (timed only with it).
-                pk, nk = runner["moe-permute-rows"], runner["moe-slab-notify"]
-                permute = (
-                    getattr(mod, pk.entry),
-                    _args(pk, buffers, partial, sig_ptrs, sms),
-                    tuple(pk.grid),
-                    pk.num_warps,
-                    1,
-                )
+                def step(kind_, grid=None, ctx=(runner, mod, buffers, partial, sig_ptrs)):
+                    runner_, mod_, buffers_, partial_, sig_ptrs_ = ctx
+                    k_ = runner_[kind_]
+                    return (getattr(mod_, k_.entry), _args(k_, buffers_, partial_, sig_ptrs_, sms), grid or tuple(k_.grid), k_.num_warps, 1)
+
+                permute = step("moe-permute-rows")
                 permute[0][permute[2]](**permute[1], num_warps=permute[3], num_stages=1)
                 if kind != "emitted":
-                    notify = (
-                        getattr(mod, nk.entry),
-                        _args(nk, buffers, partial, sig_ptrs, sms),
-                        (1,),
-                        nk.num_warps,
-                        1,
-                    )
-                    steps = [permute, *steps, notify]
+                    steps = [permute, *steps, step("moe-topk-sum"), step("moe-slab-notify", (1,))]
 
             # `sig` rides along: the kernels reach it only through the raw pointers of `sig_ptrs`.
             def run(steps=steps, sig=sig) -> None:  # noqa: ARG001
@@ -266,7 +259,7 @@ def main() -> None:
         for k, v in rows[-1]["errors"].items():
             print(f"  FAILED {k}: {v}", flush=True)
     print(
-        f"\n{'shape':7} {'best emitted':>28} {'ms':>8} {'TFLOP/s':>8} {'plain/+p+n':>10} {'grouped':>8} {'vs grouped':>10} {'+scatter+reduce':>15}"
+        f"\n{'shape':7} {'best emitted':>28} {'ms':>8} {'TFLOP/s':>8} {'plain/chain':>11} {'grouped':>8} {'vs grouped':>10} {'+scatter+reduce':>15}"
     )
     for r in rows:
         c = r["cases"]
@@ -277,11 +270,11 @@ def main() -> None:
         nan = {"ms": float("nan")}
         plain = c.get(
             "plain " + best.split(" ", 1)[1],
-            c.get("emitted+permute+notify " + best.split(" ", 1)[1], nan),
+            c.get("emitted+permute+topksum+notify " + best.split(" ", 1)[1], nan),
         )["ms"]
         grouped = c.get(r["baseline"], nan)["ms"]
         print(
-            f"{r['shape']:7} {best:>28} {emitted[best]['ms']:8.3f} {emitted[best]['tflops']:8.1f} {plain:10.3f} "
+            f"{r['shape']:7} {best:>28} {emitted[best]['ms']:8.3f} {emitted[best]['tflops']:8.1f} {plain:11.3f} "
             f"{grouped:8.3f} {grouped / emitted[best]['ms']:10.2f} {c.get(r['baseline'] + '+scatter+topk-reduce', nan)['ms']:15.3f}"
         )
     result = {

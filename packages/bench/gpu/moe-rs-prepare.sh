@@ -6,7 +6,9 @@
 #    (warp-specialised, h in block order, one notify per launch) at the default tile, and
 #    `tile-128x256x64`, the per-tile-notify body `moe_gemm_scatter` (the previous default);
 #  - <out>/onegpu/<case>: small moe-rs operators at worlds 2, 4 and 8 (one with experts left
-#    without tokens) for the one-GPU multi-rank correctness run.
+#    without tokens) for the one-GPU multi-rank correctness run;
+#  - <out>/multigpu/w<W>/<ws|tile>/<MoE-n>: MoE-1…6 at worlds 2 and 4 (I split over the ranks),
+#    both bodies, for moe-rs-multigpu.py under torchrun.
 #   bash packages/bench/gpu/moe-rs-prepare.sh [out]     (default ./out-moe)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../../.." && pwd)"
@@ -38,3 +40,19 @@ moers_w2_e8_top2 2 2048 1024 128 8 2 2
 moers_w4_e32_top5 4 2048 768 96 32 5 4
 moers_w8_e8_top2_sparse 8 4096 512 64 8 2 2 0,3,5
 CASES
+# name hidden intermediate(all ranks) experts topk
+while read -r name H I E k; do
+  for world in 2 4; do
+    common=(--tokens 8192 --hidden "$H" --intermediate "$((I / world))" --experts "$E" --topk "$k" --world "$world" --split 2 --tile 128x256x64)
+    ovl emit moe-rs "${common[@]}" --out "$out/multigpu/w$world/ws/$name"
+    ovl emit moe-rs "${common[@]}" --kernel "$repo/packages/tlx-emitter/kernels/moe_gemm_scatter.py" --out "$out/multigpu/w$world/tile/$name"
+  done
+  echo "wrote $out/multigpu/w*/*/$name"
+done <<'SHAPES'
+MoE-1 2048 1536 8 2
+MoE-2 2048 1536 32 2
+MoE-3 2048 1536 32 5
+MoE-4 4096 2048 8 2
+MoE-5 4096 2048 32 2
+MoE-6 4096 2048 32 5
+SHAPES

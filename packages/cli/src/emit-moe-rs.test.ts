@@ -31,15 +31,16 @@ describe("ovl emit moe-rs", () => {
     const out = JSON.parse(r.stdout) as { world: number; kernels: { template: string; stream: string }[]; moe: { slabs: number } };
     expect(out.world).toBe(4);
     expect(out.moe.slabs).toBe(8);
-    // h filled in block order before the producer, the slabs notified once after it.
+    // h filled in block order before the producer; after it each token's rows summed locally, the slabs notified once, the owners' pulls.
     expect(out.kernels.map((k) => `${k.template}@${k.stream}`)).toEqual([
       "moe-align-count@compute",
       "moe-align-scatter@compute",
       "moe-permute-rows@compute",
       "moe-slab-expect@compute",
       "local-producer@compute",
+      "moe-topk-sum@compute",
       "moe-slab-notify@compute",
-      "moe-topk-reduce-rs@comm",
+      "moe-topk-reduce-rs@compute",
     ]);
     const m = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as {
       reference: { operator: string; M: number; N: number; K: number; rowsPerRank: number };

@@ -67,8 +67,8 @@ COMPILED = [
 ]
 TILE_KINDS = ["moe-align-count", "moe-align-scatter", "moe-slab-expect", "local-producer", "moe-topk-reduce-rs"]
 LAUNCH_KINDS = [
-    "moe-align-count", "moe-align-scatter", "moe-permute-rows", "moe-slab-expect", "local-producer", "moe-slab-notify",
-    "moe-topk-reduce-rs",
+    "moe-align-count", "moe-align-scatter", "moe-permute-rows", "moe-slab-expect", "local-producer", "moe-topk-sum",
+    "moe-slab-notify", "moe-topk-reduce-rs",
 ]  # fmt: skip
 
 

@@ -163,8 +163,8 @@ def test_the_warp_specialised_moe_rs_body_compiles_split_and_without_atomics(tmp
     notify after it release-adds at system scope."""
     got = _compiled_kernels(tmp_path_factory, "moe_rs_ws_aot", "moe_gemm_scatter_ws", (128, 256))
     assert set(got) == {
-        "moe-align-count", "moe-align-scatter", "moe-permute-rows", "moe-slab-expect", "local-producer", "moe-slab-notify",
-        "moe-topk-reduce-rs",
+        "moe-align-count", "moe-align-scatter", "moe-permute-rows", "moe-slab-expect", "local-producer", "moe-topk-sum",
+        "moe-slab-notify", "moe-topk-reduce-rs",
     }, got  # fmt: skip
     p = got["local-producer"]
     assert p["wgmma"] > 0 and p["setmaxnreg"] > 0 and p["atomics"] == 0, got

@@ -207,6 +207,15 @@ def moe_slab_notify(ctx: KernelContext) -> None:
         ctx.notify(boards[s // per_rank], s)
 
 
+def moe_topk_sum(ctx: KernelContext) -> None:
+    """The local TopK-reduce: ``out[t] = Σ_j partial[t·k + j]`` (fp32 sum, stored in out's type)."""
+    k = ctx.param("TOP_K")
+    T, N = ctx.size("T"), ctx.size("N")
+    partial = ctx.matrix("partial_ptr", T * k, N)
+    out = ctx.matrix("out_ptr", T, N)
+    out[:] = partial.reshape(T, k, N).astype(np.float32).sum(axis=1)
+
+
 def moe_permute_rows(ctx: KernelContext) -> None:
     """``dst`` in the routing's block order: ``dst[b·BLOCK_M + i] = src[sorted_ids[b·BLOCK_M + i]]`` for the
     valid blocks, zeros at their padding entries."""
@@ -252,5 +261,6 @@ MOE_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
     "moe-slab-expect": moe_slab_expect,
     "moe-slab-notify": moe_slab_notify,
     "moe-permute-rows": moe_permute_rows,
+    "moe-topk-sum": moe_topk_sum,
     "moe-topk-reduce-rs": moe_topk_reduce_rs,
 }

@@ -27,7 +27,10 @@ Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
   loop Triton warp-specialises takes no notifies (Triton 3.6 drops, repeats or hoists the atomics in
   and around such a loop), so ``moe_slab_notify`` after it on the compute stream adds 1 to every slab
   on its owner, and ``moe_slab_expect`` (``PER_BLOCK`` off) adds ``W`` to every slab's target. Such a
-  body reads h in the routing's block order: ``moe_permute_rows`` fills it after the routing.
+  body reads h in the routing's block order: ``moe_permute_rows`` fills it after the routing. Before
+  the notify, ``moe_topk_sum`` sums each token's k rows locally into the symmetric ``partial_tok
+  [T, H]``, and the reducer (``TOP_K`` 1) follows on the compute stream on every SM, pulling token
+  rows: ``k`` times fewer bytes over the links than the slot rows.
 - **Ready slot.** ``moe_slab_expect`` ends with a gpu-scope release add to the rank's slot
   ``READY`` (= the slab count); the reducer runs on another stream and first waits for it to reach
   the launch's epoch target, so it reads this launch's targets.
@@ -38,7 +41,7 @@ Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
   is complete everywhere, while the producers still work on later blocks.
 
 This module holds the runner's kernels of the manifest (``moe_permute_rows``, ``moe_slab_expect``,
-``moe_slab_notify``, ``moe_topk_reduce_rs``), the sizes check and the references. A launch starts after the previous
+``moe_topk_sum``, ``moe_slab_notify``, ``moe_topk_reduce_rs``), the sizes check and the references. A launch starts after the previous
 launch's reduce finished on every rank (the runner's per-launch barrier): the producers overwrite ``partial``. ``topk_ids`` must lie in ``[0, E)``:
 a dropped slot's ``partial`` row would not be written.
 """
@@ -64,6 +67,7 @@ __all__ = [
     "moe_slab_expect",
     "moe_slab_notify",
     "moe_topk_reduce_rs",
+    "moe_topk_sum",
     "slab_cover_reference",
 ]
 
@@ -203,6 +207,22 @@ def moe_slab_notify(sig_ptrs, SLABS_PER_RANK, NUM_SLABS, SLABS_P2: tl.constexpr)
     mine = s < NUM_SLABS
     ptrs = tl.load(sig_ptrs + s // SLABS_PER_RANK, mask=mine, other=0).to(tl.pointer_type(tl.int32))
     tl.atomic_add(ptrs + s, 1, mask=mine, sem="release", scope="sys")
+
+
+@triton.jit
+def moe_topk_sum(partial_ptr, out_ptr, T, N, TOP_K: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The local TopK-reduce of a launch-notified producer: ``out[t] = Σ_j partial[t·k + j]`` (fp32 sum of
+    the weighted slot rows, stored in ``out``'s type), a program per (token block, column block), so the
+    owners pull ``[T/W, N]`` token rows from each rank instead of ``k`` times as many slot rows."""
+    n_blocks = tl.cdiv(N, BLOCK_N)
+    pid = tl.program_id(0)
+    tokens = (pid // n_blocks).to(tl.int64) * BLOCK_T + tl.arange(0, BLOCK_T)
+    cols = (pid % n_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (tokens[:, None] < T) & (cols[None, :] < N)
+    acc = tl.zeros((BLOCK_T, BLOCK_N), dtype=tl.float32)
+    for j in tl.static_range(TOP_K):
+        acc += tl.load(partial_ptr + (tokens * TOP_K + j)[:, None] * N + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + tokens[:, None] * N + cols[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit

@@ -31,3 +31,26 @@ export const MOE_SOURCE = "packages/bench/results/gpu/moe-2026-11-25/moe-compute
  * measurement drew one uniform routing): launch 10.5 µs, efficiency 0.53, max error 6.9%.
  */
 export const MOE_BODY = { launchUs: 10.5, efficiency: 0.53, tile: { BM: 128, BN: 128 }, maxError: 0.07 } as const;
+
+/** Where the moe-rs constants come from. */
+export const MOE_RS_SOURCE = "packages/bench/results/gpu/moe-ws-h100-2026-11-26/run2/moe-rs-compute.json";
+
+/**
+ * The moe-rs producers at 128×256×64 (`ovl emit moe-rs`, TileLink's MoE-1…6 per-rank shapes of
+ * world 8 on one H100): wave-quantised rounds of `BM × BN` tiles over the expert blocks at
+ * `efficiency` of the GEMM rate, plus `launchUs`; least squares of the relative error over the six
+ * shapes, each priced as the mean over the routings of seeds 1–4. `launch`: the default
+ * warp-specialised body (notifies once per launch): launch 15.5 µs, efficiency 0.522, max error
+ * 10.2%. `tile`: the per-tile-notify body (`moe_gemm_scatter.py`, 8 warps, 4 stages, its
+ * notifies in): launch 22 µs, efficiency 0.334, max error 14.5%. `smallKernelUs`: each of the
+ * small kernels around the warp-specialised producer (`moe_permute_rows`, `moe_topk_sum`,
+ * `moe_slab_notify`), besides its bytes at HBM bandwidth: the measured permute + producer +
+ * notify chain less the producer and the permute's bytes, over two kernels, mean of the six
+ * shapes (3.5–5.8 µs each).
+ */
+export const MOE_RS_BODY = {
+  tile: { BM: 128, BN: 256 },
+  launch: { launchUs: 15.5, efficiency: 0.522, maxError: 0.11 },
+  perTile: { launchUs: 22, efficiency: 0.334, maxError: 0.15 },
+  smallKernelUs: 4.3,
+} as const;

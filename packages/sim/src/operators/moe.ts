@@ -132,7 +132,7 @@ export function predictAgMoe(
   return operatorPrediction("ag-moe", hw.name, world, overlapped, moeComputeMs(hw, problem, blocks.length), Math.max(...alone.commEnd));
 }
 
-function checkMoe(p: MoeProblem): void {
+export function checkMoe(p: MoeProblem): void {
   for (const k of ["tokens", "hidden", "intermediate", "experts", "topk", "world"] as const) {
     if (!Number.isInteger(p[k]) || p[k] <= 0) throw new SimulateError("bad-problem", `moe ${k} = ${p[k]}: give a positive integer`);
   }

@@ -3,9 +3,10 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { H100_SXM, H200_SXM, type HardwareModel } from "../simulate/hardware.js";
 import { SimulateError } from "../simulate/errors.js";
-import { ATTENTION_BODY, ATTENTION_SOURCE, MOE_BODY, MOE_SOURCE } from "./calibration.js";
+import { ATTENTION_BODY, ATTENTION_SOURCE, MOE_BODY, MOE_RS_BODY, MOE_RS_SOURCE, MOE_SOURCE } from "./calibration.js";
 import { attentionComputeMs, predictAgAttention } from "./attention.js";
 import { moeBlocks, moeComputeMs, moeRouting, predictAgMoe } from "./moe.js";
+import { moeRsProducerMs, predictMoeRs } from "./moe-rs.js";
 import { GEMM_OPERATORS, predictGemmOperator } from "./gemm.js";
 import type { OperatorPrediction } from "./prediction.js";
 
@@ -59,6 +60,87 @@ describe("calibration fits the committed measurements", () => {
       const measured = r.cases["body 128x128x64 w8 s3"]!.ms;
       expect(Math.abs(ms / measured - 1), r.shape).toBeLessThanOrEqual(MOE_BODY.maxError);
     }
+  });
+});
+
+describe("moe-rs calibration", () => {
+  const data = repoFile(MOE_RS_SOURCE) as {
+    rows: { shape: string; S: number; H: number; I_per_rank: number; E: number; topk: number; cases: Record<string, { ms: number }> }[];
+  };
+  const cases = data.rows.map((r) => {
+    const p = { tokens: r.S, hidden: r.H, intermediate: r.I_per_rank * 8, experts: r.E, topk: r.topk, world: 8 };
+    const blocks = [1, 2, 3, 4].map((seed) => moeBlocks(moeRouting({ ...p, seed }), r.E, MOE_RS_BODY.tile.BM).length);
+    return { r, p, blocks };
+  });
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b) / xs.length;
+
+  it("prices both producers within the stated error (seeded uniform routings)", () => {
+    expect(cases.length).toBe(6);
+    for (const { r, p, blocks } of cases) {
+      const ws = mean(blocks.map((b) => moeRsProducerMs(H100_SXM, p, b, "launch")));
+      const tile = mean(blocks.map((b) => moeRsProducerMs(H100_SXM, p, b, "tile")));
+      expect(Math.abs(ws / r.cases["emitted ws-128x256x64 w4 s4"]!.ms - 1), r.shape).toBeLessThanOrEqual(MOE_RS_BODY.launch.maxError);
+      expect(Math.abs(tile / r.cases["emitted tile-128x256x64 w8 s4"]!.ms - 1), r.shape).toBeLessThanOrEqual(MOE_RS_BODY.perTile.maxError);
+    }
+  });
+
+  it("prices the permute + producer + notify chain within 15% at world 1 (nothing to pull)", () => {
+    for (const { r, p } of cases) {
+      // At world 1 the TopK-sum is the one part of the launch chain the measured chain lacks.
+      const one = predictMoeRs({ ...p, intermediate: r.I_per_rank, world: 1, seed: 1 }, { hardware: H100_SXM, slabsPerRank: 1 });
+      const topkSum = MOE_RS_BODY.smallKernelUs * 1e-3 + ((r.S * r.topk * r.H * 2 + r.S * r.H * 2) / (H100_SXM.hbmGBps * 1e9)) * 1e3;
+      const chain = one.overlappedMs - one.commMs - topkSum;
+      expect(Math.abs(chain / r.cases["emitted+permute+notify ws-128x256x64 w4 s4"]!.ms - 1), r.shape).toBeLessThanOrEqual(0.15);
+    }
+  });
+});
+
+describe("moe-rs", () => {
+  const moe = fc.record({
+    hidden: fc.constantFrom(1024, 2048, 4096),
+    experts: fc.constantFrom(4, 8, 32),
+    topk: fc.integer({ min: 1, max: 4 }),
+    world: fc.constantFrom(2, 4, 8),
+    notifies: fc.constantFrom("tile" as const, "launch" as const),
+  });
+  const problem = (x: { hidden: number; experts: number; topk: number; world: number }) => ({
+    tokens: 2048,
+    hidden: x.hidden,
+    intermediate: 512 * x.world,
+    experts: x.experts,
+    topk: Math.min(x.topk, x.experts),
+    world: x.world,
+  });
+
+  it("is bounded by compute and pulls; per launch nothing overlaps, per tile at most their sum", () => {
+    fc.assert(
+      fc.property(moe, (x) => {
+        const p = predictMoeRs(problem(x), { hardware: H100_SXM, notifies: x.notifies });
+        checkBounds(p);
+        if (x.notifies === "launch") expect(p.overlappedMs).toBeGreaterThanOrEqual(p.nonOverlappedMs - EPS);
+        else expect(p.overlappedMs).toBeLessThanOrEqual(p.nonOverlappedMs + EPS);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it("per launch pulls k times fewer bytes: the pulls do not grow with top-k", () => {
+    fc.assert(
+      fc.property(moe, (x) => {
+        const p = problem({ ...x, experts: 8 });
+        const one = predictMoeRs({ ...p, topk: 1 }, { hardware: H100_SXM, notifies: x.notifies });
+        const four = predictMoeRs({ ...p, topk: 4 }, { hardware: H100_SXM, notifies: x.notifies });
+        if (x.notifies === "launch") expect(four.commMs).toBeCloseTo(one.commMs, 9);
+        else expect(four.commMs).toBeGreaterThan(3 * one.commMs - (H100_SXM.reduceKernel?.launchUs ?? 0) * 1e-3 * 3);
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it("refuses a slab split that does not divide the tokens per rank", () => {
+    expect(() =>
+      predictMoeRs({ ...problem({ hidden: 1024, experts: 8, topk: 2, world: 4 }) }, { hardware: H100_SXM, slabsPerRank: 3 }),
+    ).toThrow(/slabsPerRank 3/);
   });
 });
 

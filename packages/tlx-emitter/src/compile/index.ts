@@ -69,6 +69,7 @@ export {
   moePermuteKernel,
   moeRsModule,
   moeRsNotifyKernel,
+  moeTopkSumKernel,
   moeRsReadySlot,
   moeRsRunnerKernels,
   moeRsSizes,

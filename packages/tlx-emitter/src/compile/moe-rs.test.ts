@@ -18,6 +18,7 @@ import {
   moeRsNotifyKernel,
   moeRsRunnerKernels,
   moeRsSizes,
+  moeTopkSumKernel,
   slabCover,
 } from "./moe-rs.js";
 import type { OperatorInput } from "./operator.js";
@@ -179,9 +180,12 @@ describe("moeRsRunnerKernels", () => {
         );
         const kernels = moeRsRunnerKernels(s, tile, "op_moe_rs.py", reducers);
         const launch = moeRsRunnerKernels(s, tile, "op_moe_rs.py", reducers, "launch");
-        for (const k of [...kernels, ...launch, moeRsNotifyKernel(s, "op_moe_rs.py"), moePermuteKernel(s, "op_moe_rs.py")]) {
+        const extra = [moeRsNotifyKernel(s, "op_moe_rs.py"), moePermuteKernel(s, "op_moe_rs.py"), moeTopkSumKernel(s, "op_moe_rs.py")];
+        for (const k of [...kernels, ...launch, ...extra]) {
           expect(Kernel.safeParse(k).success).toBe(true);
-          expect([...k.args.map((a) => a.name), ...Object.keys(k.constexprs)]).toEqual(params[k.entry]);
+          // Every parameter bound once (the runner calls by keyword), as an argument or a constexpr.
+          const bound = [...k.args.map((a) => a.name), ...Object.keys(k.constexprs)];
+          expect([...bound].sort()).toEqual([...(params[k.entry] ?? [])].sort());
         }
         const [expectK, reduceK] = kernels;
         expect(expectK?.args.find((a) => a.name === "NOTIFIES")?.value).toEqual({ kind: "int", value: p.world * s.nTiles });
@@ -189,6 +193,14 @@ describe("moeRsRunnerKernels", () => {
         // One launch notify per rank: every slab expects the world, whatever the routing.
         expect(launch[0]?.args.find((a) => a.name === "NOTIFIES")?.value).toEqual({ kind: "int", value: p.world });
         expect(launch[0]?.constexprs.PER_BLOCK).toBe(false);
+        // Per launch the reducer follows the local TopK-sum on the compute stream, on every SM, pulling token rows.
+        expect(launch[1]).toMatchObject({ stream: "compute", grid: [{ kind: "num-sms", cap: s.reduceItems }] });
+        expect(launch[1]?.constexprs.TOP_K).toBe(1);
+        expect(launch[1]?.args.find((a) => a.name === "partial_ptrs")?.value).toEqual({
+          kind: "peer-pointers",
+          buffer: MOE_RS_BUFFERS.partialTok,
+        });
+        expect(launch[1]?.args.find((a) => a.name === "NUM_PROGRAMS")?.value).toEqual({ kind: "num-programs" });
         expect(reduceK?.grid).toEqual([Math.min(reducers, s.reduceItems)]);
         expect(reduceK?.constexprs.NUM_PROGRAMS).toBe(Math.min(reducers, s.reduceItems));
       }),
@@ -310,8 +322,9 @@ describe("compileMoeRs", () => {
       [MOE_RS_KINDS.permute, "compute"],
       ["moe-slab-expect", "compute"],
       ["local-producer", "compute"],
+      [MOE_RS_KINDS.topkSum, "compute"],
       [MOE_RS_KINDS.notify, "compute"],
-      ["moe-topk-reduce-rs", "comm"],
+      ["moe-topk-reduce-rs", "compute"],
     ]);
     const producer = m.kernels[4] as (typeof m.kernels)[number];
     // Nothing inserted: no signal arguments, the body's text below the header byte for byte.
@@ -329,7 +342,10 @@ describe("compileMoeRs", () => {
     const expectK = m.kernels[3];
     expect(expectK?.constexprs.PER_BLOCK).toBe(false);
     expect(expectK?.args.find((a) => a.name === "NOTIFIES")?.value).toEqual({ kind: "int", value: 4 });
-    expect(m.kernels[5]?.args.find((a) => a.name === "sig_ptrs")?.value).toEqual({ kind: "peer-pointers", buffer: SIGNAL_BUFFER });
+    expect(m.kernels[6]?.args.find((a) => a.name === "sig_ptrs")?.value).toEqual({ kind: "peer-pointers", buffer: SIGNAL_BUFFER });
+    // The owners pull the token rows the local TopK-sum writes: only those are symmetric.
+    expect(m.buffers.find((b) => b.name === MOE_RS_BUFFERS.partialTok)).toMatchObject({ shape: [64, 96], symmetric: true });
+    expect(m.buffers.find((b) => b.name === MOE_RS_BUFFERS.partial)?.symmetric).toBe(false);
   });
 
   it("fills h in block order for a body that reads it so and still notifies per tile when its loop is not warp-specialised", async () => {

@@ -174,6 +174,8 @@ export const MOE_RS_BUFFERS = {
   w2: "moe_w2",
   topkWeights: "moe_topk_weights",
   partial: "moe_partial",
+  /** Per launch: each token's k weighted rows summed on the rank that computed them, `[T, H]`, pulled by the owners. */
+  partialTok: "moe_partial_tok",
   out: "moe_out",
   expect: "moe_slab_expect",
 } as const;
@@ -183,6 +185,7 @@ export const MOE_RS_KINDS = {
   reduce: "moe-topk-reduce-rs",
   notify: "moe-slab-notify",
   permute: "moe-permute-rows",
+  topkSum: "moe-topk-sum",
 } as const;
 /** Template kind of the transformed producer body. */
 export const LOCAL_MOE_RS_KIND = "local-producer";
@@ -214,6 +217,11 @@ export function moeRsRunnerKernels(
   const buffer = (name: string): KernelArg => ({ kind: "buffer", name });
   const int = (value: number): KernelArg => ({ kind: "int", value });
   const BT = tile.BT ?? MOE_RS_DEFAULT_BT;
+  // Per tile: the reducer spins beside the producers (few programs, comm stream) and pulls every
+  // slot row. Per launch: it follows the local TopK-sum on the compute stream (the producer is
+  // done, so it takes every SM) and pulls token rows, k times fewer bytes.
+  const tile_ = notifies === "tile";
+  const pulled = tile_ ? MOE_RS_BUFFERS.partial : MOE_RS_BUFFERS.partialTok;
   const programs = Math.max(1, Math.min(reducers, s.reduceItems));
   const params = { experts: s.experts, topk: s.topk, tokens: s.tokens, slabT: s.slabT, world: s.world };
   return [
@@ -249,13 +257,14 @@ export function moeRsRunnerKernels(
       name: "moe_topk_reduce_rs",
       entry: "moe_topk_reduce_rs",
       source,
-      stream: "comm",
-      grid: [programs],
+      ...(tile_
+        ? { stream: "comm" as const, grid: [programs] }
+        : { stream: "compute" as const, grid: [{ kind: "num-sms" as const, cap: s.reduceItems }] }),
       numWarps: 4,
       numStages: 1,
       args: [
-        { name: "partial_ptrs", value: { kind: "peer-pointers", buffer: MOE_RS_BUFFERS.partial } },
-        { name: "like_ptr", value: buffer(MOE_RS_BUFFERS.partial) },
+        { name: "partial_ptrs", value: { kind: "peer-pointers", buffer: pulled } },
+        { name: "like_ptr", value: buffer(pulled) },
         { name: "out_ptr", value: buffer(MOE_RS_BUFFERS.out) },
         { name: "sig_ptr", value: buffer(SIGNAL_BUFFER) },
         { name: "expect_ptr", value: buffer(MOE_RS_BUFFERS.expect) },
@@ -267,8 +276,15 @@ export function moeRsRunnerKernels(
         { name: "SLAB_T", value: int(s.slabT) },
         { name: "SLABS_PER_RANK", value: int(s.slabsPerRank) },
         { name: "READY_SLOT", value: int(moeRsReadySlot(s)) },
+        ...(tile_ ? [] : [{ name: "NUM_PROGRAMS", value: { kind: "num-programs" as const } }]),
       ],
-      constexprs: { TOP_K: s.topk, WORLD: s.world, BLOCK_T: BT, BLOCK_N: tile.BN, NUM_PROGRAMS: programs },
+      constexprs: {
+        TOP_K: tile_ ? s.topk : 1,
+        WORLD: s.world,
+        BLOCK_T: BT,
+        BLOCK_N: tile.BN,
+        ...(tile_ ? { NUM_PROGRAMS: programs } : {}),
+      },
       template: { kind: MOE_RS_KINDS.reduce, params },
     },
   ];
@@ -276,9 +292,11 @@ export function moeRsRunnerKernels(
 
 /**
  * How a moe-rs producer signals its slabs: `tile` — the compiler's notifies after each tile's
- * stores (every slab the block covers, on its owner); `launch` — a warp-specialised body, whose
- * tile loop takes no inserted atomics: `moe_slab_notify` after it on the compute stream adds 1
- * to every slab on its owner, so each slab expects one notify per rank and launch.
+ * stores (every slab the block covers, on its owner), the reducer spinning beside the producers
+ * on the comm stream and pulling every slot row; `launch` — a warp-specialised body, whose tile
+ * loop takes no inserted atomics: on the compute stream after it, `moe_topk_sum` sums each
+ * token's k rows locally, `moe_slab_notify` adds 1 to every slab on its owner (each slab expects
+ * one notify per rank and launch), and the reducer, on every SM, pulls the token rows.
  */
 export type MoeRsNotifies = "tile" | "launch";
 
@@ -299,6 +317,35 @@ export function moeRsNotifyKernel(s: MoeRsSizes, source: string): Kernel {
     ],
     constexprs: { SLABS_P2: s.slabsP2 },
     template: { kind: MOE_RS_KINDS.notify, params: { slabs: s.slabs, slabsPerRank: s.slabsPerRank } },
+  };
+}
+
+/** Token rows and columns of one `moe_topk_sum` program. */
+const TOPK_SUM_BLOCK = { BT: 32, BN: 256 } as const;
+
+/**
+ * `moe_topk_sum` (per launch): each token's k weighted slot rows summed where they were computed,
+ * `partial_tok[t] = Σ_j partial[t·k + j]`, so the owners pull `[T/W, H]` from each rank, not
+ * `[T/W · k, H]`. A program per (token block, column block), on the compute stream after the producer.
+ */
+export function moeTopkSumKernel(s: MoeRsSizes, source: string): Kernel {
+  const BN = Math.min(TOPK_SUM_BLOCK.BN, pow2(s.hidden));
+  return {
+    name: "moe_topk_sum",
+    entry: "moe_topk_sum",
+    source,
+    stream: "compute",
+    grid: [Math.ceil(s.tokens / TOPK_SUM_BLOCK.BT) * Math.ceil(s.hidden / BN)],
+    numWarps: 4,
+    numStages: 1,
+    args: [
+      { name: "partial_ptr", value: { kind: "buffer", name: MOE_RS_BUFFERS.partial } },
+      { name: "out_ptr", value: { kind: "buffer", name: MOE_RS_BUFFERS.partialTok } },
+      { name: "T", value: { kind: "int", value: s.tokens } },
+      { name: "N", value: { kind: "int", value: s.hidden } },
+    ],
+    constexprs: { TOP_K: s.topk, BLOCK_T: TOPK_SUM_BLOCK.BT, BLOCK_N: BN },
+    template: { kind: MOE_RS_KINDS.topkSum, params: { tokens: s.tokens, topk: s.topk, N: s.hidden } },
   };
 }
 
@@ -333,11 +380,12 @@ export function moePermuteKernel(s: MoeRsSizes, source: string): Kernel {
 export function moeRsModule(): string {
   return [
     '"""MoE part 2\'s runner kernels: moe_permute_rows (h in the routing\'s block order), moe_slab_expect (each',
-    "slab's expected notifies, from the routing on the device), moe_slab_notify (a launch's notify of every slab)",
-    "and moe_topk_reduce_rs (each owner's TopK-reduce + ReduceScatter pulls), from ovl_runtime.moe_rs.",
+    "slab's expected notifies, from the routing on the device), moe_topk_sum (a launch's local TopK-reduce),",
+    "moe_slab_notify (a launch's notify of every slab) and moe_topk_reduce_rs (each owner's ReduceScatter pulls),",
+    "from ovl_runtime.moe_rs.",
     "",
     'Emitted by @ovl/tlx-emitter; the kernels are the runner\'s, so the torch API and a manifest run the same code."""',
-    "from ovl_runtime.moe_rs import moe_permute_rows, moe_slab_expect, moe_slab_notify, moe_topk_reduce_rs  # noqa: F401",
+    "from ovl_runtime.moe_rs import moe_permute_rows, moe_slab_expect, moe_slab_notify, moe_topk_reduce_rs, moe_topk_sum  # noqa: F401",
     "",
   ].join("\n");
 }
@@ -467,7 +515,11 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     { name: MOE_RS_BUFFERS.w2, shape: [moe.experts, I, H], dtype: o.dtype, symmetric: false, init: "random" },
     ...routingBuffers(a, moe),
     { name: MOE_RS_BUFFERS.topkWeights, shape: [T, moe.topk], dtype: "fp32", symmetric: false, init: "replicated" },
-    { name: MOE_RS_BUFFERS.partial, shape: [a.slots, H], dtype: o.dtype, symmetric: true, init: "poison" },
+    // Per tile the owners pull the slot rows; per launch the token rows the local TopK-sum writes.
+    { name: MOE_RS_BUFFERS.partial, shape: [a.slots, H], dtype: o.dtype, symmetric: notifies === "tile", init: "poison" },
+    ...(notifies === "tile"
+      ? []
+      : [{ name: MOE_RS_BUFFERS.partialTok, shape: [T, H], dtype: o.dtype, symmetric: true, init: "poison" as const }]),
     { name: MOE_RS_BUFFERS.out, shape: [s.rowsPerRank, H], dtype: o.dtype, symmetric: false, init: "poison" },
     { name: MOE_RS_BUFFERS.expect, shape: [s.slabs], dtype: "int32", symmetric: false, init: "keep" },
     { name: SIGNAL_BUFFER, shape: [s.slabs + 1], dtype: "int32", symmetric: true, init: "zeros" },
@@ -554,7 +606,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     ...(blocks === undefined ? [] : [moePermuteKernel(s, runnerSource)]),
     expectKernel,
     producer,
-    ...(notifies === "launch" ? [moeRsNotifyKernel(s, runnerSource)] : []),
+    ...(notifies === "launch" ? [moeTopkSumKernel(s, runnerSource), moeRsNotifyKernel(s, runnerSource)] : []),
   ];
   const manifest = validated({
     $schema: MANIFEST_SCHEMA,
