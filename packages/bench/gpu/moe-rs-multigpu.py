@@ -6,7 +6,7 @@ top-2/5, bf16, a uniform random routing) at this run's world, per prepared varia
 local TopK-sum; ``tile``, the per-tile-notify body whose owners pull every slot row), each manifest bound
 through the torch API's ``BoundOperator`` on the default process group, and the torch baseline:
 ``torch._grouped_mm`` on each rank's rows grouped by expert, the scatter back to slot order, the weighting and
-the top-k sum, then NCCL's ``reduce_scatter_tensor``. Every case is checked first against the fp32 reference
+the top-k sum (in fp32, ``torch``, or in bf16, ``torch-bf16``), then NCCL's ``reduce_scatter_tensor``. Every case is checked first against the fp32 reference
 of all ranks (each rank draws every rank's inputs from the same seeds); times are CUDA-event medians per rank
 of ``--reps`` calls after ``--warmup``, the ranks aligned by a barrier before each call; the table reports the
 slowest rank's median.
@@ -66,8 +66,9 @@ def timed(fn, warmup: int, reps: int) -> float:
     return statistics.median(times)
 
 
-def torch_baseline(h, w, ids, wts, world):
-    """The unfused operator a torch user writes: grouped GEMM, scatter, weighting, top-k sum, NCCL ReduceScatter."""
+def torch_baseline(h, w, ids, wts, world, fp32: bool = True):
+    """The unfused operator a torch user writes: grouped GEMM, scatter, weighting, top-k sum, NCCL ReduceScatter
+    (the weighting and the sum in fp32, as ``moe-rs-compute.py``'s baseline, or in bf16: less traffic)."""
     T, k = ids.shape
     flat = ids.reshape(-1).long()
     order = torch.argsort(flat, stable=True)
@@ -77,7 +78,10 @@ def torch_baseline(h, w, ids, wts, world):
 
     def run() -> torch.Tensor:
         slots[order] = torch._grouped_mm(h[order], w, offs=offs)
-        partial = (slots.view(T, k, -1).float() * wts.float()[..., None]).sum(1).to(h.dtype)
+        if fp32:
+            partial = (slots.view(T, k, -1).float() * wts.float()[..., None]).sum(1).to(h.dtype)
+        else:
+            partial = (slots.view(T, k, -1) * wts.to(h.dtype)[..., None]).sum(1)
         dist.reduce_scatter_tensor(out, partial)
         return out
 
@@ -89,6 +93,7 @@ def main() -> None:
     p.add_argument("folder", type=Path, help="moe-rs-prepare.sh's multigpu/ folder (w<W>/<variant>/<MoE-n>/manifest.json)")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--shapes", default="", help="comma-separated subset, e.g. MoE-1,MoE-6")
+    p.add_argument("--variants", default="", help="comma-separated subset of the prepared variants, e.g. ws")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--reps", type=int, default=10)
     args = p.parse_args()
@@ -97,7 +102,8 @@ def main() -> None:
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
     group = resolve_group(dist.group.WORLD)
     wanted = {s for s in args.shapes.split(",") if s}
-    variants = sorted(d.name for d in (args.folder / f"w{world}").iterdir() if d.is_dir())
+    only = {v for v in args.variants.split(",") if v}
+    variants = sorted(d.name for d in (args.folder / f"w{world}").iterdir() if d.is_dir() and (not only or d.name in only))
     rows, failed = [], False
     for name, S, H, inter_all, E, k in [s for s in SHAPES if not wanted or s[0] in wanted]:
         inter = inter_all // world
@@ -126,6 +132,7 @@ def main() -> None:
                 row["errors"][v] = f"{type(exc).__name__}: {exc}"
                 traceback.print_exc()
         cases["torch"] = (torch_baseline(mine_h, mine_w, ids, wts, world), None)
+        cases["torch-bf16"] = (torch_baseline(mine_h, mine_w, ids, wts, world, fp32=False), None)
         for v, (fn, op) in cases.items():
             try:
                 got = fn()
@@ -156,7 +163,7 @@ def main() -> None:
             failed |= bool(merged["errors"])
             print(f"{name}: " + "  ".join(f"{v} {merged['ms'][v]:.3f} ms" for v in cases), flush=True)
     if rank == 0:
-        names = [*variants, "torch"]
+        names = [*variants, "torch", "torch-bf16"]
         print(f"\nworld {world} ({torch.cuda.get_device_name(0)}): slowest rank's median ms, torch ÷ variant")
         print("shape  " + "  ".join(f"{v:>16}" for v in names))
         for r in rows:

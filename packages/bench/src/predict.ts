@@ -4,7 +4,7 @@
 // (predictions-<date>-w8-<family>-<hardware>.svg).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ATTENTION_SOURCE, MOE_SOURCE } from "@ovl/sim";
+import { ATTENTION_SOURCE, MOE_RS_SOURCE, MOE_SOURCE } from "@ovl/sim";
 import { RESULTS_DIR } from "./harness.js";
 import { predictionRows } from "./predict/predictions.js";
 import { PREDICTION_FAMILIES, predictionsChart, predictionsJson, predictionsMarkdown } from "./predict/report.js";
@@ -24,6 +24,7 @@ const sources = [
   "GEMM, copy engine, signals, collectives: the hardware models `H100_SXM` / `H200_SXM` of @ovl/sim (their `source` fields).",
   `attention body: ${ATTENTION_SOURCE} (one H100; efficiency relative to the model's GEMM rate, reused on H200).`,
   `MoE body: ${MOE_SOURCE} (one H100; likewise reused on H200).`,
+  `moe-rs producers: ${MOE_RS_SOURCE} (one H100; likewise reused on H200); the owners' pulls from the NVLink port and the rs-reduce calibration. moe-rs as emitted by default is signalled once per launch, so its pulls follow its producer: its "speedup" is about 1 by construction (fused, not overlapped; \`predictMoeRs\` with notifies "tile" prices the per-tile variant).`,
 ];
 mkdirSync(dir, { recursive: true });
 const base = join(dir, `predictions-${date}`);

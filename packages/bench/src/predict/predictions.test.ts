@@ -12,6 +12,7 @@ describe("prediction suite", () => {
     const count = (op: string) => rows.filter((r) => r.operator === op).length;
     for (const op of MLP_OPERATORS) expect(count(op)).toBe(Object.keys(MLP_SHAPES).length);
     expect(count("ag-moe")).toBe(Object.keys(MOE_SHAPES).length);
+    expect(count("moe-rs")).toBe(Object.keys(MOE_SHAPES).length);
     expect(count("ag-attention")).toBe(2 * ATTENTION_SEQS.length);
     expect(count("ag-attention-causal")).toBe(2 * ATTENTION_SEQS.length);
   });
@@ -35,7 +36,10 @@ describe("prediction suite", () => {
 
   it("each family's chart draws its cases and only those", async () => {
     const svg = await predictionsChart(rows, "moe", 8, "H200_SXM");
-    for (const name of Object.keys(MOE_SHAPES)) expect(svg).toContain(`ag-moe ${name}`);
+    for (const name of Object.keys(MOE_SHAPES)) {
+      expect(svg).toContain(`ag-moe ${name}`);
+      expect(svg).toContain(`moe-rs ${name}`);
+    }
     expect(svg).not.toContain("ag-gemm");
     expect(PREDICTION_FAMILIES.mlp).toEqual(MLP_OPERATORS);
   });

@@ -1,6 +1,14 @@
 // The prediction suite: every operator over its paper suite at worlds 2/4/8 on H100 and
 // H200, priced by @ovl/sim's operator models, as rows a report and a chart read.
-import { type GemmOperator, MLP_SHAPES, type OperatorPrediction, predictAgAttention, predictAgMoe, predictGemmOperator } from "@ovl/sim";
+import {
+  type GemmOperator,
+  MLP_SHAPES,
+  type OperatorPrediction,
+  predictAgAttention,
+  predictAgMoe,
+  predictGemmOperator,
+  predictMoeRs,
+} from "@ovl/sim";
 import { ATTENTION_SEQS, ATTENTION_SHAPES, MLP_NAMES, MOE_SHAPES, PREDICTION_HARDWARE, PREDICTION_WORLDS } from "./suites.js";
 
 /** One predicted case: the suite shape it comes from and the model's answer. */
@@ -43,6 +51,8 @@ export function predictionRows(
       for (const [name, s] of Object.entries(MOE_SHAPES)) {
         const problem = { tokens: s.S, hidden: s.H, intermediate: s.I, experts: s.E, topk: s.topk, world, routing: "random" as const };
         push({ ...predictAgMoe(problem, { hardware }), shape: name, problem });
+        // MoE part 2 as ovl emits it by default: notified per launch, the TopK-sum local.
+        push({ ...predictMoeRs(problem, { hardware }), shape: name, problem });
       }
       for (const [name, s] of Object.entries(ATTENTION_SHAPES)) {
         for (const seq of ATTENTION_SEQS) {

@@ -54,7 +54,7 @@ export function predictionsMarkdown(rows: readonly PredictionRow[], date: string
 /** Chart families: cases whose times are of one order, so one linear axis shows them all. */
 export const PREDICTION_FAMILIES = {
   mlp: ["ag-gemm", "gemm-rs", "gemm-ar", "gemm-ar-tilewise", "a2a-gemm"],
-  moe: ["ag-moe"],
+  moe: ["ag-moe", "moe-rs"],
   attention: ["ag-attention", "ag-attention-causal"],
 } as const;
 
