@@ -8,8 +8,8 @@ through the torch API's ``BoundOperator`` on the default process group, and the 
 ``torch._grouped_mm`` on each rank's rows grouped by expert, the scatter back to slot order, the weighting and
 the top-k sum (in fp32, ``torch``, or in bf16, ``torch-bf16``), then NCCL's ``reduce_scatter_tensor``. Every case is checked first against the fp32 reference
 of all ranks (each rank draws every rank's inputs from the same seeds); times are CUDA-event medians per rank
-of ``--reps`` calls after ``--warmup``, the ranks aligned by a barrier before each call; the table reports the
-slowest rank's median.
+of ``--reps`` calls after ``--warmup``, the ranks aligned by a barrier before each call (``baselines.py``'s
+timer); the table reports the slowest rank's median.
 
     bash packages/bench/gpu/moe-rs-prepare.sh out-moe          # where Node is
     torchrun --nproc_per_node=4 packages/bench/gpu/moe-rs-multigpu.py out-moe/multigpu --out $OUT/moe-rs-w4.json
@@ -21,7 +21,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import sys
 import traceback
 from pathlib import Path
@@ -47,23 +46,8 @@ def _load(name: str, path: Path):
 
 
 SHAPES = _load("ovl_moe_compute", HERE / "moe-compute.py").SHAPES
-
-
-def timed(fn, warmup: int, reps: int) -> float:
-    """This rank's CUDA-event median (ms) of ``fn``, every call after a barrier of the group."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+# The group's timer: CUDA events around each call after a barrier, the slowest rank's median.
+timed = _load("ovl_baselines", HERE / "baselines.py").timed
 
 
 def torch_baseline(h, w, ids, wts, world, fp32: bool = True):

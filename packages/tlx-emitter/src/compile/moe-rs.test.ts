@@ -22,6 +22,7 @@ import {
   slabCover,
 } from "./moe-rs.js";
 import type { OperatorInput } from "./operator.js";
+import { rsPlan } from "../testing/plans.js";
 
 /** Host model of the routing tables: slots grouped by expert (ascending), each group padded to blockM with the sentinel. */
 function alignHost(topkIds: number[][], experts: number, blockM: number): { sorted: number[]; numBlocks: number } {
@@ -298,16 +299,7 @@ describe("compileMoeRs", () => {
   });
 
   it("refuses a body that scatters through a table in a GEMM+ReduceScatter, which notifies per tile", async () => {
-    const plan = planSignals(
-      reduceScatterDirect({
-        tensor: { name: "C", shape: [128, 96], dtype: "bf16" },
-        src: "C_partial",
-        axis: 0,
-        mesh: [2],
-        split: 1,
-        afterCompute: true,
-      }),
-    );
+    const plan = rsPlan(2, 128, 96, 1);
     await expect(compile(op({ kind: "gemm-rs", plan, problem: { M: 128, N: 96, K: 32 } }))).rejects.toThrow(
       /compile it as an operator that scatters rows \(moe-rs\)/,
     );
@@ -370,16 +362,7 @@ describe("compileMoeRs", () => {
   it("refuses a warp-specialised body in an operator that notifies per tile", async () => {
     const source = builtinBody("gemm_producer").source.replace("flatten=False):", "flatten=False, warp_specialize=True):");
     expect(source).toContain("warp_specialize=True");
-    const plan = planSignals(
-      reduceScatterDirect({
-        tensor: { name: "C", shape: [128, 96], dtype: "bf16" },
-        src: "C_partial",
-        axis: 0,
-        mesh: [2],
-        split: 1,
-        afterCompute: true,
-      }),
-    );
+    const plan = rsPlan(2, 128, 96, 1);
     await expect(
       compile(op({ kind: "gemm-rs", plan, body: { path: "ws_producer.py", source }, problem: { M: 128, N: 96, K: 32 }, moe: undefined })),
     ).rejects.toThrow(/warp-specialised \(warp_specialize=True\), and this operator notifies per tile/);
