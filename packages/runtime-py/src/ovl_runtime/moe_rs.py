@@ -32,7 +32,7 @@ Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
   [T, H]``, and the reducer (``TOP_K`` 1) follows on the compute stream on every SM, pulling token
   rows: ``k`` times fewer bytes over the links than the slot rows.
 - **Ready slot.** ``moe_slab_expect`` ends with a gpu-scope release add to the rank's slot
-  ``READY`` (= the slab count); the reducer runs on another stream and first waits for it to reach
+  ``READY`` (= the slab count); the reducer (per tile on another stream) first waits for it to reach
   the launch's epoch target, so it reads this launch's targets.
 - **TopK-reduce + ReduceScatter** (``moe_topk_reduce_rs``) on each slab owner: a program per
   (slab, token block, n-tile) waits (bounded, ``language.wait_slot``) until its slab reached its
@@ -41,9 +41,10 @@ Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
   is complete everywhere, while the producers still work on later blocks.
 
 This module holds the runner's kernels of the manifest (``moe_permute_rows``, ``moe_slab_expect``,
-``moe_topk_sum``, ``moe_slab_notify``, ``moe_topk_reduce_rs``), the sizes check and the references. A launch starts after the previous
-launch's reduce finished on every rank (the runner's per-launch barrier): the producers overwrite ``partial``. ``topk_ids`` must lie in ``[0, E)``:
-a dropped slot's ``partial`` row would not be written.
+``moe_topk_sum``, ``moe_slab_notify``, ``moe_topk_reduce_rs``), the sizes check and the references. A
+launch starts after the previous launch's reduce finished on every rank (the runner's per-launch
+barrier): the producers overwrite ``partial``. ``topk_ids`` must lie in ``[0, E)``: a dropped slot's
+``partial`` row would not be written.
 """
 
 from __future__ import annotations

@@ -451,8 +451,8 @@ function warpSpecializedLaunch(o: ResolvedOptions): { numWarps: number; numStage
 
 /**
  * The body `ovl emit moe-rs` compiles without --kernel: the warp-specialised one, rows read in
- * block order (`kernels/moe_gemm_scatter_ws.py`), 0.96–1.18× `torch._grouped_mm` at MoE-1…6 on
- * one H100 where the built-in `moe_gemm_scatter` reached 0.73–0.87×
+ * block order (`kernels/moe_gemm_scatter_ws.py`): emitted, 1.02–1.21× `torch._grouped_mm` at
+ * MoE-1…6 on one H100 where the per-tile `moe_gemm_scatter` reached 0.59–0.77×
  * (`packages/bench/results/gpu/moe-ws-h100-2026-11-26/`).
  */
 export const MOE_RS_DEFAULT_BODY = "moe_gemm_scatter_ws" as const;
