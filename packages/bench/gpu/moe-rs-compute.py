@@ -85,6 +85,20 @@ def _args(kern, buffers, partial, sig_ptrs, sms, skip_inserted=False):
     return args
 
 
+#: The runner kernels around a warp-specialised producer on the compute stream: the one before, the two after.
+LAUNCH_NEIGHBOURS = ("moe-permute-rows", "moe-topk-sum", "moe-slab-notify")
+
+
+def _step(kern, mod, buffers, partial, sig_ptrs, sms):
+    """One runner kernel of the manifest as a launch: (jit function, arguments, grid, warps, stages)."""
+    return (getattr(mod, kern.entry), _args(kern, buffers, partial, sig_ptrs, sms), tuple(kern.grid), kern.num_warps, 1)
+
+
+def _launch(steps) -> None:
+    for f, a, grid, warps, stages in steps:
+        f[grid](**a, num_warps=warps, num_stages=stages)
+
+
 def body_cases(folder: Path, h, w2, ids, wts, sms):
     """Per prepared folder of the shape (a tile or a body): the emitted producer and the plain body at its
     launch configuration; a warp-specialised producer (one notify per launch, h read in block order) also
@@ -129,21 +143,15 @@ def body_cases(folder: Path, h, w2, ids, wts, sms):
             jit = getattr(fn, kern.entry)
             steps = [(jit, args, (sms,), kern.num_warps, kern.num_stages)]
             if launch:
+                around = [_step(runner[x], mod, buffers, partial, sig_ptrs, sms) for x in LAUNCH_NEIGHBOURS]
                 # The producer reads h_blocks: fill it once with the runner's own permute (timed only with it).
-                def step(kind_, grid=None, ctx=(runner, mod, buffers, partial, sig_ptrs)):
-                    runner_, mod_, buffers_, partial_, sig_ptrs_ = ctx
-                    k_ = runner_[kind_]
-                    return (getattr(mod_, k_.entry), _args(k_, buffers_, partial_, sig_ptrs_, sms), grid or tuple(k_.grid), k_.num_warps, 1)
-
-                permute = step("moe-permute-rows")
-                permute[0][permute[2]](**permute[1], num_warps=permute[3], num_stages=1)
+                _launch(around[:1])
                 if kind != "emitted":
-                    steps = [permute, *steps, step("moe-topk-sum"), step("moe-slab-notify", (1,))]
+                    steps = [around[0], *steps, *around[1:]]
 
             # `sig` rides along: the kernels reach it only through the raw pointers of `sig_ptrs`.
             def run(steps=steps, sig=sig) -> None:  # noqa: ARG001
-                for f, a, grid, warps, stages in steps:
-                    f[grid](**a, num_warps=warps, num_stages=stages)
+                _launch(steps)
 
             out.append((f"{kind} {cfg}", run, partial))
     return out

@@ -16,7 +16,7 @@ import {
   type ComputeConfigTable,
   type OperatorInput,
 } from "./index.js";
-import { rsPlan } from "../testing/plans.js";
+import { rsPlan } from "../emit/rs-plan.js";
 
 const entry = (e: Partial<ComputeConfigEntry> & Pick<ComputeConfigEntry, "M" | "N" | "K">): ComputeConfigEntry => ({
   op: "ag-gemm",

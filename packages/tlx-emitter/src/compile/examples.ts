@@ -7,7 +7,8 @@
 // from the built-in gather + grouped GEMM body, and the MLP's AllGather + gate/up GEMM + SiLU-mul.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { allGatherSwizzle, allReducePartitioned, allReduceTilewise, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import { allGatherSwizzle, allReducePartitioned, allReduceTilewise, planSignals } from "@ovl/chunk-plan";
+import { rsPlan } from "../emit/rs-plan.js";
 import type { EmitResult } from "../emit/ag-gemm.js";
 import type { ExampleShape } from "../emit/examples.js";
 import { compile } from "./backend.js";
@@ -56,16 +57,7 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
   const ag = planSignals(
     allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }),
   );
-  const rs = planSignals(
-    reduceScatterDirect({
-      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
-      src: "C_partial",
-      axis: 0,
-      mesh: [world],
-      split,
-      afterCompute: true,
-    }),
-  );
+  const rs = rsPlan(world, M, N, split);
   const C = { tensor: { name: "C", shape: [M, N], dtype: "bf16" as const }, src: "C_partial", mesh: [world] };
   const arPartitioned = planSignals(
     allReducePartitioned({ ...C, axis: 0, split, reduceScatter: "direct", allGather: "swizzle", afterCompute: true }),

@@ -22,7 +22,7 @@ import {
   slabCover,
 } from "./moe-rs.js";
 import type { OperatorInput } from "./operator.js";
-import { rsPlan } from "../testing/plans.js";
+import { rsPlan } from "../emit/rs-plan.js";
 
 /** Host model of the routing tables: slots grouped by expert (ascending), each group padded to blockM with the sentinel. */
 function alignHost(topkIds: number[][], experts: number, blockM: number): { sorted: number[]; numBlocks: number } {

@@ -1,7 +1,8 @@
 // Small worked examples of the emitters (also what the tests and the AOT check emit):
 // AllGather+GEMM over a push-swizzled and a push-ring AllGather, and GEMM+ReduceScatter
 // over a direct ReduceScatter with the copy engine and with SM pushes.
-import { allGatherRing, allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import { allGatherRing, allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import { rsPlan } from "./rs-plan.js";
 import { emitAgGemm, type EmitResult } from "./ag-gemm.js";
 import { emitGemmRs } from "./gemm-rs.js";
 
@@ -26,16 +27,7 @@ export function examples(shape: ExampleShape = DEFAULT): Record<string, EmitResu
   const a = { name: "A", shape: [M, K], dtype: "bf16" as const };
   const swizzle = planSignals(allGatherSwizzle({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
   const ring = planSignals(allGatherRing({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
-  const rs = planSignals(
-    reduceScatterDirect({
-      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
-      src: "C_partial",
-      axis: 0,
-      mesh: [world],
-      split,
-      afterCompute: true,
-    }),
-  );
+  const rs = rsPlan(world, M, N, split);
   const rsSchedule = lowerToTileSchedule(rs, tiling("C_partial"), { role: "producer" });
   return {
     ag_gemm_swizzle: emitAgGemm(swizzle, lowerToTileSchedule(swizzle, tiling("A"), { role: "consumer" }), { name: "ag_gemm_swizzle" }),

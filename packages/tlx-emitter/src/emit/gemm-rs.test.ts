@@ -5,7 +5,7 @@ import { Manifest } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { emitGemmRs } from "./index.js";
 import { codeOf } from "../testing/errors.js";
-import { rsPlan } from "../testing/plans.js";
+import { rsPlan } from "./rs-plan.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 

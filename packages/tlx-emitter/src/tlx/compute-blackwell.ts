@@ -8,7 +8,7 @@ import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE, type ElementType } from "../device/index.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { EmitError, type PythonWriter } from "../writer/index.js";
-import { checkRingFits, ringStageBytes, writeTileCounts } from "./compute.js";
+import { checkRingFits, ringStageBytes, writeRingLoads, writeTileCounts } from "./compute.js";
 import { mergeParams, type TlxKernel, type TlxPartParams, type TlxSchedulePart, tlxModule, tlxSignature } from "./parts.js";
 
 /** Tiling and pipelining of `tlxGemmBlackwell`. */
@@ -137,16 +137,9 @@ export function tlxGemmBlackwell(params: TlxGemmBlackwellParams): TlxBlackwellCo
       writeTileCounts(w);
     },
     writeLoadTile(w) {
-      w.line("offs_bn = pid_n * BLOCK_N");
-      w.block("for ki in range(k_tiles)", (k) => {
-        k.line("stage = it % NUM_STAGES");
-        k.line("tlx.barrier_wait(tlx.local_view(empty_bars, stage), ((it // NUM_STAGES) & 1) ^ 1)");
-        k.line("full = tlx.local_view(full_bars, stage)");
-        k.line(`tlx.barrier_expect_bytes(full, ${stageBytes})`);
-        k.line("tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage), [offs_am, ki * BLOCK_K], full)");
-        k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
-        k.line("it += 1");
-      });
+      writeRingLoads(w, stageBytes, (k) =>
+        k.line("tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage), [offs_am, ki * BLOCK_K], full)"),
+      );
     },
     writeMmaTile(w) {
       w.line("buf = t % NUM_ACC");

@@ -3,7 +3,8 @@
 // with copy-engine transfers (variant a) and with the in-kernel communication task
 // (variant b), GEMM+ReduceScatter (cooperative with copy-engine deliveries, ping-pong with
 // SM pushes); and the sm_100a GEMM (compiled ahead of time only).
-import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect } from "@ovl/chunk-plan";
+import { allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import { rsPlan } from "../emit/rs-plan.js";
 import type { ExampleShape } from "../emit/examples.js";
 import { emitTlxAgGemm, emitTlxGemm, type TlxEmitResult } from "./emit.js";
 import { emitTlxGemmRs } from "./gemm-rs.js";
@@ -30,19 +31,10 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
     { role: "consumer" },
   );
   // GEMM+RS: the partial product's rows reduce-scattered after compute, chunks of split m-block runs.
-  const rsPlan = planSignals(
-    reduceScatterDirect({
-      tensor: { name: "C", shape: [M, N], dtype: "bf16" },
-      src: "C_partial",
-      axis: 0,
-      mesh: [world],
-      split,
-      afterCompute: true,
-    }),
-  );
+  const rs = rsPlan(world, M, N, split);
   const rsSchedule = (t: { BM: number; BN: number; BK: number }) =>
     lowerToTileSchedule(
-      rsPlan,
+      rs,
       { tensor: "C_partial", problem: { M, N, K }, tile: t, persistent: { numSms: 132 }, groupSizeM: 8 },
       { role: "producer" },
     );
@@ -55,8 +47,8 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
     tlx_ag_gemm: emitTlxAgGemm(plan, schedule, { name: "tlx_ag_gemm", comm: "copy-engine" }),
     // A fourth warp group caps every thread at 128 registers when ptxas compiles: half-width tiles.
     tlx_ag_gemm_push: emitTlxAgGemm(plan, narrow, { name: "tlx_ag_gemm_push", comm: "comm-task" }),
-    tlx_gemm_rs: emitTlxGemmRs(rsPlan, rsSchedule(tile), { name: "tlx_gemm_rs" }),
-    tlx_gemm_rs_pingpong_sm: emitTlxGemmRs(rsPlan, rsSchedule(pingpongTile), {
+    tlx_gemm_rs: emitTlxGemmRs(rs, rsSchedule(tile), { name: "tlx_gemm_rs" }),
+    tlx_gemm_rs_pingpong_sm: emitTlxGemmRs(rs, rsSchedule(pingpongTile), {
       name: "tlx_gemm_rs_pingpong_sm",
       backend: "sm",
       commSms: 8,

@@ -32,7 +32,7 @@ import {
   tlxPingPongSharedBytes,
 } from "./index.js";
 import { codeOf } from "../testing/errors.js";
-import { rsPlan } from "../testing/plans.js";
+import { rsPlan } from "../emit/rs-plan.js";
 
 function rsSchedule(plan: ChunkPlan, M: number, N: number, K: number, tile = { BM: 128, BN: 128, BK: 64 }) {
   return lowerToTileSchedule(
