@@ -435,3 +435,70 @@ def compile_cases(tmp_path_factory: Any, name: str, script: str, keys: list[str]
         timeout=120,
     )
     return out
+
+
+# Compiles every kernel of a compiled manifest for sm_90a (no GPU) and counts, per template kind,
+# the PTX instructions the tests look for. Runs in a process of its own: the compile needs Triton
+# out of the interpreter mode that ``conftest`` sets.
+_SM90A_PTX_COUNTS = r"""
+import importlib.util, json, re, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from ovl_runtime import language
+
+assert not language.INTERPRET
+folder = sys.argv[1]
+m = json.load(open(f"{folder}/manifest.json"))
+dtypes = {b["name"]: b["dtype"] for b in m["buffers"]}
+ptr = {"bf16": "*bf16", "fp32": "*fp32", "int32": "*i32", "uint32": "*i32", "int64": "*i64"}
+kinds = {"int": "i32", "rank": "i32", "table": "*i32", "epoch-word": "*i32", "error-buffer": "*i32", "timeout-ns": "i64", "peer-pointers": "*i64"}
+out = {}
+for k in m["kernels"]:
+    spec = importlib.util.spec_from_file_location(k["name"], f"{folder}/{k['source']}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, k["entry"])
+    cx = dict(k["constexprs"])
+    sig = {}
+    for a in k["args"]:
+        v = a["value"]
+        if v["kind"] == "num-programs":
+            cx[a["name"]] = 132
+        else:
+            sig[a["name"]] = ptr[dtypes[v["name"]]] if v["kind"] == "buffer" else kinds[v["kind"]]
+    src = ASTSource(
+        fn=fn,
+        signature={n: sig.get(n, "constexpr") for n in fn.arg_names},
+        constexprs={(fn.arg_names.index(c),): v for c, v in cx.items()},
+    )
+    opts = {"num_warps": k["numWarps"], "num_stages": k["numStages"]}
+    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts).asm["ptx"]
+    out[k["template"]["kind"]] = {
+        "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
+        "release": len(re.findall(r"atom\.[a-z.]*release[a-z.]*\.add|atom\.global\.[a-z]+\.release\.add|red\.[a-z.]*release", ptx)),
+        "acquire": len(re.findall(r"ld\.global\.acquire\.sys", ptx)),
+        "atomics": len(re.findall(r"\batom\.|\bred\.global", ptx)),
+        "setmaxnreg": len(re.findall(r"setmaxnreg", ptx)),
+        "acq_rel": len(re.findall(r"atom\.[a-z.]*acq_rel[a-z.]*\.add", ptx)),
+        "cg_loads": len(re.findall(r"ld\.global\.cg", ptx)),
+    }
+print(json.dumps(out))
+"""
+
+
+def sm90a_ptx_counts(folder: Path) -> dict[str, dict[str, int]]:
+    """Per template kind of the manifest in ``folder``: wgmma, release / acquire / acq_rel atomics,
+    all atomics, setmaxnreg and L2-only (``.cg``) loads in its sm_90a PTX. Skips without ptxas."""
+    import os
+    import sys
+
+    import pytest
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    r = subprocess.run([sys.executable, "-c", _SM90A_PTX_COUNTS, str(folder)], capture_output=True, text=True, timeout=900, env=env)
+    if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
+        pytest.skip("no ptxas with this Triton")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])

@@ -61,6 +61,12 @@ CASES = [
     # stated as the reference's rowCounts.
     ("tma_w3_uneven", "ag-gemm", "gemm_tma_persistent", 3, 100, 32, 32, 2, (32, 32, 32), "fp32", False),
     ("tutorial_w6_uneven_ring", "ag-gemm", "tutorial", 6, 100, 32, 32, 1, (32, 32, 32), "bf16", True),
+    # The stream-K tail under the interpreter's 4 programs: 10 tiles leave 2 for the tail, each
+    # cut into 2 pieces of 16 K steps; 9 tiles leave 1, cut into 3 pieces of 17, 17 and 14 K steps
+    # (a ring plan, so the tail's m-block waits on a chunk that arrives last). Two epochs: the
+    # tile counts go back to zero between launches.
+    ("streamk_w2_tail", "ag-gemm", "gemm_tma_persistent_streamk", 2, 160, 64, 1024, 2, (32, 32, 32), "bf16", False),
+    ("streamk_w3_ring", "ag-gemm", "gemm_tma_persistent_streamk", 3, 96, 96, 1536, 1, (32, 32, 32), "fp32", True),
 ]
 
 

@@ -85,68 +85,14 @@ for (const c of JSON.parse(process.argv[4])) {
 }
 """
 
-MANIFEST_CODE = r"""
-import importlib.util, json, re, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from ovl_runtime import language
-
-assert not language.INTERPRET
-folder = sys.argv[1]
-m = json.load(open(f"{folder}/manifest.json"))
-dtypes = {b["name"]: b["dtype"] for b in m["buffers"]}
-ptr = {"bf16": "*bf16", "fp32": "*fp32", "int32": "*i32", "uint32": "*i32", "int64": "*i64"}
-kinds = {"int": "i32", "rank": "i32", "epoch-word": "*i32", "error-buffer": "*i32", "timeout-ns": "i64", "peer-pointers": "*i64"}
-out = {}
-for k in m["kernels"]:
-    spec = importlib.util.spec_from_file_location(k["name"], f"{folder}/{k['source']}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    fn = getattr(mod, k["entry"])
-    cx = dict(k["constexprs"])
-    sig = {}
-    for a in k["args"]:
-        v = a["value"]
-        if v["kind"] == "num-programs":
-            cx[a["name"]] = 132
-        else:
-            sig[a["name"]] = ptr[dtypes[v["name"]]] if v["kind"] == "buffer" else kinds[v["kind"]]
-    src = ASTSource(
-        fn=fn,
-        signature={n: sig.get(n, "constexpr") for n in fn.arg_names},
-        constexprs={(fn.arg_names.index(c),): v for c, v in cx.items()},
-    )
-    opts = {"num_warps": k["numWarps"], "num_stages": k["numStages"]}
-    ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts).asm["ptx"]
-    out[k["template"]["kind"]] = {
-        "wgmma": len(re.findall(r"wgmma\.mma_async", ptx)),
-        "release": len(re.findall(r"atom\.[a-z.]*release[a-z.]*\.add|atom\.global\.[a-z]+\.release\.add|red\.[a-z.]*release", ptx)),
-        "acquire": len(re.findall(r"ld\.global\.acquire\.sys", ptx)),
-        "atomics": len(re.findall(r"\batom\.|\bred\.global", ptx)),
-        "setmaxnreg": len(re.findall(r"setmaxnreg", ptx)),
-    }
-print(json.dumps(out))
-"""
-
 
 def _compiled_kernels(tmp_path_factory, name: str, body: str, tile: tuple[int, int]) -> dict:
-    import json
-
     import builders
 
     # TileLink's MoE-1 at world 8: T = 8192 tokens, H = 2048, I/W = 192, 8 experts, top-2.
     cases = [("moe1_w8", 8, 8192, 2048, 192, 8, 2, body, tile)]
     compiled = builders.compile_cases(tmp_path_factory, name, SCRIPT, ["name", "world", "T", "H", "I", "E", "k", "body", "tile"], cases)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-    r = subprocess.run(
-        [sys.executable, "-c", MANIFEST_CODE, str(compiled / "moe1_w8")], capture_output=True, text=True, timeout=900, env=env
-    )
-    if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
-        pytest.skip("no ptxas with this Triton")
-    assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return builders.sm90a_ptx_counts(compiled / "moe1_w8")
 
 
 def test_every_kernel_of_a_compiled_moe_rs_manifest_compiles_for_sm90a(tmp_path_factory):

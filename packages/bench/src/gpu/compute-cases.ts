@@ -7,7 +7,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
-import { computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
+import { COMPUTE_BODIES, computeMeasurementSet, computeMisfit, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import {
   builtinBody,
@@ -101,7 +101,10 @@ export function emittedCase(
         const which = operand(name, v.name);
         if (which !== undefined) return { name, kind: which };
         if (v.name === r.manifest.signals.buffer) return { name, kind: "signals", size: r.manifest.signals.slots, value: consumer ? 1 : 0 };
-        throw new Error(`${label}: buffer ${v.name} is not A, B, C or the signals`);
+        const scratch = r.manifest.buffers.find((b) => b.name === v.name);
+        if (scratch?.init === "zeros" && (scratch.dtype === "fp32" || scratch.dtype === "int32"))
+          return { name, kind: "zeros", dtype: scratch.dtype, size: scratch.shape.reduce((x, y) => x * y, 1) };
+        throw new Error(`${label}: buffer ${v.name} is not A, B, C, the signals or zeroed fp32/int32 scratch`);
       }
       case "table":
         return { name, kind: "table", values: tables.get(v.name)! };
@@ -156,6 +159,14 @@ export async function benchCases(
     readonly modelRoles?: readonly string[];
     /** Whose tuned table the `tuned` cases take, as `compile(op, tritonBackend, { target })` (default: the default target). */
     readonly target?: TargetName;
+    /**
+     * Other body variants of a shape's family to measure at the tuned configuration's tile,
+     * grouping and launch (and at the previous default's), emitted: e.g. a stream-K tail
+     * against the whole-wave body it would replace.
+     */
+    readonly bodies?: readonly string[];
+    /** Only the shapes of these operators (default: every shape). */
+    readonly ops?: readonly string[];
   } = {},
 ): Promise<{ file: ComputeBenchFile; bodies: Set<string> }> {
   mkdirSync(join(out, "emitted"), { recursive: true });
@@ -164,7 +175,7 @@ export async function benchCases(
   const shapes = [];
   const target = options.target ?? DEFAULT_TARGET.name;
   const tables = new Set<TargetName>();
-  for (const s of computeShapes()) {
+  for (const s of computeShapes().filter((x) => options.ops === undefined || options.ops.includes(x.op))) {
     const op = shapeOperator(s);
     const { op: tuned, choice } = resolveCompute(op, { target });
     if (choice.source !== "table")
@@ -187,6 +198,15 @@ export async function benchCases(
     const old = previousDefault(s.role);
     cases.push(emittedCase(await compile(pinned(op, old, `${s.name}_previous`)), out, `emitted ${key(old)}`, old, "previous", s));
     const seen = new Set([key(config), key(old)]);
+    let v = 0;
+    for (const body of (options.bodies ?? []).filter((b) => COMPUTE_BODIES.some((x) => x.name === b && x.role === s.role))) {
+      for (const at of [config, old]) {
+        const c = { ...at, body };
+        if (seen.has(key(c)) || computeMisfit(c, "bf16", computeModel(target)) !== undefined) continue;
+        seen.add(key(c));
+        cases.push(emittedCase(await compile(pinned(op, c, `${s.name}_variant${v++}`)), out, `emitted ${key(c)}`, c, "alternative", s));
+      }
+    }
     const useModel = options.modelK !== undefined && (options.modelRoles ?? ["consumer", "producer"]).includes(s.role);
     if (useModel) {
       // The model's measurement set, emitted (for bodies no earlier sweep measured as they are now).

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { lowerToTileSchedule } from "@ovl/chunk-plan";
 import { TARGETS, type TargetName } from "@ovl/primitives";
 import {
+  COMPUTE_BODIES,
   computeModel,
   gemmMs,
   latencyBarSpec,
@@ -69,7 +70,8 @@ export function simulatedMs(s: ResultShape, c: ComputeConfig, hardware: string |
     },
     { role: s.role },
   );
-  return simulate(op.plan, schedule, { hardware, computeKernel: { kind: "triton" } }).computeAloneMs;
+  const tail = COMPUTE_BODIES.find((b) => b.name === c.body)?.tail ?? "wave";
+  return simulate(op.plan, schedule, { hardware, computeKernel: { kind: "triton", tail } }).computeAloneMs;
 }
 
 /** The rows of `results` (bench mode). */

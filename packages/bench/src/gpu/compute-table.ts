@@ -164,7 +164,8 @@ export function withTlx(table: ComputeConfigTable, results: ComputeResults, sour
 }
 
 /**
- * The table of `results` for `target`.
+ * The table of `results` for `target`: per shape, the fastest correct Triton case (of `kind`)
+ * and, where the run timed the TLX backend's kernels, the fastest of those as the entry's `tlx`.
  * @throws {Error} when `target` is not a target, or the results were emitted for another target.
  */
 export function tableOf(results: ComputeResults, target: TargetName, source: string, kind?: "plain" | "emitted"): ComputeConfigTable {
@@ -176,6 +177,8 @@ export function tableOf(results: ComputeResults, target: TargetName, source: str
     const w = fastest(s, kind);
     if (w === undefined) continue;
     const c = w.config;
+    // A run with the TLX backend's kernels: the shape's fastest, timed beside the entry's own.
+    const t = fastestTlx(s);
     entries.push({
       op: s.op,
       M: s.M,
@@ -191,6 +194,7 @@ export function tableOf(results: ComputeResults, target: TargetName, source: str
       numWarps: c.numWarps,
       ms: Number(w.ms.toFixed(4)),
       cublasMs: Number(s.cublas.ms.toFixed(4)),
+      ...(t === undefined ? {} : { tlx: tlxEntry(t) }),
     });
   }
   entries.sort((a, b) => a.op.localeCompare(b.op) || a.M - b.M || a.N - b.N || a.K - b.K);

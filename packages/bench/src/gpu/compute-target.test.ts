@@ -208,6 +208,10 @@ describe("emit-compute --target", () => {
     expect(t.source.endsWith("results/gpu/tlx-2026-12-01/bench.json (tlx, with the entries' ms and cublasMs)")).toBe(true);
     // A second run replaces the tlx part of the source.
     expect(withTlx(t, run(own), "results/gpu/tlx-2026-12-02/bench.json").source.match(/\(tlx,/g)).toHaveLength(1);
+    // A table made from such a run (a new winner, --only) carries the same run's TLX kernel too.
+    const fresh = tableOf(run(own), "h200", "results/gpu/tlx-2026-12-01/bench.json", "emitted");
+    expect(fresh.entries).toHaveLength(6);
+    for (const e of fresh.entries) expect(e.tlx).toEqual(t.entries.find((x) => x.op === e.op && x.N === e.N && x.K === e.K)!.tlx);
     // A run whose tuned kernels are not the table's, or another GPU's, is refused.
     expect(() =>
       withTlx(

@@ -5,6 +5,7 @@
 //                                                          of every built-in body variant, per shape
 //   tsx src/gpu/emit-compute.ts bench <out-dir> [--sweep results.json --alternatives 3]
 //                                [--model-k 12 --model-roles producer] [--target h200]
+//                                [--bodies gemm_tma_persistent_streamk] [--ops ag-gemm]
 //                                                          the compiled operators' compute kernels
 //                                                          at their tuned configurations
 // Shapes: the per-rank GEMMs of MLP-1…6 at worlds 2, 4, 8 (compute-shapes.ts). --target
@@ -14,8 +15,15 @@
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_TARGET, TARGETS, type TargetName } from "@ovl/primitives";
-import { computeKey, computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
-import { builtinBodyPath, type BuiltinBodyName, type WarpSpecialization } from "@ovl/tlx-emitter";
+import { COMPUTE_BODIES, computeKey, computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
+import {
+  builtinBodyPath,
+  STREAM_K_PARAMS,
+  STREAM_K_SLOTS,
+  streamKScratch,
+  type BuiltinBodyName,
+  type WarpSpecialization,
+} from "@ovl/tlx-emitter";
 import { benchCases } from "./compute-cases.js";
 import { computeShapes, type ComputeShape } from "./compute-shapes.js";
 
@@ -24,7 +32,9 @@ export type CaseArg =
   | { readonly name: string; readonly kind: "a" | "b" | "c" | "error" }
   | { readonly name: string; readonly kind: "int" | "i64"; readonly value: number }
   | { readonly name: string; readonly kind: "table"; readonly values: readonly number[] }
-  | { readonly name: string; readonly kind: "signals"; readonly size: number; readonly value: number };
+  | { readonly name: string; readonly kind: "signals"; readonly size: number; readonly value: number }
+  /** A scratch buffer zeroed once before the case's first launch (a stream-K body's partials and tile counts). */
+  | { readonly name: string; readonly kind: "zeros"; readonly dtype: "fp32" | "int32"; readonly size: number };
 
 /** One kernel launch to check and time at a shape. */
 export interface ComputeCase {
@@ -61,16 +71,31 @@ export interface ComputeBenchFile {
   readonly shapes: readonly (ComputeShape & { readonly dtype: "bf16"; readonly cases: readonly ComputeCase[] })[];
 }
 
+/** The scratch arguments of a body with a stream-K tail at `c` (none for other bodies), in parameter order. */
+function streamKArgs(c: ComputeConfig): { readonly pointers: CaseArg[]; readonly sizes: CaseArg[] } {
+  if (COMPUTE_BODIES.find((b) => b.name === c.body)?.tail !== "stream-k") return { pointers: [], sizes: [] };
+  const { buffers, bindings } = streamKScratch(Object.values(STREAM_K_PARAMS), c.BM, c.BN);
+  const pointers = [STREAM_K_PARAMS.partials, STREAM_K_PARAMS.counts].map((name): CaseArg => {
+    const b = bindings[name];
+    const buffer = buffers.find((x) => b?.kind === "arg" && b.arg.kind === "buffer" && x.name === b.arg.name)!;
+    return { name, kind: "zeros", dtype: buffer.dtype as "fp32" | "int32", size: buffer.shape.reduce((x, y) => x * y, 1) };
+  });
+  return { pointers, sizes: [{ name: STREAM_K_PARAMS.slots, kind: "int", value: STREAM_K_SLOTS }] };
+}
+
 /** The arguments and constexprs of a plain built-in body at `c`. */
 export function plainLaunch(s: { M: number; N: number; K: number }, c: ComputeConfig): Pick<ComputeCase, "args" | "constexprs" | "tiles"> {
+  const scratch = streamKArgs(c);
   return {
     args: [
       { name: "a_ptr", kind: "a" },
       { name: "b_ptr", kind: "b" },
       { name: "c_ptr", kind: "c" },
+      ...scratch.pointers,
       { name: "M", kind: "int", value: s.M },
       { name: "N", kind: "int", value: s.N },
       { name: "K", kind: "int", value: s.K },
+      ...scratch.sizes,
     ],
     constexprs: { BLOCK_M: c.BM, BLOCK_N: c.BN, BLOCK_K: c.BK, GROUP_M: c.groupM },
     tiles: Math.ceil(s.M / c.BM) * Math.ceil(s.N / c.BN),
@@ -140,7 +165,7 @@ async function main(): Promise<void> {
   const [mode, out] = [process.argv[2], process.argv[3]];
   if ((mode !== "sweep" && mode !== "bench") || out === undefined) {
     console.error(
-      "usage: tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 24] [--target h200] | bench <out-dir> [--sweep results.json --alternatives 3] [--target h200]",
+      "usage: tsx src/gpu/emit-compute.ts sweep <out-dir> [--k 24] [--target h200] | bench <out-dir> [--sweep results.json --alternatives 3] [--target h200] [--bodies <body,...>] [--ops ag-gemm,...]",
     );
     process.exit(2);
   }
@@ -158,6 +183,8 @@ async function main(): Promise<void> {
   const ai = process.argv.indexOf("--alternatives");
   const mi = process.argv.indexOf("--model-k");
   const ri = process.argv.indexOf("--model-roles");
+  const bi = process.argv.indexOf("--bodies");
+  const oi = process.argv.indexOf("--ops");
   const { file, bodies } =
     mode === "sweep"
       ? sweepFile(k, target)
@@ -167,6 +194,8 @@ async function main(): Promise<void> {
           ...(ai >= 0 ? { alternatives: Number(process.argv[ai + 1]) } : {}),
           ...(mi >= 0 ? { modelK: Number(process.argv[mi + 1]) } : {}),
           ...(ri >= 0 ? { modelRoles: process.argv[ri + 1]!.split(",") } : {}),
+          ...(bi >= 0 ? { bodies: process.argv[bi + 1]!.split(",") } : {}),
+          ...(oi >= 0 ? { ops: process.argv[oi + 1]!.split(",") } : {}),
         });
   copyBodies(out, bodies);
   writeFileSync(join(out, "compute.json"), `${JSON.stringify(file, null, 1)}\n`);

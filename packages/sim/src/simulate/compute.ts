@@ -2,6 +2,7 @@
 // SM slots (one program per tile) visit tiles in schedule order, each waiting for the
 // chunk slots it reads, then taking the calibrated per-tile time.
 import type { RankTileSchedule, Region, TileSchedule } from "@ovl/chunk-plan";
+import { streamKSplit } from "./cost.js";
 
 /** Simulated tiles of one rank, indexed by visit step `v`, plus per-wave summaries (ms). */
 export interface ComputeTiming {
@@ -42,6 +43,12 @@ export interface ComputeSimInput {
   readonly busy: readonly (readonly [number, number])[];
   /** Fractional tile slow-down inside a busy interval. */
   readonly slowdown: number;
+  /**
+   * A persistent stream-K body (`streamKSplit`): its last wave's tiles run as `split` pieces
+   * on programs of their own, a piece its share of the tile's `kSteps` K steps plus storing
+   * its fp32 partial (`partialMs`); the last piece of a tile then reads the `split` partials back.
+   */
+  readonly streamK?: { readonly K: number; readonly kSteps: number; readonly partialMs: number };
 }
 
 /** Simulate one rank's tiles in its visit order. */
@@ -57,21 +64,42 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
   const endByTile = new Float64Array(schedule.grid.numTiles);
   const waves = new Map<number, { start: number; end: number; tiles: number; freeAt: number; readyAt: number }>();
   let stall = 0;
+  const programs = schedule.grid.programs;
+  const cut = persistent && input.streamK !== undefined ? streamKSplit(n, programs, input.streamK.K) : { tail: 0, split: 1 };
+  const whole = n - cut.tail;
   for (let v = 0; v < n; v++) {
-    const lane = persistent ? (v % schedule.grid.programs) % lanes : earliestLane(free);
-    const laneFree = free[lane]!;
     let ready = 0;
     for (const column of tables.waitSlot) {
       const slot = column[v] ?? -1;
       if (slot >= 0) ready = Math.max(ready, input.slotReady(slot));
     }
-    const s = Math.max(laneFree, ready);
-    const duration = input.tileMs * (inBusy(input.busy, s) ? 1 + input.slowdown : 1);
+    // A whole tile on its program, or the pieces of a tail tile on theirs (units after the whole tiles).
+    const units = v < whole ? [v] : Array.from({ length: cut.split }, (_, j) => whole + (v - whole) * cut.split + j);
+    const piece = units.length > 1 ? input.streamK! : undefined;
+    const share = piece === undefined ? 1 : Math.ceil(piece.kSteps / cut.split) / piece.kSteps;
+    let s = Number.POSITIVE_INFINITY;
+    let e = 0;
+    let last = 0;
+    let laneFree = Number.POSITIVE_INFINITY;
+    for (const u of units) {
+      const lane = persistent ? (u % programs) % lanes : earliestLane(free);
+      const us = Math.max(free[lane]!, ready);
+      const ue = us + input.tileMs * share * (inBusy(input.busy, us) ? 1 + input.slowdown : 1) + (piece?.partialMs ?? 0);
+      stall += us - free[lane]!;
+      laneFree = Math.min(laneFree, free[lane]!);
+      free[lane] = ue;
+      s = Math.min(s, us);
+      if (ue >= e) [e, last] = [ue, lane];
+    }
+    // The last piece adds the partials and stores the tile.
+    if (piece !== undefined) {
+      e += cut.split * piece.partialMs;
+      free[last] = e;
+    }
+    const duration = e - s;
     start[v] = s;
-    end[v] = s + duration;
-    free[lane] = s + duration;
-    endByTile[tables.tile[v]!] = s + duration;
-    stall += s - laneFree;
+    end[v] = e;
+    endByTile[tables.tile[v]!] = e;
     const w = tables.wave[v]!;
     const agg = waves.get(w);
     if (agg === undefined) waves.set(w, { start: s, end: s + duration, tiles: 1, freeAt: laneFree, readyAt: ready });

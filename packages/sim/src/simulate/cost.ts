@@ -97,3 +97,20 @@ function checkProblem(p: GemmProblem): void {
     }
   }
 }
+
+/**
+ * Bytes per µs one SM stores from its registers (epilogues, a stream-K piece's fp32 partial)
+ * and reads partials back at: the compute model's epilogue rate (`tune/compute.ts`).
+ */
+export const SM_STORE_BYTES_PER_US = 120e3;
+
+/**
+ * A stream-K body's cut of its last, partial wave (`kernels/gemm_tma_persistent_streamk.py`):
+ * `tail` tiles over `programs`, each cut into `split` pieces along K — at most 4, one program
+ * per piece, 512 of K each at least; `split` < 2 means the tail runs as whole tiles.
+ */
+export function streamKSplit(tiles: number, programs: number, K: number): { readonly tail: number; readonly split: number } {
+  const tail = tiles % programs;
+  const split = tail > 0 ? Math.min(Math.floor(programs / tail), 4, Math.floor(K / 512)) : 0;
+  return split >= 2 ? { tail, split } : { tail: 0, split: 1 };
+}

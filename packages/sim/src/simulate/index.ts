@@ -14,6 +14,8 @@ export {
   hbmPassMs,
   reduceKernelGBps,
   reducePassMs,
+  SM_STORE_BYTES_PER_US,
+  streamKSplit,
 } from "./cost.js";
 export { type CommBackend, type OpTiming, type CommSimInput, simulateComm } from "./comm.js";
 export { type ComputeTiming, type WaveTiming, type ComputeSimInput, simulateCompute, regionDoneAt } from "./compute.js";

@@ -13,7 +13,7 @@ import { H200_SXM, HardwareModel, H100_SXM } from "./hardware.js";
 import { simulate } from "./simulate.js";
 import { SimulationResult } from "./result.js";
 import { SimulateError } from "./errors.js";
-import { gemmMs, reduceKernelGBps, reducePassMs } from "./cost.js";
+import { gemmMs, reduceKernelGBps, reducePassMs, SM_STORE_BYTES_PER_US, streamKSplit } from "./cost.js";
 import { predictBaselines } from "./baselines.js";
 
 function agGemm(world: number, split: number, opts: { rows?: number; n?: number; ring?: boolean } = {}) {
@@ -318,6 +318,25 @@ describe("calibration mechanisms", () => {
     expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "cutlass" as "triton" } }))).toBe(
       "bad-option",
     );
+  });
+
+  it("prices a stream-K body's last wave as pieces along K plus their partial sums", () => {
+    // 8192×3696 at 128×256: 960 tiles, 7 whole rounds over 132 programs and 36 tiles cut in 3.
+    const { plan, schedule } = agGemm(2, 1, { n: 3696 });
+    const whole = simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "triton" } });
+    const sk = simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { kind: "triton", tail: "stream-k" } });
+    const t = H200_SXM.tritonGemm!;
+    const tile = ((2 * 128 * 256 * 4096) / (H200_SXM.gemm.tflopsPerSm * 1e12 * t.efficiency)) * 1e3;
+    expect(streamKSplit(960, 132, 4096)).toEqual({ tail: 36, split: 3 });
+    const partial = (128 * 256 * 4) / SM_STORE_BYTES_PER_US / 1e3;
+    expect(whole.computeAloneMs).toBeCloseTo(t.launchUs * 1e-3 + 8 * tile, 9);
+    expect(sk.computeAloneMs).toBeCloseTo(t.launchUs * 1e-3 + 7 * tile + (Math.ceil(64 / 3) / 64) * tile + partial + 3 * partial, 9);
+    // No tail to cut (8192×4096: 1024 tiles leave 100, one piece each): the same as whole tiles.
+    const even = agGemm(2, 1, { n: 4096 });
+    expect(
+      simulate(even.plan, even.schedule, { hardware: "H200_SXM", computeKernel: { kind: "triton", tail: "stream-k" } }).computeAloneMs,
+    ).toBe(simulate(even.plan, even.schedule, { hardware: "H200_SXM", computeKernel: { kind: "triton" } }).computeAloneMs);
+    expect(code(() => simulate(plan, schedule, { hardware: "H200_SXM", computeKernel: { tail: "split-k" as "wave" } }))).toBe("bad-option");
   });
 
   it("runs the reduction kernel at its grid's in-flight bandwidth over (W + 1) slabs", () => {

@@ -12,7 +12,7 @@ import {
   type TileSchedule,
 } from "@ovl/chunk-plan";
 import { type HardwareModel, resolveHardware } from "./hardware.js";
-import { reduceKernelGBps, tileMs } from "./cost.js";
+import { reduceKernelGBps, SM_STORE_BYTES_PER_US, tileMs } from "./cost.js";
 import { type CommBackend, type OpTiming, simulateComm } from "./comm.js";
 import { type ComputeTiming, regionDoneAt, simulateCompute } from "./compute.js";
 import { SimulateError } from "./errors.js";
@@ -31,7 +31,12 @@ export interface SimulateOptions {
    * cuBLAS-class GEMM) or `"triton"` (the emitted Triton persistent TMA GEMM, from the
    * hardware model's `tritonGemm`); `efficiency` scales its speed further (default 1).
    */
-  readonly computeKernel?: { readonly kind?: "cublas" | "triton"; readonly efficiency?: number };
+  readonly computeKernel?: {
+    readonly kind?: "cublas" | "triton";
+    readonly efficiency?: number;
+    /** `"stream-k"`: the body cuts its last, partial wave into pieces along K (`streamKSplit`); default whole tiles. */
+    readonly tail?: "wave" | "stream-k";
+  };
   /**
    * The reduction kernel's persistent grid (default: the hardware model's
    * `reduceKernel.programs`); more programs keep more loads in flight, up to the kernel's peak.
@@ -94,6 +99,10 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
       `computeKernel.kind "triton": hardware model ${hw.name} has no tritonGemm calibration; add one or use "cublas"`,
     );
   }
+  const tail = options.computeKernel?.tail ?? "wave";
+  if (tail !== "wave" && tail !== "stream-k") {
+    throw new SimulateError("bad-option", `computeKernel.tail "${String(tail)}": use "wave" or "stream-k"`);
+  }
   const kernel = kind === "triton" ? hw.tritonGemm! : { efficiency: 1, launchUs: hw.gemm.launchUs };
   const reducePrograms = options.reduceKernel?.programs ?? hw.reduceKernel?.programs;
   if (reducePrograms !== undefined && !(Number.isInteger(reducePrograms) && reducePrograms > 0)) {
@@ -112,8 +121,13 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
   const startMs = kernel.launchUs * 1e-3;
   const computeSms = hw.smCount - (backend === "sm" ? commSms : 0);
   const comm = { plan: signalled, hardware: hw, backend, commSms, pipelinedLaunch: options.pipelinedLaunch ?? true };
+  const { tile, problem } = schedule.tiling;
+  const streamK =
+    tail === "stream-k"
+      ? { K: problem.K, kSteps: Math.ceil(problem.K / tile.BK), partialMs: (tile.BM * tile.BN * 4) / SM_STORE_BYTES_PER_US / 1e3 }
+      : undefined;
   const computeOf = (rank: number, sms: number, slotReady: (slot: number) => number, busy: Busy, slowdown: number): ComputeTiming =>
-    simulateCompute({ schedule, rank: schedule.ranks[rank]!, tileMs: tMs, startMs, sms, slotReady, busy, slowdown });
+    simulateCompute({ schedule, rank: schedule.ranks[rank]!, tileMs: tMs, startMs, sms, slotReady, busy, slowdown, streamK });
   const ranks = plan.ranks.map((r) => r.rank);
   const idle: Busy = [];
   const alone = ranks.map((r) => computeOf(r, hw.smCount, () => 0, idle, 0));

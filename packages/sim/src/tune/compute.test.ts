@@ -66,10 +66,42 @@ describe("compute configurations", () => {
     expect(at(264)).toBeCloseTo(at(263), 6);
   });
 
-  it("property: more work never predicts less time", () => {
+  it("price a stream-K tail: the last wave's tiles in pieces along K, paid in partial sums", () => {
+    // 8192×3696 at 128×256: 960 tiles, 7 whole rounds and 36 tiles over 132 SMs: 3 pieces each.
+    const p: ComputeProblem = { ...AG, N: 3696, K: 8192 };
+    const whole = predictComputeMs(p, base(), MODEL);
+    const sk = predictComputeMs(p, base({ body: "gemm_tma_persistent_streamk" }), MODEL);
+    expect(sk).toBeLessThan(whole * (7.5 / 8));
+    expect(sk).toBeGreaterThan(whole * (7.3 / 8));
+    // No tail (8 × 132 tiles), or one piece per tile at most (a tail of 100 tiles): the same
+    // rounds (the half-tile stores cost the epilogue a little more).
+    const ratio = (q: ComputeProblem) =>
+      predictComputeMs(q, base({ body: "gemm_tma_persistent_streamk" }), MODEL) / predictComputeMs(q, base(), MODEL);
+    for (const q of [
+      { ...p, M: 128 * 132, N: 2048 },
+      { ...p, M: 128 * 232, N: 256 },
+    ]) {
+      expect(ratio(q)).toBeGreaterThanOrEqual(1);
+      expect(ratio(q)).toBeLessThan(1.01);
+    }
+  });
+
+  it("property: a stream-K tail never costs more than the whole last wave it replaces", () => {
     const dim = fc.integer({ min: 1, max: 64 }).map((x) => x * 128);
+    const sk = rankComputeConfigs(AG).ranked.filter((r) => r.config.body === "gemm_tma_persistent_streamk");
     fc.assert(
-      fc.property(dim, dim, dim, fc.constantFrom(...rankComputeConfigs(AG).ranked.slice(0, 40)), (M, N, K, r) => {
+      fc.property(dim, dim, dim, fc.constantFrom(...sk.slice(0, 40)), (M, N, K, r) => {
+        const p = { ...AG, M, N, K };
+        expect(predictComputeMs(p, r.config, MODEL)).toBeLessThanOrEqual(predictComputeMs(p, r.config, MODEL, { wholeTail: true }));
+      }),
+    );
+  });
+
+  it("property: more work never predicts less time (whole-wave bodies: a stream-K cut adapts to the tail)", () => {
+    const dim = fc.integer({ min: 1, max: 64 }).map((x) => x * 128);
+    const whole = rankComputeConfigs(AG).ranked.filter((r) => r.config.body !== "gemm_tma_persistent_streamk");
+    fc.assert(
+      fc.property(dim, dim, dim, fc.constantFrom(...whole.slice(0, 40)), (M, N, K, r) => {
         const p = { ...AG, M, N, K };
         const t = predictComputeMs(p, r.config, MODEL);
         expect(predictComputeMs({ ...p, K: K + 128 }, r.config, MODEL)).toBeGreaterThanOrEqual(t);
@@ -84,7 +116,8 @@ describe("compute configurations", () => {
     const keys = set.map((r) => r.key);
     expect(new Set(keys).size).toBe(keys.length);
     expect(keys).toContain(ranked[0]!.key);
-    for (const body of ["gemm_tma_persistent", "gemm_tma_persistent_flat"]) expect(set.some((r) => r.config.body === body)).toBe(true);
+    for (const body of ["gemm_tma_persistent", "gemm_tma_persistent_flat", "gemm_tma_persistent_streamk"])
+      expect(set.some((r) => r.config.body === body)).toBe(true);
     const best = set[0]!.config;
     for (const g of [4, 16]) expect(keys).toContain(computeKey({ ...best, groupM: g }));
     // Shapes contribute their shallowest best ring and one stage deeper, not every depth that ties.

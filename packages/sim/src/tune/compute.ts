@@ -2,6 +2,7 @@
 // pipeline depths, warps, L2 groupings and body variants; what fits a target (shared
 // memory, registers); a closed-form model that ranks them; and the set a GPU run measures.
 import { TARGETS, type TargetName } from "@ovl/primitives";
+import { SM_STORE_BYTES_PER_US, streamKSplit } from "../simulate/cost.js";
 import { TuneError } from "./errors.js";
 
 /** Which side of an overlapped operator the GEMM body is: AG+GEMM's consumer, GEMM+RS's producer. */
@@ -25,12 +26,19 @@ export interface ComputeBody {
   readonly flatten: boolean;
   /** How C leaves the SM: one TMA store of the tile, two TMA stores of half tiles, or masked pointer stores. */
   readonly epilogue: "tma" | "tma-half" | "pointer";
+  /**
+   * The last, partial wave: `wave` runs its tiles whole (the other programs idle); `stream-k`
+   * cuts each into up to 4 pieces along K that run at once, the last piece adding the fp32
+   * partials (`kernels/gemm_tma_persistent_streamk.py`).
+   */
+  readonly tail?: "wave" | "stream-k";
 }
 
 /** The body variants the space spans (one family per role; the first of each is the plain body). */
 export const COMPUTE_BODIES: readonly ComputeBody[] = [
   { name: "gemm_tma_persistent", role: "consumer", flatten: false, epilogue: "tma" },
   { name: "gemm_tma_persistent_flat", role: "consumer", flatten: true, epilogue: "tma-half" },
+  { name: "gemm_tma_persistent_streamk", role: "consumer", flatten: false, epilogue: "tma-half", tail: "stream-k" },
   { name: "gemm_producer", role: "producer", flatten: false, epilogue: "pointer" },
   { name: "gemm_producer_tma", role: "producer", flatten: false, epilogue: "tma-half" },
   // Flattens with the notify in its epilogue: the notify is a masked call with no branch around it.
@@ -103,7 +111,7 @@ export function computeModel(target: TargetName = "h100"): ComputeModel {
     tflopsPerSm: (0.8 * t.denseBf16Tflops) / t.smCount,
     feedBytesPerUs: 105e3,
     loadLatencyUs: 0.5,
-    storeBytesPerUs: 120e3,
+    storeBytesPerUs: SM_STORE_BYTES_PER_US,
     launchUs: 20,
     smCount: t.smCount,
     sharedBytesPerBlock: t.sharedBytesPerBlock,
@@ -144,11 +152,19 @@ export function computeMisfit(c: ComputeConfig, dtype: ComputeProblem["dtype"], 
 
 /**
  * Predicted time of `c` on `problem` alone (ms): launch plus wave-quantised rounds of one
- * tile. A K step costs the slowest of its tensor-core time, its operand feed and the load
+ * tile (a stream-K body: whole rounds, then its last wave's tiles in pieces along K). A K step costs the slowest of its tensor-core time, its operand feed and the load
  * latency the ring cannot hide (`latency / (stages − 2)`); a tile adds its epilogue and,
  * unless the loop is flattened, the refill of the ring.
  */
-export function predictComputeMs(problem: ComputeProblem, c: ComputeConfig, model: ComputeModel = computeModel()): number {
+export function predictComputeMs(
+  problem: ComputeProblem,
+  c: ComputeConfig,
+  model: ComputeModel = computeModel(),
+  options: {
+    /** Price a stream-K body's last wave as whole tiles: what its tail schedule saves is the difference. */
+    readonly wholeTail?: boolean;
+  } = {},
+): number {
   const e = ELEMENT_BYTES[problem.dtype];
   const body = bodyOf(c.body);
   const rate = model.tflopsPerSm * 1e6 * (problem.dtype === "fp32" ? 0.5 : 1); // flop per µs
@@ -162,8 +178,15 @@ export function predictComputeMs(problem: ComputeProblem, c: ComputeConfig, mode
   const refill = body.flatten ? 0 : model.loadLatencyUs;
   const tileUs = steps * step + epilogue + refill;
   const tiles = Math.ceil(problem.M / c.BM) * Math.ceil(problem.N / c.BN);
-  const rounds = Math.ceil(tiles / Math.min(model.smCount, tiles));
-  return (model.launchUs + rounds * tileUs) * 1e-3;
+  const programs = Math.min(model.smCount, tiles);
+  // The body's own cut (a piece's fp32 partial costs about what 100 of K costs the tile).
+  const { split } = body.tail === "stream-k" && options.wholeTail !== true ? streamKSplit(tiles, programs, problem.K) : { split: 1 };
+  if (split < 2) return (model.launchUs + Math.ceil(tiles / programs) * tileUs) * 1e-3;
+  // A piece: its share of the K steps, its fp32 partial stored; the last one reads the `split`
+  // partials back and stores the tile.
+  const partialUs = (c.BM * c.BN * 4) / model.storeBytesPerUs;
+  const pieceUs = Math.ceil(steps / split) * step + partialUs + split * partialUs + epilogue + refill;
+  return (model.launchUs + Math.floor(tiles / programs) * tileUs + pieceUs) * 1e-3;
 }
 
 /**

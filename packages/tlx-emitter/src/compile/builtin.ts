@@ -7,13 +7,15 @@ import { EmitError } from "../writer/index.js";
 import type { KernelBody } from "./operator.js";
 
 /**
- * The built-in bodies, by name (the file is `kernels/<name>.py`). The `_flat` and `_tma`
- * variants compute the same GEMM with another loop structure or epilogue; the tuned
+ * The built-in bodies, by name (the file is `kernels/<name>.py`). The `_flat`, `_streamk`
+ * and `_tma` variants compute the same GEMM with another loop structure, tail schedule or
+ * epilogue; the tuned
  * configurations (`configs.ts`) choose among a family per shape.
  */
 export const BUILTIN_BODIES = [
   "gemm_tma_persistent",
   "gemm_tma_persistent_flat",
+  "gemm_tma_persistent_streamk",
   "gemm_producer",
   "gemm_producer_tma",
   "gemm_producer_tma_flat",

@@ -169,7 +169,12 @@ describe("compile() with no tile", () => {
   });
 
   it("transforms every built-in variant: consumers wait, producers notify", async () => {
-    for (const body of ["gemm_tma_persistent_flat", "gemm_producer_tma", "gemm_producer_tma_flat"] as const) {
+    for (const body of [
+      "gemm_tma_persistent_flat",
+      "gemm_tma_persistent_streamk",
+      "gemm_producer_tma",
+      "gemm_producer_tma_flat",
+    ] as const) {
       const rs = body.startsWith("gemm_producer");
       const op: OperatorInput = rs
         ? { name: "v", kind: "gemm-rs", plan: rsPlan(2, 512, 256, 2), body: builtinBody(body), problem: { M: 512, N: 256, K: 128 } }

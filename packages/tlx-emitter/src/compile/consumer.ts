@@ -15,6 +15,7 @@ import { validated } from "../emit/validate.js";
 import { parseLocalKernel, transformLocalKernel } from "../local/index.js";
 import { EmitError } from "../writer/index.js";
 import { bindGemm, type Binding } from "./bind.js";
+import { streamKScratch } from "./stream-k.js";
 import { localKernelEntry } from "./kernel-entry.js";
 import { consumerMaps, copyEngineColumns, consumerInsertedArgs, tablesOf } from "./maps.js";
 import { DEFAULT_GROUP_M, operatorSchedule, type Operator } from "./operator.js";
@@ -102,12 +103,15 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     tables: mapTables.map((x) => x.name),
   });
   const slotCount = Math.max(1, ...signals.slots.map((e) => e.slots.length));
+  const names = kernel.params.map((p) => p.name);
+  const scratch = streamKScratch(names, params.BLOCK_M, params.BLOCK_N);
   const buffers: Buffer[] = [
     { name: tensor.name, shape: [M, K], dtype: o.dtype, symmetric: true, init: spec.receivedInit ?? "random" },
     ...(spec.sources?.(tensor.name) ?? []),
     spec.b,
     spec.c,
     signalBuffer(slotCount, true),
+    ...scratch.buffers,
   ];
   checkDistinctBuffers(buffers);
   const tables = [...mapTables, ...(spec.tables?.(world) ?? [])];
@@ -116,12 +120,11 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     if (tableNames.has(x.name)) throw new EmitError("bad-param", `table ${x.name} is declared twice`);
     tableNames.add(x.name);
   }
-  const names = kernel.params.map((p) => p.name);
   const byName = Object.fromEntries(Object.entries(spec.byName ?? {}).filter(([p]) => names.includes(p)));
   const own = bindGemm(
     names,
     { buffers: { a: tensor.name, b: spec.b.name, c: spec.c.name }, params: { a: kernel.operand }, ...params },
-    { ...byName, ...op.bind },
+    { ...scratch.bindings, ...byName, ...op.bind },
   );
   spec.checkBindings?.(own, kernel.entry);
   const inserted = consumerInsertedArgs(mapTables);

@@ -38,6 +38,7 @@ export {
 export { builtinOf, describeTable, resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./tuned.js";
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./builtin.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./bind.js";
+export { STREAM_K_BUFFERS, STREAM_K_PARAMS, STREAM_K_SLOTS, streamKScratch, type StreamKScratch } from "./stream-k.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./ag-gemm.js";
 export { compileAgGemmSilu, GEMM_SILU_MUL_BODY, GEMM_SILU_MUL_DEFAULT, gemmSiluMulBody, withSiluMulDefaults } from "./ag-gemm-silu.js";
 export { compileMlp, MLP_STAGE_DIRS, type ChainResult, type MlpInput } from "./mlp.js";

@@ -47,7 +47,7 @@ export interface ResolveComputeOptions {
 
 /** The family a built-in body belongs to: variants of one family compute the same GEMM. */
 const FAMILIES: Readonly<Record<string, readonly BuiltinBodyName[]>> = {
-  "ag-gemm": ["gemm_tma_persistent", "gemm_tma_persistent_flat"],
+  "ag-gemm": ["gemm_tma_persistent", "gemm_tma_persistent_flat", "gemm_tma_persistent_streamk"],
   "gemm-rs": ["gemm_producer", "gemm_producer_tma", "gemm_producer_tma_flat"],
 };
 
