@@ -3,6 +3,8 @@
 // correct (every element written, error under the tolerance, no wait error).
 //   tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain] [--only gemm-rs,...]
 //   tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> --tlx
+// Several runs, comma-separated (`a.json,b.json`), are pooled first (`poolRuns`): each case's
+// geometric mean over the runs it was timed correctly in, every run.
 // --tlx (a bench run with emit-tlx-compute.ts's cases) keeps every entry's configuration and
 // adds the fastest TLX backend kernel of its shape (`tlx`), with the entry's own `ms` and
 // `cublasMs` re-measured in the same run, so the two backends compare within one run.
@@ -80,6 +82,40 @@ export const REL_TOLERANCE = 2e-2;
 /** Whether a case ran and computed the right thing. */
 export function correct(c: ResultCase): c is ResultCase & { ms: number } {
   return c.ms !== undefined && c.allWritten === true && (c.relErr ?? 1) < REL_TOLERANCE && c.waitError === undefined;
+}
+
+const gmean = (xs: readonly number[]): number => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
+
+/**
+ * Several runs of the same cases as one result: per shape (by name), the cases of the first run
+ * every run timed correctly (by label and kind, with the first run's role), each with the
+ * geometric mean of its times, and cuBLAS likewise — so a table picks
+ * what is fastest across runs rather than in one run's noise (on one H100 the same kernel's
+ * ratio to cuBLAS moves by up to 5% between runs on different machines). One run is itself.
+ * @throws {Error} for runs of different devices or targets, or none.
+ */
+export function poolRuns(runs: readonly ComputeResults[]): ComputeResults {
+  const [first] = runs;
+  if (first === undefined) throw new Error("no runs to pool");
+  if (runs.length === 1) return first;
+  for (const r of runs) {
+    if (r.device !== first.device) throw new Error(`cannot pool runs of ${first.device} and ${r.device}`);
+    if (r.target !== first.target) throw new Error(`cannot pool runs emitted for ${first.target} and ${r.target}`);
+  }
+  const shapes = first.shapes.flatMap((s): ResultShape[] => {
+    const each = runs.map((r) => r.shapes.find((x) => x.name === s.name));
+    if (each.some((x) => x === undefined)) return [];
+    const timed = each as ResultShape[];
+    const cases = s.cases.flatMap((c): ResultCase[] => {
+      // The same kernel by label and kind (its role may differ: a run's tuned case is another's alternative).
+      const same = timed.map((x) => x.cases.find((y) => y.label === c.label && y.kind === c.kind));
+      if (!same.every((y): y is ResultCase & { ms: number } => y !== undefined && correct(y))) return [];
+      return [{ ...c, ms: gmean(same.map((y) => y.ms)), relErr: Math.max(...same.map((y) => y.relErr ?? 0)) }];
+    });
+    const cublasMs = gmean(timed.map((x) => x.cublas.ms));
+    return [{ ...s, cublas: { ...s.cublas, ms: cublasMs, tflops: s.flops / cublasMs / 1e9 }, cases }];
+  });
+  return { ...first, method: `geometric mean over ${runs.length} runs of: ${first.method}`, shapes };
 }
 
 /** The configuration of a table entry, as compute cases record it. */
@@ -259,17 +295,18 @@ export function writeTable(
 }
 
 function main(): void {
-  const [file, target, source] = process.argv.slice(2);
-  if (file === undefined || target === undefined || source === undefined) {
+  const [files, target, source] = process.argv.slice(2);
+  if (files === undefined || target === undefined || source === undefined) {
     console.error(
-      "usage: tsx src/gpu/compute-table.ts <results.json> <target> <source-folder> [--kind emitted|plain] [--only gemm-rs,...] [--tlx]",
+      "usage: tsx src/gpu/compute-table.ts <results.json[,more.json...]> <target> <source> [--kind emitted|plain] [--only gemm-rs,...] [--tlx]",
     );
     process.exit(2);
   }
   const ki = process.argv.indexOf("--kind");
   const kind = ki >= 0 ? (process.argv[ki + 1] as "plain" | "emitted") : undefined;
   const oi = process.argv.indexOf("--only");
-  const results = JSON.parse(readFileSync(file, "utf8")) as ComputeResults;
+  // Several runs (comma-separated) are pooled: each case's geometric mean over the runs.
+  const results = poolRuns(files.split(",").map((f) => JSON.parse(readFileSync(f, "utf8")) as ComputeResults));
   if (process.argv.includes("--tlx")) {
     const path = computeConfigPath(target as TargetName);
     const table = withTlx(parseComputeConfigs(JSON.parse(readFileSync(path, "utf8"))), results, source);
@@ -281,7 +318,7 @@ function main(): void {
   }
   if (oi < 0) {
     const { path, table } = writeTable(results, target as TargetName, source, kind);
-    console.log(`${path}: ${table.entries.length} entries from ${file}`);
+    console.log(`${path}: ${table.entries.length} entries from ${files}`);
     return;
   }
   // Only these operators' entries change; the rest of the committed table stays.
@@ -294,7 +331,7 @@ function main(): void {
   );
   writeFileSync(path, serializeTable(merged));
   console.log(
-    `${path}: ${merged.entries.filter((e) => ops.includes(e.op)).length} ${ops.join(", ")} entries from ${file}, ${merged.entries.length} in all`,
+    `${path}: ${merged.entries.filter((e) => ops.includes(e.op)).length} ${ops.join(", ")} entries from ${files}, ${merged.entries.length} in all`,
   );
 }
 

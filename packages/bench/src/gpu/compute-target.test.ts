@@ -7,6 +7,7 @@ import { benchCases, shapeOperator } from "./compute-cases.js";
 import {
   entryConfig,
   mergeTables,
+  poolRuns,
   tableOf,
   withTlx,
   writeTable,
@@ -131,6 +132,59 @@ describe("emit-compute --target", () => {
     );
     expect(() => mergeTables(committed, { ...update, device: "NVIDIA H100 80GB HBM3, torch 2.11" }, ["gemm-rs"])).toThrow(/measured on/);
   }, 120_000);
+
+  it("pools runs: per case the geometric mean of its times where every run timed it correctly, cuBLAS likewise", () => {
+    const kase = (label: string, ms: number, ok = true): ResultCase => ({
+      label,
+      kind: "emitted",
+      role: "alternative",
+      entry: "k",
+      config: { body: "gemm_tma_persistent", BM: 128, BN: 256, BK: 64, groupM: 8, numStages: 3, numWarps: 8 },
+      ms,
+      relErr: ok ? 1e-3 : 0.5,
+      allWritten: true,
+    });
+    const shape = (cublas: number, cases: ResultCase[]): ResultShape => ({
+      name: "ag_x",
+      op: "ag-gemm",
+      role: "consumer",
+      mlp: "MLP-1",
+      world: 2,
+      M: 8192,
+      N: 4096,
+      K: 4096,
+      dtype: "bf16",
+      flops: 2 * 8192 * 4096 * 4096,
+      cublas: { ms: cublas, tflops: 1, relErr: 1e-3 },
+      cases,
+    });
+    const run = (s: ResultShape, device = "NVIDIA H100 80GB HBM3"): ComputeResults => ({
+      schema: "ovl.compute-results/v1",
+      mode: "bench",
+      target: "h100",
+      device,
+      sms: 132,
+      torch: "2.11",
+      triton: "3.6",
+      cuda: "13.0",
+      method: "m",
+      skipped: [],
+      shapes: [s],
+    });
+    // "a" wins the first run, "b" the second by more: pooled, "b" is the faster; "c" failed once and is dropped.
+    const one = run(shape(1, [kase("a", 1.0), kase("b", 1.02), kase("c", 0.5)]));
+    const two = run(shape(0.9, [kase("a", 1.0), kase("b", 0.9), kase("c", 0.5, false)]));
+    const pooled = poolRuns([one, two]);
+    const s = pooled.shapes[0]!;
+    expect(s.cases.map((c) => c.label)).toEqual(["a", "b"]);
+    expect(s.cases[1]!.ms).toBeCloseTo(Math.sqrt(1.02 * 0.9), 12);
+    expect(s.cublas.ms).toBeCloseTo(Math.sqrt(0.9), 12);
+    expect(pooled.method).toBe("geometric mean over 2 runs of: m");
+    expect(tableOf(pooled, "h100", "x", "emitted").entries[0]!.ms).toBeCloseTo(Number(Math.sqrt(1.02 * 0.9).toFixed(4)), 6);
+    expect(poolRuns([one])).toBe(one);
+    expect(() => poolRuns([one, run(shape(1, []), "NVIDIA H200")])).toThrow(/cannot pool runs/);
+    expect(() => poolRuns([])).toThrow(/no runs/);
+  });
 
   it("--tlx adds each shape's fastest correct TLX backend kernel, with the entry's own times from the same run", () => {
     // The committed table without TLX configurations (it may hold some already).
