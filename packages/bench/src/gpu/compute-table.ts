@@ -157,6 +157,7 @@ function tlxEntry(c: ResultCase & { ms: number; warpSpecialization: WarpSpeciali
     groupM: c.config.groupM,
     stages: w.stages ?? c.config.numStages,
     ...(w.epilogueSplit === 1 || w.epilogueSplit === 2 ? { epilogueSplit: w.epilogueSplit } : {}),
+    ...(w.notifier === undefined ? {} : { notifier: w.notifier }),
     ms: Number(c.ms.toFixed(4)),
   };
 }

@@ -207,8 +207,9 @@ export async function gemmArCases(
 
 /**
  * The TLX backend's cases of one world: AllGather+GEMM (swizzled push plan, split 2) and
- * GEMM+RS (direct, split 2; copy engine and SM pushes), each with cooperative (128×256×64,
- * 3 stages) and ping-pong (128×128×64, 5 stages, two epilogue stores) consumers.
+ * GEMM+RS (direct, split 2; copy engine and SM pushes; tile-done notifies from the consumers
+ * and from the producer warp group), each with cooperative (128×256×64, 3 stages) and ping-pong
+ * (128×128×64, 5 stages, two epilogue stores) consumers.
  */
 export async function tlxOneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
   const timing = ONE_GPU_TIMING;
@@ -232,11 +233,22 @@ export async function tlxOneGpuCases(world: number, M: number, N: number, K: num
       ["ce", { backend: "copy-engine" }],
       ["sm", { backend: "sm", commSms: 8 }],
     ] as const) {
-      const name = `${tag}_tlx_gemm_rs_${c}_${b}`;
-      cases[name] = await compile(
-        { ...base, name, kind: "gemm-rs", plan: rs, body: builtinBody("gemm_producer"), options: { ...options, timing } },
-        tlxBackend(),
-      );
+      // Tile-done notifies from the consumers (default) and from the producer warp group (`pn`).
+      for (const notifier of ["consumers", "producer"] as const) {
+        const name = `${tag}_tlx_gemm_rs_${c}_${b}${notifier === "producer" ? "_pn" : ""}`;
+        cases[name] = await compile(
+          {
+            ...base,
+            name,
+            kind: "gemm-rs",
+            plan: rs,
+            body: builtinBody("gemm_producer"),
+            warpSpecialization: { ...ws, notifier },
+            options: { ...options, timing },
+          },
+          tlxBackend(),
+        );
+      }
     }
   }
   return cases;

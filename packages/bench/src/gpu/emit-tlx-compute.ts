@@ -20,9 +20,18 @@ export interface TlxComputeVariant {
   readonly tile: { readonly BM: number; readonly BN: number; readonly BK: number };
   readonly groupM: number;
   readonly options: TlxEmitOptions & { readonly stages: number; readonly consumerSchedule: "cooperative" | "pingpong" };
+  /**
+   * GEMM+RS only: the warp groups that notify (`producer`: `producerTileNotifyComm`). A variant
+   * with a notifier has no plain case (its GEMM is its base variant's) and no AG+GEMM case.
+   */
+  readonly notifier?: "consumers" | "producer";
 }
 
-/** The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `e1`: one epilogue store). */
+/**
+ * The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `e1`: one
+ * epilogue store; `pn`: GEMM+RS's tile-done notifies from the producer warp group — with ping-pong
+ * consumers that lost 3–20% on an H100, `results/gpu/tlx-producer-notify-h100-2026-11-26/`).
+ */
 export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
   coop128x256s3: { tile: { BM: 128, BN: 256, BK: 64 }, groupM: 8, options: { stages: 3, consumerSchedule: "cooperative" } },
   coop128x128s6: { tile: { BM: 128, BN: 128, BK: 64 }, groupM: 8, options: { stages: 6, consumerSchedule: "cooperative" } },
@@ -31,6 +40,12 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
     tile: { BM: 128, BN: 128, BK: 64 },
     groupM: 8,
     options: { stages: 5, consumerSchedule: "pingpong", epilogueSplit: 1 },
+  },
+  coop128x256s3pn: {
+    tile: { BM: 128, BN: 256, BK: 64 },
+    groupM: 8,
+    options: { stages: 3, consumerSchedule: "cooperative" },
+    notifier: "producer",
   },
 };
 
@@ -62,6 +77,7 @@ export function warpSpecializationOf(v: TlxComputeVariant): WarpSpecialization {
     consumerSchedule: v.options.consumerSchedule,
     stages: v.options.stages,
     ...(v.options.epilogueSplit === undefined ? {} : { epilogueSplit: v.options.epilogueSplit }),
+    ...(v.notifier === undefined ? {} : { notifier: v.notifier }),
   };
 }
 
@@ -94,7 +110,8 @@ async function main(argv: readonly string[]): Promise<void> {
   const first = bench.shapes[0];
   if (first === undefined) throw new Error(`${benchPath} has no shapes`);
   const sources: Record<string, string> = {};
-  for (const n of names) {
+  const plainNames = names.filter((n) => TLX_VARIANTS[n]?.notifier === undefined);
+  for (const n of plainNames) {
     const v = TLX_VARIANTS[n] as TlxComputeVariant;
     // The manifest's shape only sets the AOT signature (M, N, K multiples of 16); the cases pass their own.
     const r = emitTlxGemm({ M: first.M, N: first.N, K: first.K }, v.tile, { ...v.options, groupM: v.groupM, name: "tlx_gemm" });
@@ -112,6 +129,7 @@ async function main(argv: readonly string[]): Promise<void> {
     const emitted: ComputeCase[] = [];
     for (const n of withEmitted ? names : []) {
       const v = TLX_VARIANTS[n] as TlxComputeVariant;
+      if (v.notifier !== undefined && s.op !== "gemm-rs") continue;
       const op = {
         ...shapeOperator(s),
         name: `${s.name}_tlx_${n}`,
@@ -129,7 +147,7 @@ async function main(argv: readonly string[]): Promise<void> {
       ...s,
       cases: [
         ...s.cases.filter((c) => c.role !== "tlx" && c.role !== "tlx-emitted"),
-        ...names.map((n) => tlxCase(n, TLX_VARIANTS[n] as TlxComputeVariant, s, sources[n] as string)),
+        ...plainNames.map((n) => tlxCase(n, TLX_VARIANTS[n] as TlxComputeVariant, s, sources[n] as string)),
         ...emitted,
       ],
     });

@@ -103,12 +103,15 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
         ...(ws?.stages === undefined ? {} : { stages: ws.stages }),
         ...(ws?.epilogueSplit === undefined ? {} : { epilogueSplit: ws.epilogueSplit }),
       };
+      if (ws?.notifier !== undefined && op.kind !== "gemm-rs")
+        throw new EmitError("bad-param", `warpSpecialization.notifier applies to gemm-rs; ${op.kind} notifies nothing per tile`);
       if (op.kind === "gemm-rs") {
         const schedule = operatorSchedule(op, partialTensor(op), "producer", true);
         return emitTlxGemmRs(op.plan, schedule, {
           ...rest,
           ...(transfers === undefined ? {} : { backend: transfers }),
           ...tlxKnobs,
+          ...(ws?.notifier === undefined ? {} : { notifier: ws.notifier }),
           name: op.name,
         });
       }

@@ -25,6 +25,8 @@ export const TlxConfigEntry = z.object({
   stages: Dim,
   /** Ping-pong: column slices of the epilogue's TMA stores. */
   epilogueSplit: z.union([z.literal(1), z.literal(2)]).optional(),
+  /** GEMM+RS: the warp groups that issue the tile-done notifies (default `consumers`). */
+  notifier: z.enum(["consumers", "producer"]).optional(),
   /** Measured median (ms), in the same run as the entry's own `ms` and `cublasMs`. */
   ms: z.number().positive().optional(),
 });

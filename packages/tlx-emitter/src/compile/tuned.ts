@@ -111,6 +111,7 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
       consumerSchedule: t.consumerSchedule,
       stages: t.stages,
       ...(t.epilogueSplit === undefined ? {} : { epilogueSplit: t.epilogueSplit }),
+      ...(t.notifier === undefined ? {} : { notifier: t.notifier }),
     };
     const tunedTlx: Operator = {
       ...op,

@@ -5,6 +5,7 @@
 // the receivers' producers only ever wait on their own slots.
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { EmitError } from "../writer/index.js";
+import type { PythonWriter } from "../writer/index.js";
 import type { EpilogueSync, TlxCommPart } from "./parts.js";
 
 /** PTX of a bounded acquire wait. */
@@ -86,6 +87,99 @@ export function tileNotifyComm(scope: "gpu" | "sys" = "sys"): TlxCommPart {
     },
     writeConsumerExit(w, sync) {
       w.line(call(sync, 0));
+    },
+  };
+}
+
+/** The producer's lag behind the tiles it notifies, by consumer schedule (see `producerTileNotifyComm`). */
+export function storedLag(consumerSchedule: "cooperative" | "pingpong"): number {
+  return consumerSchedule === "pingpong" ? 5 : 3;
+}
+
+/** mbarriers in the ring through which consumers tell the producer a tile's stores are complete. */
+export const STORED_DEPTH = 8;
+/** First named barrier of the per-warp-group syncs of `producerTileNotifyComm` (one per consumer: this + cid). */
+export const STORED_BARRIER = 13;
+
+/**
+ * The GEMM+RS tile-done notify issued by the producer warp group, so no consumer warp group
+ * stalls on a release: after a tile's epilogue stores each consumer waits until its bulk
+ * stores older than this tile's are complete (its previous tile's), syncs its own warp group
+ * and arrives on that tile's mbarrier of a ring (`stored_bars`, `STORED_DEPTH` deep, one
+ * arrival per warp group that stores the tile); the producer, once it has issued the loads
+ * of a tile `lag` tiles later — by then the consumers have long arrived, so it does not wait,
+ * and the ring is full, so the consumers do not wait for it — waits on that mbarrier and
+ * release-adds 1 to the tile's slot (`notify_ptr[pid_m]`, kept in registers for `lag` tiles)
+ * at `scope`. After their loops the consumers arrive for
+ * their last tiles (all stores complete) and the producer notifies the tiles it still owes.
+ * `lag` is 3 where every consumer stores every tile (cooperative) and 5 where the consumers
+ * take tiles in turn (ping-pong: a consumer's previous tile is two back, and its epilogue
+ * overlaps the other's wgmma chain): `storedLag`.
+ */
+export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3): TlxCommPart {
+  if (scope !== "gpu" && scope !== "sys") throw new EmitError("bad-param", `notify scope must be "gpu" or "sys", got ${String(scope)}`);
+  if (!(Number.isInteger(lag) && lag >= 1 && lag <= STORED_DEPTH - 2))
+    throw new EmitError("bad-param", `lag must be an integer in 1..${STORED_DEPTH - 2}, got ${String(lag)}`);
+  const tilesLag = lag;
+  const hist = (k: number) => `stored_slot_${k}`;
+  const waitGroups = (n: number) =>
+    `tl.inline_asm_elementwise("cp.async.bulk.wait_group ${n}; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)`;
+  const storedBarrier = (sync: EpilogueSync) => (sync.threads === 128 ? sync.barrier : `${STORED_BARRIER} + cid`);
+  const notifyTile = (w: PythonWriter, tile: string, slot: string) => {
+    w.line(`done_tile = ${tile}`);
+    w.block("if done_tile >= 0", (b) => {
+      b.line(`tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % ${STORED_DEPTH}), (done_tile // ${STORED_DEPTH}) & 1)`);
+      b.block(`if ${slot} >= 0`, (i) => i.line(`tl.atomic_add(sig_ptr + ${slot}, 1, sem="release", scope="${scope}")`));
+    });
+  };
+  return {
+    name: "producer-tile-notify",
+    args: ["notify_ptr", "sig_ptr"],
+    constexprs: {},
+    expect: [NOTIFY_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "mbarrier\\.try_wait"],
+    writeSetup(w, sync) {
+      const storers = sync.threads / 128;
+      if (!Number.isInteger(storers) || storers < 1)
+        throw new EmitError("bad-param", `a tile is stored by ${sync.threads} threads, not whole warp groups`);
+      w.comment(
+        `Tile t's stores are complete once stored_bars[t % ${STORED_DEPTH}] completes its phase (one arrival per storing warp group).`,
+      );
+      w.line(`stored_bars = tlx.alloc_barriers(num_barriers=${STORED_DEPTH}, arrive_count=${storers})`);
+    },
+    writeProducerInit(w) {
+      w.comment(`stored_slot_k: the slot of the tile k tiles back (-1: none); the producer notifies a tile ${tilesLag} tiles after it.`);
+      for (let k = 1; k <= tilesLag; k++) w.line(`${hist(k)} = -1`);
+    },
+    // After the tile's loads: the producer would wait for a free ring slot next anyway, so the
+    // wait on a long-completed mbarrier and the release add cost the consumers nothing.
+    writeAfterLoads(w) {
+      w.line("own_tile = (tile_id - tl.program_id(0)) // tl.num_programs(0)");
+      notifyTile(w, `own_tile - ${tilesLag}`, hist(tilesLag));
+      for (let k = tilesLag; k > 1; k--) w.line(`${hist(k)} = ${hist(k - 1)}`);
+      w.line(`${hist(1)} = tl.load(notify_ptr + pid_m)`);
+    },
+    writeProducerExit(w) {
+      w.comment("The tiles still owed, oldest first.");
+      w.line("own_tiles = (num_tiles - tl.program_id(0) + tl.num_programs(0) - 1) // tl.num_programs(0)");
+      for (let k = tilesLag; k >= 1; k--) notifyTile(w, `own_tiles - ${k}`, hist(k));
+    },
+    writeConsumerInit(w) {
+      w.line("stored_tile = -1");
+    },
+    writeAfterStores(w, sync) {
+      if (!Number.isInteger(sync.storeGroups) || sync.storeGroups < 1 || sync.storeGroups > MAX_STORE_GROUPS) {
+        throw new EmitError("bad-param", `a tile's epilogue must commit 1..${MAX_STORE_GROUPS} bulk store groups, got ${sync.storeGroups}`);
+      }
+      w.comment("This warp group's previous tile's stores are older than this tile's: tell the producer they are complete.");
+      w.line(waitGroups(sync.storeGroups));
+      w.line(`tlx.named_barrier_wait(${storedBarrier(sync)}, 128)`);
+      w.block("if stored_tile >= 0", (b) => b.line(`tlx.barrier_arrive(tlx.local_view(stored_bars, stored_tile % ${STORED_DEPTH}))`));
+      w.line("stored_tile = (tile_id - tl.program_id(0)) // tl.num_programs(0)");
+    },
+    writeConsumerExit(w, sync) {
+      w.line(waitGroups(0));
+      w.line(`tlx.named_barrier_wait(${storedBarrier(sync)}, 128)`);
+      w.block("if stored_tile >= 0", (b) => b.line(`tlx.barrier_arrive(tlx.local_view(stored_bars, stored_tile % ${STORED_DEPTH}))`));
     },
   };
 }

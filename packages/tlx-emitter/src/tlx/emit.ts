@@ -54,6 +54,13 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
   readonly consumerSchedule?: "cooperative" | "pingpong";
   /** Ping-pong: column slices of the epilogue's TMA stores (1 or 2; default 2). */
   readonly epilogueSplit?: number;
+  /**
+   * GEMM+RS: who issues a tile's tile-done notify — `consumers` (default: the warp groups that
+   * stored it, deferred by a tile) or `producer` (the TMA producer warp group, a few tiles later,
+   * told through mbarriers that the stores are complete: `producerTileNotifyComm`), so no
+   * consumer stalls on a release.
+   */
+  readonly notifier?: "consumers" | "producer";
   /** AG+GEMM transport: `copy-engine` host copies (variant a) or `comm-task` device pushes (variant b). */
   readonly comm?: "copy-engine" | "comm-task";
   /** Pieces each chunk is cut into for the communication task (default 4). */
@@ -66,6 +73,12 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
   readonly epilogueN?: number;
   /** sm_100a: tile order, `persistent` (grouped, one program per SM; default) or `clc` (one program per tile, cluster launch control). */
   readonly scheduler?: "persistent" | "clc";
+}
+
+/** `notifier` is GEMM+RS's: refused elsewhere. */
+function refuseNotifier(options: TlxEmitOptions, why: string): void {
+  if (options.notifier !== undefined)
+    throw new EmitError("bad-param", `option notifier applies to GEMM+ReduceScatter's producer only: ${why}`);
 }
 
 /** The target of `options`, with the options that do not apply to it refused. */
@@ -144,6 +157,7 @@ export function emitTlxGemm(
   options: TlxEmitOptions = {},
 ): TlxEmitResult {
   const o = resolveOptions(options);
+  refuseNotifier(options, "the plain TLX GEMM notifies nothing");
   const M = checkPositive(problem.M, "M");
   const N = checkPositive(problem.N, "N");
   const K = checkPositive(problem.K, "K");
@@ -268,6 +282,7 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
     );
   }
   const o = resolveOptions(options);
+  refuseNotifier(options, "AllGather+GEMM's consumer waits and notifies nothing");
   const transport = options.comm ?? "copy-engine";
   if (transport !== "copy-engine" && transport !== "comm-task")
     throw new EmitError("bad-param", `comm must be "copy-engine" or "comm-task", got ${String(transport)}`);

@@ -54,6 +54,8 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
       commSms: 8,
       ...pingpong,
     }),
+    // The tile-done notifies from the producer warp group (cooperative consumers, SM pushes: gpu scope).
+    tlx_gemm_rs_pn_sm: emitTlxGemmRs(rs, rsSchedule(tile), { name: "tlx_gemm_rs_pn_sm", backend: "sm", commSms: 8, notifier: "producer" }),
   };
 }
 

@@ -9,7 +9,7 @@ import type { EmitOptions } from "../emit/options.js";
 import { SIGNAL_BUFFER } from "../emit/common.js";
 import type { Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
-import { tileNotifyComm } from "./comm.js";
+import { producerTileNotifyComm, storedLag, tileNotifyComm } from "./comm.js";
 import { hopperGemmPart, tlxEntry, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
 import { tlxKernel } from "./parts.js";
 import { groupedTiles } from "./schedule.js";
@@ -18,7 +18,7 @@ import { groupedTiles } from "./schedule.js";
 export const TLX_GEMM_RS_KIND = "tlx-gemm-rs";
 
 /** The warp-specialisation knobs of the producer (the tile and grouping come from the GEMM+RS stages). */
-export type TlxProducerOptions = Pick<TlxEmitOptions, "stages" | "consumerRegisters" | "consumerSchedule" | "epilogueSplit">;
+export type TlxProducerOptions = Pick<TlxEmitOptions, "stages" | "consumerRegisters" | "consumerSchedule" | "epilogueSplit" | "notifier">;
 
 /**
  * A producer factory for `emitGemmRs`: the TLX GEMM at the stages' tile (BLOCK_K as given),
@@ -47,7 +47,10 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
       summary:
         "tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified once its TMA stores are complete (a tile later).",
       compute: hopperGemmPart(tile, ctx.options.dtype, options),
-      comm: tileNotifyComm(ctx.notifyScope ?? "sys"),
+      comm:
+        (options.notifier ?? "consumers") === "producer"
+          ? producerTileNotifyComm(ctx.notifyScope ?? "sys", storedLag(options.consumerSchedule ?? "cooperative"))
+          : tileNotifyComm(ctx.notifyScope ?? "sys"),
       schedule: groupedTiles({ groupM: p.GROUP_M, ordered: true }),
     });
     const tables: Table[] = [
@@ -73,6 +76,7 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
         ...p,
         operator: ctx.operator ?? "gemm-rs",
         consumerSchedule: options.consumerSchedule ?? "cooperative",
+        notifier: options.notifier ?? "consumers",
         stages: kernel.constexprs.NUM_STAGES ?? 0,
       },
     );
@@ -87,8 +91,9 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
  * @throws {EmitError} as `emitGemmRs` and `tlxProducerFactory`.
  */
 export function emitTlxGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions & TlxProducerOptions = {}): TlxEmitResult {
-  const { stages, consumerRegisters, consumerSchedule, epilogueSplit, ...emit } = options;
+  const { stages, consumerRegisters, consumerSchedule, epilogueSplit, notifier, ...emit } = options;
   const knobs = {
+    ...(notifier === undefined ? {} : { notifier }),
     ...(stages === undefined ? {} : { stages }),
     ...(consumerRegisters === undefined ? {} : { consumerRegisters }),
     ...(consumerSchedule === undefined ? {} : { consumerSchedule }),

@@ -17,6 +17,10 @@ export { EPILOGUE_BARRIER, SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, t
 export { PINGPONG_BARRIERS, tlxGemmPingPong, tlxPingPongSharedBytes, type TlxPingPongParams } from "./compute-pingpong.js";
 export {
   chunkWaitComm,
+  producerTileNotifyComm,
+  STORED_BARRIER,
+  STORED_DEPTH,
+  storedLag,
   tileNotifyComm,
   noComm,
   NOTIFY_PTX,

@@ -104,9 +104,15 @@ export interface TlxTask {
  */
 export interface TlxCommPart extends TlxPartParams {
   readonly name: string;
+  /** Kernel-scope setup after the compute part's (e.g. mbarriers the tasks share), given how tiles are stored. */
+  writeSetup?(w: PythonWriter, sync: EpilogueSync): void;
   writeBeforeLoads?(w: PythonWriter): void;
+  /** In the producer after a tile's loads are issued (it then waits for ring slots anyway). */
+  writeAfterLoads?(w: PythonWriter): void;
   /** In the producer before its tile loop. */
   writeProducerInit?(w: PythonWriter): void;
+  /** In the producer after its tile loop (e.g. the notifies it still owes). */
+  writeProducerExit?(w: PythonWriter): void;
   /** In each consumer before its tile loop (after the compute part's own setup). */
   writeConsumerInit?(w: PythonWriter): void;
   /** In the consumers, after a tile's epilogue stores (a tile-done notify: TileLink's producer_tile_notify). */
@@ -253,6 +259,7 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
   const source = tlxModule(spec.summary, "TLX, warp-specialised", spec.compute.dtype, (w) =>
     w.block(tlxSignature(spec.entry, merged), (b) => {
       spec.compute.writeSetup(b);
+      for (const x of comms) x.writeSetup?.(b, spec.compute.epilogueSync);
       b.block("with tlx.async_tasks()", (t) => {
         t.block(`with tlx.async_task("default")`, (p) => {
           p.comment("Producer: per tile, the communication waits, then TMA loads into the ring.");
@@ -262,7 +269,9 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
             l.line("offs_am = pid_m * BLOCK_M");
             for (const c of comms) c.writeBeforeLoads?.(l);
             spec.compute.writeProducerTile(l);
+            for (const c of comms) c.writeAfterLoads?.(l);
           });
+          for (const x of comms) x.writeProducerExit?.(p);
         });
         t.block(
           `with tlx.async_task(num_warps=4, replicate=${spec.compute.consumers}, registers=${spec.compute.consumerRegisters})`,

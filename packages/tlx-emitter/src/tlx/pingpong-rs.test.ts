@@ -1,4 +1,4 @@
-import { lowerToTileSchedule, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
+import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { emitGemmRs } from "../emit/gemm-rs.js";
@@ -24,7 +24,11 @@ import {
   groupedTiles,
   NOTIFY_PTX,
   PINGPONG_BARRIERS,
+  producerTileNotifyComm,
   SM90_MAX_SHARED_BYTES,
+  STORED_BARRIER,
+  STORED_DEPTH,
+  storedLag,
   tileNotifyComm,
   tlxGemm,
   tlxGemmPingPong,
@@ -39,6 +43,13 @@ function rsSchedule(plan: ChunkPlan, M: number, N: number, K: number, tile = { B
     plan,
     { tensor: "C_partial", problem: { M, N, K }, tile, persistent: { numSms: 8 }, groupSizeM: 2 },
     { role: "producer" },
+  );
+}
+
+/** A split-1 swizzled AllGather of A [M, K] over `world` ranks. */
+function agPlanOf(world: number, M: number, K: number): ChunkPlan {
+  return planSignals(
+    allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split: 1, side: "push" }),
   );
 }
 
@@ -160,6 +171,46 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
     expect(
       codeOf(() => tooMany.writeAfterStores?.(new PythonWriter(), { barrier: "11", threads: 128, leader: "True", storeGroups: 3 })),
     ).toBe("bad-param");
+  });
+
+  it("from the producer: consumers arrive on a ring of mbarriers once a tile's stores are complete, the producer notifies lag tiles later", () => {
+    for (const [consumerSchedule, storers, pending, sync] of [
+      ["cooperative", 2, 1, `${STORED_BARRIER} + cid`],
+      ["pingpong", 1, 2, `${EPILOGUE_BARRIER} + cid`],
+    ] as const) {
+      const plan = rsPlan(2, 512, 256, 2);
+      const tile = consumerSchedule === "pingpong" ? { BM: 128, BN: 128, BK: 64 } : { BM: 128, BN: 256, BK: 64 };
+      const r = emitTlxGemmRs(plan, rsSchedule(plan, 512, 256, 128, tile), { consumerSchedule, notifier: "producer" });
+      const src = r.files[0]!.text;
+      const lag = storedLag(consumerSchedule);
+      expect(src).toContain(`stored_bars = tlx.alloc_barriers(num_barriers=${STORED_DEPTH}, arrive_count=${storers})`);
+      const producer = src.slice(src.indexOf('async_task("default")'), src.indexOf("replicate="));
+      const c = consumerTask(src);
+      // No consumer releases anything; the producer's adds follow its tile's loads and, after its loop, the tiles it owes.
+      expect(c).not.toContain("tl.atomic_add");
+      expect(c).not.toContain("tile_notify(");
+      expect(producer.indexOf(`done_tile = own_tile - ${lag}`)).toBeGreaterThan(producer.indexOf("tlx.async_descriptor_load"));
+      expect(producer.match(/tl\.atomic_add\(sig_ptr \+ stored_slot_\d, 1, sem="release", scope="sys"\)/g)).toHaveLength(lag + 1);
+      expect(producer).toContain(
+        `tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % ${STORED_DEPTH}), (done_tile // ${STORED_DEPTH}) & 1)`,
+      );
+      expect(producer.indexOf(`stored_slot_${lag} = stored_slot_${lag - 1}`)).toBeGreaterThan(
+        producer.indexOf(`done_tile = own_tile - ${lag}`),
+      );
+      // A consumer arrives for its previous tile once all but this tile's store groups are complete and its warp group got there.
+      const wait = c.indexOf(`cp.async.bulk.wait_group ${pending}; mov.b32`);
+      expect(wait).toBeGreaterThan(c.lastIndexOf("c_desc.store"));
+      expect(c.indexOf(`tlx.named_barrier_wait(${sync}, 128)`)).toBeGreaterThan(wait);
+      expect(c.indexOf(`tlx.barrier_arrive(tlx.local_view(stored_bars, stored_tile % ${STORED_DEPTH}))`)).toBeGreaterThan(wait);
+      expect(c.lastIndexOf("cp.async.bulk.wait_group 0; mov.b32")).toBeGreaterThan(c.indexOf("stored_tile = (tile_id"));
+      expect(r.manifest.kernels[0]!.template.params).toMatchObject({ notifier: "producer", consumerSchedule });
+      expect(r.expect.tlx_gemm_rs).toContain(NOTIFY_PTX);
+      expect(parseWithPython({ k: src }).k).toBe("ok");
+    }
+    expect(codeOf(() => producerTileNotifyComm("sys", 0))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm("sys", STORED_DEPTH - 1))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm("cta" as "gpu"))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm({ M: 512, N: 256, K: 128 }, undefined, { notifier: "producer" }))).toBe("bad-param");
   });
 
   it("property: the TLX GEMM+RS has the template producer's order and notify tables, deliveries and reduction", () => {
@@ -286,6 +337,34 @@ describe("the TLX backend", () => {
     expect(r.expect?.tlx_gemm_rs).toContain(NOTIFY_PTX);
     expect(r.files[0]!.text).toContain("NUM_STAGES: tl.constexpr");
     expect(r.manifest.kernels[0]!.constexprs).toMatchObject({ NUM_STAGES: 5, BLOCK_N: 128, EPILOGUE_SPLIT: 2 });
+  });
+
+  it("takes a table entry's notifier (the producer warp group) and refuses one on AllGather+GEMM", async () => {
+    const pn = parseComputeConfigs({
+      ...table,
+      entries: table.entries.map((e) =>
+        e.op === "gemm-rs"
+          ? {
+              ...e,
+              tlx: { consumerSchedule: "cooperative", BM: 128, BN: 256, BK: 64, groupM: 8, stages: 3, notifier: "producer", ms: 0.14 },
+            }
+          : e,
+      ),
+    });
+    const { op } = resolveCompute(rsOp("rs"), { table: pn, backend: "tlx" });
+    expect(op.warpSpecialization).toEqual({ consumerSchedule: "cooperative", stages: 3, notifier: "producer" });
+    const r = await compile(op, tlxBackend());
+    expect(r.files[0]!.text).toContain("stored_bars = tlx.alloc_barriers");
+    const ag: OperatorInput = {
+      ...rsOp("ag"),
+      kind: "ag-gemm",
+      plan: agPlanOf(2, 8192, 4096),
+      body: builtinBody("gemm_tma_persistent"),
+      problem: { M: 8192, N: 1376, K: 4096 },
+      tile: { BM: 128, BN: 256, BK: 64 },
+      warpSpecialization: { consumerSchedule: "cooperative", stages: 3, notifier: "producer" },
+    };
+    await expect(compile(ag, tlxBackend())).rejects.toThrow(/notifier applies to gemm-rs/);
   });
 
   it("refuses a user's body, other operators and the AllGather transport option on GEMM+RS", async () => {
