@@ -78,9 +78,7 @@ export function tileNotifyComm(scope: "gpu" | "sys" = "sys"): TlxCommPart {
       w.line("pending_slot = -1");
     },
     writeAfterStores(w, sync) {
-      if (!Number.isInteger(sync.storeGroups) || sync.storeGroups < 1 || sync.storeGroups > MAX_STORE_GROUPS) {
-        throw new EmitError("bad-param", `a tile's epilogue must commit 1..${MAX_STORE_GROUPS} bulk store groups, got ${sync.storeGroups}`);
-      }
+      checkStoreGroups(sync);
       w.comment("The previous tile's stores are older than this tile's: notify its slot now.");
       w.line(call(sync, sync.storeGroups));
       w.line("pending_slot = tl.load(notify_ptr + pid_m)");
@@ -167,9 +165,7 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3): T
       w.line("stored_tile = -1");
     },
     writeAfterStores(w, sync) {
-      if (!Number.isInteger(sync.storeGroups) || sync.storeGroups < 1 || sync.storeGroups > MAX_STORE_GROUPS) {
-        throw new EmitError("bad-param", `a tile's epilogue must commit 1..${MAX_STORE_GROUPS} bulk store groups, got ${sync.storeGroups}`);
-      }
+      checkStoreGroups(sync);
       w.comment("This warp group's previous tile's stores are older than this tile's: tell the producer they are complete.");
       w.line(waitGroups(sync.storeGroups));
       w.line(`tlx.named_barrier_wait(${storedBarrier(sync)}, 128)`);
@@ -186,6 +182,13 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3): T
 
 /** Bulk store groups a tile's epilogue may commit (the `cp.async.bulk.wait_group` immediates `tile_notify` knows). */
 export const MAX_STORE_GROUPS = 2;
+
+/** @throws {EmitError} `bad-param` for an epilogue that commits no or more than `MAX_STORE_GROUPS` bulk store groups per tile. */
+function checkStoreGroups(sync: EpilogueSync): void {
+  if (!Number.isInteger(sync.storeGroups) || sync.storeGroups < 1 || sync.storeGroups > MAX_STORE_GROUPS) {
+    throw new EmitError("bad-param", `a tile's epilogue must commit 1..${MAX_STORE_GROUPS} bulk store groups, got ${sync.storeGroups}`);
+  }
+}
 
 /** Fields of one row of the push table (int64), in order. */
 export const PUSH_ROW_FIELDS = ["src_offset", "dst_rank", "dst_offset", "length", "notify_slot"] as const;
