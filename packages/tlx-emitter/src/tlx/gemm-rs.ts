@@ -41,14 +41,19 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
     if (K % 8 !== 0 || N % 8 !== 0)
       throw new EmitError("bad-param", `TMA needs 16-byte rows: K (${K}) and N (${N}) must be multiples of 8`);
     const tile = { BM: p.BLOCK_M, BN: p.BLOCK_N, BK: p.BLOCK_K };
+    const notifier = options.notifier ?? "consumers";
+    if (notifier !== "consumers" && notifier !== "producer")
+      throw new EmitError("bad-param", `notifier must be "consumers" or "producer", got ${String(notifier)}`);
     const kernel = tlxKernel({
       kind: TLX_GEMM_RS_KIND,
       entry: "tlx_gemm_rs",
       summary:
-        "tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified once its TMA stores are complete (a tile later).",
+        notifier === "producer"
+          ? "tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified by the producer warp group once the consumers report its TMA stores complete."
+          : "tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified once its TMA stores are complete (a tile later).",
       compute: hopperGemmPart(tile, ctx.options.dtype, options),
       comm:
-        (options.notifier ?? "consumers") === "producer"
+        notifier === "producer"
           ? producerTileNotifyComm(ctx.notifyScope ?? "sys", storedLag(options.consumerSchedule ?? "cooperative"))
           : tileNotifyComm(ctx.notifyScope ?? "sys"),
       schedule: groupedTiles({ groupM: p.GROUP_M, ordered: true }),
@@ -76,7 +81,7 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
         ...p,
         operator: ctx.operator ?? "gemm-rs",
         consumerSchedule: options.consumerSchedule ?? "cooperative",
-        notifier: options.notifier ?? "consumers",
+        notifier,
         stages: kernel.constexprs.NUM_STAGES ?? 0,
       },
     );

@@ -211,6 +211,10 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
     expect(codeOf(() => producerTileNotifyComm("sys", STORED_DEPTH - 1))).toBe("bad-param");
     expect(codeOf(() => producerTileNotifyComm("cta" as "gpu"))).toBe("bad-param");
     expect(codeOf(() => emitTlxGemm({ M: 512, N: 256, K: 128 }, undefined, { notifier: "producer" }))).toBe("bad-param");
+    const plan = rsPlan(2, 512, 256, 2);
+    expect(
+      codeOf(() => emitTlxGemmRs(plan, rsSchedule(plan, 512, 256, 128, { BM: 128, BN: 256, BK: 64 }), { notifier: "both" as "producer" })),
+    ).toBe("bad-param");
   });
 
   it("property: the TLX GEMM+RS has the template producer's order and notify tables, deliveries and reduction", () => {

@@ -1,4 +1,4 @@
-"""tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified once its TMA stores are complete (a tile later).
+"""tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified by the producer warp group once the consumers report its TMA stores complete.
 
 Emitted by @ovl/tlx-emitter (TLX, warp-specialised). The device primitives come from ovl_runtime.language (the ovl runner).
 """
