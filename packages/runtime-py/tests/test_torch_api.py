@@ -36,6 +36,50 @@ def test_keys_name_their_directory_and_refuse_bad_shapes():
         lib.KernelKey("ag-gemm", 2, 8, 8, 8, dtype="fp8")
 
 
+def test_a_target_names_the_tuned_table_and_the_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("OVL_TARGET", raising=False)
+    assert lib.KernelKey("ag-gemm", 2, 256, 128, 64).target == ""
+    monkeypatch.setenv("OVL_TARGET", "h100")
+    k = lib.KernelKey("ag-gemm", 2, 256, 128, 64)
+    assert k.target == "h100" and k.dirname == "ag-gemm-w2-m256-n128-k64-bf16-h100"
+    args = k.cli_args(Path("/o"))
+    assert args[args.index("--target") + 1] == "h100"
+    # Operators no tuned table decides keep the compiler's default whatever OVL_TARGET says.
+    assert lib.KernelKey("ag-attention", 2, 512, 256, 256, heads=4).target == ""
+    assert lib.KernelKey("gemm-rs", 2, 1024, 64, 64, target="h200").dirname.endswith("-bf16-h200")
+    for bad in [dict(target="a100"), dict(op="ag-moe", experts=4, topk=1, target="h100")]:
+        with pytest.raises(UsageError, match="target"):
+            lib.KernelKey(**{"op": "ag-gemm", "world": 2, "m": 256, "n": 128, "k": 64, **bad})
+    monkeypatch.setenv("OVL_TARGET", "v100")
+    with pytest.raises(UsageError, match="OVL_TARGET"):
+        lib.KernelKey("ag-gemm", 2, 256, 128, 64)
+    # auto: the current GPU's table (none on this machine: the compiler's default).
+    monkeypatch.setenv("OVL_TARGET", "auto")
+    monkeypatch.setattr(lib, "device_target", lambda: "h100")
+    assert lib.KernelKey("a2a-gemm", 2, 256, 128, 64).target == "h100"
+    monkeypatch.setenv("OVL_KERNELS", "")
+    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OVL_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(lib.KernelNotCompiled, match="--target h100 --into"):
+        lib.manifest_for(lib.KernelKey("ag-gemm", 2, 256, 128, 64))
+
+
+@needs_cli
+def test_a_targeted_key_compiles_with_that_gpus_table(tmp_path, monkeypatch):
+    # MLP-6's AllGather+GEMM at world 8: the H100 table gives it the stream-K body, the H200 table the whole-wave one.
+    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OVL_KERNELS", "")
+    monkeypatch.setenv("OVL_CLI", f"node {CLI}")
+    entries = {}
+    for target in ("h100", "h200"):
+        key = lib.KernelKey("ag-gemm", 8, 8192, 3696, 8192, target=target)
+        m = lib.manifest_for(key)
+        entries[target] = m.kernels[0].entry
+        assert lib.find(key) == tmp_path / "cache" / key.dirname / "manifest.json"
+    assert entries == {"h100": "gemm_tma_persistent_streamk", "h200": "gemm_tma_persistent"}
+
+
 def test_search_path_and_a_missing_kernel_without_a_compiler(tmp_path, monkeypatch):
     monkeypatch.setenv("OVL_KERNELS", os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))

@@ -22,7 +22,7 @@ from typing import Any
 from .emulate import ENGINES
 from .env import set_safe_env
 from .errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
-from .kernel_library import LIBRARY_OPERATORS, KernelKey, ensure_compiled
+from .kernel_library import LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, ensure_compiled
 from .manifest import Manifest, load_manifest
 from .outcome import RunOutcome
 
@@ -67,6 +67,11 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument("--experts", type=int, default=0, help="ag-moe / moe-rs: experts E")
     kernels.add_argument("--topk", type=int, default=0, help="ag-moe / moe-rs: experts per token k")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
+    kernels.add_argument(
+        "--target",
+        choices=LIBRARY_TARGETS,
+        help="whose tuned table decides ag-gemm / gemm-rs / gemm-ar / a2a-gemm tiles (default: $OVL_TARGET, else the compiler's default)",
+    )
     chain = sub.add_parser("chain", help="run an ovl.chain/v1 (operators back to back, e.g. `ovl emit mlp`) emulated on the CPU")
     chain.add_argument("chain", help="path of the chain JSON file")
     chain.add_argument("--engine", choices=("auto", "numpy", "interpret"), default="auto", help="CPU emulation engine")
@@ -341,7 +346,16 @@ def _kernels(args: argparse.Namespace) -> int:
     """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
     try:
         key = KernelKey(
-            args.op, args.world, args.m, args.n, args.k, experts=args.experts, topk=args.topk, heads=args.heads, causal=args.causal
+            args.op,
+            args.world,
+            args.m,
+            args.n,
+            args.k,
+            experts=args.experts,
+            topk=args.topk,
+            heads=args.heads,
+            causal=args.causal,
+            target=args.target,
         )
         path = ensure_compiled(key, Path(args.into) if args.into else None)
     except RunnerError as exc:

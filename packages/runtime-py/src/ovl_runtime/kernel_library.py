@@ -8,6 +8,10 @@ path that holds ``<key.dirname>/manifest.json``:
 1. every directory of ``$OVL_KERNELS`` (``os.pathsep``-separated), in order;
 2. the cache, ``$OVL_CACHE_DIR`` or ``$XDG_CACHE_HOME/ovl/kernels`` (``~/.cache/ovl/kernels``).
 
+Operators whose tile a tuned table decides (``TARGETED_OPERATORS``) are compiled for the
+target ``$OVL_TARGET`` names (``h100``, ``h200``, ``b200``, or ``auto``: the current GPU's;
+unset: the compiler's default table), and their directory names end in it (``-h100``).
+
 A shape not found is compiled on the spot into the cache when a compiler is at hand
 (``$OVL_CLI``, e.g. ``node /path/to/ovl/packages/cli/dist/bin.js``, or ``ovl`` on the
 ``PATH``); otherwise :class:`KernelNotCompiled` says which command to run where one is
@@ -36,6 +40,36 @@ LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-
 ROUTED_OPERATORS = ("ag-moe", "moe-rs")
 #: Element types the compiler emits for them.
 LIBRARY_DTYPES = ("bf16",)
+#: GPUs with tuned compute configurations of their own (``ovl emit --target``).
+LIBRARY_TARGETS = ("h100", "h200", "b200")
+#: Operators whose tile, grouping and launch the target's tuned table decides.
+TARGETED_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm")
+
+
+def library_target() -> str:
+    """The target the torch API compiles for, from ``$OVL_TARGET``: a name of ``LIBRARY_TARGETS``,
+    ``auto`` (the current CUDA device's, by its name: an H100 takes the h100 table), or unset / empty
+    (the compiler's default table, as ``ovl emit`` without ``--target``)."""
+    v = os.environ.get("OVL_TARGET", "").strip().lower()
+    if v == "auto":
+        return device_target()
+    if v and v not in LIBRARY_TARGETS:
+        raise UsageError(f"OVL_TARGET={v!r}: use one of {', '.join(LIBRARY_TARGETS)}, auto, or leave it unset")
+    return v
+
+
+def device_target() -> str:
+    """The target of the current CUDA device by its name (``NVIDIA H100 80GB HBM3`` -> ``h100``), or ``""``
+    where there is none or it has no table of its own."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return ""
+        name = torch.cuda.get_device_name().upper()
+    except Exception:  # noqa: BLE001 - no torch or no driver: the compiler's default
+        return ""
+    return next((t for t in LIBRARY_TARGETS if t.upper() in name), "")
 
 
 class KernelNotCompiled(UsageError):
@@ -71,8 +105,18 @@ class KernelKey:
     topk: int = 0
     heads: int = 0
     causal: bool = False
+    #: Whose tuned table decides the tile (``ovl emit --target``); ``None``: ``library_target()`` for the
+    #: operators a table tunes (``TARGETED_OPERATORS``), ``""`` for the others and the compiler's default.
+    target: str | None = None
 
     def __post_init__(self) -> None:
+        if self.target is None:
+            object.__setattr__(self, "target", library_target() if self.op in TARGETED_OPERATORS else "")
+        if self.target and (self.target not in LIBRARY_TARGETS or self.op not in TARGETED_OPERATORS):
+            raise UsageError(
+                f"{self.op}: target {self.target!r} — a target is one of {', '.join(LIBRARY_TARGETS)}, "
+                f"for the operators a tuned table decides ({', '.join(TARGETED_OPERATORS)})"
+            )
         if self.op not in LIBRARY_OPERATORS:
             raise UsageError(f"no compiled operator {self.op!r}: the torch API runs {', '.join(LIBRARY_OPERATORS)}")
         if self.dtype not in LIBRARY_DTYPES:
@@ -110,7 +154,8 @@ class KernelKey:
         routing = f"-e{self.experts}-top{self.topk}" if self.op in ROUTED_OPERATORS else ""
         if self.op == "ag-attention":
             routing = f"-h{self.heads}{'-causal' if self.causal else ''}"
-        return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}{routing}-{self.dtype}"
+        target = f"-{self.target}" if self.target else ""
+        return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}"
 
     @property
     def split(self) -> int:
@@ -149,6 +194,7 @@ class KernelKey:
             "--backend",
             self.backend,
             *(["--experts", str(self.experts), "--topk", str(self.topk)] if self.op == "ag-moe" else []),
+            *(["--target", self.target] if self.target else []),
             "--out",
             str(out),
         ]
@@ -199,7 +245,8 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
             f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
             f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
             f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
-            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)} --into <dir>, then copy <dir> here and set OVL_KERNELS=<dir>"
+            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''} --into <dir>, "
+            "then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)
     final = root / key.dirname
