@@ -89,6 +89,9 @@ export function tileNotifyComm(scope: "gpu" | "sys" = "sys"): TlxCommPart {
   };
 }
 
+/** Tiles the producer notifies at a time (`producerTileNotifyComm`): one system-scope fence per batch. */
+export const NOTIFY_BATCH = 1;
+
 /** The producer's lag behind the tiles it notifies, by consumer schedule (see `producerTileNotifyComm`). */
 export function storedLag(consumerSchedule: "cooperative" | "pingpong"): number {
   return consumerSchedule === "pingpong" ? 5 : 3;
@@ -114,11 +117,14 @@ export const STORED_BARRIER = 13;
  * take tiles in turn (ping-pong: a consumer's previous tile is two back, and its epilogue
  * overlaps the other's wgmma chain): `storedLag`.
  */
-export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3): TlxCommPart {
+export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, batch = NOTIFY_BATCH): TlxCommPart {
   if (scope !== "gpu" && scope !== "sys") throw new EmitError("bad-param", `notify scope must be "gpu" or "sys", got ${String(scope)}`);
-  if (!(Number.isInteger(lag) && lag >= 1 && lag <= STORED_DEPTH - 2))
-    throw new EmitError("bad-param", `lag must be an integer in 1..${STORED_DEPTH - 2}, got ${String(lag)}`);
+  if (!(Number.isInteger(batch) && batch >= 1 && batch <= 4))
+    throw new EmitError("bad-param", `batch must be an integer in 1..4, got ${String(batch)}`);
+  if (!(Number.isInteger(lag) && lag >= 1 && lag + batch <= STORED_DEPTH - 1))
+    throw new EmitError("bad-param", `lag must be an integer in 1..${STORED_DEPTH - 1 - batch} (with batch ${batch}), got ${String(lag)}`);
   const tilesLag = lag;
+  const kept = lag + batch - 1;
   const hist = (k: number) => `stored_slot_${k}`;
   const waitGroups = (n: number) =>
     `tl.inline_asm_elementwise("cp.async.bulk.wait_group ${n}; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)`;
@@ -145,21 +151,31 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3): T
       w.line(`stored_bars = tlx.alloc_barriers(num_barriers=${STORED_DEPTH}, arrive_count=${storers})`);
     },
     writeProducerInit(w) {
-      w.comment(`stored_slot_k: the slot of the tile k tiles back (-1: none); the producer notifies a tile ${tilesLag} tiles after it.`);
-      for (let k = 1; k <= tilesLag; k++) w.line(`${hist(k)} = -1`);
+      w.comment(
+        `stored_slot_k: the slot of the tile k tiles back (-1: none); the producer notifies tiles ${tilesLag} tiles after them, ${batch} at a time.`,
+      );
+      for (let k = 1; k <= kept; k++) w.line(`${hist(k)} = -1`);
     },
     // After the tile's loads: the producer would wait for a free ring slot next anyway, so the
     // wait on a long-completed mbarrier and the release add cost the consumers nothing.
     writeAfterLoads(w) {
       w.line("own_tile = (tile_id - tl.program_id(0)) // tl.num_programs(0)");
-      notifyTile(w, `own_tile - ${tilesLag}`, hist(tilesLag));
-      for (let k = tilesLag; k > 1; k--) w.line(`${hist(k)} = ${hist(k - 1)}`);
+      // A batch's first release waits for the producer's memory operations; the ones after it find none.
+      const notifyBatch = (b: PythonWriter) => {
+        for (let k = kept; k >= tilesLag; k--) notifyTile(b, `own_tile - ${k}`, hist(k));
+      };
+      if (batch === 1) notifyBatch(w);
+      else w.block(`if (own_tile + 1) % ${batch} == 0`, notifyBatch);
+      for (let k = kept; k > 1; k--) w.line(`${hist(k)} = ${hist(k - 1)}`);
       w.line(`${hist(1)} = tl.load(notify_ptr + pid_m)`);
     },
     writeProducerExit(w) {
-      w.comment("The tiles still owed, oldest first.");
+      w.comment("The tiles still owed (from the first the loop did not notify), oldest first.");
       w.line("own_tiles = (num_tiles - tl.program_id(0) + tl.num_programs(0) - 1) // tl.num_programs(0)");
-      for (let k = tilesLag; k >= 1; k--) notifyTile(w, `own_tiles - ${k}`, hist(k));
+      w.line(`owed_from = (own_tiles // ${batch}) * ${batch} - ${tilesLag}`);
+      for (let k = kept; k >= 1; k--) {
+        w.block(`if own_tiles - ${k} >= owed_from`, (b) => notifyTile(b, `own_tiles - ${k}`, hist(k)));
+      }
     },
     writeConsumerInit(w) {
       w.line("stored_tile = -1");

@@ -17,6 +17,7 @@ export { EPILOGUE_BARRIER, SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, t
 export { PINGPONG_BARRIERS, tlxGemmPingPong, tlxPingPongSharedBytes, type TlxPingPongParams } from "./compute-pingpong.js";
 export {
   chunkWaitComm,
+  NOTIFY_BATCH,
   producerTileNotifyComm,
   STORED_BARRIER,
   STORED_DEPTH,

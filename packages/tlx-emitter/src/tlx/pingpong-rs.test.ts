@@ -207,6 +207,22 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
       expect(r.expect.tlx_gemm_rs).toContain(NOTIFY_PTX);
       expect(parseWithPython({ k: src }).k).toBe("ok");
     }
+    // Two tiles per release: the producer releases every second tile for the last two, and owes fewer after its loop.
+    const batched = tlxKernel({
+      kind: "k",
+      entry: "k",
+      summary: "s",
+      compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64 }),
+      comm: producerTileNotifyComm("gpu", 3, 2),
+      schedule: groupedTiles({ groupM: 4, ordered: true }),
+    }).source;
+    expect(batched).toContain("if (own_tile + 1) % 2 == 0:");
+    expect(batched).toContain("stored_slot_4 = stored_slot_3");
+    expect(batched).toContain("owed_from = (own_tiles // 2) * 2 - 3");
+    expect(batched.match(/tl\.atomic_add\(sig_ptr \+ stored_slot_\d, 1, sem="release", scope="gpu"\)/g)).toHaveLength(2 + 4);
+    expect(parseWithPython({ k: batched }).k).toBe("ok");
+    expect(codeOf(() => producerTileNotifyComm("sys", 3, 0))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm("sys", 6, 2))).toBe("bad-param");
     expect(codeOf(() => producerTileNotifyComm("sys", 0))).toBe("bad-param");
     expect(codeOf(() => producerTileNotifyComm("sys", STORED_DEPTH - 1))).toBe("bad-param");
     expect(codeOf(() => producerTileNotifyComm("cta" as "gpu"))).toBe("bad-param");

@@ -27,7 +27,7 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
         with tlx.async_task("default"):
             # Producer: per tile, the communication waits, then TMA loads into the ring.
             it = 0
-            # stored_slot_k: the slot of the tile k tiles back (-1: none); the producer notifies a tile 3 tiles after it.
+            # stored_slot_k: the slot of the tile k tiles back (-1: none); the producer notifies tiles 3 tiles after them, 1 at a time.
             stored_slot_1 = -1
             stored_slot_2 = -1
             stored_slot_3 = -1
@@ -66,23 +66,27 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
                 stored_slot_3 = stored_slot_2
                 stored_slot_2 = stored_slot_1
                 stored_slot_1 = tl.load(notify_ptr + pid_m)
-            # The tiles still owed, oldest first.
+            # The tiles still owed (from the first the loop did not notify), oldest first.
             own_tiles = (num_tiles - tl.program_id(0) + tl.num_programs(0) - 1) // tl.num_programs(0)
-            done_tile = own_tiles - 3
-            if done_tile >= 0:
-                tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % 8), (done_tile // 8) & 1)
-                if stored_slot_3 >= 0:
-                    tl.atomic_add(sig_ptr + stored_slot_3, 1, sem="release", scope="gpu")
-            done_tile = own_tiles - 2
-            if done_tile >= 0:
-                tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % 8), (done_tile // 8) & 1)
-                if stored_slot_2 >= 0:
-                    tl.atomic_add(sig_ptr + stored_slot_2, 1, sem="release", scope="gpu")
-            done_tile = own_tiles - 1
-            if done_tile >= 0:
-                tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % 8), (done_tile // 8) & 1)
-                if stored_slot_1 >= 0:
-                    tl.atomic_add(sig_ptr + stored_slot_1, 1, sem="release", scope="gpu")
+            owed_from = (own_tiles // 1) * 1 - 3
+            if own_tiles - 3 >= owed_from:
+                done_tile = own_tiles - 3
+                if done_tile >= 0:
+                    tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % 8), (done_tile // 8) & 1)
+                    if stored_slot_3 >= 0:
+                        tl.atomic_add(sig_ptr + stored_slot_3, 1, sem="release", scope="gpu")
+            if own_tiles - 2 >= owed_from:
+                done_tile = own_tiles - 2
+                if done_tile >= 0:
+                    tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % 8), (done_tile // 8) & 1)
+                    if stored_slot_2 >= 0:
+                        tl.atomic_add(sig_ptr + stored_slot_2, 1, sem="release", scope="gpu")
+            if own_tiles - 1 >= owed_from:
+                done_tile = own_tiles - 1
+                if done_tile >= 0:
+                    tlx.barrier_wait(tlx.local_view(stored_bars, done_tile % 8), (done_tile // 8) & 1)
+                    if stored_slot_1 >= 0:
+                        tl.atomic_add(sig_ptr + stored_slot_1, 1, sem="release", scope="gpu")
         with tlx.async_task(num_warps=4, replicate=2, registers=232):
             # Consumers: wgmma on the ring slots, then the epilogue.
             cid: tl.constexpr = tlx.async_task_replica_id()
