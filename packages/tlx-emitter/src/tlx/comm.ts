@@ -4,8 +4,8 @@
 // CTA pushes this rank's chunks into the peers' buffers and arrives on the peers' slots;
 // the receivers' producers only ever wait on their own slots.
 import { checkBlock, checkPositive } from "../kernels/common.js";
-import { EmitError } from "../writer/index.js";
-import type { PythonWriter } from "../writer/index.js";
+import { EmitError, type PythonWriter } from "../writer/index.js";
+import { bulkStoreWait } from "./library.js";
 import type { EpilogueSync, TlxCommPart } from "./parts.js";
 
 /** PTX of a bounded acquire wait. */
@@ -123,12 +123,15 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
     throw new EmitError("bad-param", `batch must be an integer in 1..4, got ${String(batch)}`);
   if (!(Number.isInteger(lag) && lag >= 1 && lag + batch <= STORED_DEPTH - 1))
     throw new EmitError("bad-param", `lag must be an integer in 1..${STORED_DEPTH - 1 - batch} (with batch ${batch}), got ${String(lag)}`);
-  const tilesLag = lag;
   const kept = lag + batch - 1;
   const hist = (k: number) => `stored_slot_${k}`;
-  const waitGroups = (n: number) =>
-    `tl.inline_asm_elementwise("cp.async.bulk.wait_group ${n}; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)`;
-  const storedBarrier = (sync: EpilogueSync) => (sync.threads === 128 ? sync.barrier : `${STORED_BARRIER} + cid`);
+  // A consumer's report: its stores but the `pending` newest groups complete, its warp group
+  // there, then an arrival for its previous tile.
+  const reportStored = (w: PythonWriter, sync: EpilogueSync, pending: number) => {
+    w.line(bulkStoreWait(pending));
+    w.line(`tlx.named_barrier_wait(${sync.threads === 128 ? sync.barrier : `${STORED_BARRIER} + cid`}, 128)`);
+    w.block("if stored_tile >= 0", (b) => b.line(`tlx.barrier_arrive(tlx.local_view(stored_bars, stored_tile % ${STORED_DEPTH}))`));
+  };
   const notifyTile = (w: PythonWriter, tile: string, slot: string) => {
     w.line(`done_tile = ${tile}`);
     w.block("if done_tile >= 0", (b) => {
@@ -152,7 +155,7 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
     },
     writeProducerInit(w) {
       w.comment(
-        `stored_slot_k: the slot of the tile k tiles back (-1: none); the producer notifies tiles ${tilesLag} tiles after them, ${batch} at a time.`,
+        `stored_slot_k: the slot of the tile k tiles back (-1: none); the producer notifies tiles ${lag} tiles after them, ${batch} at a time.`,
       );
       for (let k = 1; k <= kept; k++) w.line(`${hist(k)} = -1`);
     },
@@ -162,7 +165,7 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
       w.line("own_tile = (tile_id - tl.program_id(0)) // tl.num_programs(0)");
       // A batch's first release waits for the producer's memory operations; the ones after it find none.
       const notifyBatch = (b: PythonWriter) => {
-        for (let k = kept; k >= tilesLag; k--) notifyTile(b, `own_tile - ${k}`, hist(k));
+        for (let k = kept; k >= lag; k--) notifyTile(b, `own_tile - ${k}`, hist(k));
       };
       if (batch === 1) notifyBatch(w);
       else w.block(`if (own_tile + 1) % ${batch} == 0`, notifyBatch);
@@ -172,7 +175,7 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
     writeProducerExit(w) {
       w.comment("The tiles still owed (from the first the loop did not notify), oldest first.");
       w.line("own_tiles = (num_tiles - tl.program_id(0) + tl.num_programs(0) - 1) // tl.num_programs(0)");
-      w.line(`owed_from = (own_tiles // ${batch}) * ${batch} - ${tilesLag}`);
+      w.line(`owed_from = (own_tiles // ${batch}) * ${batch} - ${lag}`);
       for (let k = kept; k >= 1; k--) {
         w.block(`if own_tiles - ${k} >= owed_from`, (b) => notifyTile(b, `own_tiles - ${k}`, hist(k)));
       }
@@ -183,15 +186,11 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
     writeAfterStores(w, sync) {
       checkStoreGroups(sync);
       w.comment("This warp group's previous tile's stores are older than this tile's: tell the producer they are complete.");
-      w.line(waitGroups(sync.storeGroups));
-      w.line(`tlx.named_barrier_wait(${storedBarrier(sync)}, 128)`);
-      w.block("if stored_tile >= 0", (b) => b.line(`tlx.barrier_arrive(tlx.local_view(stored_bars, stored_tile % ${STORED_DEPTH}))`));
+      reportStored(w, sync, sync.storeGroups);
       w.line("stored_tile = (tile_id - tl.program_id(0)) // tl.num_programs(0)");
     },
     writeConsumerExit(w, sync) {
-      w.line(waitGroups(0));
-      w.line(`tlx.named_barrier_wait(${storedBarrier(sync)}, 128)`);
-      w.block("if stored_tile >= 0", (b) => b.line(`tlx.barrier_arrive(tlx.local_view(stored_bars, stored_tile % ${STORED_DEPTH}))`));
+      reportStored(w, sync, 0);
     },
   };
 }

@@ -10,6 +10,14 @@ export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify", "t
 export type TlxDeviceFunction = (typeof TLX_DEVICE_FUNCTIONS)[number];
 
 /**
+ * The statement that waits until at most `pending` of this thread's newest bulk (TMA) store
+ * groups are incomplete (`cp.async.bulk.wait_group <pending>`, an immediate).
+ */
+export function bulkStoreWait(pending: number): string {
+  return `tl.inline_asm_elementwise("cp.async.bulk.wait_group ${pending}; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)`;
+}
+
+/**
  * Write `only` (default: both) of:
  * - `fence_proxy_async(token)`: `fence.proxy.async.global` and the token back. TMA reads
  *   go through the async proxy; the fence orders them after the generic-proxy acquire of
@@ -56,10 +64,7 @@ export function writeTlxLibrary(w: PythonWriter, only: readonly TlxDeviceFunctio
           b.docstring(
             "Release-add 1 to sig[slot] (slot >= 0) once every bulk (TMA) store of this thread but the PENDING newest groups is complete, and every thread of the tile has got there.",
           );
-          const waits = ["0", "1", "2"].map(
-            (n) =>
-              `tl.inline_asm_elementwise("cp.async.bulk.wait_group ${n}; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)`,
-          );
+          const waits = [0, 1, 2].map(bulkStoreWait);
           b.block("if PENDING == 0", (x) => x.line(waits[0]!));
           b.block("elif PENDING == 1", (x) => x.line(waits[1]!));
           b.block("else", (x) => {
