@@ -44,11 +44,11 @@ export interface ComputeSimInput {
   /** Fractional tile slow-down inside a busy interval. */
   readonly slowdown: number;
   /**
-   * A persistent stream-K body (`streamKSplit`): its last wave's tiles run as `split` pieces
-   * on programs of their own, a piece its share of the tile's `kSteps` K steps plus storing
-   * its fp32 partial (`partialMs`); the last piece of a tile then reads the `split` partials back.
+   * A persistent stream-K body (`streamKSplit` of the schedule's tiling): its last wave's tiles
+   * run as `split` pieces on programs of their own, a piece its share of the tile's K steps plus
+   * storing its fp32 partial (`partialMs`); the last piece of a tile then reads the `split` partials back.
    */
-  readonly streamK?: { readonly K: number; readonly kSteps: number; readonly partialMs: number };
+  readonly streamK?: { readonly partialMs: number };
 }
 
 /** Simulate one rank's tiles in its visit order. */
@@ -65,8 +65,10 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
   const waves = new Map<number, { start: number; end: number; tiles: number; freeAt: number; readyAt: number }>();
   let stall = 0;
   const programs = schedule.grid.programs;
-  const cut = persistent && input.streamK !== undefined ? streamKSplit(n, programs, input.streamK.K) : { tail: 0, split: 1 };
+  const { problem, tile } = schedule.tiling;
+  const cut = persistent && input.streamK !== undefined ? streamKSplit(n, programs, problem.K) : { tail: 0, split: 1 };
   const whole = n - cut.tail;
+  const kSteps = Math.ceil(problem.K / tile.BK);
   for (let v = 0; v < n; v++) {
     let ready = 0;
     for (const column of tables.waitSlot) {
@@ -76,7 +78,7 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
     // A whole tile on its program, or the pieces of a tail tile on theirs (units after the whole tiles).
     const units = v < whole ? [v] : Array.from({ length: cut.split }, (_, j) => whole + (v - whole) * cut.split + j);
     const piece = units.length > 1 ? input.streamK! : undefined;
-    const share = piece === undefined ? 1 : Math.ceil(piece.kSteps / cut.split) / piece.kSteps;
+    const share = piece === undefined ? 1 : Math.ceil(kSteps / cut.split) / kSteps;
     let s = Number.POSITIVE_INFINITY;
     let e = 0;
     let last = 0;

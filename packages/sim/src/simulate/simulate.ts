@@ -121,11 +121,8 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
   const startMs = kernel.launchUs * 1e-3;
   const computeSms = hw.smCount - (backend === "sm" ? commSms : 0);
   const comm = { plan: signalled, hardware: hw, backend, commSms, pipelinedLaunch: options.pipelinedLaunch ?? true };
-  const { tile, problem } = schedule.tiling;
-  const streamK =
-    tail === "stream-k"
-      ? { K: problem.K, kSteps: Math.ceil(problem.K / tile.BK), partialMs: (tile.BM * tile.BN * 4) / SM_STORE_BYTES_PER_US / 1e3 }
-      : undefined;
+  const { tile } = schedule.tiling;
+  const streamK = tail === "stream-k" ? { partialMs: (tile.BM * tile.BN * 4) / SM_STORE_BYTES_PER_US / 1e3 } : undefined;
   const computeOf = (rank: number, sms: number, slotReady: (slot: number) => number, busy: Busy, slowdown: number): ComputeTiming =>
     simulateCompute({ schedule, rank: schedule.ranks[rank]!, tileMs: tMs, startMs, sms, slotReady, busy, slowdown, streamK });
   const ranks = plan.ranks.map((r) => r.rank);
