@@ -60,9 +60,8 @@ def bind(case, a, b, c):
             out[name] = torch.full(
                 (arg["size"],), arg["value"], dtype=torch.int32, device="cuda"
             )
-        elif (
-            k == "zeros"
-        ):  # scratch the kernel keeps consistent itself (stream-K partials, tile counts)
+        elif k == "zeros":
+            # Scratch the kernel keeps consistent itself (stream-K partials, tile counts).
             dtype = {"fp32": torch.float32, "int32": torch.int32}[arg["dtype"]]
             out[name] = torch.zeros(arg["size"], dtype=dtype, device="cuda")
         elif k == "error":

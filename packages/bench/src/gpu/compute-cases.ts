@@ -22,7 +22,7 @@ import {
 } from "@ovl/tlx-emitter";
 import { correct, entryConfig, type ComputeResults } from "./compute-table.js";
 import { computeShapes, type ComputeShape } from "./compute-shapes.js";
-import { plainLaunch, previousDefault, type CaseArg, type ComputeBenchFile, type ComputeCase } from "./emit-compute.js";
+import { plainLaunch, previousDefault, zerosArg, type CaseArg, type ComputeBenchFile, type ComputeCase } from "./emit-compute.js";
 
 /** The operator of a shape: split-1 AllGather of A or direct ReduceScatter of C on `world` ranks, the family's base body. */
 export function shapeOperator(s: Pick<ComputeShape, "name" | "op" | "world" | "M" | "N" | "K">): OperatorInput {
@@ -101,9 +101,11 @@ export function emittedCase(
         const which = operand(name, v.name);
         if (which !== undefined) return { name, kind: which };
         if (v.name === r.manifest.signals.buffer) return { name, kind: "signals", size: r.manifest.signals.slots, value: consumer ? 1 : 0 };
-        const scratch = r.manifest.buffers.find((b) => b.name === v.name);
-        if (scratch?.init === "zeros" && (scratch.dtype === "fp32" || scratch.dtype === "int32"))
-          return { name, kind: "zeros", dtype: scratch.dtype, size: scratch.shape.reduce((x, y) => x * y, 1) };
+        const scratch = zerosArg(
+          name,
+          r.manifest.buffers.find((b) => b.name === v.name),
+        );
+        if (scratch !== undefined) return scratch;
         throw new Error(`${label}: buffer ${v.name} is not A, B, C, the signals or zeroed fp32/int32 scratch`);
       }
       case "table":

@@ -18,9 +18,11 @@ import { DEFAULT_TARGET, TARGETS, type TargetName } from "@ovl/primitives";
 import { COMPUTE_BODIES, computeKey, computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "@ovl/sim";
 import {
   builtinBodyPath,
+  STREAM_K_BUFFERS,
   STREAM_K_PARAMS,
   STREAM_K_SLOTS,
   streamKScratch,
+  type Buffer,
   type BuiltinBodyName,
   type WarpSpecialization,
 } from "@ovl/tlx-emitter";
@@ -71,15 +73,23 @@ export interface ComputeBenchFile {
   readonly shapes: readonly (ComputeShape & { readonly dtype: "bf16"; readonly cases: readonly ComputeCase[] })[];
 }
 
+/** Parameter `name` bound to `buffer` when it is zeroed fp32 / int32 scratch (compute_bench.py allocates it zeroed), else undefined. */
+export function zerosArg(name: string, buffer: Buffer | undefined): CaseArg | undefined {
+  if (buffer?.init !== "zeros" || (buffer.dtype !== "fp32" && buffer.dtype !== "int32")) return undefined;
+  return { name, kind: "zeros", dtype: buffer.dtype, size: buffer.shape.reduce((x, y) => x * y, 1) };
+}
+
 /** The scratch arguments of a body with a stream-K tail at `c` (none for other bodies), in parameter order. */
 function streamKArgs(c: ComputeConfig): { readonly pointers: CaseArg[]; readonly sizes: CaseArg[] } {
   if (COMPUTE_BODIES.find((b) => b.name === c.body)?.tail !== "stream-k") return { pointers: [], sizes: [] };
-  const { buffers, bindings } = streamKScratch(Object.values(STREAM_K_PARAMS), c.BM, c.BN);
-  const pointers = [STREAM_K_PARAMS.partials, STREAM_K_PARAMS.counts].map((name): CaseArg => {
-    const b = bindings[name];
-    const buffer = buffers.find((x) => b?.kind === "arg" && b.arg.kind === "buffer" && x.name === b.arg.name)!;
-    return { name, kind: "zeros", dtype: buffer.dtype as "fp32" | "int32", size: buffer.shape.reduce((x, y) => x * y, 1) };
-  });
+  const { buffers } = streamKScratch(Object.values(STREAM_K_PARAMS), c.BM, c.BN);
+  const pointers = (["partials", "counts"] as const).map(
+    (which) =>
+      zerosArg(
+        STREAM_K_PARAMS[which],
+        buffers.find((b) => b.name === STREAM_K_BUFFERS[which]),
+      )!,
+  );
   return { pointers, sizes: [{ name: STREAM_K_PARAMS.slots, kind: "int", value: STREAM_K_SLOTS }] };
 }
 

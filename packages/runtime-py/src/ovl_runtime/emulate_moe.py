@@ -101,15 +101,20 @@ def moe_consumer(ctx: KernelContext) -> None:
         c[slots] = x[slots // k] @ w[e]
 
 
+def _block(sorted_ids: np.ndarray, m: int, g: GatherRows) -> tuple[np.ndarray, np.ndarray]:
+    """Block m's entries of the index table and which of them are valid (not padding)."""
+    entries = sorted_ids[m * g.block_rows : (m + 1) * g.block_rows]
+    return entries, entries < g.limit
+
+
 def _block_entries(sorted_ids: np.ndarray, m: int, g: GatherRows) -> np.ndarray:
     """The positions within block m of its valid entries (the rows of h in block order)."""
-    entries = sorted_ids[m * g.block_rows : (m + 1) * g.block_rows]
-    return np.nonzero(entries < g.limit)[0]
+    return np.nonzero(_block(sorted_ids, m, g)[1])[0]
 
 
 def _block_slots(sorted_ids: np.ndarray, m: int, g: GatherRows) -> np.ndarray:
-    entries = sorted_ids[m * g.block_rows : (m + 1) * g.block_rows]
-    return entries[entries < g.limit].astype(np.int64)
+    entries, valid = _block(sorted_ids, m, g)
+    return entries[valid].astype(np.int64)
 
 
 def moe_producer(ctx: KernelContext) -> None:
