@@ -220,8 +220,8 @@ export function moeRsRunnerKernels(
   // Per tile: the reducer spins beside the producers (few programs, comm stream) and pulls every
   // slot row. Per launch: it follows the local TopK-sum on the compute stream (the producer is
   // done, so it takes every SM) and pulls token rows, k times fewer bytes.
-  const tile_ = notifies === "tile";
-  const pulled = tile_ ? MOE_RS_BUFFERS.partial : MOE_RS_BUFFERS.partialTok;
+  const perTile = notifies === "tile";
+  const pulled = perTile ? MOE_RS_BUFFERS.partial : MOE_RS_BUFFERS.partialTok;
   const programs = Math.max(1, Math.min(reducers, s.reduceItems));
   const params = { experts: s.experts, topk: s.topk, tokens: s.tokens, slabT: s.slabT, world: s.world };
   return [
@@ -240,7 +240,7 @@ export function moeRsRunnerKernels(
         { name: "sig_ptr", value: buffer(SIGNAL_BUFFER) },
         { name: "READY_SLOT", value: int(moeRsReadySlot(s)) },
         { name: "SLOTS", value: int(s.align.slots) },
-        { name: "NOTIFIES", value: int(notifies === "tile" ? s.notifiesPerCover : s.world) },
+        { name: "NOTIFIES", value: int(perTile ? s.notifiesPerCover : s.world) },
         { name: "SLAB_T", value: int(s.slabT) },
         { name: "NUM_SLABS", value: int(s.slabs) },
       ],
@@ -249,7 +249,7 @@ export function moeRsRunnerKernels(
         BLOCK_M: s.align.blockM,
         SLABS_P2: s.slabsP2,
         STEP: MOE_RS_EXPECT_STEP,
-        PER_BLOCK: notifies === "tile",
+        PER_BLOCK: perTile,
       },
       template: { kind: MOE_RS_KINDS.expect, params },
     },
@@ -257,7 +257,7 @@ export function moeRsRunnerKernels(
       name: "moe_topk_reduce_rs",
       entry: "moe_topk_reduce_rs",
       source,
-      ...(tile_
+      ...(perTile
         ? { stream: "comm" as const, grid: [programs] }
         : { stream: "compute" as const, grid: [{ kind: "num-sms" as const, cap: s.reduceItems }] }),
       numWarps: 4,
@@ -276,14 +276,14 @@ export function moeRsRunnerKernels(
         { name: "SLAB_T", value: int(s.slabT) },
         { name: "SLABS_PER_RANK", value: int(s.slabsPerRank) },
         { name: "READY_SLOT", value: int(moeRsReadySlot(s)) },
-        ...(tile_ ? [] : [{ name: "NUM_PROGRAMS", value: { kind: "num-programs" as const } }]),
+        ...(perTile ? [] : [{ name: "NUM_PROGRAMS", value: { kind: "num-programs" as const } }]),
       ],
       constexprs: {
-        TOP_K: tile_ ? s.topk : 1,
+        TOP_K: perTile ? s.topk : 1,
         WORLD: s.world,
         BLOCK_T: BT,
         BLOCK_N: tile.BN,
-        ...(tile_ ? { NUM_PROGRAMS: programs } : {}),
+        ...(perTile ? { NUM_PROGRAMS: programs } : {}),
       },
       template: { kind: MOE_RS_KINDS.reduce, params },
     },
@@ -507,6 +507,8 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
 
   const a = s.align;
   const blocks = kernel.blocks;
+  // The body's A: h in slot order, or (blocks=) in the routing's block order, filled by moe_permute_rows.
+  const hBuffer = blocks === undefined ? MOE_RS_BUFFERS.h : MOE_RS_BUFFERS.hBlocks;
   const buffers: Buffer[] = [
     { name: MOE_RS_BUFFERS.h, shape: [a.slots, I], dtype: o.dtype, symmetric: false, init: "random" },
     ...(blocks === undefined
@@ -540,7 +542,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
   const own = bindGemm(
     names,
     {
-      buffers: { a: blocks === undefined ? MOE_RS_BUFFERS.h : MOE_RS_BUFFERS.hBlocks, b: MOE_RS_BUFFERS.w2, c: MOE_RS_BUFFERS.partial },
+      buffers: { a: hBuffer, b: MOE_RS_BUFFERS.w2, c: MOE_RS_BUFFERS.partial },
       params: { c: kernel.operand },
       ...params,
     },
@@ -567,7 +569,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
       body: op.body.path,
       entry: kernel.entry,
       operator: "moe-rs",
-      a: blocks === undefined ? MOE_RS_BUFFERS.h : MOE_RS_BUFFERS.hBlocks,
+      a: hBuffer,
       aLayout: blocks === undefined ? "slots" : "blocks",
       notifies,
       b: MOE_RS_BUFFERS.w2,
