@@ -67,17 +67,17 @@ def test_a_target_names_the_tuned_table_and_the_directory(tmp_path, monkeypatch)
 
 @needs_cli
 def test_a_targeted_key_compiles_with_that_gpus_table(tmp_path, monkeypatch):
-    # MLP-6's AllGather+GEMM at world 8: the H100 table gives it the stream-K body, the H200 table the whole-wave one.
+    # MLP-1's AllGather+GEMM at world 4 (N 2752): the H100 table gives it the stream-K body, the H200 table the flattened one.
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OVL_KERNELS", "")
     monkeypatch.setenv("OVL_CLI", f"node {CLI}")
     entries = {}
     for target in ("h100", "h200"):
-        key = lib.KernelKey("ag-gemm", 8, 8192, 3696, 8192, target=target)
+        key = lib.KernelKey("ag-gemm", 4, 8192, 2752, 4096, target=target)
         m = lib.manifest_for(key)
         entries[target] = m.kernels[0].entry
         assert lib.find(key) == tmp_path / "cache" / key.dirname / "manifest.json"
-    assert entries == {"h100": "gemm_tma_persistent_streamk", "h200": "gemm_tma_persistent"}
+    assert entries == {"h100": "gemm_tma_persistent_streamk", "h200": "gemm_tma_persistent_flat"}
 
 
 def test_search_path_and_a_missing_kernel_without_a_compiler(tmp_path, monkeypatch):
