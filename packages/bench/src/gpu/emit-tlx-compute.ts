@@ -28,12 +28,19 @@ export interface TlxComputeVariant {
 }
 
 /**
- * The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `e1`: one
- * epilogue store; `pn`: GEMM+RS's tile-done notifies from the producer warp group — with ping-pong
- * consumers that lost 3–20% on an H100, `results/gpu/tlx-producer-notify-h100-2026-11-26/`).
+ * The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `s`: ring
+ * stages; `e1`: one epilogue store, not two half-width ones through one staging slice; `pn`: GEMM+RS's
+ * tile-done notifies from the producer warp group — with ping-pong consumers that lost 3–20% on an
+ * H100, `results/gpu/tlx-producer-notify-h100-2026-11-26/`).
  */
 export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
+  coop128x256s3e1: {
+    tile: { BM: 128, BN: 256, BK: 64 },
+    groupM: 8,
+    options: { stages: 3, consumerSchedule: "cooperative", epilogueSplit: 1 },
+  },
   coop128x256s3: { tile: { BM: 128, BN: 256, BK: 64 }, groupM: 8, options: { stages: 3, consumerSchedule: "cooperative" } },
+  coop128x256s4: { tile: { BM: 128, BN: 256, BK: 64 }, groupM: 8, options: { stages: 4, consumerSchedule: "cooperative" } },
   coop128x128s6: { tile: { BM: 128, BN: 128, BK: 64 }, groupM: 8, options: { stages: 6, consumerSchedule: "cooperative" } },
   pp128x128s6: { tile: { BM: 128, BN: 128, BK: 64 }, groupM: 8, options: { stages: 6, consumerSchedule: "pingpong", epilogueSplit: 2 } },
   pp128x128s5e1: {
@@ -41,10 +48,10 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
     groupM: 8,
     options: { stages: 5, consumerSchedule: "pingpong", epilogueSplit: 1 },
   },
-  coop128x256s3pn: {
+  coop128x256s4pn: {
     tile: { BM: 128, BN: 256, BK: 64 },
     groupM: 8,
-    options: { stages: 3, consumerSchedule: "cooperative" },
+    options: { stages: 4, consumerSchedule: "cooperative" },
     notifier: "producer",
   },
 };

@@ -6,22 +6,21 @@ import { checkBlock, checkPositive } from "../kernels/common.js";
 import { TL_DTYPE } from "../device/index.js";
 import { EmitError } from "../writer/index.js";
 import {
+  checkEpilogueSplit,
   checkRingFits,
   EPILOGUE_BARRIER,
   ringStageBytes,
   SM90_MAX_SHARED_BYTES,
   type TlxGemmParams,
+  writeEpilogueStores,
   writeRingLoads,
   writeRingMmas,
   writeTileCounts,
 } from "./compute.js";
 import type { TlxComputePart } from "./parts.js";
 
-/** Tiling of `tlxGemmPingPong`: each consumer owns a whole `BLOCK_M × BLOCK_N` tile. */
-export interface TlxPingPongParams extends Omit<TlxGemmParams, "consumers"> {
-  /** Column slices the epilogue stores one after the other (1 or 2; default 2): halves the staging tile. */
-  readonly epilogueSplit?: number;
-}
+/** Tiling of `tlxGemmPingPong`: each consumer owns a whole `BLOCK_M × BLOCK_N` tile (`epilogueSplit` as `tlxGemm`'s). */
+export type TlxPingPongParams = Omit<TlxGemmParams, "consumers">;
 
 /** Named barriers of the turn hand-over (ids 9 and 10; 0 is `bar.sync`'s, 8 the communication task's). */
 export const PINGPONG_BARRIERS = [9, 10] as const;
@@ -51,8 +50,7 @@ export function tlxGemmPingPong(params: TlxPingPongParams): TlxComputePart {
   const BLOCK_N = checkBlock(params.BLOCK_N, "BLOCK_N", 16, 256);
   const BLOCK_K = checkBlock(params.BLOCK_K, "BLOCK_K", 16, 128);
   const stages = checkPositive(params.stages ?? 4, "stages");
-  const split = params.epilogueSplit ?? 2;
-  if (split !== 1 && split !== 2) throw new EmitError("bad-param", `epilogueSplit must be 1 or 2, got ${String(split)}`);
+  const split = checkEpilogueSplit(params.epilogueSplit ?? 2);
   const accumulatorRegisters = (BLOCK_M * BLOCK_N) / 128;
   if (accumulatorRegisters > 128) {
     throw new EmitError(
@@ -107,14 +105,7 @@ export function tlxGemmPingPong(params: TlxPingPongParams): TlxComputePart {
         t.line("acc = tlx.async_dot_wait(0, acc)");
         t.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))");
         t.comment("Epilogue (overlaps the other consumer's wgmma chain): TMA stores of EPILOGUE_SPLIT column slices.");
-        if (split === 2) {
-          t.line("halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, EPI_N)), (0, 2, 1))");
-          t.line("acc0, acc1 = tl.split(halves)");
-          t.line(`c_desc.store([offs_am, offs_bn], acc0.to(${tl}))`);
-          t.line(`c_desc.store([offs_am, offs_bn + EPI_N], acc1.to(${tl}))`);
-        } else {
-          t.line(`c_desc.store([offs_am, offs_bn], acc.to(${tl}))`);
-        }
+        writeEpilogueStores(t, "BLOCK_M", "offs_am", split, tl);
         afterStores?.(t);
       });
       w.block("else", (e) => e.line("it += k_tiles"));

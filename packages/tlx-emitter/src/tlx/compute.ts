@@ -20,15 +20,44 @@ export interface TlxGemmParams {
   readonly consumerRegisters?: number;
   /** Element type (bf16 or fp16: wgmma operands of 2 bytes). */
   readonly dtype?: ElementType;
+  /**
+   * Column slices each consumer's epilogue stores one after the other through one staging
+   * slice (1 or 2; default 2): halves the staging tile, which leaves shared memory for a
+   * fourth ring stage at 128×256×64.
+   */
+  readonly epilogueSplit?: number;
 }
 
 /**
  * Shared memory a `tlxGemm` takes, in bytes: the A and B stages of the ring plus the
- * staging tile of the TMA-store epilogue (`BLOCK_M × BLOCK_N`); barriers add a few hundred
- * bytes (fbtriton 3.7.4 reports 213152 B at 128×256×64, 3 stages).
+ * staging slices of the TMA-store epilogue (`BLOCK_M × BLOCK_N / epilogueSplit`); barriers
+ * add a few hundred bytes (fbtriton 3.7.4 reports 213152 B at 128×256×64, 3 stages, one
+ * slice; 229688 B with 4 stages and two).
  */
 export function tlxGemmSharedBytes(p: TlxGemmParams): number {
-  return (p.stages ?? 3) * ringStageBytes(p) + p.BLOCK_M * p.BLOCK_N * 2;
+  return (p.stages ?? 3) * ringStageBytes(p) + p.BLOCK_M * (p.BLOCK_N / (p.epilogueSplit ?? 2)) * 2;
+}
+
+/** `epilogueSplit` checked (1 or 2). @throws {EmitError} `bad-param`. */
+export function checkEpilogueSplit(split: number): 1 | 2 {
+  if (split !== 1 && split !== 2) throw new EmitError("bad-param", `epilogueSplit must be 1 or 2, got ${String(split)}`);
+  return split;
+}
+
+/**
+ * A consumer's epilogue stores of its `rows` × BLOCK_N accumulator at rows `offsM`: one TMA
+ * store, or (`split` 2) the left and right `EPI_N`-column halves one after the other, which
+ * Triton stages through one shared slice (each store waits until the last has read it).
+ */
+export function writeEpilogueStores(w: PythonWriter, rows: string, offsM: string, split: 1 | 2, tl: string): void {
+  if (split === 1) {
+    w.line(`c_desc.store([${offsM}, offs_bn], acc.to(${tl}))`);
+    return;
+  }
+  w.line(`halves = tl.permute(tl.reshape(acc, (${rows}, 2, EPI_N)), (0, 2, 1))`);
+  w.line("acc0, acc1 = tl.split(halves)");
+  w.line(`c_desc.store([${offsM}, offs_bn], acc0.to(${tl}))`);
+  w.line(`c_desc.store([${offsM}, offs_bn + EPI_N], acc1.to(${tl}))`);
 }
 
 /** `num_pid_m`, `num_pid_n`, `num_tiles` and `k_tiles` of the GEMM (every compute part's setup ends with them). */
@@ -126,31 +155,33 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   const BLOCK_K = checkBlock(params.BLOCK_K, "BLOCK_K", 16, 128);
   const stages = checkPositive(params.stages ?? 3, "stages");
   const consumers = checkPositive(params.consumers ?? 2, "consumers");
+  const split = checkEpilogueSplit(params.epilogueSplit ?? 2);
   if (BLOCK_M % consumers !== 0 || (BLOCK_M / consumers) % 64 !== 0) {
     throw new EmitError(
       "bad-param",
       `BLOCK_M (${BLOCK_M}) must split into ${consumers} consumer slices of a multiple of 64 rows (one wgmma M per warp group)`,
     );
   }
-  checkRingFits({ BLOCK_M, BLOCK_N, BLOCK_K }, stages, tlxGemmSharedBytes({ ...params, stages }), SM90_MAX_SHARED_BYTES);
+  checkRingFits({ BLOCK_M, BLOCK_N, BLOCK_K }, stages, tlxGemmSharedBytes({ ...params, stages, epilogueSplit: split }), SM90_MAX_SHARED_BYTES);
   const tl = TL_DTYPE[dtype];
   const stageBytes = ringStageBytes({ BLOCK_M, BLOCK_N, BLOCK_K });
   return {
     name: "tlx-gemm",
     args: ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"],
-    constexprs: { BLOCK_M, BLOCK_N, BLOCK_K, NUM_STAGES: stages, NUM_CONSUMERS: consumers },
+    constexprs: { BLOCK_M, BLOCK_N, BLOCK_K, NUM_STAGES: stages, NUM_CONSUMERS: consumers, EPILOGUE_SPLIT: split },
     expect: ["wgmma\\.mma_async", "mbarrier\\.try_wait", "cp\\.async\\.bulk\\.tensor", "setmaxnreg"],
     consumers,
     consumerRegisters: params.consumerRegisters ?? 232,
     accumulatorRegisters: ((BLOCK_M / consumers) * BLOCK_N) / 128,
-    // Every consumer stores a slice of each tile (one TMA store): all of them sync, consumer 0 speaks for it.
-    epilogueSync: { barrier: String(EPILOGUE_BARRIER), threads: 128 * consumers, leader: "cid == 0", storeGroups: 1 },
+    // Every consumer stores a slice of each tile (EPILOGUE_SPLIT TMA stores): all of them sync, consumer 0 speaks for it.
+    epilogueSync: { barrier: String(EPILOGUE_BARRIER), threads: 128 * consumers, leader: "cid == 0", storeGroups: split },
     dtype,
     writeSetup(w) {
       w.line("SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS");
+      w.line("EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT");
       w.line("a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])");
       w.line("b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])");
-      w.line("c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, BLOCK_N])");
+      w.line("c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, EPI_N])");
       w.line(`a_ring = tlx.local_alloc((SPLIT_M, BLOCK_K), ${tl}, NUM_STAGES * NUM_CONSUMERS)`);
       w.line(`b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), ${tl}, NUM_STAGES)`);
       w.line("full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
@@ -172,8 +203,8 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       writeRingMmas(w, "stage * NUM_CONSUMERS + cid");
       w.line("acc = tlx.async_dot_wait(0, acc)");
       w.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))");
-      w.comment("Epilogue: this consumer's rows of the tile, by TMA store.");
-      w.line(`c_desc.store([offs_am + cid * SPLIT_M, offs_bn], acc.to(${tl}))`);
+      w.comment("Epilogue: this consumer's rows of the tile, by EPILOGUE_SPLIT TMA stores.");
+      writeEpilogueStores(w, "SPLIT_M", "offs_am + cid * SPLIT_M", split, tl);
       afterStores?.(w);
     },
   };

@@ -40,7 +40,7 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
    * kernel: tcgen05 MMAs into TMEM accumulators; it is compiled, not run.
    */
   readonly target?: TlxTarget;
-  /** Ring depth (default 3 at 128×256×64 on sm_90a: 4 exceed shared memory; default 4 on sm_100a). */
+  /** Ring depth (default 3 on sm_90a, where 128×256×64 takes 4 beside a split epilogue; default 4 on sm_100a). */
   readonly stages?: number;
   /** Consumer warp groups (default 2). */
   readonly consumers?: number;
@@ -52,7 +52,7 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
    * whole tiles in turn; one's epilogue overlaps the other's wgmma chain; `tlxGemmPingPong`).
    */
   readonly consumerSchedule?: "cooperative" | "pingpong";
-  /** Ping-pong: column slices of the epilogue's TMA stores (1 or 2; default 2). */
+  /** Column slices of each consumer's epilogue TMA stores, one staging slice between them (1 or 2; default 2). */
   readonly epilogueSplit?: number;
   /**
    * GEMM+RS: who issues a tile's tile-done notify — `consumers` (default: the warp groups that
@@ -232,10 +232,7 @@ export function emitTlxGemm(
 export function hopperGemmPart(tile: { BM: number; BN: number; BK: number }, dtype: ElementType, options: TlxEmitOptions): TlxComputePart {
   const schedule = options.consumerSchedule ?? "cooperative";
   const blocks = { BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype };
-  if (schedule === "cooperative") {
-    if (options.epilogueSplit !== undefined) throw new EmitError("bad-param", "epilogueSplit applies to the ping-pong consumers only");
-    return tlxGemm({ ...blocks, ...stagesOf(options) });
-  }
+  if (schedule === "cooperative") return tlxGemm({ ...blocks, ...stagesOf(options) });
   if (schedule !== "pingpong")
     throw new EmitError("bad-param", `consumerSchedule must be "cooperative" or "pingpong", got ${String(schedule)}`);
   if (options.consumers !== undefined && options.consumers !== 2)
@@ -248,11 +245,12 @@ export function hopperGemmPart(tile: { BM: number; BN: number; BK: number }, dty
   });
 }
 
-function stagesOf(o: TlxEmitOptions): { stages?: number; consumers?: number; consumerRegisters?: number } {
+function stagesOf(o: TlxEmitOptions): { stages?: number; consumers?: number; consumerRegisters?: number; epilogueSplit?: number } {
   return {
     ...(o.stages === undefined ? {} : { stages: o.stages }),
     ...(o.consumers === undefined ? {} : { consumers: o.consumers }),
     ...(o.consumerRegisters === undefined ? {} : { consumerRegisters: o.consumerRegisters }),
+    ...(o.epilogueSplit === undefined ? {} : { epilogueSplit: o.epilogueSplit }),
   };
 }
 

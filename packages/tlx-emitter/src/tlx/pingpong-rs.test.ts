@@ -95,7 +95,7 @@ describe("ping-pong consumers", () => {
     expect(
       codeOf(() => emitTlxGemm({ M: 512, N: 384, K: 256 }, { BM: 128, BN: 128, BK: 64 }, { consumerSchedule: "pingpong", consumers: 3 })),
     ).toBe("bad-param");
-    expect(codeOf(() => emitTlxGemm({ M: 512, N: 384, K: 256 }, undefined, { epilogueSplit: 2 }))).toBe("bad-param");
+    expect(codeOf(() => emitTlxGemm({ M: 512, N: 384, K: 256 }, undefined, { epilogueSplit: 3 }))).toBe("bad-param");
     expect(codeOf(() => emitTlxGemm({ M: 512, N: 384, K: 256 }, undefined, { target: "sm_100a", consumerSchedule: "pingpong" }))).toBe(
       "bad-param",
     );
@@ -127,7 +127,8 @@ describe("ping-pong consumers", () => {
 describe("tile-done notifies (GEMM+RS producer)", () => {
   it("are deferred by one tile: the previous tile's slot after this tile's stores, the last one after the loop", () => {
     for (const [consumerSchedule, epilogueSplit, pending, barrier, threads, leader] of [
-      ["cooperative", undefined, 1, `${EPILOGUE_BARRIER}`, 256, "cid == 0"],
+      ["cooperative", undefined, 2, `${EPILOGUE_BARRIER}`, 256, "cid == 0"],
+      ["cooperative", 1, 1, `${EPILOGUE_BARRIER}`, 256, "cid == 0"],
       ["pingpong", 2, 2, `${EPILOGUE_BARRIER} + cid`, 128, "True"],
       ["pingpong", 1, 1, `${EPILOGUE_BARRIER} + cid`, 128, "True"],
     ] as const) {
@@ -164,7 +165,8 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
     expect(lib).toContain("cp.async.bulk.wait_group 2; mov.b32 $0, 0;");
     expect(lib.indexOf("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)")).toBeLessThan(lib.indexOf("tl.atomic_add"));
     expect(lib).toContain('tl.atomic_add(sig_ptr + slot, 1, sem="release", scope=SCOPE)');
-    expect(k.source).toContain('"gpu", 1)');
+    // Two column slices a tile (the default split): the previous tile's slot once all but this tile's two store groups are done.
+    expect(k.source).toContain('"gpu", 2)');
     expect(k.info.args).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "notify_ptr", "sig_ptr", "order_ptr"]);
     expect(codeOf(() => tileNotifyComm("cta" as "gpu"))).toBe("bad-param");
     const tooMany = tileNotifyComm();
@@ -175,7 +177,7 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
 
   it("from the producer: consumers arrive on a ring of mbarriers once a tile's stores are complete, the producer notifies lag tiles later", () => {
     for (const [consumerSchedule, storers, pending, sync] of [
-      ["cooperative", 2, 1, `${STORED_BARRIER} + cid`],
+      ["cooperative", 2, 2, `${STORED_BARRIER} + cid`],
       ["pingpong", 1, 2, `${EPILOGUE_BARRIER} + cid`],
     ] as const) {
       const plan = rsPlan(2, 512, 256, 2);

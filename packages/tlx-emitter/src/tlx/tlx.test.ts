@@ -153,8 +153,12 @@ describe("TLX kernels", () => {
     expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, dtype: "fp32" }))).toBe("bad-param");
     expect(codeOf(() => tlxGemm({ BLOCK_M: 96, BLOCK_N: 128, BLOCK_K: 64 }))).toBe("bad-param");
     expect(codeOf(() => tlxGemm({ BLOCK_M: 64, BLOCK_N: 128, BLOCK_K: 64, consumers: 2 }))).toBe("bad-param");
-    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4 }))).toBe("bad-param");
-    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 3 }))).toBeUndefined();
+    // 128x256x64: a fourth stage fits only beside the half-width staging slice of the split epilogue (the default).
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4, epilogueSplit: 1 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4 }))).toBeUndefined();
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 5 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 3, epilogueSplit: 1 }))).toBeUndefined();
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, epilogueSplit: 4 }))).toBe("bad-param");
     const wide = tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, consumerRegisters: 208 });
     const spec = { kind: "k", entry: "k", summary: "k", schedule: groupedTiles({ groupM: 8, ordered: true }) };
     // 16 warps cap ptxas at 128 registers; a 64x256 fp32 accumulator alone needs 128.

@@ -15,11 +15,12 @@ def fence_proxy_async(token):
 
 
 @triton.jit
-def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, target, timeout_ns, order_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, GROUP_M: tl.constexpr):
+def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, target, timeout_ns, order_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
     SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS
+    EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, EPI_N])
     a_ring = tlx.local_alloc((SPLIT_M, BLOCK_K), tl.bfloat16, NUM_STAGES * NUM_CONSUMERS)
     b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), tl.bfloat16, NUM_STAGES)
     full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
@@ -101,5 +102,8 @@ def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, 
                     it += 1
                 acc = tlx.async_dot_wait(0, acc)
                 tlx.barrier_arrive(tlx.local_view(empty_bars, prev))
-                # Epilogue: this consumer's rows of the tile, by TMA store.
-                c_desc.store([offs_am + cid * SPLIT_M, offs_bn], acc.to(tl.bfloat16))
+                # Epilogue: this consumer's rows of the tile, by EPILOGUE_SPLIT TMA stores.
+                halves = tl.permute(tl.reshape(acc, (SPLIT_M, 2, EPI_N)), (0, 2, 1))
+                acc0, acc1 = tl.split(halves)
+                c_desc.store([offs_am + cid * SPLIT_M, offs_bn], acc0.to(tl.bfloat16))
+                c_desc.store([offs_am + cid * SPLIT_M, offs_bn + EPI_N], acc1.to(tl.bfloat16))
