@@ -162,7 +162,12 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       `BLOCK_M (${BLOCK_M}) must split into ${consumers} consumer slices of a multiple of 64 rows (one wgmma M per warp group)`,
     );
   }
-  checkRingFits({ BLOCK_M, BLOCK_N, BLOCK_K }, stages, tlxGemmSharedBytes({ ...params, stages, epilogueSplit: split }), SM90_MAX_SHARED_BYTES);
+  checkRingFits(
+    { BLOCK_M, BLOCK_N, BLOCK_K },
+    stages,
+    tlxGemmSharedBytes({ ...params, stages, epilogueSplit: split }),
+    SM90_MAX_SHARED_BYTES,
+  );
   const tl = TL_DTYPE[dtype];
   const stageBytes = ringStageBytes({ BLOCK_M, BLOCK_N, BLOCK_K });
   return {

@@ -20,12 +20,15 @@ import {
   tlxBlackwellExamples,
   tlxBlackwellKernel,
   tlxExamples,
+  SM90_MAX_SHARED_BYTES,
   tlxGemm,
   tlxGemmBlackwell,
   tlxGemmBlackwellSharedBytes,
+  tlxGemmSharedBytes,
   tlxKernel,
 } from "./index.js";
 import { codeOf } from "../testing/errors.js";
+import { PythonWriter } from "../writer/index.js";
 
 const TILE = { BM: 128, BN: 128, BK: 64 };
 
@@ -174,6 +177,39 @@ describe("TLX kernels", () => {
       codeOf(() => tlxKernel({ ...spec, compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64, consumerRegisters: 230 }) })),
     ).toBe("bad-param");
     expect(codeOf(() => pushCommTask({ barrierId: 16 }))).toBe("bad-param");
+  });
+
+  it("property: the cooperative GEMM is refused exactly when its ring and staging slices exceed shared memory; its epilogue stores EPILOGUE_SPLIT slices", () => {
+    const pow2 = (lo: number, hi: number) => fc.integer({ min: Math.log2(lo), max: Math.log2(hi) }).map((e) => 2 ** e);
+    fc.assert(
+      fc.property(
+        fc.record({
+          BM: pow2(128, 256),
+          BN: pow2(16, 256),
+          BK: pow2(16, 128),
+          stages: fc.integer({ min: 1, max: 8 }),
+          split: fc.constantFrom(1, 2),
+        }),
+        ({ BM, BN, BK, stages, split }) => {
+          const p = { BLOCK_M: BM, BLOCK_N: BN, BLOCK_K: BK, stages, epilogueSplit: split };
+          const fits = tlxGemmSharedBytes(p) <= SM90_MAX_SHARED_BYTES;
+          expect(codeOf(() => tlxGemm(p))).toBe(fits ? undefined : "bad-param");
+          if (!fits) return;
+          const part = tlxGemm(p);
+          expect(part.constexprs.EPILOGUE_SPLIT).toBe(split);
+          expect(part.epilogueSync.storeGroups).toBe(split);
+          const w = new PythonWriter();
+          part.writeConsumerTile(w);
+          expect(w.toString().match(/c_desc\.store\(/g)).toHaveLength(split);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // The split halves the staging: 128x256x64 at four stages fits with it, not without.
+    expect(tlxGemmSharedBytes({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4 })).toBeLessThanOrEqual(SM90_MAX_SHARED_BYTES);
+    expect(tlxGemmSharedBytes({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4, epilogueSplit: 1 })).toBeGreaterThan(
+      SM90_MAX_SHARED_BYTES,
+    );
   });
 });
 
