@@ -93,8 +93,8 @@ export interface Operator {
   /**
    * TLX backend only: how the warp-specialised GEMM's two consumer warp groups share tiles
    * (`cooperative`: half of every tile each; `pingpong`: whole tiles in turn), its ring
-   * depth and the epilogue's column slices (ping-pong). The tuned table's TLX entry fills
-   * it when the operator names no tile; default cooperative, 3 stages.
+   * depth and the epilogue's column slices. The tuned table's TLX entry fills
+   * it when the operator names no tile; default cooperative, the deepest ring up to 4 that fits (`defaultStages`).
    */
   readonly warpSpecialization?: WarpSpecialization;
 }

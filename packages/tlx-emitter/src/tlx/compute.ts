@@ -12,7 +12,7 @@ export interface TlxGemmParams {
   readonly BLOCK_M: number;
   readonly BLOCK_N: number;
   readonly BLOCK_K: number;
-  /** Ring depth: stages of A/B in shared memory (default 3). */
+  /** Ring depth: stages of A/B in shared memory (default `defaultStages`: the deepest ring up to 4 that fits). */
   readonly stages?: number;
   /** Consumer warp groups; each owns `BLOCK_M / consumers` rows of the tile (default 2). */
   readonly consumers?: number;
@@ -35,7 +35,21 @@ export interface TlxGemmParams {
  * slice; 229688 B with 4 stages and two).
  */
 export function tlxGemmSharedBytes(p: TlxGemmParams): number {
-  return (p.stages ?? 3) * ringStageBytes(p) + p.BLOCK_M * (p.BLOCK_N / (p.epilogueSplit ?? 2)) * 2;
+  return (p.stages ?? defaultStages(p)) * ringStageBytes(p) + p.BLOCK_M * (p.BLOCK_N / (p.epilogueSplit ?? 2)) * 2;
+}
+
+/** The most stages a cooperative GEMM's ring takes by default. */
+export const MAX_DEFAULT_STAGES = 4;
+
+/**
+ * The ring depth of a `tlxGemm` that names none: the deepest ring of at most
+ * `MAX_DEFAULT_STAGES` stages that fits shared memory beside the epilogue's staging (4 at
+ * 128×256×64 with the split epilogue, which gained over 3 on an H100 and an H200:
+ * `packages/bench/results/gpu/epilogue-split-2026-11-27/`); 1 when none fits (then refused).
+ */
+export function defaultStages(p: Omit<TlxGemmParams, "stages">): number {
+  for (let s = MAX_DEFAULT_STAGES; s > 1; s--) if (tlxGemmSharedBytes({ ...p, stages: s }) <= SM90_MAX_SHARED_BYTES) return s;
+  return 1;
 }
 
 /** `epilogueSplit` checked (1 or 2). @throws {EmitError} `bad-param`. */
@@ -153,7 +167,7 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   const BLOCK_M = checkBlock(params.BLOCK_M, "BLOCK_M", 64, 256);
   const BLOCK_N = checkBlock(params.BLOCK_N, "BLOCK_N", 16, 256);
   const BLOCK_K = checkBlock(params.BLOCK_K, "BLOCK_K", 16, 128);
-  const stages = checkPositive(params.stages ?? 3, "stages");
+  const stages = checkPositive(params.stages ?? defaultStages(params), "stages");
   const consumers = checkPositive(params.consumers ?? 2, "consumers");
   const split = checkEpilogueSplit(params.epilogueSplit ?? 2);
   if (BLOCK_M % consumers !== 0 || (BLOCK_M / consumers) % 64 !== 0) {

@@ -40,7 +40,7 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
    * kernel: tcgen05 MMAs into TMEM accumulators; it is compiled, not run.
    */
   readonly target?: TlxTarget;
-  /** Ring depth (default 3 on sm_90a, where 128×256×64 takes 4 beside a split epilogue; default 4 on sm_100a). */
+  /** Ring depth (default on sm_90a: the deepest ring up to 4 that fits, `defaultStages`; default 4 on sm_100a). */
   readonly stages?: number;
   /** Consumer warp groups (default 2). */
   readonly consumers?: number;

@@ -13,7 +13,15 @@ export {
   type TlxSchedulePart,
   type TlxTask,
 } from "./parts.js";
-export { EPILOGUE_BARRIER, SM90_MAX_SHARED_BYTES, tlxGemm, tlxGemmSharedBytes, type TlxGemmParams } from "./compute.js";
+export {
+  defaultStages,
+  EPILOGUE_BARRIER,
+  MAX_DEFAULT_STAGES,
+  SM90_MAX_SHARED_BYTES,
+  tlxGemm,
+  tlxGemmSharedBytes,
+  type TlxGemmParams,
+} from "./compute.js";
 export { PINGPONG_BARRIERS, tlxGemmPingPong, tlxPingPongSharedBytes, type TlxPingPongParams } from "./compute-pingpong.js";
 export {
   chunkWaitComm,

@@ -8,9 +8,11 @@ import { checkSegmentAlignment } from "../kernels/index.js";
 import {
   chunkWaitComm,
   clcTiles,
+  defaultStages,
   emitTlxAgGemm,
   emitTlxGemm,
   groupedTiles,
+  MAX_DEFAULT_STAGES,
   mergeParams,
   noComm,
   PUSH_ROW_FIELDS,
@@ -205,7 +207,11 @@ describe("TLX kernels", () => {
       ),
       { numRuns: 200 },
     );
-    // The split halves the staging: 128x256x64 at four stages fits with it, not without.
+    // The split halves the staging: 128x256x64 at four stages fits with it, not without; the default ring is the deepest up to 4 that fits.
+    expect(defaultStages({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64 })).toBe(4);
+    expect(defaultStages({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, epilogueSplit: 1 })).toBe(3);
+    expect(defaultStages({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 128 })).toBe(2);
+    expect(defaultStages({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 })).toBe(MAX_DEFAULT_STAGES);
     expect(tlxGemmSharedBytes({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4 })).toBeLessThanOrEqual(SM90_MAX_SHARED_BYTES);
     expect(tlxGemmSharedBytes({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4, epilogueSplit: 1 })).toBeGreaterThan(
       SM90_MAX_SHARED_BYTES,
@@ -308,8 +314,10 @@ describe("emitTlxGemm", () => {
       BLOCK_M: 128,
       BLOCK_N: 256,
       BLOCK_K: 64,
-      NUM_STAGES: 3,
+      // The deepest ring up to 4 that fits beside the split epilogue's staging slice.
+      NUM_STAGES: 4,
       NUM_CONSUMERS: 2,
+      EPILOGUE_SPLIT: 2,
       GROUP_M: 8,
     });
     expect(r.expect.tlx_gemm).not.toContain("ld\\.global\\.acquire\\.sys");
