@@ -208,7 +208,7 @@ export async function gemmArCases(
 /**
  * The TLX backend's cases of one world: AllGather+GEMM (swizzled push plan, split 2) and
  * GEMM+RS (direct, split 2; copy engine and SM pushes; tile-done notifies from the consumers
- * and from the producer warp group), each with cooperative (128×256×64, 3 stages) and ping-pong
+ * and from the producer warp group), each with cooperative (128×256×64, 4 stages, two epilogue stores) and ping-pong
  * (128×128×64, 5 stages, two epilogue stores) consumers.
  */
 export async function tlxOneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
@@ -216,7 +216,7 @@ export async function tlxOneGpuCases(world: number, M: number, N: number, K: num
   const tag = `w${world}`;
   const cases: Record<string, EmitResult> = {};
   const consumers = {
-    coop: { tile: { BM: 128, BN: 256, BK: 64 }, ws: { consumerSchedule: "cooperative" as const, stages: 3 } },
+    coop: { tile: { BM: 128, BN: 256, BK: 64 }, ws: { consumerSchedule: "cooperative" as const, stages: 4 } },
     pp: { tile: { BM: 128, BN: 128, BK: 64 }, ws: { consumerSchedule: "pingpong" as const, stages: 5, epilogueSplit: 2 } },
   };
   const ag = agPlan(world, M, K);
