@@ -28,8 +28,8 @@ export interface TlxComputeVariant {
 }
 
 /**
- * The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `s`: ring
- * stages; `e1`: one epilogue store, not two half-width ones through one staging slice; `pn`: GEMM+RS's
+ * The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `k`: BLOCK_K
+ * where not 64; `s`: ring stages; `e1`: one epilogue store, not two half-width ones through one staging slice; `pn`: GEMM+RS's
  * tile-done notifies from the producer warp group — with ping-pong consumers that lost 3–20% on an
  * H100, `results/gpu/tlx-producer-notify-h100-2026-11-26/`).
  */
@@ -47,6 +47,13 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
     tile: { BM: 128, BN: 128, BK: 64 },
     groupM: 8,
     options: { stages: 5, consumerSchedule: "pingpong", epilogueSplit: 1 },
+  },
+  // BK 32: no half-empty last k-step where K is an odd multiple of 32 (rs_mlp1_w8's 1376).
+  coop128x256k32s8pn: {
+    tile: { BM: 128, BN: 256, BK: 32 },
+    groupM: 8,
+    options: { stages: 8, consumerSchedule: "cooperative" },
+    notifier: "producer",
   },
   coop128x256s4pn: {
     tile: { BM: 128, BN: 256, BK: 64 },
