@@ -29,6 +29,7 @@ import {
   tlxGemmSharedBytes,
   tlxKernel,
 } from "./index.js";
+import { powerOfTwo } from "../testing/arbitraries.js";
 import { codeOf } from "../testing/errors.js";
 import { PythonWriter } from "../writer/index.js";
 
@@ -182,13 +183,12 @@ describe("TLX kernels", () => {
   });
 
   it("property: the cooperative GEMM is refused exactly when its ring and staging slices exceed shared memory; its epilogue stores EPILOGUE_SPLIT slices", () => {
-    const pow2 = (lo: number, hi: number) => fc.integer({ min: Math.log2(lo), max: Math.log2(hi) }).map((e) => 2 ** e);
     fc.assert(
       fc.property(
         fc.record({
-          BM: pow2(128, 256),
-          BN: pow2(16, 256),
-          BK: pow2(16, 128),
+          BM: powerOfTwo(128, 256),
+          BN: powerOfTwo(16, 256),
+          BK: powerOfTwo(16, 128),
           stages: fc.integer({ min: 1, max: 8 }),
           split: fc.constantFrom(1, 2),
         }),
