@@ -32,7 +32,7 @@ export interface TlxGemmParams {
  * Shared memory a `tlxGemm` takes, in bytes: the A and B stages of the ring plus the
  * staging slices of the TMA-store epilogue (`BLOCK_M × BLOCK_N / epilogueSplit`); barriers
  * add a few hundred bytes (fbtriton 3.7.4 reports 213152 B at 128×256×64, 3 stages, one
- * slice; 229688 B with 4 stages and two).
+ * slice; 229544 B with 4 stages and two).
  */
 export function tlxGemmSharedBytes(p: TlxGemmParams): number {
   return (p.stages ?? defaultStages(p)) * ringStageBytes(p) + p.BLOCK_M * (p.BLOCK_N / (p.epilogueSplit ?? 2)) * 2;
