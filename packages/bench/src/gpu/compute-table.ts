@@ -156,7 +156,7 @@ function tlxEntry(c: ResultCase & { ms: number; warpSpecialization: WarpSpeciali
     BK: c.config.BK,
     groupM: c.config.groupM,
     stages: w.stages ?? c.config.numStages,
-    ...(w.epilogueSplit === 1 || w.epilogueSplit === 2 ? { epilogueSplit: w.epilogueSplit } : {}),
+    ...(w.epilogueSplit === 1 || w.epilogueSplit === 2 || w.epilogueSplit === 4 ? { epilogueSplit: w.epilogueSplit } : {}),
     ...(w.notifier === undefined ? {} : { notifier: w.notifier }),
     ms: Number(c.ms.toFixed(4)),
   };
@@ -175,6 +175,7 @@ export function withTlx(table: ComputeConfigTable, results: ComputeResults, sour
   if (!table.device.startsWith(results.device))
     throw new Error(`the ${table.target} table was measured on ${table.device}, these results on ${results.device}`);
   let covered = 0;
+  const coveredOps = new Set<string>();
   const entries = table.entries.map((e) => {
     const s = results.shapes.find((x) => x.op === e.op && x.M === e.M && x.N === e.N && x.K === e.K && x.dtype === e.dtype);
     if (s === undefined) return e;
@@ -185,6 +186,7 @@ export function withTlx(table: ComputeConfigTable, results: ComputeResults, sour
     if ((Object.keys(own) as (keyof ComputeConfig)[]).some((k) => tuned.config[k] !== own[k]))
       throw new Error(`${s.name}: the run's tuned kernel (${tuned.label}) is not the table's entry; emit the bench from this table`);
     covered += 1;
+    coveredOps.add(e.op);
     return { ...e, ms: Number(tuned.ms.toFixed(4)), cublasMs: Number(s.cublas.ms.toFixed(4)), tlx: tlxEntry(t) };
   });
   const date = source.match(/\d{4}-\d{2}-\d{2}/)?.[0] ?? table.measured;
@@ -192,12 +194,30 @@ export function withTlx(table: ComputeConfigTable, results: ComputeResults, sour
   return parseComputeConfigs({
     ...table,
     measured: [table.measured, date].sort().at(-1),
-    source: `${table.source
-      .split("; ")
-      .filter((p) => !p.endsWith(TLX_SOURCE))
-      .join("; ")}; ${source} ${TLX_SOURCE}`,
+    source: tlxSources(table, coveredOps, source),
     entries,
   });
+}
+
+/** A TLX part of a table's `source`: the run, then the operators whose `tlx` entries it measured (all when none are named). */
+const TLX_PART = /^(.*) \(tlx(?: of ([a-z, -]+))?, with the entries' ms and cublasMs\)$/;
+
+/**
+ * A table's `source` once the run at `source` measured the `tlx` entries of the operators
+ * `covered`: earlier TLX parts keep the operators the run did not measure (and go when none
+ * is left), the run's part names the ones it did where the table holds others.
+ */
+export function tlxSources(table: ComputeConfigTable, covered: ReadonlySet<string>, source: string): string {
+  const ops = [...new Set(table.entries.map((e) => e.op))];
+  const named = (list: readonly string[]) =>
+    list.length === ops.length ? TLX_SOURCE : `(tlx of ${list.join(", ")}, with the entries' ms and cublasMs)`;
+  const parts = table.source.split("; ").flatMap((p) => {
+    const m = TLX_PART.exec(p);
+    if (m === null) return [p];
+    const left = (m[2] === undefined ? ops : m[2].split(", ")).filter((op) => !covered.has(op));
+    return left.length === 0 ? [] : [`${m[1]} ${named(left)}`];
+  });
+  return [...parts, `${source} ${named(ops.filter((op) => covered.has(op)))}`].join("; ");
 }
 
 /**
@@ -263,7 +283,7 @@ export function mergeTables(table: ComputeConfigTable, update: ComputeConfigTabl
     .split("; ")
     .filter((part) => !ops.some((op) => part.endsWith(`(${op})`)))
     .map((part) =>
-      /\([a-z-]+\)$/.test(part) || part.endsWith(TLX_SOURCE) ? part : `${part} (${[...new Set(kept.map((e) => e.op))].join(", ")})`,
+      /\([a-z-]+\)$/.test(part) || TLX_PART.test(part) ? part : `${part} (${[...new Set(kept.map((e) => e.op))].join(", ")})`,
     );
   return parseComputeConfigs({
     ...update,

@@ -9,6 +9,7 @@ import {
   mergeTables,
   poolRuns,
   tableOf,
+  tlxSources,
   withTlx,
   writeTable,
   type ComputeResults,
@@ -259,9 +260,21 @@ describe("emit-compute --target", () => {
       expect(e.cublasMs).toBeCloseTo(0.5 + i, 6);
     });
     expect(t.entries.slice(6)).toEqual(table.entries.slice(6));
-    expect(t.source.endsWith("results/gpu/tlx-2026-12-01/bench.json (tlx, with the entries' ms and cublasMs)")).toBe(true);
-    // A second run replaces the tlx part of the source.
-    expect(withTlx(t, run(own), "results/gpu/tlx-2026-12-02/bench.json").source.match(/\(tlx,/g)).toHaveLength(1);
+    // The run measured AllGather+GEMM entries only: the source names it for them, the earlier run for GEMM+RS's.
+    expect(t.source.endsWith("results/gpu/tlx-2026-12-01/bench.json (tlx of ag-gemm, with the entries' ms and cublasMs)")).toBe(true);
+    expect(t.source.match(/\(tlx of gemm-rs, with the entries' ms and cublasMs\)/g)).toHaveLength(1);
+    expect(t.source).not.toContain("(tlx, with");
+    // A second run replaces the tlx part of the operators it measured, and keeps the others'.
+    const second = withTlx(t, run(own), "results/gpu/tlx-2026-12-02/bench.json").source;
+    expect(second.match(/\(tlx of ag-gemm,/g)).toHaveLength(1);
+    expect(second).toContain("tlx-2026-12-02/bench.json (tlx of ag-gemm,");
+    expect(second.match(/\(tlx of gemm-rs,/g)).toHaveLength(1);
+    expect(tlxSources({ ...t, entries: t.entries }, new Set(["ag-gemm", "gemm-rs"]), "r.json")).toBe(
+      `${t.source
+        .split("; ")
+        .filter((p) => !p.includes("(tlx"))
+        .join("; ")}; r.json (tlx, with the entries' ms and cublasMs)`,
+    );
     // A table made from such a run (a new winner, --only) carries the same run's TLX kernel too.
     const fresh = tableOf(run(own), "h200", "results/gpu/tlx-2026-12-01/bench.json", "emitted");
     expect(fresh.entries).toHaveLength(6);

@@ -207,8 +207,8 @@ export async function gemmArCases(
 
 /**
  * The TLX backend's cases of one world: AllGather+GEMM (swizzled push plan, split 2) and
- * GEMM+RS (direct, split 2; copy engine and SM pushes; tile-done notifies from the consumers
- * and from the producer warp group), each with cooperative (128×256×64, 4 stages, two epilogue stores) and ping-pong
+ * GEMM+RS (direct, split 2; copy engine and SM pushes; tile-done notifies from the consumers,
+ * from the producer warp group and by TMA reduce-add, the cooperative ones then with four epilogue stores), each with cooperative (128×256×64, 4 stages, two epilogue stores) and ping-pong
  * (128×128×64, 5 stages, two epilogue stores) consumers.
  */
 export async function tlxOneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
@@ -233,9 +233,11 @@ export async function tlxOneGpuCases(world: number, M: number, N: number, K: num
       ["ce", { backend: "copy-engine" }],
       ["sm", { backend: "sm", commSms: 8 }],
     ] as const) {
-      // Tile-done notifies from the consumers (default) and from the producer warp group (`pn`).
-      for (const notifier of ["consumers", "producer"] as const) {
-        const name = `${tag}_tlx_gemm_rs_${c}_${b}${notifier === "producer" ? "_pn" : ""}`;
+      // Tile-done notifies from the consumers (default), from the producer warp group (`pn`) and by TMA
+      // reduce-add (`tn`; the cooperative consumers with four quarter-width epilogue stores).
+      for (const notifier of ["consumers", "producer", "tma"] as const) {
+        const name = `${tag}_tlx_gemm_rs_${c}_${b}${{ consumers: "", producer: "_pn", tma: "_tn" }[notifier]}`;
+        const split = notifier === "tma" && c === "coop" ? { epilogueSplit: 4 } : {};
         cases[name] = await compile(
           {
             ...base,
@@ -243,7 +245,7 @@ export async function tlxOneGpuCases(world: number, M: number, N: number, K: num
             kind: "gemm-rs",
             plan: rs,
             body: builtinBody("gemm_producer"),
-            warpSpecialization: { ...ws, notifier },
+            warpSpecialization: { ...ws, ...split, notifier },
             options: { ...options, timing },
           },
           tlxBackend(),

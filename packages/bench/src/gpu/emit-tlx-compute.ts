@@ -24,14 +24,15 @@ export interface TlxComputeVariant {
    * GEMM+RS only: the warp groups that notify (`producer`: `producerTileNotifyComm`). A variant
    * with a notifier has no plain case (its GEMM is its base variant's) and no AG+GEMM case.
    */
-  readonly notifier?: "consumers" | "producer";
+  readonly notifier?: "consumers" | "producer" | "tma";
 }
 
 /**
  * The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `k`: BLOCK_K
- * where not 64; `s`: ring stages; `e1`: one epilogue store, not two half-width ones through one staging slice; `pn`: GEMM+RS's
- * tile-done notifies from the producer warp group — with ping-pong consumers that lost 3–20% on an
- * H100, `results/gpu/tlx-producer-notify-h100-2026-11-26/`).
+ * where not 64; `s`: ring stages; `e1`: one epilogue store, not two half-width ones through one staging slice; `q`: four
+ * quarter-width stores through two staging slices in turn; `pn`: GEMM+RS's tile-done notifies from the producer warp group —
+ * with ping-pong consumers that lost 3–20% on an H100, `results/gpu/tlx-producer-notify-h100-2026-11-26/`; `tn`: GEMM+RS's
+ * tile-done notifies by TMA reduce-add).
  */
 export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
   coop128x256s3e1: {
@@ -60,6 +61,23 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
     groupM: 8,
     options: { stages: 4, consumerSchedule: "cooperative" },
     notifier: "producer",
+  },
+  coop128x256s4q: {
+    tile: { BM: 128, BN: 256, BK: 64 },
+    groupM: 8,
+    options: { stages: 4, consumerSchedule: "cooperative", epilogueSplit: 4 },
+  },
+  coop128x256s4qtn: {
+    tile: { BM: 128, BN: 256, BK: 64 },
+    groupM: 8,
+    options: { stages: 4, consumerSchedule: "cooperative", epilogueSplit: 4 },
+    notifier: "tma",
+  },
+  coop128x256k32s8qtn: {
+    tile: { BM: 128, BN: 256, BK: 32 },
+    groupM: 8,
+    options: { stages: 8, consumerSchedule: "cooperative", epilogueSplit: 4 },
+    notifier: "tma",
   },
 };
 

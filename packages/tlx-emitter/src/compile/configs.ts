@@ -23,10 +23,10 @@ export const TlxConfigEntry = z.object({
   groupM: Dim,
   /** Ring depth. */
   stages: Dim,
-  /** Ping-pong: column slices of the epilogue's TMA stores. */
-  epilogueSplit: z.union([z.literal(1), z.literal(2)]).optional(),
+  /** Column slices of the epilogue's TMA stores (4: cooperative only). */
+  epilogueSplit: z.union([z.literal(1), z.literal(2), z.literal(4)]).optional(),
   /** GEMM+RS: the warp groups that issue the tile-done notifies (default `consumers`). */
-  notifier: z.enum(["consumers", "producer"]).optional(),
+  notifier: z.enum(["consumers", "producer", "tma"]).optional(),
   /** Measured median (ms), in the same run as the entry's own `ms` and `cublasMs`. */
   ms: z.number().positive().optional(),
 });

@@ -104,8 +104,8 @@ export interface WarpSpecialization {
   readonly consumerSchedule: "cooperative" | "pingpong";
   readonly stages?: number;
   readonly epilogueSplit?: number;
-  /** GEMM+RS: who issues the tile-done notifies, the consumers (default) or the producer warp group. */
-  readonly notifier?: "consumers" | "producer";
+  /** GEMM+RS: who issues the tile-done notifies: the consumers (default), the producer warp group, or the consumers by TMA reduce-add. */
+  readonly notifier?: "consumers" | "producer" | "tma";
 }
 
 /**

@@ -5,7 +5,7 @@
 // the receivers' producers only ever wait on their own slots.
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { EmitError, type PythonWriter } from "../writer/index.js";
-import { bulkStoreWait } from "./library.js";
+import { bulkStoreWait, MAX_STORE_GROUPS } from "./library.js";
 import type { EpilogueSync, TlxCommPart } from "./parts.js";
 
 /** PTX of a bounded acquire wait. */
@@ -73,7 +73,7 @@ export function tileNotifyComm(scope: "gpu" | "sys" = "sys"): TlxCommPart {
     name: "tile-notify",
     args: ["notify_ptr", "sig_ptr"],
     constexprs: {},
-    expect: [NOTIFY_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "cp\\.async\\.bulk\\.wait_group\\s+[12]\\b"],
+    expect: [NOTIFY_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "cp\\.async\\.bulk\\.wait_group\\s+[1-4]\\b"],
     writeConsumerInit(w) {
       w.line("pending_slot = -1");
     },
@@ -195,14 +195,66 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
   };
 }
 
-/** Bulk store groups a tile's epilogue may commit (the `cp.async.bulk.wait_group` immediates `tile_notify` knows). */
-export const MAX_STORE_GROUPS = 2;
-
 /** @throws {EmitError} `bad-param` for an epilogue that commits no or more than `MAX_STORE_GROUPS` bulk store groups per tile. */
 function checkStoreGroups(sync: EpilogueSync): void {
   if (!Number.isInteger(sync.storeGroups) || sync.storeGroups < 1 || sync.storeGroups > MAX_STORE_GROUPS) {
     throw new EmitError("bad-param", `a tile's epilogue must commit 1..${MAX_STORE_GROUPS} bulk store groups, got ${sync.storeGroups}`);
   }
+}
+
+/** PTX of a TMA reduce-add (`tmaTileNotifyComm`'s notify). */
+export const TMA_REDUCE_PTX = "cp\\.reduce\\.async\\.bulk\\.tensor\\.1d\\.global\\.shared::cta\\.add";
+
+/**
+ * The GEMM+RS tile-done notify as a TMA reduce-add, so no thread executes a memory fence: after a
+ * tile's epilogue stores, each consumer waits until its bulk stores older than this tile's
+ * (`sync.storeGroups` groups: its previous tile's, long done by then) are complete — written
+ * to global memory, not only read out of shared memory — the threads that stored that tile
+ * sync, and the leading warp group adds 1 to its slot (`notify_ptr[pid_m]` of that tile, when
+ * >= 0) with `tile_reduce_notify`: an asynchronous bulk reduction issued after the tile's
+ * writes completed, which the waiters' acquire loads (or the host stream's wait) then observe
+ * in the same coherent global memory. After its tile loop each consumer waits for all its
+ * stores and the leader notifies the last pending slot and waits for its reduction to read
+ * shared memory. `numSlots` (the highest notify slot + 1) bounds the 1-D descriptor.
+ */
+export function tmaTileNotifyComm(numSlots: number): TlxCommPart {
+  if (!Number.isInteger(numSlots) || numSlots < 1)
+    throw new EmitError("bad-param", `numSlots must be a positive integer, got ${String(numSlots)}`);
+  const notify = (w: PythonWriter, sync: EpilogueSync, pending: number) => {
+    w.line(bulkStoreWait(pending));
+    w.line(`tlx.named_barrier_wait(${sync.barrier}, ${sync.threads})`);
+    w.block(`if ${sync.leader}`, (l) =>
+      l.block("if pending_slot >= 0", (i) => i.line("tile_reduce_notify(sig_desc, notify_rows, pending_slot)")),
+    );
+  };
+  return {
+    name: "tma-tile-notify",
+    args: ["notify_ptr", "sig_ptr"],
+    constexprs: { NUM_SLOTS: numSlots },
+    expect: [TMA_REDUCE_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "cp\\.async\\.bulk\\.wait_group\\s+[1-4]\\b"],
+    writeSetup(w) {
+      w.comment("Four 128-byte rows of 32 int32, row j one-hot at j: the sources of the TMA reduce-add notifies.");
+      w.line("notify_rows = tlx.local_view(tlx.local_alloc((128,), tl.int32, 1), 0)");
+    },
+    writeConsumerInit(w, sync) {
+      w.line("sig_desc = tl.make_tensor_descriptor(sig_ptr, shape=[NUM_SLOTS], strides=[1], block_shape=[4])");
+      w.line("pending_slot = -1");
+      w.block(`if ${sync.leader}`, (l) => {
+        l.line("tlx.local_store(notify_rows, (tl.arange(0, 128) % 33 == 0).to(tl.int32))");
+        l.line("tlx.fence_async_shared()");
+      });
+    },
+    writeAfterStores(w, sync) {
+      checkStoreGroups(sync);
+      w.comment("The previous tile's stores are older than this tile's: once written, notify its slot.");
+      notify(w, sync, sync.storeGroups);
+      w.line("pending_slot = tl.load(notify_ptr + pid_m)");
+    },
+    writeConsumerExit(w, sync) {
+      notify(w, sync, 0);
+      w.block(`if ${sync.leader}`, (l) => l.line("tlx.async_descriptor_store_wait(0)"));
+    },
+  };
 }
 
 /** Fields of one row of the push table (int64), in order. */

@@ -21,21 +21,31 @@ export interface TlxGemmParams {
   /** Element type (bf16 or fp16: wgmma operands of 2 bytes). */
   readonly dtype?: ElementType;
   /**
-   * Column slices each consumer's epilogue stores one after the other through one staging
-   * slice (1 or 2; default 2): halves the staging tile, which leaves shared memory for a
-   * fourth ring stage at 128×256×64.
+   * Column slices each consumer's epilogue stores (1, 2 or 4; default 2). 2: one after the
+   * other through one staging slice, which halves the staging tile and leaves shared memory
+   * for a fourth ring stage at 128×256×64. 4: quarter-width slices through two staging
+   * slices in turn (the same shared memory as 2), each slice's reuse waiting only for the
+   * store two back, so no store waits for the one just issued to leave shared memory.
    */
   readonly epilogueSplit?: number;
 }
 
 /**
  * Shared memory a `tlxGemm` takes, in bytes: the A and B stages of the ring plus the
- * staging slices of the TMA-store epilogue (`BLOCK_M × BLOCK_N / epilogueSplit`); barriers
- * add a few hundred bytes (fbtriton 3.7.4 reports 213152 B at 128×256×64, 3 stages, one
- * slice; 229544 B with 4 stages and two).
+ * staging of the TMA-store epilogue (`epilogueStagingElements`); barriers add a few hundred
+ * bytes (fbtriton 3.7.4 reports 213152 B at 128×256×64, 3 stages, one slice; 229544 B with
+ * 4 stages and two; 229688 B with 4 stages and four).
  */
 export function tlxGemmSharedBytes(p: TlxGemmParams): number {
-  return (p.stages ?? defaultStages(p)) * ringStageBytes(p) + p.BLOCK_M * (p.BLOCK_N / (p.epilogueSplit ?? 2)) * 2;
+  return (p.stages ?? defaultStages(p)) * ringStageBytes(p) + epilogueStagingElements(p.BLOCK_M, p.BLOCK_N, p.epilogueSplit ?? 2) * 2;
+}
+
+/**
+ * Staging elements of the epilogue of `rows` × `cols` accumulator rows (all consumers'):
+ * one slice of `cols / split` columns per row, two where the slices take turns (`split` 4).
+ */
+export function epilogueStagingElements(rows: number, cols: number, split: number): number {
+  return rows * (cols / split) * (split === 4 ? 2 : 1);
 }
 
 /** The most stages a cooperative GEMM's ring takes by default. */
@@ -52,26 +62,48 @@ export function defaultStages(p: Omit<TlxGemmParams, "stages">): number {
   return 1;
 }
 
-/** `epilogueSplit` checked (1 or 2). @throws {EmitError} `bad-param`. */
-export function checkEpilogueSplit(split: number): 1 | 2 {
-  if (split !== 1 && split !== 2) throw new EmitError("bad-param", `epilogueSplit must be 1 or 2, got ${String(split)}`);
-  return split;
+/** Epilogue column splits the consumers take (`epilogueSplit`). */
+export type EpilogueSplit = 1 | 2 | 4;
+
+/**
+ * `epilogueSplit` checked: 1 or 2, and 4 where `quarters` (the cooperative consumers'
+ * double-buffered staging). @throws {EmitError} `bad-param`.
+ */
+export function checkEpilogueSplit(split: number, quarters = false): EpilogueSplit {
+  if (split === 1 || split === 2 || (quarters && split === 4)) return split;
+  throw new EmitError("bad-param", `epilogueSplit must be 1 or 2${quarters ? " or 4" : ""}, got ${String(split)}`);
 }
 
 /**
  * A consumer's epilogue stores of its `rows` × BLOCK_N accumulator at rows `offsM`: one TMA
  * store, or (`split` 2) the left and right `EPI_N`-column halves one after the other, which
- * Triton stages through one shared slice (each store waits until the last has read it).
+ * Triton stages through one shared slice (each store waits until the last has read it), or
+ * (`split` 4) the four `EPI_N`-column quarters through this consumer's two slices of
+ * `c_stage` in turn: before a slice is written, every store but the newest has left shared
+ * memory (the one two back, which used the slice), then a proxy fence and the TMA store.
  */
-export function writeEpilogueStores(w: PythonWriter, rows: string, offsM: string, split: 1 | 2, tl: string): void {
+export function writeEpilogueStores(w: PythonWriter, rows: string, offsM: string, split: EpilogueSplit, tl: string): void {
   if (split === 1) {
     w.line(`c_desc.store([${offsM}, offs_bn], acc.to(${tl}))`);
     return;
   }
-  w.line(`halves = tl.permute(tl.reshape(acc, (${rows}, 2, EPI_N)), (0, 2, 1))`);
-  w.line("acc0, acc1 = tl.split(halves)");
-  w.line(`c_desc.store([${offsM}, offs_bn], acc0.to(${tl}))`);
-  w.line(`c_desc.store([${offsM}, offs_bn + EPI_N], acc1.to(${tl}))`);
+  if (split === 2) {
+    w.line(`halves = tl.permute(tl.reshape(acc, (${rows}, 2, EPI_N)), (0, 2, 1))`);
+    w.line("acc0, acc1 = tl.split(halves)");
+    w.line(`c_desc.store([${offsM}, offs_bn], acc0.to(${tl}))`);
+    w.line(`c_desc.store([${offsM}, offs_bn + EPI_N], acc1.to(${tl}))`);
+    return;
+  }
+  w.line(`acc0, acc1 = tl.split(tl.permute(tl.reshape(acc, (${rows}, 2, 2 * EPI_N)), (0, 2, 1)))`);
+  w.line(`q0, q1 = tl.split(tl.permute(tl.reshape(acc0, (${rows}, 2, EPI_N)), (0, 2, 1)))`);
+  w.line(`q2, q3 = tl.split(tl.permute(tl.reshape(acc1, (${rows}, 2, EPI_N)), (0, 2, 1)))`);
+  for (let q = 0; q < 4; q++) {
+    const slice = `tlx.local_view(c_stage, cid * 2 + ${q % 2})`;
+    w.line("tlx.async_descriptor_store_wait(1)");
+    w.line(`tlx.local_store(${slice}, q${q}.to(${tl}))`);
+    w.line("tlx.fence_async_shared()");
+    w.line(`tlx.async_descriptor_store(c_desc, ${slice}, [${offsM}, offs_bn + ${q} * EPI_N])`);
+  }
 }
 
 /** `num_pid_m`, `num_pid_n`, `num_tiles` and `k_tiles` of the GEMM (every compute part's setup ends with them). */
@@ -169,7 +201,9 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   const BLOCK_K = checkBlock(params.BLOCK_K, "BLOCK_K", 16, 128);
   const stages = checkPositive(params.stages ?? defaultStages(params), "stages");
   const consumers = checkPositive(params.consumers ?? 2, "consumers");
-  const split = checkEpilogueSplit(params.epilogueSplit ?? 2);
+  const split = checkEpilogueSplit(params.epilogueSplit ?? 2, true);
+  if (BLOCK_N / split < 8)
+    throw new EmitError("bad-param", `epilogueSplit ${split} cuts BLOCK_N (${BLOCK_N}) into slices under 8 columns (16-byte TMA rows)`);
   if (BLOCK_M % consumers !== 0 || (BLOCK_M / consumers) % 64 !== 0) {
     throw new EmitError(
       "bad-param",
@@ -203,6 +237,7 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       w.line("c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, EPI_N])");
       w.line(`a_ring = tlx.local_alloc((SPLIT_M, BLOCK_K), ${tl}, NUM_STAGES * NUM_CONSUMERS)`);
       w.line(`b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), ${tl}, NUM_STAGES)`);
+      if (split === 4) w.line(`c_stage = tlx.local_alloc((SPLIT_M, EPI_N), ${tl}, 2 * NUM_CONSUMERS)`);
       w.line("full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
       w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=NUM_CONSUMERS)");
       writeTileCounts(w);
@@ -226,5 +261,13 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       writeEpilogueStores(w, "SPLIT_M", "offs_am + cid * SPLIT_M", split, tl);
       afterStores?.(w);
     },
+    ...(split === 4
+      ? {
+          writeConsumerExit(w: PythonWriter) {
+            w.comment("The last stores leave shared memory before the consumer exits.");
+            w.line("tlx.async_descriptor_store_wait(0)");
+          },
+        }
+      : {}),
   };
 }

@@ -56,11 +56,12 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
   readonly epilogueSplit?: number;
   /**
    * GEMM+RS: who issues a tile's tile-done notify — `consumers` (default: the warp groups that
-   * stored it, deferred by a tile) or `producer` (the TMA producer warp group, a few tiles later,
-   * told through mbarriers that the stores are complete: `producerTileNotifyComm`), so no
-   * consumer stalls on a release.
+   * stored it, deferred by a tile, a release add), `producer` (the TMA producer warp group, a few
+   * tiles later, told through mbarriers that the stores are complete: `producerTileNotifyComm`),
+   * so no consumer stalls on a release, or `tma` (the consumers, deferred by a tile, by a TMA
+   * reduce-add once the tile's stores are written: `tmaTileNotifyComm`), so no thread executes a fence.
    */
-  readonly notifier?: "consumers" | "producer";
+  readonly notifier?: "consumers" | "producer" | "tma";
   /** AG+GEMM transport: `copy-engine` host copies (variant a) or `comm-task` device pushes (variant b). */
   readonly comm?: "copy-engine" | "comm-task";
   /** Pieces each chunk is cut into for the communication task (default 4). */

@@ -9,13 +9,27 @@ import type { EmitOptions } from "../emit/options.js";
 import { SIGNAL_BUFFER } from "../emit/common.js";
 import type { Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
-import { producerTileNotifyComm, storedLag, tileNotifyComm } from "./comm.js";
+import { producerTileNotifyComm, storedLag, tileNotifyComm, tmaTileNotifyComm } from "./comm.js";
 import { hopperGemmPart, tlxEntry, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
 import { tlxKernel } from "./parts.js";
 import { groupedTiles } from "./schedule.js";
 
 /** Template kind of the TLX GEMM+RS producer in a manifest (the runner emulates it as `gemm-producer`). */
 export const TLX_GEMM_RS_KIND = "tlx-gemm-rs";
+
+/**
+ * Who notifies a tile's tile-done slot: `consumers` (the warp groups that stored it, a release
+ * add a tile later), `producer` (the TMA producer warp group, told through mbarriers) or `tma`
+ * (the consumers, by a TMA reduce-add: no fence in any thread).
+ */
+export const TLX_NOTIFIERS = ["consumers", "producer", "tma"] as const;
+export type TlxNotifier = (typeof TLX_NOTIFIERS)[number];
+
+const NOTIFIER_SUMMARY: Readonly<Record<TlxNotifier, string>> = {
+  consumers: "each tile's tile-done slot is notified once its TMA stores are complete (a tile later).",
+  producer: "each tile's tile-done slot is notified by the producer warp group once the consumers report its TMA stores complete.",
+  tma: "each tile's tile-done slot is notified by a TMA reduce-add once its TMA stores are complete (a tile later).",
+};
 
 /** The warp-specialisation knobs of the producer (the tile and grouping come from the GEMM+RS stages). */
 export type TlxProducerOptions = Pick<TlxEmitOptions, "stages" | "consumerRegisters" | "consumerSchedule" | "epilogueSplit" | "notifier">;
@@ -42,20 +56,21 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
       throw new EmitError("bad-param", `TMA needs 16-byte rows: K (${K}) and N (${N}) must be multiples of 8`);
     const tile = { BM: p.BLOCK_M, BN: p.BLOCK_N, BK: p.BLOCK_K };
     const notifier = options.notifier ?? "consumers";
-    if (notifier !== "consumers" && notifier !== "producer")
-      throw new EmitError("bad-param", `notifier must be "consumers" or "producer", got ${String(notifier)}`);
+    if (!(TLX_NOTIFIERS as readonly string[]).includes(notifier))
+      throw new EmitError("bad-param", `notifier must be one of ${TLX_NOTIFIERS.join(", ")}, got ${String(notifier)}`);
+    const scope = ctx.notifyScope ?? "sys";
+    const numSlots = Math.max(0, ...ctx.notify.flat()) + 1;
     const kernel = tlxKernel({
       kind: TLX_GEMM_RS_KIND,
       entry: "tlx_gemm_rs",
-      summary:
-        notifier === "producer"
-          ? "tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified by the producer warp group once the consumers report its TMA stores complete."
-          : "tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; each tile's tile-done slot is notified once its TMA stores are complete (a tile later).",
+      summary: `tlx-gemm-rs: C_partial = A @ B, m-blocks in sending order; ${NOTIFIER_SUMMARY[notifier]}`,
       compute: hopperGemmPart(tile, ctx.options.dtype, options),
       comm:
         notifier === "producer"
-          ? producerTileNotifyComm(ctx.notifyScope ?? "sys", storedLag(options.consumerSchedule ?? "cooperative"))
-          : tileNotifyComm(ctx.notifyScope ?? "sys"),
+          ? producerTileNotifyComm(scope, storedLag(options.consumerSchedule ?? "cooperative"))
+          : notifier === "tma"
+            ? tmaTileNotifyComm(numSlots)
+            : tileNotifyComm(scope),
       schedule: groupedTiles({ groupM: p.GROUP_M, ordered: true }),
     });
     const tables: Table[] = [

@@ -17,6 +17,8 @@ export {
   defaultStages,
   EPILOGUE_BARRIER,
   MAX_DEFAULT_STAGES,
+  epilogueStagingElements,
+  type EpilogueSplit,
   SM90_MAX_SHARED_BYTES,
   tlxGemm,
   tlxGemmSharedBytes,
@@ -31,6 +33,8 @@ export {
   STORED_DEPTH,
   storedLag,
   tileNotifyComm,
+  TMA_REDUCE_PTX,
+  tmaTileNotifyComm,
   noComm,
   NOTIFY_PTX,
   PUSH_ROW_FIELDS,
@@ -50,7 +54,14 @@ export {
 } from "./compute-blackwell.js";
 export { clcTiles, groupedTiles, type ClcTilesOptions, type GroupedTilesOptions } from "./schedule.js";
 export { pushRows, type PushRows } from "./push-rows.js";
-export { TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
+export { MAX_STORE_GROUPS, TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
 export { emitTlxAgGemm, emitTlxGemm, type TlxEmitOptions, type TlxEmitResult, type TlxTarget } from "./emit.js";
 export { tlxBlackwellExamples, tlxExamples, type TlxExampleShape } from "./examples.js";
-export { emitTlxGemmRs, TLX_GEMM_RS_KIND, tlxProducerFactory, type TlxProducerOptions } from "./gemm-rs.js";
+export {
+  emitTlxGemmRs,
+  TLX_GEMM_RS_KIND,
+  TLX_NOTIFIERS,
+  tlxProducerFactory,
+  type TlxNotifier,
+  type TlxProducerOptions,
+} from "./gemm-rs.js";

@@ -5,8 +5,11 @@
 // would stall the other tasks forever).
 import type { PythonWriter } from "../writer/index.js";
 
+/** Bulk store groups a tile's epilogue may commit (the `cp.async.bulk.wait_group` immediates `tile_notify` knows). */
+export const MAX_STORE_GROUPS = 4;
+
 /** Functions `writeTlxLibrary` writes into a TLX module. */
-export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify", "tile_notify"] as const;
+export const TLX_DEVICE_FUNCTIONS = ["fence_proxy_async", "task_peer_notify", "tile_notify", "tile_reduce_notify"] as const;
 export type TlxDeviceFunction = (typeof TLX_DEVICE_FUNCTIONS)[number];
 
 /**
@@ -30,6 +33,11 @@ export function bulkStoreWait(pending: number): string {
  *   newest bulk (TMA) store groups are incomplete (`cp.async.bulk.wait_group PENDING`), a
  *   named barrier over those threads, then, in the leading warp group and for a slot
  *   (>= 0), a release add of 1 on this rank's `sig[slot]` at SCOPE.
+ * - `tile_reduce_notify(sig_desc, rows, slot)`: adds 1 to `sig[slot]` by one TMA reduce-add
+ *   (`cp.reduce.async.bulk.tensor`, its own bulk group): `rows` holds four 128-byte aligned
+ *   rows of 32 int32, row j one-hot at j, and row `slot % 4` goes to the 16-byte aligned
+ *   group of four slots at `slot - slot % 4` (its neighbours get 0; `sig_desc`, a 1-D
+ *   descriptor of `[4]` boxes, clips the group at the signal buffer's end).
  */
 export function writeTlxLibrary(w: PythonWriter, only: readonly TlxDeviceFunction[] = TLX_DEVICE_FUNCTIONS): void {
   const parts: ((w: PythonWriter) => void)[] = [];
@@ -64,12 +72,11 @@ export function writeTlxLibrary(w: PythonWriter, only: readonly TlxDeviceFunctio
           b.docstring(
             "Release-add 1 to sig[slot] (slot >= 0) once every bulk (TMA) store of this thread but the PENDING newest groups is complete, and every thread of the tile has got there.",
           );
-          const waits = [0, 1, 2].map(bulkStoreWait);
-          b.block("if PENDING == 0", (x) => x.line(waits[0]!));
-          b.block("elif PENDING == 1", (x) => x.line(waits[1]!));
+          b.block("if PENDING == 0", (x) => x.line(bulkStoreWait(0)));
+          for (let n = 1; n < MAX_STORE_GROUPS; n++) b.block(`elif PENDING == ${n}`, (x) => x.line(bulkStoreWait(n)));
           b.block("else", (x) => {
-            x.line("tl.static_assert(PENDING == 2)");
-            x.line(waits[2]!);
+            x.line(`tl.static_assert(PENDING == ${MAX_STORE_GROUPS})`);
+            x.line(bulkStoreWait(MAX_STORE_GROUPS));
           });
           b.line("tlx.named_barrier_wait(BAR_ID, BAR_THREADS)");
           b.block("if LEADER", (l) =>
@@ -77,6 +84,23 @@ export function writeTlxLibrary(w: PythonWriter, only: readonly TlxDeviceFunctio
           );
         },
       );
+    });
+  }
+  if (only.includes("tile_reduce_notify")) {
+    parts.push((m) => {
+      m.line("@triton.jit");
+      m.block("def tile_reduce_notify(sig_desc, rows, slot)", (b) => {
+        b.docstring("Add 1 to sig[slot] by one TMA reduce-add of row slot % 4 of rows (one-hot) at slot's 16-byte aligned group of four.");
+        b.line("r = slot % 4");
+        b.line("at = slot - r");
+        // The row is chosen by static slices: a TMA source is a whole, 128-byte aligned view.
+        for (let j = 0; j < 4; j++) {
+          const store = `tlx.async_descriptor_store(sig_desc, tlx.local_slice(rows, [${32 * j}], [4]), [at], store_reduce="add")`;
+          if (j === 0) b.block("if r == 0", (x) => x.line(store));
+          else if (j < 3) b.block(`elif r == ${j}`, (x) => x.line(store));
+          else b.block("else", (x) => x.line(store));
+        }
+      });
     });
   }
   parts.forEach((part, i) => {

@@ -74,6 +74,8 @@ export interface TlxComputePart extends TlxPartParams {
    * right after the tile's epilogue stores, in the branch that made them.
    */
   writeConsumerTile(w: PythonWriter, afterStores?: (w: PythonWriter) => void): void;
+  /** In each consumer after its tile loop and the communication parts' exits (e.g. waits for its last stores). */
+  writeConsumerExit?(w: PythonWriter): void;
 }
 
 /**
@@ -113,8 +115,8 @@ export interface TlxCommPart extends TlxPartParams {
   writeProducerInit?(w: PythonWriter): void;
   /** In the producer after its tile loop (e.g. the notifies it still owes). */
   writeProducerExit?(w: PythonWriter): void;
-  /** In each consumer before its tile loop (after the compute part's own setup). */
-  writeConsumerInit?(w: PythonWriter): void;
+  /** In each consumer before its tile loop (after the compute part's own setup), given how tiles are stored. */
+  writeConsumerInit?(w: PythonWriter, sync: EpilogueSync): void;
   /** In the consumers, after a tile's epilogue stores (a tile-done notify: TileLink's producer_tile_notify). */
   writeAfterStores?(w: PythonWriter, sync: EpilogueSync): void;
   /** In each consumer after its tile loop (e.g. the last deferred notify). */
@@ -280,8 +282,8 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
             c.line("cid: tl.constexpr = tlx.async_task_replica_id()");
             c.line("it = 0");
             spec.compute.writeConsumerInit?.(c);
-            for (const x of comms) x.writeConsumerInit?.(c);
             const sync = spec.compute.epilogueSync;
+            for (const x of comms) x.writeConsumerInit?.(c, sync);
             const after = comms.filter((x) => x.writeAfterStores !== undefined);
             spec.schedule.writeTileLoop(c, (l) => {
               l.line("offs_am = pid_m * BLOCK_M");
@@ -291,6 +293,7 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
               );
             });
             for (const x of comms) x.writeConsumerExit?.(c, sync);
+            spec.compute.writeConsumerExit?.(c);
           },
         );
         for (const task of tasks) {

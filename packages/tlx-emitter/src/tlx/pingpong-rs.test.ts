@@ -22,6 +22,7 @@ import {
   emitTlxGemmRs,
   EPILOGUE_BARRIER,
   groupedTiles,
+  MAX_STORE_GROUPS,
   NOTIFY_PTX,
   PINGPONG_BARRIERS,
   producerTileNotifyComm,
@@ -30,6 +31,8 @@ import {
   STORED_DEPTH,
   storedLag,
   tileNotifyComm,
+  TMA_REDUCE_PTX,
+  tmaTileNotifyComm,
   tlxGemm,
   tlxGemmPingPong,
   tlxKernel,
@@ -171,7 +174,9 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
     expect(codeOf(() => tileNotifyComm("cta" as "gpu"))).toBe("bad-param");
     const tooMany = tileNotifyComm();
     expect(
-      codeOf(() => tooMany.writeAfterStores?.(new PythonWriter(), { barrier: "11", threads: 128, leader: "True", storeGroups: 3 })),
+      codeOf(() =>
+        tooMany.writeAfterStores?.(new PythonWriter(), { barrier: "11", threads: 128, leader: "True", storeGroups: MAX_STORE_GROUPS + 1 }),
+      ),
     ).toBe("bad-param");
   });
 
@@ -232,6 +237,49 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
     const plan = rsPlan(2, 512, 256, 2);
     expect(
       codeOf(() => emitTlxGemmRs(plan, rsSchedule(plan, 512, 256, 128, { BM: 128, BN: 256, BK: 64 }), { notifier: "both" as "producer" })),
+    ).toBe("bad-param");
+  });
+
+  it("by TMA reduce-add: the leader adds the previous tile's slot once both warp groups' stores are written; no fence anywhere", () => {
+    for (const [epilogueSplit, pending] of [
+      [2, 2],
+      [4, 4],
+    ] as const) {
+      const plan = rsPlan(2, 512, 256, 2);
+      const r = emitTlxGemmRs(plan, rsSchedule(plan, 512, 256, 128, { BM: 128, BN: 256, BK: 64 }), { notifier: "tma", epilogueSplit });
+      const src = r.files[0]!.text;
+      const c = consumerTask(src);
+      const producer = src.slice(src.indexOf('async_task("default")'), src.indexOf("replicate="));
+      expect(src).not.toContain("tl.atomic_add");
+      expect(producer).not.toContain("sig_ptr");
+      // The descriptor spans the slots the tables name (the highest + 1); its sources are four one-hot rows.
+      const slots = Math.max(...r.manifest.tables.find((t) => t.name === "mblock_notify_slot")!.values.flat()) + 1;
+      expect(r.manifest.kernels[0]!.constexprs).toMatchObject({ NUM_SLOTS: slots, EPILOGUE_SPLIT: epilogueSplit });
+      expect(c).toContain("sig_desc = tl.make_tensor_descriptor(sig_ptr, shape=[NUM_SLOTS], strides=[1], block_shape=[4])");
+      expect(src).toContain("notify_rows = tlx.local_view(tlx.local_alloc((128,), tl.int32, 1), 0)");
+      expect(src).toContain("def tile_reduce_notify(sig_desc, rows, slot)");
+      expect(src.match(/tlx\.local_slice\(rows, \[(\d+)\], \[4\]\)/g)).toHaveLength(4);
+      // After the stores: the previous tile's groups complete, both warp groups there, then the leader's reduce.
+      const wait = c.indexOf(`cp.async.bulk.wait_group ${pending}; mov.b32`);
+      expect(wait).toBeGreaterThan(c.lastIndexOf(epilogueSplit === 4 ? "tlx.async_descriptor_store(c_desc" : "c_desc.store"));
+      const bar = c.indexOf(`tlx.named_barrier_wait(${EPILOGUE_BARRIER}, 256)`);
+      expect(bar).toBeGreaterThan(wait);
+      expect(c.indexOf("tile_reduce_notify(sig_desc, notify_rows, pending_slot)")).toBeGreaterThan(bar);
+      expect(c.match(/tile_reduce_notify\(/g)).toHaveLength(2);
+      expect(c).toContain("if cid == 0:");
+      // After the loop: every store written, the last slot, and the reduce out of shared memory before exit.
+      expect(c.lastIndexOf("cp.async.bulk.wait_group 0; mov.b32")).toBeGreaterThan(c.indexOf("pending_slot = tl.load(notify_ptr + pid_m)"));
+      expect(c.lastIndexOf("tlx.async_descriptor_store_wait(0)")).toBeGreaterThan(c.lastIndexOf("tile_reduce_notify("));
+      expect(r.manifest.kernels[0]!.template.params).toMatchObject({ notifier: "tma" });
+      expect(r.expect.tlx_gemm_rs).toContain(TMA_REDUCE_PTX);
+      expect(r.expect.tlx_gemm_rs).not.toContain(NOTIFY_PTX);
+      expect(parseWithPython({ k: src }).k).toBe("ok");
+    }
+    expect(codeOf(() => tmaTileNotifyComm(0))).toBe("bad-param");
+    expect(
+      codeOf(() =>
+        tmaTileNotifyComm(8).writeAfterStores?.(new PythonWriter(), { barrier: "11", threads: 256, leader: "cid == 0", storeGroups: 5 }),
+      ),
     ).toBe("bad-param");
   });
 

@@ -164,7 +164,10 @@ describe("TLX kernels", () => {
     expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4 }))).toBeUndefined();
     expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 5 }))).toBe("bad-param");
     expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 3, epilogueSplit: 1 }))).toBeUndefined();
-    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, epilogueSplit: 4 }))).toBe("bad-param");
+    // Four quarter slices take two staging slices per consumer: the shared memory of the half split, four stages still fit.
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, stages: 4, epilogueSplit: 4 }))).toBeUndefined();
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, epilogueSplit: 3 }))).toBe("bad-param");
+    expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 16, BLOCK_K: 64, epilogueSplit: 4 }))).toBe("bad-param");
     const wide = tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, consumerRegisters: 208 });
     const spec = { kind: "k", entry: "k", summary: "k", schedule: groupedTiles({ groupM: 8, ordered: true }) };
     // 16 warps cap ptxas at 128 registers; a 64x256 fp32 accumulator alone needs 128.
@@ -190,11 +193,11 @@ describe("TLX kernels", () => {
           BN: powerOfTwo(16, 256),
           BK: powerOfTwo(16, 128),
           stages: fc.integer({ min: 1, max: 8 }),
-          split: fc.constantFrom(1, 2),
+          split: fc.constantFrom(1, 2, 4),
         }),
         ({ BM, BN, BK, stages, split }) => {
           const p = { BLOCK_M: BM, BLOCK_N: BN, BLOCK_K: BK, stages, epilogueSplit: split };
-          const fits = tlxGemmSharedBytes(p) <= SM90_MAX_SHARED_BYTES;
+          const fits = tlxGemmSharedBytes(p) <= SM90_MAX_SHARED_BYTES && BN / split >= 8;
           expect(codeOf(() => tlxGemm(p))).toBe(fits ? undefined : "bad-param");
           if (!fits) return;
           const part = tlxGemm(p);
@@ -202,7 +205,29 @@ describe("TLX kernels", () => {
           expect(part.epilogueSync.storeGroups).toBe(split);
           const w = new PythonWriter();
           part.writeConsumerTile(w);
-          expect(w.toString().match(/c_desc\.store\(/g)).toHaveLength(split);
+          const tile = w.toString();
+          if (split < 4) {
+            expect(tile.match(/c_desc\.store\(/g)).toHaveLength(split);
+            expect(part.writeConsumerExit).toBeUndefined();
+            return;
+          }
+          // Quarters: each through one of the consumer's two slices in turn, each write after the store two back has left it.
+          expect(tile).not.toContain("c_desc.store(");
+          const stores = [
+            ...tile.matchAll(
+              /tlx\.async_descriptor_store\(c_desc, tlx\.local_view\(c_stage, cid \* 2 \+ (\d)\), \[[^\]]*offs_bn \+ (\d) \* EPI_N\]\)/g,
+            ),
+          ];
+          expect(stores.map((m) => [Number(m[1]), Number(m[2])])).toEqual([
+            [0, 0],
+            [1, 1],
+            [0, 2],
+            [1, 3],
+          ]);
+          expect(tile.match(/tlx\.async_descriptor_store_wait\(1\)\n\s*tlx\.local_store\(/g)).toHaveLength(4);
+          const exit = new PythonWriter();
+          part.writeConsumerExit?.(exit);
+          expect(exit.toString()).toContain("tlx.async_descriptor_store_wait(0)");
         },
       ),
       { numRuns: 200 },

@@ -14,9 +14,13 @@ def tile_notify(sig_ptr, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl.constexpr, 
         tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
     elif PENDING == 1:
         tl.inline_asm_elementwise("cp.async.bulk.wait_group 1; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-    else:
-        tl.static_assert(PENDING == 2)
+    elif PENDING == 2:
         tl.inline_asm_elementwise("cp.async.bulk.wait_group 2; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    elif PENDING == 3:
+        tl.inline_asm_elementwise("cp.async.bulk.wait_group 3; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+    else:
+        tl.static_assert(PENDING == 4)
+        tl.inline_asm_elementwise("cp.async.bulk.wait_group 4; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
     tlx.named_barrier_wait(BAR_ID, BAR_THREADS)
     if LEADER:
         if slot >= 0:
