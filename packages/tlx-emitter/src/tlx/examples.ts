@@ -56,6 +56,8 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
     }),
     // The tile-done notifies from the producer warp group (cooperative consumers, SM pushes: gpu scope).
     tlx_gemm_rs_pn_sm: emitTlxGemmRs(rs, rsSchedule(tile), { name: "tlx_gemm_rs_pn_sm", backend: "sm", commSms: 8, notifier: "producer" }),
+    // The tile-done notifies by TMA reduce-add, the cooperative consumers' epilogue in four quarter slices (copy engine).
+    tlx_gemm_rs_tn: emitTlxGemmRs(rs, rsSchedule(tile), { name: "tlx_gemm_rs_tn", notifier: "tma", epilogueSplit: 4 }),
   };
 }
 

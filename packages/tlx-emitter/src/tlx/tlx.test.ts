@@ -59,6 +59,7 @@ describe("TLX kernels", () => {
     await expect(ex.tlx_gemm_rs!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_rs.py");
     await expect(ex.tlx_gemm_rs_pingpong_sm!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_rs_pingpong.py");
     await expect(ex.tlx_gemm_rs_pn_sm!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_rs_pn.py");
+    await expect(ex.tlx_gemm_rs_tn!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_rs_tn.py");
   });
 
   it("python3 ast.parse accepts every emitted TLX module", () => {
