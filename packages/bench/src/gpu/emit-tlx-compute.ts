@@ -73,6 +73,12 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
     options: { stages: 4, consumerSchedule: "cooperative", epilogueSplit: 4 },
     notifier: "tma",
   },
+  pp128x128s5e1tn: {
+    tile: { BM: 128, BN: 128, BK: 64 },
+    groupM: 8,
+    options: { stages: 5, consumerSchedule: "pingpong", epilogueSplit: 1 },
+    notifier: "tma",
+  },
   coop128x256k32s8qtn: {
     tile: { BM: 128, BN: 256, BK: 32 },
     groupM: 8,

@@ -1,0 +1,121 @@
+import { computeConfigs, type ComputeConfigTable } from "@ovl/tlx-emitter";
+import { describe, expect, it } from "vitest";
+import { entryConfig, type ComputeResults, type ResultCase } from "./compute-table.js";
+import { checkTable } from "./table-check.js";
+
+const table = computeConfigs("h200") as ComputeConfigTable;
+// Two GEMM+RS entries of the committed table, each with its TLX configuration.
+const entries = table.entries.filter((e) => e.op === "gemm-rs" && e.tlx !== undefined).slice(0, 2);
+
+function tlxCase(
+  e: (typeof entries)[number],
+  ms: number,
+  change: Partial<NonNullable<ResultCase["warpSpecialization"]>> = {},
+  relErr = 1e-3,
+): ResultCase {
+  const t = e.tlx!;
+  return {
+    label: `tlx ${ms}`,
+    kind: "emitted",
+    role: "tlx-emitted",
+    entry: "tlx_gemm_rs",
+    config: { body: `tlx-${t.consumerSchedule}`, BM: t.BM, BN: t.BN, BK: t.BK, groupM: t.groupM, numStages: t.stages, numWarps: 4 },
+    warpSpecialization: {
+      consumerSchedule: t.consumerSchedule,
+      stages: t.stages,
+      ...(t.epilogueSplit === undefined ? {} : { epilogueSplit: t.epilogueSplit }),
+      ...(t.notifier === undefined ? {} : { notifier: t.notifier }),
+      ...change,
+    },
+    ms,
+    relErr,
+    allWritten: true,
+  };
+}
+
+function run(cases: (e: (typeof entries)[number]) => ResultCase[]): ComputeResults {
+  return {
+    schema: "ovl.compute-results/v1",
+    mode: "bench",
+    target: "h200",
+    device: table.device.split(",")[0]!,
+    sms: 132,
+    torch: "2.11",
+    triton: "3.6",
+    cuda: "13.0",
+    method: "test",
+    skipped: [],
+    shapes: entries.map((e, i) => ({
+      name: `s${i}`,
+      op: "gemm-rs",
+      role: "producer",
+      mlp: "MLP-1",
+      world: 8,
+      M: e.M,
+      N: e.N,
+      K: e.K,
+      dtype: "bf16",
+      flops: 1,
+      cublas: { ms: 1, tflops: 1, relErr: 1e-3 },
+      cases: cases(e),
+    })),
+  };
+}
+
+const tuned = (e: (typeof entries)[number], ms: number, relErr = 1e-3): ResultCase => ({
+  label: "tuned",
+  kind: "emitted",
+  role: "tuned",
+  entry: "k",
+  config: entryConfig(e),
+  ms,
+  relErr,
+  allWritten: true,
+});
+
+describe("checkTable", () => {
+  it("takes the faster of the entry's tuned kernel and its TLX kernel, ignoring other and wrong cases", () => {
+    expect(entries).toHaveLength(2);
+    const r = checkTable(
+      table,
+      run((e) => [
+        tuned(e, 1.25),
+        tlxCase(e, 1.1),
+        // Faster, but not the table's TLX configuration (another ring), or wrong: never counted.
+        tlxCase(e, 0.5, { stages: 99 }),
+        tlxCase(e, 0.4, {}, 0.5),
+      ]),
+    );
+    expect(r.shapes.map((s) => [s.backend, Number(s.ratio.toFixed(4))])).toEqual([
+      ["tlx", 0.9091],
+      ["tlx", 0.9091],
+    ]);
+    expect(r.geomean).toBeCloseTo(1 / 1.1, 6);
+    expect(r.min).toBeCloseTo(1 / 1.1, 6);
+    expect(r.below95).toBe(2);
+    // The Triton kernel where it is faster; the geometric mean over both shapes.
+    const mixed = checkTable(
+      table,
+      run((e) => (e === entries[0] ? [tuned(e, 0.8), tlxCase(e, 1)] : [tuned(e, 2), tlxCase(e, 1.25)])),
+    );
+    expect(mixed.shapes.map((s) => s.backend)).toEqual(["triton", "tlx"]);
+    expect(mixed.geomean).toBeCloseTo(Math.sqrt(1.25 * 0.8), 6);
+    expect(mixed.below95).toBe(1);
+  });
+
+  it("refuses a run whose tuned kernel is not the table's, or a shape where neither kernel is correct", () => {
+    expect(() =>
+      checkTable(
+        table,
+        run((e) => [{ ...tuned(e, 1), config: { ...entryConfig(e), BK: e.BK * 2 } }]),
+      ),
+    ).toThrow(/is not the h200 table's entry/);
+    expect(() =>
+      checkTable(
+        table,
+        run((e) => [tuned(e, 1, 0.5), tlxCase(e, 1, { notifier: undefined, stages: 1 })]),
+      ),
+    ).toThrow(/neither of the table's kernels/);
+    expect(() => checkTable(table, { ...run(() => []), shapes: [] })).toThrow(/no shape/);
+  });
+});

@@ -1,0 +1,94 @@
+// How a target's tuned table fares in a bench run it was not made from (another machine of the
+// same GPU, say): per shape, cuBLAS ÷ the faster of the two kernels the table picks — the entry's
+// tuned Triton kernel and its `tlx` entry's TLX backend kernel — as `fastestBackend()` would.
+//   tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...]
+// Each run is reported on its own (geometric mean, minimum, shapes below 0.95, the lowest four).
+import { readFileSync } from "node:fs";
+import type { TargetName } from "@ovl/primitives";
+import { type ComputeConfigTable, computeConfigs } from "@ovl/tlx-emitter";
+import { type ComputeResults, correct, entryConfig, type ResultCase } from "./compute-table.js";
+
+/** One shape of a run, as the table's kernels did there. */
+export interface TableShapeCheck {
+  readonly name: string;
+  /** cuBLAS ÷ the faster of the table's two kernels. */
+  readonly ratio: number;
+  /** Which of them was faster in this run. */
+  readonly backend: "triton" | "tlx";
+}
+
+/** The figures of one run. */
+export interface TableCheck {
+  readonly shapes: readonly TableShapeCheck[];
+  readonly geomean: number;
+  readonly min: number;
+  readonly below95: number;
+}
+
+/** Whether `c` is the TLX backend kernel of the table entry's `tlx` configuration. */
+function isEntryTlx(c: ResultCase, t: NonNullable<ComputeConfigTable["entries"][number]["tlx"]>): boolean {
+  const w = c.warpSpecialization;
+  return (
+    c.role === "tlx-emitted" &&
+    w !== undefined &&
+    c.config.BM === t.BM &&
+    c.config.BN === t.BN &&
+    c.config.BK === t.BK &&
+    w.consumerSchedule === t.consumerSchedule &&
+    w.stages === t.stages &&
+    w.epilogueSplit === t.epilogueSplit &&
+    w.notifier === t.notifier
+  );
+}
+
+/**
+ * The table's kernels in `results`: for every shape of the run with a table entry, cuBLAS ÷
+ * the faster of the entry's tuned Triton kernel (the run's `tuned` case, which must be the
+ * entry's configuration) and the TLX backend kernel of its `tlx` entry, each only when correct.
+ * @throws {Error} when the run's tuned kernel is not the entry's, or a shape has neither kernel correct.
+ */
+export function checkTable(table: ComputeConfigTable, results: ComputeResults): TableCheck {
+  const shapes: TableShapeCheck[] = [];
+  for (const s of results.shapes) {
+    const e = table.entries.find((x) => x.op === s.op && x.M === s.M && x.N === s.N && x.K === s.K && x.dtype === s.dtype);
+    if (e === undefined) continue;
+    const tuned = s.cases.find((c): c is ResultCase & { ms: number } => c.role === "tuned" && correct(c));
+    if (tuned !== undefined) {
+      const own = entryConfig(e);
+      if ((Object.keys(own) as (keyof typeof own)[]).some((k) => tuned.config[k] !== own[k]))
+        throw new Error(`${s.name}: the run's tuned kernel (${tuned.label}) is not the ${table.target} table's entry`);
+    }
+    const tlx =
+      e.tlx === undefined ? undefined : s.cases.find((c): c is ResultCase & { ms: number } => isEntryTlx(c, e.tlx!) && correct(c));
+    const best = [tuned, tlx].filter((c) => c !== undefined).sort((a, b) => a.ms - b.ms)[0];
+    if (best === undefined) throw new Error(`${s.name}: neither of the table's kernels ran correctly in this run`);
+    shapes.push({ name: s.name, ratio: s.cublas.ms / best.ms, backend: best === tlx ? "tlx" : "triton" });
+  }
+  if (shapes.length === 0) throw new Error(`the run holds no shape of the ${table.target} table`);
+  const ratios = shapes.map((x) => x.ratio);
+  return {
+    shapes,
+    geomean: Math.exp(ratios.reduce((a, r) => a + Math.log(r), 0) / ratios.length),
+    min: Math.min(...ratios),
+    below95: ratios.filter((r) => r < 0.95).length,
+  };
+}
+
+function main(argv: readonly string[]): void {
+  const [target, runs] = argv;
+  if (target === undefined || runs === undefined) {
+    console.error("usage: tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...]");
+    process.exit(2);
+  }
+  const table = computeConfigs(target as TargetName);
+  if (table === null) throw new Error(`no tuned table for ${target}`);
+  for (const path of runs.split(",")) {
+    const r = checkTable(table, JSON.parse(readFileSync(path, "utf8")) as ComputeResults);
+    const low = [...r.shapes].sort((a, b) => a.ratio - b.ratio).slice(0, 4);
+    console.log(
+      `${path}: the ${target} table's kernels at ${r.geomean.toFixed(3)}x cuBLAS by geometric mean over ${r.shapes.length} shapes, min ${r.min.toFixed(3)}, ${r.below95} below 0.95; lowest ${low.map((x) => `${x.name} ${x.ratio.toFixed(3)} (${x.backend})`).join(", ")}`,
+    );
+  }
+}
+
+if (process.argv[1]?.endsWith("table-check.ts")) main(process.argv.slice(2));
