@@ -101,6 +101,18 @@ describe("checkTable", () => {
     expect(mixed.shapes.map((s) => s.backend)).toEqual(["triton", "tlx"]);
     expect(mixed.geomean).toBeCloseTo(Math.sqrt(1.25 * 0.8), 6);
     expect(mixed.below95).toBe(1);
+    expect(mixed.shapes.every((x) => x.simError === undefined)).toBe(true);
+    // With a hardware model: the simulator's error on the faster kernel's time, per shape.
+    const sim = checkTable(
+      table,
+      run((e) => [tuned(e, 0.8), tlxCase(e, 1)]),
+      "H200_SXM",
+    );
+    for (const x of sim.shapes) {
+      expect(x.ms).toBe(0.8);
+      expect(Number.isFinite(x.simError)).toBe(true);
+      expect(x.simError!).toBeGreaterThan(-1);
+    }
   });
 
   it("refuses a run whose tuned kernel is not the table's, or a shape where neither kernel is correct", () => {

@@ -1,11 +1,14 @@
 // How a target's tuned table fares in a bench run it was not made from (another machine of the
 // same GPU, say): per shape, cuBLAS ÷ the faster of the two kernels the table picks — the entry's
 // tuned Triton kernel and its `tlx` entry's TLX backend kernel — as `fastestBackend()` would.
-//   tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...]
-// Each run is reported on its own (geometric mean, minimum, shapes below 0.95, the lowest four).
+//   tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...] [--sim H100_SXM|H200_SXM]
+// Each run is reported on its own (geometric mean, minimum, shapes below 0.95, the lowest four);
+// with --sim also the simulator's compute time (the tuned Triton kernel's calibration) against
+// the faster kernel's measured time, per shape.
 import { readFileSync } from "node:fs";
 import type { TargetName } from "@ovl/primitives";
 import { type ComputeConfigTable, computeConfigs } from "@ovl/tlx-emitter";
+import { simulatedMs } from "./compute-report.js";
 import { type ComputeResults, correct, entryConfig, type ResultCase } from "./compute-table.js";
 
 /** One shape of a run, as the table's kernels did there. */
@@ -15,6 +18,10 @@ export interface TableShapeCheck {
   readonly ratio: number;
   /** Which of them was faster in this run. */
   readonly backend: "triton" | "tlx";
+  /** Its time (ms). */
+  readonly ms: number;
+  /** With a hardware model: the simulator's compute time ÷ `ms` − 1. */
+  readonly simError?: number;
 }
 
 /** The figures of one run. */
@@ -44,10 +51,11 @@ function isEntryTlx(c: ResultCase, t: NonNullable<ComputeConfigTable["entries"][
 /**
  * The table's kernels in `results`: for every shape of the run with a table entry, cuBLAS ÷
  * the faster of the entry's tuned Triton kernel (the run's `tuned` case, which must be the
- * entry's configuration) and the TLX backend kernel of its `tlx` entry, each only when correct.
+ * entry's configuration) and the TLX backend kernel of its `tlx` entry, each only when correct;
+ * with `hardware` (a simulator model name) also the simulator's error on that kernel's time.
  * @throws {Error} when the run's tuned kernel is not the entry's, or a shape has neither kernel correct.
  */
-export function checkTable(table: ComputeConfigTable, results: ComputeResults): TableCheck {
+export function checkTable(table: ComputeConfigTable, results: ComputeResults, hardware?: string): TableCheck {
   const shapes: TableShapeCheck[] = [];
   for (const s of results.shapes) {
     const e = table.entries.find((x) => x.op === s.op && x.M === s.M && x.N === s.N && x.K === s.K && x.dtype === s.dtype);
@@ -62,7 +70,8 @@ export function checkTable(table: ComputeConfigTable, results: ComputeResults): 
       e.tlx === undefined ? undefined : s.cases.find((c): c is ResultCase & { ms: number } => isEntryTlx(c, e.tlx!) && correct(c));
     const best = [tuned, tlx].filter((c) => c !== undefined).sort((a, b) => a.ms - b.ms)[0];
     if (best === undefined) throw new Error(`${s.name}: neither of the table's kernels ran correctly in this run`);
-    shapes.push({ name: s.name, ratio: s.cublas.ms / best.ms, backend: best === tlx ? "tlx" : "triton" });
+    const simError = hardware === undefined ? {} : { simError: simulatedMs(s, entryConfig(e), hardware) / best.ms - 1 };
+    shapes.push({ name: s.name, ratio: s.cublas.ms / best.ms, backend: best === tlx ? "tlx" : "triton", ms: best.ms, ...simError });
   }
   if (shapes.length === 0) throw new Error(`the run holds no shape of the ${table.target} table`);
   const ratios = shapes.map((x) => x.ratio);
@@ -76,6 +85,8 @@ export function checkTable(table: ComputeConfigTable, results: ComputeResults): 
 
 function main(argv: readonly string[]): void {
   const [target, runs] = argv;
+  const i = argv.indexOf("--sim");
+  const hardware = i < 0 ? undefined : argv[i + 1];
   if (target === undefined || runs === undefined) {
     console.error("usage: tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...]");
     process.exit(2);
@@ -83,11 +94,19 @@ function main(argv: readonly string[]): void {
   const table = computeConfigs(target as TargetName);
   if (table === null) throw new Error(`no tuned table for ${target}`);
   for (const path of runs.split(",")) {
-    const r = checkTable(table, JSON.parse(readFileSync(path, "utf8")) as ComputeResults);
+    const r = checkTable(table, JSON.parse(readFileSync(path, "utf8")) as ComputeResults, hardware);
     const low = [...r.shapes].sort((a, b) => a.ratio - b.ratio).slice(0, 4);
     console.log(
       `${path}: the ${target} table's kernels at ${r.geomean.toFixed(3)}x cuBLAS by geometric mean over ${r.shapes.length} shapes, min ${r.min.toFixed(3)}, ${r.below95} below 0.95; lowest ${low.map((x) => `${x.name} ${x.ratio.toFixed(3)} (${x.backend})`).join(", ")}`,
     );
+    const errors = r.shapes.flatMap((x) => (x.simError === undefined ? [] : [{ name: x.name, e: x.simError }]));
+    if (errors.length > 0) {
+      const worst = errors.reduce((a, b) => (Math.abs(b.e) > Math.abs(a.e) ? b : a));
+      const mean = errors.reduce((a, b) => a + Math.abs(b.e), 0) / errors.length;
+      console.log(
+        `  simulator (${hardware}) against the faster kernel: mean absolute error ${(100 * mean).toFixed(1)}%, worst ${worst.name} ${(100 * worst.e).toFixed(1)}%, ${errors.filter((x) => Math.abs(x.e) > 0.15).length} shapes beyond 15%`,
+      );
+    }
   }
 }
 
