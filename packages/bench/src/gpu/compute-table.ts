@@ -123,6 +123,17 @@ export function entryConfig(e: ComputeConfigEntry): ComputeConfig {
   return { body: e.body, BM: e.BM, BN: e.BN, BK: e.BK, groupM: e.groupM, numStages: e.numStages, numWarps: e.numWarps };
 }
 
+/** The shape's `tuned` case (the table's configuration as the run emitted it), when it ran correctly. */
+export function tunedCase(s: ResultShape): (ResultCase & { ms: number }) | undefined {
+  return s.cases.find((c): c is ResultCase & { ms: number } => c.role === "tuned" && correct(c));
+}
+
+/** Whether case `c` ran table entry `e`'s configuration. */
+export function runsEntry(c: ResultCase, e: ComputeConfigEntry): boolean {
+  const own = entryConfig(e);
+  return (Object.keys(own) as (keyof ComputeConfig)[]).every((k) => c.config[k] === own[k]);
+}
+
 /** Whether a case is a TLX kernel (plain or the TLX backend's), not a Triton body. */
 export function isTlx(c: ResultCase): boolean {
   return c.role === "tlx" || c.role === "tlx-emitted";
@@ -179,11 +190,10 @@ export function withTlx(table: ComputeConfigTable, results: ComputeResults, sour
   const entries = table.entries.map((e) => {
     const s = results.shapes.find((x) => x.op === e.op && x.M === e.M && x.N === e.N && x.K === e.K && x.dtype === e.dtype);
     if (s === undefined) return e;
-    const tuned = s.cases.find((c): c is ResultCase & { ms: number } => c.role === "tuned" && correct(c));
+    const tuned = tunedCase(s);
     const t = fastestTlx(s);
     if (tuned === undefined || t === undefined) return e;
-    const own = entryConfig(e);
-    if ((Object.keys(own) as (keyof ComputeConfig)[]).some((k) => tuned.config[k] !== own[k]))
+    if (!runsEntry(tuned, e))
       throw new Error(`${s.name}: the run's tuned kernel (${tuned.label}) is not the table's entry; emit the bench from this table`);
     covered += 1;
     coveredOps.add(e.op);

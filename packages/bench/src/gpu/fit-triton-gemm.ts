@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs";
 import { resolveHardware, type HardwareModel } from "@ovl/sim";
 import { simulatedMs } from "./compute-report.js";
-import { correct, type ComputeResults, type ResultShape } from "./compute-table.js";
+import { type ComputeResults, type ResultShape, tunedCase } from "./compute-table.js";
 
 /** One shape's tuned kernel: its tile, the simulator's time at efficiency 1 without launch, and the measured time. */
 export interface FitPoint {
@@ -33,8 +33,8 @@ const REFERENCE_TILE = "128x256x64";
 export function fitPoints(results: ComputeResults, hw: HardwareModel): FitPoint[] {
   const bare: HardwareModel = { ...hw, tritonGemm: { efficiency: 1, launchUs: 0 } };
   return results.shapes.flatMap((s: ResultShape) => {
-    const t = s.cases.find((c) => c.role === "tuned" && correct(c));
-    if (t === undefined || t.ms === undefined) return [];
+    const t = tunedCase(s);
+    if (t === undefined) return [];
     const c = t.config;
     const t0Ms = simulatedMs(s, c, bare);
     return [{ shape: s.name, tile: `${c.BM}x${c.BN}x${c.BK}`, t0Ms, ms: t.ms }];

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import type { TargetName } from "@ovl/primitives";
 import { type ComputeConfigTable, computeConfigs } from "@ovl/tlx-emitter";
 import { simulatedMs } from "./compute-report.js";
-import { type ComputeResults, correct, entryConfig, type ResultCase } from "./compute-table.js";
+import { type ComputeResults, correct, entryConfig, type ResultCase, runsEntry, tunedCase } from "./compute-table.js";
 
 /** One shape of a run, as the table's kernels did there. */
 export interface TableShapeCheck {
@@ -60,12 +60,9 @@ export function checkTable(table: ComputeConfigTable, results: ComputeResults, h
   for (const s of results.shapes) {
     const e = table.entries.find((x) => x.op === s.op && x.M === s.M && x.N === s.N && x.K === s.K && x.dtype === s.dtype);
     if (e === undefined) continue;
-    const tuned = s.cases.find((c): c is ResultCase & { ms: number } => c.role === "tuned" && correct(c));
-    if (tuned !== undefined) {
-      const own = entryConfig(e);
-      if ((Object.keys(own) as (keyof typeof own)[]).some((k) => tuned.config[k] !== own[k]))
-        throw new Error(`${s.name}: the run's tuned kernel (${tuned.label}) is not the ${table.target} table's entry`);
-    }
+    const tuned = tunedCase(s);
+    if (tuned !== undefined && !runsEntry(tuned, e))
+      throw new Error(`${s.name}: the run's tuned kernel (${tuned.label}) is not the ${table.target} table's entry`);
     const tlx =
       e.tlx === undefined ? undefined : s.cases.find((c): c is ResultCase & { ms: number } => isEntryTlx(c, e.tlx!) && correct(c));
     const best = [tuned, tlx].filter((c) => c !== undefined).sort((a, b) => a.ms - b.ms)[0];

@@ -8,6 +8,7 @@ import { EmitError } from "../writer/index.js";
 import {
   checkEpilogueSplit,
   checkRingFits,
+  epilogueStagingElements,
   EPILOGUE_BARRIER,
   ringStageBytes,
   SM90_MAX_SHARED_BYTES,
@@ -27,10 +28,10 @@ export const PINGPONG_BARRIERS = [9, 10] as const;
 
 /**
  * Shared memory a `tlxGemmPingPong` takes, in bytes: the ring plus one epilogue staging
- * slice per consumer (`BLOCK_M × BLOCK_N / epilogueSplit`).
+ * slice per consumer (`BLOCK_M × BLOCK_N / epilogueSplit`, `epilogueStagingElements`).
  */
 export function tlxPingPongSharedBytes(p: TlxPingPongParams): number {
-  return (p.stages ?? 4) * ringStageBytes(p) + 2 * p.BLOCK_M * (p.BLOCK_N / (p.epilogueSplit ?? 2)) * 2;
+  return (p.stages ?? 4) * ringStageBytes(p) + epilogueStagingElements(2 * p.BLOCK_M, p.BLOCK_N, p.epilogueSplit ?? 2) * 2;
 }
 
 /**
