@@ -13,6 +13,9 @@ experts, top-k 2/5, bf16, a uniform random routing), with every token present:
   GEMM alone), and ``gather+grouped_mm+scatter``: the same with the gather of the token rows
   before and the scatter to token-slot order after, which the body fuses. Without
   ``torch._grouped_mm`` (or where it refuses the shape), a loop of cuBLAS matmuls per expert.
+- ``fused_moe``: a vLLM-style fused-MoE Triton kernel (``fused_moe.py``: the same gather, GEMM and
+  slot-order store, a non-persistent grouped grid) at each of its configurations; the summary takes
+  the fastest.
 
 Every body launch is checked first: the output is poisoned (NaN) and must be within
 ``--tolerance`` (relative Frobenius error) of an fp32 reference; the routing tables must equal
@@ -40,6 +43,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 BODY = REPO / "packages" / "tlx-emitter" / "kernels" / "moe_gather_gemm.py"
+FUSED_MOE = Path(__file__).resolve().parent / "fused_moe.py"
 
 if "--cpu-check" in sys.argv:
     os.environ["TRITON_INTERPRET"] = "1"
@@ -186,6 +190,27 @@ def grouped_cases(x, w, ids):
     return [(name, lambda: mm(grouped_x)), (f"gather+{name}+scatter", fused)], out, name
 
 
+def checked(row, cases, want, tolerance):
+    """``(name, fn)`` of the cases whose poisoned output ``c`` comes back within ``tolerance`` of
+    ``want`` (errors in ``row["check"]``); failures in ``row["errors"]``, the run going on."""
+    good = []
+    for name, fn, c in cases:
+        try:
+            c.fill_(float("nan"))
+            fn()
+            if c.is_cuda:
+                torch.cuda.synchronize()
+            err = rel(c, want)
+            if not err <= tolerance:
+                raise RuntimeError(f"relative error {err:.3g} exceeds {tolerance}")
+            row["check"][name] = err
+            good.append((name, fn))
+        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
+            row["errors"][name] = f"{type(exc).__name__}: {str(exc)[:400]}"
+            print(f"  FAILED {name}: {row['errors'][name]}", flush=True)
+    return good
+
+
 def time_cases(cases, warmup: int, reps: int) -> dict[str, float]:
     """CUDA-event medians (ms), the L2 flushed before every launch, cases interleaved."""
     flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
@@ -241,16 +266,15 @@ def run_shape(mod, shape, args, sms: int) -> dict:
     for cfg in CONFIGS if not args.cpu_check else CONFIGS[:1]:
         try:
             b = Body(mod, cfg, x, w, ids, sms)
-            b.c.fill_(float("nan"))
-            b()
-            err = rel(b.c, want)
-            if not err <= args.tolerance:
-                raise RuntimeError(f"relative error {err:.3g} exceeds {args.tolerance}")
-            bodies.append(b)
-            row.setdefault("check", {})[b.name] = err
+            bodies.append((b.name, b, b.c))
         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
             row["errors"][f"body {cfg}"] = f"{type(exc).__name__}: {exc}"
             traceback.print_exc()
+    if not args.cpu_check:
+        fused = load_module(FUSED_MOE, "ovl_bench_fused_moe")
+        bodies += fused.cases(x, w, ids, a_div=topk)
+    row["check"] = {}
+    bodies = checked(row, bodies, want, args.tolerance)
     if args.cpu_check:
         return row
     cases, out, base = grouped_cases(x, w, ids)
@@ -265,13 +289,38 @@ def run_shape(mod, shape, args, sms: int) -> dict:
         nb,
     )
     routing = ("routing", lambda: moe_align_block_size(ids, E, 64, out=routing_out))
-    times = time_cases(
-        [routing, *[(b.name, b) for b in bodies], *cases], args.warmup, args.reps
-    )
+    times = time_cases([routing, *bodies, *cases], args.warmup, args.reps)
     flops = 2 * S * topk * H * n
     row["cases"] = {k: {"ms": v, "tflops": flops / v / 1e9} for k, v in times.items()}
     row["baseline"] = base
     return row
+
+
+def fastest(cases: dict, prefix: str) -> str | None:
+    """The fastest case whose name starts with ``prefix``."""
+    named = [k for k in cases if k.startswith(prefix)]
+    return min(named, key=lambda k: cases[k]["ms"]) if named else None
+
+
+def summary(rows) -> None:
+    print(
+        f"\n{'shape':7} {'routing ms':>10} {'best body':>26} {'ms':>7} {'TFLOP/s':>7} {'grouped ms':>10} "
+        f"{'+gather/scatter':>15} {'fused_moe best':>26} {'ms':>7} {'grouped/body':>12} {'fused/body':>10}"
+    )
+    nan = {"ms": float("nan"), "tflops": float("nan")}
+    for r in rows:
+        c = r["cases"]
+        best, fused = fastest(c, "body"), fastest(c, "fused_moe")
+        if best is None:
+            continue
+        b, f = c[best], c.get(fused, nan)
+        base = c.get(r["baseline"], nan)["ms"]
+        scattered = c.get(f"gather+{r['baseline']}+scatter", nan)["ms"]
+        print(
+            f"{r['shape']:7} {c['routing']['ms']:10.3f} {best:>26} {b['ms']:7.3f} {b['tflops']:7.1f} {base:10.3f} "
+            f"{scattered:15.3f} {fused or '-':>26} {f['ms']:7.3f} "
+            f"{base / b['ms']:12.2f} {f['ms'] / b['ms']:10.2f}"
+        )
 
 
 def main() -> None:
@@ -328,24 +377,7 @@ def main() -> None:
         "seconds": time.time() - mod_time,
     }
     if not args.cpu_check:
-        print(
-            f"\n{'shape':7} {'routing ms':>10} {'best body':>28} {'ms':>8} {'TFLOP/s':>8} {'grouped ms':>10} {'+gather/scatter':>15} {'body/grouped':>12}"
-        )
-        for r in rows:
-            c = r["cases"]
-            bodies = {k: v for k, v in c.items() if k.startswith("body")}
-            if not bodies:
-                continue
-            best = min(bodies, key=lambda k: bodies[k]["ms"])
-            base, fused = (
-                c.get(r["baseline"], {}).get("ms"),
-                c.get(f"gather+{r['baseline']}+scatter", {}).get("ms"),
-            )
-            ratio = f"{base / bodies[best]['ms']:.2f}" if base else "-"
-            print(
-                f"{r['shape']:7} {c['routing']['ms']:10.3f} {best:>28} {bodies[best]['ms']:8.3f} {bodies[best]['tflops']:8.1f} "
-                f"{base or float('nan'):10.3f} {fused or float('nan'):15.3f} {ratio:>12}"
-            )
+        summary(rows)
     else:
         for r in rows:
             print(

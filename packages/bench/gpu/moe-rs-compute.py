@@ -16,7 +16,11 @@ routing and weights), on one rank's data:
 - ``grouped_mm``: ``torch._grouped_mm`` on rows already grouped by expert, and
   ``grouped_mm+scatter+topk-reduce``: the same with the gather into expert order, the scatter back to slot
   order, the weighting and the sum over each token's k slots (what moe-rs fuses), or a cuBLAS matmul
-  per expert where ``torch._grouped_mm`` is missing or refuses the shape.
+  per expert where ``torch._grouped_mm`` is missing or refuses the shape;
+- ``fused_moe``: a vLLM-style fused-MoE Triton kernel (``fused_moe.py``: each slot's row of h times its
+  expert's weights, scaled by the slot's routing weight, stored in slot order) at each of its
+  configurations, and ``fused_moe+topk-sum``: the same followed by the sum over each token's k slots
+  (vLLM's ``moe_sum``, here ``torch.sum``); the summary takes the fastest of each.
 
 Every case is checked against an fp32 reference first (relative Frobenius error within ``--tolerance``).
 Times are CUDA-event medians, the L2 flushed before each launch, cases interleaved (``moe-compute.py``'s
@@ -221,6 +225,19 @@ def run_shape(shape, args, sms):
         except Exception as exc:  # noqa: BLE001 - reported, the run goes on
             row["errors"][cname] = f"{type(exc).__name__}: {exc}"
             traceback.print_exc()
+    fused = part1.load_module(part1.FUSED_MOE, "ovl_bench_fused_moe")
+    found = fused.cases(h, w2, ids, a_div=1, weights=wts)
+    cases += part1.checked(row, found, want_slots, args.tolerance)
+    summed = torch.empty(S, H, device="cuda", dtype=h.dtype)
+
+    def with_sum(fn, c):
+        def run() -> None:
+            fn()
+            torch.sum(c.view(S, topk, H), dim=1, out=summed)
+
+        return run
+
+    cases += part1.checked(row, [(f"{n}+topk-sum", with_sum(fn, c), summed) for n, fn, c in found], want, args.tolerance)
     base, result, bname = baseline_cases(h, w2, ids, wts)
     base[1][1]()
     row["check"][base[1][0]] = rel(result["out"], want)
@@ -229,6 +246,32 @@ def run_shape(shape, args, sms):
     row["cases"] = {k: {"ms": v, "tflops": flops / v / 1e9} for k, v in times.items()}
     row["baseline"] = bname
     return row
+
+
+def summary(rows) -> None:
+    """Per shape: the fastest emitted producer beside the fastest fused_moe and _grouped_mm (the GEMM and
+    its slot-order store), and the producer's compute-stream chain beside fused_moe + topk-sum and
+    _grouped_mm + scatter + topk-reduce (through the token-order sum)."""
+    print(
+        f"\n{'shape':7} {'best emitted':>24} {'ms':>7} {'TFLOP/s':>7} {'fused_moe':>7} {'grouped':>7} {'fused/em':>8} {'grouped/em':>10}"
+        f" | {'chain':>7} {'fused+sum':>9} {'grouped+scatter+reduce':>22} {'fused+sum/chain':>15}"
+    )
+    nan = {"ms": float("nan"), "tflops": float("nan")}
+    for r in rows:
+        c = r["cases"]
+        best = part1.fastest(c, "emitted ")
+        if best is None:
+            continue
+        e = c[best]
+        fused = c.get(part1.fastest({k: v for k, v in c.items() if not k.endswith("+topk-sum")}, "fused_moe"), nan)["ms"]
+        fused_sum = c.get(part1.fastest({k: v for k, v in c.items() if k.endswith("+topk-sum")}, "fused_moe"), nan)["ms"]
+        chain = c.get(part1.fastest(c, "emitted+permute+topksum+notify"), nan)["ms"]
+        grouped = c.get(r["baseline"], nan)["ms"]
+        print(
+            f"{r['shape']:7} {best:>24} {e['ms']:7.3f} {e['tflops']:7.1f} {fused:7.3f} {grouped:7.3f} {fused / e['ms']:8.2f} "
+            f"{grouped / e['ms']:10.2f} | {chain:7.3f} {fused_sum:9.3f} {c.get(r['baseline'] + '+scatter+topk-reduce', nan)['ms']:22.3f} "
+            f"{fused_sum / chain:15.2f}"
+        )
 
 
 def main() -> None:
@@ -266,25 +309,7 @@ def main() -> None:
         rows.append(run_shape(shape, args, sms))
         for k, v in rows[-1]["errors"].items():
             print(f"  FAILED {k}: {v}", flush=True)
-    print(
-        f"\n{'shape':7} {'best emitted':>28} {'ms':>8} {'TFLOP/s':>8} {'plain/chain':>11} {'grouped':>8} {'vs grouped':>10} {'+scatter+reduce':>15}"
-    )
-    for r in rows:
-        c = r["cases"]
-        emitted = {k: v for k, v in c.items() if k.startswith("emitted ")}
-        if not emitted:
-            continue
-        best = min(emitted, key=lambda k: emitted[k]["ms"])
-        nan = {"ms": float("nan")}
-        plain = c.get(
-            "plain " + best.split(" ", 1)[1],
-            c.get("emitted+permute+topksum+notify " + best.split(" ", 1)[1], nan),
-        )["ms"]
-        grouped = c.get(r["baseline"], nan)["ms"]
-        print(
-            f"{r['shape']:7} {best:>28} {emitted[best]['ms']:8.3f} {emitted[best]['tflops']:8.1f} {plain:11.3f} "
-            f"{grouped:8.3f} {grouped / emitted[best]['ms']:10.2f} {c.get(r['baseline'] + '+scatter+topk-reduce', nan)['ms']:15.3f}"
-        )
+    summary(rows)
     result = {
         "device": torch.cuda.get_device_name(0),
         "torch": torch.__version__,

@@ -5,7 +5,9 @@ beside ``torch._grouped_mm`` on pre-grouped rows, all in one run.
 - part 2 (moe-rs, ``moe_gemm_scatter``): h [S·k, I/8] rows in slot order, W2 [E, I/8, H], weighted rows
   scattered to their slots.
 
-Variants of each plain body (no waits, no notifies): ``base`` (the built-in file), ``tma`` (the experts'
+Beside them, at each of its configurations, a vLLM-style fused-MoE kernel (``../fused_moe.py``), the
+same gather / GEMM / weighting / slot-order store in a non-persistent grid. Variants of each plain body
+(no waits, no notifies): ``base`` (the built-in file), ``tma`` (the experts'
 weights through a rank-3 tensor descriptor, ``moe_bodies/*_tma.py``) and ``tma_flat`` (the same with the
 persistent tile loop flattened into the K loop), at several tiles and launch configurations; for part 2
 also the producers ``ovl emit moe-rs --kernel <variant>`` compiled (``moe_bodies_prepare.sh``), their
@@ -51,6 +53,7 @@ def _load(name: str, path: Path):
 
 part1 = _load("ovl_moe_compute", GPU / "moe-compute.py")
 part2 = _load("ovl_moe_rs_compute", GPU / "moe-rs-compute.py")
+fused_moe = _load("ovl_bench_fused_moe", GPU / "fused_moe.py")
 SHAPES, rel, time_cases = part1.SHAPES, part1.rel, part1.time_cases
 
 #: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages (of both bodies)
@@ -248,6 +251,7 @@ def run_shape(shape, args, mods1, mods2, sms):
         w = (torch.randn(E, H, n, device="cuda", generator=g) / 8).to(torch.bfloat16)
         want = part1.reference(x, w, ids)
         cases = part1_cases(mods1, x, w, ids, sms)
+        cases += [(f"p1 {n}", fn, c) for n, fn, c in fused_moe.cases(x, w, ids, a_div=topk)]
         errs = []
         if args.emitted is not None:
             for vdir in sorted(
@@ -284,6 +288,7 @@ def run_shape(shape, args, mods1, mods2, sms):
             sl = torch.nonzero(flat == e).squeeze(1)
             want[sl] = (h[sl].float() @ w2[e].float()) * wts.reshape(-1)[sl, None]
         cases = part2_plain_cases(mods2, h, w2, ids, wts, sms)
+        cases += [(f"p2 {n}", fn, c) for n, fn, c in fused_moe.cases(h, w2, ids, a_div=1, weights=wts)]
         if args.emitted is not None:
             for vdir in sorted(
                 p for p in (args.emitted / "p2").iterdir() if (p / name).is_dir()
@@ -335,7 +340,7 @@ def summary(rows) -> None:
                 words = k_.split(" ")
                 if words[0] != part or k_ == bname:
                     continue
-                emitted = words[2] == "emitted"
+                emitted = len(words) > 2 and words[2] == "emitted"
                 variant = f"{words[1]} emitted" if emitted else words[1]
                 cfg = " ".join(words[3:] if emitted else words[2:])
                 if variant not in best or v["ms"] < best[variant][1]["ms"]:
