@@ -47,12 +47,13 @@ def moe_gather_gemm(
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         offs_k = tl.arange(0, BLOCK_K)
         a_ptrs = x_ptr + tokens[:, None] * K + offs_k[None, :]
-        b_ptrs = w_ptr + expert * K * N + offs_k[:, None] * N + offs_n[None, :]
+        # Columns past N wrap onto valid ones (their results are not stored): W's loads need no column mask.
+        b_ptrs = w_ptr + expert * K * N + offs_k[:, None] * N + (offs_n % N)[None, :]
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
             k_left = K - ki * BLOCK_K
             a = tl.load(a_ptrs, mask=valid[:, None] & (offs_k[None, :] < k_left), other=0.0)
-            b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
             acc = tl.dot(a, b, acc)
             a_ptrs += BLOCK_K
             b_ptrs += BLOCK_K * N

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles, where Node is (the repository built), what moe_bodies.py times and checks on a GPU machine:
-#  - <out>/p1/base/<MoE-n>/<tile>: `ovl emit ag-moe` (the built-in gather + grouped GEMM body, its
-#    default tile and launch) at TileLink's MoE-1…6 per-rank shapes of world 8;
+#  - <out>/p1/base/<MoE-n>/<tile>: `ovl emit ag-moe` (the built-in gather + grouped GEMM body at its
+#    default tile and launch, and at 128x128x64) at TileLink's MoE-1…6 per-rank shapes of world 8;
 #  - <out>/p2/<variant>/<MoE-n>/<tile>: `ovl emit moe-rs` of each variant of the grouped GEMM +
 #    scatter body (base: the built-in file; tma_flat: weights by TMA, tile loop flattened) at its
 #    default tile and launch;
@@ -23,6 +23,7 @@ ovl() { node "$repo/packages/cli/dist/bin.js" "$@" >/dev/null; }
 while read -r name H I E k; do
   common=(--tokens 8192 --hidden "$H" --intermediate "$I" --experts "$E" --topk "$k" --world 8 --split 2)
   ovl emit ag-moe "${common[@]}" --out "$out/p1/base/$name/128x256x64"
+  ovl emit ag-moe "${common[@]}" --tile 128x128x64 --out "$out/p1/base/$name/128x128x64"
   ovl emit moe-rs "${common[@]}" --out "$out/p2/base/$name/128x256x64"
   ovl emit moe-rs "${common[@]}" --kernel "$out/src/tma_flat.py" --out "$out/p2/tma_flat/$name/128x256x64"
   echo "wrote $out/p*/*/$name"

@@ -43,7 +43,8 @@ export const MOE_ALIGN_CHUNK = 256;
  * TileLink's MoE shapes), so the gathered rows are read once. With 8 warps and 4 stages it was
  * the fastest of six tiles at all of MoE-1…6 on one H100, 1.1–2.0× `torch._grouped_mm` on
  * pre-grouped rows, and 1.3–2.0× faster than 64×128×64
- * (`packages/bench/results/gpu/moe-bodies-h100-2026-11-26/`).
+ * (`packages/bench/results/gpu/moe-bodies-h100-2026-11-26/`); emitted at 128×128×64 it is
+ * 1.1–1.5× slower (`moe-fused-baseline-h100-2026-11-27/`).
  */
 export const MOE_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 /** At most this many programs run each routing kernel. */
