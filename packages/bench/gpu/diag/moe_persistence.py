@@ -4,11 +4,10 @@ shapes) on one GPU, beside the vLLM-style fused-MoE kernel (``../fused_moe.py``)
 The built-in body ``moe_gather_gemm`` loops ``for tile_id in tl.range(pid, num_tiles, NUM_SMS)``; launched
 with a grid of ``G`` programs and ``NUM_SMS = G`` it is persistent at ``G`` = the SM count and
 non-persistent (one tile per program, the hardware scheduling programs as SMs free up) at ``G`` = the
-routing's worst-case tile count; ``r128``: registers capped at 128 per thread (``maxnreg``), so two
-programs of 8 warps fit an SM. ``wrap-n``: the same body with its weight columns wrapped modulo N (as
-fused_moe loads them) in place of a column mask; ``grouped`` (``moe_bodies/moe_gather_gemm_grouped.py``)
-that, with the tiles taken in groups of GROUP_M blocks per n-block (fused_moe's order) instead of
-row-major. Every case is checked against fp32 (poisoned output) first; CUDA-event
+routing's worst-case tile count, or with k programs per SM (``kxSMs``); ``r128``: registers capped at 128
+per thread (``maxnreg``), so two programs of 8 warps fit an SM. ``grouped``
+(``moe_bodies/moe_gather_gemm_grouped.py``): the body with the tiles taken in groups of GROUP_M blocks
+per n-block (fused_moe's order) instead of row-major. Every case is checked against fp32 (poisoned output) first; CUDA-event
 medians with the L2 flushed, cases interleaved (``moe-compute.py``'s timer).
 
     PYTHONPATH=$PWD/packages/runtime-py/src python3 packages/bench/gpu/diag/moe_persistence.py --out $OUT/moe-persistence.json
@@ -20,7 +19,6 @@ import argparse
 import functools
 import importlib.util
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -44,27 +42,9 @@ def _load(name: str, path: Path):
 part1 = _load("ovl_moe_compute", GPU / "moe-compute.py")
 fused_moe = _load("ovl_bench_fused_moe", GPU / "fused_moe.py")
 #: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages, register cap per thread (0: none)
-TILES = [(128, 256, 64, 8, 4, 0), (128, 128, 64, 8, 3, 0), (128, 128, 64, 8, 3, 128)]
+TILES = [(128, 256, 64, 8, 4, 0), (128, 128, 64, 8, 3, 0), (128, 128, 64, 8, 3, 128), (64, 64, 32, 4, 3, 0), (64, 128, 64, 4, 4, 0)]
 #: fused_moe configurations beside its own list: 128x128x64 w8 s3 in row-major order (GROUP_M 1).
 FUSED = [(128, 128, 64, 1, 8, 3)]
-
-
-#: The body's B load with its columns wrapped modulo N (no column mask; fused_moe's form) instead of masked.
-WRAP = [
-    ("offs_k[:, None] * N + offs_n[None, :]", "offs_k[:, None] * N + (offs_n % N)[None, :]"),
-    ("mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)", "mask=offs_k[:, None] < k_left, other=0.0)"),
-]
-
-
-def wrapped(tmp: Path) -> Path:
-    text = BODY.read_text()
-    for old, new in WRAP:
-        if text.count(old) != 1:
-            raise ValueError(f"{BODY}: expected one {old!r}")
-        text = text.replace(old, new)
-    out = tmp / "moe_gather_gemm_wrapn.py"
-    out.write_text(text)
-    return out
 
 
 def body_cases(mod, x, w, ids, sms, variant="body", grids=("persistent", "2xSMs", "one-tile")):
@@ -74,7 +54,7 @@ def body_cases(mod, x, w, ids, sms, variant="body", grids=("persistent", "2xSMs"
     for bm, bn, bk, warps, stages, maxnreg in TILES:
         tables = moe_align_block_size(ids, E, bm)
         tiles = (tables[0].numel() // bm) * triton.cdiv(N, bn)
-        for grid, label in ((sms, "persistent"), (2 * sms, "2xSMs"), (tiles, "one-tile")):
+        for grid, label in ((sms, "persistent"), (2 * sms, "2xSMs"), (4 * sms, "4xSMs"), (8 * sms, "8xSMs"), (tiles, "one-tile")):
             if label not in grids:
                 continue
             c = torch.empty(T * k, N, device=x.device, dtype=x.dtype)
@@ -95,14 +75,20 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--grids", default="persistent,2xSMs,one-tile")
-    p.add_argument("--variants", default="body,wrap-n,grouped")
+    p.add_argument("--shapes", default="", help="comma-separated subset, e.g. MoE-2,MoE-5")
+    p.add_argument("--tiles", default="", help="comma-separated subset of TILES by BMxBNxBK, e.g. 64x64x32")
+    p.add_argument("--variants", default="body,grouped")
     args = p.parse_args()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     mod = _load("ovl_moe_body", BODY)
-    wrap = _load("ovl_moe_body_wrapn", wrapped(Path(tempfile.mkdtemp())))
     grouped = _load("ovl_moe_body_grouped", HERE / "moe_bodies" / "moe_gather_gemm_grouped.py")
     rows = []
+    wanted = {x for x in args.shapes.split(",") if x}
+    if args.tiles:
+        TILES[:] = [t for t in TILES if f"{t[0]}x{t[1]}x{t[2]}" in args.tiles.split(",")]
     for name, S, H, inter, E, topk in part1.SHAPES:
+        if wanted and name not in wanted:
+            continue
         n = inter // args.world
         g = torch.Generator(device="cuda").manual_seed(0)
         x = (torch.randn(S, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
@@ -112,7 +98,6 @@ def main() -> None:
         row = {"shape": name, "check": {}, "errors": {}}
         grids = args.grids.split(",")
         cases = body_cases(mod, x, w, ids, sms, grids=grids) if "body" in args.variants else []
-        cases += body_cases(wrap, x, w, ids, sms, "wrap-n", grids=grids) if "wrap-n" in args.variants else []
         cases += body_cases(grouped, x, w, ids, sms, "grouped", grids=grids) if "grouped" in args.variants else []
         cases += fused_moe.cases(x, w, ids, a_div=topk, configs=[*FUSED, *fused_moe.CONFIGS[4:]])
         good = part1.checked(row, cases, want, 0.02)
