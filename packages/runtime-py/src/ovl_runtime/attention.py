@@ -86,6 +86,10 @@ def attention(q: np.ndarray, kv: np.ndarray, a: AttentionSpec, q_start: int) -> 
     return (p @ v).transpose(1, 0, 2).reshape(s, H * D)
 
 
+#: The most bytes of attention scores ``torch_attention`` holds at once (it takes that many heads per step).
+REFERENCE_SCORE_BYTES = 2 << 30
+
+
 def torch_attention(q, kv, a: AttentionSpec, q_start: int):
     """``attention`` in torch (float32, on the tensors' device): for the GPU modes' references."""
     import torch
@@ -94,10 +98,19 @@ def torch_attention(q, kv, a: AttentionSpec, q_start: int):
     s, S = q.shape[0], kv.shape[0]
     qh = q.float().reshape(s, H, D).transpose(0, 1)
     kvh = kv.float().reshape(S, 2, G, D)
-    k = kvh[:, 0].transpose(0, 1).repeat_interleave(H // G, 0)
-    v = kvh[:, 1].transpose(0, 1).repeat_interleave(H // G, 0)
-    scores = qh @ k.transpose(1, 2) * a.scale
+    visible = None
     if a.causal:
         visible = torch.arange(S, device=q.device)[None, :] <= (q_start + torch.arange(s, device=q.device))[:, None]
-        scores = scores.masked_fill(~visible, float("-inf"))
-    return (torch.softmax(scores, dim=-1) @ v).transpose(0, 1).reshape(s, H * D)
+    out = torch.empty(H, s, D, device=q.device, dtype=torch.float32)
+    # A few heads at a time: the scores of all heads at a long sequence would not fit (Attn-1 at 32k on
+    # 4 ranks: 32 x 8192 x 32768 floats, 34 GB); each step's stay under REFERENCE_SCORE_BYTES.
+    step = max(1, min(H, REFERENCE_SCORE_BYTES // max(1, s * S * 4)))
+    for h0 in range(0, H, step):
+        heads = range(h0, min(H, h0 + step))
+        k = kvh[:, 0, [h // (H // G) for h in heads]].transpose(0, 1)
+        v = kvh[:, 1, [h // (H // G) for h in heads]].transpose(0, 1)
+        scores = qh[h0 : h0 + len(heads)] @ k.transpose(1, 2) * a.scale
+        if visible is not None:
+            scores = scores.masked_fill(~visible, float("-inf"))
+        out[h0 : h0 + len(heads)] = torch.softmax(scores, dim=-1) @ v
+    return out.transpose(0, 1).reshape(s, H * D)

@@ -5,9 +5,10 @@ performance figures (the ranks share the SMs and the memory bandwidth; copies be
 "ranks" are device-local). No ``torch.distributed``: each rank is a
 :class:`~ovl_runtime.gpu_rank.RankState` whose buffers are plain tensors on the one device;
 a peer view is the other rank's tensor, a ``peer-pointers`` table the ranks' ``data_ptr()``s.
-Host copies are ``dst.copy_(src, non_blocking=True)`` on per-rank comm streams, their signals
-``stream_write_value32`` on the plain uint32 signal tensor, host waits ``cuStreamWaitValue32``
-(``gpu_streamwait``), all bounded from the host.
+Host copies are same-device copies on per-rank comm streams (``cuMemcpyAsync``), their signals
+``cuStreamWriteValue32`` of the epoch on the plain signal tensor (``gpu_memops``; through torch
+while a stream is captured), host waits ``cuStreamWaitValue32`` (``gpu_streamwait``), all bounded
+from the host.
 
 Why it cannot hang (with all ranks on one GPU, spinning programs could take every SM, and a
 same-device ``copy_`` is a kernel that needs one):

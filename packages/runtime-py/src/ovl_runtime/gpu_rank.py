@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from .errors import ManifestError
+from .gpu_memops import DriverOps
 from .manifest import BufferSpec, CopyOp, KernelSpec, Manifest, NumSms, checked_init
 from .moe import draw_buffer, random_fill, replicated_seed, routing_seed
 from .signals import epoch_target, signed32
@@ -124,6 +125,8 @@ class RankState:
         # A warm-up passes ``zero_word`` instead (every wait is met at once).
         self.epoch_word = torch.zeros(1, dtype=torch.int32, device=sig.device)
         self.zero_word = torch.zeros(1, dtype=torch.int32, device=sig.device)
+        # Host ops' copies and signals through the driver (None: through torch).
+        self.driver = DriverOps.load()
 
     def connect(self, peers: PeerViews, grids: Sequence[tuple[int, ...]]) -> None:
         """Tables, peer-pointer tables, kernels (with ``grids``, one per manifest kernel) and host ops."""
@@ -273,9 +276,23 @@ class RankState:
     def enqueue_host_ops(self, ops: list[tuple[Any, ...]], stream: torch.cuda.Stream, warm: bool, waits: Any) -> None:
         """This epoch's copies, their signals and host waits on ``stream``.
 
-        A signal is a 4-byte device copy of the epoch word into the slot, ordered after the
-        data copy by the stream (the next copy starts once the previous one completed); the
-        value is read on the device, so a captured launch signals each replay's epoch."""
+        A signal is ordered after its data copy by the stream (the next copy starts once the
+        previous one completed). Eager, copies and signals go straight to the driver
+        (``gpu_memops``: a signal writes this epoch); while a stream is being captured, through
+        torch, a signal being a 4-byte device copy of the epoch word into the slot, so a captured
+        launch signals each replay's epoch."""
+        if self.driver is not None and not torch.cuda.is_current_stream_capturing():
+            handle = stream.cuda_stream
+            for op in ops:
+                if op[0] == "copy":
+                    _, dst, src, sig = op
+                    self.driver.copy(handle, dst.data_ptr(), src.data_ptr(), src.numel() * src.element_size())
+                    if sig is not None:
+                        self.driver.write(handle, sig.data_ptr(), self.epoch)
+                else:
+                    _, slot, arrivals, on = op
+                    waits.enqueue(stream, slot, 0 if warm else self.target(arrivals), on)
+            return
         with torch.cuda.stream(stream):
             for op in ops:
                 if op[0] == "copy":

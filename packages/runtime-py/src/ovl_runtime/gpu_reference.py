@@ -5,8 +5,9 @@ collectives their single input; row-sharded buffers hold the slab or the whole `
 the shards equal or uneven (``shards``: NCCL's gather and scatter need equal shards, so
 uneven ones are gathered padded to the largest, and scattered by an all-reduce then a slice);
 ``ag-grouped-gemm`` reads B as [E, K, N] and the experts from ``reference.groupTable``.
-Baselines: torch GEMM alone, the NCCL collective alone, both in sequence (not overlapped),
-and PyTorch's async-TP fused ops where they exist.
+Baselines: torch's compute alone (GEMM, GEMM + SiLU-mul, flash attention, the MoE expert GEMM
+with its routing), the NCCL collective alone, both in sequence (not overlapped), and PyTorch's
+async-TP fused ops where they exist.
 """
 
 from __future__ import annotations
@@ -254,6 +255,75 @@ def max_over_ranks(x: float) -> float:
     return float(t.item())
 
 
+def _attention_baselines(m: Manifest, dtype: torch.dtype, rows: int, padded: int) -> list[tuple[str, Callable[[], object]]]:
+    """ag-attention not overlapped: NCCL's AllGather of K/V, then this rank's queries against every key
+    its causal mask leaves visible (``scaled_dot_product_attention``, the flash backend where it takes
+    the shapes; lower-right aligned: the rank's queries are the last rows of the visible keys)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention.bias import causal_lower_right
+
+    a = attention_spec(m)
+    first = rank_rows(m, dist.get_rank())[0]
+    kv_shard = torch.randn(rows, 2 * a.kv_heads * a.head_dim, device="cuda", dtype=dtype)
+    gathered = torch.empty(padded, kv_shard.shape[1], device="cuda", dtype=dtype)
+    q = torch.randn(1, a.heads, rows, a.head_dim, device="cuda", dtype=dtype)
+    visible = first + rows if a.causal else m.reference.M
+    kv = gathered[:visible].view(visible, 2, a.kv_heads, a.head_dim)
+    k, v = kv[:, 0].permute(1, 0, 2).unsqueeze(0), kv[:, 1].permute(1, 0, 2).unsqueeze(0)
+    mask = causal_lower_right(rows, visible) if a.causal else None
+
+    def attend() -> torch.Tensor:
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+            return torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, scale=a.scale, enable_gqa=a.heads != a.kv_heads
+            )
+
+    return [
+        ("torch-sdpa", attend),
+        ("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, kv_shard)),
+        ("all-gather-then-sdpa", lambda: (dist.all_gather_into_tensor(gathered, kv_shard), attend())),
+    ]
+
+
+def _moe_baseline(m: Manifest, full: torch.Tensor, dtype: torch.dtype) -> tuple[str, Callable[[], object]]:
+    """ag-moe's expert GEMM as a torch user runs it, on every token ``full`` and a routing drawn like the
+    manifest's: the slots sorted by expert, the rows gathered, ``torch._grouped_mm`` (a cuBLAS GEMM per
+    expert where it is missing), the rows scattered back to slot order — routing included, as the
+    operator computes its tables on every launch."""
+    import numpy as np
+
+    from .moe import draw_routing
+
+    ref = m.reference
+    spec = m.buffer(ref.inputs["topk"])
+    routing = spec.routing
+    if routing is None:
+        raise ManifestError("reference.inputs.topk", "ag-moe's topk buffer needs init routing")
+    topk = spec.shape[1]
+    ids = torch.from_numpy(draw_routing(np.random.default_rng(dist.get_rank()), ref.M, topk, routing.experts, routing.choices)).cuda()
+    w = torch.randn(routing.experts, ref.K, ref.N, device="cuda", dtype=dtype)
+    out = torch.empty(ref.M * topk, ref.N, device="cuda", dtype=dtype)
+    gmm = getattr(torch, "_grouped_mm", None)
+
+    def step() -> None:
+        flat = ids.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        rows = full[order // topk]
+        if gmm is not None:
+            offs = torch.cumsum(torch.bincount(flat, minlength=routing.experts), 0).to(torch.int32)
+            out[order] = gmm(rows, w, offs=offs)
+        else:
+            res = torch.empty_like(rows)
+            counts = torch.bincount(flat, minlength=routing.experts).tolist()
+            lo = 0
+            for e, n in enumerate(counts):
+                torch.matmul(rows[lo : lo + n], w[e], out=res[lo : lo + n])
+                lo += n
+            out[order] = res
+
+    return ("torch-moe-grouped-mm" if gmm is not None else "torch-moe-matmul-per-expert", step)
+
+
 def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[Baseline]:
     """Time the operator's non-overlapped parts and PyTorch async-TP (median, max over ranks)."""
     ref = m.reference
@@ -264,7 +334,8 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
     # shards, are left out.
     rpr = max(counts)
     even = all(c == rpr for c in counts)
-    padded_m = rpr * m.world if ref.operator in ("ag-gemm", "ag-grouped-gemm", "ag-moe", "gemm-rs", "all-gather", "reduce-scatter") else M
+    gathers = ("ag-gemm", "ag-gemm-silu", "ag-grouped-gemm", "ag-moe", "ag-attention", "gemm-rs", "all-gather", "reduce-scatter")
+    padded_m = rpr * m.world if ref.operator in gathers else M
     group_name = dist.group.WORLD.group_name
     cases: list[tuple[str, Callable[[], object]]] = []
     dev = "cuda"
@@ -329,10 +400,33 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
                 ("nccl-all-reduce", lambda: dist.all_reduce(c)),
                 ("gemm-then-all-reduce", lambda: (torch.matmul(a, b, out=c), dist.all_reduce(c))),
             ]
+    elif ref.operator == "ag-gemm-silu":
+        shard = torch.randn(rpr, K, device=dev, dtype=dtype)
+        gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
+        full = gathered[:M]
+        w = torch.randn(K, 2 * N, device=dev, dtype=dtype)
+        h = torch.empty(M, 2 * N, device=dev, dtype=dtype)
+
+        def gemm_silu() -> torch.Tensor:
+            torch.matmul(full, w, out=h)
+            return torch.nn.functional.silu(h[:, :N]) * h[:, N:]
+
+        cases = [
+            ("torch-gemm-silu-mul", gemm_silu),
+            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, shard)),
+            ("all-gather-then-gemm-silu-mul", lambda: (dist.all_gather_into_tensor(gathered, shard), gemm_silu())),
+        ]
+    elif ref.operator == "ag-attention":
+        cases = _attention_baselines(m, dtype, rpr, padded_m)
     elif ref.operator == "ag-moe":
         tokens = torch.randn(rpr, K, device=dev, dtype=dtype)
         gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
-        cases = [("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, tokens))]
+        moe = _moe_baseline(m, gathered[:M], dtype)
+        cases = [
+            (moe[0], moe[1]),
+            ("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, tokens)),
+            (f"all-gather-then-{moe[0]}", lambda: (dist.all_gather_into_tensor(gathered, tokens), moe[1]())),
+        ]
     elif ref.operator == "moe-rs":  # the ReduceScatter of the topk-reduced rows [T, H] that the reducer overlaps
         summed = torch.randn(M, N, device=dev, dtype=dtype)
         mine = torch.empty(rpr, N, device=dev, dtype=dtype)
