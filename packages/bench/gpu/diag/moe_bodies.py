@@ -54,7 +54,7 @@ def _load(name: str, path: Path):
 part1 = _load("ovl_moe_compute", GPU / "moe-compute.py")
 part2 = _load("ovl_moe_rs_compute", GPU / "moe-rs-compute.py")
 fused_moe = _load("ovl_bench_fused_moe", GPU / "fused_moe.py")
-SHAPES, rel, time_cases = part1.SHAPES, part1.rel, part1.time_cases
+SHAPES, rel, time_cases, checked = part1.SHAPES, part1.rel, part1.time_cases, part1.checked
 
 #: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages (of both bodies)
 CONFIGS = [
@@ -207,25 +207,6 @@ def part2_plain_cases(mods, h, w2, ids, wts, sms):
         )  # fmt: skip
 
     return plain_cases("p2", mods, ids, E, N, h, launch)
-
-
-def checked(row, cases, want, tolerance):
-    """The cases whose poisoned output comes back within ``tolerance`` of ``want``; failures in ``row``."""
-    good = []
-    for name, fn, c in cases:
-        try:
-            c.fill_(float("nan"))
-            fn()
-            torch.cuda.synchronize()
-            err = rel(c, want)
-            if not err <= tolerance:
-                raise RuntimeError(f"relative error {err:.3g} exceeds {tolerance}")
-            row["check"][name] = err
-            good.append((name, fn))
-        except Exception as exc:  # noqa: BLE001 - reported, the run goes on
-            row["errors"][name] = f"{type(exc).__name__}: {str(exc)[:400]}"
-            print(f"  FAILED {name}: {row['errors'][name]}", flush=True)
-    return good
 
 
 def run_shape(shape, args, mods1, mods2, sms):
