@@ -139,15 +139,24 @@ def main() -> None:
         s.launch(warm=True)
         s.sync()
         parts = [("launch", med(lambda s=s: (s.launch(), s.sync())))]
-        if s.host_streams and s.driver is not None:
-            # Host ops through torch and through the driver, launch by launch in turn (gpu_memops).
-            driver, times = s.driver, {"torch": [], "driver": []}
-            for i in range(60):
-                mode = "torch" if i % 2 == 0 else "driver"
-                s.driver = None if mode == "torch" else driver
-                times[mode].append(med(lambda s=s: (s.launch(), s.sync()), reps=1, warm=0))
-            s.driver = driver
-            parts += [(f"launch, host ops via {k}", statistics.median(v)) for k, v in times.items()]
+        if s.host_streams:
+            # Variants of the launch, one launch each in turn: as the session launches, and with the host
+            # ops through torch (gpu_memops off).
+            driver = s.driver
+
+            def via_torch(s=s):
+                s.driver = None
+                try:
+                    s.launch()
+                finally:
+                    s.driver = driver
+
+            variants = {"session": s.launch, "host ops via torch": via_torch}
+            times = {k: [] for k in variants}
+            for i in range(30 * len(variants)):
+                name = list(variants)[i % len(variants)]
+                times[name].append(med(lambda f=variants[name], s=s: (f(), s.sync()), reps=1, warm=0))
+            parts += [(f"launch ({k})", statistics.median(v)) for k, v in times.items()]
         # The host's time to enqueue one launch (no sync inside): a launch cannot end before its last op is enqueued.
         host = []
         for _ in range(10):
