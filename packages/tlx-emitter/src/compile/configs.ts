@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TARGETS, type TargetName } from "@ovl/primitives";
 import { z } from "zod";
+import { TLX_NOTIFIERS } from "../tlx/gemm-rs.js";
 import { EmitError } from "../writer/index.js";
 import { BUILTIN_BODIES, packageRoot } from "./builtin.js";
 
@@ -26,7 +27,7 @@ export const TlxConfigEntry = z.object({
   /** Column slices of the epilogue's TMA stores (4: cooperative only). */
   epilogueSplit: z.union([z.literal(1), z.literal(2), z.literal(4)]).optional(),
   /** GEMM+RS: the warp groups that issue the tile-done notifies (default `consumers`). */
-  notifier: z.enum(["consumers", "producer", "tma"]).optional(),
+  notifier: z.enum(TLX_NOTIFIERS).optional(),
   /** Measured median (ms), in the same run as the entry's own `ms` and `cublasMs`. */
   ms: z.number().positive().optional(),
 });

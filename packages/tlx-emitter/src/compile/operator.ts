@@ -4,6 +4,7 @@
 import { lowerToTileSchedule, type ChunkPlan, type TileRole, type TileSchedule } from "@ovl/chunk-plan";
 import { DEFAULT_TARGET } from "@ovl/primitives";
 import type { EmitOptions } from "../emit/options.js";
+import type { TlxNotifier } from "../tlx/gemm-rs.js";
 import type { AttentionProblem } from "./ag-attention.js";
 import type { Binding } from "./bind.js";
 
@@ -105,7 +106,7 @@ export interface WarpSpecialization {
   readonly stages?: number;
   readonly epilogueSplit?: number;
   /** GEMM+RS: who issues the tile-done notifies: the consumers (default), the producer warp group, or the consumers by TMA reduce-add. */
-  readonly notifier?: "consumers" | "producer" | "tma";
+  readonly notifier?: TlxNotifier;
 }
 
 /**

@@ -26,6 +26,7 @@ import { chunkWaitComm, noComm, pushCommTask, PUSH_ROW_FIELDS } from "./comm.js"
 import { tlxGemm } from "./compute.js";
 import { tlxGemmPingPong } from "./compute-pingpong.js";
 import { tlxBlackwellKernel, tlxGemmBlackwell } from "./compute-blackwell.js";
+import type { TlxNotifier } from "./gemm-rs.js";
 import { type TlxComputePart, tlxKernel, type TlxKernel } from "./parts.js";
 import { pushRows } from "./push-rows.js";
 import { clcTiles, groupedTiles } from "./schedule.js";
@@ -61,7 +62,7 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
    * so no consumer stalls on a release, or `tma` (the consumers, deferred by a tile, by a TMA
    * reduce-add once the tile's stores are written: `tmaTileNotifyComm`), so no thread executes a fence.
    */
-  readonly notifier?: "consumers" | "producer" | "tma";
+  readonly notifier?: TlxNotifier;
   /** AG+GEMM transport: `copy-engine` host copies (variant a) or `comm-task` device pushes (variant b). */
   readonly comm?: "copy-engine" | "comm-task";
   /** Pieces each chunk is cut into for the communication task (default 4). */
