@@ -20,7 +20,8 @@ experts, top-k 2/5, bf16, a uniform random routing), with every token present:
 Every body launch is checked first: the output is poisoned (NaN) and must be within
 ``--tolerance`` (relative Frobenius error) of an fp32 reference; the routing tables must equal
 their numpy reference. Times are CUDA-event medians of ``--reps`` launches after ``--warmup``,
-the L2 flushed before each, cases interleaved round by round; TFLOP/s count 2·S·k·H·N.
+the L2 flushed and the GPU held ~0.5 ms (so the host's enqueue is not timed) before each, cases
+interleaved round by round; TFLOP/s count 2·S·k·H·N.
 A failing case prints why and the run goes on.
 
     PYTHONPATH=$PWD/packages/runtime-py/src:$PWD/out-deps python3 packages/bench/gpu/moe-compute.py --out $OUT/moe-compute.json
@@ -211,8 +212,15 @@ def checked(row, cases, want, tolerance):
     return good
 
 
-def time_cases(cases, warmup: int, reps: int) -> dict[str, float]:
-    """CUDA-event medians (ms), the L2 flushed before every launch, cases interleaved."""
+#: GPU cycles a timed launch waits behind (``torch.cuda._sleep``) after the L2 flush: about 0.5 ms, so the
+#: host's enqueue of the launch (tens of microseconds for a Triton kernel with many arguments) ends while
+#: the GPU is still busy and stays out of the event-timed region.
+LEAD_CYCLES = 1_000_000
+
+
+def time_cases(cases, warmup: int, reps: int, lead_cycles: int = LEAD_CYCLES) -> dict[str, float]:
+    """CUDA-event medians (ms), the L2 flushed and the GPU held ``lead_cycles`` before every launch
+    (0: not held), cases interleaved."""
     flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
     for _ in range(warmup):
         for _, fn in cases:
@@ -221,6 +229,8 @@ def time_cases(cases, warmup: int, reps: int) -> dict[str, float]:
     for _ in range(reps):
         for name, fn in cases:
             flush.zero_()
+            if lead_cycles:
+                torch.cuda._sleep(lead_cycles)
             start, end = (
                 torch.cuda.Event(enable_timing=True),
                 torch.cuda.Event(enable_timing=True),
@@ -231,6 +241,21 @@ def time_cases(cases, warmup: int, reps: int) -> dict[str, float]:
             end.synchronize()
             times[name].append(start.elapsed_time(end))
     return {name: statistics.median(v) for name, v in times.items()}
+
+
+def host_enqueue_us(cases, reps: int = 20) -> dict[str, float]:
+    """Median host time (µs) of each case's call while the GPU is busy: what the launch costs the CPU."""
+    out = {}
+    for name, fn in cases:
+        got = []
+        for _ in range(reps):
+            torch.cuda._sleep(2_000_000)
+            t0 = time.perf_counter()
+            fn()
+            got.append((time.perf_counter() - t0) * 1e6)
+            torch.cuda.synchronize()
+        out[name] = statistics.median(got)
+    return out
 
 
 def run_shape(mod, shape, args, sms: int) -> dict:

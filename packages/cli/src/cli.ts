@@ -99,7 +99,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
           MoeFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string; target?: string },
       ) => {
         const target = parseTargetFlag(o.target);
-        if (target !== undefined && (operator === "ag-moe" || operator === "ag-attention" || operator === "ag-gemm-silu"))
+        if (target !== undefined && (operator === "ag-attention" || operator === "ag-gemm-silu"))
           throw new UsageError("unsupported", `${operator} reads no tuned table (its tile is its own default or --tile); drop --target`);
         if (operator === "ag-moe") {
           if (o.tlx === true || o.plan !== undefined || o.shape !== undefined)
@@ -108,7 +108,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
               "ag-moe takes --tokens/--hidden/--intermediate/--experts/--topk and a template, not --tlx, --plan or --shape",
             );
           const body = o.kernel === undefined ? undefined : readKernelFile(o.kernel);
-          printOutput(io, await emitMoeCommand(o, o.out ?? "ovl-emit/ag-moe", body), o.json === true);
+          printOutput(io, await emitMoeCommand(o, o.out ?? "ovl-emit/ag-moe", body, target), o.json === true);
           return;
         }
         if (operator === "moe-rs") {

@@ -24,6 +24,31 @@ describe("ovl emit ag-moe", () => {
     expect(m.buffers.find((b) => b.routing !== undefined)?.routing).toEqual({ experts: 4, choices: [0, 2, 3] });
   }, 60_000);
 
+  it("takes the tuned configuration of MoE-2 without --tile (the H100's entry, borrowed by the default H200) and keeps --tile's", async () => {
+    const moe2 = ["--tokens", "8192", "--hidden", "2048", "--intermediate", "192", "--experts", "32", "--topk", "2", "--world", "8"];
+    const body = (dir: string) =>
+      (
+        JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as {
+          kernels: { constexprs: Record<string, number>; numWarps: number; numStages: number; grid: unknown[] }[];
+        }
+      ).kernels[2]!;
+    const tuned = temp();
+    const r = await ovl(["emit", "ag-moe", ...moe2, "--out", tuned]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(
+      /tile 64x64x32, group 8, 4 warps, 3 stages, body moe_gather_gemm_blocks\.py \(h200: no own ag-moe entries, using h100's, exact entry\)/,
+    );
+    expect(body(tuned)).toMatchObject({ constexprs: { BLOCK_M: 64, BLOCK_N: 64, BLOCK_K: 32, GROUP_M: 8 }, numWarps: 4, numStages: 3 });
+    // Non-persistent: one program per (block, n-block) tile of the worst-case routing.
+    expect(body(tuned).grid).toEqual([Math.ceil((8192 * 2 + 32 * 63) / 64) * 3]);
+    const h100 = await ovl(["emit", "ag-moe", ...moe2, "--target", "h100", "--out", temp()]);
+    expect(h100.stdout).toMatch(/\(h100 table, exact entry\)/);
+    const own = temp();
+    const t = await ovl(["emit", "ag-moe", ...moe2, "--tile", "128x128x64", "--out", own]);
+    expect(t.stdout).toMatch(/tile 128x128x64, .*\(--tile\)/);
+    expect(body(own).constexprs).toMatchObject({ BLOCK_M: 128, BLOCK_N: 128 });
+  }, 60_000);
+
   it("takes the GEMM flags as the same sizes, and refuses a bad routing or missing sizes, writing nothing", async () => {
     const dir = join(temp(), "out");
     const gemm = await ovl([

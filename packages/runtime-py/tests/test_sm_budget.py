@@ -137,3 +137,24 @@ def test_one_rank_launches_non_waiting_kernels_first_and_keeps_each_streams_orde
         for s in ("compute", "comm"):
             order = [i for i in first + rest if streams[i] == s]
             assert order == sorted(order)
+
+
+def test_a_consumer_too_large_for_the_budget_is_deferred_only_where_host_ops_meet_every_wait():
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    # A non-persistent MoE consumer: one program per tile, 288 of them, far beyond 8 ranks' share of 15.
+    moe = replace(_k("ag_moe", "local-consumer", (288,), target=True), tile_program=SimpleNamespace(role="consumer"))
+    with pytest.raises(UsageError, match="fixed grid of 288 programs"):
+        plan_sm_budget([moe], world=8, num_sms=132)
+    b = plan_sm_budget([moe, CONSUMER], world=8, num_sms=132, can_defer=True)
+    assert b.deferred == (True, False) and b.waits == (False, True)
+    # It keeps its grid and takes no share: the persistent consumer still gets the whole share.
+    assert b.grids[0] == (288,) and b.grids[1] == (b.per_rank,)
+    assert b.concurrent_waiting_programs(["compute", "compute"]) == 8 * b.per_rank <= 132 - b.reserve
+    # A producer (it notifies) or a fitting grid is never deferred.
+    producer = replace(moe, tile_program=SimpleNamespace(role="producer"))
+    with pytest.raises(UsageError, match="fixed grid"):
+        plan_sm_budget([producer], world=8, num_sms=132, can_defer=True)
+    small = replace(moe, grid=(4,))
+    assert plan_sm_budget([small], world=8, num_sms=132, can_defer=True).deferred == (False,)

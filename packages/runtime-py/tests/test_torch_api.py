@@ -47,7 +47,10 @@ def test_a_target_names_the_tuned_table_and_the_directory(tmp_path, monkeypatch)
     # Operators no tuned table decides keep the compiler's default whatever OVL_TARGET says.
     assert lib.KernelKey("ag-attention", 2, 512, 256, 256, heads=4).target == ""
     assert lib.KernelKey("gemm-rs", 2, 1024, 64, 64, target="h200").dirname.endswith("-bf16-h200")
-    for bad in [dict(target="a100"), dict(op="ag-moe", experts=4, topk=1, target="h100")]:
+    # ag-moe's tile is tuned too (with its routing): the target travels to the compiler.
+    moe = lib.KernelKey("ag-moe", 2, 512, 64, 256, experts=4, topk=2)
+    assert moe.target == "h100" and moe.cli_args(Path("/o"))[moe.cli_args(Path("/o")).index("--target") + 1] == "h100"
+    for bad in [dict(target="a100"), dict(op="moe-rs", experts=4, topk=1, target="h100")]:
         with pytest.raises(UsageError, match="target"):
             lib.KernelKey(**{"op": "ag-gemm", "world": 2, "m": 256, "n": 128, "k": 64, **bad})
     monkeypatch.setenv("OVL_TARGET", "v100")

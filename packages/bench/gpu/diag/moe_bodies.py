@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import triton
+from ovl_runtime.gpu_rank import whole_device_grids
 from ovl_runtime.manifest import load_manifest
 from ovl_runtime.moe import draw_routing
 from ovl_runtime.moe_align import moe_align_block_size
@@ -120,9 +121,10 @@ def part1_cases(mods, x, w, ids, sms):
     return plain_cases("p1", mods, ids, E, N, x, launch)
 
 
-def part1_emitted_cases(folder: Path, x, w, ids, sms):
+def part1_emitted_cases(folder: Path, x, w, ids, sms, programs: int | None = None):
     """Per prepared tile: the ag-moe consumer ``ovl emit`` compiled, every chunk slot already at the
-    launch's target (epoch 1), so its waits pass at once: (name, fn, output, error buffer)."""
+    launch's target (epoch 1), so its waits pass at once: (name, fn, output, error buffer). ``programs``: launch
+    a persistent body with that many programs (its ``num-programs`` argument too) instead of the manifest's grid."""
     T, k = ids.shape
     E = w.shape[0]
     out = []
@@ -166,7 +168,7 @@ def part1_emitted_cases(folder: Path, x, w, ids, sms):
             elif a.kind == "rank":
                 args[name] = 0
             elif a.kind == "num-programs":
-                args[name] = sms
+                args[name] = programs or sms
             elif a.kind in ("int", "timeout-ns"):
                 args[name] = a.value if a.kind == "int" else m.wait_timeout_ns
             else:
@@ -178,13 +180,17 @@ def part1_emitted_cases(folder: Path, x, w, ids, sms):
             ),
             kern.entry,
         )
+        # The manifest's grid: num-sms for a persistent body, one program per tile otherwise.
+        grid = (programs,) if programs else whole_device_grids(m, sms)[m.kernels.index(kern)]
 
-        def run(jit=jit, args=args, warps=kern.num_warps, stages=kern.num_stages):
-            jit[(sms,)](**args, num_warps=warps, num_stages=stages)
+        def run(jit=jit, args=args, grid=grid, warps=kern.num_warps, stages=kern.num_stages):
+            jit[grid](**args, num_warps=warps, num_stages=stages)
 
+        group = f" g{kern.constexprs['GROUP_M']}" if "GROUP_M" in kern.constexprs else ""
+        group += f" p{programs}" if programs else ""
         out.append(
             (
-                f"p1 {mdir.parent.parent.name} emitted {bm}x{p['BLOCK_N']}x{kern.constexprs.get('BLOCK_K')} w{kern.num_warps} s{kern.num_stages}",
+                f"p1 {mdir.parent.parent.name} emitted {bm}x{p['BLOCK_N']}x{kern.constexprs.get('BLOCK_K')}{group} w{kern.num_warps} s{kern.num_stages}",
                 run,
                 c,
                 err,

@@ -8,7 +8,7 @@
 // --tlx (a bench run with emit-tlx-compute.ts's cases) keeps every entry's configuration and
 // adds the fastest TLX backend kernel of its shape (`tlx`), with the entry's own `ms` and
 // `cublasMs` re-measured in the same run, so the two backends compare within one run.
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { TARGETS, type TargetName } from "@ovl/primitives";
 import type { ComputeConfig } from "@ovl/sim";
 import {
@@ -218,7 +218,8 @@ const TLX_PART = /^(.*) \(tlx(?: of ([a-z, -]+))?, with the entries' ms and cubl
  * is left), the run's part names the ones it did where the table holds others.
  */
 export function tlxSources(table: ComputeConfigTable, covered: ReadonlySet<string>, source: string): string {
-  const ops = [...new Set(table.entries.map((e) => e.op))];
+  // The operators a TLX backend realises (ag-moe has none).
+  const ops = [...new Set(table.entries.filter((e) => e.op !== "ag-moe").map((e) => e.op))];
   const named = (list: readonly string[]) =>
     list.length === ops.length ? TLX_SOURCE : `(tlx of ${list.join(", ")}, with the entries' ms and cublasMs)`;
   const parts = table.source.split("; ").flatMap((p) => {
@@ -309,8 +310,22 @@ export function serializeTable(t: ComputeConfigTable): string {
 }
 
 /**
+ * `fresh` with the entries of `existing` whose operators `fresh` has none of (ag-moe's, which
+ * `gpu/moe_table.py` writes from another benchmark), and the parts of `existing.source` naming them.
+ */
+export function keepOtherOperators(fresh: ComputeConfigTable, existing: ComputeConfigTable | undefined): ComputeConfigTable {
+  const measured = new Set(fresh.entries.map((e) => e.op));
+  const kept = existing?.entries.filter((e) => !measured.has(e.op)) ?? [];
+  if (existing === undefined || kept.length === 0) return fresh;
+  const ops = [...new Set(kept.map((e) => e.op))];
+  const sources = existing.source.split("; ").filter((part) => ops.some((op) => part.endsWith(`(${op})`)));
+  return parseComputeConfigs({ ...fresh, source: [fresh.source, ...sources].join("; "), entries: [...fresh.entries, ...kept] });
+}
+
+/**
  * Write the table of `results` for `target` where compile() reads it (`configs/<target>.json`
- * of @ovl/tlx-emitter, or `dir`); returns the path and the table.
+ * of @ovl/tlx-emitter, or `dir`), keeping the committed entries of operators the results do not
+ * measure (`keepOtherOperators`); returns the path and the table.
  */
 export function writeTable(
   results: ComputeResults,
@@ -319,8 +334,9 @@ export function writeTable(
   kind?: "plain" | "emitted",
   dir?: string,
 ): { path: string; table: ComputeConfigTable } {
-  const table = tableOf(results, target, source, kind);
   const path = computeConfigPath(target, dir);
+  const existing = existsSync(path) ? parseComputeConfigs(JSON.parse(readFileSync(path, "utf8")), path) : undefined;
+  const table = keepOtherOperators(tableOf(results, target, source, kind), existing);
   writeFileSync(path, serializeTable(table));
   return { path, table };
 }

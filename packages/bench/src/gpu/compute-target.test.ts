@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { benchCases, shapeOperator } from "./compute-cases.js";
 import {
   entryConfig,
+  keepOtherOperators,
   mergeTables,
   poolRuns,
   tableOf,
@@ -134,6 +135,19 @@ describe("emit-compute --target", () => {
     expect(() => mergeTables(committed, { ...update, device: "NVIDIA H100 80GB HBM3, torch 2.11" }, ["gemm-rs"])).toThrow(/measured on/);
   }, 120_000);
 
+  it("a whole table written from GEMM results keeps the committed ag-moe entries and their source", () => {
+    const h100 = computeConfigs("h100")!;
+    const moe = h100.entries.filter((e) => e.op === "ag-moe");
+    expect(moe.length).toBe(6);
+    const fresh = { ...h100, source: "results/gpu/new-2026-12-03/bench.json", entries: h100.entries.filter((e) => e.op !== "ag-moe") };
+    const kept = keepOtherOperators(fresh, h100);
+    expect(kept.entries.filter((e) => e.op === "ag-moe")).toEqual(moe);
+    expect(kept.source).toMatch(/^results\/gpu\/new-2026-12-03\/bench\.json; .*moe-blocks-h100-2026-11-27.* \(ag-moe\)$/);
+    // Results that measure every operator the table holds replace it whole; no table: the results alone.
+    expect(keepOtherOperators(h100, h100)).toBe(h100);
+    expect(keepOtherOperators(fresh, undefined)).toBe(fresh);
+  });
+
   it("pools runs: per case the geometric mean of its times where every run timed it correctly, cuBLAS likewise", () => {
     const kase = (label: string, ms: number, ok = true): ResultCase => ({
       label,
@@ -191,6 +205,7 @@ describe("emit-compute --target", () => {
     // The committed table without TLX configurations (it may hold some already).
     const committed = computeConfigs("h200")!;
     const table = { ...committed, entries: committed.entries.map(({ tlx: _tlx, ...e }) => e) };
+    const gemm = table.entries.filter((e): e is typeof e & { op: "ag-gemm" | "gemm-rs" } => e.op !== "ag-moe");
     const run = (tuned: (e: (typeof table.entries)[number]) => ResultCase["config"]): ComputeResults => ({
       schema: "ovl.compute-results/v1",
       mode: "bench",
@@ -202,7 +217,7 @@ describe("emit-compute --target", () => {
       cuda: "13.0",
       method: "test",
       skipped: [],
-      shapes: table.entries.slice(0, 6).map((e, i) => {
+      shapes: gemm.slice(0, 6).map((e, i) => {
         const ws = (consumerSchedule: "cooperative" | "pingpong", stages: number) => ({
           consumerSchedule,
           stages,

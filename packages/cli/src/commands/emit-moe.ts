@@ -2,7 +2,17 @@
 // routing computed on the device: the tokens gathered by an AllGather template while ovl's
 // built-in gather + grouped GEMM body (or --kernel) computes each expert's rows.
 import type { ChunkPlan } from "@ovl/chunk-plan";
-import { builtinBody, compile, MOE_DEFAULT_TILE, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
+import type { TargetName } from "@ovl/primitives";
+import {
+  builtinBody,
+  compile,
+  DEFAULT_GROUP_M,
+  describeTable,
+  MOE_DEFAULT_TILE,
+  resolveCompute,
+  type MoeRouting,
+  type OperatorInput,
+} from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
@@ -94,31 +104,50 @@ export function moeTile(
   return { BM: Number(m[1]), BN: Number(m[2]), BK: Number(m[3]) };
 }
 
-/** Compile the flags' MoE operator into `outDir`. */
-export async function emitMoeCommand(f: MoeFlags, outDir: string, kernelFile?: { path: string; source: string }): Promise<CommandOutput> {
+/**
+ * Compile the flags' MoE operator into `outDir`. Without `--tile` the tuned table of `target`
+ * (default: the compiler's default target) decides the body variant, tile, L2 grouping, warps
+ * and stages for the shape and routing (`resolveCompute`); `--tile` keeps the built-in body at
+ * that tile (or `--kernel`'s body) with the tile's default launch.
+ */
+export async function emitMoeCommand(
+  f: MoeFlags,
+  outDir: string,
+  kernelFile?: { path: string; source: string },
+  target?: TargetName,
+): Promise<CommandOutput> {
   const p = moeOfFlags(f);
   const plan = moePlan(f, p);
-  const tile = moeTile(f.tile);
   const world = parseMesh(f).reduce((x, y) => x * y, 1);
   const { experts, topk } = p.routing;
   const name = `ag_moe_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${experts}_top${topk}_w${world}`;
-  const op: OperatorInput = {
+  const input: OperatorInput = {
     name,
     kind: "ag-moe",
     plan,
-    body: kernelFile ?? builtinBody("moe_gather_gemm"),
+    body: kernelFile ?? builtinBody("moe_gather_gemm_blocks"),
     problem: { M: p.tokens, N: p.intermediate, K: p.hidden },
     moe: p.routing,
-    tile,
+    ...(f.tile === undefined ? {} : { tile: moeTile(f.tile) }),
   };
+  const { op, choice } = resolveCompute(input, target === undefined ? {} : { target });
   const result = await compile(op);
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
+  const body = result.manifest.kernels.find((k) => k.template.kind === "local-consumer");
+  const launch = body === undefined ? "" : `, group ${op.groupM ?? DEFAULT_GROUP_M}, ${body.numWarps} warps, ${body.numStages} stages`;
+  const source =
+    choice.source === "table"
+      ? `${describeTable(choice)}, ${choice.match} entry`
+      : choice.source === "explicit"
+        ? "--tile"
+        : `default: ${choice.reason}`;
+  const { tile } = op;
   return {
-    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile } },
+    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile, body: op.body.path }, compute: choice },
     lines: [
       `${name}: ${p.tokens} tokens (hidden ${p.hidden}) gathered by ${f.template ?? "swizzle"} on ${world} ranks, top-${topk} of ${experts} experts, intermediate ${p.intermediate} per rank`,
-      `  tile ${tile.BM}x${tile.BN}x${tile.BK}, body ${op.body.path}; routing tables computed on the device`,
+      `  tile ${tile.BM}x${tile.BN}x${tile.BK}${launch}, body ${op.body.path} (${source}); routing tables computed on the device`,
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...files.map((x) => `wrote ${x}`),
       `run it: ovl run ${manifest} --emulate    (or on GPUs: ovl run ${manifest} --gpus ${world})`,

@@ -17,7 +17,10 @@ same-device ``copy_`` is a kernel that needs one):
    of waiting kernels that can run at once, summed over the ranks, stay ≤ ``num_sms −
    reserve`` (reserve ≥ 1, default ``max(2, num_sms // 16)``); each rank's ``num-sms`` grids
    of waiting kernels shrink to its share, and a fixed waiting grid that does not fit is
-   refused (``UsageError`` naming the kernel). A program sits on one SM, so at least
+   refused (``UsageError`` naming the kernel) — unless every wait of the world is met by host ops
+   alone and the kernel only consumes: then it is *deferred*, launched after every rank's host ops
+   of the launch, so it never spins (its waits and indexing are checked, its overlap is not).
+   A program sits on one SM, so at least
    ``reserve`` SMs never host a spinner: the copy kernels and the non-waiting kernels (which
    run to completion) always get an SM, and every spinner can be resident at once.
 2. **Enqueue order**, a second guard: per launch, every rank's host copies, signals and
@@ -146,7 +149,11 @@ class OneGpuWorld:
         from .gpu_streamwait import StreamWaits
 
         self.m = m
-        self.budget: SmBudget = plan_sm_budget(m.kernels, m.world, num_sms, reserve)  # refuses before any allocation
+        has_comm = any(k.stream == "comm" for k in m.kernels)
+        # Every wait is met by host ops alone (copies and signals, no host waits, no comm kernels): a consumer whose
+        # fixed grid does not fit the budget can run after them (sm_budget's deferred kernels).
+        host_only = not has_comm and not any(op.kind == "wait" for h in m.host_ops for st in h.streams for op in st.ops)
+        self.budget: SmBudget = plan_sm_budget(m.kernels, m.world, num_sms, reserve, can_defer=host_only)  # refuses before any allocation
 
         def allocate(b: BufferSpec, dtype: Any) -> Any:
             if b.name in bound:
@@ -157,7 +164,6 @@ class OneGpuWorld:
         peers = OneGpuPeers(self.ranks)
         for s in self.ranks:
             s.connect(peers, self.budget.grids)
-        has_comm = any(k.stream == "comm" for k in m.kernels)
         needed = sum(1 + has_comm + len(s.host_ops) for s in self.ranks) + 2
         queues = hardware_queues()
         if needed > queues:
@@ -180,6 +186,7 @@ class OneGpuWorld:
                 self.waits.append(w)
             self.rank_waits.append(w)
         self.phases = kernel_phases([k.stream for k in m.kernels], self.budget.waits)
+        self.deferred = frozenset(i for i, late in enumerate(self.budget.deferred) if late)
         self.start: Any = None
         self.ends: list[Any] = []
         torch.cuda.synchronize()
@@ -202,10 +209,15 @@ class OneGpuWorld:
         self.start = torch.cuda.Event(enable_timing=timed)
         self.start.record(main)
         # 1. Every rank's copies, signals and host waits (they need no SM, or one reserved SM).
+        hosts_done = []
         for s, streams in zip(self.ranks, self.host_streams):
             for st, ops in streams:
                 st.wait_event(self.start)
                 s.enqueue_host_ops(ops, st, warm, self.rank_waits[s.rank])
+                if self.deferred:
+                    done = torch.cuda.Event()
+                    done.record(st)
+                    hosts_done.append(done)
         # 2. and 3. Per stream, kernels before its first waiting kernel; then the rest.
         for streams in self.kernel_streams:
             for st in streams.values():
@@ -214,7 +226,11 @@ class OneGpuWorld:
             for s, streams in zip(self.ranks, self.kernel_streams):
                 for i in phase:
                     kd = s.kernels[i]
-                    with torch.cuda.stream(streams[kd["spec"].stream]):
+                    st = streams[kd["spec"].stream]
+                    if i in self.deferred:  # after every rank's host ops: each of its waits passes at once
+                        for done in hosts_done:
+                            st.wait_event(done)
+                    with torch.cuda.stream(st):
                         s.launch_kernel(kd, warm)
         # Each rank ends when its streams have; the next launch starts after every rank.
         self.ends = []
@@ -313,6 +329,8 @@ def _run_one(m: Manifest, num_sms: int, epochs: int | None, seed: int, reserve: 
             "perRank": b.per_rank,
             "grids": {k.name: list(g) for k, g in zip(m.kernels, b.grids)},
             "waiting": [k.name for k, w in zip(m.kernels, b.waits) if w],
+            # Consumers whose fixed grid exceeds the budget, launched after every rank's host ops (no overlap checked).
+            "deferred": [k.name for k, late in zip(m.kernels, b.deferred) if late],
             "concurrentWaitingPrograms": b.concurrent_waiting_programs([k.stream for k in m.kernels]),
         },
     }

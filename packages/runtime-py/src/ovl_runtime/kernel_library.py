@@ -43,7 +43,7 @@ LIBRARY_DTYPES = ("bf16",)
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators whose tile, grouping and launch the target's tuned table decides.
-TARGETED_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm")
+TARGETED_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe")
 
 
 def library_target() -> str:

@@ -26,6 +26,12 @@ wait for could never start: a deadlock only the wait bound would end. The rule:
   fixed grid that does not fit, is refused before anything launches (``UsageError`` naming
   the kernel).
 - Non-waiting kernels resolve ``num-sms`` against the whole device, as under torchrun.
+- **Deferred** kernels: where the caller allows it (``can_defer``: the world's waits are all met by
+  its host ops — copies and signals, no host waits, no communication kernels), a consumer (a tile
+  program of role ``consumer``: it notifies nothing, so nothing waits on it) whose fixed grid does
+  not fit is not refused but deferred: the runner launches it after every rank's host ops of the
+  launch are done, so each of its waits passes at once and none of its programs spins. Its waits
+  and indexing are checked; its overlap is not (the CPU emulation checks that).
 """
 
 from __future__ import annotations
@@ -79,18 +85,30 @@ class SmBudget:
     per_rank: int  # programs of waiting work one rank may have running at once
     grids: tuple[tuple[int, ...], ...]
     waits: tuple[bool, ...]
+    #: Per kernel: launched after every rank's host ops (see the module doc); such a kernel does not spin.
+    deferred: tuple[bool, ...] = ()
 
     def concurrent_waiting_programs(self, streams: Sequence[str]) -> int:
         """``Σ_ranks Σ_streams max(programs of that stream's waiting kernels)``: what must fit."""
         per_stream: dict[str, int] = {}
-        for grid, waits, stream in zip(self.grids, self.waits, streams):
-            if waits:
+        deferred = self.deferred or (False,) * len(self.grids)
+        for grid, waits, late, stream in zip(self.grids, self.waits, deferred, streams):
+            if waits and not late:
                 per_stream[stream] = max(per_stream.get(stream, 0), math.prod(grid))
         return self.world * sum(per_stream.values())
 
 
-def plan_sm_budget(kernels: Sequence[KernelSpec], world: int, num_sms: int, reserve: int | None = None) -> SmBudget:
+def deferrable(k: KernelSpec) -> bool:
+    """Whether ``k`` only consumes: a compiled body's tile program of role ``consumer`` (it waits, notifies nothing)."""
+    return getattr(k.tile_program, "role", None) == "consumer"
+
+
+def plan_sm_budget(
+    kernels: Sequence[KernelSpec], world: int, num_sms: int, reserve: int | None = None, can_defer: bool = False
+) -> SmBudget:
     """Grids for ``world`` ranks of ``kernels`` sharing one GPU of ``num_sms`` SMs (see the module doc).
+    ``can_defer``: the world's waits are all met by host ops alone, so a consumer whose fixed grid does
+    not fit may be deferred rather than refused.
 
     @raises UsageError naming the kernel when its waiting programs cannot fit.
     """
@@ -101,8 +119,17 @@ def plan_sm_budget(kernels: Sequence[KernelSpec], world: int, num_sms: int, rese
         raise UsageError(f"the SM reserve must be >= 1 (an SM for copy kernels), got {res}")
     budget = num_sms - res
     per_rank = budget // world
-    waits = tuple(kernel_waits(k) for k in kernels)
     where = f"{world} ranks on {num_sms} SMs, {res} reserved: {per_rank} programs of waiting kernels per rank"
+    deferred = tuple(
+        can_defer
+        and kernel_waits(k)
+        and deferrable(k)
+        and not any(isinstance(g, NumSms) for g in k.grid)
+        and _fixed_programs(k.grid) > per_rank
+        for k in kernels
+    )
+    # A deferred kernel spins on nothing: it takes no share of the budget.
+    waits = tuple(kernel_waits(k) and not late for k, late in zip(kernels, deferred))
     for k, w in zip(kernels, waits):
         if w and not any(isinstance(g, NumSms) for g in k.grid) and _fixed_programs(k.grid) > per_rank:
             raise UsageError(
@@ -154,4 +181,4 @@ def plan_sm_budget(kernels: Sequence[KernelSpec], world: int, num_sms: int, rese
                 f"{len(persistent)} stream(s) of persistent waiting kernels share it): run fewer ranks"
             )
         grids.append(dims)
-    return SmBudget(num_sms=num_sms, world=world, reserve=res, per_rank=per_rank, grids=tuple(grids), waits=waits)
+    return SmBudget(num_sms=num_sms, world=world, reserve=res, per_rank=per_rank, grids=tuple(grids), waits=waits, deferred=deferred)

@@ -123,8 +123,20 @@ describe("compile ag-moe", () => {
     const src = r.files[1]!.text;
     expect(src).toContain("ovl_ids = tl.load(sorted_token_ids + ovl_mb * 16 + tl.arange(0, 16))");
     expect(src).toContain("ovl_hi = tl.max(tl.where(ovl_ids < 200, ovl_ids, 0), axis=0) // 2");
-    expect(src).toMatch(/for ovl_seg in range\(.*, ovl_end\):\n {12}ovl_slot0 = /);
-    expect(src).toContain("                pid_m = consume_token(pid_m, ovl_tok)");
+    // The block's slots read as one vector (segments rounded up to a power of two), one reduction
+    // the token; the loop of bounded waits only when a slot is short.
+    const segments = Number(/ovl_vseg = tl\.minimum\(ovl_in, (\d+)\)/.exec(src)?.[1]) + 1;
+    expect(segments).toBeGreaterThan(1);
+    expect(src).toMatch(new RegExp(`ovl_in = .* \\+ tl\\.arange\\(0, ${2 ** Math.ceil(Math.log2(segments))}\\)\n`));
+    expect(src).toMatch(
+      /ovl_seen = tl\.where\(\(ovl_in < ovl_end\) & \(ovl_vslot0 >= 0\), ld_acquire_sys\(ovl_sig_ptr \+ tl\.maximum\(ovl_vslot0, 0\)\) - ovl_target, 0\)/,
+    );
+    expect(src).toMatch(
+      / {8}ovl_short = tl\.min\(ovl_seen, axis=0\)\n {8}if ovl_short < 0:\n {12}for ovl_seg in range\(.*, ovl_end\):\n {16}ovl_slot0 = /,
+    );
+    expect(src).toContain("                    pid_m = consume_token(pid_m, ovl_tok)");
+    expect(src).toMatch(/\n {8}pid_m = consume_token\(pid_m, ovl_short\)\n/);
+    expect(src).toContain("from ovl_runtime.language import load_epoch_target, wait_slot, consume_token, ld_acquire_sys");
   });
 
   it("an even plan's row → segment map is a floor division printed inline", async () => {

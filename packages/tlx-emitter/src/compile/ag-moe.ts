@@ -20,7 +20,7 @@ import { planTensor } from "./consumer.js";
 import { localKernelEntry } from "./kernel-entry.js";
 import { copyEngineColumns, consumerInsertedArgs, tablesOf } from "./maps.js";
 import { rowSegments, segmentMap, segmentSlotMaps } from "./moe-segments.js";
-import type { MoeRouting, Operator } from "./operator.js";
+import { DEFAULT_GROUP_M, type MoeRouting, type Operator } from "./operator.js";
 
 /** Template kind of the transformed MoE body (a consumer that gathers rows through a table). */
 export const LOCAL_MOE_KIND = "local-consumer";
@@ -39,12 +39,11 @@ export const MOE_BUFFERS = {
 /** Slots the routing kernels handle per step (`ovl_runtime.moe_align.CHUNK`). */
 export const MOE_ALIGN_CHUNK = 256;
 /**
- * The tile `ovl emit ag-moe` takes without --tile: one n-block covers N per rank (192/256 at
- * TileLink's MoE shapes), so the gathered rows are read once. With 8 warps and 4 stages it was
- * the fastest of six tiles at all of MoE-1…6 on one H100, 1.1–2.0× `torch._grouped_mm` on
- * pre-grouped rows, and 1.3–2.0× faster than 64×128×64
- * (`packages/bench/results/gpu/moe-bodies-h100-2026-11-26/`); emitted at 128×128×64 it is
- * 1.1–1.5× slower (`moe-fused-baseline-h100-2026-11-27/`).
+ * ag-moe's tile where no tuned table has ag-moe entries (`resolveCompute`; the tables' MoE-1…6
+ * entries decide otherwise): one n-block covers N per rank (192/256 at TileLink's MoE shapes), so
+ * the gathered rows are read once. With 8 warps and 4 stages, in the non-persistent built-in body,
+ * it is the fastest configuration at four of MoE-1…6 on one H100
+ * (`packages/bench/results/gpu/moe-blocks-h100-2026-11-27/`).
  */
 export const MOE_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 /** At most this many programs run each routing kernel. */
@@ -151,7 +150,15 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
     );
   }
   const { M: T, N, K } = op.problem;
-  const params = checkGemmParams({ M: T, N, K, BLOCK_M: op.tile.BM, BLOCK_N: op.tile.BN, BLOCK_K: op.tile.BK, GROUP_M: 1 });
+  const params = checkGemmParams({
+    M: T,
+    N,
+    K,
+    BLOCK_M: op.tile.BM,
+    BLOCK_N: op.tile.BN,
+    BLOCK_K: op.tile.BK,
+    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
+  });
   const sizes = moeAlignSizes(T, moe, op.tile.BM);
   const tensorName = planTensor(op, "AllGather+MoE");
   // One-row blocks: the slots every row of the gathered tensor waits on, on each rank.
@@ -176,7 +183,15 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
   const slots = segmentSlotMaps(segments, "ovl_wait");
   const mapTables = tablesOf([segment, ...slots]);
   const order = staticMap(variable("ovl_m", { min: 0, max: sizes.maxBlocks - 1 }));
-  const gather: GatherRows = { blockRows: op.tile.BM, divisor: moe.topk, limit: sizes.slots, rowCount: T, segment: segment.map };
+  const gather: GatherRows = {
+    blockRows: op.tile.BM,
+    divisor: moe.topk,
+    limit: sizes.slots,
+    rowCount: T,
+    segment: segment.map,
+    // A block's slots read as one vector first (one acquire load each, all in flight), the loop only when one is short.
+    segmentCount: segments.starts.length,
+  };
   const t = transformLocalKernel(kernel, {
     role: "consumer",
     order,

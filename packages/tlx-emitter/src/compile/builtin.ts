@@ -21,6 +21,7 @@ export const BUILTIN_BODIES = [
   "gemm_producer_tma_flat",
   "grouped_gemm",
   "moe_gather_gemm",
+  "moe_gather_gemm_blocks",
   "moe_gemm_scatter",
   "moe_gemm_scatter_ws",
   "flash_attention",

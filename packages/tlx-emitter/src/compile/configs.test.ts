@@ -45,6 +45,33 @@ const TABLE: ComputeConfigTable = parseComputeConfigs({
   ],
 });
 
+/** ag-moe entries: MoE-2 (small tiles) and MoE-1 (the default tile) of world 8. */
+const MOE_ENTRIES: ComputeConfigEntry[] = [
+  entry({
+    op: "ag-moe",
+    M: 8192,
+    N: 192,
+    K: 2048,
+    experts: 32,
+    topk: 2,
+    body: "moe_gather_gemm_blocks",
+    BM: 64,
+    BN: 64,
+    BK: 32,
+    numWarps: 4,
+    numStages: 3,
+  }),
+  entry({ op: "ag-moe", M: 8192, N: 192, K: 2048, experts: 8, topk: 2, body: "moe_gather_gemm_blocks", numStages: 4 }),
+];
+const MOE_TABLE: ComputeConfigTable = parseComputeConfigs({ ...TABLE, entries: [...TABLE.entries, ...MOE_ENTRIES] });
+
+function moeOp(experts: number, topk: number, tokens = 8192, body = builtinBody("moe_gather_gemm_blocks")): OperatorInput {
+  const plan = planSignals(
+    allGatherSwizzle({ tensor: { name: "X", shape: [tokens, 2048], dtype: "bf16" }, axis: 0, mesh: [8], split: 2, side: "push" }),
+  );
+  return { name: "moe", kind: "ag-moe", plan, body, problem: { M: tokens, N: 192, K: 2048 }, moe: { experts, topk } };
+}
+
 function agOp(world: number, M: number, N: number, K: number, split = 1): OperatorInput {
   const plan = planSignals(
     allGatherSwizzle({ tensor: { name: "A", shape: [M, K], dtype: "bf16" }, axis: 0, mesh: [world], split, side: "push" }),
@@ -57,9 +84,10 @@ describe("the shipped configuration tables", () => {
     for (const target of ["h100", "h200"] as const) {
       const table = computeConfigs(target);
       expect(table?.target).toBe(target);
-      const keys = table!.entries.map((e) => `${e.op} ${e.M} ${e.N} ${e.K} ${e.dtype}`);
+      const keys = table!.entries.map((e) => `${e.op} ${e.M} ${e.N} ${e.K} ${e.experts ?? ""} ${e.topk ?? ""} ${e.dtype}`);
       expect(new Set(keys).size).toBe(keys.length);
-      for (const e of table!.entries) expect(e.body).toMatch(e.op === "ag-gemm" ? /^gemm_tma_persistent/ : /^gemm_producer/);
+      const family = { "ag-gemm": /^gemm_tma_persistent/, "gemm-rs": /^gemm_producer/, "ag-moe": /^moe_gather_gemm/ } as const;
+      for (const e of table!.entries) expect(e.body).toMatch(family[e.op]);
     }
   });
 
@@ -71,6 +99,22 @@ describe("the shipped configuration tables", () => {
 
   it("refuse a malformed table with the field that is wrong", () => {
     expect(() => parseComputeConfigs({ ...TABLE, entries: [{ ...TABLE.entries[0], body: "nope" }] })).toThrow(/entries\.0\.body/);
+    // An ag-moe entry names its routing; other operators' entries name none.
+    expect(() => parseComputeConfigs({ ...TABLE, entries: [{ ...MOE_ENTRIES[0], topk: undefined }] })).toThrow(/routing/);
+    expect(() => parseComputeConfigs({ ...TABLE, entries: [{ ...TABLE.entries[0], experts: 8, topk: 2 }] })).toThrow(/routing/);
+  });
+
+  it("hold the H100's measured ag-moe entries of MoE-1…6, each naming the fused-MoE kernel's time beside its own", () => {
+    const moe = computeConfigs("h100")!.entries.filter((e) => e.op === "ag-moe");
+    expect(moe.map((e) => [e.N, e.K, e.experts, e.topk])).toEqual([
+      [192, 2048, 8, 2],
+      [192, 2048, 32, 2],
+      [192, 2048, 32, 5],
+      [256, 4096, 8, 2],
+      [256, 4096, 32, 2],
+      [256, 4096, 32, 5],
+    ]);
+    for (const e of moe) expect(e.ms! / e.fusedMoeMs!).toBeLessThan(1.06);
   });
 });
 
@@ -105,7 +149,46 @@ describe("lookupComputeConfig", () => {
   });
 });
 
+describe("lookupComputeConfig of ag-moe", () => {
+  it("matches the routing too: the same shape with another expert count takes that count's entry", () => {
+    const q = { op: "ag-moe" as const, M: 8192, N: 192, K: 2048, dtype: "bf16" as const };
+    expect(lookupComputeConfig(MOE_TABLE, { ...q, experts: 32, topk: 2 })).toMatchObject({ match: "exact", entry: { BM: 64 } });
+    expect(lookupComputeConfig(MOE_TABLE, { ...q, experts: 8, topk: 2 })).toMatchObject({ match: "exact", entry: { BM: 128 } });
+    // 16 experts: one doubling from each; the earlier entry wins the tie. 64 experts: nearest is 32.
+    expect(lookupComputeConfig(MOE_TABLE, { ...q, experts: 64, topk: 2 })).toMatchObject({
+      match: "nearest",
+      distance: 1,
+      entry: { experts: 32 },
+    });
+    expect(lookupComputeConfig(MOE_TABLE, { ...q, op: "ag-gemm", experts: 32, topk: 2 })?.entry.op).toBe("ag-gemm");
+  });
+});
+
 describe("resolveCompute", () => {
+  it("gives ag-moe its routing's tuned body, tile and launch; a user's body keeps its own; no entry: the default tile", () => {
+    const r = resolveCompute(moeOp(32, 2), { table: MOE_TABLE });
+    expect(r.choice).toMatchObject({ source: "table", match: "exact" });
+    expect(r.op.tile).toEqual({ BM: 64, BN: 64, BK: 32 });
+    expect(r.op.options).toMatchObject({ numWarps: 4, numStages: 3 });
+    expect(r.op.body).toEqual(builtinBody("moe_gather_gemm_blocks"));
+    // The persistent built-in body is of the same family: the entry's variant replaces it.
+    expect(resolveCompute(moeOp(32, 2, 8192, builtinBody("moe_gather_gemm")), { table: MOE_TABLE }).op.body).toEqual(
+      builtinBody("moe_gather_gemm_blocks"),
+    );
+    const user = { path: "mine.py", source: `${builtinBody("moe_gather_gemm_blocks").source}\n# my copy\n` };
+    expect(resolveCompute(moeOp(32, 2, 8192, user), { table: MOE_TABLE }).op.body).toBe(user);
+    expect(resolveCompute(moeOp(32, 2), { table: TABLE })).toMatchObject({
+      op: { tile: { BM: 128, BN: 256, BK: 64 } },
+      choice: { source: "default" },
+    });
+  });
+
+  it("lets the H200 take the H100's ag-moe entries (its own table has none) and says so", () => {
+    const r = resolveCompute(moeOp(32, 2), { target: "h200" });
+    expect(r.choice).toMatchObject({ source: "table", target: "h100", requested: "h200", match: "exact" });
+    expect(r.op.tile).toEqual({ BM: 64, BN: 64, BK: 32 });
+  });
+
   it("keeps an operator with an explicit tile as it is", () => {
     const op = { ...agOp(2, 8192, 2752, 4096), tile: { BM: 64, BN: 64, BK: 32 } };
     const r = resolveCompute(op, { table: TABLE });

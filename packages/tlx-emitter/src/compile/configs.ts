@@ -1,5 +1,5 @@
 // Tuned compute configurations: per target, a table of the fastest measured body variant,
-// tile, L2 grouping, stages and warps per (operator, M, N, K, dtype), which compile() reads
+// tile, L2 grouping, stages and warps per (operator, M, N, K, dtype; ag-moe also its routing), which compile() reads
 // when an operator names no tile. Shapes not in the table take the nearest entry.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -33,29 +33,45 @@ export const TlxConfigEntry = z.object({
 });
 export type TlxConfigEntry = z.infer<typeof TlxConfigEntry>;
 
+/** The operators a table tunes. */
+export const TUNED_OPERATORS = ["ag-gemm", "gemm-rs", "ag-moe"] as const;
+export type TunedOperator = (typeof TUNED_OPERATORS)[number];
+
 /** One measured shape and the configuration that won there. */
-export const ComputeConfigEntry = z.object({
-  /** The operator whose compute kernel this is: AG+GEMM's consumer or GEMM+RS's producer. */
-  op: z.enum(["ag-gemm", "gemm-rs"]),
-  /** The per-rank GEMM `C[M×N] = A[M×K]·B[K×N]` (M: all rows the kernel computes). */
-  M: Dim,
-  N: Dim,
-  K: Dim,
-  dtype: z.enum(["bf16", "fp16", "fp32"]),
-  /** Built-in body variant (`kernels/<body>.py`) of the operator's family. */
-  body: z.enum(BUILTIN_BODIES),
-  BM: Dim,
-  BN: Dim,
-  BK: Dim,
-  groupM: Dim,
-  numStages: Dim,
-  numWarps: Dim,
-  /** Measured median of the winner and of cuBLAS in the same run (ms), for people. */
-  ms: z.number().positive().optional(),
-  cublasMs: z.number().positive().optional(),
-  /** The TLX backend's configuration at this shape (absent: not measured; the TLX backend then takes its defaults). */
-  tlx: TlxConfigEntry.optional(),
-});
+export const ComputeConfigEntry = z
+  .object({
+    /** The operator whose compute kernel this is: AG+GEMM's consumer, GEMM+RS's producer or ag-moe's gather + grouped GEMM. */
+    op: z.enum(TUNED_OPERATORS),
+    /**
+     * The per-rank GEMM `C[M×N] = A[M×K]·B[K×N]` (M: all rows the kernel computes); for ag-moe
+     * M is the tokens, N this rank's intermediate columns and K the hidden size.
+     */
+    M: Dim,
+    N: Dim,
+    K: Dim,
+    /** ag-moe only (required there): the routing's experts and top-k. */
+    experts: Dim.optional(),
+    topk: Dim.optional(),
+    dtype: z.enum(["bf16", "fp16", "fp32"]),
+    /** Built-in body variant (`kernels/<body>.py`) of the operator's family. */
+    body: z.enum(BUILTIN_BODIES),
+    BM: Dim,
+    BN: Dim,
+    BK: Dim,
+    groupM: Dim,
+    numStages: Dim,
+    numWarps: Dim,
+    /** Measured median of the winner and of cuBLAS in the same run (ms), for people. */
+    ms: z.number().positive().optional(),
+    cublasMs: z.number().positive().optional(),
+    /** The TLX backend's configuration at this shape (absent: not measured; the TLX backend then takes its defaults). */
+    tlx: TlxConfigEntry.optional(),
+    /** ag-moe: the measured median of the fastest vLLM-style fused-MoE kernel in the same run (ms), for people. */
+    fusedMoeMs: z.number().positive().optional(),
+  })
+  .refine((e) => (e.op === "ag-moe") === (e.experts !== undefined && e.topk !== undefined), {
+    message: "an ag-moe entry names its routing (experts, topk); other entries name none",
+  });
 export type ComputeConfigEntry = z.infer<typeof ComputeConfigEntry>;
 
 /** A target's table. */
@@ -73,18 +89,21 @@ export type ComputeConfigTable = z.infer<typeof ComputeConfigTable>;
 
 /** What a lookup asks for. */
 export interface ComputeQuery {
-  readonly op: "ag-gemm" | "gemm-rs";
+  readonly op: TunedOperator;
   readonly M: number;
   readonly N: number;
   readonly K: number;
   readonly dtype: "bf16" | "fp16" | "fp32";
+  /** ag-moe: the routing (the distance counts its experts and top-k as it counts M, N and K). */
+  readonly experts?: number;
+  readonly topk?: number;
 }
 
 /** A lookup's answer: the entry, and whether it is the query's own shape or the nearest one. */
 export interface ComputeMatch {
   readonly entry: ComputeConfigEntry;
   readonly match: "exact" | "nearest";
-  /** `|log2 M/M'| + |log2 N/N'| + |log2 K/K'|` (0 for an exact match). */
+  /** `|log2 M/M'| + |log2 N/N'| + |log2 K/K'|` (ag-moe: plus the routing's terms; 0 for an exact match). */
   readonly distance: number;
 }
 
@@ -94,14 +113,18 @@ const ELEMENT_BYTES = { bf16: 2, fp16: 2, fp32: 4 } as const;
  * The entry of `table` for `q`. Only entries of the same operator and element size qualify
  * (bf16 entries serve fp16: the same shared memory and tensor-core rate; none serve fp32).
  * The entry of `q`'s own shape wins (its own dtype first); otherwise the nearest shape by
- * `|log2 M/M'| + |log2 N/N'| + |log2 K/K'|`, ties to the earlier entry. Undefined when no
- * entry qualifies.
+ * `|log2 M/M'| + |log2 N/N'| + |log2 K/K'|` (ag-moe: plus `|log2 E/E'| + |log2 k/k'|` of the
+ * routing), ties to the earlier entry. Undefined when no entry qualifies.
  */
 export function lookupComputeConfig(table: ComputeConfigTable, q: ComputeQuery): ComputeMatch | undefined {
   let best: (ComputeMatch & { readonly key: readonly number[] }) | undefined;
   for (const entry of table.entries) {
     if (entry.op !== q.op || ELEMENT_BYTES[entry.dtype] !== ELEMENT_BYTES[q.dtype]) continue;
-    const distance = Math.abs(Math.log2(q.M / entry.M)) + Math.abs(Math.log2(q.N / entry.N)) + Math.abs(Math.log2(q.K / entry.K));
+    const routing =
+      entry.experts === undefined || entry.topk === undefined
+        ? 0
+        : Math.abs(Math.log2((q.experts ?? entry.experts) / entry.experts)) + Math.abs(Math.log2((q.topk ?? entry.topk) / entry.topk));
+    const distance = Math.abs(Math.log2(q.M / entry.M)) + Math.abs(Math.log2(q.N / entry.N)) + Math.abs(Math.log2(q.K / entry.K)) + routing;
     // Lexicographic: distance, then the query's own dtype; equal keys keep the earlier entry.
     const key = [distance, entry.dtype === q.dtype ? 0 : 1];
     if (best === undefined || key[0]! < best.key[0]! - 1e-12 || (Math.abs(key[0]! - best.key[0]!) <= 1e-12 && key[1]! < best.key[1]!))

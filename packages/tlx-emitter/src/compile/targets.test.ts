@@ -102,7 +102,7 @@ describe("resolveCompute and compile() with a target", () => {
     const r = resolveCompute(agOp(4096, 2048, 1024), { target: "h200", table: table("h100", { BN: 128 }) });
     expect(r.choice).toMatchObject({ source: "table", target: "h100", requested: "h200", match: "exact" });
     if (r.choice.source !== "table") throw new Error("expected a table choice");
-    expect(describeTable(r.choice)).toBe("h200: no own table, using h100's");
+    expect(describeTable(r.choice)).toBe("h200: no own ag-gemm entries, using h100's");
     const own = resolveCompute(agOp(4096, 2048, 1024), { target: "h200", table: table("h200", { BN: 256 }) });
     if (own.choice.source !== "table") throw new Error("expected a table choice");
     expect(describeTable(own.choice)).toBe("h200 table");

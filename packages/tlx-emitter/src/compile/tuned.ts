@@ -6,7 +6,8 @@ import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import { EmitError } from "../writer/index.js";
 import { defaultAttentionTile } from "./ag-attention.js";
 import { builtinBody, type BuiltinBodyName } from "./builtin.js";
-import { computeConfigs, lookupComputeConfig, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
+import { computeConfigs, computeConfigTargets, lookupComputeConfig, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
+import { MOE_DEFAULT_TILE } from "./ag-moe.js";
 import { MOE_RS_DEFAULT_TILE } from "./moe-rs.js";
 import { DEFAULT_TILE, type Operator, type OperatorInput } from "./operator.js";
 
@@ -26,10 +27,32 @@ export type ComputeChoice =
 
 /**
  * Which table a table choice read, for people: `h100 table`, or
- * `h200: no own table, using h100's` when the requested target borrowed another's.
+ * `h200: no own ag-moe entries, using h100's` when the requested target borrowed another's.
  */
-export function describeTable(choice: { readonly target: TargetName; readonly requested: TargetName }): string {
-  return choice.requested === choice.target ? `${choice.target} table` : `${choice.requested}: no own table, using ${choice.target}'s`;
+export function describeTable(choice: {
+  readonly target: TargetName;
+  readonly requested: TargetName;
+  readonly entry: { readonly op: string };
+}): string {
+  return choice.requested === choice.target
+    ? `${choice.target} table`
+    : `${choice.requested}: no own ${choice.entry.op} entries, using ${choice.target}'s`;
+}
+
+/**
+ * The tables `resolveCompute` reads for `target`, in order: `given` alone when the caller
+ * names one (`null`: none); else the target's own (or borrowed, see `computeConfigs`) and then
+ * those of the targets on the same die, so an operator the own table has no entries of takes
+ * the same-die target's measured ones.
+ */
+function candidateTables(target: TargetName, given: ComputeConfigTable | null | undefined): ComputeConfigTable[] {
+  if (given !== undefined) return given === null ? [] : [given];
+  const out: ComputeConfigTable[] = [];
+  for (const name of computeConfigTargets(target)) {
+    const t = computeConfigs(name);
+    if (t !== null && !out.some((o) => o.target === t.target)) out.push(t);
+  }
+  return out;
 }
 
 /** Options of {@link resolveCompute}. */
@@ -49,6 +72,7 @@ export interface ResolveComputeOptions {
 const FAMILIES: Readonly<Record<string, readonly BuiltinBodyName[]>> = {
   "ag-gemm": ["gemm_tma_persistent", "gemm_tma_persistent_flat", "gemm_tma_persistent_streamk"],
   "gemm-rs": ["gemm_producer", "gemm_producer_tma", "gemm_producer_tma_flat"],
+  "ag-moe": ["moe_gather_gemm_blocks", "moe_gather_gemm"],
 };
 
 /** The built-in body `op.body` is (by its text), if any. */
@@ -91,17 +115,25 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
     const reason = "no tuned configurations of moe-rs operators";
     return { op: { ...op, tile: { ...MOE_RS_DEFAULT_TILE } }, choice: { source: "default", reason } };
   }
-  const fallback = (reason: string) => ({ op: { ...op, tile: DEFAULT_TILE }, choice: { source: "default" as const, reason } });
-  if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") return fallback(`no tuned configurations of ${op.kind} operators`);
+  const untuned = op.kind === "ag-moe" ? MOE_DEFAULT_TILE : DEFAULT_TILE;
+  const fallback = (reason: string) => ({ op: { ...op, tile: { ...untuned } }, choice: { source: "default" as const, reason } });
+  if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs" && op.kind !== "ag-moe")
+    return fallback(`no tuned configurations of ${op.kind} operators`);
   const target = options.target ?? DEFAULT_TARGET.name;
-  const table = options.table === undefined ? computeConfigs(target) : options.table;
-  if (table === null) return fallback(`no tuned table for ${target}`);
+  const tables = candidateTables(target, options.table);
+  const first = tables[0];
+  if (first === undefined) return fallback(`no tuned table for ${target}`);
   const dtype = op.options?.dtype ?? "bf16";
-  const found = lookupComputeConfig(table, { op: op.kind, ...op.problem, dtype });
+  const routing = op.kind === "ag-moe" && op.moe !== undefined ? { experts: op.moe.experts, topk: op.moe.topk } : {};
+  const query = { op: op.kind, ...op.problem, dtype, ...routing };
+  // The first table (the target's own first) with an entry of this operator decides.
+  const table = tables.find((t) => lookupComputeConfig(t, query) !== undefined) ?? first;
+  const found = lookupComputeConfig(table, query);
   if (found === undefined) return fallback(`the ${table.target} table has no ${op.kind} entry for ${dtype}`);
   const e = found.entry;
   if (op.kind === "gemm-rs" && rowGranularity(op.plan) % e.BM !== 0)
     return fallback(`the plan's chunks are not whole ${e.BM}-row blocks of the tuned tile`);
+  if (options.backend === "tlx" && op.kind === "ag-moe") return fallback("the TLX backend does not realise ag-moe");
   if (options.backend === "tlx") {
     const t = e.tlx;
     if (t === undefined) return fallback(`the ${table.target} table's ${op.kind} entry has no TLX configuration`);

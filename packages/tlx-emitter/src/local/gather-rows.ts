@@ -52,6 +52,11 @@ function segmentLoop(kernel: LocalKernel, gather: GatherRows, block: string): st
 /**
  * The lines after a gathering consumer's first tile statement: the remap through the order,
  * then the block's row range from its table entries and the waits on every segment in it.
+ * With `gather.segmentCount`, the block's segments are first read as one vector (that many
+ * rounded up to a power of two, clamped to the last segment, masked past the block's last):
+ * one acquire load per segment and slot column, all in flight at once, and one reduction
+ * whose result is the token; the loop of bounded waits runs only when a slot is still short.
+ * Without it, the loop alone: each segment's table entry and slot read one after the other.
  * @throws {LocalKernelError} `bad-program` when the kernel names no index table.
  */
 export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, gather: GatherRows): string[][] {
@@ -62,9 +67,12 @@ export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, g
     const m = t.m;
     const lines = [`${v} = ${m}`, `${m} = ${printMap(program.order, v, v, kernel.file)}`];
     if (i > 0 || program.slots.length === 0) return lines;
-    lines.push(`ovl_mb = ${m}`, "ovl_target = load_epoch_target(ovl_epoch_ptr, 1)", ...segmentLoop(kernel, gather, "ovl_mb"));
+    lines.push(`ovl_mb = ${m}`, "ovl_target = load_epoch_target(ovl_epoch_ptr, 1)");
+    const { lines: range, first } = blockSegments(kernel, gather, "ovl_mb");
+    lines.push(...range);
+    const loop = [`for ovl_seg in range(${first}, ovl_end):`];
     program.slots.forEach((slot, j) => {
-      lines.push(
+      loop.push(
         `\tovl_slot${j} = ${printMap(slot, segment, segment, kernel.file)}`,
         `\tif ovl_slot${j} >= 0:`,
         `\t\tovl_tok = wait_slot(ovl_sig_ptr, ovl_slot${j}, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)`,
@@ -72,9 +80,30 @@ export function gatherConsumerLines(kernel: LocalKernel, program: TileProgram, g
         `\t\t${m} = consume_token(${m}, ovl_tok)`,
       );
     });
+    if (gather.segmentCount === undefined) return [...lines, ...loop];
+    const count = gather.segmentCount;
+    const width = 2 ** Math.ceil(Math.log2(Math.max(2, count)));
+    lines.push(`ovl_in = ${first} + tl.arange(0, ${pyLiteral(width)})`, `ovl_vseg = tl.minimum(ovl_in, ${pyLiteral(count - 1)})`);
+    program.slots.forEach((slot, j) => {
+      const shortfall = `tl.where((ovl_in < ovl_end) & (ovl_vslot${j} >= 0), ld_acquire_sys(ovl_sig_ptr + tl.maximum(ovl_vslot${j}, 0)) - ovl_target, 0)`;
+      lines.push(
+        `ovl_vslot${j} = ${printMap(slot, segment, VECTOR_SEGMENT, kernel.file)}`,
+        // How far each slot of the block still is from the target (wrap-aware, as wait_slot compares); 0 outside it.
+        j === 0 ? `ovl_seen = ${shortfall}` : `ovl_seen = tl.minimum(ovl_seen, ${shortfall})`,
+      );
+    });
+    lines.push(
+      "ovl_short = tl.min(ovl_seen, axis=0)",
+      "if ovl_short < 0:",
+      ...loop.map((l) => `\t${l}`),
+      `${m} = consume_token(${m}, ovl_short)`,
+    );
     return lines;
   });
 }
+
+/** The vector of a block's segments a consumer with `segmentCount` reads its slots over. */
+const VECTOR_SEGMENT = "ovl_vseg";
 
 /**
  * The lines at the end of a scattering producer's tile (after its stores): the block of the

@@ -63,6 +63,7 @@ export interface GatherRows {
   /**
    * Segments in all (`segment(rowCount − 1) + 1`); a producer with `owners` needs it: it
    * notifies a block's segments as one vector of that many (rounded up to a power of two).
+   * A consumer with it reads a block's slots as one such vector before its loop of waits.
    */
   readonly segmentCount?: number;
 }
@@ -91,7 +92,7 @@ export function runtimeParams(program: TileProgram): readonly string[] {
 /** The rank id every rank-generic static map may use (a runtime parameter of both roles). */
 export const RANK_VARIABLE = "ovl_rank";
 
-/** Names the inserted code assigns (besides `ovl_slot<j>`). */
+/** Names the inserted code assigns (besides `ovl_slot<j>` and `ovl_vslot<j>`). */
 const INSERTED_LOCALS = [
   "ovl_m",
   "ovl_mb",
@@ -105,11 +106,15 @@ const INSERTED_LOCALS = [
   "ovl_end",
   "ovl_seg",
   "ovl_in",
+  "ovl_vseg",
+  "ovl_seen",
+  "ovl_short",
 ];
 
 function isInsertedName(name: string): boolean {
-  const slot =
-    name.startsWith("ovl_slot") && name.length > "ovl_slot".length && [...name.slice("ovl_slot".length)].every((c) => c >= "0" && c <= "9");
+  const numbered = (prefix: string) =>
+    name.startsWith(prefix) && name.length > prefix.length && [...name.slice(prefix.length)].every((c) => c >= "0" && c <= "9");
+  const slot = numbered("ovl_slot") || numbered("ovl_vslot");
   return (
     slot || INSERTED_LOCALS.includes(name) || name === PEER_SIGNALS_PARAM || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name)
   );

@@ -211,6 +211,9 @@ describe("local kernels the parser refuses", () => {
     expect(() => parseLocalKernelWith(parser, flat(tile, "    tl.store(c_ptr + pid_m, tl.load(a_ptr + pid_m))"))).not.toThrow();
     expectRefused(flat("    x = tl.load(a_ptr)", tile), "unsafe-load", 8, /before the tile statement/);
     expectRefused(flat(tile, "    if pid_m > 4:", "        return"), "unsafe-tile-loop", 10);
+    // A program past the last tile may exit before its tile statement: it has waited on and read nothing.
+    const early = flat("    if tl.program_id(0) > 4:", "        return", tile, "    tl.store(c_ptr + pid_m, tl.load(a_ptr + pid_m))");
+    expect(parseLocalKernelWith(parser, early).persistent).toBe(false);
     expectRefused(
       flat("    for i in range(2):", "        pid_m = i  # ovl: tile m=pid_m"),
       "unsafe-tile-loop",
@@ -225,6 +228,8 @@ describe("local kernels the parser refuses", () => {
     const tile = "    pid_m, pid_n = tl.program_id(0), tl.program_id(1)  # ovl: tile m=pid_m n=pid_n";
     expectRefused(prod("    tl.store(c_ptr, 0)", tile), "unsafe-store", 8, /notify would not cover/);
     expectRefused(prod("    pid_m = tl.program_id(0)  # ovl: tile m=pid_m"), "bad-annotation", 8, /n=<var>/);
+    // A producer's program that exits early would never notify its tile.
+    expectRefused(prod("    if tl.program_id(0) > 4:", "        return", tile, "    tl.store(c_ptr, 0)"), "unsafe-tile-loop", 9, /return/);
   });
 
   it("identifiers starting with ovl_ and the primitives' names", () => {

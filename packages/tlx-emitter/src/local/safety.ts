@@ -15,10 +15,18 @@ export function checkKernelSafety(shape: KernelShape, helpers: ReadonlySet<strin
   checkOperandAccess(shape, helpers, file);
 }
 
-/** No return anywhere in the tile, no break/continue that leaves the tile loop's iteration. */
+/**
+ * No return anywhere in the tile, no break/continue that leaves the tile loop's iteration. One
+ * exception: a non-persistent consumer may return before its first tile statement (a program
+ * past the last valid tile exiting at once, as fused-MoE kernels do), since such a program has
+ * waited on nothing and reads nothing; a producer may not, as its notify would never come.
+ */
 function checkExits(shape: KernelShape, file: string): void {
+  const first = shape.tileStatements[0]?.node;
+  const earlyExitAllowed = shape.role === "consumer" && shape.tileLoop === undefined && first !== undefined;
   for (const node of walk(shape.tileBlock)) {
     if (node.type === "return_statement") {
+      if (earlyExitAllowed && node.endIndex <= first.startIndex) continue;
       throw new LocalKernelError("unsafe-tile-loop", file, lineOf(node), "return inside the tile would skip the inserted wait or notify");
     }
     if (node.type !== "break_statement" && node.type !== "continue_statement") continue;

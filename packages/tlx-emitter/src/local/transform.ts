@@ -71,7 +71,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
     ? []
     : kernel.role === "consumer"
       ? program.slots.length > 0
-        ? ["load_epoch_target", "wait_slot", "consume_token"]
+        ? ["load_epoch_target", "wait_slot", "consume_token", ...(program.gather?.segmentCount === undefined ? [] : ["ld_acquire_sys"])]
         : []
       : program.slots.length > 0
         ? [program.owners === undefined ? notifyPrimitive(program) : "peer_notify_many"]
