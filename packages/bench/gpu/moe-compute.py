@@ -55,15 +55,6 @@ from ovl_runtime.moe import draw_routing, moe_align_reference
 from ovl_runtime.moe_align import moe_align_block_size
 
 WORLD = 8
-#: TileLink Table 4: name, S (tokens, all ranks), H, I (all ranks), E, top-k.
-SHAPES = [
-    ("MoE-1", 8192, 2048, 1536, 8, 2),
-    ("MoE-2", 8192, 2048, 1536, 32, 2),
-    ("MoE-3", 8192, 2048, 1536, 32, 5),
-    ("MoE-4", 8192, 4096, 2048, 8, 2),
-    ("MoE-5", 8192, 4096, 2048, 32, 2),
-    ("MoE-6", 8192, 4096, 2048, 32, 5),
-]
 #: Body configurations: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages.
 CONFIGS = [
     (64, 64, 64, 4, 4),
@@ -79,6 +70,10 @@ def load_module(path: Path, name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+#: TileLink Table 4: name, S (tokens, all ranks), H, I (all ranks), E, top-k (``moe_routing_blocks.py``, torch-free).
+SHAPES = load_module(Path(__file__).resolve().parent / "moe_routing_blocks.py", "ovl_moe_routing_blocks").SHAPES
 
 
 def reference(x: torch.Tensor, w: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:

@@ -23,7 +23,7 @@ const rows = predictionRows({
 const sources = [
   "GEMM, copy engine, signals, collectives: the hardware models `H100_SXM` / `H200_SXM` of @ovl/sim (their `source` fields).",
   `attention body: ${ATTENTION_SOURCE} (one H100; efficiency relative to the model's GEMM rate, reused on H200).`,
-  `MoE body: ${MOE_SOURCE} (one H100; likewise reused on H200).`,
+  `MoE body: ${MOE_SOURCE.join(", ")} (one H100; likewise reused on H200), each shape at the tile and launch its tuned table's ag-moe entry gives.`,
   `moe-rs producers: ${MOE_RS_SOURCE} (one H100; likewise reused on H200); the owners' pulls from the NVLink port and the rs-reduce calibration. moe-rs as emitted by default is signalled once per launch, so its pulls follow its producer: its "speedup" is about 1 by construction (fused, not overlapped; \`predictMoeRs\` with notifies "tile" prices the per-tile variant).`,
 ];
 mkdirSync(dir, { recursive: true });

@@ -35,6 +35,7 @@ from ovl_runtime.moe_align import moe_align_block_size
 from moe_bodies import _load, fused_moe, part1, part1_emitted_cases
 
 HERE = Path(__file__).resolve().parent
+routing_blocks = _load("ovl_moe_routing_blocks", HERE.parent / "moe_routing_blocks.py")
 BLOCKS = HERE.parents[2] / "tlx-emitter" / "kernels" / "moe_gather_gemm_blocks.py"
 #: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages: fused_moe's list and 128×128×64 in row-major order.
 CONFIGS = [*fused_moe.CONFIGS, (128, 128, 64, 1, 8, 3)]
@@ -62,7 +63,9 @@ def run_shape(shape, args, mod, sms):
     n = inter_all // args.world
     g = torch.Generator(device="cuda").manual_seed(0)
     row = {"shape": name, "S": S, "H": H, "I_per_rank": n, "E": E, "topk": topk, "check": {}, "errors": {}, "runs": []}
-    ids = torch.from_numpy(draw_routing(np.random.default_rng(1), S, topk, E)).cuda()
+    ids_np = draw_routing(np.random.default_rng(1), S, topk, E)
+    row["blocks"] = {str(bm): routing_blocks.blocks(ids_np, E, bm) for bm in sorted({c[0] for c in CONFIGS})}
+    ids = torch.from_numpy(ids_np).cuda()
     x = (torch.randn(S, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
     w = (torch.randn(E, H, n, device="cuda", generator=g) / 8).to(torch.bfloat16)
     want = part1.reference(x, w, ids)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { MLP_SHAPES } from "@ovl/sim";
-import { MLP_OPERATORS, mlpProblem, predictionRows } from "./predictions.js";
+import { agMoeTiling, MLP_OPERATORS, mlpProblem, predictionRows } from "./predictions.js";
 import { PREDICTION_FAMILIES, predictionsChart, predictionsJson, predictionsMarkdown, PREDICTIONS_SCHEMA } from "./report.js";
 import { ATTENTION_SEQS, MOE_SHAPES } from "./suites.js";
 
@@ -15,6 +15,16 @@ describe("prediction suite", () => {
     expect(count("moe-rs")).toBe(Object.keys(MOE_SHAPES).length);
     expect(count("ag-attention")).toBe(2 * ATTENTION_SEQS.length);
     expect(count("ag-attention-causal")).toBe(2 * ATTENTION_SEQS.length);
+  });
+
+  it("prices ag-moe at the tile the compiler takes for the shape (the H100's tuned entries on the H200 too)", () => {
+    const moe = (name: keyof typeof MOE_SHAPES) => {
+      const s = MOE_SHAPES[name];
+      return { tokens: s.S, hidden: s.H, intermediate: s.I, experts: s.E, topk: s.topk, world: 8 };
+    };
+    expect(agMoeTiling("H200_SXM", moe("MoE-2"))).toEqual({ BM: 64, BN: 64, BK: 32, stages: 3, warps: 4 });
+    expect(agMoeTiling("H100_SXM", moe("MoE-5"))).toEqual({ BM: 128, BN: 128, BK: 64, stages: 3, warps: 8 });
+    expect(agMoeTiling("A100", moe("MoE-5"))).toBeUndefined();
   });
 
   it("every row is a consistent prediction", () => {

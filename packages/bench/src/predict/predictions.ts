@@ -1,14 +1,18 @@
 // The prediction suite: every operator over its paper suite at worlds 2/4/8 on H100 and
 // H200, priced by @ovl/sim's operator models, as rows a report and a chart read.
+import type { TargetName } from "@ovl/primitives";
 import {
   type GemmOperator,
   MLP_SHAPES,
+  type MoeProblem,
+  type MoeTiling,
   type OperatorPrediction,
   predictAgAttention,
   predictAgMoe,
   predictGemmOperator,
   predictMoeRs,
 } from "@ovl/sim";
+import { computeConfigs, computeConfigTargets, lookupComputeConfig } from "@ovl/tlx-emitter";
 import { ATTENTION_SEQS, ATTENTION_SHAPES, MLP_NAMES, MOE_SHAPES, PREDICTION_HARDWARE, PREDICTION_WORLDS } from "./suites.js";
 
 /** One predicted case: the suite shape it comes from and the model's answer. */
@@ -17,6 +21,36 @@ export interface PredictionRow extends OperatorPrediction {
   readonly shape: string;
   /** The per-rank problem priced (GEMM sizes, sequence, experts …). */
   readonly problem: Readonly<Record<string, number | string | boolean>>;
+}
+
+/** The compiler's target of each hardware model of the suite. */
+const TARGET_OF: Readonly<Record<string, TargetName>> = { H100_SXM: "h100", H200_SXM: "h200" };
+
+/**
+ * The tile and launch `ovl emit ag-moe --target <hardware's>` compiles for `p` (the tuned table's
+ * nearest ag-moe entry, the same-die table's where the target's own has none), or undefined
+ * (a hardware model of no target, or no entry: the sim's default, the compiler's untuned tile).
+ */
+export function agMoeTiling(hardware: string, p: MoeProblem): MoeTiling | undefined {
+  const query = {
+    op: "ag-moe" as const,
+    M: p.tokens,
+    N: p.intermediate / p.world,
+    K: p.hidden,
+    experts: p.experts,
+    topk: p.topk,
+    dtype: "bf16" as const,
+  };
+  const own = TARGET_OF[hardware];
+  for (const target of own === undefined ? [] : computeConfigTargets(own)) {
+    const table = computeConfigs(target);
+    const found = table === null ? undefined : lookupComputeConfig(table, query);
+    if (found !== undefined) {
+      const e = found.entry;
+      return { BM: e.BM, BN: e.BN, BK: e.BK, stages: e.numStages, warps: e.numWarps };
+    }
+  }
+  return undefined;
 }
 
 /** The GEMM operators of the MLP suite, in report order. */
@@ -50,7 +84,8 @@ export function predictionRows(
       }
       for (const [name, s] of Object.entries(MOE_SHAPES)) {
         const problem = { tokens: s.S, hidden: s.H, intermediate: s.I, experts: s.E, topk: s.topk, world, routing: "random" as const };
-        push({ ...predictAgMoe(problem, { hardware }), shape: name, problem });
+        const tiling = agMoeTiling(hardware, problem);
+        push({ ...predictAgMoe(problem, { hardware, ...(tiling === undefined ? {} : { tiling }) }), shape: name, problem });
         // MoE part 2 as ovl emits it by default: notified per launch, the TopK-sum local.
         push({ ...predictMoeRs(problem, { hardware }), shape: name, problem });
       }

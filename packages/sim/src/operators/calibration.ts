@@ -19,18 +19,28 @@ export const ATTENTION_SOURCE = "packages/bench/results/gpu/attention-compute-20
  */
 export const ATTENTION_BODY = { launchUs: 22, efficiency: 0.5539, causalEfficiency: 0.3925, meanError: 0.06, maxError: 0.08 } as const;
 
-/** Where the MoE constants come from. */
-export const MOE_SOURCE = "packages/bench/results/gpu/moe-2026-11-25/moe-compute.json";
+/** Where the MoE constants come from: two runs of the emitted kernels at their tuned configurations. */
+export const MOE_SOURCE = [
+  "packages/bench/results/gpu/moe-blocks-h100-2026-11-27/final/moe-blocks-run1.json",
+  "packages/bench/results/gpu/moe-blocks-h100-2026-11-27/final/moe-blocks-run2.json",
+] as const;
+
+/** The valid blocks of the routing those runs drew, per BLOCK_M (`packages/bench/gpu/moe_routing_blocks.py`). */
+export const MOE_ROUTING_BLOCKS = "packages/bench/results/gpu/moe-blocks-h100-2026-11-27/final/routing-blocks.json";
 
 /**
- * The gather + grouped GEMM body (`kernels/moe_gather_gemm.py` at 128×128×64, 8 warps, 3
- * stages): wave-quantised rounds of `BM × BN` tiles (each expert's token slots padded to
- * whole `BM` blocks) at `efficiency` of the GEMM rate, plus `launchUs`. Least squares of
- * the relative error (grid 0.5 µs × 0.002) over MoE-1…6 at their world-8 per-rank shapes, each
- * priced as the mean over four seeded uniform routings (`moeRouting`, seeds 1–4; the
- * measurement drew one uniform routing): launch 10.5 µs, efficiency 0.53, max error 6.9%.
+ * The gather + grouped GEMM body as ovl emits it (`kernels/moe_gather_gemm_blocks.py`, non-persistent,
+ * vector waits in and met): rounds of `BM × BN` tiles (each expert's token slots padded to whole `BM`
+ * blocks) over `smCount × p` slots, `p` programs per SM (as many as the tile's ring of shared memory
+ * and its warps allow, at most `maxProgramsPerSm`), each tile taking `p` times its time alone at
+ * `efficiency` of the GEMM rate; plus `launchUs`. Least squares of the max relative error (grid 0.5 µs ×
+ * 0.002 × the cap) over MoE-1…6 at their world-8 per-rank shapes, each at its tuned configuration
+ * (64×64×32 at MoE-2, 128×128×64 at MoE-5, 128×256×64 elsewhere) and priced at the measured routing's
+ * block count (`MOE_ROUTING_BLOCKS`): launch 12 µs, efficiency 0.864, cap 6, max error 7.7%. At MoE-1/4
+ * (8 experts, ~16.5 blocks of 128 each) the count sits at the SM count: a routing with 133 blocks
+ * instead of 131 adds a second round of one tile, on the GPU as in the model.
  */
-export const MOE_BODY = { launchUs: 10.5, efficiency: 0.53, tile: { BM: 128, BN: 128 }, maxError: 0.07 } as const;
+export const MOE_BODY = { launchUs: 12, efficiency: 0.864, maxProgramsPerSm: 6, sharedBytesPerSm: 227 * 1024, maxError: 0.08 } as const;
 
 /** Where the moe-rs constants come from. */
 export const MOE_RS_SOURCE = "packages/bench/results/gpu/moe-ws-h100-2026-11-26/run2/moe-rs-compute.json";

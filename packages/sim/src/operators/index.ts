@@ -9,9 +9,19 @@ export {
   slabArrivals,
   chunkPipeline,
 } from "./prediction.js";
-export { ATTENTION_BODY, ATTENTION_SOURCE, MOE_BODY, MOE_RS_BODY, MOE_RS_SOURCE, MOE_SOURCE } from "./calibration.js";
+export { ATTENTION_BODY, ATTENTION_SOURCE, MOE_BODY, MOE_ROUTING_BLOCKS, MOE_RS_BODY, MOE_RS_SOURCE, MOE_SOURCE } from "./calibration.js";
 export { type AttentionProblem, attentionSlabFlops, attentionComputeMs, predictAgAttention } from "./attention.js";
-export { type MoeProblem, type MoeBlock, moeRouting, moeBlocks, moeComputeMs, predictAgMoe } from "./moe.js";
+export {
+  type MoeProblem,
+  type MoeBlock,
+  type MoeTiling,
+  MOE_DEFAULT_TILING,
+  moeRouting,
+  moeBlocks,
+  moeComputeMs,
+  moeProgramsPerSm,
+  predictAgMoe,
+} from "./moe.js";
 export { type MoeRsNotifies, type MoeRsOptions, moeRsProducerMs, predictMoeRs } from "./moe-rs.js";
 export {
   GEMM_OPERATORS,

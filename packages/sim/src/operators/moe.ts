@@ -77,59 +77,100 @@ export function moeBlocks(routing: readonly (readonly number[])[], experts: numb
   return blocks;
 }
 
-/** The body alone: launch plus wave-quantised rounds of (block × n-tile) tiles at the calibrated efficiency (ms). */
-export function moeComputeMs(hw: HardwareModel, p: MoeProblem, blocks: number): number {
-  const tiles = blocks * Math.ceil(p.intermediate / p.world / MOE_BODY.tile.BN);
-  return MOE_BODY.launchUs * 1e-3 + Math.ceil(tiles / hw.smCount) * moeTileMs(hw, p);
+/** The body's tile and launch: what `ovl emit ag-moe` compiled (its tuned table's entry for the shape). */
+export interface MoeTiling {
+  readonly BM: number;
+  readonly BN: number;
+  readonly BK: number;
+  readonly stages: number;
+  readonly warps: number;
 }
 
-function moeTileMs(hw: HardwareModel, p: MoeProblem): number {
-  return tileMs(hw, MOE_BODY.tile, p.hidden, MOE_BODY.efficiency);
+/** ag-moe's tile where no tuned entry decides (`MOE_DEFAULT_TILE` of @ovl/tlx-emitter: 128×256×64, 4 stages, 8 warps). */
+export const MOE_DEFAULT_TILING: MoeTiling = { BM: 128, BN: 256, BK: 64, stages: 4, warps: 8 };
+
+/**
+ * Programs of the body one SM runs at once: as many rings of `stages × (BM·BK + BK·BN)` bf16
+ * elements as its shared memory holds and as many `warps`-warp programs as its 64 warps take, at
+ * most the calibrated cap (registers bound small tiles too; the cap stands for them).
+ */
+export function moeProgramsPerSm(t: MoeTiling): number {
+  const ring = t.stages * (t.BM * t.BK + t.BK * t.BN) * 2;
+  return Math.max(1, Math.min(Math.floor(MOE_BODY.sharedBytesPerSm / ring), Math.floor(64 / t.warps), MOE_BODY.maxProgramsPerSm));
 }
 
 /**
- * Predict AG + Gather + GroupGEMM: tiles (block-major, n-tiles inner) go to the persistent
- * programs in turn (tile i on program i mod SMs); a tile waits for every slab its block's
- * tokens span (rank q holds tokens `q·T/W … (q+1)·T/W − 1`), and runs slower by
- * `copySlowdown` while copies move. Every rank computes the same blocks against its own
- * expert columns, so the slowest rank is the one whose slabs land last.
+ * The body alone (ms): launch, plus rounds of (block × n-tile) tiles over `smCount ×
+ * moeProgramsPerSm` slots, each tile taking its time alone at the calibrated efficiency times the
+ * programs sharing its SM.
+ */
+export function moeComputeMs(hw: HardwareModel, p: MoeProblem, blocks: number, tiling: MoeTiling = MOE_DEFAULT_TILING): number {
+  checkTiling(tiling);
+  const tiles = blocks * Math.ceil(p.intermediate / p.world / tiling.BN);
+  const per = moeProgramsPerSm(tiling);
+  return MOE_BODY.launchUs * 1e-3 + Math.ceil(tiles / (hw.smCount * per)) * per * moeTileMs(hw, p, tiling);
+}
+
+function moeTileMs(hw: HardwareModel, p: MoeProblem, tiling: MoeTiling): number {
+  return tileMs(hw, tiling, p.hidden, MOE_BODY.efficiency);
+}
+
+function checkTiling(t: MoeTiling): void {
+  for (const k of ["BM", "BN", "BK", "stages", "warps"] as const) {
+    if (!Number.isInteger(t[k]) || t[k] <= 0) throw new SimulateError("bad-problem", `moe tiling ${k} = ${t[k]}: give a positive integer`);
+  }
+}
+
+/**
+ * Predict AG + Gather + GroupGEMM: tiles (block-major, n-tiles inner) are programs of a
+ * non-persistent grid, each taking the first of the `smCount × moeProgramsPerSm` slots to free
+ * up; a tile waits (holding its slot) for every slab its block's tokens span (rank q holds
+ * tokens `q·T/W … (q+1)·T/W − 1`), and runs slower by `copySlowdown` while copies move. Every
+ * rank computes the same blocks against its own expert columns, so the slowest rank is the one
+ * whose slabs land last. `tiling`: the body's tile and launch (default `MOE_DEFAULT_TILING`).
  */
 export function predictAgMoe(
   problem: MoeProblem,
-  options: { readonly hardware: HardwareModel | string; readonly backend?: CommBackend },
+  options: { readonly hardware: HardwareModel | string; readonly backend?: CommBackend; readonly tiling?: MoeTiling },
 ): OperatorPrediction {
   const hw = resolveHardware(options.hardware);
   checkMoe(problem);
+  const tiling = options.tiling ?? MOE_DEFAULT_TILING;
+  checkTiling(tiling);
   const { tokens, hidden, world } = problem;
-  const blocks = moeBlocks(moeRouting(problem), problem.experts, MOE_BODY.tile.BM);
-  const nTiles = Math.ceil(problem.intermediate / world / MOE_BODY.tile.BN);
+  const blocks = moeBlocks(moeRouting(problem), problem.experts, tiling.BM);
+  const nTiles = Math.ceil(problem.intermediate / world / tiling.BN);
+  const per = moeProgramsPerSm(tiling);
   const plan = planSignals(
     allGatherSwizzle({ tensor: { name: "X", shape: [tokens, hidden], dtype: "bf16" }, axis: 0, mesh: [world], split: 1, side: "push" }),
   );
   const backend = options.backend ?? "copy-engine";
   const alone = slabArrivals(plan, "X", hw, backend, false);
   const beside = slabArrivals(plan, "X", hw, backend, true);
-  const per = tokens / world;
-  const tMs = moeTileMs(hw, problem);
+  const rows = tokens / world;
+  // A slot's tile shares its SM with `per` programs: each runs at 1/per of the SM's rate.
+  const tMs = moeTileMs(hw, problem, tiling) * per;
   const slow = hw.contention.copySlowdown;
   let overlapped = 0;
   for (let r = 0; r < world; r++) {
     const arr = beside.arrival[r]!;
     const until = beside.commEnd[r]!;
-    const lanes = new Float64Array(hw.smCount).fill(MOE_BODY.launchUs * 1e-3);
-    let i = 0;
+    const slots = new Float64Array(hw.smCount * per).fill(MOE_BODY.launchUs * 1e-3);
     for (const b of blocks) {
       let ready = 0;
-      for (let q = Math.floor(b.firstToken / per); q <= Math.floor(b.lastToken / per); q++) ready = Math.max(ready, arr[q]!);
-      for (let n = 0; n < nTiles; n++, i++) {
-        const lane = i % hw.smCount;
-        const t = Math.max(lanes[lane]!, ready);
-        lanes[lane] = t + (t < until ? tMs * (1 + slow) : tMs);
+      for (let q = Math.floor(b.firstToken / rows); q <= Math.floor(b.lastToken / rows); q++) ready = Math.max(ready, arr[q]!);
+      for (let n = 0; n < nTiles; n++) {
+        // The next program takes the slot that frees first.
+        let slot = 0;
+        for (let j = 1; j < slots.length; j++) if (slots[j]! < slots[slot]!) slot = j;
+        const t = Math.max(slots[slot]!, ready);
+        slots[slot] = t + (t < until ? tMs * (1 + slow) : tMs);
       }
     }
-    overlapped = Math.max(overlapped, ...lanes, until);
+    overlapped = Math.max(overlapped, ...slots, until);
   }
-  return operatorPrediction("ag-moe", hw.name, world, overlapped, moeComputeMs(hw, problem, blocks.length), Math.max(...alone.commEnd));
+  const compute = moeComputeMs(hw, problem, blocks.length, tiling);
+  return operatorPrediction("ag-moe", hw.name, world, overlapped, compute, Math.max(...alone.commEnd));
 }
 
 export function checkMoe(p: MoeProblem): void {

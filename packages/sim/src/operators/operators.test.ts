@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { H100_SXM, H200_SXM, type HardwareModel } from "../simulate/hardware.js";
 import { SimulateError } from "../simulate/errors.js";
-import { ATTENTION_BODY, ATTENTION_SOURCE, MOE_BODY, MOE_RS_BODY, MOE_RS_SOURCE, MOE_SOURCE } from "./calibration.js";
+import { ATTENTION_BODY, ATTENTION_SOURCE, MOE_BODY, MOE_ROUTING_BLOCKS, MOE_RS_BODY, MOE_RS_SOURCE, MOE_SOURCE } from "./calibration.js";
 import { attentionComputeMs, predictAgAttention } from "./attention.js";
-import { moeBlocks, moeComputeMs, moeRouting, predictAgMoe } from "./moe.js";
+import { MOE_DEFAULT_TILING, moeBlocks, moeComputeMs, moeProgramsPerSm, moeRouting, predictAgMoe } from "./moe.js";
 import { moeRsProducerMs, predictMoeRs } from "./moe-rs.js";
 import { GEMM_OPERATORS, predictGemmOperator } from "./gemm.js";
 import type { OperatorPrediction } from "./prediction.js";
@@ -43,23 +43,42 @@ describe("calibration fits the committed measurements", () => {
     expect(errs.reduce((a, b) => a + b, 0) / errs.length).toBeLessThanOrEqual(ATTENTION_BODY.meanError);
   });
 
-  it("MoE body: predicted vs measured within the stated error (seeded uniform routings)", () => {
-    const data = repoFile(MOE_SOURCE) as {
-      world: number;
-      rows: { shape: string; S: number; H: number; N: number; E: number; topk: number; cases: Record<string, { ms: number }> }[];
+  it("MoE body: predicted vs measured within the stated error at each shape's tuned tiling and the measured routing's blocks", () => {
+    type Run = {
+      rows: { shape: string; S: number; H: number; I_per_rank: number; E: number; topk: number; cases: Record<string, { ms: number }> }[];
     };
-    expect(data.rows.length).toBe(6);
-    for (const r of data.rows) {
-      const p = { tokens: r.S, hidden: r.H, intermediate: r.N * data.world, experts: r.E, topk: r.topk, world: data.world };
-      // Mean over a few routings: the measurement drew one at random.
-      const seeds = [1, 2, 3, 4];
-      const ms =
-        seeds
-          .map((seed) => moeComputeMs(H100_SXM, p, moeBlocks(moeRouting({ ...p, seed }), r.E, MOE_BODY.tile.BM).length))
-          .reduce((a, b) => a + b) / seeds.length;
-      const measured = r.cases["body 128x128x64 w8 s3"]!.ms;
+    const runs = MOE_SOURCE.map((f) => repoFile(f) as Run);
+    const blocks = repoFile(MOE_ROUTING_BLOCKS) as { blocks: Record<string, Record<string, number>> };
+    const median = (xs: number[]): number => {
+      const v = [...xs].sort((x, y) => x - y);
+      const h = Math.floor(v.length / 2);
+      return v.length % 2 === 1 ? v[h]! : (v[h - 1]! + v[h]!) / 2;
+    };
+    const tilings = new Set<string>();
+    for (const [i, r] of runs[0]!.rows.entries()) {
+      // "p1 tuned emitted 128x256x64 g8 w8 s4": what `ovl emit ag-moe` compiled for the shape.
+      const name = Object.keys(r.cases).find((c) => c.startsWith("p1 tuned emitted "))!;
+      const [, BM, BN, BK, warps, stages] = /(\d+)x(\d+)x(\d+) g\d+ w(\d+) s(\d+)$/.exec(name)!.map(Number);
+      const tiling = { BM: BM!, BN: BN!, BK: BK!, warps: warps!, stages: stages! };
+      tilings.add(`${BM}x${BN}`);
+      const measured = median(runs.map((run) => run.rows[i]!.cases[name]!.ms));
+      const p = { tokens: r.S, hidden: r.H, intermediate: r.I_per_rank * 8, experts: r.E, topk: r.topk, world: 8 };
+      // The measured routing's blocks (at MoE-1/4 they sit at the SM count: a mean over other routings would not do).
+      const drawn = blocks.blocks[r.shape]![String(tiling.BM)]!;
+      const ms = moeComputeMs(H100_SXM, p, drawn, tiling);
+      // Another uniform routing of the same shape has about as many blocks.
+      expect(Math.abs(moeBlocks(moeRouting({ ...p, seed: 2 }), r.E, tiling.BM).length / drawn - 1), r.shape).toBeLessThan(0.02);
       expect(Math.abs(ms / measured - 1), r.shape).toBeLessThanOrEqual(MOE_BODY.maxError);
     }
+    expect(tilings.size).toBeGreaterThan(1);
+  });
+
+  it("MoE body: small tiles share an SM (shared memory, warps, the cap), the default tile has one to itself", () => {
+    expect(moeProgramsPerSm(MOE_DEFAULT_TILING)).toBe(1);
+    expect(moeProgramsPerSm({ BM: 128, BN: 128, BK: 64, stages: 3, warps: 8 })).toBe(2);
+    expect(moeProgramsPerSm({ BM: 64, BN: 64, BK: 32, stages: 3, warps: 4 })).toBe(MOE_BODY.maxProgramsPerSm);
+    const p = { tokens: 8192, hidden: 2048, intermediate: 1536, experts: 32, topk: 2, world: 8 };
+    expect(() => moeComputeMs(H100_SXM, p, 100, { ...MOE_DEFAULT_TILING, BN: 0 })).toThrow(/tiling BN/);
   });
 });
 
