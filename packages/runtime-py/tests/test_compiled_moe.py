@@ -1,5 +1,6 @@
 """MoE with routing computed on the device (ag-moe: AllGather + Gather + grouped GEMM), compiled
-from ovl's built-in moe_gather_gemm body by @ovl/tlx-emitter's compile(): the routing kernels
+from ovl's built-in bodies (the persistent moe_gather_gemm and the non-persistent default
+moe_gather_gemm_blocks) by @ovl/tlx-emitter's compile(): the routing kernels
 (ovl_runtime.moe_align) against their numpy reference, the emitted manifests under both CPU
 engines with a fresh random routing per checked launch (worlds 2 and 3, split 1 and 2, ring
 and swizzle plans, an expert without tokens, every token on one expert, top-k 1 and 2, tokens
@@ -35,7 +36,7 @@ for (const c of JSON.parse(process.argv[4])) {
   const plan = planSignals(c.ring ? allGatherRing(o) : allGatherSwizzle(o));
   const moe = c.choices === null ? { experts: c.E, topk: c.k } : { experts: c.E, topk: c.k, choices: c.choices };
   const r = await ovl.compile({
-    name: c.name, kind: "ag-moe", plan, body: ovl.builtinBody("moe_gather_gemm"),
+    name: c.name, kind: "ag-moe", plan, body: ovl.builtinBody(c.body),
     problem: { M: c.T, N: c.I, K: c.H }, tile: { BM: c.tile[0], BN: c.tile[1], BK: c.tile[2] },
     moe, options: { dtype: c.dtype },
   });
@@ -46,25 +47,36 @@ for (const c of JSON.parse(process.argv[4])) {
 }
 """
 
-# name, world, T (tokens), H (hidden = K), I (intermediate = N), split, tile, dtype, ring, E, k, choices
+P, B = "moe_gather_gemm", "moe_gather_gemm_blocks"  # the persistent built-in body, the non-persistent default
+# name, world, T (tokens), H (hidden = K), I (intermediate = N), split, tile, dtype, ring, E, k, choices, body
 CASES = [
     # 100 tokens over 3 ranks (34/33/33), chunks off block boundaries, every expert drawn.
-    ("w3_ragged_ring_split", 3, 100, 32, 32, 2, (16, 32, 32), "fp32", True, 4, 2, None),
+    ("w3_ragged_ring_split", 3, 100, 32, 32, 2, (16, 32, 32), "fp32", True, 4, 2, None, P),
     # Expert 1 never drawn (no tokens), top-k 1, swizzle.
-    ("w2_empty_expert_top1", 2, 64, 32, 64, 1, (16, 32, 32), "bf16", False, 4, 1, [0, 2, 3]),
+    ("w2_empty_expert_top1", 2, 64, 32, 64, 1, (16, 32, 32), "bf16", False, 4, 1, [0, 2, 3], P),
     # Every token on one expert (top-k 1): one long group.
-    ("w2_one_expert_split", 2, 96, 64, 32, 2, (32, 32, 32), "fp16", False, 8, 1, [5]),
+    ("w2_one_expert_split", 2, 96, 64, 32, 2, (32, 32, 32), "fp16", False, 8, 1, [5], P),
     # Top-k 2 on two experts only: both take every token; 3 ranks, uneven (43/43/42).
-    ("w3_two_experts_top2", 3, 128, 32, 32, 1, (32, 32, 32), "bf16", True, 6, 2, [1, 4]),
+    ("w3_two_experts_top2", 3, 128, 32, 32, 1, (32, 32, 32), "bf16", True, 6, 2, [1, 4], P),
     # More slots than one routing program's chunk: two programs per routing kernel.
-    ("w2_two_programs", 2, 192, 32, 32, 2, (16, 32, 32), "fp32", True, 8, 2, None),
+    ("w2_two_programs", 2, 192, 32, 32, 2, (16, 32, 32), "fp32", True, 8, 2, None, P),
+    # The non-persistent body (programs past the valid blocks return before their tile; a block's slots
+    # read as one vector, the loop of waits only when one is short): ragged shards, an expert without
+    # tokens with two n-blocks, every token on one expert.
+    ("w3_ragged_ring_split_blocks", 3, 100, 32, 32, 2, (16, 32, 32), "fp32", True, 4, 2, None, B),
+    ("w2_empty_expert_top1_blocks", 2, 64, 32, 64, 1, (16, 32, 32), "bf16", False, 4, 1, [0, 2, 3], B),
+    ("w2_one_expert_split_blocks", 2, 96, 64, 32, 2, (32, 32, 32), "fp16", False, 8, 1, [5], B),
 ]
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> Path:
     return builders.compile_cases(
-        tmp_path_factory, "moe", SCRIPT, ["name", "world", "T", "H", "I", "split", "tile", "dtype", "ring", "E", "k", "choices"], CASES
+        tmp_path_factory,
+        "moe",
+        SCRIPT,
+        ["name", "world", "T", "H", "I", "split", "tile", "dtype", "ring", "E", "k", "choices", "body"],
+        CASES,
     )
 
 
@@ -132,6 +144,15 @@ def test_moe_operators_are_correct_in_the_numpy_engine(compiled, case):
     assert len(out.checks) == 2 and all(c.ok for c in out.checks)
 
 
+def test_the_non_persistent_body_reads_its_slots_as_one_vector_then_loops_only_when_short(compiled):
+    src = (compiled / "w3_ragged_ring_split_blocks" / "w3_ragged_ring_split_blocks.py").read_text()
+    assert "ld_acquire_sys" in src.splitlines()[5]  # the import line
+    fast, slow = src.index("ovl_short = tl.min(ovl_seen, axis=0)"), src.index("for ovl_seg in range(")
+    assert fast < src.index("if ovl_short < 0:") < slow < src.index("pid_m = consume_token(pid_m, ovl_short)")
+    # Programs past the valid blocks return before the tile statement, so before any wait.
+    assert src.index("return") < src.index("# ovl: tile m=pid_m") < fast
+
+
 def test_the_emitted_body_waits_on_the_segments_of_its_rows(compiled):
     src = (compiled / "w3_ragged_ring_split" / "w3_ragged_ring_split.py").read_text()
     assert "ovl_ids = tl.load(sorted_token_ids + ovl_mb * 16 + tl.arange(0, 16))" in src
@@ -153,8 +174,10 @@ def _buffer(d: dict, name: str) -> dict:
     return next(b for b in d["buffers"] if b["name"] == name)
 
 
-def test_a_wait_on_a_slot_no_chunk_signals_times_out(compiled, tmp_path):
-    # Point every segment's wait at a slot nobody writes: the body must not compute without it.
+@pytest.mark.parametrize("case", ["w3_ragged_ring_split", "w3_ragged_ring_split_blocks"])
+def test_a_wait_on_a_slot_no_chunk_signals_times_out(compiled, tmp_path, case):
+    # Point every segment's wait at a slot nobody writes: the body must not compute without it (the
+    # non-persistent body's vector read finds the slot short and falls to the loop of bounded waits).
     if interpret_unavailable() is not None:
         pytest.skip(str(interpret_unavailable()))
 
@@ -169,7 +192,7 @@ def test_a_wait_on_a_slot_no_chunk_signals_times_out(compiled, tmp_path):
         _buffer(d, "signals")["shape"] = [d["signals"]["slots"]]
         assert any(a["name"].startswith("ovl_wait") for a in k["args"])
 
-    m = load_manifest(_edited(compiled, tmp_path, "w3_ragged_ring_split", edit))
+    m = load_manifest(_edited(compiled, tmp_path, case, edit))
     out = emulate(m, epochs=1, seed=2, engine="interpret")
     assert out.failures
 
