@@ -96,6 +96,15 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
       moe: { experts: 8, topk: 2 },
       ...common,
     }),
+    // ag-moe's default body: non-persistent, its block's slots read as one vector of acquire loads.
+    local_ag_moe_blocks: await compile({
+      name: "local_ag_moe_blocks",
+      kind: "ag-moe",
+      plan: ag,
+      body: builtinBody("moe_gather_gemm_blocks"),
+      moe: { experts: 8, topk: 2 },
+      ...common,
+    }),
     // Two accumulators a tile: its own default configuration, not the GEMMs' tile.
     local_ag_gemm_silu: await compile(
       withSiluMulDefaults({
