@@ -36,16 +36,16 @@ describe("ovl emit ag-moe", () => {
     const r = await ovl(["emit", "ag-moe", ...moe2, "--out", tuned]);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(
-      /tile 64x64x32, group 8, 4 warps, 3 stages, body moe_gather_gemm_blocks\.py \(h200: no own ag-moe entries, using h100's, exact entry\)/,
+      /tile 64x64x32, group 8, 4 warps, 3 stages, body moe_gather_gemm_blocks\.py \(tuned h200: no own ag-moe entries, using h100's, exact shape\)/,
     );
     expect(body(tuned)).toMatchObject({ constexprs: { BLOCK_M: 64, BLOCK_N: 64, BLOCK_K: 32, GROUP_M: 8 }, numWarps: 4, numStages: 3 });
     // Non-persistent: one program per (block, n-block) tile of the worst-case routing.
     expect(body(tuned).grid).toEqual([Math.ceil((8192 * 2 + 32 * 63) / 64) * 3]);
     const h100 = await ovl(["emit", "ag-moe", ...moe2, "--target", "h100", "--out", temp()]);
-    expect(h100.stdout).toMatch(/\(h100 table, exact entry\)/);
+    expect(h100.stdout).toMatch(/\(tuned h100 table, exact shape\)/);
     const own = temp();
     const t = await ovl(["emit", "ag-moe", ...moe2, "--tile", "128x128x64", "--out", own]);
-    expect(t.stdout).toMatch(/tile 128x128x64, .*\(--tile\)/);
+    expect(t.stdout).toMatch(/tile 128x128x64, .*\(named by --tile\)/);
     expect(body(own).constexprs).toMatchObject({ BLOCK_M: 128, BLOCK_N: 128 });
   }, 60_000);
 

@@ -3,18 +3,10 @@
 // built-in gather + grouped GEMM body (or --kernel) computes each expert's rows.
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import type { TargetName } from "@ovl/primitives";
-import {
-  builtinBody,
-  compile,
-  DEFAULT_GROUP_M,
-  describeTable,
-  MOE_DEFAULT_TILE,
-  resolveCompute,
-  type MoeRouting,
-  type OperatorInput,
-} from "@ovl/tlx-emitter";
+import { builtinBody, compile, MOE_DEFAULT_TILE, resolveCompute, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
+import { describeCompute } from "./emit.js";
 import { parseMesh } from "../problem.js";
 import { gatherPlan } from "./gather-plan.js";
 import { writeEmitted } from "./write-emitted.js";
@@ -134,20 +126,11 @@ export async function emitMoeCommand(
   const result = await compile(op);
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
-  const body = result.manifest.kernels.find((k) => k.template.kind === "local-consumer");
-  const launch = body === undefined ? "" : `, group ${op.groupM ?? DEFAULT_GROUP_M}, ${body.numWarps} warps, ${body.numStages} stages`;
-  const source =
-    choice.source === "table"
-      ? `${describeTable(choice)}, ${choice.match} entry`
-      : choice.source === "explicit"
-        ? "--tile"
-        : `default: ${choice.reason}`;
-  const { tile } = op;
   return {
-    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile, body: op.body.path }, compute: choice },
+    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile: op.tile, body: op.body.path }, compute: choice },
     lines: [
       `${name}: ${p.tokens} tokens (hidden ${p.hidden}) gathered by ${f.template ?? "swizzle"} on ${world} ranks, top-${topk} of ${experts} experts, intermediate ${p.intermediate} per rank`,
-      `  tile ${tile.BM}x${tile.BN}x${tile.BK}${launch}, body ${op.body.path} (${source}); routing tables computed on the device`,
+      `  ${describeCompute(op, choice)}; routing tables computed on the device`,
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...files.map((x) => `wrote ${x}`),
       `run it: ovl run ${manifest} --emulate    (or on GPUs: ovl run ${manifest} --gpus ${world})`,
