@@ -12,7 +12,7 @@ import {
   predictGemmOperator,
   predictMoeRs,
 } from "@ovl/sim";
-import { computeConfigs, computeConfigTargets, lookupComputeConfig } from "@ovl/tlx-emitter";
+import { candidateTables, lookupFirst } from "@ovl/tlx-emitter";
 import { ATTENTION_SEQS, ATTENTION_SHAPES, MLP_NAMES, MOE_SHAPES, PREDICTION_HARDWARE, PREDICTION_WORLDS } from "./suites.js";
 
 /** One predicted case: the suite shape it comes from and the model's answer. */
@@ -41,16 +41,9 @@ export function agMoeTiling(hardware: string, p: MoeProblem): MoeTiling | undefi
     topk: p.topk,
     dtype: "bf16" as const,
   };
-  const own = TARGET_OF[hardware];
-  for (const target of own === undefined ? [] : computeConfigTargets(own)) {
-    const table = computeConfigs(target);
-    const found = table === null ? undefined : lookupComputeConfig(table, query);
-    if (found !== undefined) {
-      const e = found.entry;
-      return { BM: e.BM, BN: e.BN, BK: e.BK, stages: e.numStages, warps: e.numWarps };
-    }
-  }
-  return undefined;
+  const target = TARGET_OF[hardware];
+  const e = target === undefined ? undefined : lookupFirst(candidateTables(target), query)?.match.entry;
+  return e === undefined ? undefined : { BM: e.BM, BN: e.BN, BK: e.BK, stages: e.numStages, warps: e.numWarps };
 }
 
 /** The GEMM operators of the MLP suite, in report order. */

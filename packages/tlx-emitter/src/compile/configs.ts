@@ -191,3 +191,31 @@ export function computeConfigs(target: TargetName, dir?: string): ComputeConfigT
   cache.set(key, table);
   return table;
 }
+
+/**
+ * The tables a lookup for `target` reads, in order: `given` alone when the caller names one
+ * (`null`: none); else the target's own (or borrowed, see `computeConfigs`) and then those of
+ * the targets on the same die, so an operator the own table has no entries of takes the
+ * same-die target's measured ones.
+ */
+export function candidateTables(target: TargetName, given?: ComputeConfigTable | null): ComputeConfigTable[] {
+  if (given !== undefined) return given === null ? [] : [given];
+  const out: ComputeConfigTable[] = [];
+  for (const name of computeConfigTargets(target)) {
+    const t = computeConfigs(name);
+    if (t !== null && !out.some((o) => o.target === t.target)) out.push(t);
+  }
+  return out;
+}
+
+/** The first of `tables` with an entry for `q` (`lookupComputeConfig`), and that entry; undefined when none has. */
+export function lookupFirst(
+  tables: readonly ComputeConfigTable[],
+  q: ComputeQuery,
+): { readonly table: ComputeConfigTable; readonly match: ComputeMatch } | undefined {
+  for (const table of tables) {
+    const match = lookupComputeConfig(table, q);
+    if (match !== undefined) return { table, match };
+  }
+  return undefined;
+}

@@ -6,7 +6,7 @@ import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import { EmitError } from "../writer/index.js";
 import { defaultAttentionTile } from "./ag-attention.js";
 import { builtinBody, type BuiltinBodyName } from "./builtin.js";
-import { computeConfigs, computeConfigTargets, lookupComputeConfig, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
+import { candidateTables, lookupFirst, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
 import { MOE_DEFAULT_TILE } from "./ag-moe.js";
 import { MOE_RS_DEFAULT_TILE } from "./moe-rs.js";
 import { DEFAULT_TILE, type Operator, type OperatorInput } from "./operator.js";
@@ -37,22 +37,6 @@ export function describeTable(choice: {
   return choice.requested === choice.target
     ? `${choice.target} table`
     : `${choice.requested}: no own ${choice.entry.op} entries, using ${choice.target}'s`;
-}
-
-/**
- * The tables `resolveCompute` reads for `target`, in order: `given` alone when the caller
- * names one (`null`: none); else the target's own (or borrowed, see `computeConfigs`) and then
- * those of the targets on the same die, so an operator the own table has no entries of takes
- * the same-die target's measured ones.
- */
-function candidateTables(target: TargetName, given: ComputeConfigTable | null | undefined): ComputeConfigTable[] {
-  if (given !== undefined) return given === null ? [] : [given];
-  const out: ComputeConfigTable[] = [];
-  for (const name of computeConfigTargets(target)) {
-    const t = computeConfigs(name);
-    if (t !== null && !out.some((o) => o.target === t.target)) out.push(t);
-  }
-  return out;
 }
 
 /** Options of {@link resolveCompute}. */
@@ -125,11 +109,9 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
   if (first === undefined) return fallback(`no tuned table for ${target}`);
   const dtype = op.options?.dtype ?? "bf16";
   const routing = op.kind === "ag-moe" && op.moe !== undefined ? { experts: op.moe.experts, topk: op.moe.topk } : {};
-  const query = { op: op.kind, ...op.problem, dtype, ...routing };
-  // The first table (the target's own first) with an entry of this operator decides.
-  const table = tables.find((t) => lookupComputeConfig(t, query) !== undefined) ?? first;
-  const found = lookupComputeConfig(table, query);
-  if (found === undefined) return fallback(`the ${table.target} table has no ${op.kind} entry for ${dtype}`);
+  const hit = lookupFirst(tables, { op: op.kind, ...op.problem, dtype, ...routing });
+  if (hit === undefined) return fallback(`the ${first.target} table has no ${op.kind} entry for ${dtype}`);
+  const { table, match: found } = hit;
   const e = found.entry;
   if (op.kind === "gemm-rs" && rowGranularity(op.plan) % e.BM !== 0)
     return fallback(`the plan's chunks are not whole ${e.BM}-row blocks of the tuned tile`);
