@@ -423,7 +423,7 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
         gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
         moe = _moe_baseline(m, gathered[:M], dtype)
         cases = [
-            (moe[0], moe[1]),
+            moe,
             ("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, tokens)),
             (f"all-gather-then-{moe[0]}", lambda: (dist.all_gather_into_tensor(gathered, tokens), moe[1]())),
         ]

@@ -85,15 +85,15 @@ class SmBudget:
     per_rank: int  # programs of waiting work one rank may have running at once
     grids: tuple[tuple[int, ...], ...]
     waits: tuple[bool, ...]
-    #: Per kernel: launched after every rank's host ops (see the module doc); such a kernel does not spin.
+    #: Per kernel: launched after every rank's host ops (see the module doc); such a kernel does not spin,
+    #: so its ``waits`` is False.
     deferred: tuple[bool, ...] = ()
 
     def concurrent_waiting_programs(self, streams: Sequence[str]) -> int:
         """``Σ_ranks Σ_streams max(programs of that stream's waiting kernels)``: what must fit."""
         per_stream: dict[str, int] = {}
-        deferred = self.deferred or (False,) * len(self.grids)
-        for grid, waits, late, stream in zip(self.grids, self.waits, deferred, streams):
-            if waits and not late:
+        for grid, waits, stream in zip(self.grids, self.waits, streams):
+            if waits:
                 per_stream[stream] = max(per_stream.get(stream, 0), math.prod(grid))
         return self.world * sum(per_stream.values())
 
