@@ -32,7 +32,7 @@ from ovl_runtime.manifest import load_manifest
 from ovl_runtime.moe import draw_routing
 from ovl_runtime.moe_align import moe_align_block_size
 
-from moe_bodies import _load, fused_moe, part1, part1_emitted_cases
+from moe_bodies import _load, fused_moe, part1, part1_emitted_cases, without_wait_errors
 
 HERE = Path(__file__).resolve().parent
 routing_blocks = _load("ovl_moe_routing_blocks", HERE.parent / "moe_routing_blocks.py")
@@ -58,48 +58,46 @@ def plain_cases(mod, x, w, ids):
     return out
 
 
+def shape_inputs(shape, world: int):
+    """A MoE shape's inputs as every MoE benchmark draws them: the routing (numpy, and on the GPU),
+    X [S, H] and W [E, H, I/world] in bf16 (seeded), and the fp32 reference C."""
+    _name, S, H, inter_all, E, topk = shape
+    g = torch.Generator(device="cuda").manual_seed(0)
+    ids_np = draw_routing(np.random.default_rng(1), S, topk, E)
+    ids = torch.from_numpy(ids_np).cuda()
+    x = (torch.randn(S, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
+    w = (torch.randn(E, H, inter_all // world, device="cuda", generator=g) / 8).to(torch.bfloat16)
+    return ids_np, ids, x, w, part1.reference(x, w, ids)
+
+
 def run_shape(shape, args, mod, sms):
     name, S, H, inter_all, E, topk = shape
     n = inter_all // args.world
-    g = torch.Generator(device="cuda").manual_seed(0)
     row = {"shape": name, "S": S, "H": H, "I_per_rank": n, "E": E, "topk": topk, "check": {}, "errors": {}, "runs": []}
-    ids_np = draw_routing(np.random.default_rng(1), S, topk, E)
+    ids_np, ids, x, w, want = shape_inputs(shape, args.world)
     row["blocks"] = {str(bm): routing_blocks.blocks(ids_np, E, bm) for bm in sorted({c[0] for c in CONFIGS})}
-    ids = torch.from_numpy(ids_np).cuda()
-    x = (torch.randn(S, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
-    w = (torch.randn(E, H, n, device="cuda", generator=g) / 8).to(torch.bfloat16)
-    want = part1.reference(x, w, ids)
     t0 = time.time()
     cases = plain_cases(mod, x, w, ids)
     cases += [(f"p1 {c}", fn, out) for c, fn, out in fused_moe.cases(x, w, ids, a_div=topk, configs=CONFIGS)]
-    errs = []
-    for variant in ("tuned", "persistent", "blocks"):
-        for cname, fn, c, err in part1_emitted_cases(args.emitted / variant / name, x, w, ids, sms):
-            cases.append((cname, fn, c))
-            errs.append((cname, err))
+    emitted = [(args.emitted / variant / name, None) for variant in ("tuned", "persistent", "blocks")]
     # The grid-stride variant at the tuned configuration: one program per SM, two, four, one per tile.
     loop = args.emitted / "loop" / name
     if loop.is_dir():
-        cap = max(g.cap for m in loop.glob("*/manifest.json") for g in load_manifest(m).kernels[-1].grid)
-        for programs in (sms, 2 * sms, 4 * sms, cap):
-            for cname, fn, c, err in part1_emitted_cases(loop, x, w, ids, sms, programs=programs):
-                cases.append((cname, fn, c))
-                errs.append((cname, err))
-    good = part1.checked(row, cases, want, args.tolerance)
+        cap = max(d.cap for m in loop.glob("*/manifest.json") for d in load_manifest(m).kernels[-1].grid)
+        emitted += [(loop, programs) for programs in (sms, 2 * sms, 4 * sms, cap)]
+    errs = []
+    for folder, programs in emitted:
+        for cname, fn, c, err in part1_emitted_cases(folder, x, w, ids, sms, programs=programs):
+            cases.append((cname, fn, c))
+            errs.append((cname, err))
+    good = without_wait_errors(row, part1.checked(row, cases, want, args.tolerance), errs)
     grouped, _, gname = part1.grouped_cases(x, w, ids)
     good.append((f"p1 {gname}", grouped[0][1]))
-    for cname, err in errs:
-        if int(err[0]) != 0:
-            row["errors"][cname] = f"wait error {err.tolist()}"
-            good = [g_ for g_ in good if g_[0] != cname]
     flops = 2 * S * topk * H * n
     for _ in range(args.runs):
-        times = part1.time_cases(good, args.warmup, args.reps)
-        row["runs"].append(times)
-    row["cases"] = {
-        c: {"ms": statistics.median(r[c] for r in row["runs"]), "tflops": flops / statistics.median(r[c] for r in row["runs"]) / 1e9}
-        for c in row["runs"][0]
-    }
+        row["runs"].append(part1.time_cases(good, args.warmup, args.reps))
+    medians = {c: statistics.median(r[c] for r in row["runs"]) for c in row["runs"][0]}
+    row["cases"] = {c: {"ms": ms, "tflops": flops / ms / 1e9} for c, ms in medians.items()}
     print(f"  {name}: {len(row['cases'])} cases timed, {len(row['errors'])} failed, {time.time() - t0:.0f} s", flush=True)
     return row
 

@@ -199,6 +199,16 @@ def part1_emitted_cases(folder: Path, x, w, ids, sms, programs: int | None = Non
     return out
 
 
+def without_wait_errors(row, good, errs):
+    """``good`` less the emitted cases whose error buffer records a wait (``errs``: (name, buffer)),
+    each named in ``row["errors"]``."""
+    for cname, err in errs:
+        if int(err[0]) != 0:
+            row["errors"][cname] = f"wait error {err.tolist()}"
+            good = [g for g in good if g[0] != cname]
+    return good
+
+
 def part2_plain_cases(mods, h, w2, ids, wts, sms):
     """The grouped GEMM + scatter body's plain cases."""
     T, k = ids.shape
@@ -249,11 +259,7 @@ def run_shape(shape, args, mods1, mods2, sms):
                 ):
                     cases.append((cname, fn, c))
                     errs.append((cname, err))
-        good = checked(row, cases, want, args.tolerance)
-        for cname, err in errs:
-            if int(err[0]) != 0:
-                row["errors"][cname] = f"wait error {err.tolist()}"
-                good = [g for g in good if g[0] != cname]
+        good = without_wait_errors(row, checked(row, cases, want, args.tolerance), errs)
         base, _, bname = part1.grouped_cases(x, w, ids)
         times = time_cases(
             [*good, *[(f"p1 {k_}", f) for k_, f in base]], args.warmup, args.reps

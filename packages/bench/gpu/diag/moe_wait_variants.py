@@ -31,13 +31,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import torch
 import triton
-from ovl_runtime.moe import draw_routing
 
-from moe_blocks import CONFIGS, plain_cases
-from moe_bodies import _load, fused_moe, part1, part1_emitted_cases
+from moe_blocks import CONFIGS, plain_cases, shape_inputs
+from moe_bodies import _load, fused_moe, part1, part1_emitted_cases, without_wait_errors
 
 HERE = Path(__file__).resolve().parent
 #: shape: the configurations timed (moe_blocks_prepare.mjs's folder names)
@@ -171,13 +169,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
     rows = []
     for shape in part1.SHAPES:
-        name, S, H, inter_all, E, topk = shape
-        n = inter_all // 8
-        g = torch.Generator(device="cuda").manual_seed(0)
-        ids = torch.from_numpy(draw_routing(np.random.default_rng(1), S, topk, E)).cuda()
-        x = (torch.randn(S, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
-        w = (torch.randn(E, H, n, device="cuda", generator=g) / 8).to(torch.bfloat16)
-        want = part1.reference(x, w, ids)
+        name, topk = shape[0], shape[5]
+        _ids_np, ids, x, w, want = shape_inputs(shape, 8)
         row = {"shape": name, "check": {}, "errors": {}, "runs": []}
         cases, errs = [], []
         for cfg in PICKS[name]:
@@ -199,11 +192,7 @@ def main() -> None:
         ]:
             if any(cname.endswith(k_) for k_ in keep):
                 cases.append((cname, fn, c))
-        good = part1.checked(row, cases, want, 0.02)
-        for cname, err in errs:
-            if int(err[0]) != 0:
-                row["errors"][cname] = f"wait error {err.tolist()}"
-                good = [g_ for g_ in good if g_[0] != cname]
+        good = without_wait_errors(row, part1.checked(row, cases, want, 0.02), errs)
         row["unheld"] = []
         for _ in range(args.runs):
             row["runs"].append(part1.time_cases(good, args.warmup, args.reps))
