@@ -137,18 +137,47 @@ def test_push_rows_decode_and_refuse_short_tables():
 
 @pytest.mark.parametrize("name", ["tlx_gemm_rs", "tlx_gemm_rs_pingpong_sm"])
 def test_gemm_rs_producer_that_never_notifies_times_out(emitted, name):
-    """The deliveries wait on the producer's tile-done slots: a notify table of -1 leaves them waiting."""
+    """The deliveries wait on the producer's tile-done slots: a notify map of -1 leaves them waiting."""
     d = copy.deepcopy(emitted[f"{name}_w2_s1"])
-    table = next(t for t in d["tables"] if t["name"] == "mblock_notify_slot")
-    table["values"] = [[-1] * len(v) for v in table["values"]]
+    d["kernels"][0]["tileProgram"]["slots"] = [{"kind": "static", "expr": {"op": "const", "value": -1}}]
     out = emulate(parse_manifest(d), epochs=1, timeout_s=0.5)
     assert not out.ok and out.failures and out.failures[0].code == "wait-timeout"
+
+
+def _reversed(n: int) -> dict:
+    """The map ``ovl_m -> n - 1 - ovl_m``."""
+    minus_m = {"op": "mul", "args": [{"op": "const", "value": -1}, {"op": "var", "name": "ovl_m"}]}
+    return {"kind": "static", "expr": {"op": "add", "args": [{"op": "const", "value": n - 1}, minus_m]}}
 
 
 def test_gemm_rs_producer_in_another_order_is_still_correct(emitted):
     """The m-block order decides when tiles are computed and notified, not what: a reversed order passes."""
     d = copy.deepcopy(emitted["tlx_gemm_rs_w2_s2"])
-    table = next(t for t in d["tables"] if t["name"] == "mblock_order")
-    table["values"] = [list(reversed(v)) for v in table["values"]]
+    program = d["kernels"][0]["tileProgram"]
+    assert program["order"]["kind"] == "static"  # the rank-rotated sending order, inline in the kernel
+    program["order"] = _reversed(program["numPidM"])
     out = emulate(parse_manifest(d), epochs=2)
     assert out.ok and out.failures == []
+
+
+def test_order_outside_the_m_blocks_is_a_kernel_fault(emitted):
+    """An order map that names an m-block past the grid fails the launch, as the kernel would read past A."""
+    d = copy.deepcopy(emitted["tlx_ag_gemm_w2_s1"])
+    program = d["kernels"][0]["tileProgram"]
+    program["order"] = _reversed(program["numPidM"] + 1)
+    out = emulate(parse_manifest(d), epochs=1)
+    assert not out.ok and out.failures and "outside" in str(out.failures[0])
+
+
+def test_ag_consumer_reads_its_wait_slots_from_the_table(emitted):
+    """No expression fits the wait slots (none on the rank's own chunk): the program reads the table, per rank."""
+    d = copy.deepcopy(emitted["tlx_ag_gemm_w2_s2"])
+    slots = d["kernels"][0]["tileProgram"]["slots"][0]
+    assert slots["kind"] == "dynamic" and slots["table"]["name"] == "mblock_wait_slot"
+    unused = d["signals"]["slots"]
+    d["signals"]["slots"] += 1
+    next(b for b in d["buffers"] if b["name"] == d["signals"]["buffer"])["shape"] = [unused + 1]
+    table = next(t for t in d["tables"] if t["name"] == "mblock_wait_slot")
+    table["values"] = [[unused if v < 0 else v for v in row] for row in table["values"]]  # a slot no copy writes
+    out = emulate(parse_manifest(d), epochs=1, timeout_s=0.5)
+    assert not out.ok and out.failures and out.failures[0].code == "wait-timeout"

@@ -95,7 +95,7 @@ def test_launch_gets_session_addresses_scratch_and_counted_epochs(gpu_cubin):
     assert v0["dst_ptrs"] == s.peer_ptrs["A"].data_ptr() and v0["sig_ptrs"] == s.peer_ptrs["signals"].data_ptr()
     assert v0["push_ptr"] == s.tables["push_rows"].data_ptr() and v0["err_ptr"] == s.err.data_ptr()
     assert v0["global_scratch"] == launch.scratch["global_scratch"].data_ptr()
-    assert (v0["rank"], v0["target"], v1["target"]) == (1, 4, 8)  # the warm-up counts as epoch 1
+    assert (v0["ovl_rank"], v0["target"], v1["target"]) == (1, 4, 8)  # the warm-up counts as epoch 1
 
 
 def test_a_push_grid_beyond_the_sms_is_refused_before_launch(gpu_cubin):

@@ -18,12 +18,12 @@ TLX copies go to ``<case-dir>_<tag>/`` without their cubins: compile them with
 notifies do, not the GEMM: the runs check the output as every run does, not the slots.
 """
 
-import json
 import os
 import re
 import shutil
-import sys
 from pathlib import Path
+
+from variant_cases import cli, load_bench, write_bench
 
 COUNTED_TRITON = """@triton.jit
 def _counted_notify(sig_ptr, slot, mask, TILES: tl.constexpr, NSLOTS: tl.constexpr):
@@ -81,11 +81,9 @@ def edited(src: str, tag: str, tlx: bool, tiles: int, nslots: int) -> str:
 
 
 def main(d: str, names: set[str]) -> None:
-    bench = json.loads(Path(d, "compute.json").read_text())
+    bench, selected = load_bench(d, names)
     shapes = []
-    for s in bench["shapes"]:
-        if s["name"] not in names:
-            continue
+    for s in selected:
         cases = []
         for c in s["cases"]:
             if c.get("role") == "previous":
@@ -115,11 +113,8 @@ def main(d: str, names: set[str]) -> None:
                     v["args"] = [dict(a, size=2 * a["size"]) if a["kind"] == "signals" else a for a in c["args"]]
                 cases.append(v)
         shapes.append(dict(s, cases=cases))
-    Path(d, "compute.json").write_text(json.dumps(dict(bench, shapes=shapes), indent=1))
-    print(f"{len(shapes)} shapes, {sum(len(s['cases']) for s in shapes)} cases in {d}/compute.json")
+    write_bench(d, bench, shapes)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        raise SystemExit(__doc__)
-    main(sys.argv[1], set(sys.argv[2].split(",")))
+    cli(main, __doc__)

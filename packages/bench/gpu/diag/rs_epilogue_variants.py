@@ -20,12 +20,9 @@ TLX copies go to ``<case-dir>_<tag>/`` without their cubins: compile them with
 ``scripts/tlx-aot-compile.py`` before carrying the directory.
 """
 
-import json
-import os
 import re
-import shutil
-import sys
-from pathlib import Path
+
+from variant_cases import cli, load_bench, variant_case, write_bench
 
 HALVES = """                halves = tl.permute(tl.reshape(acc, (SPLIT_M, 2, EPI_N)), (0, 2, 1))
                 acc0, acc1 = tl.split(halves)
@@ -61,8 +58,7 @@ def edit_q4(src: str) -> str:
     src = src.replace(HALVES, quarter_stores())
     src = src.replace(
         C_DESC,
-        C_DESC
-        + "    cq_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, EPI_N // 2])\n",
+        C_DESC + "    cq_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, EPI_N // 2])\n",
     )
     m = B_RING_RE.search(src)
     assert m, "ring"
@@ -179,12 +175,18 @@ def edited(src: str, tag: str, slots: int) -> str:
     return out
 
 
+def _expect_of(tag: str):
+    """The PTX expectations of a variant: no release adds once they are gone, a TMA reduce where it notifies."""
+    if "tmared" not in tag and tag != "noatom":
+        return None
+    reduce = ["cp\\.reduce\\.async\\.bulk\\.tensor"] if "tmared" in tag else []
+    return lambda expect: {k: [p for p in v if "release" not in p] + reduce for k, v in expect.items()}
+
+
 def main(d: str, names: set[str]) -> None:
-    bench = json.loads(Path(d, "compute.json").read_text())
+    bench, selected = load_bench(d, names)
     shapes = []
-    for s in bench["shapes"]:
-        if s["name"] not in names:
-            continue
+    for s in selected:
         cases = []
         for c in s["cases"]:
             if c.get("role") == "previous":
@@ -192,29 +194,11 @@ def main(d: str, names: set[str]) -> None:
             cases.append(c)
             sig = next((a for a in c["args"] if a["kind"] == "signals"), None)
             for tag in variants_of(c["label"]):
-                old_dir = os.path.dirname(c["file"])
-                new_dir = f"{old_dir}_{tag.replace(' ', '_')}"
-                # Plain kernels are shared by every shape: edit each once.
-                if not Path(d, new_dir).exists():
-                    shutil.copytree(Path(d, old_dir), Path(d, new_dir), ignore=shutil.ignore_patterns("*.cubin", "*.sm_90a.json", "*.ptx"))
-                    f = Path(d, new_dir, os.path.basename(c["file"]))
-                    f.write_text(edited(f.read_text(), tag, sig["size"] if sig else 0))
-                    if "tmared" in tag or tag == "noatom":
-                        e = Path(d, new_dir, "expect.json")
-                        expect = json.loads(e.read_text())
-                        reduce = ["cp\\.reduce\\.async\\.bulk\\.tensor"] if "tmared" in tag else []
-                        expect = {k: [p for p in v if "release" not in p] + reduce for k, v in expect.items()}
-                        e.write_text(json.dumps(expect, indent=2))
-                v = dict(c, label=f"{c['label']} {tag}")
-                for k in ("file", "cubin", "metadata"):
-                    v[k] = c[k].replace(old_dir, new_dir)
-                cases.append(v)
+                size = sig["size"] if sig else 0
+                cases.append(variant_case(d, c, tag, lambda src, tag=tag, size=size: edited(src, tag, size), _expect_of(tag)))
         shapes.append(dict(s, cases=cases))
-    Path(d, "compute.json").write_text(json.dumps(dict(bench, shapes=shapes), indent=1))
-    print(f"{len(shapes)} shapes, {sum(len(s['cases']) for s in shapes)} cases in {d}/compute.json")
+    write_bench(d, bench, shapes)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        raise SystemExit(__doc__)
-    main(sys.argv[1], set(sys.argv[2].split(",")))
+    cli(main, __doc__)

@@ -42,6 +42,15 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
   },
   coop128x256s3: { tile: { BM: 128, BN: 256, BK: 64 }, groupM: 8, options: { stages: 3, consumerSchedule: "cooperative" } },
   coop128x256s4: { tile: { BM: 128, BN: 256, BK: 64 }, groupM: 8, options: { stages: 4, consumerSchedule: "cooperative" } },
+  // BLOCK_M 256: each consumer warp group takes 128 rows × 128 columns, where N (1376, 2752) wastes less of a
+  // 128-wide tile than of a 256-wide one (three stages starve it: 0.89–0.90 of cuBLAS, results/gpu/coop256-h100-2026-11-27/).
+  coop256x128s4: { tile: { BM: 256, BN: 128, BK: 64 }, groupM: 8, options: { stages: 4, consumerSchedule: "cooperative" } },
+  coop256x128s4qtn: {
+    tile: { BM: 256, BN: 128, BK: 64 },
+    groupM: 8,
+    options: { stages: 4, consumerSchedule: "cooperative", epilogueSplit: 4 },
+    notifier: "tma",
+  },
   coop128x128s6: { tile: { BM: 128, BN: 128, BK: 64 }, groupM: 8, options: { stages: 6, consumerSchedule: "cooperative" } },
   pp128x128s6: { tile: { BM: 128, BN: 128, BK: 64 }, groupM: 8, options: { stages: 6, consumerSchedule: "pingpong", epilogueSplit: 2 } },
   pp128x128s5e1: {

@@ -23,6 +23,38 @@ describe("recoverRankAffine", () => {
     expect(toPython(e!)).toBe("3 * m + 7 * rank + 1");
   });
 
+  it("finds tables constant on runs: a chunk's slot per m-block", () => {
+    // 8 ranks, 8 m-blocks a chunk: m-block m belongs to chunk m // 8, notified on slot 65 + chunk.
+    const tables = Array.from({ length: 8 }, () => Array.from({ length: 64 }, (_, i) => 65 + Math.floor(i / 8)));
+    const e = recoverRankAffine(tables, idx(64), rk(8));
+    expect(toPython(e!, { dialect: "triton" })).toBe("m // 8 + 65");
+    // Rotated by the rank, with a shorter last run (10 entries, runs of 4).
+    const rotated = [0, 1, 2].map((r) => Array.from({ length: 10 }, (_, i) => (Math.floor(i / 4) + r) % 3));
+    const f = recoverRankAffine(rotated, idx(10), rk(3));
+    expect(f).toBeDefined();
+    for (let r = 0; r < 3; r++) for (let i = 0; i < 10; i++) expect(evaluate(f!, { m: i, rank: r })).toBe(rotated[r]![i]);
+  });
+
+  it("finds a rotation of values above zero: c + (…) mod m", () => {
+    const tables = [0, 1, 2, 3].map((r) => Array.from({ length: 8 }, (_, i) => 65 + ((i + 2 * r) % 8)));
+    const e = recoverRankAffine(tables, idx(8), rk(4));
+    expect(toPython(e!, { dialect: "triton" })).toBe("(m + 2 * rank) % 8 + 65");
+  });
+
+  it("returns undefined for runs that do not share one length", () => {
+    expect(recoverRankAffine([[0, 0, 1, 1, 1, 2]], idx(6), rk(1))).toBeUndefined();
+    expect(
+      recoverRankAffine(
+        [
+          [5, 5, 7, 7],
+          [5, 5, 6, 6],
+        ],
+        idx(4),
+        rk(2),
+      ),
+    ).toBeUndefined();
+  });
+
   it("returns undefined when one rank breaks the pattern", () => {
     const tables = [
       [0, 1, 2, 3],
@@ -57,12 +89,13 @@ describe("recoverRankAffine", () => {
       alpha: fc.integer({ min: -6, max: 6 }),
       beta: fc.integer({ min: 0, max: 30 }),
       m: fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }),
+      run: fc.integer({ min: 1, max: 5 }),
       noise: fc.option(fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 1, max: 3 })), { nil: undefined }),
     });
     fc.assert(
-      fc.property(arb, ({ n, w, a, alpha, beta, m, noise }) => {
+      fc.property(arb, ({ n, w, a, alpha, beta, m, run, noise }) => {
         const f = (i: number, r: number) => {
-          const v = a * i + alpha * r + beta;
+          const v = a * Math.floor(i / run) + alpha * r + beta;
           return m === undefined ? v : ((v % m) + m) % m;
         };
         const tables = Array.from({ length: w }, (_, r) => Array.from({ length: n }, (_, i) => f(i, r)));

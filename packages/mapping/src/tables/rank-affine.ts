@@ -1,10 +1,12 @@
 // One expression for every rank's table (TileLink §4.1: a kernel source is shared by all
 // ranks, so a static map must be written over the rank id): per-rank tables that are
-// affine or modular-affine in their index with a rank-affine offset become one expression
-// over (index, rank); anything else stays a run-time lookup table.
+// affine or modular-affine in their index (or in index // d, for tables constant on runs of
+// d entries: a chunk's slot per m-block) with a rank-affine offset become one expression over
+// (index, rank); anything else stays a run-time lookup table.
 import { MappingError } from "../errors.js";
+import { gcd } from "../expr/arith.js";
 import { bounds } from "../expr/bounds.js";
-import { add, mod, mul, type Expr } from "../expr/expr.js";
+import { add, floorDiv, mod, mul, type Expr } from "../expr/expr.js";
 import { evaluate } from "../expr/evaluate.js";
 import { simplify } from "../expr/simplify.js";
 
@@ -42,10 +44,59 @@ function fitRanks(cs: readonly number[]): { alpha: number; beta: number } | unde
 }
 
 /**
+ * The longest run length `d > 1` every table is constant on (entries `k·d .. k·d + d - 1`, the
+ * last run possibly shorter): the gcd of the positions where any table's value changes, or
+ * undefined when no table changes or the gcd is 1.
+ */
+function commonRun(tables: RankTables): number | undefined {
+  let d = 0;
+  for (const t of tables) for (let i = 1; i < t.length; i++) if (t[i] !== t[i - 1]) d = gcd(d, i);
+  return d > 1 ? d : undefined;
+}
+
+/** `f(index, rank)` fitted to the tables (`fitOne` per rank, offsets affine in the rank), unchecked; or undefined. */
+function fitTables(tables: RankTables, index: Expr, rank: Expr): Expr | undefined {
+  const length = tables[0]?.length ?? 0;
+  const fits = tables.map(fitOne);
+  if (fits.some((f) => f === undefined)) return undefined;
+  const all = fits as Fit[];
+  const moduli = new Set(all.map((f) => f.m).filter((m) => m !== undefined));
+  if (moduli.size > 1) return undefined;
+  const m = [...moduli][0];
+  // One slope for every rank (a one-entry table has none of its own).
+  const a = (m === undefined ? all[0]! : all.find((f) => f.m !== undefined)!).a;
+  if (length > 1 && all.some((f) => f.a !== a)) return undefined;
+  const bs = all.map((f) => f.b);
+  if (m === undefined) {
+    const fit = fitRanks(bs);
+    return fit === undefined ? undefined : add(mul(a, index), mul(fit.alpha, rank), fit.beta);
+  }
+  // Offsets compared mod m: rank r's b is alpha*r + beta reduced into [0, m).
+  const beta = bs[0] as number;
+  const alpha = ((((bs[1] ?? beta) - beta) % m) + m) % m;
+  return bs.every((b, r) => b === (((alpha * r + beta) % m) + m) % m) ? mod(add(mul(a, index), mul(alpha, rank), beta), m) : undefined;
+}
+
+/** `c + fitTables(tables - c)` with `c` the smallest entry: a modular fit above zero (`65 + (index + rank) % 8`). */
+function fitShifted(tables: RankTables, index: Expr, rank: Expr): Expr | undefined {
+  const c = Math.min(...tables.map((t) => Math.min(...t)));
+  if (c === 0) return undefined;
+  const shifted = fitTables(
+    tables.map((t) => t.map((v) => v - c)),
+    index,
+    rank,
+  );
+  return shifted === undefined ? undefined : add(c, shifted);
+}
+
+/**
  * If every rank's table is `f(index, rank)` for one expression `f` of the form
  * `a*index + alpha*rank + beta` or `(a*index + alpha*rank + beta) mod m` (a rank-rotated
  * visit order is the usual case), returns `simplify(f)`; otherwise `undefined`. A modular
  * fit with one rank's offset wrapped past `m` is still found (offsets are compared mod m).
+ * Tables constant on runs of `d` entries (every change of value at a multiple of `d`, as a
+ * chunk's slot per m-block is) are fitted the same way in `index // d`, and a modular fit may
+ * sit above zero (`c + (…) mod m`, `c` the smallest entry).
  * The result is checked against every entry of every table before it is returned.
  * @throws {MappingError} `invalid-size` for no ranks, tables of different or zero
  *   length; `index-out-of-bounds` when `index` ranges outside the tables or `rank`
@@ -69,36 +120,31 @@ export function recoverRankAffine(tables: RankTables, index: Expr, rank: Expr): 
   if (rb.min < 0 || rb.max >= tables.length) {
     throw new MappingError("index-out-of-bounds", `rank ranges over [${rb.min}, ${rb.max}] but there are ${tables.length} tables`);
   }
-  const fits = tables.map(fitOne);
-  if (fits.some((f) => f === undefined)) return undefined;
-  const all = fits as Fit[];
-  const moduli = new Set(all.map((f) => f.m).filter((m) => m !== undefined));
-  if (moduli.size > 1) return undefined;
-  const m = [...moduli][0];
-  // One slope for every rank (a one-entry table has none of its own).
-  const a = (m === undefined ? all[0]! : all.find((f) => f.m !== undefined)!).a;
-  if (length > 1 && all.some((f) => f.a !== a)) return undefined;
-  const bs = all.map((f) => f.b);
-  let expr: Expr | undefined;
-  if (m === undefined) {
-    const fit = fitRanks(bs);
-    if (fit !== undefined) expr = add(mul(a, index), mul(fit.alpha, rank), fit.beta);
-  } else {
-    // Offsets compared mod m: rank r's b is alpha*r + beta reduced into [0, m).
-    const beta = bs[0] as number;
-    const alpha = ((((bs[1] ?? beta) - beta) % m) + m) % m;
-    if (bs.every((b, r) => b === (((alpha * r + beta) % m) + m) % m)) expr = mod(add(mul(a, index), mul(alpha, rank), beta), m);
-  }
-  if (expr === undefined) return undefined;
-  const out = simplify(expr);
+  // Candidates in order: the tables as they are, shifted down to zero, then both in index // d for
+  // tables constant on runs of d; the first that reproduces every entry wins.
+  const d = commonRun(tables);
+  const runs = d === undefined ? undefined : tables.map((t) => t.filter((_, i) => i % d === 0));
+  const candidates = [
+    () => fitTables(tables, index, rank),
+    () => fitShifted(tables, index, rank),
+    () => (runs === undefined ? undefined : fitTables(runs, floorDiv(index, d as number), rank)),
+    () => (runs === undefined ? undefined : fitShifted(runs, floorDiv(index, d as number), rank)),
+  ];
   const indexName = index.op === "var" ? index.name : undefined;
   const rankName = rank.op === "var" ? rank.name : undefined;
-  if (indexName === undefined || rankName === undefined) return out;
-  for (let r = rb.min; r <= rb.max; r++) {
-    const t = tables[r]!;
-    for (let i = ib.min; i <= ib.max; i++) {
-      if (evaluate(out, { [indexName]: i, [rankName]: r }) !== t[i]) return undefined;
+  const reproduces = (e: Expr): boolean => {
+    if (indexName === undefined || rankName === undefined) return true;
+    for (let r = rb.min; r <= rb.max; r++) {
+      const t = tables[r]!;
+      for (let i = ib.min; i <= ib.max; i++) if (evaluate(e, { [indexName]: i, [rankName]: r }) !== t[i]) return false;
     }
+    return true;
+  };
+  for (const fit of candidates) {
+    const e = fit();
+    if (e === undefined) continue;
+    const out = simplify(e);
+    if (reproduces(out)) return out;
   }
-  return out;
+  return undefined;
 }

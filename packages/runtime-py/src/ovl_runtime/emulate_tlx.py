@@ -1,8 +1,9 @@
 """The TLX kernel kinds (``tlx-gemm``, ``tlx-ag-gemm``, ``tlx-ag-gemm-push``, ``tlx-gemm-rs``) executed in numpy.
 
-They compute what their plain counterparts compute, through the same tables: the warp
+They compute what their plain counterparts compute, through the same maps: the warp
 specialisation changes who issues a load, not which rows a tile reads or which slot it
-waits on. The push variant adds the communication task of every CTA (TLX §6.2.2, "arrive
+waits on. The m-block order and each m-block's slot are the kernel's tile program (maps over
+``ovl_m`` and ``ovl_rank``, inline in the source or read from a table), evaluated here. The push variant adds the communication task of every CTA (TLX §6.2.2, "arrive
 remote, wait local"): rows ``pid, pid + programs, …`` of the push table, copied into the
 peer's symmetric buffer, then a release-add of 1 on the peer's slot.
 """
@@ -15,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .emulate_kernels import KernelContext, ag_gemm_consumer, gemm_producer, grouped_tiles
+from .emulate_kernels import KernelContext, grouped_tiles
 from .errors import KernelFault, ManifestError
+from .index_maps import TileProgram
 from .manifest import NumSms
 
 # The emitter's PUSH_ROW_FIELDS: one int64 row per piece of a chunk.
@@ -75,10 +77,39 @@ def tlx_gemm(ctx: KernelContext) -> None:
         c[rows, cols] = a[rows, :] @ b[:, cols]
 
 
+def _program_tiles(ctx: KernelContext, role: str) -> None:
+    """``C = A @ B`` over the grouped traversal, visit row ``v`` on m-block ``order(v)``; a consumer
+    waits on slot ``slots[0](m)`` (target ``target``) before the tile, a producer notifies it after."""
+    tp = ctx.kernel.tile_program
+    if not isinstance(tp, TileProgram) or tp.role != role or len(tp.slots) != 1:
+        raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", f"a TLX {role} needs a {role} tile program with one slot map")
+    M, N, K = ctx.size("M"), ctx.size("N"), ctx.size("K")
+    BM, BN = ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
+    if (tp.num_pid_m, tp.num_pid_n) != (math.ceil(M / BM), math.ceil(N / BN)):
+        raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", f"a {tp.num_pid_m}x{tp.num_pid_n} grid for a {M}x{N} output")
+    a, b, c = ctx.matrix("a_ptr", M, K), ctx.matrix("b_ptr", K, N), ctx.matrix("c_ptr", M, N)
+    names = {m.table for m in (tp.order, *tp.slots) if m.table is not None}
+    tables = {n: ctx.table(n, 1) for n in names}
+    sig = ctx.board("sig_ptr")
+    target = ctx.size("target") if role == "consumer" else 0
+    for visit_m, pid_n in grouped_tiles(tp.num_pid_m, tp.num_pid_n, ctx.param("GROUP_M", 1)):
+        pid_m = tp.order({"ovl_m": visit_m, "ovl_rank": ctx.rank}, tables)
+        if not 0 <= pid_m < tp.num_pid_m:
+            raise KernelFault(f"rank {ctx.rank}: {ctx.where()} visit {visit_m} maps to m-block {pid_m}, outside [0, {tp.num_pid_m})")
+        slot = tp.slots[0]({"ovl_m": pid_m, "ovl_rank": ctx.rank}, tables)
+        if role == "consumer" and slot >= 0:
+            ctx.wait(sig, slot, target)
+        rows = slice(pid_m * BM, min(M, (pid_m + 1) * BM))
+        cols = slice(pid_n * BN, min(N, (pid_n + 1) * BN))
+        c[rows, cols] = a[rows, :] @ b[:, cols]
+        if role == "producer" and slot >= 0:
+            ctx.notify(sig, slot)
+
+
 def tlx_ag_gemm(ctx: KernelContext) -> None:
-    """Variant a: the producer waits per chunk on ``slot_ptr[pid_m]`` (target = epoch × 1) before
+    """Variant a: the producer waits per chunk on its m-block's slot (target = epoch × 1) before
     the tile's loads; the copies and their stream-written signals are the manifest's host ops."""
-    ag_gemm_consumer(ctx)
+    _program_tiles(ctx, "consumer")
 
 
 def push_task(ctx: KernelContext, pid: int, programs: int) -> None:
@@ -117,13 +148,13 @@ def tlx_ag_gemm_push(ctx: KernelContext) -> None:
     programs = programs_of(ctx)
     for pid in range(programs):
         push_task(ctx, pid, programs)
-    ag_gemm_consumer(ctx)
+    _program_tiles(ctx, "consumer")
 
 
 def tlx_gemm_rs(ctx: KernelContext) -> None:
-    """The GEMM+RS producer: m-blocks in ``order_ptr`` order, each tile stored, then its slot
-    ``notify_ptr[pid_m]`` notified (cooperative and ping-pong consumers store the same tiles)."""
-    gemm_producer(ctx)
+    """The GEMM+RS producer: m-blocks in the sending order, each tile stored, then its m-block's
+    slot notified (cooperative and ping-pong consumers store the same tiles)."""
+    _program_tiles(ctx, "producer")
 
 
 TLX_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {

@@ -168,8 +168,11 @@ export type Precompiled = z.infer<typeof Precompiled>;
  * The tile program a compiled local body was transformed with (TileLink §4.1's mappings as
  * data): the visit order and the wait (consumer) or notify (producer) slot maps, over
  * `ovl_m` (consumer: m-block) or `ovl_t` (producer: linear tile `m * numPidN + n`) and
- * `ovl_rank`; dynamic maps read the manifest table of the same name. The kernel source
- * prints the same maps; the CPU emulation evaluates them from here.
+ * `ovl_rank`; dynamic maps read the manifest table of the same name. The TLX kernels
+ * (`tlx-ag-gemm`, `tlx-ag-gemm-push`, `tlx-gemm-rs`) carry one too, over `ovl_m` in both
+ * roles: they visit whole m-blocks, so `order` maps a visit row to an m-block and their one
+ * slot map gives an m-block's wait or notify slot. The kernel source prints the same maps;
+ * the CPU emulation evaluates them from here.
  */
 export const TileProgramSpec = z.object({
   role: z.enum(["consumer", "producer"]),
@@ -224,7 +227,7 @@ export const Kernel = z.object({
   template: z.object({ kind: TemplateKind, params: z.record(Identifier, z.union([z.number(), z.string(), z.boolean()])) }),
   /** Optional (additive): where the ahead-of-time compiled cubin of this kernel lives. */
   precompiled: Precompiled.optional(),
-  /** Optional (additive): the tile program of a transformed local body. */
+  /** Optional (additive): the tile program of a transformed local body or a TLX kernel. */
   tileProgram: TileProgramSpec.optional(),
 });
 export type Kernel = z.infer<typeof Kernel>;

@@ -3,9 +3,12 @@
 // (variant b, TLX §6.2.2 "arrive remote, wait local"): a communication warp group in every
 // CTA pushes this rank's chunks into the peers' buffers and arrives on the peers' slots;
 // the receivers' producers only ever wait on their own slots.
+import type { IndexMap } from "@ovl/mapping";
+import { RANK_VAR } from "../compile/maps.js";
 import { checkBlock, checkPositive } from "../kernels/common.js";
 import { EmitError, type PythonWriter } from "../writer/index.js";
 import { bulkStoreWait, MAX_STORE_GROUPS } from "./library.js";
+import { mblockArgs, writeMblockRead } from "./mblock-map.js";
 import type { EpilogueSync, TlxCommPart } from "./parts.js";
 
 /** PTX of a bounded acquire wait. */
@@ -24,8 +27,9 @@ export function noComm(): TlxCommPart {
 }
 
 /**
- * Overlap variant (a): before a tile's loads the producer reads `slot = slot_ptr[pid_m]`
- * and, when it is a chunk slot (>= 0) it has not waited on yet in this launch, waits with
+ * Overlap variant (a): before a tile's loads the producer reads `slot = slot(pid_m)` (a map
+ * over the m-block, `mblockMap`: inline where one expression fits every rank) and, when it is
+ * a chunk slot (>= 0) it has not waited on yet in this launch, waits with
  * the device library's bounded `wait_slot` until `sig_ptr[slot]` reaches `target` (epoch ×
  * arrivals); the token passes a proxy fence and is threaded into `offs_am`, so no TMA load
  * of those rows is issued before the wait returns (TileLink §4.2). A slot once reached
@@ -33,10 +37,10 @@ export function noComm(): TlxCommPart {
  * (a bit mask) and skips their waits, and the round trip to the signal with them.
  * Consumers need no wait: they only read what the producer's loads completed.
  */
-export function chunkWaitComm(): TlxCommPart {
+export function chunkWaitComm(slot: IndexMap): TlxCommPart {
   return {
     name: "chunk-wait",
-    args: ["slot_ptr", "sig_ptr", "err_ptr", "rank", "target", "timeout_ns"],
+    args: [...mblockArgs(slot), "sig_ptr", "err_ptr", RANK_VAR, "target", "timeout_ns"],
     constexprs: {},
     expect: [WAIT_PTX, "fence\\.proxy\\.async"],
     writeProducerInit(w) {
@@ -44,10 +48,10 @@ export function chunkWaitComm(): TlxCommPart {
       w.line("waited = 0");
     },
     writeBeforeLoads(w) {
-      w.line("slot = tl.load(slot_ptr + pid_m)");
+      writeMblockRead(w, "slot", slot, "pid_m");
       w.line("bit = tl.where(slot < 32, tl.full([], 1, tl.int32) << (slot & 31), 0)");
       w.block("if (slot >= 0) & ((waited & bit) == 0)", (i) => {
-        i.line("tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns))");
+        i.line(`tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, ${RANK_VAR}, timeout_ns))`);
         i.line("offs_am = consume_token(offs_am, tok)");
         i.line("waited = waited | bit");
       });
@@ -61,17 +65,17 @@ export function chunkWaitComm(): TlxCommPart {
  * stores, each consumer waits until its bulk stores older than this tile's
  * (`sync.storeGroups` groups) are complete — the previous tile's, long done by then — syncs
  * the threads that stored that tile and, from the leading warp group, release-adds 1 to its
- * slot (`notify_ptr[pid_m]` of that tile, when >= 0) at `scope` (`gpu` only when just this
- * device's kernels wait on the slot); then this tile's slot is the pending one. After its
- * tile loop each consumer waits for all its stores and notifies the last pending slot.
+ * slot (`notify(pid_m)` of that tile, a map over the m-block, when >= 0) at `scope` (`gpu` only
+ * when just this device's kernels wait on the slot); then this tile's slot is the pending one.
+ * After its tile loop each consumer waits for all its stores and notifies the last pending slot.
  */
-export function tileNotifyComm(scope: "gpu" | "sys" = "sys"): TlxCommPart {
+export function tileNotifyComm(notify: IndexMap, scope: "gpu" | "sys" = "sys"): TlxCommPart {
   if (scope !== "gpu" && scope !== "sys") throw new EmitError("bad-param", `notify scope must be "gpu" or "sys", got ${String(scope)}`);
   const call = (sync: EpilogueSync, pending: number | string) =>
     `tile_notify(sig_ptr, pending_slot, ${sync.barrier}, ${sync.threads}, ${sync.leader}, "${scope}", ${pending})`;
   return {
     name: "tile-notify",
-    args: ["notify_ptr", "sig_ptr"],
+    args: [...mblockArgs(notify), "sig_ptr"],
     constexprs: {},
     expect: [NOTIFY_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "cp\\.async\\.bulk\\.wait_group\\s+[1-4]\\b"],
     writeConsumerInit(w) {
@@ -81,7 +85,7 @@ export function tileNotifyComm(scope: "gpu" | "sys" = "sys"): TlxCommPart {
       checkStoreGroups(sync);
       w.comment("The previous tile's stores are older than this tile's: notify its slot now.");
       w.line(call(sync, sync.storeGroups));
-      w.line("pending_slot = tl.load(notify_ptr + pid_m)");
+      writeMblockRead(w, "pending_slot", notify, "pid_m");
     },
     writeConsumerExit(w, sync) {
       w.line(call(sync, 0));
@@ -110,14 +114,14 @@ export const STORED_BARRIER = 13;
  * arrival per warp group that stores the tile); the producer, once it has issued the loads
  * of a tile `lag` tiles later — by then the consumers have long arrived, so it does not wait,
  * and the ring is full, so the consumers do not wait for it — waits on that mbarrier and
- * release-adds 1 to the tile's slot (`notify_ptr[pid_m]`, kept in registers for `lag` tiles)
+ * release-adds 1 to the tile's slot (`notify(pid_m)`, kept in registers for `lag` tiles)
  * at `scope`. After their loops the consumers arrive for
  * their last tiles (all stores complete) and the producer notifies the tiles it still owes.
  * `lag` is 3 where every consumer stores every tile (cooperative) and 5 where the consumers
  * take tiles in turn (ping-pong: a consumer's previous tile is two back, and its epilogue
  * overlaps the other's wgmma chain): `storedLag`.
  */
-export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, batch = NOTIFY_BATCH): TlxCommPart {
+export function producerTileNotifyComm(notify: IndexMap, scope: "gpu" | "sys" = "sys", lag = 3, batch = NOTIFY_BATCH): TlxCommPart {
   if (scope !== "gpu" && scope !== "sys") throw new EmitError("bad-param", `notify scope must be "gpu" or "sys", got ${String(scope)}`);
   if (!(Number.isInteger(batch) && batch >= 1 && batch <= 4))
     throw new EmitError("bad-param", `batch must be an integer in 1..4, got ${String(batch)}`);
@@ -141,7 +145,7 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
   };
   return {
     name: "producer-tile-notify",
-    args: ["notify_ptr", "sig_ptr"],
+    args: [...mblockArgs(notify), "sig_ptr"],
     constexprs: {},
     expect: [NOTIFY_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "mbarrier\\.try_wait"],
     writeSetup(w, sync) {
@@ -170,7 +174,7 @@ export function producerTileNotifyComm(scope: "gpu" | "sys" = "sys", lag = 3, ba
       if (batch === 1) notifyBatch(w);
       else w.block(`if (own_tile + 1) % ${batch} == 0`, notifyBatch);
       for (let k = kept; k > 1; k--) w.line(`${hist(k)} = ${hist(k - 1)}`);
-      w.line(`${hist(1)} = tl.load(notify_ptr + pid_m)`);
+      writeMblockRead(w, hist(1), notify, "pid_m");
     },
     writeProducerExit(w) {
       w.comment("The tiles still owed (from the first the loop did not notify), oldest first.");
@@ -210,17 +214,17 @@ export const TMA_REDUCE_PTX = "cp\\.reduce\\.async\\.bulk\\.tensor\\.1d\\.global
  * tile's epilogue stores, each consumer waits until its bulk stores older than this tile's
  * (`sync.storeGroups` groups: its previous tile's, long done by then) are complete — written
  * to global memory, not only read out of shared memory — the threads that stored that tile
- * sync, and the leading warp group adds 1 to its slot (`notify_ptr[pid_m]` of that tile, when
+ * sync, and the leading warp group adds 1 to its slot (`notify(pid_m)` of that tile, when
  * >= 0) with `tile_reduce_notify`: an asynchronous bulk reduction issued after the tile's
  * writes completed, which the waiters' acquire loads (or the host stream's wait) then observe
  * in the same coherent global memory. After its tile loop each consumer waits for all its
  * stores and the leader notifies the last pending slot and waits for its reduction to read
  * shared memory. `numSlots` (the highest notify slot + 1) bounds the 1-D descriptor.
  */
-export function tmaTileNotifyComm(numSlots: number): TlxCommPart {
+export function tmaTileNotifyComm(notify: IndexMap, numSlots: number): TlxCommPart {
   if (!Number.isInteger(numSlots) || numSlots < 1)
     throw new EmitError("bad-param", `numSlots must be a positive integer, got ${String(numSlots)}`);
-  const notify = (w: PythonWriter, sync: EpilogueSync, pending: number) => {
+  const notifyPending = (w: PythonWriter, sync: EpilogueSync, pending: number) => {
     w.line(bulkStoreWait(pending));
     w.line(`tlx.named_barrier_wait(${sync.barrier}, ${sync.threads})`);
     w.block(`if ${sync.leader}`, (l) =>
@@ -229,7 +233,7 @@ export function tmaTileNotifyComm(numSlots: number): TlxCommPart {
   };
   return {
     name: "tma-tile-notify",
-    args: ["notify_ptr", "sig_ptr"],
+    args: [...mblockArgs(notify), "sig_ptr"],
     constexprs: { NUM_SLOTS: numSlots },
     expect: [TMA_REDUCE_PTX, "cp\\.async\\.bulk\\.wait_group\\s+0", "cp\\.async\\.bulk\\.wait_group\\s+[1-4]\\b"],
     writeSetup(w) {
@@ -247,11 +251,11 @@ export function tmaTileNotifyComm(numSlots: number): TlxCommPart {
     writeAfterStores(w, sync) {
       checkStoreGroups(sync);
       w.comment("The previous tile's stores are older than this tile's: once written, notify its slot.");
-      notify(w, sync, sync.storeGroups);
-      w.line("pending_slot = tl.load(notify_ptr + pid_m)");
+      notifyPending(w, sync, sync.storeGroups);
+      writeMblockRead(w, "pending_slot", notify, "pid_m");
     },
     writeConsumerExit(w, sync) {
-      notify(w, sync, 0);
+      notifyPending(w, sync, 0);
       w.block(`if ${sync.leader}`, (l) => l.line("tlx.async_descriptor_store_wait(0)"));
     },
   };

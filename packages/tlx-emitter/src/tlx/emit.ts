@@ -7,7 +7,15 @@ import { checkPositive } from "../kernels/common.js";
 import { alignmentUnit, checkSegmentAlignment } from "../kernels/sm-comm.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import type { ElementType } from "../device/index.js";
-import { type Buffer, type Kernel, type KernelArg, type Manifest, MANIFEST_SCHEMA, type Table } from "../manifest/schema.js";
+import {
+  type Buffer,
+  type Kernel,
+  type KernelArg,
+  type Manifest,
+  MANIFEST_SCHEMA,
+  type Table,
+  type TileProgramSpec,
+} from "../manifest/schema.js";
 import {
   agGemmReference,
   checkDistinctBuffers,
@@ -21,6 +29,7 @@ import { planHostOps } from "../emit/host-ops.js";
 import { mBlockTables } from "../emit/m-block-tables.js";
 import { type EmitOptions, resolveOptions } from "../emit/options.js";
 import { validated } from "../emit/validate.js";
+import { RANK_VAR, tablesOf } from "../compile/maps.js";
 import { EmitError } from "../writer/index.js";
 import { chunkWaitComm, noComm, pushCommTask, PUSH_ROW_FIELDS } from "./comm.js";
 import { tlxGemm } from "./compute.js";
@@ -29,6 +38,7 @@ import { tlxBlackwellKernel, tlxGemmBlackwell } from "./compute-blackwell.js";
 import type { TlxNotifier } from "./gemm-rs.js";
 import { type TlxComputePart, tlxKernel, type TlxKernel } from "./parts.js";
 import { pushRows } from "./push-rows.js";
+import { mblockKernelArgs, mblockMap } from "./mblock-map.js";
 import { clcTiles, groupedTiles } from "./schedule.js";
 
 /** Compile targets of TLX kernels. */
@@ -116,6 +126,7 @@ export function tlxEntry(
   args: Readonly<Record<string, KernelArg>>,
   params: Record<string, number | string | boolean>,
   target: TlxTarget = "sm_90a",
+  tileProgram?: TileProgramSpec,
 ): Kernel {
   const info: KernelTemplateInfo = kernel.info;
   const k = kernelEntry(info, {
@@ -128,7 +139,11 @@ export function tlxEntry(
     constexprs: kernel.constexprs,
     params,
   });
-  return { ...k, precompiled: { target, cubin: `${name}.${target}.cubin`, metadata: `${name}.${target}.json` } };
+  return {
+    ...k,
+    precompiled: { target, cubin: `${name}.${target}.cubin`, metadata: `${name}.${target}.json` },
+    ...(tileProgram === undefined ? {} : { tileProgram }),
+  };
 }
 
 function gemmArgs(a: string, M: number, N: number, K: number): Record<string, KernelArg> {
@@ -182,7 +197,7 @@ export function emitTlxGemm(
             ...(options.accBuffers === undefined ? {} : { accBuffers: options.accBuffers }),
             ...(options.epilogueN === undefined ? {} : { epilogueN: options.epilogueN }),
           }),
-          schedule: clc ? clcTiles({ groupM }) : groupedTiles({ groupM, ordered: false }),
+          schedule: clc ? clcTiles({ groupM }) : groupedTiles({ groupM }),
         })
       : tlxKernel({
           kind: "tlx-gemm",
@@ -190,7 +205,7 @@ export function emitTlxGemm(
           summary: "tlx-gemm: C = A @ B, warp-specialised (TMA producer, replicated wgmma consumers).",
           compute: hopperGemmPart(tile, o.dtype, options),
           comm: noComm(),
-          schedule: groupedTiles({ groupM, ordered: false }),
+          schedule: groupedTiles({ groupM }),
         });
   const name = options.name ?? "tlx_gemm";
   const numTiles = Math.ceil(M / tile.BM) * Math.ceil(N / tile.BN);
@@ -304,6 +319,16 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
       ? pushRows(copyOps, world, checkPositive(options.commPieces ?? 4, "commPieces"), alignmentUnit(o.dtype))
       : undefined;
   if (pushes !== undefined) for (const r of pushes.rows) checkSegmentAlignment(r, PUSH_ROW_FIELDS, ["src_offset", "dst_offset"], o.dtype);
+  // The visit order and each m-block's chunk slot: inline where one expression over (m-block,
+  // rank) fits every rank, else the tables `mblock_order` and `mblock_wait_slot`.
+  const order = mblockMap(
+    "mblock_order",
+    perRank.map((t) => t.order),
+  );
+  const slot = mblockMap(
+    "mblock_wait_slot",
+    perRank.map((t) => t.slot),
+  );
   const kernel = tlxKernel({
     kind: transport === "comm-task" ? "tlx-ag-gemm-push" : "tlx-ag-gemm",
     entry: transport === "comm-task" ? "tlx_ag_gemm_push" : "tlx_ag_gemm",
@@ -315,8 +340,8 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
       ...options,
       ...(options.consumerRegisters === undefined && pushes !== undefined ? { consumerRegisters: 208 } : {}),
     }),
-    comm: pushes === undefined ? [chunkWaitComm()] : [chunkWaitComm(), pushCommTask({ block: options.commBlock ?? 2048 })],
-    schedule: groupedTiles({ groupM: options.groupM ?? schedule.tiling.groupSizeM, ordered: true }),
+    comm: pushes === undefined ? [chunkWaitComm(slot.map)] : [chunkWaitComm(slot.map), pushCommTask({ block: options.commBlock ?? 2048 })],
+    schedule: groupedTiles({ groupM: options.groupM ?? schedule.tiling.groupSizeM, order: order.map }),
   });
   const slots = Math.max(1, ...signals.slots.map((e) => e.slots.length));
   const buffers: Buffer[] = [
@@ -326,17 +351,13 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
     signalBuffer(slots, pushes === undefined),
   ];
   checkDistinctBuffers(buffers);
-  const tables: Table[] = [
-    { name: "mblock_order", dtype: "int32", values: perRank.map((t) => t.order) },
-    { name: "mblock_wait_slot", dtype: "int32", values: perRank.map((t) => t.slot) },
-  ];
+  const tables: Table[] = tablesOf([order, slot]);
   const args: Record<string, KernelArg> = {
     ...gemmArgs(tensor.name, M, N, K),
-    order_ptr: { kind: "table", name: "mblock_order" },
-    slot_ptr: { kind: "table", name: "mblock_wait_slot" },
+    ...mblockKernelArgs([order, slot]),
     sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
     err_ptr: { kind: "error-buffer" },
-    rank: { kind: "rank" },
+    [RANK_VAR]: { kind: "rank" },
     target: { kind: "epoch-target", arrivals: pushes?.arrivals ?? 1 },
     timeout_ns: { kind: "timeout-ns" },
   };
@@ -351,7 +372,16 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
     } satisfies Record<string, KernelArg>);
   }
   const name = kernel.info.entry;
-  const entry = tlxEntry(kernel, name, [{ kind: "num-sms", cap: numTiles }], args, { M, N, K, ...tileParams(tile), transport });
+  const program: TileProgramSpec = { role: "consumer", order: order.map, slots: [slot.map], numPidM, numPidN: schedule.grid.numPidN };
+  const entry = tlxEntry(
+    kernel,
+    name,
+    [{ kind: "num-sms", cap: numTiles }],
+    args,
+    { M, N, K, ...tileParams(tile), transport },
+    "sm_90a",
+    program,
+  );
   const manifest = validated({
     $schema: MANIFEST_SCHEMA,
     name: options.name ?? name,

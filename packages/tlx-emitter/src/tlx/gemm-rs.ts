@@ -7,10 +7,11 @@ import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { emitGemmRs, type ProducerFactory } from "../emit/gemm-rs.js";
 import type { EmitOptions } from "../emit/options.js";
 import { SIGNAL_BUFFER } from "../emit/common.js";
-import type { Table } from "../manifest/schema.js";
+import { tablesOf } from "../compile/maps.js";
 import { EmitError } from "../writer/index.js";
 import { producerTileNotifyComm, storedLag, tileNotifyComm, tmaTileNotifyComm } from "./comm.js";
 import { hopperGemmPart, tlxEntry, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
+import { mblockKernelArgs, mblockMap } from "./mblock-map.js";
 import { tlxKernel } from "./parts.js";
 import { groupedTiles } from "./schedule.js";
 
@@ -36,8 +37,10 @@ export type TlxProducerOptions = Pick<TlxEmitOptions, "stages" | "consumerRegist
 
 /**
  * A producer factory for `emitGemmRs`: the TLX GEMM at the stages' tile (BLOCK_K as given),
- * its tile loop reading m-blocks from `mblock_order` (grouped by GROUP_M over visit rows)
- * and notifying `mblock_notify_slot[pid_m]` per tile at the stages' scope. Marked
+ * its tile loop visiting m-blocks in the sending order (grouped by GROUP_M over visit rows)
+ * and notifying each tile's m-block slot at the stages' scope — both maps printed inline where
+ * one expression over (m-block, rank) fits every rank, else the tables `mblock_order` and
+ * `mblock_notify_slot`; the manifest's tile program carries the same maps. Marked
  * precompiled for sm_90a (scripts/tlx-aot-compile.py builds the cubin).
  * @throws {EmitError} `unsupported-op` for per-tile slots (the tile-wise AllReduce), and
  *   `bad-param` for tilings the TLX GEMM refuses.
@@ -60,6 +63,10 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
       throw new EmitError("bad-param", `notifier must be one of ${TLX_NOTIFIERS.join(", ")}, got ${String(notifier)}`);
     const scope = ctx.notifyScope ?? "sys";
     const numSlots = Math.max(0, ...ctx.notify.flat()) + 1;
+    // The sending order and each m-block's tile-done slot: inline where one expression over
+    // (m-block, rank) fits every rank (a rank-rotated order, a chunk's slot), else tables.
+    const order = mblockMap("mblock_order", ctx.order);
+    const notify = mblockMap("mblock_notify_slot", ctx.notify);
     const kernel = tlxKernel({
       kind: TLX_GEMM_RS_KIND,
       entry: "tlx_gemm_rs",
@@ -67,16 +74,12 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
       compute: hopperGemmPart(tile, ctx.options.dtype, options),
       comm:
         notifier === "producer"
-          ? producerTileNotifyComm(scope, storedLag(options.consumerSchedule ?? "cooperative"))
+          ? producerTileNotifyComm(notify.map, scope, storedLag(options.consumerSchedule ?? "cooperative"))
           : notifier === "tma"
-            ? tmaTileNotifyComm(numSlots)
-            : tileNotifyComm(scope),
-      schedule: groupedTiles({ groupM: p.GROUP_M, ordered: true }),
+            ? tmaTileNotifyComm(notify.map, numSlots)
+            : tileNotifyComm(notify.map, scope),
+      schedule: groupedTiles({ groupM: p.GROUP_M, order: order.map }),
     });
-    const tables: Table[] = [
-      { name: "mblock_order", dtype: "int32", values: ctx.order.map((o) => [...o]) },
-      { name: "mblock_notify_slot", dtype: "int32", values: ctx.notify.map((n) => [...n]) },
-    ];
     const entry = tlxEntry(
       kernel,
       "tlx_gemm_rs",
@@ -88,8 +91,7 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
         M: { kind: "int", value: p.M },
         N: { kind: "int", value: N },
         K: { kind: "int", value: K },
-        order_ptr: { kind: "table", name: "mblock_order" },
-        notify_ptr: { kind: "table", name: "mblock_notify_slot" },
+        ...mblockKernelArgs([order, notify]),
         sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
       },
       {
@@ -99,7 +101,10 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
         notifier,
         stages: kernel.constexprs.NUM_STAGES ?? 0,
       },
+      "sm_90a",
+      { role: "producer", order: order.map, slots: [notify.map], numPidM: ctx.order[0]?.length ?? 0, numPidN: Math.ceil(N / p.BLOCK_N) },
     );
+    const tables = tablesOf([order, notify]);
     return { kernel: entry, file: { path: entry.source, text: kernel.source }, tables, expect: kernel.expect };
   };
 }

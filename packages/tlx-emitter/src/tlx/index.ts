@@ -53,6 +53,7 @@ export {
   type TlxGemmBlackwellParams,
 } from "./compute-blackwell.js";
 export { clcTiles, groupedTiles, type ClcTilesOptions, type GroupedTilesOptions } from "./schedule.js";
+export { MBLOCK_VAR, mblockArgs, mblockKernelArgs, mblockMap, writeMblockRead } from "./mblock-map.js";
 export { pushRows, type PushRows } from "./push-rows.js";
 export { MAX_STORE_GROUPS, TLX_DEVICE_FUNCTIONS, writeTlxLibrary } from "./library.js";
 export { emitTlxAgGemm, emitTlxGemm, type TlxEmitOptions, type TlxEmitResult, type TlxTarget } from "./emit.js";

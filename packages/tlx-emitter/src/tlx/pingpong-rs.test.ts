@@ -1,4 +1,5 @@
 import { allGatherSwizzle, lowerToTileSchedule, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
+import { evaluateMap } from "@ovl/mapping";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { emitGemmRs } from "../emit/gemm-rs.js";
@@ -40,6 +41,7 @@ import {
 } from "./index.js";
 import { powerOfTwo } from "../testing/arbitraries.js";
 import { codeOf } from "../testing/errors.js";
+import { tableMap } from "../testing/mblock-maps.js";
 import { rsPlan } from "../emit/rs-plan.js";
 
 function rsSchedule(plan: ChunkPlan, M: number, N: number, K: number, tile = { BM: 128, BN: 128, BK: 64 }) {
@@ -146,7 +148,9 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
       const atExit = `tile_notify(sig_ptr, pending_slot, ${barrier}, ${threads}, ${leader}, "sys", 0)`;
       expect(c.indexOf("pending_slot = -1")).toBeLessThan(c.indexOf("for tile_id"));
       expect(c.indexOf(inLoop)).toBeGreaterThan(c.lastIndexOf("c_desc.store"));
-      expect(c.indexOf("pending_slot = tl.load(notify_ptr + pid_m)")).toBeGreaterThan(c.indexOf(inLoop));
+      // The tile's slot: its chunk's, one expression over the m-block on every rank (no table load).
+      expect(c.indexOf("ovl_m = pid_m\n")).toBeGreaterThan(c.indexOf(inLoop));
+      expect(c.indexOf("pending_slot = ovl_m + 6")).toBeGreaterThan(c.indexOf("ovl_m = pid_m\n"));
       expect(c.lastIndexOf(atExit)).toBeGreaterThan(c.indexOf("pending_slot = tl.load"));
       expect(c.match(/tile_notify\(/g)).toHaveLength(2);
       expect(r.expect.tlx_gemm_rs).toContain(NOTIFY_PTX);
@@ -160,8 +164,8 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
       entry: "k",
       summary: "s",
       compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 64 }),
-      comm: tileNotifyComm("gpu"),
-      schedule: groupedTiles({ groupM: 4, ordered: true }),
+      comm: tileNotifyComm(tableMap("mblock_notify_slot"), "gpu"),
+      schedule: groupedTiles({ groupM: 4, order: tableMap("mblock_order") }),
     });
     const lib = k.source.slice(k.source.indexOf("def tile_notify"), k.source.indexOf("@triton.jit\ndef k("));
     expect(lib).toContain("cp.async.bulk.wait_group 0; mov.b32 $0, 0;");
@@ -170,9 +174,11 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
     expect(lib).toContain('tl.atomic_add(sig_ptr + slot, 1, sem="release", scope=SCOPE)');
     // Two column slices a tile (the default split): the previous tile's slot once all but this tile's two store groups are done.
     expect(k.source).toContain('"gpu", 2)');
-    expect(k.info.args).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "notify_ptr", "sig_ptr", "order_ptr"]);
-    expect(codeOf(() => tileNotifyComm("cta" as "gpu"))).toBe("bad-param");
-    const tooMany = tileNotifyComm();
+    expect(k.info.args).toEqual(["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "mblock_notify_slot", "sig_ptr", "mblock_order"]);
+    expect(k.source).toContain("pending_slot = tl.load(mblock_notify_slot + (ovl_m))");
+    expect(k.source).toContain("next_pid_m = tl.load(mblock_order + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)");
+    expect(codeOf(() => tileNotifyComm(tableMap("mblock_notify_slot"), "cta" as "gpu"))).toBe("bad-param");
+    const tooMany = tileNotifyComm(tableMap("mblock_notify_slot"));
     expect(
       codeOf(() =>
         tooMany.writeAfterStores?.(new PythonWriter(), { barrier: "11", threads: 128, leader: "True", storeGroups: MAX_STORE_GROUPS + 1 }),
@@ -220,19 +226,19 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
       entry: "k",
       summary: "s",
       compute: tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64 }),
-      comm: producerTileNotifyComm("gpu", 3, 2),
-      schedule: groupedTiles({ groupM: 4, ordered: true }),
+      comm: producerTileNotifyComm(tableMap("mblock_notify_slot"), "gpu", 3, 2),
+      schedule: groupedTiles({ groupM: 4, order: tableMap("mblock_order") }),
     }).source;
     expect(batched).toContain("if (own_tile + 1) % 2 == 0:");
     expect(batched).toContain("stored_slot_4 = stored_slot_3");
     expect(batched).toContain("owed_from = (own_tiles // 2) * 2 - 3");
     expect(batched.match(/tl\.atomic_add\(sig_ptr \+ stored_slot_\d, 1, sem="release", scope="gpu"\)/g)).toHaveLength(2 + 4);
     expect(parseWithPython({ k: batched }).k).toBe("ok");
-    expect(codeOf(() => producerTileNotifyComm("sys", 3, 0))).toBe("bad-param");
-    expect(codeOf(() => producerTileNotifyComm("sys", 6, 2))).toBe("bad-param");
-    expect(codeOf(() => producerTileNotifyComm("sys", 0))).toBe("bad-param");
-    expect(codeOf(() => producerTileNotifyComm("sys", STORED_DEPTH - 1))).toBe("bad-param");
-    expect(codeOf(() => producerTileNotifyComm("cta" as "gpu"))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm(tableMap("mblock_notify_slot"), "sys", 3, 0))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm(tableMap("mblock_notify_slot"), "sys", 6, 2))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm(tableMap("mblock_notify_slot"), "sys", 0))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm(tableMap("mblock_notify_slot"), "sys", STORED_DEPTH - 1))).toBe("bad-param");
+    expect(codeOf(() => producerTileNotifyComm(tableMap("mblock_notify_slot"), "cta" as "gpu"))).toBe("bad-param");
     expect(codeOf(() => emitTlxGemm({ M: 512, N: 256, K: 128 }, undefined, { notifier: "producer" }))).toBe("bad-param");
     const plan = rsPlan(2, 512, 256, 2);
     expect(
@@ -253,7 +259,8 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
       expect(src).not.toContain("tl.atomic_add");
       expect(producer).not.toContain("sig_ptr");
       // The descriptor spans the slots the tables name (the highest + 1); its sources are four one-hot rows.
-      const slots = Math.max(...r.manifest.tables.find((t) => t.name === "mblock_notify_slot")!.values.flat()) + 1;
+      const notify = r.manifest.kernels[0]!.tileProgram!.slots[0]!;
+      const slots = 1 + Math.max(...[0, 1].flatMap((rank) => [0, 1, 2, 3].map((m) => evaluateMap(notify, { ovl_m: m, ovl_rank: rank }))));
       expect(r.manifest.kernels[0]!.constexprs).toMatchObject({ NUM_SLOTS: slots, EPILOGUE_SPLIT: epilogueSplit });
       expect(c).toContain("sig_desc = tl.make_tensor_descriptor(sig_ptr, shape=[NUM_SLOTS], strides=[1], block_shape=[4])");
       expect(src).toContain("notify_rows = tlx.local_view(tlx.local_alloc((128,), tl.int32, 1), 0)");
@@ -268,17 +275,22 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
       expect(c.match(/tile_reduce_notify\(/g)).toHaveLength(2);
       expect(c).toContain("if cid == 0:");
       // After the loop: every store written, the last slot, and the reduce out of shared memory before exit.
-      expect(c.lastIndexOf("cp.async.bulk.wait_group 0; mov.b32")).toBeGreaterThan(c.indexOf("pending_slot = tl.load(notify_ptr + pid_m)"));
+      expect(c.lastIndexOf("cp.async.bulk.wait_group 0; mov.b32")).toBeGreaterThan(c.indexOf("pending_slot = ovl_m + 6"));
       expect(c.lastIndexOf("tlx.async_descriptor_store_wait(0)")).toBeGreaterThan(c.lastIndexOf("tile_reduce_notify("));
       expect(r.manifest.kernels[0]!.template.params).toMatchObject({ notifier: "tma" });
       expect(r.expect.tlx_gemm_rs).toContain(TMA_REDUCE_PTX);
       expect(r.expect.tlx_gemm_rs).not.toContain(NOTIFY_PTX);
       expect(parseWithPython({ k: src }).k).toBe("ok");
     }
-    expect(codeOf(() => tmaTileNotifyComm(0))).toBe("bad-param");
+    expect(codeOf(() => tmaTileNotifyComm(tableMap("mblock_notify_slot"), 0))).toBe("bad-param");
     expect(
       codeOf(() =>
-        tmaTileNotifyComm(8).writeAfterStores?.(new PythonWriter(), { barrier: "11", threads: 256, leader: "cid == 0", storeGroups: 5 }),
+        tmaTileNotifyComm(tableMap("mblock_notify_slot"), 8).writeAfterStores?.(new PythonWriter(), {
+          barrier: "11",
+          threads: 256,
+          leader: "cid == 0",
+          storeGroups: 5,
+        }),
       ),
     ).toBe("bad-param");
   });
@@ -301,7 +313,18 @@ describe("tile-done notifies (GEMM+RS producer)", () => {
           expect(Manifest.safeParse(tlx).success).toBe(true);
           const kinds = (m: typeof tlx) => m.kernels.map((k) => k.template.kind);
           expect(kinds(tlx)).toEqual(kinds(template).map((k) => (k === "gemm-producer" ? "tlx-gemm-rs" : k)));
-          expect(tlx.tables).toEqual(template.tables);
+          // The template producer's order and notify tables, now maps of the tile program (inline
+          // here: a rank-rotated order, a chunk's slot), evaluate to the same values on every rank.
+          const program = tlx.kernels[0]!.tileProgram!;
+          const byName = (n: string) => template.tables.find((t) => t.name === n)!.values;
+          for (let rank = 0; rank < world; rank++) {
+            const own = Object.fromEntries(tlx.tables.map((t) => [t.name, t.values[rank]!]));
+            byName("mblock_order")[rank]!.forEach((m, v) => expect(evaluateMap(program.order, { ovl_m: v, ovl_rank: rank }, own)).toBe(m));
+            byName("mblock_notify_slot")[rank]!.forEach((slot, m) =>
+              expect(evaluateMap(program.slots[0]!, { ovl_m: m, ovl_rank: rank }, own)).toBe(slot),
+            );
+          }
+          expect(tlx.tables).toEqual(template.tables.filter((t) => !t.name.startsWith("mblock_")));
           expect(tlx.hostOps).toEqual(template.hostOps);
           expect(tlx.signals).toEqual(template.signals);
           const producer = tlx.kernels[0]!;

@@ -2,59 +2,69 @@
 // (AutoOverlap §5.2), optionally visiting m-blocks in a per-rank order table so that
 // tiles follow chunk arrival (local chunk first); and, for sm_100a, tiles handed out by
 // cluster launch control.
+import type { IndexMap } from "@ovl/mapping";
 import { checkPositive } from "../kernels/common.js";
 import type { PythonWriter } from "../writer/index.js";
+import { mblockArgs, writeMblockRead } from "./mblock-map.js";
 import type { TlxSchedulePart } from "./parts.js";
 
 /** Options of `groupedTiles`. */
 export interface GroupedTilesOptions {
   /** Row blocks per L2 group (`GROUP_M`). */
   readonly groupM: number;
-  /** Read `pid_m = order_ptr[visit_m]` (the schedule's m-block order); else `pid_m = visit_m`. */
-  readonly ordered: boolean;
+  /**
+   * The m-block of each visit row (a map over `ovl_m` = the visit row and `ovl_rank`, `mblockMap`):
+   * the schedule's m-block order. Without it `pid_m = visit_m`.
+   */
+  readonly order?: IndexMap;
 }
 
 /**
  * The persistent grouped traversal: program `pid` strides over tile ids by the number of
  * programs; within a group of `GROUP_M` visit rows tiles go down the rows first (B stays
- * in L2); with `ordered`, the m-block of visit row `v` is `order_ptr[v]`, loaded one tile
- * ahead (the load of the next tile's m-block is in flight while this tile runs, so no task
- * stalls on it at the top of a tile).
+ * in L2); with `order`, the m-block of visit row `v` is `order(v)`: an inline expression, or
+ * a table load issued one tile ahead (the load of the next tile's m-block is in flight while
+ * this tile runs, so no task stalls on it at the top of a tile).
  */
 export function groupedTiles(o: GroupedTilesOptions): TlxSchedulePart {
   const GROUP_M = checkPositive(o.groupM, "groupM");
+  const order = o.order;
   return {
-    name: o.ordered ? "ordered-grouped-tiles" : "grouped-tiles",
-    args: o.ordered ? ["order_ptr"] : [],
+    name: order === undefined ? "grouped-tiles" : "ordered-grouped-tiles",
+    args: order === undefined ? [] : mblockArgs(order),
     constexprs: { GROUP_M },
     expect: [],
     writeTileLoop(w, body) {
       w.line("num_pid_in_group = GROUP_M * num_pid_n");
-      if (o.ordered) writeOrderAhead(w, "tl.program_id(0)");
+      if (order?.kind === "dynamic") writeOrderAhead(w, order, "tl.program_id(0)");
       w.block("for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0))", (l) => {
-        writeGroupedPids(l, o.ordered);
-        if (o.ordered) writeOrderAhead(l, "tile_id + tl.num_programs(0)");
+        writeGroupedPids(l);
+        if (order === undefined) l.line("pid_m = visit_m");
+        else if (order.kind === "static") writeMblockRead(l, "pid_m", order, "visit_m");
+        else {
+          l.line("pid_m = next_pid_m");
+          writeOrderAhead(l, order, "tile_id + tl.num_programs(0)");
+        }
         body(l);
       });
     },
   };
 }
 
-/** `next_pid_m = order_ptr[visit row of tile `tile`]` (0 past the last tile), for the next iteration. */
-function writeOrderAhead(w: PythonWriter, tile: string): void {
+/** `next_pid_m = order[visit row of tile `tile`]` (0 past the last tile), for the next iteration. */
+function writeOrderAhead(w: PythonWriter, order: IndexMap & { kind: "dynamic" }, tile: string): void {
   w.line(`ahead = ${tile}`);
   w.line("ahead_first = (ahead // num_pid_in_group) * GROUP_M");
   w.line("ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)");
-  w.line("next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)");
+  w.line(`next_pid_m = tl.load(${order.table.name} + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)`);
 }
 
-/** `pid_m`, `pid_n` of `tile_id` in the grouped traversal (`num_pid_in_group` defined before). */
-function writeGroupedPids(l: PythonWriter, ordered: boolean): void {
+/** `visit_m`, `pid_n` of `tile_id` in the grouped traversal (`num_pid_in_group` defined before). */
+function writeGroupedPids(l: PythonWriter): void {
   l.line("first_m = (tile_id // num_pid_in_group) * GROUP_M");
   l.line("group_size_m = min(num_pid_m - first_m, GROUP_M)");
   l.line("visit_m = first_m + (tile_id % group_size_m)");
   l.line("pid_n = (tile_id % num_pid_in_group) // group_size_m");
-  l.line(ordered ? "pid_m = next_pid_m" : "pid_m = visit_m");
 }
 
 /** Options of `clcTiles`. */
@@ -96,7 +106,8 @@ export function clcTiles(o: ClcTilesOptions): TlxSchedulePart {
           l.line("tlx.clc_producer(clc, clc_issue_phase)");
           l.line("clc_issue_phase ^= 1");
         }
-        writeGroupedPids(l, false);
+        writeGroupedPids(l);
+        l.line("pid_m = visit_m");
         body(l);
         l.line("tile_id = tlx.clc_consumer(clc, clc_phase)");
         l.line("clc_phase ^= 1");

@@ -1,4 +1,5 @@
 import { allGatherRing, allGatherSwizzle, type ChunkPlan, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import { evaluateMap } from "@ovl/mapping";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { emitAgGemm } from "../emit/index.js";
@@ -31,9 +32,18 @@ import {
 } from "./index.js";
 import { powerOfTwo } from "../testing/arbitraries.js";
 import { codeOf } from "../testing/errors.js";
+import { tableMap } from "../testing/mblock-maps.js";
 import { PythonWriter } from "../writer/index.js";
 
 const TILE = { BM: 128, BN: 128, BK: 64 };
+
+/** Rank `rank`'s visit order or wait slot per m-block, from the tile program of `m`'s first kernel. */
+function programValues(m: Manifest, which: "order" | "slot", rank: number): number[] {
+  const program = m.kernels[0]!.tileProgram!;
+  const map = which === "order" ? program.order : program.slots[0]!;
+  const own = Object.fromEntries(m.tables.map((t) => [t.name, t.values[rank]!]));
+  return Array.from({ length: program.numPidM }, (_, i) => evaluateMap(map, { ovl_m: i, ovl_rank: rank }, own));
+}
 
 function agPlan(kind: "swizzle-push" | "swizzle-pull" | "ring-push", world: number, M: number, K: number, split: number): ChunkPlan {
   const o = { tensor: { name: "A", shape: [M, K], dtype: "bf16" as const }, axis: 0, mesh: [world], split };
@@ -170,10 +180,12 @@ describe("TLX kernels", () => {
     expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, epilogueSplit: 3 }))).toBe("bad-param");
     expect(codeOf(() => tlxGemm({ BLOCK_M: 128, BLOCK_N: 16, BLOCK_K: 64, epilogueSplit: 4 }))).toBe("bad-param");
     const wide = tlxGemm({ BLOCK_M: 128, BLOCK_N: 256, BLOCK_K: 64, consumerRegisters: 208 });
-    const spec = { kind: "k", entry: "k", summary: "k", schedule: groupedTiles({ groupM: 8, ordered: true }) };
+    const spec = { kind: "k", entry: "k", summary: "k", schedule: groupedTiles({ groupM: 8, order: tableMap("mblock_order") }) };
     // 16 warps cap ptxas at 128 registers; a 64x256 fp32 accumulator alone needs 128.
-    expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm(), pushCommTask()] }))).toBe("bad-param");
-    expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm()] }))).toBeUndefined();
+    expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm(tableMap("mblock_wait_slot")), pushCommTask()] }))).toBe(
+      "bad-param",
+    );
+    expect(codeOf(() => tlxKernel({ ...spec, compute: wide, comm: [chunkWaitComm(tableMap("mblock_wait_slot"))] }))).toBeUndefined();
     // Budgets that starve the producer.
     expect(
       codeOf(() =>
@@ -252,7 +264,17 @@ describe("emitTlxAgGemm", () => {
     const plain = emitAgGemm(plan, s);
     const tlx = emitTlxAgGemm(plan, s);
     expect(Manifest.safeParse(tlx.manifest).success).toBe(true);
-    expect(tlx.manifest.tables).toEqual(plain.manifest.tables);
+    // The plain path's order and wait-slot tables, as maps of the tile program: the rank-rotated order inline, the
+    // wait slots (no slot for the rank's own chunk: no one expression fits) still a table.
+    for (const [name, which] of [
+      ["mblock_order", "order"],
+      ["mblock_wait_slot", "slot"],
+    ] as const) {
+      const table = plain.manifest.tables.find((t) => t.name === name)!.values;
+      table.forEach((values, rank) => expect(programValues(tlx.manifest, which, rank)).toEqual(values));
+    }
+    expect(tlx.manifest.tables.map((t) => t.name)).toEqual(["mblock_wait_slot"]);
+    expect(tlx.files[0]!.text).toContain("pid_m = (ovl_m + 4 * ovl_rank) % 8");
     expect(tlx.manifest.hostOps).toEqual(plain.manifest.hostOps);
     const k = tlx.manifest.kernels[0]!;
     expect(k.precompiled).toEqual({ target: "sm_90a", cubin: "tlx_ag_gemm.sm_90a.cubin", metadata: "tlx_ag_gemm.sm_90a.json" });
@@ -306,8 +328,9 @@ describe("emitTlxAgGemm", () => {
             }
           });
           for (const a of A) expect(a).toEqual(Array.from({ length: M * K }, (_, i) => i));
-          const waitSlots = m.tables.find((t) => t.name === "mblock_wait_slot")!.values;
-          waitSlots.forEach((row, r) => row.forEach((s) => s >= 0 && expect(notifies.get(`${r}:${s}`)).toBe(arrivals)));
+          for (let r = 0; r < world; r++) {
+            for (const s of programValues(m, "slot", r)) if (s >= 0) expect(notifies.get(`${r}:${s}`)).toBe(arrivals);
+          }
           expect([...notifies.values()].every((n) => n === arrivals)).toBe(true);
           if (world > 1) expect(arrivals).toBe(pieces);
           expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32");
@@ -506,7 +529,7 @@ describe("emitTlxGemm for sm_100a", () => {
       entry: "k",
       summary: "k",
       compute: tlxGemmBlackwell(ok),
-      schedule: groupedTiles({ groupM: 4, ordered: false }),
+      schedule: groupedTiles({ groupM: 4 }),
     });
     expect(k.totalWarps).toBe(8);
     expect(k.numWarps).toBe(4);

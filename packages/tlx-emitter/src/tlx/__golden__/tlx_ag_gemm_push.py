@@ -23,7 +23,7 @@ def task_peer_notify(sig_ptrs, peer, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl
 
 
 @triton.jit
-def tlx_ag_gemm_push(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, rank, target, timeout_ns, src_ptr, dst_ptrs, sig_ptrs, push_ptr, num_pushes, order_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, COMM_BLOCK: tl.constexpr, GROUP_M: tl.constexpr):
+def tlx_ag_gemm_push(a_ptr, b_ptr, c_ptr, M, N, K, mblock_wait_slot, sig_ptr, err_ptr, ovl_rank, target, timeout_ns, src_ptr, dst_ptrs, sig_ptrs, push_ptr, num_pushes, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, COMM_BLOCK: tl.constexpr, GROUP_M: tl.constexpr):
     SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS
     EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])
@@ -44,25 +44,19 @@ def tlx_ag_gemm_push(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, r
             # Bit s: slot s (< 32) was already waited on by this producer in this launch.
             waited = 0
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank) % 8
                 offs_am = pid_m * BLOCK_M
-                slot = tl.load(slot_ptr + pid_m)
+                ovl_m = pid_m
+                slot = tl.load(mblock_wait_slot + (ovl_m))
                 bit = tl.where(slot < 32, tl.full([], 1, tl.int32) << (slot & 31), 0)
                 if (slot >= 0) & ((waited & bit) == 0):
-                    tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns))
+                    tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, ovl_rank, timeout_ns))
                     offs_am = consume_token(offs_am, tok)
                     waited = waited | bit
                 offs_bn = pid_n * BLOCK_N
@@ -80,20 +74,13 @@ def tlx_ag_gemm_push(a_ptr, b_ptr, c_ptr, M, N, K, slot_ptr, sig_ptr, err_ptr, r
             cid: tl.constexpr = tlx.async_task_replica_id()
             it = 0
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank) % 8
                 offs_am = pid_m * BLOCK_M
                 offs_bn = pid_n * BLOCK_N
                 acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)

@@ -28,7 +28,7 @@ def tile_notify(sig_ptr, slot, BAR_ID: tl.constexpr, BAR_THREADS: tl.constexpr, 
 
 
 @triton.jit
-def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
+def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, sig_ptr, ovl_rank, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
     EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])
@@ -46,20 +46,13 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
             # Producer: per tile, the communication waits, then TMA loads into the ring.
             it = 0
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank + 4) % 8
                 offs_am = pid_m * BLOCK_M
                 offs_bn = pid_n * BLOCK_N
                 for ki in range(k_tiles):
@@ -80,20 +73,13 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
                 tlx.named_barrier_arrive(9, 256)
             pending_slot = -1
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank + 4) % 8
                 offs_am = pid_m * BLOCK_M
                 if turn == cid:
                     offs_bn = pid_n * BLOCK_N
@@ -121,7 +107,8 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
                     c_desc.store([offs_am, offs_bn + EPI_N], acc1.to(tl.bfloat16))
                     # The previous tile's stores are older than this tile's: notify its slot now.
                     tile_notify(sig_ptr, pending_slot, 11 + cid, 128, True, "gpu", 2)
-                    pending_slot = tl.load(notify_ptr + pid_m)
+                    ovl_m = pid_m
+                    pending_slot = ovl_m // 2 + 10
                 else:
                     it += k_tiles
                 turn ^= 1

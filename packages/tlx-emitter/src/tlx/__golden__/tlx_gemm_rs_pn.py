@@ -8,7 +8,7 @@ import triton.language.extra.tlx as tlx
 
 
 @triton.jit
-def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
+def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, sig_ptr, ovl_rank, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
     SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS
     EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])
@@ -33,20 +33,13 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
             stored_slot_2 = -1
             stored_slot_3 = -1
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank + 4) % 8
                 offs_am = pid_m * BLOCK_M
                 offs_bn = pid_n * BLOCK_N
                 for ki in range(k_tiles):
@@ -66,7 +59,8 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
                         tl.atomic_add(sig_ptr + stored_slot_3, 1, sem="release", scope="gpu")
                 stored_slot_3 = stored_slot_2
                 stored_slot_2 = stored_slot_1
-                stored_slot_1 = tl.load(notify_ptr + pid_m)
+                ovl_m = pid_m
+                stored_slot_1 = ovl_m // 2 + 10
             # The tiles still owed (from the first the loop did not notify), oldest first.
             own_tiles = (num_tiles - tl.program_id(0) + tl.num_programs(0) - 1) // tl.num_programs(0)
             owed_from = (own_tiles // 1) * 1 - 3
@@ -94,20 +88,13 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
             it = 0
             stored_tile = -1
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank + 4) % 8
                 offs_am = pid_m * BLOCK_M
                 offs_bn = pid_n * BLOCK_N
                 acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)

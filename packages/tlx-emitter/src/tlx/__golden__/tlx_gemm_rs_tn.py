@@ -23,7 +23,7 @@ def tile_reduce_notify(sig_desc, rows, slot):
 
 
 @triton.jit
-def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, NUM_SLOTS: tl.constexpr, GROUP_M: tl.constexpr):
+def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, sig_ptr, ovl_rank, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, NUM_SLOTS: tl.constexpr, GROUP_M: tl.constexpr):
     SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS
     EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])
@@ -45,20 +45,13 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
             # Producer: per tile, the communication waits, then TMA loads into the ring.
             it = 0
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank + 4) % 8
                 offs_am = pid_m * BLOCK_M
                 offs_bn = pid_n * BLOCK_N
                 for ki in range(k_tiles):
@@ -80,20 +73,13 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
                 tlx.local_store(notify_rows, (tl.arange(0, 128) % 33 == 0).to(tl.int32))
                 tlx.fence_async_shared()
             num_pid_in_group = GROUP_M * num_pid_n
-            ahead = tl.program_id(0)
-            ahead_first = (ahead // num_pid_in_group) * GROUP_M
-            ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-            next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
             for tile_id in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 first_m = (tile_id // num_pid_in_group) * GROUP_M
                 group_size_m = min(num_pid_m - first_m, GROUP_M)
                 visit_m = first_m + (tile_id % group_size_m)
                 pid_n = (tile_id % num_pid_in_group) // group_size_m
-                pid_m = next_pid_m
-                ahead = tile_id + tl.num_programs(0)
-                ahead_first = (ahead // num_pid_in_group) * GROUP_M
-                ahead_size = tl.maximum(tl.minimum(num_pid_m - ahead_first, GROUP_M), 1)
-                next_pid_m = tl.load(order_ptr + ahead_first + (ahead % ahead_size), mask=ahead < num_tiles, other=0)
+                ovl_m = visit_m
+                pid_m = (ovl_m + 4 * ovl_rank + 4) % 8
                 offs_am = pid_m * BLOCK_M
                 offs_bn = pid_n * BLOCK_N
                 acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)
@@ -136,7 +122,8 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, notify_ptr, sig_ptr, order_ptr, BL
                 if cid == 0:
                     if pending_slot >= 0:
                         tile_reduce_notify(sig_desc, notify_rows, pending_slot)
-                pending_slot = tl.load(notify_ptr + pid_m)
+                ovl_m = pid_m
+                pending_slot = ovl_m // 2 + 10
             tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
             tlx.named_barrier_wait(11, 256)
             if cid == 0:
