@@ -3,9 +3,10 @@
 They compute what their plain counterparts compute, through the same maps: the warp
 specialisation changes who issues a load, not which rows a tile reads or which slot it
 waits on. The m-block order and each m-block's slot are the kernel's tile program (maps over
-``ovl_m`` and ``ovl_rank``, inline in the source or read from a table), evaluated here. The push variant adds the communication task of every CTA (TLX §6.2.2, "arrive
-remote, wait local"): rows ``pid, pid + programs, …`` of the push table, copied into the
-peer's symmetric buffer, then a release-add of 1 on the peer's slot.
+``ovl_m`` and ``ovl_rank``, inline in the source or read from a table), evaluated here. The
+push variant adds the communication task of every CTA (TLX §6.2.2, "arrive remote, wait
+local"): rows ``pid, pid + programs, …`` of the push table, copied into the peer's symmetric
+buffer, then a release-add of 1 on the peer's slot.
 """
 
 from __future__ import annotations

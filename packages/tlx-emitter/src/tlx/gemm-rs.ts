@@ -102,7 +102,7 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
         stages: kernel.constexprs.NUM_STAGES ?? 0,
       },
       "sm_90a",
-      { role: "producer", order: order.map, slots: [notify.map], numPidM: ctx.order[0]?.length ?? 0, numPidN: Math.ceil(N / p.BLOCK_N) },
+      { role: "producer", order: order.map, slots: [notify.map], numPidM: ctx.numTiles / ctx.numPidN, numPidN: ctx.numPidN },
     );
     const tables = tablesOf([order, notify]);
     return { kernel: entry, file: { path: entry.source, text: kernel.source }, tables, expect: kernel.expect };
