@@ -92,7 +92,7 @@ export function runtimeParams(program: TileProgram): readonly string[] {
 /** The rank id every rank-generic static map may use (a runtime parameter of both roles). */
 export const RANK_VARIABLE = "ovl_rank";
 
-/** Names the inserted code assigns (besides `ovl_slot<j>` and `ovl_vslot<j>`). */
+/** Names the inserted code assigns (besides `ovl_slot<j>`, `ovl_vslot<j>` and `ovl_bit<j>`). */
 const INSERTED_LOCALS = [
   "ovl_m",
   "ovl_mb",
@@ -109,12 +109,13 @@ const INSERTED_LOCALS = [
   "ovl_vseg",
   "ovl_seen",
   "ovl_short",
+  "ovl_waited",
 ];
 
 function isInsertedName(name: string): boolean {
   const numbered = (prefix: string) =>
     name.startsWith(prefix) && name.length > prefix.length && [...name.slice(prefix.length)].every((c) => c >= "0" && c <= "9");
-  const slot = numbered("ovl_slot") || numbered("ovl_vslot");
+  const slot = numbered("ovl_slot") || numbered("ovl_vslot") || numbered("ovl_bit");
   return (
     slot || INSERTED_LOCALS.includes(name) || name === PEER_SIGNALS_PARAM || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name)
   );

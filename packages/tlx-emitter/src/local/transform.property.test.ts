@@ -43,7 +43,7 @@ const program: fc.Arbitrary<TileProgram> = fc
     tables: [order, ...columns].flatMap((c) => (c.table === undefined ? [] : [c.table])),
   }));
 
-const INSERTED_LOCALS = /^ovl_(m|mb|tok|target|slot\d+)$/;
+const INSERTED_LOCALS = /^ovl_(m|mb|tok|target|waited|slot\d+|bit\d+)$/;
 
 describe("transformLocalKernel, property", () => {
   it("any order and any number of slot columns: one wait per column, only inserted ovl_ names, valid Python", () => {
@@ -57,6 +57,10 @@ describe("transformLocalKernel, property", () => {
         expect(out.source.split("consume_token(pid_m, ovl_tok)").length - 1).toBe(p.slots.length);
         // Remapped at both tile statements (the main loop's and the epilogue's).
         expect(out.source.split("ovl_m = pid_m\n").length - 1).toBe(2);
+        // A persistent kernel: the launch's target once, before its tile loop; each column's wait skipped once its slot was seen.
+        expect(out.source.split("ovl_target = load_epoch_target(ovl_epoch_ptr, 1)").length - 1).toBe(1);
+        expect(out.source.indexOf("ovl_waited = 0")).toBeLessThan(out.source.indexOf("for tile_id"));
+        expect(out.source.split("ovl_waited = ovl_waited | ovl_bit").length - 1).toBe(p.slots.length);
         const names = new Set(out.source.match(/\bovl_[A-Za-z0-9_]*/g) ?? []);
         for (const name of names) {
           expect(kernel.identifiers.has(name)).toBe(false);

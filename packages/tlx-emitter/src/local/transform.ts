@@ -60,6 +60,8 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
     const stmt = shape.tileStatements[i]?.node as SyntaxNode;
     edits.push(insertAfterLine(source, stmt, stmt, block, eol));
   });
+  if (lines.beforeLoop !== undefined && shape.tileLoop !== undefined)
+    edits.push(insertBeforeLine(source, shape.tileLoop, lines.beforeLoop, eol));
   if (lines.atEnd.length > 0) {
     const statements = named(shape.tileBlock).filter((s) => s.type !== "comment");
     const first = statements[0] as SyntaxNode;
@@ -163,6 +165,8 @@ interface Lines {
   after: string[][];
   /** Lines inserted at the end of the tile. */
   atEnd: string[];
+  /** Lines inserted before a persistent kernel's tile loop. */
+  beforeLoop?: string[];
 }
 
 /** Remap the row block through the order, then wait on its slots (first tile statement only). */
@@ -177,25 +181,40 @@ function consumerLines(kernel: LocalKernel, program: TileProgram): Lines {
     );
   }
   const v = DOMAIN_VARIABLE.consumer;
+  // A persistent kernel reads this launch's wait target (the rank's epoch word on the device, one
+  // arrival per slot) once, before its tile loop, and remembers the slots 0..31 it has seen reach
+  // it (`ovl_waited`): a slot once reached stays reached within the launch, so a later tile of the
+  // same chunk issues no acquire load; its loads follow the earlier acquire in program order.
+  const persistent = kernel.shape.tileLoop !== undefined && kernel.shape.tileStatements.length > 0 && program.slots.length > 0;
   const after = kernel.shape.tileStatements.map((t, i) => {
     const m = t.m;
     const lines = [`${v} = ${m}`, `${m} = ${printMap(program.order, v, v, kernel.file)}`];
     if (i > 0 || program.slots.length === 0) return lines;
     // Slot maps are over the m-block to compute, i.e. the remapped row block.
-    // This launch's wait target, read from the rank's epoch word on the device (one arrival per slot).
-    lines.push(`ovl_mb = ${m}`, "ovl_target = load_epoch_target(ovl_epoch_ptr, 1)");
+    lines.push(`ovl_mb = ${m}`);
+    if (!persistent) lines.push("ovl_target = load_epoch_target(ovl_epoch_ptr, 1)");
     program.slots.forEach((slot, j) => {
+      lines.push(`ovl_slot${j} = ${printMap(slot, v, "ovl_mb", kernel.file)}`);
+      if (persistent) {
+        lines.push(
+          `ovl_bit${j} = tl.where(ovl_slot${j} < 32, tl.full([], 1, tl.int32) << (ovl_slot${j} & 31), 0)`,
+          `if (ovl_slot${j} >= 0) & ((ovl_waited & ovl_bit${j}) == 0):`,
+        );
+      } else lines.push(`if ovl_slot${j} >= 0:`);
       lines.push(
-        `ovl_slot${j} = ${printMap(slot, v, "ovl_mb", kernel.file)}`,
-        `if ovl_slot${j} >= 0:`,
         `\tovl_tok = wait_slot(ovl_sig_ptr, ovl_slot${j}, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)`,
         // Every address computed from the row block now depends on the wait (TileLink §4.2).
         `\t${m} = consume_token(${m}, ovl_tok)`,
+        ...(persistent ? [`\tovl_waited = ovl_waited | ovl_bit${j}`] : []),
       );
     });
     return lines;
   });
-  return { after, atEnd: [] };
+  return {
+    after,
+    atEnd: [],
+    ...(persistent ? { beforeLoop: ["ovl_target = load_epoch_target(ovl_epoch_ptr, 1)", "ovl_waited = 0"] } : {}),
+  };
 }
 
 /**

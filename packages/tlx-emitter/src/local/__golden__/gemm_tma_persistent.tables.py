@@ -18,6 +18,8 @@ def gemm_tma_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLO
     # One body serves bf16, fp16 and fp32 outputs: the store converts to C's element type.
     out_dtype = c_ptr.dtype.element_ty
     num_pid_in_group = GROUP_M * num_pid_n
+    ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
+    ovl_waited = 0
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=False):  # ovl: tile-loop
         # Grouped order: GROUP_M row blocks share their B column blocks in L2.
         group_id = tile_id // num_pid_in_group
@@ -28,15 +30,18 @@ def gemm_tma_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLO
         ovl_m = pid_m
         pid_m = tl.load(ovl_order + (ovl_m))
         ovl_mb = pid_m
-        ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
         ovl_slot0 = tl.load(ovl_wait0 + (ovl_mb))
-        if ovl_slot0 >= 0:
+        ovl_bit0 = tl.where(ovl_slot0 < 32, tl.full([], 1, tl.int32) << (ovl_slot0 & 31), 0)
+        if (ovl_slot0 >= 0) & ((ovl_waited & ovl_bit0) == 0):
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot0, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
             pid_m = consume_token(pid_m, ovl_tok)
+            ovl_waited = ovl_waited | ovl_bit0
         ovl_slot1 = (ovl_mb * 2 + rank_off) % 16
-        if ovl_slot1 >= 0:
+        ovl_bit1 = tl.where(ovl_slot1 < 32, tl.full([], 1, tl.int32) << (ovl_slot1 & 31), 0)
+        if (ovl_slot1 >= 0) & ((ovl_waited & ovl_bit1) == 0):
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot1, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
             pid_m = consume_token(pid_m, ovl_tok)
+            ovl_waited = ovl_waited | ovl_bit1
         offs_am = pid_m * BLOCK_M
         offs_bn = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)

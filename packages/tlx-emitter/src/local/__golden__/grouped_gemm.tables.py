@@ -12,21 +12,26 @@ def grouped_gemm(a_ptr, b_ptr, c_ptr, group_of_mblock, M, N, K, BLOCK_M: tl.cons
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
+    ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
+    ovl_waited = 0
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0)):  # ovl: tile-loop
         # Row-major over (m-block, n-block): the n-blocks of one m-block run back to back.
         pid_m = tile_id // num_pid_n  # ovl: tile m=pid_m
         ovl_m = pid_m
         pid_m = tl.load(ovl_order + (ovl_m))
         ovl_mb = pid_m
-        ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
         ovl_slot0 = tl.load(ovl_wait0 + (ovl_mb))
-        if ovl_slot0 >= 0:
+        ovl_bit0 = tl.where(ovl_slot0 < 32, tl.full([], 1, tl.int32) << (ovl_slot0 & 31), 0)
+        if (ovl_slot0 >= 0) & ((ovl_waited & ovl_bit0) == 0):
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot0, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
             pid_m = consume_token(pid_m, ovl_tok)
+            ovl_waited = ovl_waited | ovl_bit0
         ovl_slot1 = (ovl_mb * 2 + rank_off) % 16
-        if ovl_slot1 >= 0:
+        ovl_bit1 = tl.where(ovl_slot1 < 32, tl.full([], 1, tl.int32) << (ovl_slot1 & 31), 0)
+        if (ovl_slot1 >= 0) & ((ovl_waited & ovl_bit1) == 0):
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot1, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
             pid_m = consume_token(pid_m, ovl_tok)
+            ovl_waited = ovl_waited | ovl_bit1
         pid_n = tile_id % num_pid_n
         # Read after the tile statement, so it is the expert of the remapped m-block.
         expert = tl.load(group_of_mblock + pid_m).to(tl.int64)

@@ -41,20 +41,25 @@ def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr,  #
     offs_k_for_mask = tl.arange(0, BLOCK_SIZE_K)
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
 
+    ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
+    ovl_waited = 0
     for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):  # ovl: tile-loop
         pid_m, pid_n = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)  # ovl: tile m=pid_m n=pid_n
         ovl_m = pid_m
         pid_m = tl.load(ovl_order + (ovl_m))
         ovl_mb = pid_m
-        ovl_target = load_epoch_target(ovl_epoch_ptr, 1)
         ovl_slot0 = tl.load(ovl_wait0 + (ovl_mb))
-        if ovl_slot0 >= 0:
+        ovl_bit0 = tl.where(ovl_slot0 < 32, tl.full([], 1, tl.int32) << (ovl_slot0 & 31), 0)
+        if (ovl_slot0 >= 0) & ((ovl_waited & ovl_bit0) == 0):
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot0, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
             pid_m = consume_token(pid_m, ovl_tok)
+            ovl_waited = ovl_waited | ovl_bit0
         ovl_slot1 = (ovl_mb * 2 + rank_off) % 16
-        if ovl_slot1 >= 0:
+        ovl_bit1 = tl.where(ovl_slot1 < 32, tl.full([], 1, tl.int32) << (ovl_slot1 & 31), 0)
+        if (ovl_slot1 >= 0) & ((ovl_waited & ovl_bit1) == 0):
             ovl_tok = wait_slot(ovl_sig_ptr, ovl_slot1, ovl_target, ovl_err_ptr, ovl_rank, ovl_timeout_ns)
             pid_m = consume_token(pid_m, ovl_tok)
+            ovl_waited = ovl_waited | ovl_bit1
         start_m = pid_m * BLOCK_SIZE_M
         start_n = pid_n * BLOCK_SIZE_N
         offs_am = start_m + tl.arange(0, BLOCK_SIZE_M)
