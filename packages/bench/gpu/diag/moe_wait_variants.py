@@ -34,10 +34,9 @@ from pathlib import Path
 import torch
 import triton
 
-from moe_blocks import CONFIGS, plain_cases, shape_inputs
+from moe_blocks import BLOCKS, CONFIGS, plain_cases, shape_inputs
 from moe_bodies import _load, fused_moe, part1, part1_emitted_cases, without_wait_errors
 
-HERE = Path(__file__).resolve().parent
 #: shape: the configurations timed (moe_blocks_prepare.mjs's folder names)
 PICKS = {
     "MoE-1": ["128x256x64_g8_w8_s4"],
@@ -165,7 +164,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         sys.exit("moe_wait_variants.py needs a CUDA GPU")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    mod = _load("p1_blocks_wv", HERE.parents[2] / "tlx-emitter" / "kernels" / "moe_gather_gemm_blocks.py")
+    mod = _load("p1_blocks_wv", BLOCKS)
     tmp = Path(tempfile.mkdtemp())
     rows = []
     for shape in part1.SHAPES:
