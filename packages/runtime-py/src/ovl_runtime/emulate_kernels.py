@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ import numpy as np
 
 from .emulate_stall import Stalled, StallMonitor
 from .errors import KernelFault, ManifestError, WaitTimeout
+from .index_maps import IndexMap
 from .manifest import KernelSpec
 from .signals import SignalBoard, SignalError, SignalTimeout, epoch_target
 
@@ -78,6 +79,10 @@ class KernelContext:
         if t.size < length:
             raise KernelFault(f"rank {self.rank}: {self.where()} table {name} has {t.size} entries, the kernel reads {length}")
         return t
+
+    def map_tables(self, maps: Iterable[IndexMap | None]) -> dict[str, np.ndarray]:
+        """This rank's row of every table the dynamic maps among ``maps`` read, by table name."""
+        return {n: self.table(n, 1) for n in {m.table for m in maps if m is not None and m.table is not None}}
 
     def entry(self, table: np.ndarray, name: str, i: int, lo: int, hi: int) -> int:
         v = int(table[i])

@@ -93,11 +93,6 @@ def _weights(ctx: KernelContext, b: np.ndarray, num_pid_m: int) -> Callable[[int
     return of
 
 
-def _tables(ctx: KernelContext, tp: TileProgram) -> dict[str, np.ndarray]:
-    names = {m.table for m in (tp.order, *tp.slots) if m.table is not None}
-    return {n: ctx.table(n, 1) for n in names}
-
-
 def _env(var: str, value: int, rank: int) -> dict[str, int]:
     return {var: value, "ovl_rank": rank}
 
@@ -110,7 +105,7 @@ def local_consumer(ctx: KernelContext) -> None:
     tp = _program(ctx, "consumer")
     a, b, c, BM, BN = _operands(ctx)
     M, N = c.shape
-    tables = _tables(ctx, tp)
+    tables = ctx.map_tables((tp.order, *tp.slots))
     weights = _weights(ctx, b, tp.num_pid_m)
     sig = ctx.board("ovl_sig_ptr")
     target = epoch_target(ctx.size("ovl_epoch_ptr"), 1, sig.bits)
@@ -143,7 +138,7 @@ def local_producer(ctx: KernelContext) -> None:
     tp = _program(ctx, "producer")
     a, b, c, BM, BN = _operands(ctx)
     M, N = c.shape
-    tables = _tables(ctx, tp)
+    tables = ctx.map_tables((tp.order, *tp.slots))
     sig = ctx.board("ovl_sig_ptr")
     tiles = tp.num_pid_m * tp.num_pid_n
     for t in range(tiles):

@@ -76,8 +76,7 @@ def moe_consumer(ctx: KernelContext) -> None:
     sorted_ids = _buffer_arg(ctx, str(p["sortedIds"]))
     expert_of_block = _buffer_arg(ctx, str(p["expertOfBlock"]))
     blocks = int(_buffer_arg(ctx, str(p["numBlocks"]))[0])
-    names = {mp.table for mp in (tp.order, *tp.slots, g.segment) if mp.table is not None}
-    tables = {n: ctx.table(n, 1) for n in names}
+    tables = ctx.map_tables((tp.order, *tp.slots, g.segment))
     sig = ctx.board("ovl_sig_ptr")
     target = epoch_target(ctx.size("ovl_epoch_ptr"), 1, sig.bits)
     if not 0 <= blocks <= tp.num_pid_m:
@@ -136,8 +135,7 @@ def moe_producer(ctx: KernelContext) -> None:
     sorted_ids = _buffer_arg(ctx, str(p["sortedIds"]))
     expert_of_block = _buffer_arg(ctx, str(p["expertOfBlock"]))
     blocks = int(_buffer_arg(ctx, str(p["numBlocks"]))[0])
-    names = {mp.table for mp in (tp.order, *tp.slots, g.segment, *([tp.owners] if tp.owners else [])) if mp.table is not None}
-    tables = {n: ctx.table(n, 1) for n in names}
+    tables = ctx.map_tables((tp.order, *tp.slots, g.segment, tp.owners))
     # A body without per-tile notifies (warp-specialised: its operator notifies once per launch) has no table.
     boards = ctx.value("ovl_sig_ptrs") if tp.slots else []
     if not isinstance(boards, list) or not all(isinstance(b, SignalBoard) for b in boards):

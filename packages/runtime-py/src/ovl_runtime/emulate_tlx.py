@@ -89,8 +89,7 @@ def _program_tiles(ctx: KernelContext, role: str) -> None:
     if (tp.num_pid_m, tp.num_pid_n) != (math.ceil(M / BM), math.ceil(N / BN)):
         raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", f"a {tp.num_pid_m}x{tp.num_pid_n} grid for a {M}x{N} output")
     a, b, c = ctx.matrix("a_ptr", M, K), ctx.matrix("b_ptr", K, N), ctx.matrix("c_ptr", M, N)
-    names = {m.table for m in (tp.order, *tp.slots) if m.table is not None}
-    tables = {n: ctx.table(n, 1) for n in names}
+    tables = ctx.map_tables((tp.order, *tp.slots))
     sig = ctx.board("sig_ptr")
     target = ctx.size("target") if role == "consumer" else 0
     for visit_m, pid_n in grouped_tiles(tp.num_pid_m, tp.num_pid_n, ctx.param("GROUP_M", 1)):
