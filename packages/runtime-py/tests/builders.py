@@ -131,7 +131,8 @@ def gemm_rs(
     chunk_blocks: int = 1,
 ) -> dict[str, Any]:
     """A producer GEMM notifying per tile, copy-engine sends of finished chunks (``chunk_blocks``
-    m-blocks, one copy and one signal each) to their owner, rs-reduce reading its slot table."""
+    m-blocks, one copy and one signal each) to their owner, rs-reduce reading its slot table
+    (its own partial in place: no copy, entries -1)."""
     rpr = M // world
     assert rpr % (BM * chunk_blocks) == 0
     per_slab, blocks = rpr // BM, M // BM
@@ -139,7 +140,10 @@ def gemm_rs(
     done0 = world * per_slab  # tile-done slots follow the arrival slots read by rs-reduce
     orders, notify, host = [], [], []
     # rs-reduce's table: (p, mb) waits on the slot of the chunk holding mb, named by its first m-block
-    arrival = [[p * per_slab + mb // chunk_blocks * chunk_blocks for p in range(world) for mb in range(per_slab)]] * world
+    arrival = [
+        [-1 if p == r else p * per_slab + mb // chunk_blocks * chunk_blocks for p in range(world) for mb in range(per_slab)]
+        for r in range(world)
+    ]
     for r in range(world):
         order = []
         for i in range(1, world + 1):
@@ -148,7 +152,7 @@ def gemm_rs(
         orders.append(order)
         notify.append([done0 + m for m in range(blocks)])
         streams = []
-        for i in range(1, world + 1):
+        for i in range(1, world):
             o = (r + i) % world
             ops: list[dict[str, Any]] = []
             for mb in range(0, per_slab, chunk_blocks):
@@ -179,6 +183,7 @@ def gemm_rs(
     rp = {"WORLD": world, "BLOCK_M": BM, "BLOCK_N": BN, "N": N, "rows_per_rank": rpr}
     rargs = [
         _arg("part_ptr", kind="buffer", name="P"),
+        _arg("own_ptr", kind="buffer", name="C"),
         _arg("out_ptr", kind="buffer", name="out"),
         _arg("sig_ptr", kind="buffer", name="sig"),
         _arg("slot_ptr", kind="table", name="arrival_slot"),

@@ -40,7 +40,8 @@ def test_gemm_rs_with_one_copy_and_one_signal_per_chunk_is_exact(world, chunk_bl
 def test_rs_reduce_waits_on_the_slot_its_table_names():
     d = builders.gemm_rs(world=2, M=128, BM=16, chunk_blocks=2)
     table = d["tables"][2]["values"]
-    assert table[0][:4] == [0, 0, 2, 2]
+    assert table[1][:4] == [0, 0, 2, 2]  # rank 0's chunks of rank 1's slab
+    assert table[0][:4] == [-1] * 4  # rank 0's own partial is read in place
     d["tables"][2]["values"] = [list(table[0]), [1, *table[1][1:]]]  # rank 1 waits for (rank 0, m-block 0) on slot 1, which no copy signals
     out = emulate(parse_manifest(d), timeout_s=FAST)
     (err,) = out.failures
@@ -66,7 +67,7 @@ def test_signal_slots_are_never_reset_between_epochs():
     per_slab, n_tiles = 2, 2
     arrival = [sig.board(0).value(s) for s in range(2 * per_slab)]
     done = [sig.board(0).value(s) for s in range(2 * per_slab, 2 * per_slab + 4)]
-    assert arrival == [3] * 4  # host-written: the epoch
+    assert arrival == [0, 0, 3, 3]  # host-written: the epoch (rank 0's own partial is never delivered)
     assert done == [3 * n_tiles] * 4  # device-notified: epoch x arrivals
 
 

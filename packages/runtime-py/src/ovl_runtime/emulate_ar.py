@@ -8,41 +8,22 @@ rows) and notify, exactly as the emitted Triton kernels do.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from .emulate_comm import _flat, _peer, _peers, _rows, _wait
-from .emulate_kernels import KernelContext
+from .emulate_kernels import KernelContext, reduce_slab
 from .errors import KernelFault, ManifestError
-from .signals import epoch_target
 
 
 def ar_reduce(ctx: KernelContext) -> None:
-    """out[rank's rows] = Σ_p partials[p], waiting per (p, m-block) as ``rs-reduce``; after each
+    """out[rank's rows] = Σ_p partials[p] (its own partial in place) as ``rs-reduce``; after each
     stored tile of m-block ``mb``, release-add 1 to slot ``done_base + mb``."""
-    world, BM, BN = ctx.param("WORLD"), ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
-    N, rpr, done = ctx.size("N"), ctx.size("rows_per_rank"), ctx.size("done_base")
-    if rpr % BM:
-        raise ManifestError(f"kernel {ctx.kernel.name}.template.params", f"rows_per_rank {rpr} is not a multiple of BLOCK_M {BM}")
-    part = ctx.matrix("part_ptr", world * rpr, N)
-    out = ctx.matrix("out_ptr", (ctx.rank + 1) * rpr, N)[ctx.rank * rpr :]
+    rpr, done = ctx.size("rows_per_rank"), ctx.size("done_base")
+    out = ctx.matrix("out_ptr", (ctx.rank + 1) * rpr, ctx.size("N"))[ctx.rank * rpr :]
     sig = ctx.board("sig_ptr")
-    target = epoch_target(ctx.size("epoch_ptr"), 1, sig.bits)
-    per_slab = rpr // BM
-    slots = ctx.table("slot_ptr", world * per_slab)
-    for mb in range(per_slab):
-        rows = np.arange(mb * BM, (mb + 1) * BM)
-        for pn in range(math.ceil(N / BN)):
-            cols = slice(pn * BN, min(N, (pn + 1) * BN))
-            acc = np.zeros((BM, cols.stop - cols.start), dtype=np.float32)
-            for p in range(world):
-                slot = ctx.entry(slots, "slot_ptr", p * per_slab + mb, 0, sig.num_slots)
-                ctx.wait(sig, slot, target)
-                acc += part[p * rpr + rows, cols]
-            out[rows, cols] = acc
-            ctx.notify(sig, done + mb)
+    reduce_slab(ctx, out, lambda mb: ctx.notify(sig, done + mb))
 
 
 def _tile(ctx: KernelContext, flat: np.ndarray, offset: int, rows: int, cols: int, stride: int, what: str) -> np.ndarray:

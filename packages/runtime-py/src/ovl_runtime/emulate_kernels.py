@@ -189,17 +189,19 @@ def gemm_producer(ctx: KernelContext) -> None:
     _gemm_tiles(ctx, wait_table=None, notify_table="notify_ptr")
 
 
-def rs_reduce(ctx: KernelContext) -> None:
-    """out[slab] = Σ_p partials[p], waiting per (p, m-block) on slot ``slot_ptr[p × blocks_per_slab + m]``.
+def reduce_slab(ctx: KernelContext, out: np.ndarray, after: Callable[[int], None] | None = None) -> None:
+    """``out`` = this rank's slab summed over ranks, tile by tile (``rs-reduce``'s loop): peer p's rows
+    from ``partials[p]`` once slot ``slot_ptr[p × blocks_per_slab + m]`` fills, the rank's own in place
+    from ``own_ptr`` (the producer's output), no wait; ``after(mb)`` follows each stored tile.
 
-    The table lets one signal cover a delivered chunk of several m-blocks; an entry outside
+    The table lets one signal cover a delivered chunk of several m-blocks; a peer's entry outside
     the signal buffer is a KernelFault, as the kernel's wait would read out of bounds."""
     world, BM, BN = ctx.param("WORLD"), ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
     N, rpr = ctx.size("N"), ctx.size("rows_per_rank")
     if rpr % BM:
         raise ManifestError(f"kernel {ctx.kernel.name}.template.params", f"rows_per_rank {rpr} is not a multiple of BLOCK_M {BM}")
     part = ctx.matrix("part_ptr", world * rpr, N)
-    out = ctx.matrix("out_ptr", rpr, N)
+    own = ctx.matrix("own_ptr", world * rpr, N)[ctx.rank * rpr : (ctx.rank + 1) * rpr]
     sig = ctx.board("sig_ptr")
     target = epoch_target(ctx.size("epoch_ptr"), 1, sig.bits)
     per_slab = rpr // BM
@@ -210,10 +212,20 @@ def rs_reduce(ctx: KernelContext) -> None:
             cols = slice(pn * BN, min(N, (pn + 1) * BN))
             acc = np.zeros((BM, cols.stop - cols.start), dtype=np.float32)
             for p in range(world):
+                if p == ctx.rank:
+                    acc += own[rows, cols]
+                    continue
                 slot = ctx.entry(slots, "slot_ptr", p * per_slab + mb, 0, sig.num_slots)
                 ctx.wait(sig, slot, target)
                 acc += part[p * rpr + rows, cols]
             out[rows, cols] = acc
+            if after is not None:
+                after(mb)
+
+
+def rs_reduce(ctx: KernelContext) -> None:
+    """out[slab] = Σ_p partials[p] (its own partial in place), as :func:`reduce_slab`."""
+    reduce_slab(ctx, ctx.matrix("out_ptr", ctx.size("rows_per_rank"), ctx.size("N")))
 
 
 GEMM_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {

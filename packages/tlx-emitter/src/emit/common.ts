@@ -1,7 +1,7 @@
 // What both emitters share: the result type, the checks that a plan and its schedule
 // belong together, the signal buffer and kernel entries of a manifest.
 import { type ChunkPlan, partition, planSignals, type TensorDecl, type TileSchedule } from "@ovl/chunk-plan";
-import type { Buffer, Kernel, KernelArg, Reference } from "../manifest/schema.js";
+import type { Buffer, GridDim, Kernel, KernelArg, Reference } from "../manifest/schema.js";
 import type { KernelTemplateInfo } from "../kernels/index.js";
 import { checkIdentifier, EmitError } from "../writer/index.js";
 import type { PlanSignals } from "./host-ops.js";
@@ -69,6 +69,15 @@ export function checkDistinctBuffers(buffers: readonly Buffer[]): void {
     }
     seen.add(b.name);
   }
+}
+
+/**
+ * The grid of an SM communication kernel with `count` rows of work: `commSms` programs at most,
+ * as a `num-sms` dimension, so that a runner with fewer SMs to give (every rank on one GPU) can
+ * launch fewer; the kernels stride over their rows by `tl.num_programs(0)`.
+ */
+export function commGrid(commSms: number, count: number): [GridDim] {
+  return [{ kind: "num-sms", cap: Math.max(1, Math.min(commSms, count)) }];
 }
 
 /** The signal buffer: symmetric, zeroed once at allocation and never reset (monotone epochs). */

@@ -21,7 +21,7 @@ import { MANIFEST_SCHEMA, type Buffer, type Table } from "../manifest/schema.js"
 import { EmitError } from "../writer/index.js";
 import type { EmitResult } from "./ag-gemm.js";
 import { AR_PLANS } from "./ar-movements.js";
-import { checkDistinctBuffers, kernelEntry, signalBuffer, SIGNAL_BUFFER, worldOf } from "./common.js";
+import { checkDistinctBuffers, commGrid, kernelEntry, signalBuffer, SIGNAL_BUFFER, worldOf } from "./common.js";
 import { AR_STREAMS, GEMM_AR_BUFFERS, gemmArReference } from "./gemm-ar.js";
 import type { ProducerFactory } from "./gemm-rs.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "./options.js";
@@ -183,7 +183,7 @@ export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options:
     kernelEntry(TILE_PUSH, {
       name: "tile_push",
       ...launch,
-      grid: [Math.min(o.commSms, push.count)],
+      grid: commGrid(o.commSms, push.count),
       args: {
         ...common,
         src_ptr: { kind: "buffer", name: gemm.src },
@@ -197,7 +197,7 @@ export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options:
     kernelEntry(AR_TILE_REDUCE, {
       name: "ar_tile_reduce",
       ...launch,
-      grid: [Math.min(o.commSms, reduce.count)],
+      grid: commGrid(o.commSms, reduce.count),
       args: {
         ...common,
         own_ptr: { kind: "buffer", name: gemm.src },

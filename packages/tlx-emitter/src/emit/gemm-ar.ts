@@ -18,7 +18,7 @@ import { MANIFEST_SCHEMA, type Buffer, type HostOp, type Kernel, type RankHostOp
 import { EmitError } from "../writer/index.js";
 import type { EmitResult } from "./ag-gemm.js";
 import { AR_PLANS, type Gather } from "./ar-movements.js";
-import { checkDistinctBuffers, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
+import { checkDistinctBuffers, commGrid, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
 import { gemmRsStages, GEMM_RS_BUFFERS, type ProducerFactory, slabReduceArgs } from "./gemm-rs.js";
 import type { EmitOptions } from "./options.js";
 import { sendOrder } from "./rs-movements.js";
@@ -105,7 +105,7 @@ export function emitGemmArPartitioned(
       grid: rsReduceGrid(s.reduce, o.reducePrograms),
       numWarps: 4,
       numStages: 1,
-      args: { ...slabReduceArgs(GEMM_AR_BUFFERS.out, s.reduce), done_base: { kind: "int", value: reducedBase } },
+      args: { ...slabReduceArgs(GEMM_AR_BUFFERS.out, s.tensor.name, s.reduce), done_base: { kind: "int", value: reducedBase } },
       constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
       params: { ...s.reduce, done_base: reducedBase },
     }),
@@ -158,7 +158,7 @@ export function emitGemmArPartitioned(
       kernelEntry(SM_PUSH, {
         name: "sm_push_gather",
         stream: "comm",
-        grid: [Math.min(o.commSms, count)],
+        grid: commGrid(o.commSms, count),
         numWarps: o.commWarps,
         numStages: 1,
         args: {

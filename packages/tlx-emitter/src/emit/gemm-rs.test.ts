@@ -67,7 +67,10 @@ function moves(m: Manifest): Move[] {
   return out;
 }
 
-/** Runs the producer's notifies, the deliveries and rs-reduce on numbers; returns each rank's output slab. */
+/**
+ * Runs the producer's notifies, the deliveries and rs-reduce on numbers; returns each rank's output
+ * slab. rs-reduce reads peers' rows from `partials` once their slot fills, its own in place.
+ */
 function simulate(m: Manifest, M: number, N: number) {
   const W = m.world;
   const rows = M / W;
@@ -100,6 +103,11 @@ function simulate(m: Manifest, M: number, N: number) {
     for (let p = 0; p < W; p++) {
       for (let mb = 0; mb < bps; mb++) {
         const slot = slotTable[r]![p * bps + mb]!;
+        if (p === r) {
+          if (slot !== -1) throw new Error(`rank ${r}: its own m-block ${mb} has arrival slot ${slot}, not -1 (read in place)`);
+          for (let i = mb * TILE.BM * N; i < (mb + 1) * TILE.BM * N; i++) out[i]! += partialOf(r, r * rows * N + i);
+          continue;
+        }
         if (arrived[r]!.get(slot) !== 1)
           throw new Error(`rank ${r}: slot ${slot} signalled ${arrived[r]!.get(slot) ?? 0} times, rs-reduce waits for 1`);
         // rs-reduce reads these rows once the slot fills: the copy signalling it must have written them.
@@ -154,10 +162,13 @@ describe("emitGemmRs", () => {
           const ops = h.streams.flatMap((s) => s.ops);
           const copies = ops.filter((op) => op.kind === "copy");
           const waits = ops.filter((op) => op.kind === "wait");
-          // Every destination (itself included) gets `split` chunks of this rank's partial rows.
-          expect(copies.length).toBe(W * split);
+          // Every peer gets `split` chunks of this rank's partial rows; its own slab is reduced in place.
+          expect(copies.length).toBe((W - 1) * split);
           expect(copies.every((c) => c.signal !== undefined && c.src.length === blocksPerChunk * TILE.BM * N)).toBe(true);
-          const doneSlots = new Set(manifest.tables.find((t) => t.name === "mblock_notify_slot")!.values[h.rank]);
+          expect(copies.every((c) => c.kind === "copy" && c.dst.rank !== h.rank)).toBe(true);
+          const bps = M / W / TILE.BM;
+          const notifySlots = manifest.tables.find((t) => t.name === "mblock_notify_slot")!.values[h.rank]!;
+          const doneSlots = new Set(notifySlots.filter((_s, mb) => Math.floor(mb / bps) !== h.rank));
           expect(waits.length).toBe(doneSlots.size);
           expect(new Set(waits.map((w) => (w.kind === "wait" ? w.slot : -1)))).toEqual(doneSlots);
           expect(ops.length).toBe(waits.length + copies.length);
@@ -189,7 +200,7 @@ describe("emitGemmRs", () => {
             // The comm stream sends rows in the order they are computed.
             const firstBlocks = sent.filter((mv) => mv.from === r).map((mv) => mv.src / (TILE.BM * N));
             expect(firstBlocks).toEqual([...firstBlocks].sort((a, b) => want.indexOf(a) - want.indexOf(b)));
-            expect(sent.filter((mv) => mv.from === r).at(-1)!.to).toBe(r);
+            expect(sent.some((mv) => mv.from === r && mv.to === r)).toBe(false);
           }
         },
       ),
@@ -202,15 +213,16 @@ describe("emitGemmRs", () => {
     const sched = schedule(plan, 512, 64, 64);
     const ce = emitGemmRs(plan, sched).manifest;
     const table = (m: Manifest) => m.tables.find((t) => t.name === "rs_arrival_slot")!.values;
-    // 4 m-blocks per slab in 2 chunks of 2: each chunk's m-blocks share its first m-block's slot.
+    // 4 m-blocks per slab in 2 chunks of 2: each chunk's m-blocks share its first m-block's slot;
+    // a rank's own m-blocks are read in place (-1).
     expect(table(ce)).toEqual([
-      [0, 0, 2, 2, 4, 4, 6, 6],
-      [0, 0, 2, 2, 4, 4, 6, 6],
+      [-1, -1, -1, -1, 4, 4, 6, 6],
+      [0, 0, 2, 2, -1, -1, -1, -1],
     ]);
     expect(ce.kernels[1]!.args.map((a) => a.name)).toContain("slot_ptr");
     expect(table(emitGemmRs(plan, sched, { backend: "sm" }).manifest)).toEqual([
-      [0, 1, 2, 3, 4, 5, 6, 7],
-      [0, 1, 2, 3, 4, 5, 6, 7],
+      [-1, -1, -1, -1, 4, 5, 6, 7],
+      [0, 1, 2, 3, -1, -1, -1, -1],
     ]);
   });
 
@@ -226,15 +238,20 @@ describe("emitGemmRs", () => {
     expect(manifest.kernels[2]!.template.params).toEqual({ WORLD: 2, BLOCK_M: 64, BLOCK_N: 128, N: 64, rows_per_rank: 128 });
     expect(manifest.kernels[2]!.grid).toEqual([{ kind: "num-sms", cap: 2 }]); // one per SM, at most 2 m-blocks × 1 n-block
     // The producer leaves the push kernel's SMs free; a copy-engine producer takes them all.
-    expect(manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 8 }]);
-    expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commSms: 16 }).manifest.kernels[0]!.grid).toEqual([
-      { kind: "num-sms", cap: 4, reserve: 16 },
+    expect(manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 16 }]);
+    expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commSms: 8 }).manifest.kernels[0]!.grid).toEqual([
+      { kind: "num-sms", cap: 4, reserve: 8 },
     ]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64)).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4 }]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { reducePrograms: 1 }).manifest.kernels.at(-1)!.grid).toEqual([1]);
-    const wide = emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commWarps: 8, commBlock: 8192 }).manifest.kernels[1]!;
-    expect([wide.numWarps, wide.constexprs]).toEqual([8, { BLOCK: 8192 }]);
-    expect(manifest.kernels[1]!.numWarps).toBe(4);
+    const narrow = emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commWarps: 4, commBlock: 2048 }).manifest.kernels[1]!;
+    expect([narrow.numWarps, narrow.constexprs]).toEqual([4, { BLOCK: 2048 }]);
+    expect([manifest.kernels[1]!.numWarps, manifest.kernels[1]!.constexprs]).toEqual([8, { BLOCK: 8192 }]);
+    // At most commSms push programs, as SMs: a runner with fewer to give (every rank on one GPU) launches fewer.
+    expect(manifest.kernels[1]!.grid).toEqual([{ kind: "num-sms", cap: 2 }]); // 2 segments: the peer's m-blocks
+    expect(
+      emitGemmRs(rsPlan(2, 4096, 64, 1), schedule(rsPlan(2, 4096, 64, 1), 4096, 64, 64), { backend: "sm" }).manifest.kernels[1]!.grid,
+    ).toEqual([{ kind: "num-sms", cap: 16 }]);
     expect(() => emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commWarps: 3 })).toThrow(EmitError);
     expect(manifest.buffers.map((b) => [b.name, b.shape, b.symmetric])).toEqual([
       ["gemm_a", [256, 64], false],

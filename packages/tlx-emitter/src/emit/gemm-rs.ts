@@ -31,7 +31,15 @@ import {
 } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import type { EmitResult } from "./ag-gemm.js";
-import { checkDistinctBuffers, checkPlanAndSchedule, type EmittedFile, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "./common.js";
+import {
+  checkDistinctBuffers,
+  commGrid,
+  checkPlanAndSchedule,
+  type EmittedFile,
+  kernelEntry,
+  signalBuffer,
+  SIGNAL_BUFFER,
+} from "./common.js";
 import { commStreamName } from "./host-ops.js";
 import { mBlockTables } from "./m-block-tables.js";
 import { type EmitOptions, gemmLaunch, resolveOptions, type ResolvedOptions } from "./options.js";
@@ -129,8 +137,9 @@ export interface RsStageOptions {
  *   tile-done slots covering it, copies it (contiguous rows) into the owner's
  *   `partials[q]` with one copy and stream-writes the owner's slot once.
  * - `sm`: an `sm-push` kernel on the comm stream does the same per m-block segment row.
- * Then `rs-reduce` (compute stream) waits per (q, mb) on table `rs_arrival_slot`'s slot
- * and sums into `rs_out`.
+ * The plan's local copy of a rank's own partial moves nothing: `rs-reduce` (compute stream,
+ * after the producer) reads it in place, waits per peer q and m-block mb on table
+ * `rs_arrival_slot`'s slot and sums into `rs_out` (`partials[r]` of rank r stays unused).
  * @throws {EmitError} when M is not W slabs of whole m-blocks, the schedule is not row
  *   blocked, the plan is not a direct ReduceScatter after compute, or options are bad.
  */
@@ -151,7 +160,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
       grid: rsReduceGrid(s.reduce, o.reducePrograms),
       numWarps: 4,
       numStages: 1,
-      args: slabReduceArgs(GEMM_RS_BUFFERS.out, s.reduce),
+      args: slabReduceArgs(GEMM_RS_BUFFERS.out, s.tensor.name, s.reduce),
       constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
       params: { ...s.reduce },
     }),
@@ -183,10 +192,14 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   return { files, manifest, ...(s.expect === undefined ? {} : { expect: s.expect }) };
 }
 
-/** The arguments of `rs-reduce` (and, with `done_base`, `ar-reduce`) over `partials` into `out`. */
-export function slabReduceArgs(out: string, reduce: RsReduceParams): Record<string, KernelArg> {
+/**
+ * The arguments of `rs-reduce` (and, with `done_base`, `ar-reduce`) over `partials` and the rank's
+ * own partial tensor `own` (read in place) into `out`.
+ */
+export function slabReduceArgs(out: string, own: string, reduce: RsReduceParams): Record<string, KernelArg> {
   return {
     part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
+    own_ptr: { kind: "buffer", name: own },
     out_ptr: { kind: "buffer", name: out },
     sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
     slot_ptr: { kind: "table", name: "rs_arrival_slot" },
@@ -239,6 +252,8 @@ export function gemmRsStages(
     mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
   );
   const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank, stage.nearest);
+  // A rank's own partial is reduced where the producer wrote it: only peers' rows move.
+  const peerDeliveries = deliveries.filter((d) => d.from !== d.to);
   // The notify table is per m-block, so visiting m-blocks in sending order keeps it valid.
   const order = ranks.map((r) => producerOrder(deliveries, r.rank, numPidM));
   const maxTileDone = Math.max(0, ...ranks.flatMap((r) => r.slots.map((s) => s.slot + 1)));
@@ -261,7 +276,7 @@ export function gemmRsStages(
     {
       name: "rs_arrival_slot",
       dtype: "int32",
-      values: ranks.map((r) => arrivalSlotTable(deliveries, r.rank, world, blocksPerSlab, o.backend === "sm")),
+      values: ranks.map((r) => arrivalSlotTable(peerDeliveries, r.rank, world, blocksPerSlab, o.backend === "sm")),
     },
   ];
   const gemm = gemmLaunch(o, params);
@@ -322,7 +337,7 @@ export function gemmRsStages(
     hostOps = ranks.map((r) => {
       const streams = new Map<number, HostOp[]>();
       const waited = new Set<string>();
-      for (const d of deliveries.filter((x) => x.from === r.rank)) {
+      for (const d of peerDeliveries.filter((x) => x.from === r.rank)) {
         const ops = streams.get(d.stream) ?? [];
         for (const w of d.waits) {
           // A host wait once per (stream, slot): later deliveries on the stream are ordered after it.
@@ -350,7 +365,7 @@ export function gemmRsStages(
     const comm = checkSmCommParams({ BLOCK: o.commBlock });
     // One segment per m-block: the push programs then share a chunk between them.
     const rows = ranks.map((r) =>
-      deliveries
+      peerDeliveries
         .filter((d) => d.from === r.rank)
         .flatMap((d) => {
           if (d.waits.length !== 1)
@@ -375,7 +390,7 @@ export function gemmRsStages(
       kernelEntry(SM_PUSH, {
         name: "sm_push",
         stream: "comm",
-        grid: [Math.min(o.commSms, count)],
+        grid: commGrid(o.commSms, count),
         numWarps: o.commWarps,
         numStages: 1,
         args: {

@@ -22,11 +22,16 @@ export interface EmitOptions {
   readonly numStages?: number;
   /** Data movement of GEMM+RS: `copy-engine` (host ops, default) or `sm` (an `sm-push` kernel). */
   readonly backend?: "copy-engine" | "sm";
-  /** Programs of the SM communication kernel (default 8). */
+  /**
+   * Programs of the SM communication kernel (default 16). The SM defaults are measured: on four
+   * H100s GEMM+RS's SM pushes at MLP-1/3 took 1.2–1.4 ms with 8 programs of 4 warps moving 2048
+   * elements a step, 0.56 ms with 16 programs of 8 warps moving 8192 (each step's loads are all the
+   * bytes a program has in flight; `packages/bench/results/gpu/sm-push-h100x4-2026-11-27/`).
+   */
   readonly commSms?: number;
-  /** Elements an SM communication program moves per step (default 2048). */
+  /** Elements an SM communication program moves per step (default 8192). */
   readonly commBlock?: number;
-  /** Warps of each SM communication program (default 4). */
+  /** Warps of each SM communication program (default 8). */
   readonly commWarps?: number;
   /** `BLOCK_N` of `rs-reduce` (default 128). */
   readonly reduceBlockN?: number;
@@ -80,9 +85,9 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
     dtype,
     ...launch,
     backend,
-    commSms: checkPositive(o.commSms ?? 8, "commSms"),
-    commBlock: checkPositive(o.commBlock ?? 2048, "commBlock"),
-    commWarps: checkLaunch({ numWarps: o.commWarps ?? 4, numStages: 1 }).numWarps,
+    commSms: checkPositive(o.commSms ?? 16, "commSms"),
+    commBlock: checkPositive(o.commBlock ?? 8192, "commBlock"),
+    commWarps: checkLaunch({ numWarps: o.commWarps ?? 8, numStages: 1 }).numWarps,
     reduceBlockN: checkPositive(o.reduceBlockN ?? 128, "reduceBlockN"),
     reducePrograms: o.reducePrograms === undefined ? undefined : checkPositive(o.reducePrograms, "reducePrograms"),
     waitTimeoutNs: checkPositive(o.waitTimeoutNs ?? 5_000_000_000, "waitTimeoutNs"),

@@ -156,8 +156,10 @@ export function arrivalSlot(d: Pick<Delivery, "from" | "to" | "mBlock">, blocksP
  * The `rs-reduce` slot table of rank `to` (`W·B` entries): entry `p·B + mb` is the slot
  * signalled when rank p's partial rows of slab m-block mb have landed there. With
  * `perMBlock` (one signal per m-block, as the `sm-push` segments give) it is `p·B + mb`;
- * otherwise the {@link arrivalSlot} of the chunk holding mb.
- * @throws {EmitError} `bad-plan` when some (p, mb) is delivered by no chunk.
+ * otherwise the {@link arrivalSlot} of the chunk holding mb. The rank's own entries (`p = to`)
+ * are -1: its own partial is read in place, never delivered.
+ * @throws {EmitError} `bad-plan` when some peer's (p, mb) is delivered by no chunk, or a
+ *   delivery brings the rank its own partial.
  */
 export function arrivalSlotTable(
   deliveries: readonly Delivery[],
@@ -169,12 +171,13 @@ export function arrivalSlotTable(
   const table = new Array<number>(world * blocksPerSlab).fill(-1);
   for (const d of deliveries) {
     if (d.to !== to) continue;
+    if (d.from === to) throw new EmitError("bad-plan", `rank ${to}'s own partial is read in place, not delivered (m-block ${d.mBlock})`);
     for (let m = d.mBlock; m < d.mBlock + d.blocks; m++) {
       const at = arrivalSlot({ from: d.from, to, mBlock: m }, blocksPerSlab);
       table[at] = perMBlock ? at : arrivalSlot(d, blocksPerSlab);
     }
   }
-  const missing = table.indexOf(-1);
+  const missing = table.findIndex((slot, i) => slot < 0 && Math.floor(i / blocksPerSlab) !== to);
   if (missing >= 0) {
     throw new EmitError(
       "bad-plan",

@@ -9,12 +9,13 @@ import { checkRsReduceParams, type RsReduceParams, writeSlabReduce } from "./rs-
 export const AR_REDUCE: KernelTemplateInfo = {
   kind: "ar-reduce",
   entry: "ar_reduce",
-  args: ["part_ptr", "out_ptr", "sig_ptr", "slot_ptr", "err_ptr", "N", "rank", "epoch_ptr", "timeout_ns", "rows_per_rank", "done_base"],
+  args: ["part_ptr", "own_ptr", "out_ptr", "sig_ptr", "slot_ptr", "err_ptr", "N", "rank", "epoch_ptr", "timeout_ns", "rows_per_rank", "done_base"],
   constexprs: ["WORLD", "BLOCK_M", "BLOCK_N"],
 };
 
 /**
- * Source of `ar_reduce`: `rs_reduce`'s loop over this rank's slab (`rows_per_rank` rows),
+ * Source of `ar_reduce`: `rs_reduce`'s loop over this rank's slab (`rows_per_rank` rows; its own
+ * partial read in place from `own_ptr`),
  * storing each summed tile `(mb, pn)` into `out` (the full `[WORLD · rows_per_rank, N]`
  * output) at rows `rank · rows_per_rank + mb · BLOCK_M ..`, then release-adding 1 to slot
  * `done_base + mb` (`notify_slot`): that slot reaches `epoch × cdiv(N, BLOCK_N)` once the

@@ -44,7 +44,7 @@ describe("kernel templates", () => {
   it("rs_reduce waits per (rank, m-block) and threads the token into its loads", () => {
     expect(kernelOf(rsReduceSource(RS), "rs_reduce")).toMatchInlineSnapshot(`
       "@triton.jit
-      def rs_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+      def rs_reduce(part_ptr, own_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
           blocks_per_slab = rows_per_rank // BLOCK_M
           target = load_epoch_target(epoch_ptr, 1)
           num_pn = tl.cdiv(N, BLOCK_N)
@@ -57,9 +57,15 @@ describe("kernel templates", () => {
               acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
               off = rows[:, None] * N + cols[None, :]
               for p in tl.static_range(WORLD):
-                  slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
-                  tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
-                  slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)
+                  slab_off = p * rows_per_rank * N
+                  src = part_ptr
+                  if p == rank:
+                      src = own_ptr
+                  else:
+                      slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
+                      tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
+                      slab_off = consume_token(slab_off, tok)
+                  slab = tl.multiple_of(src + slab_off, 16)
                   acc += tl.load(slab + off, mask=mask).to(tl.float32)
               tl.store(out_ptr + off, acc.to(tl.bfloat16), mask=mask)
       "

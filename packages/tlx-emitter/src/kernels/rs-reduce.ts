@@ -1,6 +1,7 @@
 // The `rs-reduce` template: this rank's slab of a ReduceScatter, summed over the partial
-// slabs every rank delivered into its symmetric `partials[WORLD, rows_per_rank, N]`,
-// waiting per (source rank, m-block) on the slot its table says that delivery signalled.
+// slabs every peer delivered into its symmetric `partials[WORLD, rows_per_rank, N]`,
+// waiting per (source rank, m-block) on the slot its table says that delivery signalled,
+// and over its own partial, read in place from the producer's output.
 import type { GridDim } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import { checkBlock, checkPositive, type KernelTemplateInfo, kernelModule, signature, type SourceOptions, tlType } from "./common.js";
@@ -10,7 +11,7 @@ import type { Writer } from "./sm-comm.js";
 export const RS_REDUCE: KernelTemplateInfo = {
   kind: "rs-reduce",
   entry: "rs_reduce",
-  args: ["part_ptr", "out_ptr", "sig_ptr", "slot_ptr", "err_ptr", "N", "rank", "epoch_ptr", "timeout_ns", "rows_per_rank"],
+  args: ["part_ptr", "own_ptr", "out_ptr", "sig_ptr", "slot_ptr", "err_ptr", "N", "rank", "epoch_ptr", "timeout_ns", "rows_per_rank"],
   constexprs: ["WORLD", "BLOCK_M", "BLOCK_N"],
 };
 
@@ -61,8 +62,12 @@ export function rsReduceGrid(p: RsReduceParams, programs?: number): [GridDim] {
  * m-block-major order (the order deliveries arrive); tile `(mb, pn)` accumulates in fp32, for `p = 0 .. WORLD-1`
  * (unrolled, so the ranks' loads are in flight together), `partials[p, mb·BLOCK_M.., pn·BLOCK_N..]`
  * after waiting (acquire, bounded) on slot `slot_ptr[p · (rows_per_rank / BLOCK_M) + mb]`
- * reaching the launch's target (one notify per slot per launch, read from the epoch word `epoch_ptr`). The table (int32, `WORLD · rows_per_rank /
- * BLOCK_M` entries per rank) lets one signal cover a whole delivered chunk of several
+ * reaching the launch's target (one notify per slot per launch, read from the epoch word `epoch_ptr`),
+ * and for `p = rank` the rank's own partial rows in place: `own_ptr` (the producer's whole `[WORLD ·
+ * rows_per_rank, N]` output, finished before this kernel on the same stream) at the slab's rows, with
+ * no wait and no delivery (a copy within the GPU runs as a kernel, which would wait for SMs on the
+ * launch's tail). The table (int32, `WORLD · rows_per_rank / BLOCK_M` entries per rank; the rank's
+ * own entries -1) lets one signal cover a whole delivered chunk of several
  * m-blocks. The slab's base pointer carries the wait's token and a 16-byte alignment hint
  * (each slab starts `p · rows_per_rank · N` elements in, a multiple of 8 since `BLOCK_M`
  * is): without the hint on the pointer the loads compile to scalar 16-bit loads, ~8× slower.
@@ -97,11 +102,17 @@ export function writeSlabReduce(w: Writer, options: SourceOptions, out: string, 
     body.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
     body.line("off = rows[:, None] * N + cols[None, :]");
     body.block("for p in tl.static_range(WORLD)", (l) => {
-      l.line("slot = tl.load(slot_ptr + p * blocks_per_slab + mb)");
-      l.line("tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)");
+      l.line("slab_off = p * rows_per_rank * N");
+      l.line("src = part_ptr");
+      l.block("if p == rank", (own) => own.line("src = own_ptr"));
+      l.block("else", (peer) => {
+        peer.line("slot = tl.load(slot_ptr + p * blocks_per_slab + mb)");
+        peer.line("tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)");
+        peer.line("slab_off = consume_token(slab_off, tok)");
+      });
       // The token rides on the slab's base pointer, and the alignment hint goes on that
       // pointer: Triton drops a hint on an opaque integer, and the loads turn scalar.
-      l.line("slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)");
+      l.line("slab = tl.multiple_of(src + slab_off, 16)");
       l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
     });
     body.line(`tl.store(${out} + off, acc.to(${dtype}), mask=mask)`);

@@ -8,7 +8,7 @@ from ovl_runtime.language import load_epoch_target, wait_slot, consume_token, no
 
 
 @triton.jit
-def ar_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, done_base, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def ar_reduce(part_ptr, own_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, done_base, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     out_base = out_ptr + rank * rows_per_rank * N
     blocks_per_slab = rows_per_rank // BLOCK_M
     target = load_epoch_target(epoch_ptr, 1)
@@ -22,9 +22,15 @@ def ar_reduce(part_ptr, out_ptr, sig_ptr, slot_ptr, err_ptr, N, rank, epoch_ptr,
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         off = rows[:, None] * N + cols[None, :]
         for p in tl.static_range(WORLD):
-            slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
-            tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
-            slab = tl.multiple_of(part_ptr + consume_token(p * rows_per_rank * N, tok), 16)
+            slab_off = p * rows_per_rank * N
+            src = part_ptr
+            if p == rank:
+                src = own_ptr
+            else:
+                slot = tl.load(slot_ptr + p * blocks_per_slab + mb)
+                tok = wait_slot(sig_ptr, slot, target, err_ptr, rank, timeout_ns)
+                slab_off = consume_token(slab_off, tok)
+            slab = tl.multiple_of(src + slab_off, 16)
             acc += tl.load(slab + off, mask=mask).to(tl.float32)
         tl.store(out_base + off, acc.to(tl.bfloat16), mask=mask)
         notify_slot(sig_ptr, done_base + mb)
