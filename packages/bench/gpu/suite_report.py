@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-COLLECTIVE = ("nccl-all-gather", "nccl-reduce-scatter")
-SEQUENTIAL = ("all-gather-then-gemm", "gemm-then-reduce-scatter")
+COLLECTIVE = ("nccl-all-gather", "nccl-reduce-scatter", "nccl-all-reduce", "nccl-all-to-all")
+SEQUENTIAL = ("all-gather-then-gemm", "gemm-then-reduce-scatter", "gemm-then-all-reduce", "all-to-all-then-gemm")
 
 
 def fmt(x: float | None) -> str:

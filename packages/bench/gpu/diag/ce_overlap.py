@@ -17,6 +17,7 @@ beside the GEMM; about their sum, they waited for SMs (a copy the driver runs as
 import ctypes
 import json
 import os
+import statistics
 import sys
 
 import torch
@@ -73,6 +74,35 @@ class BatchCopy:
         rc = self.fn(ctypes.byref(d), ctypes.byref(s), ctypes.byref(n), 1, ctypes.byref(self.attrs), ctypes.byref(self.zero), 1, stream)
         if rc != 0:
             raise RuntimeError(f"cuMemcpyBatchAsync failed with CUresult {rc}")
+
+
+def together(load, pat, reps: int = 20) -> tuple[float, float, float]:
+    """The load and the copies started together (copies on a side stream): when the load ended,
+    when the copies ended, and the whole, from the common start (ms; median over reps, slowest rank)."""
+    side = torch.cuda.Stream()
+    out = []
+    for i in range(reps + 3):
+        dist.barrier()
+        torch.cuda.synchronize()
+        main = torch.cuda.current_stream()
+        start, load_end, copies_end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        start.record(main)
+        side.wait_event(start)
+        with torch.cuda.stream(side):
+            pat()
+            copies_end.record(side)
+        load()
+        load_end.record(main)
+        main.wait_stream(side)
+        torch.cuda.synchronize()
+        if i >= 3:
+            out.append((start.elapsed_time(load_end), start.elapsed_time(copies_end)))
+    load_ms = statistics.median(a for a, _ in out)
+    copies_ms = statistics.median(b for _, b in out)
+    total_ms = statistics.median(max(a, b) for a, b in out)
+    t = torch.tensor([load_ms, copies_ms, total_ms], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return tuple(float(x) for x in t.tolist())
 
 
 def main() -> None:
@@ -163,32 +193,46 @@ def main() -> None:
         t_copies = med(pat)
         for lname, load in loads.items():
             if load is None:
-                rows.append({"copies": pname, "load": lname, "bytes": nbytes, "copiesMs": t_copies, "loadMs": 0.0, "togetherMs": t_copies})
+                rows.append(
+                    {
+                        "copies": pname,
+                        "load": lname,
+                        "bytes": nbytes,
+                        "copiesMs": t_copies,
+                        "loadMs": 0.0,
+                        "togetherMs": t_copies,
+                        "loadEndMs": 0.0,
+                        "copiesEndMs": t_copies,
+                    }
+                )
                 continue
 
-            def together(load=load, pat=pat):
-                main = torch.cuda.current_stream()
-                start = torch.cuda.Event()
-                start.record(main)
-                side = torch.cuda.Stream()
-                side.wait_event(start)
-                with torch.cuda.stream(side):
-                    pat()
-                load()
-                main.wait_stream(side)
-
+            load_ms, copies_ms, total_ms = together(load, pat)
             rows.append(
-                {"copies": pname, "load": lname, "bytes": nbytes, "copiesMs": t_copies, "loadMs": alone[lname], "togetherMs": med(together)}
+                {
+                    "copies": pname,
+                    "load": lname,
+                    "bytes": nbytes,
+                    "copiesMs": t_copies,
+                    "loadMs": alone[lname],
+                    "togetherMs": total_ms,
+                    "loadEndMs": load_ms,
+                    "copiesEndMs": copies_ms,
+                }
             )
     if rank == 0:
         print(f"{m.name}: {torch.cuda.get_device_name()}, {sms} SMs, world {world}", flush=True)
-        print("| copies | compute | GB | copies alone (GB/s) | compute alone | together | max of the two | sum |", flush=True)
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
+        print(
+            "| copies | compute | GB | copies alone (GB/s) | compute alone | together | compute ended | copies ended | max of the two | sum |",
+            flush=True,
+        )
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
         for r in rows:
             gbps = r["bytes"] / r["copiesMs"] / 1e6
             print(
                 f"| {r['copies']} | {r['load']} | {r['bytes'] / 1e9:.3f} | {r['copiesMs']:.3f} ({gbps:.0f}) | {r['loadMs']:.3f} | "
-                f"{r['togetherMs']:.3f} | {max(r['copiesMs'], r['loadMs']):.3f} | {r['copiesMs'] + r['loadMs']:.3f} |",
+                f"{r['togetherMs']:.3f} | {r['loadEndMs']:.3f} | {r['copiesEndMs']:.3f} | {max(r['copiesMs'], r['loadMs']):.3f} | "
+                f"{r['copiesMs'] + r['loadMs']:.3f} |",
                 flush=True,
             )
         if len(sys.argv) > 2:

@@ -200,6 +200,9 @@ export const H100_SXM: HardwareModel = {
   // rs-reduce alone on one H100, the emitted variant at 64 / 132 / 264 / 528 / all programs
   // on three slabs: least squares of the same law, 15 times, mean error 4.8%, max 9.1%.
   reduceKernel: { programs: 132, peakGBps: 3060, halfPrograms: 43, launchUs: 21 },
+  // sm-push alone (waits met), 16 programs of 8 warps moving 8192 elements a step (the emitter's
+  // defaults since 2026-11-27), on four H100s: 11.65 and 11.37 GB/s per SM at MLP-1 and MLP-3.
+  smCopy: { bandwidthPerSmGBps: 11.5, launchUs: 5 },
   // The H200's fit over the H100's own tuned kernels (fit-triton-gemm.ts).
   tritonGemm: {
     efficiency: 0.877,
@@ -222,7 +225,10 @@ export const H100_SXM: HardwareModel = {
     tritonGemm:
       "measured: the same fit over packages/bench/results/gpu/tlx-backend-h100-2026-11-26/run2/bench-h100.json (one H100, the h100 table's tuned kernels): mean error 2.2%, max 9.8%; out of sample on run1, run3, run4 (mean 3.1–4.5%, max 7.5–11.7%)",
     reduceKernel: `measured: ${RS_REDUCE}/rs-reduce-h100.json, the emitted variant (w4 bn128 unroll sys) at 64..2048 programs on slabs H4096_w2, H4096_w4, H8192_w2: least squares (relative error) of launchUs + bytes / (peakGBps · p / (p + halfPrograms)); 15 times, mean error 4.8%, max 9.1%`,
-    contention: "derived: equal to H200_SXM (not measured on H100)",
+    contention:
+      "derived: equal to H200_SXM (not measured on H100 for the model; packages/bench/results/gpu/sm-push-h100x4-2026-11-27/ measured on four H100s that the GEMM, not the copies, slows beside copy-engine traffic: producer 0.318 → 0.431 ms, copies 0.228 → 0.254 ms, which the model's copyBandwidthUnderCompute attributes the other way)",
+    smCopy:
+      "measured: sm-push alone (waits met) at the emitter's defaults since 2026-11-27 (16 programs, 8 warps, 8192 elements a step) in packages/bench/results/gpu/sm-push-h100x4-2026-11-27/run6-split/diag_rs.log: 50.3 MB in 0.275 ms (MLP-1) and 44.0 MB in 0.247 ms (MLP-3) on 16 SMs, less launchUs; launchUs as H200_SXM",
   },
 };
 

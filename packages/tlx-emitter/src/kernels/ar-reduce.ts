@@ -9,7 +9,20 @@ import { checkRsReduceParams, type RsReduceParams, writeSlabReduce } from "./rs-
 export const AR_REDUCE: KernelTemplateInfo = {
   kind: "ar-reduce",
   entry: "ar_reduce",
-  args: ["part_ptr", "own_ptr", "out_ptr", "sig_ptr", "slot_ptr", "err_ptr", "N", "rank", "epoch_ptr", "timeout_ns", "rows_per_rank", "done_base"],
+  args: [
+    "part_ptr",
+    "own_ptr",
+    "out_ptr",
+    "sig_ptr",
+    "slot_ptr",
+    "err_ptr",
+    "N",
+    "rank",
+    "epoch_ptr",
+    "timeout_ns",
+    "rows_per_rank",
+    "done_base",
+  ],
   constexprs: ["WORLD", "BLOCK_M", "BLOCK_N"],
 };
 
