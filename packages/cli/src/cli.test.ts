@@ -112,6 +112,29 @@ describe("ovl emit", () => {
     expect(out.kernels.map((k) => k.template)).toContain("sm-push");
   });
 
+  it("gives GEMM+RS's push kernel the simulator's choice of SMs unless --comm-sms names them", async () => {
+    const emit = async (...flags: string[]) => {
+      const r = await ovl(["emit", "gemm-rs", "--backend", "sm", "--target", "h100", ...flags, "--out", temp(), "--json"]);
+      expect(r.status, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout) as { manifest: string; commSms?: number };
+      const m = Manifest.parse(JSON.parse(readFileSync(out.manifest, "utf8")));
+      const push = m.kernels.find((k) => k.name === "sm_push")!;
+      const producer = m.kernels.find((k) => k.stream === "compute")!;
+      return { json: out.commSms, push: push.grid[0], reserve: (producer.grid[0] as { reserve?: number }).reserve };
+    };
+    // World 2, MLP-5: a long GEMM, few bytes → 4 push SMs; world 4, MLP-1: 16.
+    expect(await emit("--shape", "MLP-5", "--world", "2")).toEqual({ json: 4, push: { kind: "num-sms", cap: 4 }, reserve: 4 });
+    expect(await emit("--shape", "MLP-1", "--world", "4")).toEqual({ json: 16, push: { kind: "num-sms", cap: 16 }, reserve: 16 });
+    expect(await emit("--shape", "MLP-5", "--world", "2", "--comm-sms", "8")).toEqual({
+      json: 8,
+      push: { kind: "num-sms", cap: 8 },
+      reserve: 8,
+    });
+    const ce = await ovl(["emit", "gemm-rs", "--shape", "MLP-5", "--world", "2", "--comm-sms", "8", "--out", temp()]);
+    expect(ce.status).not.toBe(0);
+    expect(ce.stderr).toContain("--comm-sms sets the SM push kernel's programs; add --backend sm");
+  });
+
   it("takes the tuned configuration of the shape unless --tile names one", async () => {
     const table = computeConfigs("h200");
     const found = table === null ? undefined : lookupComputeConfig(table, { op: "ag-gemm", M: 8192, N: 1376, K: 4096, dtype: "bf16" });

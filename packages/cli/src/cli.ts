@@ -86,6 +86,11 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
       "--target <gpu>",
       `whose tuned compute configurations decide the tile without --tile: ${TARGET_NAMES.join(" | ")} (default h200)`,
     )
+    .option(
+      "--comm-sms <n>",
+      "with --backend sm: programs of the push kernel, SMs the GEMM leaves free (gemm-rs default: the simulator's choice of 4, 8 or 16 for the target; else 16)",
+      positiveInt("--comm-sms"),
+    )
     .option("--json", "print what was written as JSON")
     .addHelpText(
       "after",
@@ -96,7 +101,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
         operator: string,
         o: ProblemFlags &
           AttentionFlags &
-          MoeFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string; target?: string },
+          MoeFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string; target?: string; commSms?: number },
       ) => {
         const target = parseTargetFlag(o.target);
         if (target !== undefined && (operator === "ag-attention" || operator === "ag-gemm-silu"))
@@ -155,6 +160,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
           ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),
           ...(o.plan === undefined ? {} : { planFile: o.plan }),
           ...(target === undefined ? {} : { target }),
+          ...(o.commSms === undefined ? {} : { commSms: o.commSms }),
         };
         printOutput(io, await emitCommand(p, out, o.tlx === true, sources), o.json === true);
       },

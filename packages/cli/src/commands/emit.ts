@@ -20,6 +20,7 @@ import type { TargetName } from "@ovl/primitives";
 import { buildPlan, consumes, gemmTiling } from "../build.js";
 import { readPlanFile } from "./validate.js";
 import { writeEmitted } from "./write-emitted.js";
+import { decideCommSms } from "../comm-sms.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeProblem, type Problem } from "../problem.js";
@@ -62,6 +63,8 @@ export interface EmitSources {
   readonly timing?: { warmup: number; reps: number; checkRuns: number };
   /** The target whose tuned table decides the compute configuration without a tile (default: the default target). */
   readonly target?: TargetName;
+  /** `--comm-sms`: programs of the SM push kernel (with `--backend sm`; default `decideCommSms`'s). */
+  readonly commSms?: number;
 }
 
 /**
@@ -84,7 +87,11 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
     ...(p.named.tile || tilewise(p) ? { tile: { ...p.tile } } : {}),
     ...(p.named.tile || p.named.groupM ? { groupM: p.groupSizeM } : {}),
     // The tile-wise AllReduce moves strided tiles, which only SM pushes do.
-    options: { backend: tilewise(p) ? "sm" : p.backend, ...(sources.timing ? { timing: sources.timing } : {}) },
+    options: {
+      backend: tilewise(p) ? "sm" : p.backend,
+      ...(sources.commSms === undefined ? {} : { commSms: sources.commSms }),
+      ...(sources.timing ? { timing: sources.timing } : {}),
+    },
   };
 }
 
@@ -195,7 +202,8 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
     throw new UsageError("unsupported", `--tlx emits the warp-specialised AG+GEMM and GEMM+RS; drop --tlx for ${p.operator}`);
   if (tlx && sources.kernelFile !== undefined)
     throw new UsageError("unsupported", "--tlx assembles its own warp-specialised GEMM and cannot take --kernel");
-  const e = await emitProblem(p, outDir, sources);
+  const comm = decideCommSms(p, sources.commSms, sources.target);
+  const e = await emitProblem(p, outDir, { ...sources, ...(comm === undefined ? {} : { commSms: comm.commSms }) });
   const t = tlx ? await emitTlx(p, e, sources) : undefined;
   const tlxFiles = t?.files ?? [];
   const kernels = e.result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
@@ -207,6 +215,7 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
       files: [...e.files, ...tlxFiles],
       kernels,
       world: p.world,
+      ...(comm === undefined ? {} : { commSms: comm.commSms }),
       compute: {
         ...e.operator.tile,
         groupM: e.operator.groupM,
@@ -231,6 +240,7 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
     lines: [
       `${e.name}: ${describeProblem(p)}${sources.kernelFile === undefined ? "" : ` — body ${sources.kernelFile}`}${sources.planFile === undefined ? "" : ` — plan ${sources.planFile}`}`,
       `  compute: ${describeCompute(e.operator, e.compute)}`,
+      ...(comm === undefined ? [] : [`  push kernel: ${comm.commSms} SMs (${comm.why})`]),
       ...(t === undefined ? [] : [`  tlx: ${describeTlx(t)}; build the cubin with tlx-aot-compile.py ${join(t.dir, "manifest.json")}`]),
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...[...e.files, ...tlxFiles].map((f) => `wrote ${f}`),

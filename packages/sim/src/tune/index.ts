@@ -70,3 +70,4 @@ export {
   type ComputeSpace,
   type RankedCompute,
 } from "./compute.js";
+export { COMM_SMS_CANDIDATES, GEMM_BESIDE_COMM, chooseCommSms, type CommSmsProblem, type CommSmsChoice } from "./comm-sms.js";

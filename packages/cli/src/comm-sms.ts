@@ -1,0 +1,39 @@
+// `ovl emit gemm-rs --backend sm`: how many SMs the push kernel gets (`--comm-sms`, else the
+// simulator's choice for the target's hardware model).
+import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
+import { chooseCommSms, H100_SXM, H200_SXM, type HardwareModel } from "@ovl/sim";
+import { UsageError } from "./errors.js";
+import type { Problem } from "./problem.js";
+
+/** The hardware model of a target the simulator has one for. */
+const MODELS: Partial<Record<TargetName, HardwareModel>> = { h100: H100_SXM, h200: H200_SXM };
+
+/** The push kernel's SMs and why, or undefined where the emitter's default stands. */
+export interface CommSmsDecision {
+  readonly commSms: number;
+  readonly why: string;
+}
+
+/**
+ * `--comm-sms` when given (only with `--backend sm`), else for GEMM+RS over SM pushes the simulator's
+ * choice on the target's model (`chooseCommSms`: the fewest of 4, 8, 16 that move a rank's partial rows
+ * while its GEMM runs); otherwise undefined (the emitter's default, 16; GEMM+AllReduce's pushes carry
+ * both halves and keep it).
+ * @throws {UsageError} `--comm-sms` without `--backend sm`.
+ */
+export function decideCommSms(p: Problem, given: number | undefined, target: TargetName | undefined): CommSmsDecision | undefined {
+  if (given !== undefined) {
+    if (p.backend !== "sm")
+      throw new UsageError("usage", `--comm-sms sets the SM push kernel's programs; add --backend sm (got --backend ${p.backend})`);
+    return { commSms: given, why: "named by --comm-sms" };
+  }
+  if (p.operator !== "gemm-rs" || p.backend !== "sm") return undefined;
+  const name = target ?? DEFAULT_TARGET.name;
+  const hw = MODELS[name];
+  if (hw === undefined) return undefined;
+  const c = chooseCommSms(hw, { M: p.M, N: p.N, K: p.K, world: p.world, elementBytes: 2 });
+  return {
+    commSms: c.commSms,
+    why: `the simulator's choice on ${hw.name}: ${(c.bytes / 1e6).toFixed(1)} MB of partial rows within ${c.windowMs.toFixed(2)} ms need ${c.neededSms.toFixed(1)} SMs at ${hw.smCopy.bandwidthPerSmGBps} GB/s each`,
+  };
+}
