@@ -2,6 +2,7 @@
 // TileLink: tile shape and tile order): the knobs, their defaults, and the candidates
 // they span — every overlapped combination plus the non-overlapped path.
 import { z } from "zod";
+import { COMM_SMS_CANDIDATES } from "./comm-sms.js";
 import { TuneError } from "./errors.js";
 
 /** The fused operator being tuned and its per-rank GEMM `A[M×K]·B[K×N]`. */
@@ -63,11 +64,14 @@ export interface TuneSpace {
   readonly sequential?: boolean;
 }
 
-/** The default space: 4 splits × (copy engine + SM at 8/16/32 SMs) × 3 tiles × 4 swizzles, and the non-overlapped path. */
+/**
+ * The default space: 4 splits × (copy engine + SM at 4/8/16 SMs, `COMM_SMS_CANDIDATES`: 32 lost to 16
+ * on four H100s) × 3 tiles × 4 swizzles, and the non-overlapped path.
+ */
 export const DEFAULT_TUNE_SPACE: TuneSpace = {
   splits: [1, 2, 4, 8],
   backends: ["copy-engine", "sm"],
-  commSms: [8, 16, 32],
+  commSms: COMM_SMS_CANDIDATES,
   tiles: [
     { BM: 128, BN: 256, BK: 64 },
     { BM: 128, BN: 128, BK: 64 },
