@@ -276,6 +276,16 @@ describe("ovl simulate and ovl tune", () => {
     expect(bad.stderr).toContain("unknown device 'H300'");
   });
 
+  it("prices SM pushes with the producer on the SMs the push kernel leaves it", async () => {
+    const r = await ovl(["simulate", "gemm-rs", "--shape", "MLP-4", "--world", "4", "--backend", "sm", "--device", "h100", "--json"]);
+    expect(r.status, r.stderr).toBe(0);
+    const s = JSON.parse(r.stdout) as { latencyMs: number; nonOverlappedMs: number; computeAloneMs: number; commSms: number };
+    expect(s.commSms).toBe(16);
+    // 132 persistent programs on 116 SMs would double up and stretch every wave past the serial time.
+    expect(s.latencyMs).toBeLessThan(s.nonOverlappedMs);
+    expect(s.latencyMs).toBeGreaterThan(s.computeAloneMs);
+  });
+
   it("tunes by the model, caches the result, and answers from the cache", async () => {
     const dir = temp();
     const cache = join(dir, "cache.json");

@@ -51,7 +51,9 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
   const rows = p.M / p.world;
   const priced: Problem = tilewise ? { ...p, template: "direct", split: Math.max(1, Math.floor(rows / p.tile.BM)), backend: "sm" } : p;
   const plan = buildPlan(priced);
-  const schedule = buildSchedule(priced, plan);
+  // Over SM pushes the emitted producer leaves the push kernel's SMs free: its persistent grid is smaller.
+  const pushSms = priced.backend === "sm" ? (commSms ?? 16) : 0;
+  const schedule = buildSchedule({ ...priced, numSms: Math.max(1, priced.numSms - pushSms) }, plan);
   // The fused GEMM is what ovl emits: the Triton kernel, priced by the model's calibration of it.
   const triton = HARDWARE_MODELS[device]?.tritonGemm !== undefined;
   const sim = simulate(plan, schedule, {
