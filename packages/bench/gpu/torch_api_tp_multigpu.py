@@ -1,0 +1,144 @@
+"""The torch API's tensor-parallel GEMM operators on several GPUs under torchrun, eager and replayed from a CUDA
+graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's per-rank shapes of this world:
+
+- ``--op gemm-rs``: ``ovl_runtime.ops.matmul_reduce_scatter`` (SM pushes: its deliveries wait on the device, so a
+  graph captures it) against ``torch.matmul`` then ``dist.reduce_scatter_tensor`` (cuBLAS, NCCL); per rank
+  ``x [S, I/W]``, ``w [I/W, H]``;
+- ``--op ag-gemm``: ``ovl_runtime.ops.all_gather_matmul`` (copy-engine pushes) against
+  ``dist.all_gather_into_tensor`` then ``torch.matmul``; per rank ``x [S/W, H]``, ``w [H, I/W]``.
+
+Each shape is checked first: every rank draws every rank's ``x`` and ``w`` from the same seeds and compares its
+output with the fp32 result. Times are CUDA-event medians per rank of ``--reps`` calls after ``--warmup``, each
+call started after a barrier (``baselines.py``'s timer: the host's enqueue of an eager call is on the timed
+path), the slowest rank's median reported; a graph replay is one call.
+
+    python -m ovl_runtime kernels gemm-rs --world 4 --m 8192 --n 4096 --k 2752 --target h100 --into DIR   # per shape, where Node is
+    OVL_KERNELS=DIR OVL_TARGET=h100 torchrun --nproc_per_node=4 packages/bench/gpu/torch_api_tp_multigpu.py --op gemm-rs --out rs.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from ovl_runtime import ops
+
+HERE = Path(__file__).resolve().parent
+
+
+def _baselines():
+    spec = importlib.util.spec_from_file_location("ovl_baselines", HERE / "baselines.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+#: MLP-1…6: (tokens S, hidden H, intermediate I of all ranks); GEMM+RS's per-rank GEMM is S × H × I/W.
+BASELINES = _baselines()
+SHAPES = BASELINES.MLP
+
+
+def graphed(fn):
+    """``fn`` captured once in a CUDA graph (after one eager call); returns the replay."""
+    fn()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    return g.replay
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--op", choices=("gemm-rs", "ag-gemm"), default="gemm-rs")
+    p.add_argument("--shapes", default="MLP-1,MLP-2,MLP-3,MLP-4,MLP-5,MLP-6")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--reps", type=int, default=30)
+    a = p.parse_args()
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+    timed = BASELINES.timed
+    group = dist.group.WORLD
+    rows = []
+    for name in a.shapes.split(","):
+        TOKENS, H, inter = SHAPES[name]
+        I = inter // world
+        g = torch.Generator(device="cuda").manual_seed(7)
+        if a.op == "gemm-rs":
+            xs = (torch.randn(world, TOKENS, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
+            ws = (torch.randn(world, I, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
+            want = sum(xs[q].float() @ ws[q].float() for q in range(world))[rank * TOKENS // world : (rank + 1) * TOKENS // world]
+        else:
+            xs = (torch.randn(world, TOKENS // world, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
+            ws = (torch.randn(world, H, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
+            want = xs.reshape(TOKENS, H).float() @ ws[rank].float()
+        x, w = xs[rank].contiguous(), ws[rank].contiguous()
+        got = (ops.matmul_reduce_scatter if a.op == "gemm-rs" else ops.all_gather_matmul)(x, w, group)
+        err = float((got.float() - want).norm() / want.norm())
+        del xs, ws, want
+        ok = torch.tensor([err], device="cuda")
+        dist.all_reduce(ok, op=dist.ReduceOp.MAX)
+        if a.op == "gemm-rs":
+            c = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
+            out = torch.empty(TOKENS // world, H, device="cuda", dtype=torch.bfloat16)
+
+            def ovl(x=x, w=w):
+                return ops.matmul_reduce_scatter(x, w, group)
+
+            def unfused(x=x, w=w, c=c, out=out):
+                torch.matmul(x, w, out=c)
+                dist.reduce_scatter_tensor(out, c)
+
+        else:
+            gathered = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
+            c = torch.empty(TOKENS, I, device="cuda", dtype=torch.bfloat16)
+
+            def ovl(x=x, w=w):
+                return ops.all_gather_matmul(x, w, group)
+
+            def unfused(x=x, w=w, c=c, gathered=gathered):
+                dist.all_gather_into_tensor(gathered, x)
+                torch.matmul(gathered, w, out=c)
+
+        times = {
+            "ovl eager": timed(ovl, a.warmup, a.reps),
+            "cuBLAS + NCCL eager": timed(unfused, a.warmup, a.reps),
+        }
+        times["ovl graph"] = timed(graphed(ovl), a.warmup, a.reps)
+        times["cuBLAS + NCCL graph"] = timed(graphed(unfused), a.warmup, a.reps)
+        gemm = {"M": TOKENS, "N": H, "K": I} if a.op == "gemm-rs" else {"M": TOKENS, "N": I, "K": H}
+        rows.append({"op": a.op, "shape": name, **gemm, "maxRelError": float(ok.item()), **times})
+        if rank == 0:
+            print(json.dumps(rows[-1]), flush=True)
+    if rank == 0:
+        print(f"{a.op}: {torch.cuda.get_device_name()}, world {world}, torch {torch.__version__}")
+        print("| shape | rel. error | ovl eager | ovl graph | torch + NCCL eager | torch + NCCL graph | graph over graph |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in rows:
+            print(
+                f"| {r['shape']} | {r['maxRelError']:.1e} | {r['ovl eager']:.3f} | {r['ovl graph']:.3f} | "
+                f"{r['cuBLAS + NCCL eager']:.3f} | {r['cuBLAS + NCCL graph']:.3f} | "
+                f"{r['cuBLAS + NCCL graph'] / r['ovl graph']:.2f}× |"
+            )
+        gm = statistics.geometric_mean(r["cuBLAS + NCCL graph"] / r["ovl graph"] for r in rows)
+        print(f"geometric mean, graph over graph: {gm:.2f}×")
+        with open(a.out, "w") as fh:
+            json.dump(
+                {"op": a.op, "device": torch.cuda.get_device_name(), "world": world, "torch": torch.__version__, "rows": rows}, fh, indent=1
+            )
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
