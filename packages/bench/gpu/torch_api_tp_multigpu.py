@@ -5,7 +5,11 @@ graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's
   graph captures it) against ``torch.matmul`` then ``dist.reduce_scatter_tensor`` (cuBLAS, NCCL); per rank
   ``x [S, I/W]``, ``w [I/W, H]``;
 - ``--op ag-gemm``: ``ovl_runtime.ops.all_gather_matmul`` (copy-engine pushes) against
-  ``dist.all_gather_into_tensor`` then ``torch.matmul``; per rank ``x [S/W, H]``, ``w [H, I/W]``.
+  ``dist.all_gather_into_tensor`` then ``torch.matmul``; per rank ``x [S/W, H]``, ``w [H, I/W]``;
+- ``--op mlp``: the whole tensor-parallel MLP layer, ``ovl_runtime.mlp.tp_mlp`` (what ``nn.TensorParallelMLP``
+  runs: AllGather + gate/up GEMM + SiLU-mul, then GEMM + ReduceScatter) against AllGather, the gate/up GEMM,
+  ``silu(gate) * up``, the down GEMM and ReduceScatter; per rank ``x [S/W, H]``, ``w_gate_up [H, 2·I/W]``,
+  ``w_down [I/W, H]``.
 
 Each shape is checked first: every rank draws every rank's ``x`` and ``w`` from the same seeds and compares its
 output with the fp32 result. Times are CUDA-event medians per rank of ``--reps`` calls after ``--warmup``, each
@@ -27,6 +31,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from ovl_runtime import ops
+from ovl_runtime.mlp import tp_mlp
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,7 +65,7 @@ def graphed(fn):
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
-    p.add_argument("--op", choices=("gemm-rs", "ag-gemm"), default="gemm-rs")
+    p.add_argument("--op", choices=("gemm-rs", "ag-gemm", "mlp"), default="gemm-rs")
     p.add_argument("--shapes", default="MLP-1,MLP-2,MLP-3,MLP-4,MLP-5,MLP-6")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--reps", type=int, default=30)
@@ -79,12 +84,26 @@ def main() -> None:
             xs = (torch.randn(world, TOKENS, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
             ws = (torch.randn(world, I, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
             want = sum(xs[q].float() @ ws[q].float() for q in range(world))[rank * TOKENS // world : (rank + 1) * TOKENS // world]
-        else:
+        elif a.op == "ag-gemm":
             xs = (torch.randn(world, TOKENS // world, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
             ws = (torch.randn(world, H, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
             want = xs.reshape(TOKENS, H).float() @ ws[rank].float()
+        else:
+            xs = (torch.randn(world, TOKENS // world, H, device="cuda", generator=g) / 4).to(torch.bfloat16)
+            ws = (torch.randn(world, H, 2 * I, device="cuda", generator=g) / 32).to(torch.bfloat16)
+            downs = (torch.randn(world, I, H, device="cuda", generator=g) / 32).to(torch.bfloat16)
+            full = xs.reshape(TOKENS, H).float()
+            want = torch.zeros(TOKENS // world, H, device="cuda")
+            for q in range(world):
+                gu = full[rank * TOKENS // world : (rank + 1) * TOKENS // world] @ ws[q].float()
+                want += (torch.nn.functional.silu(gu[:, :I]) * gu[:, I:]) @ downs[q].float()
+            down = downs[rank].contiguous()
+            del downs, full
         x, w = xs[rank].contiguous(), ws[rank].contiguous()
-        got = (ops.matmul_reduce_scatter if a.op == "gemm-rs" else ops.all_gather_matmul)(x, w, group)
+        if a.op == "mlp":
+            got = tp_mlp(x, w, down, group)
+        else:
+            got = (ops.matmul_reduce_scatter if a.op == "gemm-rs" else ops.all_gather_matmul)(x, w, group)
         err = float((got.float() - want).norm() / want.norm())
         del xs, ws, want
         ok = torch.tensor([err], device="cuda")
@@ -100,7 +119,7 @@ def main() -> None:
                 torch.matmul(x, w, out=c)
                 dist.reduce_scatter_tensor(out, c)
 
-        else:
+        elif a.op == "ag-gemm":
             gathered = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
             c = torch.empty(TOKENS, I, device="cuda", dtype=torch.bfloat16)
 
@@ -111,6 +130,20 @@ def main() -> None:
                 dist.all_gather_into_tensor(gathered, x)
                 torch.matmul(gathered, w, out=c)
 
+        else:
+            gathered = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
+            c = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
+            out = torch.empty(TOKENS // world, H, device="cuda", dtype=torch.bfloat16)
+
+            def ovl(x=x, w=w, down=down):
+                return tp_mlp(x, w, down, group)
+
+            def unfused(x=x, w=w, down=down, c=c, out=out, gathered=gathered, cut=I):
+                dist.all_gather_into_tensor(gathered, x)
+                gu = torch.matmul(gathered, w)
+                torch.matmul(torch.nn.functional.silu(gu[:, :cut]) * gu[:, cut:], down, out=c)
+                dist.reduce_scatter_tensor(out, c)
+
         times = {
             "ovl eager": timed(ovl, a.warmup, a.reps),
             "cuBLAS + NCCL eager": timed(unfused, a.warmup, a.reps),
@@ -118,6 +151,8 @@ def main() -> None:
         times["ovl graph"] = timed(graphed(ovl), a.warmup, a.reps)
         times["cuBLAS + NCCL graph"] = timed(graphed(unfused), a.warmup, a.reps)
         gemm = {"M": TOKENS, "N": H, "K": I} if a.op == "gemm-rs" else {"M": TOKENS, "N": I, "K": H}
+        if a.op == "mlp":
+            gemm = {"S": TOKENS, "hidden": H, "intermediatePerRank": I}
         rows.append({"op": a.op, "shape": name, **gemm, "maxRelError": float(ok.item()), **times})
         if rank == 0:
             print(json.dumps(rows[-1]), flush=True)
