@@ -11,7 +11,11 @@ export function registerModelCommands(program: Command, io: Io): void {
   problemOptions(program.command("simulate").argument("<operator>", GEMM_OPERATORS.join(" | ")), { gemm: true })
     .description("predict a fused operator on a hardware model: latency, non-overlapped time, bound, overlap ratio, timeline")
     .option("--device <model>", `hardware model: ${DEVICES.join(", ")} (default H200_SXM)`)
-    .option("--comm-sms <n>", "SMs driving copies with --backend sm (default 16)", positiveInt("--comm-sms"))
+    .option(
+      "--comm-sms <n>",
+      "SMs driving copies with --backend sm (gemm-rs default: the push SMs ovl emit gives it, chooseCommSms on the model; else 16)",
+      positiveInt("--comm-sms"),
+    )
     .option("--svg <file>", "write the per-rank timeline chart (SVG)")
     .option("--out <file>", "write the full simulation (ovl.sim-result/v1, with every timeline event)")
     .option("--json", "print the figures as JSON")

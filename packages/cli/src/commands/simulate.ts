@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
-import { HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
+import { chooseCommSms, HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
 import { buildPlan, buildSchedule } from "../build.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
@@ -51,17 +51,24 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
   const rows = p.M / p.world;
   const priced: Problem = tilewise ? { ...p, template: "direct", split: Math.max(1, Math.floor(rows / p.tile.BM)), backend: "sm" } : p;
   const plan = buildPlan(priced);
+  // GEMM+RS over SM pushes gets the push SMs `ovl emit` gives it (chooseCommSms on this model), unless named.
+  const hw = HARDWARE_MODELS[device];
+  const sms =
+    commSms ??
+    (p.operator === "gemm-rs" && p.backend === "sm" && hw !== undefined
+      ? chooseCommSms(hw, { M: p.M, N: p.N, K: p.K, world: p.world, elementBytes: 2 }).commSms
+      : undefined);
   // Over SM pushes the emitted producer leaves the push kernel's SMs free: its persistent grid is smaller.
-  const pushSms = priced.backend === "sm" ? (commSms ?? 16) : 0;
+  const pushSms = priced.backend === "sm" ? (sms ?? 16) : 0;
   const schedule = buildSchedule({ ...priced, numSms: Math.max(1, priced.numSms - pushSms) }, plan);
   // The fused GEMM is what ovl emits: the Triton kernel, priced by the model's calibration of it.
-  const triton = HARDWARE_MODELS[device]?.tritonGemm !== undefined;
+  const triton = hw?.tritonGemm !== undefined;
   const sim = simulate(plan, schedule, {
     hardware: device,
     backend: priced.backend,
-    ...(commSms !== undefined ? { commSms } : {}),
+    ...(sms !== undefined ? { commSms: sms } : {}),
     ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
-    ...(tilewise ? { reduceKernel: { programs: commSms ?? 16, concurrent: true } } : {}),
+    ...(tilewise ? { reduceKernel: { programs: sms ?? 16, concurrent: true } } : {}),
   });
   const ag = p.operator === "ag-gemm";
   const base = predictBaselines({
