@@ -154,39 +154,46 @@ def grouped_tiles(num_pid_m: int, num_pid_n: int, group_m: int) -> Iterator[tupl
         yield first_m + tile_id % size_m, (tile_id % per_group) // size_m
 
 
-def _gemm_tiles(ctx: KernelContext, wait_table: str | None, notify_table: str | None) -> None:
+def gemm_tile_visits(
+    ctx: KernelContext, num_pid_m: int, role: str, order_of: Callable[[int], int], slot_of: Callable[[int], int] | None
+) -> None:
+    """``C = A @ B`` over the grouped traversal, visit row ``v`` on m-block ``order_of(v)``; with
+    ``slot_of``, a ``consumer`` waits on slot ``slot_of(m)`` (target ``target``; -1: none) before the
+    tile, a ``producer`` notifies it after (without ``slot_of`` no signal is touched). The order and
+    slots come from tables (the template kernels) or a tile program's maps (the TLX kernels)."""
     M, N, K = ctx.size("M"), ctx.size("N"), ctx.size("K")
     BM, BN = ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
-    group_m = ctx.param("GROUP_M", 1)
     a, b, c = ctx.matrix("a_ptr", M, K), ctx.matrix("b_ptr", K, N), ctx.matrix("c_ptr", M, N)
-    num_pid_m, num_pid_n = math.ceil(M / BM), math.ceil(N / BN)
-    order = ctx.table("order_ptr", num_pid_m)
-    side = ctx.table(wait_table or notify_table or "", num_pid_m) if (wait_table or notify_table) else None
-    sig = ctx.board("sig_ptr")
-    target = ctx.size("target") if wait_table else 0
-    for visit_m, pid_n in grouped_tiles(num_pid_m, num_pid_n, group_m):
-        pid_m = ctx.entry(order, "order_ptr", visit_m, 0, num_pid_m)
-        if wait_table and side is not None:
-            slot = int(side[pid_m])
-            if slot >= 0:
-                ctx.wait(sig, slot, target)
+    sig = None if slot_of is None else ctx.board("sig_ptr")
+    target = ctx.size("target") if role == "consumer" and sig is not None else 0
+    for visit_m, pid_n in grouped_tiles(num_pid_m, math.ceil(N / BN), ctx.param("GROUP_M", 1)):
+        pid_m = order_of(visit_m)
+        slot = -1 if slot_of is None else slot_of(pid_m)
+        if sig is not None and role == "consumer" and slot >= 0:
+            ctx.wait(sig, slot, target)
         rows = slice(pid_m * BM, min(M, (pid_m + 1) * BM))
         cols = slice(pid_n * BN, min(N, (pid_n + 1) * BN))
         c[rows, cols] = a[rows, :] @ b[:, cols]
-        if notify_table and side is not None:
-            slot = int(side[pid_m])
-            if slot >= 0:
-                ctx.notify(sig, slot)
+        if sig is not None and role == "producer" and slot >= 0:
+            ctx.notify(sig, slot)
+
+
+def _gemm_tiles(ctx: KernelContext, role: str, slot_table: str) -> None:
+    """:func:`gemm_tile_visits` through ``order_ptr`` and the per-m-block slot table ``slot_table``."""
+    num_pid_m = math.ceil(ctx.size("M") / ctx.param("BLOCK_M"))
+    order = ctx.table("order_ptr", num_pid_m)
+    side = ctx.table(slot_table, num_pid_m)
+    gemm_tile_visits(ctx, num_pid_m, role, lambda v: ctx.entry(order, "order_ptr", v, 0, num_pid_m), lambda m: int(side[m]))
 
 
 def ag_gemm_consumer(ctx: KernelContext) -> None:
     """C = A @ B over the gathered A, each m-block waiting on its chunk slot (-1: local)."""
-    _gemm_tiles(ctx, wait_table="slot_ptr", notify_table=None)
+    _gemm_tiles(ctx, "consumer", "slot_ptr")
 
 
 def gemm_producer(ctx: KernelContext) -> None:
     """C = A @ B stored locally; each finished tile release-adds 1 to its tile-done slot."""
-    _gemm_tiles(ctx, wait_table=None, notify_table="notify_ptr")
+    _gemm_tiles(ctx, "producer", "notify_ptr")
 
 
 def reduce_slab(ctx: KernelContext, out: np.ndarray, after: Callable[[int], None] | None = None) -> None:

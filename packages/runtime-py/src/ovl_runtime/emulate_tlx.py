@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .emulate_kernels import KernelContext, grouped_tiles
+from .emulate_kernels import KernelContext, gemm_tile_visits
 from .errors import KernelFault, ManifestError
 from .index_maps import TileProgram
 from .manifest import NumSms
@@ -68,42 +68,28 @@ def programs_of(ctx: KernelContext) -> int:
 
 def tlx_gemm(ctx: KernelContext) -> None:
     """``C = A @ B`` tile by tile over the persistent grouped traversal; no tables, no waits."""
-    M, N, K = ctx.size("M"), ctx.size("N"), ctx.size("K")
-    BM, BN = ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
-    group_m = ctx.param("GROUP_M", 1)
-    a, b, c = ctx.matrix("a_ptr", M, K), ctx.matrix("b_ptr", K, N), ctx.matrix("c_ptr", M, N)
-    for pid_m, pid_n in grouped_tiles(math.ceil(M / BM), math.ceil(N / BN), group_m):
-        rows = slice(pid_m * BM, min(M, (pid_m + 1) * BM))
-        cols = slice(pid_n * BN, min(N, (pid_n + 1) * BN))
-        c[rows, cols] = a[rows, :] @ b[:, cols]
+    gemm_tile_visits(ctx, math.ceil(ctx.size("M") / ctx.param("BLOCK_M")), "gemm", lambda v: v, None)
 
 
 def _program_tiles(ctx: KernelContext, role: str) -> None:
-    """``C = A @ B`` over the grouped traversal, visit row ``v`` on m-block ``order(v)``; a consumer
-    waits on slot ``slots[0](m)`` (target ``target``) before the tile, a producer notifies it after."""
+    """:func:`gemm_tile_visits` through the kernel's tile program: visit row ``v`` on m-block
+    ``order(v)``, its slot ``slots[0](m)``, both maps over ``ovl_m`` and ``ovl_rank``."""
     tp = ctx.kernel.tile_program
     if not isinstance(tp, TileProgram) or tp.role != role or len(tp.slots) != 1:
         raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", f"a TLX {role} needs a {role} tile program with one slot map")
-    M, N, K = ctx.size("M"), ctx.size("N"), ctx.size("K")
+    M, N = ctx.size("M"), ctx.size("N")
     BM, BN = ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
     if (tp.num_pid_m, tp.num_pid_n) != (math.ceil(M / BM), math.ceil(N / BN)):
         raise ManifestError(f"kernel {ctx.kernel.name}.tileProgram", f"a {tp.num_pid_m}x{tp.num_pid_n} grid for a {M}x{N} output")
-    a, b, c = ctx.matrix("a_ptr", M, K), ctx.matrix("b_ptr", K, N), ctx.matrix("c_ptr", M, N)
     tables = ctx.map_tables((tp.order, *tp.slots))
-    sig = ctx.board("sig_ptr")
-    target = ctx.size("target") if role == "consumer" else 0
-    for visit_m, pid_n in grouped_tiles(tp.num_pid_m, tp.num_pid_n, ctx.param("GROUP_M", 1)):
+
+    def order_of(visit_m: int) -> int:
         pid_m = tp.order({"ovl_m": visit_m, "ovl_rank": ctx.rank}, tables)
         if not 0 <= pid_m < tp.num_pid_m:
             raise KernelFault(f"rank {ctx.rank}: {ctx.where()} visit {visit_m} maps to m-block {pid_m}, outside [0, {tp.num_pid_m})")
-        slot = tp.slots[0]({"ovl_m": pid_m, "ovl_rank": ctx.rank}, tables)
-        if role == "consumer" and slot >= 0:
-            ctx.wait(sig, slot, target)
-        rows = slice(pid_m * BM, min(M, (pid_m + 1) * BM))
-        cols = slice(pid_n * BN, min(N, (pid_n + 1) * BN))
-        c[rows, cols] = a[rows, :] @ b[:, cols]
-        if role == "producer" and slot >= 0:
-            ctx.notify(sig, slot)
+        return pid_m
+
+    gemm_tile_visits(ctx, tp.num_pid_m, role, order_of, lambda m: tp.slots[0]({"ovl_m": m, "ovl_rank": ctx.rank}, tables))
 
 
 def tlx_ag_gemm(ctx: KernelContext) -> None:
