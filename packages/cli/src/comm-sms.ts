@@ -1,7 +1,7 @@
 // `ovl emit gemm-rs --backend sm`: how many SMs the push kernel gets (`--comm-sms`, else the
 // simulator's choice for the target's hardware model).
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
-import { chooseCommSms, H100_SXM, H200_SXM, type HardwareModel } from "@ovl/sim";
+import { chooseCommSms, type CommSmsChoice, H100_SXM, H200_SXM, type HardwareModel } from "@ovl/sim";
 import { UsageError } from "./errors.js";
 import type { Problem } from "./problem.js";
 
@@ -27,13 +27,21 @@ export function decideCommSms(p: Problem, given: number | undefined, target: Tar
       throw new UsageError("usage", `--comm-sms sets the SM push kernel's programs; add --backend sm (got --backend ${p.backend})`);
     return { commSms: given, why: "named by --comm-sms" };
   }
-  if (p.operator !== "gemm-rs" || p.backend !== "sm") return undefined;
-  const name = target ?? DEFAULT_TARGET.name;
-  const hw = MODELS[name];
-  if (hw === undefined) return undefined;
-  const c = chooseCommSms(hw, { M: p.M, N: p.N, K: p.K, world: p.world, elementBytes: 2 });
+  const hw = MODELS[target ?? DEFAULT_TARGET.name];
+  const c = hw === undefined ? undefined : modelCommSms(p, hw);
+  if (hw === undefined || c === undefined) return undefined;
   return {
     commSms: c.commSms,
     why: `the simulator's choice on ${hw.name}: ${(c.bytes / 1e6).toFixed(1)} MB of partial rows within ${c.windowMs.toFixed(2)} ms need ${c.neededSms.toFixed(1)} SMs at ${hw.smCopy.bandwidthPerSmGBps} GB/s each`,
   };
+}
+
+/**
+ * The push SMs GEMM+RS over SM pushes gets on hardware model `hw` (`chooseCommSms`, bf16 partials);
+ * undefined for other operators and backends, which keep the emitter's default. `ovl emit` and
+ * `ovl simulate` both ask this, so the simulator prices what is emitted.
+ */
+export function modelCommSms(p: Problem, hw: HardwareModel): CommSmsChoice | undefined {
+  if (p.operator !== "gemm-rs" || p.backend !== "sm") return undefined;
+  return chooseCommSms(hw, { M: p.M, N: p.N, K: p.K, world: p.world, elementBytes: 2 });
 }

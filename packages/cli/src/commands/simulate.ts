@@ -4,8 +4,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
-import { chooseCommSms, HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
+import { HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
 import { buildPlan, buildSchedule } from "../build.js";
+import { modelCommSms } from "../comm-sms.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeProblem, type Problem } from "../problem.js";
@@ -53,11 +54,7 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
   const plan = buildPlan(priced);
   // GEMM+RS over SM pushes gets the push SMs `ovl emit` gives it (chooseCommSms on this model), unless named.
   const hw = HARDWARE_MODELS[device];
-  const sms =
-    commSms ??
-    (p.operator === "gemm-rs" && p.backend === "sm" && hw !== undefined
-      ? chooseCommSms(hw, { M: p.M, N: p.N, K: p.K, world: p.world, elementBytes: 2 }).commSms
-      : undefined);
+  const sms = commSms ?? (hw === undefined ? undefined : modelCommSms(p, hw)?.commSms);
   // Over SM pushes the emitted producer leaves the push kernel's SMs free: its persistent grid is smaller.
   const pushSms = priced.backend === "sm" ? (sms ?? 16) : 0;
   const schedule = buildSchedule({ ...priced, numSms: Math.max(1, priced.numSms - pushSms) }, plan);
