@@ -4,6 +4,7 @@
 import { dynamicMap, lookupTable, recoverRankAffine, staticMap, toPython, variable, type Expr, type IndexMap } from "@ovl/mapping";
 import type { RankTileSchedule, TileSchedule } from "@ovl/chunk-plan";
 import { SIGNAL_BUFFER } from "../emit/common.js";
+import { DOMAIN_VARIABLE } from "../local/program.js";
 import type { KernelArg, Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 
@@ -142,13 +143,13 @@ export function consumerMaps(cols: readonly ConsumerColumns[], width: number): {
   const order = rankMap(
     "ovl_order",
     cols.map((c) => c.order),
-    "ovl_m",
+    DOMAIN_VARIABLE.consumer,
   );
   const slots = Array.from({ length: width }, (_, j) =>
     rankMap(
       `ovl_wait${j}`,
       cols.map((c) => c.slots[j]!),
-      "ovl_m",
+      DOMAIN_VARIABLE.consumer,
     ),
   );
   return { order, slots };

@@ -6,11 +6,12 @@
 // (`packages/bench/results/gpu/tlx-backend-h100-2026-11-26/`), an inline expression nothing.
 import { freeVariables, mapToPython, type IndexMap } from "@ovl/mapping";
 import { RANK_VAR, rankMap, type BuiltMap } from "../compile/maps.js";
+import { DOMAIN_VARIABLE } from "../local/program.js";
 import type { KernelArg } from "../manifest/schema.js";
 import type { PythonWriter } from "../writer/index.js";
 
-/** The variable every per-m-block map is over (the m-block, or the visit row for the order). */
-export const MBLOCK_VAR = "ovl_m";
+/** The variable every per-m-block map is over (the m-block, or the visit row for the order): a transformed consumer's. */
+export const MBLOCK_VAR = DOMAIN_VARIABLE.consumer;
 
 /**
  * `perRank[r][m]` as a map over (`ovl_m`, `ovl_rank`): an expression when one fits every rank,
