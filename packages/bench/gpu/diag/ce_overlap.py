@@ -177,44 +177,28 @@ def main() -> None:
         "cublas": lambda: torch.matmul(a, b, out=c),
     }
     patterns = {
-        "push1": copies(pushes, False),
-        "pushN": copies(pushes, True),
-        "pull1": copies(pulls, False),
-        "pullN": copies(pulls, True),
-        "local": copies(local, False),
+        "push1": (pushes, copies(pushes, False)),
+        "pushN": (pushes, copies(pushes, True)),
+        "pull1": (pulls, copies(pulls, False)),
+        "pullN": (pulls, copies(pulls, True)),
+        "local": (local, copies(local, False)),
     }
     if batch is not None:
-        patterns["batch"] = copies(pushes, False, batch)
+        patterns["batch"] = (pushes, copies(pushes, False, batch))
     rows = []
     alone = {name: med(fn) for name, fn in loads.items() if fn is not None}
-    for pname, pat in patterns.items():
-        plan = {"push1": pushes, "pushN": pushes, "pull1": pulls, "pullN": pulls, "local": local, "batch": pushes}[pname]
+    for pname, (plan, pat) in patterns.items():
         nbytes = sum(n for _d, _s, n, _p in plan)
         t_copies = med(pat)
         for lname, load in loads.items():
-            if load is None:
-                rows.append(
-                    {
-                        "copies": pname,
-                        "load": lname,
-                        "bytes": nbytes,
-                        "copiesMs": t_copies,
-                        "loadMs": 0.0,
-                        "togetherMs": t_copies,
-                        "loadEndMs": 0.0,
-                        "copiesEndMs": t_copies,
-                    }
-                )
-                continue
-
-            load_ms, copies_ms, total_ms = together(load, pat)
+            load_ms, copies_ms, total_ms = (0.0, t_copies, t_copies) if load is None else together(load, pat)
             rows.append(
                 {
                     "copies": pname,
                     "load": lname,
                     "bytes": nbytes,
                     "copiesMs": t_copies,
-                    "loadMs": alone[lname],
+                    "loadMs": alone.get(lname, 0.0),
                     "togetherMs": total_ms,
                     "loadEndMs": load_ms,
                     "copiesEndMs": copies_ms,
