@@ -4,6 +4,10 @@ graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's
 - ``--op gemm-rs``: ``ovl_runtime.ops.matmul_reduce_scatter`` (SM pushes: its deliveries wait on the device, so a
   graph captures it) against ``torch.matmul`` then ``dist.reduce_scatter_tensor`` (cuBLAS, NCCL); per rank
   ``x [S, I/W]``, ``w [I/W, H]``;
+- ``--op gemm-ar``: ``ovl_runtime.ops.matmul_all_reduce`` (the partitioned AllReduce over SM transfers: pushes
+  of the partial rows beside the GEMM, then one kernel reducing the rank's slab into every rank's output; its
+  last wait a kernel, so a graph captures it) against ``torch.matmul`` then ``dist.all_reduce``; per rank as
+  ``gemm-rs``, the output ``[S, H]`` on every rank (a row-parallel layer's output without sequence parallelism);
 - ``--op ag-gemm``: ``ovl_runtime.ops.all_gather_matmul`` (copy-engine pushes) against
   ``dist.all_gather_into_tensor`` then ``torch.matmul``; per rank ``x [S/W, H]``, ``w [H, I/W]``;
 - ``--op mlp``: the whole tensor-parallel MLP layer, ``ovl_runtime.mlp.tp_mlp`` (what ``nn.TensorParallelMLP``
@@ -65,7 +69,7 @@ def graphed(fn):
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
-    p.add_argument("--op", choices=("gemm-rs", "ag-gemm", "mlp"), default="gemm-rs")
+    p.add_argument("--op", choices=("gemm-rs", "gemm-ar", "ag-gemm", "mlp"), default="gemm-rs")
     p.add_argument("--shapes", default="MLP-1,MLP-2,MLP-3,MLP-4,MLP-5,MLP-6")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--reps", type=int, default=30)
@@ -80,10 +84,12 @@ def main() -> None:
         TOKENS, H, inter = SHAPES[name]
         I = inter // world
         g = torch.Generator(device="cuda").manual_seed(7)
-        if a.op == "gemm-rs":
+        if a.op in ("gemm-rs", "gemm-ar"):
             xs = (torch.randn(world, TOKENS, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
             ws = (torch.randn(world, I, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
-            want = sum(xs[q].float() @ ws[q].float() for q in range(world))[rank * TOKENS // world : (rank + 1) * TOKENS // world]
+            want = sum(xs[q].float() @ ws[q].float() for q in range(world))
+            if a.op == "gemm-rs":
+                want = want[rank * TOKENS // world : (rank + 1) * TOKENS // world]
         elif a.op == "ag-gemm":
             xs = (torch.randn(world, TOKENS // world, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
             ws = (torch.randn(world, H, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
@@ -100,10 +106,8 @@ def main() -> None:
             down = downs[rank].contiguous()
             del downs, full
         x, w = xs[rank].contiguous(), ws[rank].contiguous()
-        if a.op == "mlp":
-            got = tp_mlp(x, w, down, group)
-        else:
-            got = (ops.matmul_reduce_scatter if a.op == "gemm-rs" else ops.all_gather_matmul)(x, w, group)
+        fused = {"gemm-rs": ops.matmul_reduce_scatter, "gemm-ar": ops.matmul_all_reduce, "ag-gemm": ops.all_gather_matmul}
+        got = tp_mlp(x, w, down, group) if a.op == "mlp" else fused[a.op](x, w, group)
         err = float((got.float() - want).norm() / want.norm())
         del xs, ws, want
         ok = torch.tensor([err], device="cuda")
@@ -118,6 +122,16 @@ def main() -> None:
             def unfused(x=x, w=w, c=c, out=out):
                 torch.matmul(x, w, out=c)
                 dist.reduce_scatter_tensor(out, c)
+
+        elif a.op == "gemm-ar":
+            c = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
+
+            def ovl(x=x, w=w):
+                return ops.matmul_all_reduce(x, w, group)
+
+            def unfused(x=x, w=w, c=c):
+                torch.matmul(x, w, out=c)
+                dist.all_reduce(c)
 
         elif a.op == "ag-gemm":
             gathered = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
@@ -150,7 +164,7 @@ def main() -> None:
         }
         times["ovl graph"] = timed(graphed(ovl), a.warmup, a.reps)
         times["cuBLAS + NCCL graph"] = timed(graphed(unfused), a.warmup, a.reps)
-        gemm = {"M": TOKENS, "N": H, "K": I} if a.op == "gemm-rs" else {"M": TOKENS, "N": I, "K": H}
+        gemm = {"M": TOKENS, "N": H, "K": I} if a.op in ("gemm-rs", "gemm-ar") else {"M": TOKENS, "N": I, "K": H}
         if a.op == "mlp":
             gemm = {"S": TOKENS, "hidden": H, "intermediatePerRank": I}
         rows.append({"op": a.op, "shape": name, **gemm, "maxRelError": float(ok.item()), **times})

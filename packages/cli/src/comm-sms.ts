@@ -15,10 +15,9 @@ export interface CommSmsDecision {
 }
 
 /**
- * `--comm-sms` when given (only with `--backend sm`), else for GEMM+RS over SM pushes the simulator's
- * choice on the target's model (`chooseCommSms`: the fewest of 4, 8, 16 that move a rank's partial rows
- * while its GEMM runs); otherwise undefined (the emitter's default, 16; GEMM+AllReduce's pushes carry
- * both halves and keep it).
+ * `--comm-sms` when given (only with `--backend sm`), else for GEMM+RS and the partitioned GEMM+AllReduce
+ * over SM pushes the simulator's choice on the target's model (`chooseCommSms`: the fewest of 4, 8, 16
+ * that move a rank's partial rows while its GEMM runs); otherwise undefined (the emitter's default, 16).
  * @throws {UsageError} `--comm-sms` without `--backend sm`.
  */
 export function decideCommSms(p: Problem, given: number | undefined, target: TargetName | undefined): CommSmsDecision | undefined {
@@ -37,11 +36,14 @@ export function decideCommSms(p: Problem, given: number | undefined, target: Tar
 }
 
 /**
- * The push SMs GEMM+RS over SM pushes gets on hardware model `hw` (`chooseCommSms`, bf16 partials);
- * undefined for other operators and backends, which keep the emitter's default. `ovl emit` and
+ * The push SMs GEMM+RS over SM pushes gets on hardware model `hw` (`chooseCommSms`, bf16 partials), and
+ * the partitioned GEMM+AllReduce, whose pushes carry the same ReduceScatter half (its AllGather is the
+ * reduction's stores, after the GEMM); undefined for other operators and backends, which keep the
+ * emitter's default. `ovl emit` and
  * `ovl simulate` both ask this, so the simulator prices what is emitted.
  */
 export function modelCommSms(p: Problem, hw: HardwareModel): CommSmsChoice | undefined {
-  if (p.operator !== "gemm-rs" || p.backend !== "sm") return undefined;
+  const partitioned = p.operator === "gemm-rs" || (p.operator === "gemm-ar" && p.template !== "tilewise");
+  if (!partitioned || p.backend !== "sm") return undefined;
   return chooseCommSms(hw, { M: p.M, N: p.N, K: p.K, world: p.world, elementBytes: 2 });
 }

@@ -51,6 +51,8 @@ CASES = [
     # M = 150 is neither 3 slabs of whole m-blocks nor whole tiles: the tile-wise owners hold 2, 1, 2 m-blocks.
     ("tilewise_w3_ragged", "tilewise", 3, 150, 40, 32, 1, (32, 16, 32), "fp32"),
     ("ce_w4", "ce", 4, 256, 32, 32, 1, (32, 32, 32), "bf16"),
+    # N = 80 is no whole number of 32-column blocks: the broadcast stores are masked.
+    ("sm_w4_ragged_n", "sm", 4, 512, 80, 32, 2, (32, 32, 32), "bf16"),
     ("tilewise_w4", "tilewise", 4, 256, 80, 32, 1, (32, 32, 32), "fp16"),
 ]
 
@@ -100,6 +102,22 @@ def test_a_missing_gather_copy_is_a_wait_timeout(compiled, tmp_path):
 
     out = emulate(load_manifest(_without(compiled, "ce_w2", tmp_path, edit)), epochs=1, seed=1, engine="numpy", timeout_s=2.0)
     assert out.failures and out.failures[0].code == "wait-timeout"
+
+
+def test_the_last_wait_is_on_the_device_and_really_waits(compiled, tmp_path):
+    # Over SM stores no host stream waits (a CUDA graph captures the launch); the slot-wait kernel
+    # does. Asked for one tile more of rank 1's slab than rank 1 stores, rank 0 times out.
+    m = load_manifest(compiled / "sm_w2" / "manifest.json")
+    assert all(not s.ops for h in m.host_ops for s in h.streams)
+    assert [k.template_kind for k in m.kernels][-1] == "slot-wait"
+
+    def edit(d):
+        row = next(t for t in d["tables"] if t["name"] == "ar_done_slots")["values"][0]
+        row[1] += 1  # wait_arrivals of rank 0's wait on rank 1's slab
+
+    out = emulate(load_manifest(_without(compiled, "sm_w2", tmp_path, edit)), epochs=1, seed=1, engine="numpy", timeout_s=2.0)
+    assert out.failures and out.failures[0].code == "wait-timeout"
+    assert out.failures[0].rank == 0
 
 
 def test_a_missing_tile_push_is_a_wait_timeout(compiled, tmp_path):

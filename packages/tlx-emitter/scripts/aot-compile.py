@@ -36,6 +36,8 @@ EXPECT = {
     "sm-push": [WAIT, NOTIFY, VLOAD, VSTORE],
     "sm-pull": [WAIT, NOTIFY, VLOAD, VSTORE],
     "ring-reduce": [WAIT, NOTIFY, VLOAD, VSTORE],
+    "ar-reduce-broadcast": [WAIT, NOTIFY, VLOAD, VSTORE],
+    "slot-wait": [WAIT],
     # Transformed local bodies: tensor-core MMAs, whatever loads the body itself uses.
     "local-consumer": [r"wgmma", WAIT],
     "local-producer": [r"wgmma", NOTIFY],

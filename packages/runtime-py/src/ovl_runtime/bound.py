@@ -15,9 +15,10 @@ graph once the operator has run eagerly (the first call compiles and loads every
 the epoch each replay waits for is read from a word on the device that the launch itself
 advances, and the copies and their signals are captured work. Operators whose kernels take
 host-side epochs (TLX cubins) are refused here; operators whose host streams wait on a
-signal (GEMM+AllReduce's ``ar_done``, copy-engine deliveries that wait for tiles, pull
-rings) run eagerly, but their capture is refused: the wait's value is the host's epoch,
-which a CUDA graph would freeze.
+signal (copy-engine deliveries that wait for tiles, a copy-engine GEMM+AllReduce's gather,
+pull rings) run eagerly, but their capture is refused: the wait's value is the host's epoch,
+which a CUDA graph would freeze. (A launch's last wait over SM transfers is a ``slot-wait``
+kernel, on the device.)
 
 Modes: a :class:`~ovl_runtime.groups.OneGpuGroup` (every rank in this process, one GPU —
 for checking correctness; tensors carry the rank as their leading dimension) or a

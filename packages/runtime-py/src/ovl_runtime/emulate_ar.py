@@ -1,7 +1,9 @@
-"""GEMM+AllReduce kernels executed in numpy: ``ar-reduce``, ``tile-push``, ``ar-tile-reduce``.
+"""GEMM+AllReduce kernels executed in numpy: ``ar-reduce``, ``ar-reduce-broadcast``, ``tile-push``,
+``ar-tile-reduce``.
 
 ``ar-reduce`` is ``rs-reduce`` storing into the rank's rows of the full output and notifying
-its m-block's slot per tile; the tile kernels walk their rank's table in row order (one
+its m-block's slot per tile; ``ar-reduce-broadcast`` stores each tile into every rank's output
+and notifies every peer; the tile kernels walk their rank's table in row order (one
 program; on the GPU several stride over the rows), wait, move or reduce one tile (strided
 rows) and notify, exactly as the emitted Triton kernels do.
 """
@@ -23,7 +25,35 @@ def ar_reduce(ctx: KernelContext) -> None:
     rpr, done = ctx.size("rows_per_rank"), ctx.size("done_base")
     out = ctx.matrix("out_ptr", (ctx.rank + 1) * rpr, ctx.size("N"))[ctx.rank * rpr :]
     sig = ctx.board("sig_ptr")
-    reduce_slab(ctx, out, lambda mb: ctx.notify(sig, done + mb))
+    reduce_slab(ctx, out, lambda mb, _rows, _cols: ctx.notify(sig, done + mb))
+
+
+def ar_reduce_broadcast(ctx: KernelContext) -> None:
+    """``ar-reduce`` storing each summed tile at this rank's rows of every rank's output (``out_ptrs``)
+    and release-adding 1 to slot ``recv_base + rank`` of every peer after it."""
+    rpr, n, world = ctx.size("rows_per_rank"), ctx.size("N"), ctx.param("WORLD")
+    outs, sigs = _peers(ctx, "out_ptrs"), _peers(ctx, "sig_ptrs")
+    if len(outs) != world or len(sigs) != world:
+        raise ManifestError(f"kernel {ctx.kernel.name}", f"WORLD is {world}, but the peer tables name {len(outs)} ranks")
+    slabs = []
+    for p, o in enumerate(outs):
+        if o.size < world * rpr * n:
+            raise KernelFault(
+                f"rank {ctx.rank}: {ctx.where()} out_ptrs of rank {p} holds {o.size} elements, not {world} slabs of {rpr}x{n}"
+            )
+        slabs.append(o.reshape(-1)[ctx.rank * rpr * n : (ctx.rank + 1) * rpr * n].reshape(rpr, n))
+    own = slabs[ctx.rank]
+    slot = ctx.size("recv_base") + ctx.rank
+
+    def broadcast(_mb: int, rows: np.ndarray, cols: slice) -> None:
+        for p in range(world):
+            if p != ctx.rank:
+                slabs[p][rows, cols] = own[rows, cols]
+        for p in range(world):
+            if p != ctx.rank:
+                ctx.notify(sigs[p], slot)
+
+    reduce_slab(ctx, own, broadcast)
 
 
 def _tile(ctx: KernelContext, flat: np.ndarray, offset: int, rows: int, cols: int, stride: int, what: str) -> np.ndarray:
@@ -84,6 +114,7 @@ def ar_tile_reduce(ctx: KernelContext) -> None:
 
 AR_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
     "ar-reduce": ar_reduce,
+    "ar-reduce-broadcast": ar_reduce_broadcast,
     "tile-push": tile_push,
     "ar-tile-reduce": ar_tile_reduce,
 }

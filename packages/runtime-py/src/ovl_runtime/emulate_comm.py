@@ -1,4 +1,5 @@
-"""SM communication kernels executed in numpy: ``sm-push``, ``sm-pull``, ``ring-reduce``.
+"""SM communication kernels executed in numpy: ``sm-push``, ``sm-pull``, ``ring-reduce``, and
+``slot-wait`` (a launch's last wait, on the device).
 
 Each walks its rank's segment table in row order (one program; on the GPU several
 programs stride over the rows), waits before a segment on ``epoch × wait_arrivals``,
@@ -100,4 +101,11 @@ def ring_reduce(ctx: KernelContext) -> None:
             ctx.notify(_peer(ctx, sigs, fwd, "fwd_rank") if fwd >= 0 else sig, row["notify_at"])
 
 
-COMM_TEMPLATES = {"sm-push": sm_push, "sm-pull": sm_pull, "ring-reduce": ring_reduce}
+def slot_wait(ctx: KernelContext) -> None:
+    """Wait on each row's slot for ``epoch × wait_arrivals`` (rows with ``wait_at < 0`` are padding)."""
+    sig = ctx.board("sig_ptr")
+    for row in _rows(ctx):
+        _wait(ctx, sig, row)
+
+
+COMM_TEMPLATES = {"sm-push": sm_push, "sm-pull": sm_pull, "ring-reduce": ring_reduce, "slot-wait": slot_wait}

@@ -196,10 +196,11 @@ def gemm_producer(ctx: KernelContext) -> None:
     _gemm_tiles(ctx, "producer", "notify_ptr")
 
 
-def reduce_slab(ctx: KernelContext, out: np.ndarray, after: Callable[[int], None] | None = None) -> None:
+def reduce_slab(ctx: KernelContext, out: np.ndarray, after: Callable[[int, np.ndarray, slice], None] | None = None) -> None:
     """``out`` = this rank's slab summed over ranks, tile by tile (``rs-reduce``'s loop): peer p's rows
     from ``partials[p]`` once slot ``slot_ptr[p × blocks_per_slab + m]`` fills, the rank's own in place
-    from ``own_ptr`` (the producer's output), no wait; ``after(mb)`` follows each stored tile.
+    from ``own_ptr`` (the producer's output), no wait; ``after(mb, rows, cols)`` follows each stored
+    tile (its rows and columns of the slab).
 
     The table lets one signal cover a delivered chunk of several m-blocks; a peer's entry outside
     the signal buffer is a KernelFault, as the kernel's wait would read out of bounds."""
@@ -227,7 +228,7 @@ def reduce_slab(ctx: KernelContext, out: np.ndarray, after: Callable[[int], None
                 acc += part[p * rpr + rows, cols]
             out[rows, cols] = acc
             if after is not None:
-                after(mb)
+                after(mb, rows, cols)
 
 
 def rs_reduce(ctx: KernelContext) -> None:

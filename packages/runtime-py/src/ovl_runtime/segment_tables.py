@@ -1,5 +1,5 @@
 """Segment tables of the SM communication kernels (``sm-push``, ``sm-pull``, ``ring-reduce``) and
-of the tile kernels of GEMM+AllReduce (``tile-push``, ``ar-tile-reduce``).
+of the tile kernels of GEMM+AllReduce (``tile-push``, ``ar-tile-reduce``), and of ``slot-wait`` (slots only).
 
 Each rank's table is a flat int64 list of rows, one row per contiguous segment the kernel
 moves; the field order is the emitter's (``@ovl/tlx-emitter`` ``kernels/sm-comm.ts``, ``kernels/tile-comm.ts``).
@@ -15,6 +15,7 @@ SEGMENT_FIELDS: dict[str, tuple[str, ...]] = {
     "ring-reduce": ("recv_offset", "acc_offset", "length", "wait_at", "wait_arrivals", "fwd_rank", "fwd_offset", "notify_at"),
     "tile-push": ("src_offset", "dst_rank", "dst_offset", "rows", "cols", "wait_at", "wait_arrivals", "notify_at"),
     "ar-tile-reduce": ("own_offset", "part_offset", "out_offset", "rows", "cols", "wait_at", "wait_arrivals", "notify_at"),
+    "slot-wait": ("wait_at", "wait_arrivals"),
 }
 
 
@@ -29,7 +30,7 @@ def segment_rows(kind: str, table: Sequence[int], count: int) -> list[dict[str, 
 
 def notified_slot(kind: str, row: dict[str, int], rank: int) -> tuple[int, int] | None:
     """The (rank, slot) a segment notifies after its copy, or None."""
-    slot = row["notify_at"]
+    slot = row.get("notify_at", -1)
     if slot < 0:
         return None
     if kind in ("sm-push", "tile-push"):

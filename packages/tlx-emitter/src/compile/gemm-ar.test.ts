@@ -8,11 +8,14 @@ import {
 } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AR_TILE_FIELDS, SM_PUSH_FIELDS, TILE_PUSH_FIELDS } from "../kernels/index.js";
+import { AR_TILE_FIELDS, SLOT_WAIT_FIELDS, SM_PUSH_FIELDS, TILE_PUSH_FIELDS } from "../kernels/index.js";
 import { Manifest } from "../manifest/schema.js";
 import { parseWithPython } from "../testing/python.js";
 import { EmitError } from "../writer/index.js";
+import { allReduceForm } from "../emit/ar-movements.js";
+import { emitGemmArPartitioned } from "../emit/gemm-ar.js";
 import { builtinBody, compile, type Operator } from "./index.js";
+import { operatorSchedule } from "./operator.js";
 
 const TILE = { BM: 32, BN: 32, BK: 32 };
 const C = (M: number, N: number, world: number) => ({
@@ -49,6 +52,7 @@ const FIELDS: Readonly<Record<string, readonly string[]>> = {
   "sm-push": SM_PUSH_FIELDS,
   "tile-push": TILE_PUSH_FIELDS,
   "ar-tile-reduce": AR_TILE_FIELDS,
+  "slot-wait": SLOT_WAIT_FIELDS,
 };
 
 /**
@@ -93,6 +97,10 @@ function checkRanges(m: Manifest): void {
       slot(int("done_base") + blocks - 1, "ar-reduce done");
       expect(m.world * int("rows_per_rank") * int("N")).toBe(size(buffer("out_ptr")));
     }
+    if (k.template.kind === "ar-reduce-broadcast") {
+      slot(int("recv_base") + m.world - 1, "ar-reduce-broadcast recv");
+      expect(m.world * int("rows_per_rank") * int("N")).toBe(size(buffer("out_ptrs")));
+    }
     const fields = FIELDS[k.template.kind];
     const seg = arg("seg_ptr");
     if (fields === undefined || seg?.kind !== "table") continue;
@@ -102,6 +110,7 @@ function checkRanges(m: Manifest): void {
       for (let i = 0; i < flat.length; i += fields.length) {
         const row = Object.fromEntries(fields.map((f, j) => [f, flat[i + j]!]));
         slot(row.wait_at!, `${k.name} rank ${rank} wait`);
+        if (k.template.kind === "slot-wait") continue;
         slot(row.notify_at!, `${k.name} rank ${rank} notify`);
         if (k.template.kind === "sm-push") {
           expect(row.dst_rank).toBeLessThan(m.world);
@@ -129,46 +138,56 @@ function checkRanges(m: Manifest): void {
 }
 
 describe("compile: GEMM+AllReduce", () => {
-  it.each([2, 3, 4, 8])(
-    "compiles the partitioned AllReduce (copy engine and SM pushes) and the tile-wise one at world %i",
-    async (world) => {
-      const M = world * 64;
-      const N = 96;
-      const cases = [
-        // The notify scope: gpu only where this rank's own push kernel alone waits on the tile-done
-        // slots; a host stream (copy engine) waits, or peers' pushes add to the same flags (tile-wise).
-        {
-          plan: partitioned(M, N, world),
-          options: { backend: "copy-engine" as const },
-          kinds: ["local-producer", "ar-reduce"],
-          gpu: false,
-        },
-        {
-          plan: partitioned(M, N, world),
-          options: { backend: "sm" as const },
-          kinds: ["local-producer", "sm-push", "ar-reduce", "sm-push"],
-          gpu: true,
-        },
-        { plan: tilewise(M, N, world), options: {}, kinds: ["local-producer", "tile-push", "ar-tile-reduce"], gpu: false },
-      ];
-      for (const c of cases) {
-        const r = await compile(arOp(c.plan, M, N, 64, c.options));
-        const m = Manifest.parse(r.manifest);
-        expect(m.kernels.map((k) => k.template.kind)).toEqual(c.kinds);
-        expect(m.reference).toMatchObject({ operator: "gemm-ar", M, N, K: 64, output: "ar_out" });
-        expect(m.buffers.find((b) => b.name === "ar_out")).toMatchObject({ shape: [M, N], symmetric: true, init: "poison" });
-        expect(m.kernels[0]!.template.params.operator).toBe("gemm-ar");
-        const producer = r.files.find((f) => f.path === m.kernels[0]!.source)!.text;
-        expect(producer.includes("notify_slot_gpu(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)")).toBe(c.gpu);
-        expect(producer.includes("notify_slot(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)")).toBe(!c.gpu);
-        // Every rank's launch ends with its whole output in place: its last stream waits for it.
-        for (const h of m.hostOps) expect(h.streams.at(-1)?.name).toBe("ar_done");
-        checkRanges(m);
-        const parsed = parseWithPython(Object.fromEntries(r.files.map((f) => [f.path, f.text])));
-        expect(Object.values(parsed)).toEqual(r.files.map(() => "ok"));
+  it.each([2, 3, 4, 8])("compiles the partitioned AllReduce (copy engine and SM) and the tile-wise one at world %i", async (world) => {
+    const M = world * 64;
+    const N = 96;
+    const cases = [
+      // The notify scope: gpu only where this rank's own push kernel alone waits on the tile-done
+      // slots; a host stream (copy engine) waits, or peers' pushes add to the same flags (tile-wise).
+      {
+        plan: partitioned(M, N, world),
+        options: { backend: "copy-engine" as const },
+        kinds: ["local-producer", "ar-reduce"],
+        gpu: false,
+        hostDone: true,
+      },
+      {
+        plan: partitioned(M, N, world),
+        options: { backend: "sm" as const },
+        kinds: ["local-producer", "sm-push", "ar-reduce-broadcast", "slot-wait"],
+        gpu: true,
+        hostDone: false,
+      },
+      {
+        plan: tilewise(M, N, world),
+        options: {},
+        kinds: ["local-producer", "tile-push", "ar-tile-reduce", "slot-wait"],
+        gpu: false,
+        hostDone: false,
+      },
+    ];
+    for (const c of cases) {
+      const r = await compile(arOp(c.plan, M, N, 64, c.options));
+      const m = Manifest.parse(r.manifest);
+      expect(m.kernels.map((k) => k.template.kind)).toEqual(c.kinds);
+      expect(m.reference).toMatchObject({ operator: "gemm-ar", M, N, K: 64, output: "ar_out" });
+      expect(m.buffers.find((b) => b.name === "ar_out")).toMatchObject({ shape: [M, N], symmetric: true, init: "poison" });
+      expect(m.kernels[0]!.template.params.operator).toBe("gemm-ar");
+      const producer = r.files.find((f) => f.path === m.kernels[0]!.source)!.text;
+      expect(producer.includes("notify_slot_gpu(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)")).toBe(c.gpu);
+      expect(producer.includes("notify_slot(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)")).toBe(!c.gpu);
+      // Every rank's launch ends with its whole output in place: its last host stream waits for it
+      // (copy engine), or a slot-wait kernel does and no host stream waits (a CUDA graph captures it).
+      if (c.hostDone) for (const h of m.hostOps) expect(h.streams.at(-1)?.name).toBe("ar_done");
+      else {
+        expect(m.hostOps.flatMap((h) => h.streams.flatMap((st) => st.ops)).filter((o) => o.kind === "wait")).toEqual([]);
+        expect(m.kernels.at(-1)).toMatchObject({ name: "ar_done", stream: "compute", grid: [1] });
       }
-    },
-  );
+      checkRanges(m);
+      const parsed = parseWithPython(Object.fromEntries(r.files.map((f) => [f.path, f.text])));
+      expect(Object.values(parsed)).toEqual(r.files.map(() => "ok"));
+    }
+  });
 
   it("partitioned: each chunk of reduced rows is copied after the reduce signals its m-blocks, once per peer, with a signal each", async () => {
     const r = await compile(arOp(partitioned(256, 64, 2, 2), 256, 64, 64, { backend: "copy-engine" }));
@@ -186,6 +205,48 @@ describe("compile: GEMM+AllReduce", () => {
       expect(o.signal?.rank).toBe(1);
     }
     expect(r.files.find((f) => f.path === "ar_reduce.py")!.text).toContain("notify_slot(sig_ptr, done_base + mb)");
+  });
+
+  it("partitioned over SM: one kernel reduces and stores every slab into every rank; each rank's last kernel waits for its peers' slabs", async () => {
+    const world = 4;
+    const r = await compile(arOp(partitioned(512, 64, world, 2), 512, 64, 64, { backend: "sm" }));
+    const m = r.manifest;
+    const reduce = m.kernels.find((k) => k.template.kind === "ar-reduce-broadcast")!;
+    const base = reduce.template.params.recv_base as number;
+    // Slab of 128 rows and 64 columns: 4 m-blocks of 32 rows × 2 n-blocks of 32 (the body's tile) = 8 tiles.
+    const tiles = (128 / (reduce.constexprs.BLOCK_M as number)) * Math.ceil(64 / (reduce.constexprs.BLOCK_N as number));
+    const waits = m.tables.find((t) => t.name === "ar_done_slots")!;
+    for (let rank = 0; rank < world; rank++) {
+      const peers = [0, 1, 2, 3].filter((q) => q !== rank);
+      expect(waits.values[rank]).toEqual(peers.flatMap((q) => [base + q, tiles]));
+    }
+    expect(m.signals.slots).toBe(base + world);
+    expect(m.signals.bits).toBe(32);
+    expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32"); // no host writes
+    const text = r.files.find((f) => f.path === "ar_reduce_broadcast.py")!.text;
+    expect(text).toContain("peer_notify(sig_ptrs, p, recv_base + rank)");
+    // The AllGather half is the reduction's stores: no second push kernel, no gather table.
+    expect(m.kernels.filter((k) => k.template.kind === "sm-push").map((k) => k.name)).toEqual(["sm_push"]);
+    expect(m.tables.some((t) => t.name === "gather_segments")).toBe(false);
+  });
+
+  it("partitioned over SM refuses an AllGather half that does not send every slab whole to every peer", () => {
+    const plan = partitioned(128, 64, 2, 1);
+    const form = allReduceForm(plan, 128, 64);
+    if (form.kind !== "partitioned") throw new Error("expected the partitioned form");
+    const rs = planSignals(form.reduceScatter);
+    const schedule = operatorSchedule({ ...arOp(rs, 128, 64, 64), plan: rs }, form.src, "producer", true);
+    expect(emitGemmArPartitioned(rs, schedule, form.gathers, { backend: "sm" }).manifest.kernels).toHaveLength(4);
+    const e = (() => {
+      try {
+        emitGemmArPartitioned(rs, schedule, form.gathers.slice(1), { backend: "sm" });
+      } catch (err) {
+        return err as EmitError;
+      }
+      throw new Error("emitted, but a refusal was expected");
+    })();
+    expect(e.code).toBe("unsupported-op");
+    expect(e.message).toMatch(/does not carry rank \d's whole slab .* to rank \d once.*allReducePartitioned/);
   });
 
   it("tile-wise: the producer notifies one flag per tile, its own tile id; the reduce waits for the owner's tile and every peer's push", async () => {
@@ -221,7 +282,7 @@ describe("compile: GEMM+AllReduce", () => {
       }),
     );
     const d = await compile(arOp(direct, 128, 64, 32));
-    expect(d.manifest.kernels.map((k) => k.template.kind)).toEqual(["local-producer", "tile-push", "ar-tile-reduce"]);
+    expect(d.manifest.kernels.map((k) => k.template.kind)).toEqual(["local-producer", "tile-push", "ar-tile-reduce", "slot-wait"]);
     const coarse = await compile(arOp(tilewise(128, 64, 2, [64, 64]), 128, 64, 32));
     expect(coarse.manifest.tables.find((t) => t.name === "ar_tile_rows")!.values[0]!.length).toBe(4 * AR_TILE_FIELDS.length);
   });

@@ -1,8 +1,9 @@
 // What both emitters share: the result type, the checks that a plan and its schedule
 // belong together, the signal buffer and kernel entries of a manifest.
 import { type ChunkPlan, partition, planSignals, type TensorDecl, type TileSchedule } from "@ovl/chunk-plan";
-import type { Buffer, GridDim, Kernel, KernelArg, Reference } from "../manifest/schema.js";
-import type { KernelTemplateInfo } from "../kernels/index.js";
+import type { Buffer, GridDim, Kernel, KernelArg, Reference, Table } from "../manifest/schema.js";
+import { type KernelTemplateInfo, SLOT_WAIT, slotWaitSource } from "../kernels/index.js";
+import type { ElementType } from "../device/index.js";
 import { checkIdentifier, EmitError } from "../writer/index.js";
 import type { PlanSignals } from "./host-ops.js";
 
@@ -149,4 +150,45 @@ export function agGemmReference(a: string, problem: { M: number; N: number; K: n
     ...rowShards(M, world),
     tolerance,
   };
+}
+
+/** A `slot-wait` kernel with its table and source file (see {@link slotWaitStage}). */
+export interface SlotWaitStage {
+  readonly kernel: Kernel;
+  readonly table: Table;
+  readonly file: EmittedFile;
+}
+
+/**
+ * The launch's last wait, on the device: a `slot-wait` kernel `name` on the compute stream (one
+ * program) waiting, on each rank `r`, on every `[slot, arrivals]` of `waits[r]` (rows padded with
+ * `[-1, 0]` to one length), so that what follows the launch on the rank's stream sees its whole
+ * output, and a CUDA graph can capture it (a host stream's wait takes the host's epoch).
+ */
+export function slotWaitStage(name: string, waits: readonly (readonly number[])[][], dtype: ElementType): SlotWaitStage {
+  const count = Math.max(1, ...waits.map((w) => w.length));
+  const table: Table = {
+    name: `${name}_slots`,
+    dtype: "int64",
+    values: waits.map((w) => [...w, ...Array.from({ length: count - w.length }, () => [-1, 0])].flat()),
+  };
+  const kernel = kernelEntry(SLOT_WAIT, {
+    name,
+    stream: "compute",
+    grid: [1],
+    numWarps: 1,
+    numStages: 1,
+    args: {
+      sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+      seg_ptr: { kind: "table", name: table.name },
+      num_segments: { kind: "int", value: count },
+      err_ptr: { kind: "error-buffer" },
+      rank: { kind: "rank" },
+      epoch_ptr: { kind: "epoch-word" },
+      timeout_ns: { kind: "timeout-ns" },
+    },
+    constexprs: {},
+    params: { segments: count },
+  });
+  return { kernel, table, file: { path: `${name}.py`, text: slotWaitSource({ dtype }) } };
 }

@@ -21,7 +21,7 @@ import { MANIFEST_SCHEMA, type Buffer, type Table } from "../manifest/schema.js"
 import { EmitError } from "../writer/index.js";
 import type { EmitResult } from "./ag-gemm.js";
 import { AR_PLANS } from "./ar-movements.js";
-import { checkDistinctBuffers, commGrid, kernelEntry, signalBuffer, SIGNAL_BUFFER, worldOf } from "./common.js";
+import { checkDistinctBuffers, commGrid, kernelEntry, signalBuffer, SIGNAL_BUFFER, slotWaitStage, worldOf } from "./common.js";
 import { AR_STREAMS, GEMM_AR_BUFFERS, gemmArReference } from "./gemm-ar.js";
 import type { ProducerFactory } from "./gemm-rs.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "./options.js";
@@ -164,7 +164,7 @@ export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options:
     { name: gemm.src, shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
     { name: GEMM_AR_BUFFERS.partials, shape: [world, partRows, N], dtype: o.dtype, symmetric: true, init: "poison" },
     { name: GEMM_AR_BUFFERS.out, shape: [M, N], dtype: o.dtype, symmetric: true, init: "poison" },
-    signalBuffer(slots, true),
+    signalBuffer(slots, false),
   ];
   checkDistinctBuffers(buffers);
   const tables: Table[] = [...made.tables, push.table, reduce.table];
@@ -212,10 +212,18 @@ export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options:
       params: { WORLD: world, BLOCK_R: comm.BLOCK_R, BLOCK_C: comm.BLOCK_C, segments: reduce.count },
     }),
   ];
+  const done = slotWaitStage(
+    AR_STREAMS.done,
+    Array.from({ length: world }, () => [[2 * T, T]]),
+    o.dtype,
+  );
+  tables.push(done.table);
+  kernels.push(done.kernel);
   const files = [
     made.file,
     { path: "tile_push.py", text: tilePushSource(comm, { dtype: o.dtype }) },
     { path: "ar_tile_reduce.py", text: arTileReduceSource(comm, { dtype: o.dtype }) },
+    done.file,
   ];
   const manifest = validated({
     $schema: MANIFEST_SCHEMA,
@@ -226,10 +234,7 @@ export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options:
     signals: { buffer: SIGNAL_BUFFER, slots, bits: 32 },
     tables,
     kernels,
-    hostOps: Array.from({ length: world }, (_, r) => ({
-      rank: r,
-      streams: [{ name: AR_STREAMS.done, ops: [{ kind: "wait" as const, slot: 2 * T, arrivals: T }] }],
-    })),
+    hostOps: [],
     reference: gemmArReference(M, N, K, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,

@@ -2,12 +2,16 @@ import { describe, expect, it } from "vitest";
 import { parseWithPython } from "../testing/python.js";
 import {
   AR_REDUCE,
+  AR_REDUCE_BROADCAST,
   AR_TILE_REDUCE,
+  arReduceBroadcastSource,
   arReduceSource,
   arTileReduceSource,
   checkTileCommParams,
   RS_REDUCE,
   rsReduceSource,
+  SLOT_WAIT,
+  slotWaitSource,
   TILE_PUSH,
   tilePushSource,
   tileStepRows,
@@ -22,6 +26,8 @@ describe("GEMM+AllReduce kernel templates", () => {
     await expect(arReduceSource(RS)).toMatchFileSnapshot("./__golden__/ar_reduce.py");
     await expect(tilePushSource(TILE)).toMatchFileSnapshot("./__golden__/tile_push.py");
     await expect(arTileReduceSource(TILE)).toMatchFileSnapshot("./__golden__/ar_tile_reduce.py");
+    await expect(arReduceBroadcastSource(RS)).toMatchFileSnapshot("./__golden__/ar_reduce_broadcast.py");
+    await expect(slotWaitSource()).toMatchFileSnapshot("./__golden__/slot_wait.py");
   });
 
   it("every signature lists the manifest's arguments in order, then the constexprs; Python parses each module", () => {
@@ -29,6 +35,8 @@ describe("GEMM+AllReduce kernel templates", () => {
       [AR_REDUCE, arReduceSource(RS, { dtype: "fp16" })],
       [TILE_PUSH, tilePushSource(TILE)],
       [AR_TILE_REDUCE, arTileReduceSource(TILE, { dtype: "fp32" })],
+      [AR_REDUCE_BROADCAST, arReduceBroadcastSource(RS, { dtype: "fp16" })],
+      [SLOT_WAIT, slotWaitSource()],
     ] as const;
     for (const [info, source] of cases) {
       const params = [...info.args, ...info.constexprs.map((c) => `${c}: tl.constexpr`)].join(", ");
@@ -38,6 +46,8 @@ describe("GEMM+AllReduce kernel templates", () => {
       "ar-reduce": "ok",
       "tile-push": "ok",
       "ar-tile-reduce": "ok",
+      "ar-reduce-broadcast": "ok",
+      "slot-wait": "ok",
     });
   });
 
@@ -50,6 +60,25 @@ describe("GEMM+AllReduce kernel templates", () => {
     expect(ar).toContain("out_base = out_ptr + rank * rows_per_rank * N");
     expect(ar).toContain("tl.store(out_base + off, acc.to(tl.bfloat16), mask=mask)\n        notify_slot(sig_ptr, done_base + mb)");
     expect(AR_REDUCE.args).toEqual([...RS_REDUCE.args, "done_base"]);
+  });
+
+  it("ar_reduce_broadcast is rs_reduce storing each tile into every rank's output, then notifying every peer", () => {
+    const rs = rsReduceSource(RS);
+    const b = arReduceBroadcastSource(RS);
+    expect(b).toContain(rs.slice(rs.indexOf("    blocks_per_slab"), rs.indexOf("        tl.store(")));
+    const store = b.indexOf("tl.store(dst + off, total, mask=mask)");
+    expect(b).toContain("dst = tl.multiple_of(peer_base(out_ptrs, p, own_ptr) + slab_rows, 16)");
+    expect(store).toBeGreaterThan(b.indexOf("wait_slot("));
+    expect(b.indexOf("peer_notify(sig_ptrs, p, recv_base + rank)")).toBeGreaterThan(store);
+    expect(b).toMatch(/if p != rank:\n\s+peer_notify/);
+    expect(AR_REDUCE_BROADCAST.args.slice(-1)).toEqual(["recv_base"]);
+  });
+
+  it("slot_wait waits on every listed slot for this launch's target and skips padding rows", () => {
+    const w = slotWaitSource();
+    expect(w).toContain("if wait_at >= 0:\n            target = load_epoch_target(epoch_ptr, wait_arrivals)");
+    expect(w).toContain("wait_slot(sig_ptr, wait_at.to(tl.int32), target, err_ptr, rank, timeout_ns)");
+    expect(w).not.toMatch(/tl\.store|notify/);
   });
 
   it("the tile kernels wait before loading (the token rides on the tile's base pointer) and notify after", () => {
@@ -70,6 +99,7 @@ describe("GEMM+AllReduce kernel templates", () => {
     expect(codeOf(() => arTileReduceSource({ BLOCK_R: 16, BLOCK_C: 128 }))).toBe("bad-param");
     expect(codeOf(() => checkTileCommParams({ BLOCK_R: 16, BLOCK_C: 8 }))).toBe("bad-param");
     expect(codeOf(() => arReduceSource({ ...RS, rows_per_rank: 100 }))).toBe("bad-param");
+    expect(codeOf(() => arReduceBroadcastSource({ ...RS, BLOCK_N: 100 }))).toBe("bad-param");
   });
 
   it("steps move about the SM copy block: a power of two of rows, at most the tile's", () => {

@@ -2,6 +2,8 @@
 // As `rs-reduce`, it sums the partial slabs delivered into this rank's `partials`, but it
 // stores the sum at the rank's own rows of the full output and notifies, per finished tile,
 // the m-block's `reduced` slot, so the AllGather half can send rows as they are reduced.
+// `ar-reduce-broadcast` is both halves in one kernel: it stores each summed tile into every
+// rank's output itself (the AllGather as peer stores) and notifies each peer.
 import { type KernelTemplateInfo, kernelModule, signature, type SourceOptions } from "./common.js";
 import { checkRsReduceParams, type RsReduceParams, writeSlabReduce } from "./rs-reduce.js";
 
@@ -43,7 +45,64 @@ export function arReduceSource(params: RsReduceParams, options: SourceOptions = 
     (w) =>
       w.block(signature(AR_REDUCE), (b) => {
         b.line("out_base = out_ptr + rank * rows_per_rank * N");
-        writeSlabReduce(b, options, "out_base", (l) => l.line("notify_slot(sig_ptr, done_base + mb)"));
+        writeSlabReduce(b, options, (l, sum) => {
+          l.line(`tl.store(out_base + off, ${sum}, mask=mask)`);
+          l.line("notify_slot(sig_ptr, done_base + mb)");
+        });
+      }),
+  );
+}
+
+/** Argument names and constexprs of `ar-reduce-broadcast`. */
+export const AR_REDUCE_BROADCAST: KernelTemplateInfo = {
+  kind: "ar-reduce-broadcast",
+  entry: "ar_reduce_broadcast",
+  args: [
+    "part_ptr",
+    "own_ptr",
+    "out_ptrs",
+    "sig_ptr",
+    "sig_ptrs",
+    "slot_ptr",
+    "err_ptr",
+    "N",
+    "rank",
+    "epoch_ptr",
+    "timeout_ns",
+    "rows_per_rank",
+    "recv_base",
+  ],
+  constexprs: ["WORLD", "BLOCK_M", "BLOCK_N"],
+};
+
+/**
+ * Source of `ar_reduce_broadcast`: `rs_reduce`'s loop over this rank's slab (its own partial read in
+ * place from `own_ptr`), storing each summed tile `(mb, pn)` at rows `rank · rows_per_rank + mb · BLOCK_M ..`
+ * of every rank's output (`out_ptrs`, the symmetric `[WORLD · rows_per_rank, N]` output's peer-pointers
+ * table, this rank's own included), then release-adding 1 to slot `recv_base + rank` of every peer
+ * (`peer_notify`): on rank `p`, slot `recv_base + q` reaches `epoch × (rows_per_rank / BLOCK_M) ·
+ * cdiv(N, BLOCK_N)` once rank `q`'s whole slab is in `p`'s output on this launch. The reduction and
+ * the AllGather are one pass over the slab, on every SM the GEMM has left.
+ * @throws {EmitError} `bad-param`.
+ */
+export function arReduceBroadcastSource(params: RsReduceParams, options: SourceOptions = {}): string {
+  checkRsReduceParams(params);
+  return kernelModule(
+    "ar-reduce-broadcast: this rank's rows of every rank's output = sum over ranks of the delivered partial slabs; notify every peer per tile.",
+    options.dtype,
+    (w) =>
+      w.block(signature(AR_REDUCE_BROADCAST), (b) => {
+        b.line("slab_rows = rank * rows_per_rank * N");
+        writeSlabReduce(b, options, (l, sum) => {
+          l.line(`total = ${sum}`);
+          l.block("for p in tl.static_range(WORLD)", (s) => {
+            s.line("dst = tl.multiple_of(peer_base(out_ptrs, p, own_ptr) + slab_rows, 16)");
+            s.line("tl.store(dst + off, total, mask=mask)");
+          });
+          l.block("for p in tl.static_range(WORLD)", (s) =>
+            s.block("if p != rank", (i) => i.line("peer_notify(sig_ptrs, p, recv_base + rank)")),
+          );
+        });
       }),
   );
 }

@@ -28,7 +28,7 @@ export {
   smPushSource,
   type SmCommParams,
 } from "./sm-comm.js";
-export { AR_REDUCE, arReduceSource } from "./ar-reduce.js";
+export { AR_REDUCE, AR_REDUCE_BROADCAST, arReduceBroadcastSource, arReduceSource } from "./ar-reduce.js";
 export {
   AR_TILE_FIELDS,
   AR_TILE_REDUCE,
@@ -40,3 +40,4 @@ export {
   tileStepRows,
   type TileCommParams,
 } from "./tile-comm.js";
+export { SLOT_WAIT, SLOT_WAIT_FIELDS, slotWaitSource } from "./slot-wait.js";

@@ -79,16 +79,18 @@ export function rsReduceSource(params: RsReduceParams, options: SourceOptions = 
   return kernelModule(
     "rs-reduce: out = sum over ranks of the partial slabs delivered here, waiting per (rank, m-block).",
     options.dtype,
-    (w) => w.block(signature(RS_REDUCE), (b) => writeSlabReduce(b, options, "out_ptr")),
+    (w) =>
+      w.block(signature(RS_REDUCE), (b) => writeSlabReduce(b, options, (l, sum) => l.line(`tl.store(out_ptr + off, ${sum}, mask=mask)`))),
   );
 }
 
 /**
- * The body `rs-reduce` and `ar-reduce` share: the persistent loop over the slab's tiles, the
- * per-(rank, m-block) waits and the fp32 sum, stored at `<out> + off`; `after(w)` writes what
- * follows each tile's store (a notify, for `ar-reduce`).
+ * The body `rs-reduce`, `ar-reduce` and `ar-reduce-broadcast` share: the persistent loop over the
+ * slab's tiles, the per-(rank, m-block) waits and the fp32 sum; `store(w, sum)` writes what each
+ * tile does with its sum (`sum`: the expression of it in the element type; the tile's offsets are
+ * `off` within a slab, its mask `mask`), its stores and what follows them (a notify).
  */
-export function writeSlabReduce(w: Writer, options: SourceOptions, out: string, after?: (w: Writer) => void): void {
+export function writeSlabReduce(w: Writer, options: SourceOptions, store: (w: Writer, sum: string) => void): void {
   const dtype = tlType(options.dtype);
   w.line("blocks_per_slab = rows_per_rank // BLOCK_M");
   w.line("target = load_epoch_target(epoch_ptr, 1)");
@@ -115,7 +117,6 @@ export function writeSlabReduce(w: Writer, options: SourceOptions, out: string, 
       l.line("slab = tl.multiple_of(src + slab_off, 16)");
       l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
     });
-    body.line(`tl.store(${out} + off, acc.to(${dtype}), mask=mask)`);
-    after?.(body);
+    store(body, `acc.to(${dtype})`);
   });
 }
