@@ -29,8 +29,9 @@ def ar_reduce(ctx: KernelContext) -> None:
 
 
 def ar_reduce_broadcast(ctx: KernelContext) -> None:
-    """``ar-reduce`` storing each summed tile at this rank's rows of every rank's output (``out_ptrs``)
-    and release-adding 1 to slot ``recv_base + rank`` of every peer after it."""
+    """``ar-reduce`` storing each summed tile at this rank's rows of every rank's output (``out_ptrs``);
+    after the last tile, release-adding the number of tiles stored to slot ``recv_base + rank`` of every
+    peer (one program: on the GPU each program adds its own count)."""
     rpr, n, world = ctx.size("rows_per_rank"), ctx.size("N"), ctx.param("WORLD")
     outs, sigs = _peers(ctx, "out_ptrs"), _peers(ctx, "sig_ptrs")
     if len(outs) != world or len(sigs) != world:
@@ -45,15 +46,19 @@ def ar_reduce_broadcast(ctx: KernelContext) -> None:
     own = slabs[ctx.rank]
     slot = ctx.size("recv_base") + ctx.rank
 
+    stored = 0
+
     def broadcast(_mb: int, rows: np.ndarray, cols: slice) -> None:
+        nonlocal stored
         for p in range(world):
             if p != ctx.rank:
                 slabs[p][rows, cols] = own[rows, cols]
-        for p in range(world):
-            if p != ctx.rank:
-                ctx.notify(sigs[p], slot)
+        stored += 1
 
     reduce_slab(ctx, own, broadcast)
+    for p in range(world):
+        if p != ctx.rank:
+            ctx.notify(sigs[p], slot, stored)
 
 
 def _tile(ctx: KernelContext, flat: np.ndarray, offset: int, rows: int, cols: int, stride: int, what: str) -> np.ndarray:

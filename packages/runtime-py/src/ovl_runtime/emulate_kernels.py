@@ -100,9 +100,9 @@ class KernelContext:
         """Acquire-wait, bounded; in slices so that a failure elsewhere stops it early."""
         wait_slot(board, slot, target, self.timeout_s, self.abort, self.rank, self.where(), self.monitor, self.thread)
 
-    def notify(self, board: SignalBoard, slot: int) -> None:
+    def notify(self, board: SignalBoard, slot: int, count: int = 1) -> None:
         try:
-            board.notify(slot, 1)
+            board.notify(slot, count)
         except SignalError as exc:
             raise KernelFault(f"rank {self.rank}: {self.where()} notifies {exc}") from exc
 

@@ -228,12 +228,13 @@ def notify_slot_gpu(sig_ptr, slot, mask=None):
 
 
 @triton.jit
-def peer_notify(sig_ptrs, peer, slot):
-    """Release-add 1 to peer's sig[slot] (sig_ptrs: the signal buffer's peer-pointers table), after this
-    thread's TMA stores complete and every thread's stores (as ``notify_slot``)."""
+def peer_notify(sig_ptrs, peer, slot, count=1):
+    """Release-add ``count`` (default 1: one notify; a kernel may sum several into one add) to peer's
+    sig[slot] (sig_ptrs: the signal buffer's peer-pointers table), after this thread's TMA stores complete
+    and every thread's stores (as ``notify_slot``)."""
     sig = tl.load(sig_ptrs + peer).to(tl.pointer_type(tl.int32))
     _stores_done()
-    tl.atomic_add(sig + slot, 1, sem="release", scope="sys")
+    tl.atomic_add(sig + slot, count, sem="release", scope="sys")
 
 
 @triton.jit

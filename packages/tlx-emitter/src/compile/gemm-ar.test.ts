@@ -224,7 +224,7 @@ describe("compile: GEMM+AllReduce", () => {
     expect(m.signals.bits).toBe(32);
     expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32"); // no host writes
     const text = r.files.find((f) => f.path === "ar_reduce_broadcast.py")!.text;
-    expect(text).toContain("peer_notify(sig_ptrs, p, recv_base + rank)");
+    expect(text).toContain("peer_notify(sig_ptrs, p, recv_base + rank, stored)");
     // The AllGather half is the reduction's stores: no second push kernel, no gather table.
     expect(m.kernels.filter((k) => k.template.kind === "sm-push").map((k) => k.name)).toEqual(["sm_push"]);
     expect(m.tables.some((t) => t.name === "gather_segments")).toBe(false);

@@ -81,6 +81,9 @@ out.append({"name": "notify-gpu", "log": [list(map(str, e)) for e in log], "valu
 mem.clear(); log.clear(); mem[2000 + 1] = 500
 ns["peer_notify"](2000, 1, 4)
 out.append({"name": "peer_notify", "log": [list(map(str, e)) for e in log], "value": mem[504]})
+mem.clear(); log.clear(); mem[2000 + 1] = 500
+ns["peer_notify"](2000, 1, 4, 3)
+out.append({"name": "peer_notify-count", "log": [list(map(str, e)) for e in log], "value": mem[504]})
 print(json.dumps(out))
 `;
 
@@ -117,6 +120,11 @@ describe("device primitive library (ovl_runtime.language)", () => {
       name: "peer_notify",
       log: [["bulk-wait"], ["barrier"], ["add", "504", "1", "release", "sys"]],
       value: 1,
+    });
+    // Several notifies summed into one release add (a kernel that counts its tiles and notifies once).
+    expect(byName["peer_notify-count"]).toMatchObject({
+      log: [["bulk-wait"], ["barrier"], ["add", "504", "3", "release", "sys"]],
+      value: 3,
     });
   });
 });

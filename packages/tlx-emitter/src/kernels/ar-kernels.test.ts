@@ -62,15 +62,18 @@ describe("GEMM+AllReduce kernel templates", () => {
     expect(AR_REDUCE.args).toEqual([...RS_REDUCE.args, "done_base"]);
   });
 
-  it("ar_reduce_broadcast is rs_reduce storing each tile into every rank's output, then notifying every peer", () => {
+  it("ar_reduce_broadcast is rs_reduce storing each tile into every rank's output, then notifying every peer once", () => {
     const rs = rsReduceSource(RS);
     const b = arReduceBroadcastSource(RS);
     expect(b).toContain(rs.slice(rs.indexOf("    blocks_per_slab"), rs.indexOf("        tl.store(")));
     const store = b.indexOf("tl.store(dst + off, total, mask=mask)");
     expect(b).toContain("dst = tl.multiple_of(peer_base(out_ptrs, p, own_ptr) + slab_rows, 16)");
     expect(store).toBeGreaterThan(b.indexOf("wait_slot("));
-    expect(b.indexOf("peer_notify(sig_ptrs, p, recv_base + rank)")).toBeGreaterThan(store);
-    expect(b).toMatch(/if p != rank:\n\s+peer_notify/);
+    // One release per program and peer, after its last tile: the count of tiles it stored.
+    expect(b).toContain(
+      "        stored += 1\n    for p in tl.static_range(WORLD):\n        if p != rank:\n            peer_notify(sig_ptrs, p, recv_base + rank, stored)",
+    );
+    expect(b.indexOf("peer_notify(")).toBeGreaterThan(store);
     expect(AR_REDUCE_BROADCAST.args.slice(-1)).toEqual(["recv_base"]);
   });
 

@@ -79,30 +79,35 @@ export const AR_REDUCE_BROADCAST: KernelTemplateInfo = {
  * Source of `ar_reduce_broadcast`: `rs_reduce`'s loop over this rank's slab (its own partial read in
  * place from `own_ptr`), storing each summed tile `(mb, pn)` at rows `rank · rows_per_rank + mb · BLOCK_M ..`
  * of every rank's output (`out_ptrs`, the symmetric `[WORLD · rows_per_rank, N]` output's peer-pointers
- * table, this rank's own included), then release-adding 1 to slot `recv_base + rank` of every peer
- * (`peer_notify`): on rank `p`, slot `recv_base + q` reaches `epoch × (rows_per_rank / BLOCK_M) ·
- * cdiv(N, BLOCK_N)` once rank `q`'s whole slab is in `p`'s output on this launch. The reduction and
- * the AllGather are one pass over the slab, on every SM the GEMM has left.
+ * table, this rank's own included). A program counts its tiles and, after its last, release-adds that
+ * count to slot `recv_base + rank` of every peer (`peer_notify`): on rank `p`, slot `recv_base + q`
+ * reaches `epoch × (rows_per_rank / BLOCK_M) · cdiv(N, BLOCK_N)` once rank `q`'s whole slab is in `p`'s
+ * output on this launch. One release per program and peer, not per tile: a system-scope release waits
+ * for the program's stores to reach the peers, which per tile would drain the stores in flight over
+ * NVLink after every tile. The reduction and the AllGather are one pass over the slab, on every SM the
+ * GEMM has left.
  * @throws {EmitError} `bad-param`.
  */
 export function arReduceBroadcastSource(params: RsReduceParams, options: SourceOptions = {}): string {
   checkRsReduceParams(params);
   return kernelModule(
-    "ar-reduce-broadcast: this rank's rows of every rank's output = sum over ranks of the delivered partial slabs; notify every peer per tile.",
+    "ar-reduce-broadcast: this rank's rows of every rank's output = sum over ranks of the delivered partial slabs; notify every peer once per program.",
     options.dtype,
     (w) =>
       w.block(signature(AR_REDUCE_BROADCAST), (b) => {
         b.line("slab_rows = rank * rows_per_rank * N");
+        b.line("stored = rank * 0");
         writeSlabReduce(b, options, (l, sum) => {
           l.line(`total = ${sum}`);
           l.block("for p in tl.static_range(WORLD)", (s) => {
             s.line("dst = tl.multiple_of(peer_base(out_ptrs, p, own_ptr) + slab_rows, 16)");
             s.line("tl.store(dst + off, total, mask=mask)");
           });
-          l.block("for p in tl.static_range(WORLD)", (s) =>
-            s.block("if p != rank", (i) => i.line("peer_notify(sig_ptrs, p, recv_base + rank)")),
-          );
+          l.line("stored += 1");
         });
+        b.block("for p in tl.static_range(WORLD)", (s) =>
+          s.block("if p != rank", (i) => i.line("peer_notify(sig_ptrs, p, recv_base + rank, stored)")),
+        );
       }),
   );
 }

@@ -1,4 +1,4 @@
-"""ar-reduce-broadcast: this rank's rows of every rank's output = sum over ranks of the delivered partial slabs; notify every peer per tile.
+"""ar-reduce-broadcast: this rank's rows of every rank's output = sum over ranks of the delivered partial slabs; notify every peer once per program.
 
 Emitted by @ovl/tlx-emitter. The device primitives come from ovl_runtime.language (the ovl runner).
 """
@@ -10,6 +10,7 @@ from ovl_runtime.language import load_epoch_target, wait_slot, consume_token, pe
 @triton.jit
 def ar_reduce_broadcast(part_ptr, own_ptr, out_ptrs, sig_ptr, sig_ptrs, slot_ptr, err_ptr, N, rank, epoch_ptr, timeout_ns, rows_per_rank, recv_base, WORLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     slab_rows = rank * rows_per_rank * N
+    stored = rank * 0
     blocks_per_slab = rows_per_rank // BLOCK_M
     target = load_epoch_target(epoch_ptr, 1)
     num_pn = tl.cdiv(N, BLOCK_N)
@@ -36,6 +37,7 @@ def ar_reduce_broadcast(part_ptr, own_ptr, out_ptrs, sig_ptr, sig_ptrs, slot_ptr
         for p in tl.static_range(WORLD):
             dst = tl.multiple_of(peer_base(out_ptrs, p, own_ptr) + slab_rows, 16)
             tl.store(dst + off, total, mask=mask)
-        for p in tl.static_range(WORLD):
-            if p != rank:
-                peer_notify(sig_ptrs, p, recv_base + rank)
+        stored += 1
+    for p in tl.static_range(WORLD):
+        if p != rank:
+            peer_notify(sig_ptrs, p, recv_base + rank, stored)
