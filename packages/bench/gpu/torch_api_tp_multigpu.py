@@ -10,6 +10,9 @@ graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's
   ``gemm-rs``, the output ``[S, H]`` on every rank (a row-parallel layer's output without sequence parallelism);
 - ``--op ag-gemm``: ``ovl_runtime.ops.all_gather_matmul`` (copy-engine pushes) against
   ``dist.all_gather_into_tensor`` then ``torch.matmul``; per rank ``x [S/W, H]``, ``w [H, I/W]``;
+- ``--op a2a-gemm``: ``ovl_runtime.ops.all_to_all_matmul`` (copy-engine pushes, the GEMM waiting per arriving slab)
+  against ``dist.all_to_all_single`` then ``torch.matmul``; per rank ``x [S, H]`` (slab q of ``S / W`` rows goes to
+  rank q), ``w [H, I/W]``, the output ``received @ w`` ``[S, I/W]`` (expert-parallel style, AutoOverlap's A2A+GEMM);
 - ``--op mlp``: the whole tensor-parallel MLP layer, ``ovl_runtime.mlp.tp_mlp`` (what ``nn.TensorParallelMLP``
   runs: AllGather + gate/up GEMM + SiLU-mul, then GEMM + ReduceScatter) against AllGather, the gate/up GEMM,
   ``silu(gate) * up``, the down GEMM and ReduceScatter; per rank ``x [S/W, H]``, ``w_gate_up [H, 2·I/W]``,
@@ -69,7 +72,7 @@ def graphed(fn):
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
-    p.add_argument("--op", choices=("gemm-rs", "gemm-ar", "ag-gemm", "mlp"), default="gemm-rs")
+    p.add_argument("--op", choices=("gemm-rs", "gemm-ar", "ag-gemm", "a2a-gemm", "mlp"), default="gemm-rs")
     p.add_argument("--shapes", default="MLP-1,MLP-2,MLP-3,MLP-4,MLP-5,MLP-6")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--reps", type=int, default=30)
@@ -94,6 +97,12 @@ def main() -> None:
             xs = (torch.randn(world, TOKENS // world, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
             ws = (torch.randn(world, H, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
             want = xs.reshape(TOKENS, H).float() @ ws[rank].float()
+        elif a.op == "a2a-gemm":
+            xs = (torch.randn(world, TOKENS, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
+            ws = (torch.randn(world, H, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
+            # Slab q of rank r's x goes to rank q: rank r receives slab r of every rank, in rank order.
+            slab = TOKENS // world
+            want = torch.cat([xs[q, rank * slab : (rank + 1) * slab] for q in range(world)]).float() @ ws[rank].float()
         else:
             xs = (torch.randn(world, TOKENS // world, H, device="cuda", generator=g) / 4).to(torch.bfloat16)
             ws = (torch.randn(world, H, 2 * I, device="cuda", generator=g) / 32).to(torch.bfloat16)
@@ -106,7 +115,12 @@ def main() -> None:
             down = downs[rank].contiguous()
             del downs, full
         x, w = xs[rank].contiguous(), ws[rank].contiguous()
-        fused = {"gemm-rs": ops.matmul_reduce_scatter, "gemm-ar": ops.matmul_all_reduce, "ag-gemm": ops.all_gather_matmul}
+        fused = {
+            "gemm-rs": ops.matmul_reduce_scatter,
+            "gemm-ar": ops.matmul_all_reduce,
+            "ag-gemm": ops.all_gather_matmul,
+            "a2a-gemm": ops.all_to_all_matmul,
+        }
         got = tp_mlp(x, w, down, group) if a.op == "mlp" else fused[a.op](x, w, group)
         err = float((got.float() - want).norm() / want.norm())
         del xs, ws, want
@@ -143,6 +157,17 @@ def main() -> None:
             def unfused(x=x, w=w, c=c, gathered=gathered):
                 dist.all_gather_into_tensor(gathered, x)
                 torch.matmul(gathered, w, out=c)
+
+        elif a.op == "a2a-gemm":
+            received = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
+            c = torch.empty(TOKENS, I, device="cuda", dtype=torch.bfloat16)
+
+            def ovl(x=x, w=w):
+                return ops.all_to_all_matmul(x, w, group)
+
+            def unfused(x=x, w=w, c=c, received=received):
+                dist.all_to_all_single(received, x)
+                torch.matmul(received, w, out=c)
 
         else:
             gathered = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)

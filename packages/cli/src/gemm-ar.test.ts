@@ -25,8 +25,8 @@ describe("ovl emit gemm-ar", () => {
     ]);
     const kinds = [
       ["local-producer", "ar-reduce"],
-      ["local-producer", "sm-push", "ar-reduce", "sm-push"],
-      ["local-producer", "tile-push", "ar-tile-reduce"],
+      ["local-producer", "sm-push", "ar-reduce-broadcast", "slot-wait"],
+      ["local-producer", "tile-push", "ar-tile-reduce", "slot-wait"],
     ];
     runs.forEach((r, i) => {
       expect(r.status, r.stderr).toBe(0);
@@ -38,12 +38,14 @@ describe("ovl emit gemm-ar", () => {
     expect((JSON.parse(runs[2]!.stdout) as { name: string }).name).toBe("gemm_ar_m512n256k128_w2_tw_s2");
   });
 
-  it.skipIf(!canEmulate)("the tile-wise manifest is correct in CPU emulation", async () => {
-    const dir = temp();
-    await ovl(["emit", "gemm-ar", ...SMALL, "--template", "tilewise", "--out", dir]);
-    const r = await ovl(["run", join(dir, "manifest.json"), "--emulate", "--epochs", "2", "--json"]);
-    expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, mode: "emulate" });
+  it.skipIf(!canEmulate)("the tile-wise and the SM partitioned manifests are correct in CPU emulation", async () => {
+    for (const flags of [["--template", "tilewise"], ["--backend", "sm"]]) {
+      const dir = temp();
+      await ovl(["emit", "gemm-ar", ...SMALL, ...flags, "--out", dir]);
+      const r = await ovl(["run", join(dir, "manifest.json"), "--emulate", "--epochs", "2", "--json"]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, mode: "emulate" });
+    }
   });
 });
 
