@@ -39,7 +39,10 @@ describe("ovl emit gemm-ar", () => {
   });
 
   it.skipIf(!canEmulate)("the tile-wise and the SM partitioned manifests are correct in CPU emulation", async () => {
-    for (const flags of [["--template", "tilewise"], ["--backend", "sm"]]) {
+    for (const flags of [
+      ["--template", "tilewise"],
+      ["--backend", "sm"],
+    ]) {
       const dir = temp();
       await ovl(["emit", "gemm-ar", ...SMALL, ...flags, "--out", dir]);
       const r = await ovl(["run", join(dir, "manifest.json"), "--emulate", "--epochs", "2", "--json"]);

@@ -66,6 +66,8 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
     ...(sms !== undefined ? { commSms: sms } : {}),
     ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
     ...(tilewise ? { reduceKernel: { programs: sms ?? 16, concurrent: true } } : {}),
+    // The partitioned AllReduce over SM transfers: its AllGather is the reduction's stores, on every SM.
+    ...(p.operator === "gemm-ar" && !tilewise && priced.backend === "sm" ? { broadcastAfterCompute: true } : {}),
   });
   const ag = p.operator === "ag-gemm";
   const base = predictBaselines({

@@ -44,6 +44,18 @@ export interface CommSimInput {
   readonly computeUntil?: readonly number[];
   /** Whether a stream's copy launches overlap its predecessor's transfer (default true). */
   readonly pipelinedLaunch?: boolean;
+  /**
+   * Backend `sm`, with `computeUntil`: what a rank sends with every SM once its GEMM has finished
+   * (GB/s), shared by its transfers that do not reduce (the AllGather half a reduction kernel
+   * stores itself); absent, every transfer shares the `commSms` pool.
+   */
+  readonly afterComputeGBps?: number;
+  /**
+   * A tensor whose local copies move nothing: the kernel after the GEMM reads it in place (GEMM+RS and
+   * the partitioned GEMM+AllReduce reduce a rank's own partial from the GEMM's output). Such a copy
+   * still orders what depends on it.
+   */
+  readonly readInPlace?: string;
 }
 
 interface OpState {
@@ -75,7 +87,9 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   const world = plan.ranks.length;
   const decls = new Map<string, TensorDecl>(plan.tensors.map((t) => [t.name, t]));
   const streams: OpState[][][] = plan.ranks.map((rp) =>
-    rp.streams.map((ops, s) => ops.map((op, i) => initState(rp.rank, s, i, op, decls, backend))),
+    rp.streams.map((ops, s) =>
+      ops.map((op, i) => initState(rp.rank, s, i, op, decls, backend, op.kind === "local-copy" && op.src.tensor === input.readInPlace)),
+    ),
   );
   const notify = plan.signals?.notify;
   const signalCost = (r: number, s: number, i: number): number =>
@@ -93,6 +107,12 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   const engineCap = (st: OpState): number =>
     (until[st.src] ?? 0) > now + EPS || (until[st.dst] ?? 0) > now + EPS ? engine * underCompute : engine;
   const smPool = input.commSms * hw.smCopy.bandwidthPerSmGBps * 1e6;
+  const broadcast = input.afterComputeGBps === undefined || input.computeUntil === undefined ? undefined : input.afterComputeGBps * 1e6;
+  // A transfer's SM pool: the push SMs, or, for one that does not reduce once its rank's GEMM is over, every SM.
+  const smPoolOf = (st: OpState): { key: string; bytesPerMs: number } =>
+    broadcast !== undefined && st.t.op.reduce === undefined && !((until[st.t.rank] ?? 0) > now + EPS)
+      ? { key: `${st.t.rank}:all`, bytesPerMs: broadcast }
+      : { key: `${st.t.rank}:push`, bytesPerMs: smPool };
   const hbm = hw.hbmGBps * 1e6;
   const heads = streams.map((r) => r.map(() => 0));
   const streamFree = streams.map((r) => r.map(() => firstStart));
@@ -147,7 +167,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
       }
     }
     // Advance to the next phase change.
-    const rates = dataRates(active, port, engineCap, smPool, hbm, backend);
+    const rates = dataRates(active, port, engineCap, smPoolOf, hbm, backend);
     let next = nextDue;
     // A kernel's end changes the copy-engine rate of transfers touching its rank.
     for (const u of until) if (u > now + EPS && u < next && active.length > 0) next = u;
@@ -204,13 +224,21 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   }));
 }
 
-function initState(rank: number, stream: number, index: number, op: Op, decls: Map<string, TensorDecl>, backend: CommBackend): OpState {
+function initState(
+  rank: number,
+  stream: number,
+  index: number,
+  op: Op,
+  decls: Map<string, TensorDecl>,
+  backend: CommBackend,
+  inPlace: boolean,
+): OpState {
   const moved = op.kind === "collective" && op.collective === "reduce-scatter" ? op.src : op.dst;
   const decl = decls.get(moved.tensor);
   if (decl === undefined) {
     throw new SimulateError("schedule-mismatch", `rank ${rank} stream ${stream} op ${index} moves unknown tensor "${moved.tensor}"`);
   }
-  const bytes = regionBytes(moved, decl);
+  const bytes = inPlace ? 0 : regionBytes(moved, decl);
   const src = op.kind === "p2p" ? (op.side === "push" ? rank : op.peer) : rank;
   const dst = op.kind === "p2p" ? (op.side === "push" ? op.peer : rank) : rank;
   const label = op.label ?? (op.kind === "p2p" ? `${op.side} ${src}→${dst}` : op.kind === "collective" ? op.collective : "local copy");
@@ -221,7 +249,7 @@ function initState(rank: number, stream: number, index: number, op: Op, decls: M
     dst,
     linked,
     // With SM copies a local copy is load/store on the same copy SMs as the peer transfers.
-    shared: linked || (backend === "sm" && op.kind !== "collective"),
+    shared: !inPlace && (linked || (backend === "sm" && op.kind !== "collective")),
     phase: "wait",
     start: 0,
     dataStart: 0,
@@ -256,24 +284,26 @@ function dataRates(
   active: readonly OpState[],
   port: number,
   engine: (st: OpState) => number,
-  smPool: number,
+  smPool: (st: OpState) => { key: string; bytesPerMs: number },
   hbm: number,
   backend: CommBackend,
 ): Map<OpState, number> {
   const out = new Map<number, number>();
   const inn = new Map<number, number>();
-  const byRank = new Map<number, number>();
+  const byPool = new Map<string, number>();
   const moving = active.filter((st) => st.phase === "data" && st.shared);
   for (const st of moving) {
     if (st.linked) {
       out.set(st.src, (out.get(st.src) ?? 0) + 1);
       inn.set(st.dst, (inn.get(st.dst) ?? 0) + 1);
     }
-    byRank.set(st.t.rank, (byRank.get(st.t.rank) ?? 0) + 1);
+    const pool = smPool(st).key;
+    byPool.set(pool, (byPool.get(pool) ?? 0) + 1);
   }
   const rates = new Map<OpState, number>();
   for (const st of moving) {
-    const cap = backend === "copy-engine" ? engine(st) : smPool / byRank.get(st.t.rank)!;
+    const pool = smPool(st);
+    const cap = backend === "copy-engine" ? engine(st) : pool.bytesPerMs / byPool.get(pool.key)!;
     if (st.linked) rates.set(st, Math.min(cap, port / out.get(st.src)!, port / inn.get(st.dst)!));
     else rates.set(st, Math.min(cap, hbm / (st.t.op.reduce === undefined ? 2 : 3)));
   }

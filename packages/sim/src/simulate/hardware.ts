@@ -56,6 +56,12 @@ export const HardwareModel = z.object({
     bandwidthPerSmGBps: Pos,
     /** Launch of the communication kernel, µs. */
     launchUs: NonNeg,
+    /**
+     * What a kernel on every SM sends out of one GPU to its peers with plain stores, after the GEMM
+     * (GEMM+AllReduce over SM transfers: `ar-reduce-broadcast` storing each reduced tile into every
+     * peer's output), GB/s; absent: every SM at `bandwidthPerSmGBps`, capped by NVLink.
+     */
+    broadcastGBps: Pos.optional(),
   }),
   collective: z.object({
     /** NCCL-like collective: `latencyUs + bytes · (n-1)/n / busGBps`. */
@@ -141,7 +147,7 @@ export const H200_SXM: HardwareModel = {
   signal: { streamWriteUs: 2.3, streamWritePerRankUs: 0.21, deviceNotifyUs: 1.5 },
   // bandwidthPerSmGBps: one parameter fitted (least squares of the relative error, 0.05 GB/s
   // grid) over the 24 SM-push GEMM+RS times of suite2-2026-11-22/x2 and tested on x1's 4.
-  smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5 },
+  smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5, broadcastGBps: 224 },
   collective: { latencyUs: 54, busGBps: 268 },
   // Least squares (relative error) of Triton-alone = launch + rounds · tile / (efficiency ·
   // factor[tile]) over the tuned emitted kernels (waits / notifies in) of the 36 MLP per-rank
@@ -178,7 +184,7 @@ export const H200_SXM: HardwareModel = {
     copyEngine: `measured: copy-engine push 4–256 MiB in ${BASELINES}: 385 GB/s slope; intercept 14/18/37 µs at worlds 2/4/8 fitted as 6 + 3.8·world. count: assumed`,
     signal: `measured: stream_write_value32 2.73/3.39/4.00 µs at worlds 2/4/8 in ${BASELINES}; deviceNotifyUs assumed`,
     smCopy:
-      "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed",
+      "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed. broadcastGBps: derived, equal to H100_SXM's (not measured on H200)",
     collective: `measured: fit of 36 NCCL all-gather / reduce-scatter times (MLP-1..6, worlds 2/4/8) in ${BASELINES}, mean error 7.9%`,
     contention:
       "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
@@ -202,7 +208,7 @@ export const H100_SXM: HardwareModel = {
   reduceKernel: { programs: 132, peakGBps: 3060, halfPrograms: 43, launchUs: 21 },
   // sm-push alone (waits met), 16 programs of 8 warps moving 8192 elements a step (the emitter's
   // defaults since 2026-11-27), on four H100s: 11.65 and 11.37 GB/s per SM at MLP-1 and MLP-3.
-  smCopy: { bandwidthPerSmGBps: 11.5, launchUs: 5 },
+  smCopy: { bandwidthPerSmGBps: 11.5, launchUs: 5, broadcastGBps: 224 },
   // The H200's fit over the H100's own tuned kernels (fit-triton-gemm.ts).
   tritonGemm: {
     efficiency: 0.877,
@@ -228,7 +234,7 @@ export const H100_SXM: HardwareModel = {
     contention:
       "derived: equal to H200_SXM (not measured on H100 for the model; packages/bench/results/gpu/sm-push-h100x4-2026-11-27/ measured on four H100s that the GEMM, not the copies, slows beside copy-engine traffic: producer 0.318 → 0.431 ms, copies 0.228 → 0.254 ms, which the model's copyBandwidthUnderCompute attributes the other way)",
     smCopy:
-      "measured: sm-push alone (waits met) at the emitter's defaults since 2026-11-27 (16 programs, 8 warps, 8192 elements a step) in packages/bench/results/gpu/sm-push-h100x4-2026-11-27/run6-split/diag_rs.log: 50.3 MB in 0.275 ms (MLP-1) and 44.0 MB in 0.247 ms (MLP-3) on 16 SMs, less launchUs; launchUs as H200_SXM",
+      "measured: sm-push alone (waits met) at the emitter's defaults since 2026-11-27 (16 programs, 8 warps, 8192 elements a step) in packages/bench/results/gpu/sm-push-h100x4-2026-11-27/run6-split/diag_rs.log: 50.3 MB in 0.275 ms (MLP-1) and 44.0 MB in 0.247 ms (MLP-3) on 16 SMs, less launchUs; launchUs as H200_SXM. broadcastGBps: GEMM+AllReduce's tail over GEMM+RS of the same shape through the torch API from CUDA graphs, MLP-1 at world 4 (packages/bench/results/gpu/gemm-ar-sm-h100x4-2026-11-27/run2: 0.623 − 0.398 ms for the 50.3 MB each GPU sends)",
   },
 };
 

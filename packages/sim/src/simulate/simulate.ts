@@ -12,7 +12,7 @@ import {
   type TileSchedule,
 } from "@ovl/chunk-plan";
 import { type HardwareModel, resolveHardware } from "./hardware.js";
-import { reduceKernelGBps, SM_STORE_BYTES_PER_US, tileMs } from "./cost.js";
+import { portGBps, reduceKernelGBps, SM_STORE_BYTES_PER_US, tileMs } from "./cost.js";
 import { type CommBackend, type OpTiming, simulateComm } from "./comm.js";
 import { type ComputeTiming, regionDoneAt, simulateCompute } from "./compute.js";
 import { SimulateError } from "./errors.js";
@@ -45,6 +45,12 @@ export interface SimulateOptions {
    * it on its stream; each region is still reduced once every transfer into it has landed.
    */
   readonly reduceKernel?: { readonly programs?: number; readonly concurrent?: boolean };
+  /**
+   * Backend `sm`: the transfers that do not reduce (an AllGather half) run, once the rank's GEMM has
+   * finished, on every SM at the model's `smCopy.broadcastGBps` instead of on the `commSms` push SMs
+   * (GEMM+AllReduce over SM transfers, whose reduction stores each summed tile into every peer's output).
+   */
+  readonly broadcastAfterCompute?: boolean;
   /**
    * Copy-engine launch pipelining (default true): the host enqueues a stream's copies ahead,
    * so each copy's start latency overlaps its predecessor's transfer; false charges every
@@ -120,7 +126,19 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
   );
   const startMs = kernel.launchUs * 1e-3;
   const computeSms = hw.smCount - (backend === "sm" ? commSms : 0);
-  const comm = { plan: signalled, hardware: hw, backend, commSms, pipelinedLaunch: options.pipelinedLaunch ?? true };
+  const broadcast = backend === "sm" && options.broadcastAfterCompute === true;
+  const comm = {
+    plan: signalled,
+    hardware: hw,
+    backend,
+    commSms,
+    pipelinedLaunch: options.pipelinedLaunch ?? true,
+    // A producer's own partial rows are reduced in place from its output (no local copy runs).
+    ...(schedule.role === "producer" ? { readInPlace: schedule.tiling.tensor } : {}),
+    ...(broadcast
+      ? { afterComputeGBps: hw.smCopy.broadcastGBps ?? Math.min(hw.smCount * hw.smCopy.bandwidthPerSmGBps, portGBps(hw)) }
+      : {}),
+  };
   const { tile } = schedule.tiling;
   const streamK = tail === "stream-k" ? { partialMs: (tile.BM * tile.BN * 4) / SM_STORE_BYTES_PER_US / 1e3 } : undefined;
   const computeOf = (rank: number, sms: number, slotReady: (slot: number) => number, busy: Busy, slowdown: number): ComputeTiming =>

@@ -54,8 +54,10 @@ export function simulatorCost(hardware: HardwareModel | string): CostFunction {
       backend: c.backend,
       commSms: c.commSms,
       ...(hw.tritonGemm !== undefined ? { computeKernel: { kind: "triton" as const } } : {}),
-      // The tile-wise AllReduce reduces on its communication SMs while the GEMM runs.
+      // The tile-wise AllReduce reduces on its communication SMs while the GEMM runs; the partitioned
+      // one over SM transfers stores its AllGather half from every SM once the GEMM is over.
       ...(c.allReduce === "tilewise" ? { reduceKernel: { programs: c.commSms, concurrent: true } } : {}),
+      ...(c.allReduce === "partitioned" && c.backend === "sm" ? { broadcastAfterCompute: true } : {}),
     });
     return {
       latencyMs: sim.latencyMs,
