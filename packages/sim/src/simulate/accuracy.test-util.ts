@@ -306,6 +306,8 @@ export function simulateCase(
     ...(backend === "sm" ? { commSms } : {}),
     reduceKernel: { programs: code.reducePrograms },
     computeKernel: { kind: kernels.producer, efficiency },
+    // Every suite here predates 2026-11-27: its kernels copied a rank's own partial rows.
+    ownPartial: "copied",
   });
 }
 

@@ -4,7 +4,7 @@
 // then also drive its local copies).
 import { type ChunkPlan, type Op, type Region, regionBytes, type TensorDecl } from "@ovl/chunk-plan";
 import type { HardwareModel } from "./hardware.js";
-import { collectiveMs, copyLaunchMs, hbmPassMs, portGBps, streamWriteMs } from "./cost.js";
+import { collectiveMs, copyLaunchMs, hbmPassMs, portGBps, smCopyGBps, streamWriteMs } from "./cost.js";
 import { SimulateError } from "./errors.js";
 
 /** How transfers are realised (AutoOverlap Fig. 7): host-launched copy engine, or load/store on dedicated SMs. */
@@ -106,7 +106,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   const until = input.computeUntil ?? [];
   const engineCap = (st: OpState): number =>
     (until[st.src] ?? 0) > now + EPS || (until[st.dst] ?? 0) > now + EPS ? engine * underCompute : engine;
-  const smPool = input.commSms * hw.smCopy.bandwidthPerSmGBps * 1e6;
+  const smPool = smCopyGBps(hw, input.commSms) * 1e6;
   const broadcast = input.afterComputeGBps === undefined || input.computeUntil === undefined ? undefined : input.afterComputeGBps * 1e6;
   // A transfer's SM pool: the push SMs, or, for one that does not reduce once its rank's GEMM is over, every SM.
   const smPoolOf = (st: OpState): { key: string; bytesPerMs: number } =>

@@ -114,3 +114,13 @@ export function streamKSplit(tiles: number, programs: number, K: number): { read
   const split = tail > 0 ? Math.min(Math.floor(programs / tail), 4, Math.floor(K / 512)) : 0;
   return split >= 2 ? { tail, split } : { tail: 0, split: 1 };
 }
+
+/**
+ * What SM copy kernels on `sms` SMs move out of one GPU (GB/s): `sms · bandwidthPerSmGBps`, saturating
+ * at `peakGBps` where the model has one (`b · n · peak / (b · n + peak)`).
+ */
+export function smCopyGBps(hw: HardwareModel, sms: number): number {
+  const linear = sms * hw.smCopy.bandwidthPerSmGBps;
+  const peak = hw.smCopy.peakGBps;
+  return peak === undefined ? linear : (linear * peak) / (linear + peak);
+}

@@ -52,16 +52,16 @@ export const HardwareModel = z.object({
     deviceNotifyUs: NonNeg,
   }),
   smCopy: z.object({
-    /** Bandwidth one SM reaches with load/store copies, to a peer or within the GPU (GB/s). */
+    /**
+     * Bandwidth one SM reaches with load/store copies, to a peer or within the GPU (GB/s): `n` SMs
+     * move `n · bandwidthPerSmGBps`, or, with `peakGBps`, `n · b · peak / (n · b + peak)` (a GPU's
+     * stores saturate: `n` SMs reach half the peak at `peak / b` SMs); see `smCopyGBps`.
+     */
     bandwidthPerSmGBps: Pos,
+    /** What SM copies on many SMs approach out of one GPU (GB/s); absent: no saturation. */
+    peakGBps: Pos.optional(),
     /** Launch of the communication kernel, µs. */
     launchUs: NonNeg,
-    /**
-     * What a kernel on every SM sends out of one GPU to its peers with plain stores, after the GEMM
-     * (GEMM+AllReduce over SM transfers: `ar-reduce-broadcast` storing each reduced tile into every
-     * peer's output), GB/s; absent: every SM at `bandwidthPerSmGBps`, capped by NVLink.
-     */
-    broadcastGBps: Pos.optional(),
   }),
   collective: z.object({
     /** NCCL-like collective: `latencyUs + bytes · (n-1)/n / busGBps`. */
@@ -147,7 +147,7 @@ export const H200_SXM: HardwareModel = {
   signal: { streamWriteUs: 2.3, streamWritePerRankUs: 0.21, deviceNotifyUs: 1.5 },
   // bandwidthPerSmGBps: one parameter fitted (least squares of the relative error, 0.05 GB/s
   // grid) over the 24 SM-push GEMM+RS times of suite2-2026-11-22/x2 and tested on x1's 4.
-  smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5, broadcastGBps: 224 },
+  smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5 },
   collective: { latencyUs: 54, busGBps: 268 },
   // Least squares (relative error) of Triton-alone = launch + rounds · tile / (efficiency ·
   // factor[tile]) over the tuned emitted kernels (waits / notifies in) of the 36 MLP per-rank
@@ -184,7 +184,7 @@ export const H200_SXM: HardwareModel = {
     copyEngine: `measured: copy-engine push 4–256 MiB in ${BASELINES}: 385 GB/s slope; intercept 14/18/37 µs at worlds 2/4/8 fitted as 6 + 3.8·world. count: assumed`,
     signal: `measured: stream_write_value32 2.73/3.39/4.00 µs at worlds 2/4/8 in ${BASELINES}; deviceNotifyUs assumed`,
     smCopy:
-      "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed. broadcastGBps: derived, equal to H100_SXM's (not measured on H200)",
+      "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed",
     collective: `measured: fit of 36 NCCL all-gather / reduce-scatter times (MLP-1..6, worlds 2/4/8) in ${BASELINES}, mean error 7.9%`,
     contention:
       "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
@@ -206,9 +206,10 @@ export const H100_SXM: HardwareModel = {
   // rs-reduce alone on one H100, the emitted variant at 64 / 132 / 264 / 528 / all programs
   // on three slabs: least squares of the same law, 15 times, mean error 4.8%, max 9.1%.
   reduceKernel: { programs: 132, peakGBps: 3060, halfPrograms: 43, launchUs: 21 },
-  // sm-push alone (waits met), 16 programs of 8 warps moving 8192 elements a step (the emitter's
-  // defaults since 2026-11-27), on four H100s: 11.65 and 11.37 GB/s per SM at MLP-1 and MLP-3.
-  smCopy: { bandwidthPerSmGBps: 11.5, launchUs: 5, broadcastGBps: 224 },
+  // sm-push alone (waits met), 8 warps moving 8192 elements a step (the emitter's defaults since
+  // 2026-11-27), 4 to 64 programs on four and two H100s: peak · n / (n + 6.4), peak 254 GB/s
+  // (least squares of the relative error over 9 times, mean error 4.8%, max 10.1%).
+  smCopy: { bandwidthPerSmGBps: 39.7, peakGBps: 254, launchUs: 5 },
   // The H200's fit over the H100's own tuned kernels (fit-triton-gemm.ts).
   tritonGemm: {
     efficiency: 0.877,
@@ -234,7 +235,7 @@ export const H100_SXM: HardwareModel = {
     contention:
       "derived: equal to H200_SXM (not measured on H100 for the model; packages/bench/results/gpu/sm-push-h100x4-2026-11-27/ measured on four H100s that the GEMM, not the copies, slows beside copy-engine traffic: producer 0.318 → 0.431 ms, copies 0.228 → 0.254 ms, which the model's copyBandwidthUnderCompute attributes the other way)",
     smCopy:
-      "measured: sm-push alone (waits met) at the emitter's defaults since 2026-11-27 (16 programs, 8 warps, 8192 elements a step) in packages/bench/results/gpu/sm-push-h100x4-2026-11-27/run6-split/diag_rs.log: 50.3 MB in 0.275 ms (MLP-1) and 44.0 MB in 0.247 ms (MLP-3) on 16 SMs, less launchUs; launchUs as H200_SXM. broadcastGBps: GEMM+AllReduce's tail over GEMM+RS of the same shape through the torch API from CUDA graphs, MLP-1 at world 4 (packages/bench/results/gpu/gemm-ar-sm-h100x4-2026-11-27/run2: 0.623 − 0.398 ms for the 50.3 MB each GPU sends)",
+      "measured: sm-push alone (waits met; 8 warps, 8192 elements a step) with 4, 8, 16, 32, 64 programs at MLP-1 world 4 (50.3 MB a GPU: 0.535, 0.338, 0.275, 0.270, 0.221 ms) and 4, 8, 16, 32 at MLP-2 world 2 (33.5 MB: 0.383, 0.225, 0.188, 0.167 ms) in packages/bench/results/gpu/push-rate-h100x4-2026-11-27/: least squares (relative error) of launchUs + bytes / (peak · n / (n + half)), peak 254 GB/s, half 6.4 SMs (bandwidthPerSmGBps = peak / half), mean error 4.8%, max 10.1%; launchUs as H200_SXM",
   },
 };
 

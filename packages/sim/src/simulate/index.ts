@@ -14,6 +14,7 @@ export {
   hbmPassMs,
   reduceKernelGBps,
   reducePassMs,
+  smCopyGBps,
   SM_STORE_BYTES_PER_US,
   streamKSplit,
 } from "./cost.js";

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import {
   allGatherRing,
+  allReducePartitioned,
   allGatherSwizzle,
   applyTileArrivals,
   type ChunkPlan,
@@ -9,11 +10,11 @@ import {
   planSignals,
   reduceScatterDirect,
 } from "@ovl/chunk-plan";
-import { H200_SXM, HardwareModel, H100_SXM } from "./hardware.js";
+import { H200_SXM, HARDWARE_MODELS, HardwareModel, H100_SXM } from "./hardware.js";
 import { simulate } from "./simulate.js";
 import { SimulationResult } from "./result.js";
 import { SimulateError } from "./errors.js";
-import { gemmMs, reduceKernelGBps, reducePassMs, SM_STORE_BYTES_PER_US, streamKSplit } from "./cost.js";
+import { gemmMs, reduceKernelGBps, reducePassMs, smCopyGBps, SM_STORE_BYTES_PER_US, streamKSplit } from "./cost.js";
 import { predictBaselines } from "./baselines.js";
 
 function agGemm(world: number, split: number, opts: { rows?: number; n?: number; ring?: boolean } = {}) {
@@ -116,18 +117,72 @@ describe("simulate", () => {
     expect(sm.latencyMs).toBeGreaterThanOrEqual(sm.boundMs);
   });
 
-  it("SM copies drive local copies too, at the copy SMs' bandwidth", () => {
+  it("SM copies drive local copies too, at the copy SMs' bandwidth (a producer's own partial copied, as kernels did before)", () => {
     const { plan, schedule } = gemmRs(2, 1);
     const own = (r: ReturnType<typeof simulate>) =>
       r.ranks[0]!.events.find((e) => e.kind === "transfer" && e.label.startsWith("own partial"))!;
     const bytes = 4096 * 4096 * 2;
-    const ce = own(simulate(plan, schedule, { hardware: "H200_SXM" }));
+    const ce = own(simulate(plan, schedule, { hardware: "H200_SXM", ownPartial: "copied" }));
     expect(ce.endMs - ce.startMs).toBeCloseTo((2 * bytes) / (H200_SXM.hbmGBps * 1e6), 9);
-    for (const commSms of [8, 16]) {
-      const sm = own(simulate(plan, schedule, { hardware: "H200_SXM", backend: "sm", commSms }));
-      // Alone on its rank's copy SMs or sharing them: never faster than all of them.
-      expect(sm.endMs - sm.startMs).toBeGreaterThanOrEqual(bytes / (commSms * H200_SXM.smCopy.bandwidthPerSmGBps * 1e6) - 1e-9);
+    for (const hardware of ["H200_SXM", "H100_SXM"] as const) {
+      for (const commSms of [8, 16]) {
+        const sm = own(simulate(plan, schedule, { hardware, backend: "sm", commSms, ownPartial: "copied" }));
+        // Alone on its rank's copy SMs or sharing them: never faster than all of them.
+        expect(sm.endMs - sm.startMs).toBeGreaterThanOrEqual(bytes / (smCopyGBps(HARDWARE_MODELS[hardware]!, commSms) * 1e6) - 1e-9);
+      }
     }
+  });
+
+  it("a producer's own partial is read in place by default: its local copy moves nothing, and the launch is no longer", () => {
+    const { plan, schedule } = gemmRs(2, 1);
+    for (const backend of ["copy-engine", "sm"] as const) {
+      const inPlace = simulate(plan, schedule, { hardware: "H100_SXM", backend });
+      const copied = simulate(plan, schedule, { hardware: "H100_SXM", backend, ownPartial: "copied" });
+      const own = inPlace.ranks[0]!.events.find((e) => e.kind === "transfer" && e.label.startsWith("own partial"))!;
+      expect(own.endMs - own.startMs).toBeLessThan(0.01);
+      // Over SM copies the copy shared the push SMs; over the copy engine it ran off the critical path.
+      if (backend === "sm") expect(inPlace.latencyMs).toBeLessThan(copied.latencyMs);
+      else expect(inPlace.latencyMs).toBeLessThanOrEqual(copied.latencyMs);
+    }
+  });
+
+  it("SM copies saturate: more SMs move more, never past the model's peak, and fewer SMs each move more", () => {
+    const hw = HARDWARE_MODELS.H100_SXM!;
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 131 }), (n) => {
+        expect(smCopyGBps(hw, n + 1)).toBeGreaterThan(smCopyGBps(hw, n));
+        expect(smCopyGBps(hw, n)).toBeLessThan(hw.smCopy.peakGBps!);
+        expect(smCopyGBps(hw, n + 1) / (n + 1)).toBeLessThan(smCopyGBps(hw, n) / n);
+      }),
+    );
+    // Without a peak (H200_SXM's fit): linear.
+    expect(smCopyGBps(H200_SXM, 16)).toBeCloseTo(16 * H200_SXM.smCopy.bandwidthPerSmGBps, 9);
+  });
+
+  it("GEMM+AllReduce over SM transfers: its AllGather half runs on every SM once the GEMM is over", () => {
+    const M = 4096;
+    const plan = planSignals(
+      allReducePartitioned({
+        tensor: { name: "C", shape: [M, 4096], dtype: "bf16" },
+        src: "C_partial",
+        mesh: [4],
+        axis: 0,
+        split: 1,
+        reduceScatter: "direct",
+        allGather: "swizzle",
+        afterCompute: true,
+      }),
+    );
+    const schedule = lowerToTileSchedule(
+      plan,
+      { tensor: "C_partial", problem: { M, N: 4096, K: 4096 }, tile: { BM: 128, BN: 256, BK: 64 }, persistent: { numSms: 116 } },
+      { role: "producer" },
+    );
+    const pushes = simulate(plan, schedule, { hardware: "H100_SXM", backend: "sm", commSms: 16 });
+    const broadcast = simulate(plan, schedule, { hardware: "H100_SXM", backend: "sm", commSms: 16, broadcastAfterCompute: true });
+    expect(broadcast.latencyMs).toBeLessThan(pushes.latencyMs);
+    // The GEMM is the same; only the transfers after it move faster.
+    expect(broadcast.ranks[0]!.computeAloneMs).toBeCloseTo(pushes.ranks[0]!.computeAloneMs, 9);
   });
 
   it("a persistent grid wider than the SMs left to compute pays for its extra programs", () => {

@@ -12,7 +12,7 @@ import {
   type TileSchedule,
 } from "@ovl/chunk-plan";
 import { type HardwareModel, resolveHardware } from "./hardware.js";
-import { portGBps, reduceKernelGBps, SM_STORE_BYTES_PER_US, tileMs } from "./cost.js";
+import { portGBps, reduceKernelGBps, SM_STORE_BYTES_PER_US, smCopyGBps, tileMs } from "./cost.js";
 import { type CommBackend, type OpTiming, simulateComm } from "./comm.js";
 import { type ComputeTiming, regionDoneAt, simulateCompute } from "./compute.js";
 import { SimulateError } from "./errors.js";
@@ -47,10 +47,16 @@ export interface SimulateOptions {
   readonly reduceKernel?: { readonly programs?: number; readonly concurrent?: boolean };
   /**
    * Backend `sm`: the transfers that do not reduce (an AllGather half) run, once the rank's GEMM has
-   * finished, on every SM at the model's `smCopy.broadcastGBps` instead of on the `commSms` push SMs
+   * finished, on every SM (`smCopyGBps` of the model's SM count, at most NVLink) instead of on the `commSms` push SMs
    * (GEMM+AllReduce over SM transfers, whose reduction stores each summed tile into every peer's output).
    */
   readonly broadcastAfterCompute?: boolean;
+  /**
+   * A producer's own partial rows: `"in-place"` (default: the reduction after the GEMM reads them from
+   * its output, as emitted since 2026-11-27, so the plan's local copy of them moves nothing) or
+   * `"copied"` (the plan's local copy runs, as in kernels emitted before).
+   */
+  readonly ownPartial?: "in-place" | "copied";
   /**
    * Copy-engine launch pipelining (default true): the host enqueues a stream's copies ahead,
    * so each copy's start latency overlaps its predecessor's transfer; false charges every
@@ -134,10 +140,8 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     commSms,
     pipelinedLaunch: options.pipelinedLaunch ?? true,
     // A producer's own partial rows are reduced in place from its output (no local copy runs).
-    ...(schedule.role === "producer" ? { readInPlace: schedule.tiling.tensor } : {}),
-    ...(broadcast
-      ? { afterComputeGBps: hw.smCopy.broadcastGBps ?? Math.min(hw.smCount * hw.smCopy.bandwidthPerSmGBps, portGBps(hw)) }
-      : {}),
+    ...(schedule.role === "producer" && options.ownPartial !== "copied" ? { readInPlace: schedule.tiling.tensor } : {}),
+    ...(broadcast ? { afterComputeGBps: Math.min(smCopyGBps(hw, hw.smCount), portGBps(hw)) } : {}),
   };
   const { tile } = schedule.tiling;
   const streamK = tail === "stream-k" ? { partialMs: (tile.BM * tile.BN * 4) / SM_STORE_BYTES_PER_US / 1e3 } : undefined;

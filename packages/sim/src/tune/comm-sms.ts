@@ -1,7 +1,7 @@
 // How many SMs the SM deliveries of GEMM+ReduceScatter (and partitioned GEMM+AllReduce) get: enough
 // push programs to move a rank's partial rows of its peers' slabs while its GEMM runs, and no more,
 // since every push SM is one the GEMM producer leaves free.
-import { gemmMs } from "../simulate/cost.js";
+import { gemmMs, smCopyGBps } from "../simulate/cost.js";
 import type { HardwareModel } from "../simulate/hardware.js";
 import { TuneError } from "./errors.js";
 
@@ -32,7 +32,7 @@ export interface CommSmsChoice {
   readonly bytes: number;
   /** The GEMM beside the pushes (ms): the model's GEMM alone × {@link GEMM_BESIDE_COMM}. */
   readonly windowMs: number;
-  /** SMs that move `bytes` within `windowMs` at `hw.smCopy.bandwidthPerSmGBps` each. */
+  /** SMs that move `bytes` within `windowMs`, each at the per-SM rate of the most candidate SMs (`smCopyGBps`). */
   readonly neededSms: number;
 }
 
@@ -49,7 +49,10 @@ export function chooseCommSms(hw: HardwareModel, p: CommSmsProblem): CommSmsChoi
   }
   const bytes = ((p.world - 1) / p.world) * p.M * p.N * p.elementBytes;
   const windowMs = gemmMs(hw, { M: p.M, N: p.N, K: p.K }) * GEMM_BESIDE_COMM;
-  const neededSms = bytes / (windowMs * 1e-3) / (hw.smCopy.bandwidthPerSmGBps * 1e9);
+  // Priced per SM at the rate of the most candidate SMs: a conservative count where fewer SMs each move
+  // more (smCopyGBps saturates), the rule the four-H100 runs validated.
+  const most = COMM_SMS_CANDIDATES[COMM_SMS_CANDIDATES.length - 1]!;
+  const neededSms = bytes / (windowMs * 1e-3) / ((smCopyGBps(hw, most) / most) * 1e9);
   const commSms = COMM_SMS_CANDIDATES.find((c) => c >= neededSms) ?? COMM_SMS_CANDIDATES[COMM_SMS_CANDIDATES.length - 1]!;
   return { commSms, bytes, windowMs, neededSms };
 }
