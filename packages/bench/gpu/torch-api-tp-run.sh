@@ -7,7 +7,10 @@
 #   OVL_CLI="node $PWD/packages/cli/dist/bin.js" python -m ovl_runtime kernels gemm-rs --world W --m 8192 --n H --k I/W \
 #     --target h100 --into out-kern-rs          (ag-gemm: --m 8192 --n I/W --k H)
 set -u
-export PYTHONPATH=$PWD/packages/runtime-py/src:$PWD/out-deps OVL_TARGET=h100 PYTHONUNBUFFERED=1
+# The target's tuned kernels (the library holds h100 or h200 ones, or both): OVL_TARGET, else this machine's GPU.
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case "$gpu" in *H200*) default_target=h200 ;; *) default_target=h100 ;; esac
+export PYTHONPATH=$PWD/packages/runtime-py/src:$PWD/out-deps OVL_TARGET=${OVL_TARGET:-$default_target} PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMMMEM=CUDA
 op=${TP_OP:-gemm-rs}
 R=$OUT/torch-api; mkdir -p $R
