@@ -22,7 +22,12 @@ import { gemmMs, reducePassMs } from "./cost.js";
 import { H100_SXM, H200_SXM, TRITON_GEMM_2026_11_22, type HardwareModel } from "./hardware.js";
 
 /** H200_SXM with the Triton GEMM as the 2026-11-22 suites ran it (their kernels, not today's tuned ones). */
-export const H200_AS_OF_2026_11_22: HardwareModel = { ...H200_SXM, tritonGemm: TRITON_GEMM_2026_11_22 };
+export const H200_AS_OF_2026_11_22: HardwareModel = {
+  ...H200_SXM,
+  tritonGemm: TRITON_GEMM_2026_11_22,
+  // The SM push kernel of then (4 warps, 2048 elements a step): fitted on x2's SM rows.
+  smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5 },
+};
 import type { SimulationResult } from "./result.js";
 import { simulate } from "./simulate.js";
 import type { CommBackend } from "./comm.js";

@@ -145,9 +145,10 @@ export const H200_SXM: HardwareModel = {
   nvlink: { links: 18, linkGBps: 26.5 },
   copyEngine: { count: 4, bandwidthGBps: 385, launchUs: 6, launchPerRankUs: 3.8 },
   signal: { streamWriteUs: 2.3, streamWritePerRankUs: 0.21, deviceNotifyUs: 1.5 },
-  // bandwidthPerSmGBps: one parameter fitted (least squares of the relative error, 0.05 GB/s
-  // grid) over the 24 SM-push GEMM+RS times of suite2-2026-11-22/x2 and tested on x1's 4.
-  smCopy: { bandwidthPerSmGBps: 7.35, launchUs: 5 },
+  // The SM copy kernels emitted since 2026-11-27 as measured on H100s (same SMs and NVLink 4); the
+  // kernel of 2026-11-22 (4 warps, 2048 elements a step) fitted 7.35 GB/s per SM, linear, on suite2
+  // (H200_AS_OF_2026_11_22 in the accuracy checks keeps that).
+  smCopy: { bandwidthPerSmGBps: 39.7, peakGBps: 254, launchUs: 5 },
   collective: { latencyUs: 54, busGBps: 268 },
   // Least squares (relative error) of Triton-alone = launch + rounds · tile / (efficiency ·
   // factor[tile]) over the tuned emitted kernels (waits / notifies in) of the 36 MLP per-rank
@@ -184,7 +185,7 @@ export const H200_SXM: HardwareModel = {
     copyEngine: `measured: copy-engine push 4–256 MiB in ${BASELINES}: 385 GB/s slope; intercept 14/18/37 µs at worlds 2/4/8 fitted as 6 + 3.8·world. count: assumed`,
     signal: `measured: stream_write_value32 2.73/3.39/4.00 µs at worlds 2/4/8 in ${BASELINES}; deviceNotifyUs assumed`,
     smCopy:
-      "bandwidthPerSmGBps 7.35: fitted over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%); no per-SM copy microbenchmark yet. launchUs assumed",
+      "derived: H100_SXM's law for the SM copy kernels emitted since 2026-11-27 (not run on H200s: same SMs and NVLink 4). The kernel of 2026-11-22 fitted bandwidthPerSmGBps 7.35, linear, over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%). launchUs assumed",
     collective: `measured: fit of 36 NCCL all-gather / reduce-scatter times (MLP-1..6, worlds 2/4/8) in ${BASELINES}, mean error 7.9%`,
     contention:
       "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
