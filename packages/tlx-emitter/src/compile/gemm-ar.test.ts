@@ -13,7 +13,7 @@ import { Manifest } from "../manifest/schema.js";
 import { parseWithPython } from "../testing/python.js";
 import { EmitError } from "../writer/index.js";
 import { allReduceForm } from "../emit/ar-movements.js";
-import { emitGemmArPartitioned } from "../emit/gemm-ar.js";
+import { AR_BROADCAST_BLOCK_N, emitGemmArPartitioned } from "../emit/gemm-ar.js";
 import { builtinBody, compile, type Operator } from "./index.js";
 import { operatorSchedule } from "./operator.js";
 
@@ -212,15 +212,21 @@ describe("compile: GEMM+AllReduce", () => {
     const r = await compile(arOp(partitioned(512, 64, world, 2), 512, 64, 64, { backend: "sm" }));
     const m = r.manifest;
     const reduce = m.kernels.find((k) => k.template.kind === "ar-reduce-broadcast")!;
+    expect(reduce.constexprs.BLOCK_N).toBe(AR_BROADCAST_BLOCK_N);
     const base = reduce.template.params.recv_base as number;
-    // Slab of 128 rows and 64 columns: 4 m-blocks of 32 rows × 2 n-blocks of 32 (the body's tile) = 8 tiles.
+    // Slab of 128 rows and 64 columns: 4 m-blocks of 32 rows (the body's tile) × one 64-column block.
     const tiles = (128 / (reduce.constexprs.BLOCK_M as number)) * Math.ceil(64 / (reduce.constexprs.BLOCK_N as number));
     const waits = m.tables.find((t) => t.name === "ar_done_slots")!;
     for (let rank = 0; rank < world; rank++) {
       const peers = [0, 1, 2, 3].filter((q) => q !== rank);
       expect(waits.values[rank]).toEqual(peers.flatMap((q) => [base + q, tiles]));
     }
+    expect(tiles).toBe(4);
     expect(m.signals.slots).toBe(base + world);
+    // options.reduceBlockN names the broadcast's tile width too: 32 columns, 8 tiles a slab.
+    const narrow = (await compile(arOp(partitioned(512, 64, world, 2), 512, 64, 64, { backend: "sm", reduceBlockN: 32 }))).manifest;
+    expect(narrow.kernels.find((k) => k.template.kind === "ar-reduce-broadcast")!.constexprs.BLOCK_N).toBe(32);
+    expect(narrow.tables.find((t) => t.name === "ar_done_slots")!.values[0]).toEqual([base + 1, 8, base + 2, 8, base + 3, 8]);
     expect(m.signals.bits).toBe(32);
     expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32"); // no host writes
     const text = r.files.find((f) => f.path === "ar_reduce_broadcast.py")!.text;

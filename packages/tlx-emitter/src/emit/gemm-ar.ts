@@ -5,7 +5,14 @@
 // its m-blocks are signalled (copy-engine pushes with stream-written signals), or, over SM stores,
 // `ar-reduce-broadcast` storing each summed tile into every rank's output itself.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
-import { AR_REDUCE, AR_REDUCE_BROADCAST, arReduceBroadcastSource, arReduceSource, rsReduceGrid } from "../kernels/index.js";
+import {
+  AR_REDUCE,
+  AR_REDUCE_BROADCAST,
+  arReduceBroadcastSource,
+  arReduceSource,
+  checkRsReduceParams,
+  rsReduceGrid,
+} from "../kernels/index.js";
 import { MANIFEST_SCHEMA, type Buffer, type HostOp, type Kernel, type RankHostOps, type Table } from "../manifest/schema.js";
 import { EmitError } from "../writer/index.js";
 import type { EmitResult } from "./ag-gemm.js";
@@ -21,6 +28,13 @@ export const GEMM_AR_BUFFERS = { a: GEMM_RS_BUFFERS.a, b: GEMM_RS_BUFFERS.b, par
 
 /** GEMM+AllReduce's copy-engine AllGather host stream, and the last wait for the rows peers send (a host stream over the copy engine, a `slot-wait` kernel over SM stores). */
 export const AR_STREAMS = { gather: "allgather", done: "ar_done" } as const;
+
+/**
+ * `BLOCK_N` of `ar-reduce-broadcast` unless `options.reduceBlockN` names one: 128×64 tiles beat 128×128 by 2–5%
+ * (geometric mean of MLP-1…6) through the torch API on four H100s in three A/B pairs at world 4, and tie at world 2
+ * (`packages/bench/results/gpu/gemm-ar-sm-h100x4-2026-11-27/run4-broadcast-launch/`, `run5-n64-ab/`).
+ */
+export const AR_BROADCAST_BLOCK_N = 64;
 
 /** The reference of a GEMM+AllReduce manifest: every rank's output is Σ_ranks A_r @ B_r, all M rows. */
 export function gemmArReference(M: number, N: number, K: number, tolerance: number) {
@@ -41,7 +55,8 @@ export function gemmArReference(M: number, N: number, K: number, tolerance: numb
  * `gathers` the AllGather half's chunks. Output `ar_out` `[M, N]` (symmetric) on every rank.
  * Slots: those of the GEMM+RS stages (`S` of them: arrivals, tile-done), then
  * - `sm`: `S + q` on rank r, per rank q: q's reduced tiles stored into r's output. One kernel,
- *   `ar-reduce-broadcast` (compute stream, after the producer, on every SM), reduces the rank's
+ *   `ar-reduce-broadcast` (compute stream, after the producer, on every SM, `BLOCK_M × 64` tiles
+ *   unless `options.reduceBlockN` says: {@link AR_BROADCAST_BLOCK_N}), reduces the rank's
  *   slab and stores each summed tile into every rank's output, notifying each peer: the
  *   AllGather is its stores, and the half of the AllReduce that cannot overlap the GEMM runs on
  *   the whole GPU. Then `ar_done`, a `slot-wait` kernel, waits for every peer's slab (no host
@@ -80,14 +95,15 @@ export function emitGemmArPartitioned(
     // One pass reduces this rank's slab and stores it into every rank's output; slot
     // `S + q` on rank r counts the tiles of q's slab stored there.
     checkWholeSlabGathers(gathers, world, rowsPerRank);
-    const tilesPerSlab = blocksPerSlab * Math.ceil(N / s.reduce.BLOCK_N);
+    const bcast = checkRsReduceParams({ ...s.reduce, BLOCK_N: options.reduceBlockN ?? AR_BROADCAST_BLOCK_N });
+    const tilesPerSlab = blocksPerSlab * Math.ceil(N / bcast.BLOCK_N);
     slots = reducedBase + world;
-    const { out_ptr: _out, ...reduceArgs } = slabReduceArgs(GEMM_AR_BUFFERS.out, s.tensor.name, s.reduce);
+    const { out_ptr: _out, ...reduceArgs } = slabReduceArgs(GEMM_AR_BUFFERS.out, s.tensor.name, bcast);
     kernels.push(
       kernelEntry(AR_REDUCE_BROADCAST, {
         name: "ar_reduce_broadcast",
         stream: "compute",
-        grid: rsReduceGrid(s.reduce, o.reducePrograms),
+        grid: rsReduceGrid(bcast, o.reducePrograms),
         numWarps: 4,
         numStages: 1,
         args: {
@@ -96,11 +112,11 @@ export function emitGemmArPartitioned(
           sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
           recv_base: { kind: "int", value: reducedBase },
         },
-        constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
-        params: { ...s.reduce, recv_base: reducedBase },
+        constexprs: { WORLD: world, BLOCK_M: bcast.BLOCK_M, BLOCK_N: bcast.BLOCK_N },
+        params: { ...bcast, recv_base: reducedBase },
       }),
     );
-    files.push({ path: "ar_reduce_broadcast.py", text: arReduceBroadcastSource(s.reduce, { dtype: o.dtype }) });
+    files.push({ path: "ar_reduce_broadcast.py", text: arReduceBroadcastSource(bcast, { dtype: o.dtype }) });
     const waits = Array.from({ length: world }, (_, r) =>
       Array.from({ length: world }, (_, q) => q)
         .filter((q) => q !== r)

@@ -1,7 +1,7 @@
 // Barrel of the emitters: plan + tile schedule → kernel sources + ovl.manifest/v1.
 export { emitAgGemm, type EmitResult } from "./ag-gemm.js";
 export { emitGemmRs, GEMM_RS_BUFFERS, gemmRsStages, type RsStages } from "./gemm-rs.js";
-export { AR_STREAMS, emitGemmArPartitioned, GEMM_AR_BUFFERS } from "./gemm-ar.js";
+export { AR_BROADCAST_BLOCK_N, AR_STREAMS, emitGemmArPartitioned, GEMM_AR_BUFFERS } from "./gemm-ar.js";
 export { emitGemmArTilewise, tileOwner, type TilewiseGemm } from "./gemm-ar-tilewise.js";
 export { AR_PLANS, allReduceForm, type AllReduceForm, type Gather } from "./ar-movements.js";
 export { emitManifestJson } from "./manifest-json.js";
