@@ -3,7 +3,7 @@
 
 ``ar-reduce`` is ``rs-reduce`` storing into the rank's rows of the full output and notifying
 its m-block's slot per tile; ``ar-reduce-broadcast`` stores each tile into every rank's output
-and notifies every peer; the tile kernels walk their rank's table in row order (one
+and then notifies every peer once, with its tile count; the tile kernels walk their rank's table in row order (one
 program; on the GPU several stride over the rows), wait, move or reduce one tile (strided
 rows) and notify, exactly as the emitted Triton kernels do.
 """
