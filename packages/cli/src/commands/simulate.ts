@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
+import { DEFAULT_COMM_SMS } from "@ovl/tlx-emitter";
 import { buildPlan, buildSchedule } from "../build.js";
 import { modelCommSms } from "../comm-sms.js";
 import { UsageError } from "../errors.js";
@@ -52,20 +53,21 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
   const rows = p.M / p.world;
   const priced: Problem = tilewise ? { ...p, template: "direct", split: Math.max(1, Math.floor(rows / p.tile.BM)), backend: "sm" } : p;
   const plan = buildPlan(priced);
-  // GEMM+RS over SM pushes gets the push SMs `ovl emit` gives it (chooseCommSms on this model), unless named.
+  // GEMM+RS and the partitioned GEMM+AR over SM pushes get the push SMs `ovl emit` gives them (chooseCommSms on
+  // this model), unless named; other SM kernels the emitter's default.
   const hw = HARDWARE_MODELS[device];
-  const sms = commSms ?? (hw === undefined ? undefined : modelCommSms(p, hw)?.commSms);
+  const sms = commSms ?? (hw === undefined ? undefined : modelCommSms(p, hw)?.commSms) ?? DEFAULT_COMM_SMS;
   // Over SM pushes the emitted producer leaves the push kernel's SMs free: its persistent grid is smaller.
-  const pushSms = priced.backend === "sm" ? (sms ?? 16) : 0;
+  const pushSms = priced.backend === "sm" ? sms : 0;
   const schedule = buildSchedule({ ...priced, numSms: Math.max(1, priced.numSms - pushSms) }, plan);
   // The fused GEMM is what ovl emits: the Triton kernel, priced by the model's calibration of it.
   const triton = hw?.tritonGemm !== undefined;
   const sim = simulate(plan, schedule, {
     hardware: device,
     backend: priced.backend,
-    ...(sms !== undefined ? { commSms: sms } : {}),
+    ...(priced.backend === "sm" || commSms !== undefined ? { commSms: sms } : {}),
     ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
-    ...(tilewise ? { reduceKernel: { programs: sms ?? 16, concurrent: true } } : {}),
+    ...(tilewise ? { reduceKernel: { programs: sms, concurrent: true } } : {}),
     // The partitioned AllReduce over SM transfers: its AllGather is the reduction's stores, on every SM.
     ...(p.operator === "gemm-ar" && !tilewise && priced.backend === "sm" ? { broadcastAfterCompute: true } : {}),
   });

@@ -292,17 +292,18 @@ function dataRates(
   const inn = new Map<number, number>();
   const byPool = new Map<string, number>();
   const moving = active.filter((st) => st.phase === "data" && st.shared);
+  const pools = new Map(moving.map((st) => [st, smPool(st)] as const));
   for (const st of moving) {
     if (st.linked) {
       out.set(st.src, (out.get(st.src) ?? 0) + 1);
       inn.set(st.dst, (inn.get(st.dst) ?? 0) + 1);
     }
-    const pool = smPool(st).key;
-    byPool.set(pool, (byPool.get(pool) ?? 0) + 1);
+    const { key } = pools.get(st)!;
+    byPool.set(key, (byPool.get(key) ?? 0) + 1);
   }
   const rates = new Map<OpState, number>();
   for (const st of moving) {
-    const pool = smPool(st);
+    const pool = pools.get(st)!;
     const cap = backend === "copy-engine" ? engine(st) : pool.bytesPerMs / byPool.get(pool.key)!;
     if (st.linked) rates.set(st, Math.min(cap, port / out.get(st.src)!, port / inn.get(st.dst)!));
     else rates.set(st, Math.min(cap, hbm / (st.t.op.reduce === undefined ? 2 : 3)));

@@ -6,7 +6,14 @@ export { emitGemmArTilewise, tileOwner, type TilewiseGemm } from "./gemm-ar-tile
 export { AR_PLANS, allReduceForm, type AllReduceForm, type Gather } from "./ar-movements.js";
 export { emitManifestJson } from "./manifest-json.js";
 export { type EmittedFile, SIGNAL_BUFFER } from "./common.js";
-export { type EmitOptions, gemmLaunch, gemmLaunchDefaults, HOPPER_SHARED_BYTES, type ResolvedOptions } from "./options.js";
+export {
+  DEFAULT_COMM_SMS,
+  type EmitOptions,
+  gemmLaunch,
+  gemmLaunchDefaults,
+  HOPPER_SHARED_BYTES,
+  type ResolvedOptions,
+} from "./options.js";
 export { planHostOps, commStreamName } from "./host-ops.js";
 export { mBlockTables, type MBlockTables } from "./m-block-tables.js";
 export { producerOrder } from "./producer-order.js";

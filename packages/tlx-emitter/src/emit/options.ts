@@ -6,6 +6,9 @@ import { alignmentUnit } from "../kernels/sm-comm.js";
 import type { ElementType } from "../device/index.js";
 import { TARGETS } from "@ovl/primitives";
 
+/** Programs of the SM communication kernels when `EmitOptions.commSms` does not name them (what `ovl simulate` prices too). */
+export const DEFAULT_COMM_SMS = 16;
+
 /** Options of `emitAgGemm` and `emitGemmRs`. */
 export interface EmitOptions {
   /** Manifest name (an identifier; default from the operator). */
@@ -23,7 +26,7 @@ export interface EmitOptions {
   /** Data movement of GEMM+RS: `copy-engine` (host ops, default) or `sm` (an `sm-push` kernel). */
   readonly backend?: "copy-engine" | "sm";
   /**
-   * Programs of the SM communication kernel (default 16). The SM defaults are measured: on four
+   * Programs of the SM communication kernel (default {@link DEFAULT_COMM_SMS}). The SM defaults are measured: on four
    * H100s GEMM+RS's SM pushes at MLP-1/3 took 1.2–1.4 ms with 8 programs of 4 warps moving 2048
    * elements a step, 0.56 ms with 16 programs of 8 warps moving 8192 (each step's loads are all the
    * bytes a program has in flight; `packages/bench/results/gpu/sm-push-h100x4-2026-11-27/`).
@@ -85,7 +88,7 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
     dtype,
     ...launch,
     backend,
-    commSms: checkPositive(o.commSms ?? 16, "commSms"),
+    commSms: checkPositive(o.commSms ?? DEFAULT_COMM_SMS, "commSms"),
     commBlock: checkPositive(o.commBlock ?? 8192, "commBlock"),
     commWarps: checkLaunch({ numWarps: o.commWarps ?? 8, numStages: 1 }).numWarps,
     reduceBlockN: checkPositive(o.reduceBlockN ?? 128, "reduceBlockN"),

@@ -5,27 +5,14 @@
 // `ar-reduce-broadcast` is both halves in one kernel: it stores each summed tile into every
 // rank's output itself (the AllGather as peer stores) and notifies each peer.
 import { type KernelTemplateInfo, kernelModule, signature, type SourceOptions } from "./common.js";
-import { checkRsReduceParams, type RsReduceParams, writeSlabReduce } from "./rs-reduce.js";
+import { checkRsReduceParams, RS_REDUCE, type RsReduceParams, writeSlabReduce } from "./rs-reduce.js";
 
 /** Argument names and constexprs of `ar-reduce` (those of `rs-reduce`, then `done_base`). */
 export const AR_REDUCE: KernelTemplateInfo = {
   kind: "ar-reduce",
   entry: "ar_reduce",
-  args: [
-    "part_ptr",
-    "own_ptr",
-    "out_ptr",
-    "sig_ptr",
-    "slot_ptr",
-    "err_ptr",
-    "N",
-    "rank",
-    "epoch_ptr",
-    "timeout_ns",
-    "rows_per_rank",
-    "done_base",
-  ],
-  constexprs: ["WORLD", "BLOCK_M", "BLOCK_N"],
+  args: [...RS_REDUCE.args, "done_base"],
+  constexprs: RS_REDUCE.constexprs,
 };
 
 /**
@@ -53,26 +40,15 @@ export function arReduceSource(params: RsReduceParams, options: SourceOptions = 
   );
 }
 
-/** Argument names and constexprs of `ar-reduce-broadcast`. */
+/**
+ * Argument names and constexprs of `ar-reduce-broadcast`: those of `rs-reduce` with the output's
+ * peer-pointers table `out_ptrs` for `out_ptr` and the signals' `sig_ptrs` after `sig_ptr`, then `recv_base`.
+ */
 export const AR_REDUCE_BROADCAST: KernelTemplateInfo = {
   kind: "ar-reduce-broadcast",
   entry: "ar_reduce_broadcast",
-  args: [
-    "part_ptr",
-    "own_ptr",
-    "out_ptrs",
-    "sig_ptr",
-    "sig_ptrs",
-    "slot_ptr",
-    "err_ptr",
-    "N",
-    "rank",
-    "epoch_ptr",
-    "timeout_ns",
-    "rows_per_rank",
-    "recv_base",
-  ],
-  constexprs: ["WORLD", "BLOCK_M", "BLOCK_N"],
+  args: [...RS_REDUCE.args.flatMap((a) => (a === "out_ptr" ? ["out_ptrs"] : a === "sig_ptr" ? ["sig_ptr", "sig_ptrs"] : [a])), "recv_base"],
+  constexprs: RS_REDUCE.constexprs,
 };
 
 /**
