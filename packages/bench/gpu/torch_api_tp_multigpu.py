@@ -33,6 +33,7 @@ import argparse
 import importlib.util
 import json
 import statistics
+import time
 from pathlib import Path
 
 import torch
@@ -183,16 +184,16 @@ def main() -> None:
                 torch.matmul(torch.nn.functional.silu(gu[:, :cut]) * gu[:, cut:], down, out=c)
                 dist.reduce_scatter_tensor(out, c)
 
-        times = {
-            "ovl eager": timed(ovl, a.warmup, a.reps),
-            "cuBLAS + NCCL eager": timed(unfused, a.warmup, a.reps),
-        }
-        times["ovl graph"] = timed(graphed(ovl), a.warmup, a.reps)
-        times["cuBLAS + NCCL graph"] = timed(graphed(unfused), a.warmup, a.reps)
+        times, stamps = {}, {}
+        for label, fn in (("ovl eager", ovl), ("cuBLAS + NCCL eager", unfused), ("ovl graph", ovl), ("cuBLAS + NCCL graph", unfused)):
+            # Wall-clock start and end of each timing (to line up with a clock / power log taken beside the run).
+            start = time.time()
+            times[label] = timed(graphed(fn) if label.endswith("graph") else fn, a.warmup, a.reps)
+            stamps[label] = [round(start, 3), round(time.time(), 3)]
         gemm = {"M": TOKENS, "N": H, "K": I} if a.op in ("gemm-rs", "gemm-ar") else {"M": TOKENS, "N": I, "K": H}
         if a.op == "mlp":
             gemm = {"S": TOKENS, "hidden": H, "intermediatePerRank": I}
-        rows.append({"op": a.op, "shape": name, **gemm, "maxRelError": float(ok.item()), **times})
+        rows.append({"op": a.op, "shape": name, **gemm, "maxRelError": float(ok.item()), **times, "wallClock": stamps})
         if rank == 0:
             print(json.dumps(rows[-1]), flush=True)
     if rank == 0:

@@ -62,3 +62,42 @@ def test_the_torch_path_is_chosen_by_the_environment_or_without_libcuda(monkeypa
     assert DriverOps.load() is None
     monkeypatch.setattr(ctypes, "CDLL", lambda _name: FakeLib())
     assert isinstance(DriverOps.load(), DriverOps)
+
+
+class FakeStream:
+    cuda_stream = 0x10
+
+
+def test_after_a_capture_signals_copy_the_device_epoch_word_instead_of_a_host_literal(monkeypatch):
+    """A replay advances the device's epoch word, not the host's count: once a launch was captured, the host
+    ops stay on the torch path (a signal copies the word), or an eager call after replays would signal an epoch
+    its peers' kernels have left behind."""
+    import contextlib
+
+    import torch
+
+    from ovl_runtime.gpu_rank import RankState
+
+    lib = FakeLib()
+    state = RankState.__new__(RankState)  # only what enqueue_host_ops reads
+    state.driver, state.epoch = DriverOps(lib), 3
+    state.epoch_word = torch.tensor([3], dtype=torch.int32)
+    src, dst, sig = torch.arange(8, dtype=torch.int32), torch.zeros(8, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    ops = [("copy", dst, src, sig)]
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    monkeypatch.setattr(torch.cuda, "stream", lambda _s: contextlib.nullcontext())
+
+    state.enqueue_host_ops(ops, FakeStream(), False, None)  # eager, never captured: the driver, the host's epoch
+    assert [c[0] for c in lib.calls] == ["copy", "write"] and lib.calls[1][3] == 3 and not dst.any()
+
+    capturing[0] = True
+    state.enqueue_host_ops(ops, FakeStream(), False, None)  # captured: torch copies, the device's word
+    assert len(lib.calls) == 2 and torch.equal(dst, src) and int(sig) == 3
+
+    capturing[0] = False
+    state.epoch, state.epoch_word[0] = 4, 9  # five replays later the word is 9; the host counted one launch
+    dst.zero_()
+    state.enqueue_host_ops(ops, FakeStream(), False, None)
+    assert len(lib.calls) == 2, "an eager call after a capture went to the driver with a stale literal epoch"
+    assert torch.equal(dst, src) and int(sig) == 9

@@ -237,6 +237,36 @@ def test_a_captured_graph_replays_correctly_many_times():
     del graph
 
 
+def test_eager_calls_after_replays_wait_for_their_own_epoch():
+    """A replay advances the device's epoch word, not the host's count: eager calls after replays (a model that
+    prefills eagerly and decodes from a graph) still signal and wait for the same epoch."""
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    world, m, n, k = 8, 128, 256, 512
+    g = OneGpuGroup(world)
+    x, w = rand(world, m, k, seed=60) / 8, rand(world, k, n, seed=61) / 8
+
+    def want():
+        return torch.stack([x.reshape(world * m, k).float() @ w[r].float() for r in range(world)])
+
+    ops.all_gather_matmul(x, w, g)
+    ops.synchronize(g)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        yg = ops.all_gather_matmul(x, w, g)
+    for step in range(6):
+        x.copy_(rand(world, m, k, seed=70 + step) / 8)
+        if step % 3 == 2:
+            y = ops.all_gather_matmul(x, w, g)
+        else:
+            graph.replay()
+            y = yg
+        ops.synchronize(g)  # raises WaitTimeout where a wait gave up
+        assert rel(y, want()) < 0.01, step
+    del graph
+
+
 def test_the_first_call_cannot_be_captured():
     from ovl_runtime import ops
     from ovl_runtime.errors import UsageError

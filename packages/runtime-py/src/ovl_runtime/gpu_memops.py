@@ -9,7 +9,8 @@ after the stream's earlier work, as ``__threadfence_system`` would).
 
 The epoch is then a literal of the enqueued op, so a CUDA graph would replay a stale one: while a
 stream is being captured the session keeps the torch path, whose signal copies the device's epoch
-word. ``OVL_HOST_COPIES=torch`` forces the torch path (for comparisons). Imports nothing but ctypes:
+word, and it stays on that path after a capture (a replay advances the device's word, not the
+host's count). ``OVL_HOST_COPIES=torch`` forces the torch path (for comparisons). Imports nothing but ctypes:
 GPU only.
 """
 

@@ -280,8 +280,12 @@ class RankState:
         previous one completed). Eager, copies and signals go straight to the driver
         (``gpu_memops``: a signal writes this epoch); while a stream is being captured, through
         torch, a signal being a 4-byte device copy of the epoch word into the slot, so a captured
-        launch signals each replay's epoch."""
-        if self.driver is not None and not torch.cuda.is_current_stream_capturing():
+        launch signals each replay's epoch. Once a launch was captured, always through torch: each
+        replay advances the device's epoch word behind the host's back, so a later eager launch's
+        literal epoch would lag the word its kernels wait for (they would wait out their bound)."""
+        if torch.cuda.is_current_stream_capturing():
+            self.driver = None
+        if self.driver is not None:
             handle = stream.cuda_stream
             for op in ops:
                 if op[0] == "copy":
