@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
-import { HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
+import { allReduceOptions, HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
 import { DEFAULT_COMM_SMS } from "@ovl/tlx-emitter";
 import { buildPlan, buildSchedule } from "../build.js";
 import { modelCommSms } from "../comm-sms.js";
@@ -67,9 +67,7 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
     backend: priced.backend,
     ...(priced.backend === "sm" || commSms !== undefined ? { commSms: sms } : {}),
     ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
-    ...(tilewise ? { reduceKernel: { programs: sms, concurrent: true } } : {}),
-    // The partitioned AllReduce over SM transfers: its AllGather is the reduction's stores, on every SM.
-    ...(p.operator === "gemm-ar" && !tilewise && priced.backend === "sm" ? { broadcastAfterCompute: true } : {}),
+    ...(p.operator === "gemm-ar" ? allReduceOptions(tilewise ? "tilewise" : "partitioned", priced.backend, sms) : {}),
   });
   const ag = p.operator === "ag-gemm";
   const base = predictBaselines({

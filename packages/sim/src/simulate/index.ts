@@ -21,5 +21,5 @@ export {
 export { type CommBackend, type OpTiming, type CommSimInput, simulateComm } from "./comm.js";
 export { type ComputeTiming, type WaveTiming, type ComputeSimInput, simulateCompute, regionDoneAt } from "./compute.js";
 export { SIM_RESULT_SCHEMA, TimelineEvent, RankSimulation, SimulationResult } from "./result.js";
-export { simulate, overlapRatio, tritonTileFactor, type SimulateOptions } from "./simulate.js";
+export { simulate, overlapRatio, tritonTileFactor, allReduceOptions, type SimulateOptions } from "./simulate.js";
 export { predictBaselines, type BaselineInput, type BaselinePrediction } from "./baselines.js";

@@ -11,7 +11,7 @@ import {
   reduceScatterDirect,
 } from "@ovl/chunk-plan";
 import { H200_SXM, HARDWARE_MODELS, HardwareModel, H100_SXM } from "./hardware.js";
-import { simulate } from "./simulate.js";
+import { allReduceOptions, simulate } from "./simulate.js";
 import { SimulationResult } from "./result.js";
 import { SimulateError } from "./errors.js";
 import { gemmMs, reduceKernelGBps, reducePassMs, smCopyGBps, SM_STORE_BYTES_PER_US, streamKSplit } from "./cost.js";
@@ -184,6 +184,16 @@ describe("simulate", () => {
     expect(broadcast.latencyMs).toBeLessThan(pushes.latencyMs);
     // The GEMM is the same; only the transfers after it move faster.
     expect(broadcast.ranks[0]!.computeAloneMs).toBeCloseTo(pushes.ranks[0]!.computeAloneMs, 9);
+    // allReduceOptions states the rule: the partitioned form over SM transfers broadcasts after compute.
+    const ruled = simulate(plan, schedule, {
+      hardware: "H100_SXM",
+      backend: "sm",
+      commSms: 16,
+      ...allReduceOptions("partitioned", "sm", 16),
+    });
+    expect(ruled.latencyMs).toBe(broadcast.latencyMs);
+    expect(allReduceOptions("partitioned", "copy-engine", 16)).toEqual({});
+    expect(allReduceOptions("tilewise", "sm", 8)).toEqual({ reduceKernel: { programs: 8, concurrent: true } });
   });
 
   it("a persistent grid wider than the SMs left to compute pays for its extra programs", () => {

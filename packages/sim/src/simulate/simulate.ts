@@ -68,6 +68,22 @@ export interface SimulateOptions {
 }
 
 /**
+ * How GEMM+AllReduce's two forms run, as simulation options: the tile-wise AllReduce reduces on its
+ * `reducePrograms` communication SMs while the GEMM runs; the partitioned one over SM transfers stores its
+ * AllGather half (the reduction's stores into every peer's output) from every SM once the GEMM is over; over
+ * the copy engine the partitioned form is the plain plan. The one statement of that rule for every caller
+ * (`ovl simulate`, the tuner's cost).
+ */
+export function allReduceOptions(
+  form: "tilewise" | "partitioned",
+  backend: CommBackend,
+  reducePrograms: number,
+): Pick<SimulateOptions, "reduceKernel" | "broadcastAfterCompute"> {
+  if (form === "tilewise") return { reduceKernel: { programs: reducePrograms, concurrent: true } };
+  return backend === "sm" ? { broadcastAfterCompute: true } : {};
+}
+
+/**
  * Predict an overlapped operator: the plan's communication and the schedule's compute,
  * simulated together on every rank. A consumer schedule (AllGather + GEMM) waits per tile
  * on chunk slots; a producer schedule (GEMM + ReduceScatter) releases ops that depend on

@@ -3,7 +3,7 @@
 // cuBLAS prediction for the non-overlapped path, both on one hardware model.
 import type { HardwareModel } from "../simulate/hardware.js";
 import { resolveHardware } from "../simulate/hardware.js";
-import { simulate } from "../simulate/simulate.js";
+import { allReduceOptions, simulate } from "../simulate/simulate.js";
 import { predictBaselines } from "../simulate/baselines.js";
 import type { BuiltCandidate } from "./build.js";
 import type { OverlappedCandidate, SequentialCandidate, TuneProblem } from "./space.js";
@@ -54,10 +54,7 @@ export function simulatorCost(hardware: HardwareModel | string): CostFunction {
       backend: c.backend,
       commSms: c.commSms,
       ...(hw.tritonGemm !== undefined ? { computeKernel: { kind: "triton" as const } } : {}),
-      // The tile-wise AllReduce reduces on its communication SMs while the GEMM runs; the partitioned
-      // one over SM transfers stores its AllGather half from every SM once the GEMM is over.
-      ...(c.allReduce === "tilewise" ? { reduceKernel: { programs: c.commSms, concurrent: true } } : {}),
-      ...(c.allReduce === "partitioned" && c.backend === "sm" ? { broadcastAfterCompute: true } : {}),
+      ...(c.allReduce === undefined ? {} : allReduceOptions(c.allReduce, c.backend, c.commSms)),
     });
     return {
       latencyMs: sim.latencyMs,
