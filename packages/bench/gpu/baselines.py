@@ -57,6 +57,20 @@ def timed(fn, warmup: int, reps: int) -> float:
     return float(med.item())
 
 
+def graphed(fn):
+    """``fn`` captured once in a CUDA graph (after one eager call); returns the replay."""
+    fn()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    return g.replay
+
+
 def log(msg: str) -> None:
     if dist.get_rank() == 0:
         print(msg, file=sys.stderr, flush=True)

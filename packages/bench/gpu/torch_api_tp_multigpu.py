@@ -56,20 +56,6 @@ BASELINES = _baselines()
 SHAPES = BASELINES.MLP
 
 
-def graphed(fn):
-    """``fn`` captured once in a CUDA graph (after one eager call); returns the replay."""
-    fn()
-    torch.cuda.synchronize()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    return g.replay
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -188,7 +174,7 @@ def main() -> None:
         for label, fn in (("ovl eager", ovl), ("cuBLAS + NCCL eager", unfused), ("ovl graph", ovl), ("cuBLAS + NCCL graph", unfused)):
             # Wall-clock start and end of each timing (to line up with a clock / power log taken beside the run).
             start = time.time()
-            times[label] = timed(graphed(fn) if label.endswith("graph") else fn, a.warmup, a.reps)
+            times[label] = timed(BASELINES.graphed(fn) if label.endswith("graph") else fn, a.warmup, a.reps)
             stamps[label] = [round(start, 3), round(time.time(), 3)]
         gemm = {"M": TOKENS, "N": H, "K": I} if a.op in ("gemm-rs", "gemm-ar") else {"M": TOKENS, "N": I, "K": H}
         if a.op == "mlp":

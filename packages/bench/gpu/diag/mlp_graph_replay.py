@@ -60,19 +60,6 @@ def driver_capture(original):
     return enqueue
 
 
-def graphed(fn):
-    fn()
-    torch.cuda.synchronize()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    return g, g.replay
-
-
 def timeline(fn, label: str, rank: int) -> list[dict]:
     """One call of ``fn`` under the profiler: its device activities, start-ordered."""
     from torch.profiler import ProfilerActivity, profile
@@ -136,13 +123,13 @@ def main() -> None:
         row = {"shape": name}
         for label, fn in (("ag-gemm-silu", ag), ("layer", layer)):
             row[f"{label} eager"] = BASELINES.timed(fn, 3, a.reps)
-            g, replay = graphed(fn)
+            replay = BASELINES.graphed(fn)
             row[f"{label} graph"] = BASELINES.timed(replay, 3, a.reps)
             if label == "ag-gemm-silu" and a.profile != "none":
                 row["eager timeline"] = timeline(fn, f"{name} {label} eager", rank)
                 if a.profile == "both":
                     row["graph timeline"] = timeline(replay, f"{name} {label} graph ({a.capture} capture)", rank)
-            del g
+            del replay
         report["rows"].append(row)
         if rank == 0:
             print(json.dumps({k: v for k, v in row.items() if "timeline" not in k}), flush=True)
