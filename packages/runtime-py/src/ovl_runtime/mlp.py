@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from . import ops
+from . import autograd, ops
 from .errors import UsageError
 from .groups import resolve_group
 from .kernel_library import KernelKey
@@ -53,6 +53,9 @@ def _ag_silu_op(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> to
 def _(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
     return x.new_empty((*x.shape[:-2], g.world * x.shape[-2], w_gate_up.shape[-1] // 2))
+
+
+autograd.register("ovl::all_gather_matmul_silu_mul")
 
 
 def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: Any) -> torch.Tensor:

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from . import autograd
 from . import ops as _ops  # noqa: F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 from .errors import UsageError
 from .groups import resolve_group
@@ -102,6 +103,9 @@ def _(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: to
     g = resolve_group(group_name)
     rows = topk_ids.shape[-2] // g.world
     return h.new_empty((g.world, rows, w.shape[-1]) if g.stacked else (rows, w.shape[-1]))
+
+
+autograd.register("ovl::moe_grouped_matmul_reduce_scatter")
 
 
 def moe_grouped_matmul_reduce_scatter(

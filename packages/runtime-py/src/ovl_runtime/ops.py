@@ -55,6 +55,9 @@ with zero rows and the padding dropped from the result. Inputs are checked befor
 launch: dtype, device, contiguity, 16-byte alignment, shapes; under torchrun, the first
 call of a shape also checks that every rank passes the same shapes.
 
+The GEMM operators have backward passes (:mod:`ovl_runtime.autograd`: AllGather+GEMM's input gradient is a
+GEMM+ReduceScatter and the reverse); attention and the MoE operators are forward only.
+
 A call is asynchronous on the current stream. Device-side waits are bounded: call
 :func:`synchronize` to wait and raise ``WaitTimeout`` (rank, slot, value seen and
 expected) if one gave up. Calls can be captured in a CUDA graph after one eager call.
@@ -75,6 +78,7 @@ from .gpu_onegpu import MAX_CONNECTIONS
 if not torch.cuda.is_initialized():
     os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", str(MAX_CONNECTIONS))
 
+from . import autograd as _autograd
 from .bound import BoundOperator
 from .errors import UsageError
 from .groups import DistGroup, Group, resolve_group
@@ -492,6 +496,15 @@ def close_all(force: bool = False) -> None:
         op.close(force=force)
         del _operators[key]
 
+
+_autograd.register(
+    "ovl::all_gather_matmul",
+    "ovl::matmul_reduce_scatter",
+    "ovl::matmul_all_reduce",
+    "ovl::all_to_all_matmul",
+    "ovl::sequence_parallel_attention",
+    "ovl::moe_all_gather_grouped_matmul",
+)
 
 # ---- operators with modules of their own, offered here with the others ----
 # Resolved on first use (those modules build on this one's helpers, so they import it first).

@@ -1,0 +1,46 @@
+"""The plain collectives the operators' backward passes need beside the overlapped operators: the rows of
+every rank gathered, and the slab exchange of AllToAll — over a ``torch.distributed`` group (NCCL) or, for a
+:class:`~ovl_runtime.groups.OneGpuGroup`, as views of the stacked ``[world, ...]`` tensors.
+
+- :func:`gather_rows`: ``cat(x over ranks, dim=0)`` on every rank (``[m, k]`` → ``[world·m, k]``; stacked
+  ``[W, m, k]`` → ``[W, W·m, k]``, every rank's copy the same view).
+- :func:`exchange_slabs`: slab q (``rows / world`` rows) of each rank's ``x`` goes to rank q, received in rank
+  order — AllToAll+GEMM's exchange, which is its own inverse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .groups import Group
+
+
+def gather_rows(x: torch.Tensor, g: Group) -> torch.Tensor:
+    """Every rank's rows of ``x``, in rank order, on every rank."""
+    if g.stacked:
+        world, rows = x.shape[0], x.shape[1]
+        return x.reshape(1, world * rows, *x.shape[2:]).expand(world, world * rows, *x.shape[2:])
+    import torch.distributed as dist
+
+    out = x.new_empty((g.world * x.shape[0], *x.shape[1:]))
+    dist.all_gather_into_tensor(out, x.contiguous(), group=_pg(g))
+    return out
+
+
+def exchange_slabs(x: torch.Tensor, g: Group) -> torch.Tensor:
+    """Slab q of this rank's rows goes to rank q; slab r of the result came from rank r."""
+    if g.stacked:
+        world, rows = x.shape[0], x.shape[1]
+        slab = rows // world
+        return x.reshape(world, world, slab, *x.shape[2:]).transpose(0, 1).reshape(x.shape)
+    import torch.distributed as dist
+
+    out = torch.empty_like(x)
+    dist.all_to_all_single(out, x.contiguous(), group=_pg(g))
+    return out
+
+
+def _pg(g: Group) -> Any:
+    return g.pg  # type: ignore[union-attr] - a DistGroup (stacked groups returned above)

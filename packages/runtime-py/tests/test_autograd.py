@@ -1,0 +1,202 @@
+"""The torch API's backward passes (``ovl_runtime.autograd``) against dense autograd, without a GPU: every rank in
+one process (``OneGpuGroup``, tensors stacked ``[world, ...]``), the operators' forward kernels replaced by torch
+references of their semantics (the kernels need a GPU; the GPU tests run the real ones), fresh random float64
+inputs and cotangents. A dense model of all ranks, written with explicit loops over the ranks, gives the gradients
+each rank's ``x`` and ``w`` must get."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ovl_runtime import mlp, moe_ops, ops  # noqa: E402
+from ovl_runtime.errors import UsageError  # noqa: E402
+from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
+
+F64 = torch.float64
+
+
+def _stacked_rows(x: torch.Tensor) -> torch.Tensor:
+    return torch.cat(list(x.unbind(0)))
+
+
+@pytest.fixture
+def reference_kernels(monkeypatch):
+    """The forward of each GEMM operator as torch computes it, in place of its kernels."""
+
+    def ag(x, w, name):
+        full = _stacked_rows(x)
+        return torch.stack([full @ w[r] for r in range(x.shape[0])])
+
+    def rs(x, w, name):
+        world = x.shape[0]
+        total = sum(x[r] @ w[r] for r in range(world))
+        return torch.stack(list(total.chunk(world)))
+
+    def ar(x, w, name):
+        total = sum(x[r] @ w[r] for r in range(x.shape[0]))
+        return torch.stack([total] * x.shape[0])
+
+    def a2a(x, w, name):
+        world = x.shape[0]
+        received = [torch.cat([x[q].chunk(world)[r] for q in range(world)]) for r in range(world)]
+        return torch.stack([received[r] @ w[r] for r in range(world)])
+
+    def ag_silu(x, w, name):
+        gu = ag(x, w, name)
+        inter = w.shape[-1] // 2
+        return torch.nn.functional.silu(gu[..., :inter]) * gu[..., inter:]
+
+    monkeypatch.setattr(ops, "_all_gather_matmul_impl", ag)
+    monkeypatch.setattr(ops, "_matmul_reduce_scatter_impl", rs)
+    monkeypatch.setattr(ops, "_matmul_all_reduce_impl", ar)
+    monkeypatch.setattr(ops, "_all_to_all_matmul_impl", a2a)
+    monkeypatch.setattr(mlp, "_ag_silu_impl", ag_silu)
+
+
+def _leaf(*shape: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=F64).requires_grad_(True)
+
+
+def _grads(fn, *inputs: torch.Tensor, seed: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    out = fn(*inputs)
+    cot = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=F64)
+    (out * cot).sum().backward()
+    grads = [t.grad.clone() for t in inputs]
+    for t in inputs:
+        t.grad = None
+    return out.detach(), grads
+
+
+def _dense_grads(fn, *inputs: torch.Tensor, seed: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    leaves = [t.detach().clone().requires_grad_(True) for t in inputs]
+    return _grads(fn, *leaves, seed=seed)
+
+
+SHAPES = [(2, 3, 5, 4), (4, 2, 6, 3), (3, 4, 2, 5)]  # world, rows per rank, depth, columns
+
+
+@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
+def test_all_gather_matmul_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
+    g = OneGpuGroup(world)
+    x, w = _leaf(world, m, k, seed=1), _leaf(world, k, n, seed=2)
+
+    def dense(x, w):
+        full = torch.cat([x[r] for r in range(world)])
+        return torch.stack([full @ w[r] for r in range(world)])
+
+    y, (dx, dw) = _grads(lambda x, w: ops.all_gather_matmul(x, w, g), x, w, seed=3)
+    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=3)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(dx, dx_ref)
+    torch.testing.assert_close(dw, dw_ref)
+
+
+@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
+def test_matmul_reduce_scatter_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
+    g = OneGpuGroup(world)
+    x, w = _leaf(world, world * m, k, seed=4), _leaf(world, k, n, seed=5)
+
+    def dense(x, w):
+        total = sum(x[r] @ w[r] for r in range(world))
+        return torch.stack([total[r * m : (r + 1) * m] for r in range(world)])
+
+    y, (dx, dw) = _grads(lambda x, w: ops.matmul_reduce_scatter(x, w, g), x, w, seed=6)
+    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=6)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(dx, dx_ref)
+    torch.testing.assert_close(dw, dw_ref)
+
+
+@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
+def test_all_to_all_matmul_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
+    g = OneGpuGroup(world)
+    x, w = _leaf(world, world * m, k, seed=7), _leaf(world, k, n, seed=8)
+
+    def dense(x, w):
+        received = [torch.cat([x[q, r * m : (r + 1) * m] for q in range(world)]) for r in range(world)]
+        return torch.stack([received[r] @ w[r] for r in range(world)])
+
+    y, (dx, dw) = _grads(lambda x, w: ops.all_to_all_matmul(x, w, g), x, w, seed=9)
+    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=9)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(dx, dx_ref)
+    torch.testing.assert_close(dw, dw_ref)
+
+
+@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
+def test_matmul_all_reduce_backward_is_the_row_parallel_layers(reference_kernels, world, m, k, n):
+    """Every rank's loss reads the same replicated output with the same cotangent (a model after a row-parallel
+    layer): the gradient of one rank's loss, taken through the AllReduce's identity backward."""
+    g = OneGpuGroup(world)
+    x, w = _leaf(world, m, k, seed=10), _leaf(world, k, n, seed=11)
+    out = ops.matmul_all_reduce(x, w, g)
+    cot = torch.randn(m, n, generator=torch.Generator().manual_seed(12), dtype=F64)
+    (out * cot).sum().backward()
+    xr, wr = x.detach().clone().requires_grad_(True), w.detach().clone().requires_grad_(True)
+    (sum(xr[r] @ wr[r] for r in range(world)) * cot).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad)
+    torch.testing.assert_close(w.grad, wr.grad)
+
+
+@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
+def test_all_gather_matmul_silu_mul_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
+    g = OneGpuGroup(world)
+    x, w = _leaf(world, m, k, seed=13), _leaf(world, k, 2 * n, seed=14)
+
+    def dense(x, w):
+        full = torch.cat([x[r] for r in range(world)])
+        gus = [full @ w[r] for r in range(world)]
+        return torch.stack([torch.nn.functional.silu(gu[:, :n]) * gu[:, n:] for gu in gus])
+
+    y, (dx, dw) = _grads(lambda x, w: mlp.all_gather_matmul_silu_mul(x, w, g), x, w, seed=15)
+    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=15)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(dx, dx_ref)
+    torch.testing.assert_close(dw, dw_ref)
+
+
+def test_the_tp_mlp_layer_trains_like_the_dense_mlp(reference_kernels):
+    """Both halves chained: every rank's gate/up and down weights get the dense MLP's gradients."""
+    world, m, hidden, inter = 4, 3, 6, 5
+    g = OneGpuGroup(world)
+    x, wgu, wd = _leaf(world, m, hidden, seed=16), _leaf(world, hidden, 2 * inter, seed=17), _leaf(world, inter, hidden, seed=18)
+
+    def dense(x, wgu, wd):
+        full = torch.cat([x[r] for r in range(world)])
+        total = 0
+        for r in range(world):
+            gu = full @ wgu[r]
+            total = total + (torch.nn.functional.silu(gu[:, :inter]) * gu[:, inter:]) @ wd[r]
+        return torch.stack([total[r * m : (r + 1) * m] for r in range(world)])
+
+    y, grads = _grads(lambda x, a, b: mlp.tp_mlp(x, a, b, g), x, wgu, wd, seed=19)
+    y_ref, grads_ref = _dense_grads(dense, x, wgu, wd, seed=19)
+    torch.testing.assert_close(y, y_ref)
+    for got, want in zip(grads, grads_ref, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_only_the_inputs_that_need_a_gradient_get_one(reference_kernels):
+    g = OneGpuGroup(2)
+    x, w = _leaf(2, 3, 4, seed=20), _leaf(2, 4, 5, seed=21).detach()
+    ops.all_gather_matmul(x, w, g).sum().backward()
+    assert x.grad is not None and w.grad is None
+
+
+def test_forward_only_operators_say_so_on_backward(monkeypatch):
+    g = OneGpuGroup(2)
+    monkeypatch.setattr(ops, "_attention_impl", lambda q, kv, name, causal: q * 1)
+    q = _leaf(2, 4, 2, 8, seed=22).float()
+    kv = torch.randn(2, 4, 2, 2, 8)
+    out = ops.sequence_parallel_attention(q, kv, g)
+    with pytest.raises(UsageError, match="sequence_parallel_attention has no backward"):
+        out.sum().backward()
+    monkeypatch.setattr(moe_ops, "_impl", lambda h, ids, wts, w, name: torch.zeros(2, 4, 8, dtype=h.dtype))
+    h = torch.randn(2, 8, 6, requires_grad=True)
+    ids = torch.zeros(2, 8, 1, dtype=torch.int32)
+    out = torch.ops.ovl.moe_grouped_matmul_reduce_scatter(h, ids, torch.ones(2, 8, 1), torch.randn(2, 3, 6, 8), resolve_group(g).name)
+    with pytest.raises(UsageError, match="moe_grouped_matmul_reduce_scatter has no backward"):
+        out.sum().backward()
