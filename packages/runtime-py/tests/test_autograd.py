@@ -78,49 +78,46 @@ def _dense_grads(fn, *inputs: torch.Tensor, seed: int) -> tuple[torch.Tensor, li
 SHAPES = [(2, 3, 5, 4), (4, 2, 6, 3), (3, 4, 2, 5)]  # world, rows per rank, depth, columns
 
 
+def _dense_ag(x, w):
+    full = torch.cat(list(x.unbind(0)))
+    return torch.stack([full @ w[r] for r in range(x.shape[0])])
+
+
+def _dense_rs(x, w):
+    world = x.shape[0]
+    total = sum(x[r] @ w[r] for r in range(world))
+    return torch.stack(list(total.chunk(world)))
+
+
+def _dense_a2a(x, w):
+    world, slab = x.shape[0], x.shape[1] // x.shape[0]
+    received = [torch.cat([x[q, r * slab : (r + 1) * slab] for q in range(world)]) for r in range(world)]
+    return torch.stack([received[r] @ w[r] for r in range(world)])
+
+
+def _dense_ag_silu(x, w):
+    inter = w.shape[-1] // 2
+    return torch.stack([torch.nn.functional.silu(gu[:, :inter]) * gu[:, inter:] for gu in _dense_ag(x, w).unbind(0)])
+
+
+#: (operator, its call, rows of x per rank in units of m, columns of w in units of n, the dense model of all ranks)
+OPERATORS = [
+    ("all_gather_matmul", ops.all_gather_matmul, 1, 1, _dense_ag),
+    ("matmul_reduce_scatter", ops.matmul_reduce_scatter, "world", 1, _dense_rs),
+    ("all_to_all_matmul", ops.all_to_all_matmul, "world", 1, _dense_a2a),
+    ("all_gather_matmul_silu_mul", mlp.all_gather_matmul_silu_mul, 1, 2, _dense_ag_silu),
+]
+
+
+@pytest.mark.parametrize("operator", OPERATORS, ids=[o[0] for o in OPERATORS])
 @pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
-def test_all_gather_matmul_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
+def test_each_gemm_operators_backward_matches_dense_autograd(reference_kernels, operator, world, m, k, n):
+    _name, call, rows, cols, dense = operator
     g = OneGpuGroup(world)
-    x, w = _leaf(world, m, k, seed=1), _leaf(world, k, n, seed=2)
-
-    def dense(x, w):
-        full = torch.cat([x[r] for r in range(world)])
-        return torch.stack([full @ w[r] for r in range(world)])
-
-    y, (dx, dw) = _grads(lambda x, w: ops.all_gather_matmul(x, w, g), x, w, seed=3)
-    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=3)
-    torch.testing.assert_close(y, y_ref)
-    torch.testing.assert_close(dx, dx_ref)
-    torch.testing.assert_close(dw, dw_ref)
-
-
-@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
-def test_matmul_reduce_scatter_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
-    g = OneGpuGroup(world)
-    x, w = _leaf(world, world * m, k, seed=4), _leaf(world, k, n, seed=5)
-
-    def dense(x, w):
-        total = sum(x[r] @ w[r] for r in range(world))
-        return torch.stack([total[r * m : (r + 1) * m] for r in range(world)])
-
-    y, (dx, dw) = _grads(lambda x, w: ops.matmul_reduce_scatter(x, w, g), x, w, seed=6)
-    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=6)
-    torch.testing.assert_close(y, y_ref)
-    torch.testing.assert_close(dx, dx_ref)
-    torch.testing.assert_close(dw, dw_ref)
-
-
-@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
-def test_all_to_all_matmul_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
-    g = OneGpuGroup(world)
-    x, w = _leaf(world, world * m, k, seed=7), _leaf(world, k, n, seed=8)
-
-    def dense(x, w):
-        received = [torch.cat([x[q, r * m : (r + 1) * m] for q in range(world)]) for r in range(world)]
-        return torch.stack([received[r] @ w[r] for r in range(world)])
-
-    y, (dx, dw) = _grads(lambda x, w: ops.all_to_all_matmul(x, w, g), x, w, seed=9)
-    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=9)
+    x = _leaf(world, (world if rows == "world" else rows) * m, k, seed=world + m)
+    w = _leaf(world, k, cols * n, seed=world + k)
+    y, (dx, dw) = _grads(lambda x, w: call(x, w, g), x, w, seed=world + n)
+    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=world + n)
     torch.testing.assert_close(y, y_ref)
     torch.testing.assert_close(dx, dx_ref)
     torch.testing.assert_close(dw, dw_ref)
@@ -139,23 +136,6 @@ def test_matmul_all_reduce_backward_is_the_row_parallel_layers(reference_kernels
     (sum(xr[r] @ wr[r] for r in range(world)) * cot).sum().backward()
     torch.testing.assert_close(x.grad, xr.grad)
     torch.testing.assert_close(w.grad, wr.grad)
-
-
-@pytest.mark.parametrize(("world", "m", "k", "n"), SHAPES)
-def test_all_gather_matmul_silu_mul_backward_matches_dense_autograd(reference_kernels, world, m, k, n):
-    g = OneGpuGroup(world)
-    x, w = _leaf(world, m, k, seed=13), _leaf(world, k, 2 * n, seed=14)
-
-    def dense(x, w):
-        full = torch.cat([x[r] for r in range(world)])
-        gus = [full @ w[r] for r in range(world)]
-        return torch.stack([torch.nn.functional.silu(gu[:, :n]) * gu[:, n:] for gu in gus])
-
-    y, (dx, dw) = _grads(lambda x, w: mlp.all_gather_matmul_silu_mul(x, w, g), x, w, seed=15)
-    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x, w, seed=15)
-    torch.testing.assert_close(y, y_ref)
-    torch.testing.assert_close(dx, dx_ref)
-    torch.testing.assert_close(dw, dw_ref)
 
 
 def test_the_tp_mlp_layer_trains_like_the_dense_mlp(reference_kernels):
