@@ -17,42 +17,44 @@ from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
 F64 = torch.float64
 
 
-def _stacked_rows(x: torch.Tensor) -> torch.Tensor:
-    return torch.cat(list(x.unbind(0)))
+def _dense_ag(x, w):
+    full = torch.cat(list(x.unbind(0)))
+    return torch.stack([full @ w[r] for r in range(x.shape[0])])
+
+
+def _dense_rs(x, w):
+    world = x.shape[0]
+    total = sum(x[r] @ w[r] for r in range(world))
+    return torch.stack(list(total.chunk(world)))
+
+
+def _dense_ar(x, w):
+    total = sum(x[r] @ w[r] for r in range(x.shape[0]))
+    return torch.stack([total] * x.shape[0])
+
+
+def _dense_a2a(x, w):
+    world, slab = x.shape[0], x.shape[1] // x.shape[0]
+    received = [torch.cat([x[q, r * slab : (r + 1) * slab] for q in range(world)]) for r in range(world)]
+    return torch.stack([received[r] @ w[r] for r in range(world)])
+
+
+def _dense_ag_silu(x, w):
+    inter = w.shape[-1] // 2
+    return torch.stack([torch.nn.functional.silu(gu[:, :inter]) * gu[:, inter:] for gu in _dense_ag(x, w).unbind(0)])
 
 
 @pytest.fixture
 def reference_kernels(monkeypatch):
-    """The forward of each GEMM operator as torch computes it, in place of its kernels."""
-
-    def ag(x, w, name):
-        full = _stacked_rows(x)
-        return torch.stack([full @ w[r] for r in range(x.shape[0])])
-
-    def rs(x, w, name):
-        world = x.shape[0]
-        total = sum(x[r] @ w[r] for r in range(world))
-        return torch.stack(list(total.chunk(world)))
-
-    def ar(x, w, name):
-        total = sum(x[r] @ w[r] for r in range(x.shape[0]))
-        return torch.stack([total] * x.shape[0])
-
-    def a2a(x, w, name):
-        world = x.shape[0]
-        received = [torch.cat([x[q].chunk(world)[r] for q in range(world)]) for r in range(world)]
-        return torch.stack([received[r] @ w[r] for r in range(world)])
-
-    def ag_silu(x, w, name):
-        gu = ag(x, w, name)
-        inter = w.shape[-1] // 2
-        return torch.nn.functional.silu(gu[..., :inter]) * gu[..., inter:]
-
-    monkeypatch.setattr(ops, "_all_gather_matmul_impl", ag)
-    monkeypatch.setattr(ops, "_matmul_reduce_scatter_impl", rs)
-    monkeypatch.setattr(ops, "_matmul_all_reduce_impl", ar)
-    monkeypatch.setattr(ops, "_all_to_all_matmul_impl", a2a)
-    monkeypatch.setattr(mlp, "_ag_silu_impl", ag_silu)
+    """The forward of each GEMM operator as torch computes it (the dense models), in place of its kernels."""
+    for module, impl, model in (
+        (ops, "_all_gather_matmul_impl", _dense_ag),
+        (ops, "_matmul_reduce_scatter_impl", _dense_rs),
+        (ops, "_matmul_all_reduce_impl", _dense_ar),
+        (ops, "_all_to_all_matmul_impl", _dense_a2a),
+        (mlp, "_ag_silu_impl", _dense_ag_silu),
+    ):
+        monkeypatch.setattr(module, impl, lambda x, w, name, model=model: model(x, w))
 
 
 def _leaf(*shape: int, seed: int) -> torch.Tensor:
@@ -76,28 +78,6 @@ def _dense_grads(fn, *inputs: torch.Tensor, seed: int) -> tuple[torch.Tensor, li
 
 
 SHAPES = [(2, 3, 5, 4), (4, 2, 6, 3), (3, 4, 2, 5)]  # world, rows per rank, depth, columns
-
-
-def _dense_ag(x, w):
-    full = torch.cat(list(x.unbind(0)))
-    return torch.stack([full @ w[r] for r in range(x.shape[0])])
-
-
-def _dense_rs(x, w):
-    world = x.shape[0]
-    total = sum(x[r] @ w[r] for r in range(world))
-    return torch.stack(list(total.chunk(world)))
-
-
-def _dense_a2a(x, w):
-    world, slab = x.shape[0], x.shape[1] // x.shape[0]
-    received = [torch.cat([x[q, r * slab : (r + 1) * slab] for q in range(world)]) for r in range(world)]
-    return torch.stack([received[r] @ w[r] for r in range(world)])
-
-
-def _dense_ag_silu(x, w):
-    inter = w.shape[-1] // 2
-    return torch.stack([torch.nn.functional.silu(gu[:, :inter]) * gu[:, inter:] for gu in _dense_ag(x, w).unbind(0)])
 
 
 #: (operator, its call, rows of x per rank in units of m, columns of w in units of n, the dense model of all ranks)
