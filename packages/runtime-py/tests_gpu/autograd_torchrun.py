@@ -77,9 +77,9 @@ def main() -> None:
     def dense_mlp(X, GU, D, r):
         full = torch.cat(list(X))
         total = 0
-        for r in range(world):
-            gu = full @ GU[r]
-            total = total + (torch.nn.functional.silu(gu[:, :INTER]) * gu[:, INTER:]) @ D[r]
+        for q in range(world):
+            gu = full @ GU[q]
+            total = total + (torch.nn.functional.silu(gu[:, :INTER]) * gu[:, INTER:]) @ D[q]
         return total[r * slab : (r + 1) * slab]
 
     cases.append(("tp_mlp", lambda x, a, b: tp_mlp(x, a, b, group), dense_mlp, [xs, gus, downs], draw(world, slab, HID, scale=1).float()))
