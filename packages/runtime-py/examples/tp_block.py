@@ -19,6 +19,10 @@ Three ways to run it::
     # 3. Under torchrun, one rank per GPU (same check, the reference computed on every rank):
     OVL_KERNELS=kernels/ torchrun --nproc_per_node=8 examples/tp_block.py --torchrun
 
+``--train`` adds one training step to the check (and its kernels to ``--prepare``): the gradients of the
+input and of the norms' weights against the plain block's; each input gradient runs the dual overlapped
+operator (``ovl_runtime.autograd``).
+
 The one-GPU check is a correctness run: its times are not performance figures.
 """
 
@@ -54,14 +58,23 @@ class Config:
     intermediate: int = 4096
     eps: float = 1e-5
 
-    def keys(self, world: int) -> list[KernelKey]:
-        """The compiled operators a block over ``world`` ranks calls."""
-        q, kv = self.heads // world, self.kv_heads // world
-        return [
+    def keys(self, world: int, train: bool = False) -> list[KernelKey]:
+        """The compiled operators a block over ``world`` ranks calls (``train``: its backward's too)."""
+        q, kv, inter = self.heads // world, self.kv_heads // world, self.intermediate // world
+        forward = [
             KernelKey("ag-gemm", world, self.seq, (q + 2 * kv) * self.head_dim, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, q * self.head_dim),
-            KernelKey("ag-gemm-silu", world, self.seq, self.intermediate // world, self.hidden),
-            KernelKey("gemm-rs", world, self.seq, self.hidden, self.intermediate // world),
+            KernelKey("ag-gemm-silu", world, self.seq, inter, self.hidden),
+            KernelKey("gemm-rs", world, self.seq, self.hidden, inter),
+        ]
+        if not train:
+            return forward
+        # Each input gradient runs the dual operator: AllGather+GEMM's a GEMM+ReduceScatter and the reverse.
+        return forward + [
+            KernelKey("gemm-rs", world, self.seq, self.hidden, (q + 2 * kv) * self.head_dim),
+            KernelKey("ag-gemm", world, self.seq, q * self.head_dim, self.hidden),
+            KernelKey("gemm-rs", world, self.seq, self.hidden, 2 * inter),
+            KernelKey("ag-gemm", world, self.seq, inter, self.hidden),
         ]
 
 
@@ -162,26 +175,48 @@ class TensorParallelBlock(nn.Module):
         return x + self.mlp(h)
 
 
-def check(world: int, group: Group, c: Config, steps: int = 3) -> float:
-    """Run the TP block on fresh inputs ``steps`` times and return the worst relative error against the dense block."""
+def _rel(got: torch.Tensor, want: torch.Tensor) -> float:
+    return ((got.float() - want.float()).norm() / want.float().norm()).item()
+
+
+def check(world: int, group: Group, c: Config, steps: int = 3, train: bool = False) -> float:
+    """Run the TP block on fresh inputs ``steps`` times and return the worst relative error against the dense
+    block; ``train``: also one backward step, the gradient of the input and of the norms' weights compared."""
     dense = DenseBlock(c)
     tp = TensorParallelBlock(dense, group)
-    worst = 0.0
     rows = c.seq // world
+    mine = slice(None) if group.stacked else slice(group.rank * rows, (group.rank + 1) * rows)  # type: ignore[union-attr]
+
+    def shard(t: torch.Tensor) -> torch.Tensor:
+        """This process's rows of ``t`` ``[seq, hidden]`` (every rank's, stacked, in the one-GPU mode)."""
+        return t.view(world, rows, c.hidden).contiguous() if group.stacked else t[mine].contiguous()
+
+    worst = 0.0
     for step in range(steps):
         g = torch.Generator(device="cuda").manual_seed(100 + step)
         x = torch.randn(c.seq, c.hidden, device="cuda", dtype=torch.bfloat16, generator=g)
         with torch.no_grad():
-            want = dense(x).float()
-            if group.stacked:
-                got = tp(x.view(world, rows, c.hidden).contiguous()).reshape(c.seq, c.hidden).float()
-            else:
-                r = group.rank  # type: ignore[union-attr]
-                got = tp(x[r * rows : (r + 1) * rows].contiguous()).float()
-                want = want[r * rows : (r + 1) * rows]
+            want = dense(x)[mine]
+            got = tp(shard(x)).reshape(want.shape)
         ops.synchronize(group)
-        err = ((got - want).norm() / want.norm()).item()
-        worst = max(worst, err)
+        worst = max(worst, _rel(got, want))
+    if train:
+        # Every rank's loss reads its own rows with its own slice of one cotangent; their sum is the dense loss.
+        g = torch.Generator(device="cuda").manual_seed(200)
+        x = torch.randn(c.seq, c.hidden, device="cuda", dtype=torch.bfloat16, generator=g).requires_grad_(True)
+        cot = torch.randn(c.seq, c.hidden, device="cuda", generator=g)
+        (dense(x).float() * cot).sum().backward()
+        xs = shard(x.detach()).requires_grad_(True)
+        (tp(xs).float() * shard(cot)).sum().backward()
+        ops.synchronize(group)
+        worst = max(worst, _rel(xs.grad.reshape(-1, c.hidden), x.grad[mine]))
+        for ours, theirs in ((tp.norm1, dense.norm1), (tp.norm2, dense.norm2)):
+            grad = ours.grad
+            if not group.stacked:  # each rank's copy holds its own rows' share
+                import torch.distributed as dist
+
+                dist.all_reduce(grad, group=group.pg)  # type: ignore[union-attr]
+            worst = max(worst, _rel(grad, theirs.grad))
     return worst
 
 
@@ -190,13 +225,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--world", type=int, nargs="+", default=[8], help="ranks, one or more worlds (one-GPU mode and --prepare)")
     ap.add_argument("--prepare", metavar="DIR", help="compile the kernels the block needs into DIR and exit (needs ovl's CLI)")
     ap.add_argument("--torchrun", action="store_true", help="one rank per process under torchrun")
+    ap.add_argument(
+        "--train", action="store_true", help="also check one backward step against the dense block's (and --prepare its kernels)"
+    )
     ap.add_argument("--tolerance", type=float, default=0.03, help="largest relative error accepted")
     args = ap.parse_args(argv)
     c = Config()
     if args.prepare:
         into = Path(args.prepare)
         for w in args.world:
-            for key in c.keys(w):
+            for key in c.keys(w, train=args.train):
                 print(ensure_compiled(key, into))
         return 0
     if args.torchrun:
@@ -210,10 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         groups = [OneGpuGroup(w) for w in args.world]
     ok = True
     for group in groups:
-        err = check(group.world, group, c)
+        err = check(group.world, group, c, train=args.train)
         ok = ok and err <= args.tolerance
         print(
-            f"tp block, {group.world} ranks ({group.kind}): max relative error {err:.4f} vs the dense block — {'ok' if err <= args.tolerance else 'FAILED'}"
+            f"tp block{', trained one step' if args.train else ''}, {group.world} ranks ({group.kind}): max relative error {err:.4f} vs the dense block — {'ok' if err <= args.tolerance else 'FAILED'}"
         )
         ops.close_all()
     return 0 if ok else 1

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime import mlp, moe_ops, ops  # noqa: E402
+from ovl_runtime import collectives, mlp, moe_ops, ops  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
 
@@ -146,17 +146,117 @@ def test_only_the_inputs_that_need_a_gradient_get_one(reference_kernels):
     assert x.grad is not None and w.grad is None
 
 
-def test_forward_only_operators_say_so_on_backward(monkeypatch):
-    g = OneGpuGroup(2)
-    monkeypatch.setattr(ops, "_attention_impl", lambda q, kv, name, causal: q * 1)
-    q = _leaf(2, 4, 2, 8, seed=22).float()
-    kv = torch.randn(2, 4, 2, 2, 8)
-    out = ops.sequence_parallel_attention(q, kv, g)
-    with pytest.raises(UsageError, match="sequence_parallel_attention has no backward"):
-        out.sum().backward()
-    monkeypatch.setattr(moe_ops, "_impl", lambda h, ids, wts, w, name: torch.zeros(2, 4, 8, dtype=h.dtype))
-    h = torch.randn(2, 8, 6, requires_grad=True)
-    ids = torch.zeros(2, 8, 1, dtype=torch.int32)
-    out = torch.ops.ovl.moe_grouped_matmul_reduce_scatter(h, ids, torch.ones(2, 8, 1), torch.randn(2, 3, 6, 8), resolve_group(g).name)
-    with pytest.raises(UsageError, match="moe_grouped_matmul_reduce_scatter has no backward"):
-        out.sum().backward()
+def _dense_attention(q, kv, causal):
+    """Every rank's attention over all ranks' keys and values, written out (scores, mask, softmax) per rank:
+    ``q`` ``[W, s, H, D]``, ``kv`` ``[W, s, 2, Hkv, D]``."""
+    world, s, heads, d = q.shape
+    kv_heads = kv.shape[3]
+    keys = torch.cat(list(kv.unbind(0)))  # [S, 2, Hkv, D]
+    outs = []
+    for r in range(world):
+        per_head = []
+        for h in range(heads):
+            k, v = keys[:, 0, h // (heads // kv_heads)], keys[:, 1, h // (heads // kv_heads)]
+            scores = q[r, :, h] @ k.T / d**0.5
+            if causal:
+                later = torch.arange(world * s)[None, :] > (r * s + torch.arange(s))[:, None]
+                scores = scores.masked_fill(later, float("-inf"))
+            per_head.append(torch.softmax(scores, dim=-1) @ v)
+        outs.append(torch.stack(per_head, dim=1))
+    return torch.stack(outs)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(("world", "s", "heads", "kv_heads", "d"), [(2, 3, 2, 2, 4), (3, 2, 4, 2, 8), (4, 5, 6, 1, 4)])
+def test_sequence_parallel_attentions_backward_matches_dense_autograd(monkeypatch, world, s, heads, kv_heads, d, causal):
+    """MHA and GQA, causal or not: each rank's dq and its own positions' dk / dv (summed over every rank's queries)."""
+    monkeypatch.setattr(ops, "_attention_impl", lambda q, kv, name, causal: _dense_attention(q, kv, causal))
+    g = OneGpuGroup(world)
+    q, kv = _leaf(world, s, heads, d, seed=30 + world), _leaf(world, s, 2, kv_heads, d, seed=31 + world)
+    y, (dq, dkv) = _grads(lambda q, kv: ops.sequence_parallel_attention(q, kv, g, causal=causal), q, kv, seed=32)
+    y_ref, (dq_ref, dkv_ref) = _dense_grads(lambda q, kv: _dense_attention(q, kv, causal), q, kv, seed=32)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(dq, dq_ref)
+    torch.testing.assert_close(dkv, dkv_ref)
+
+
+def test_reduce_scatter_rows_sums_every_ranks_rows_to_their_owner():
+    world, s = 3, 2
+    x = torch.randn(world, world * s, 4, generator=torch.Generator().manual_seed(33), dtype=F64)
+    got = collectives.reduce_scatter_rows(x, OneGpuGroup(world))
+    for r in range(world):
+        torch.testing.assert_close(got[r], sum(x[q, r * s : (r + 1) * s] for q in range(world)))
+
+
+def _dense_moe_all_gather(x, ids, w):
+    """``C[r, t·k + j] = x_all[t] @ w[r, ids[r, t, j]]``, slot by slot."""
+    world, tokens, k = ids.shape
+    x_all = torch.cat(list(x.unbind(0)))
+    return torch.stack([torch.stack([x_all[t] @ w[r, ids[r, t, j]] for t in range(tokens) for j in range(k)]) for r in range(world)])
+
+
+def _dense_moe_reduce_scatter(h, ids, wts, w):
+    """Rank r's token rows of ``Σ_q Σ_j wts[q, t, j] · h[q, t·k + j] @ w[q, ids[q, t, j]]``, slot by slot."""
+    world, tokens, k = ids.shape
+    total = torch.stack(
+        [sum(wts[q, t, j] * (h[q, t * k + j] @ w[q, ids[q, t, j]]) for q in range(world) for j in range(k)) for t in range(tokens)]
+    )
+    return torch.stack(list(total.chunk(world)))
+
+
+#: (world, tokens per rank, k, experts, the routing: "random", "one expert" (every slot on expert 0) or "idle" (the last
+#: expert gets no token))
+ROUTINGS = [(2, 3, 2, 4, "random"), (3, 2, 1, 3, "one expert"), (4, 2, 2, 5, "idle")]
+
+
+def _routing(world, m, k, experts, kind, seed):
+    tokens = world * m
+    gen = torch.Generator().manual_seed(seed)
+    if kind == "one expert":
+        ids = torch.zeros(tokens, k, dtype=torch.int32)
+    else:
+        top = experts - 1 if kind == "idle" else experts
+        ids = torch.stack([torch.randperm(top, generator=gen)[:k] for _ in range(tokens)]).to(torch.int32)
+    return ids.expand(world, tokens, k).contiguous()
+
+
+@pytest.mark.parametrize(("world", "m", "k", "experts", "kind"), ROUTINGS, ids=[r[4] for r in ROUTINGS])
+def test_moe_all_gather_grouped_matmuls_backward_matches_dense_autograd(monkeypatch, world, m, k, experts, kind):
+    monkeypatch.setattr(ops, "_moe_impl", lambda x, ids, w, name, validate: _dense_moe_all_gather(x, ids, w))
+    g = OneGpuGroup(world)
+    ids = _routing(world, m, k, experts, kind, seed=40)
+    x, w = _leaf(world, m, 6, seed=41), _leaf(world, experts, 6, 4, seed=42)
+    y, (dx, dw) = _grads(lambda x, w: ops.moe_all_gather_grouped_matmul(x, ids, w, g), x, w, seed=43)
+    y_ref, (dx_ref, dw_ref) = _dense_grads(lambda x, w: _dense_moe_all_gather(x, ids, w), x, w, seed=43)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(dx, dx_ref)
+    torch.testing.assert_close(dw, dw_ref)
+    if kind == "idle":
+        assert not dw[:, experts - 1].any()  # an expert no token reached gets a zero gradient
+
+
+@pytest.mark.parametrize(("world", "m", "k", "experts", "kind"), ROUTINGS, ids=[r[4] for r in ROUTINGS])
+def test_moe_grouped_matmul_reduce_scatters_backward_matches_dense_autograd(monkeypatch, world, m, k, experts, kind):
+    """Every input's gradient, the routing weights' included (each rank's copy gets its own slice's share)."""
+    monkeypatch.setattr(moe_ops, "_impl", lambda h, ids, wts, w, name: _dense_moe_reduce_scatter(h, ids, wts, w))
+    g = OneGpuGroup(world)
+    tokens = world * m
+    ids = _routing(world, m, k, experts, kind, seed=50)
+    h, wts, w = _leaf(world, tokens * k, 6, seed=51), _leaf(world, tokens, k, seed=52), _leaf(world, experts, 6, 5, seed=53)
+    fn = lambda h, wts, w: torch.ops.ovl.moe_grouped_matmul_reduce_scatter(h, ids, wts, w, resolve_group(g).name)  # noqa: E731
+    y, grads = _grads(fn, h, wts, w, seed=54)
+    y_ref, grads_ref = _dense_grads(lambda h, wts, w: _dense_moe_reduce_scatter(h, ids, wts, w), h, wts, w, seed=54)
+    torch.testing.assert_close(y, y_ref)
+    for got, want in zip(grads, grads_ref, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_moe_backward_refuses_experts_outside_the_weights():
+    from ovl_runtime.autograd_moe import _by_expert
+
+    with pytest.raises(UsageError, match=r"outside \[0, 3\)"):
+        _by_expert(torch.tensor([[0, 3]]), 3, "moe")
+    with pytest.raises(UsageError, match=r"outside \[0, 3\)"):
+        _by_expert(torch.tensor([[-1, 2]]), 3, "moe")
+    groups = _by_expert(torch.tensor([[2, 0], [2, 1]]), 4, "moe")
+    assert [(e, s.tolist()) for e, s in groups] == [(0, [1]), (1, [3]), (2, [0, 2])]

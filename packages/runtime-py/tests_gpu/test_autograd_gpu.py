@@ -1,7 +1,8 @@
-"""The torch API's backward passes on a GPU, every rank in one process (``OneGpuGroup``): each GEMM operator and
-the tensor-parallel MLP layer trained one step, their gradients against fp32 dense autograd over all ranks'
-weights. The backward runs the dual overlapped operator (AllGather+GEMM's is a GEMM+ReduceScatter and the
-reverse), compiled for its own shape.
+"""The torch API's backward passes on a GPU, every rank in one process (``OneGpuGroup``): each GEMM operator, the
+tensor-parallel MLP layer, sequence-parallel attention (MHA causal, GQA not) and both MoE operators (a routing
+that leaves an expert idle) trained one step, their gradients against fp32 dense autograd over all ranks'
+tensors. A GEMM operator's backward runs the dual overlapped operator (AllGather+GEMM's is a
+GEMM+ReduceScatter and the reverse), compiled for its own shape; attention's and MoE's are plain torch.
 
 Needs a CUDA device and the compiled kernels: the keys below on ``$OVL_KERNELS`` (made on a machine with ovl's
 CLI by ``python tests_gpu/test_autograd_gpu.py --prepare DIR``) or a compiler at hand (``$OVL_CLI``).
@@ -9,6 +10,7 @@ CLI by ``python tests_gpu/test_autograd_gpu.py --prepare DIR``) or a compiler at
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -17,6 +19,7 @@ from support import prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
+from ovl_runtime.moe import draw_routing  # noqa: E402
 
 W, M, K, N = 2, 256, 512, 256  # world, rows of all ranks, depth, columns
 HID, INTER = 256, 256  # the MLP layer's hidden and intermediate size (per rank)
@@ -34,10 +37,18 @@ KEYS = [
     ("gemm-rs", W, M, HID, INTER),  # down
     ("ag-gemm", W, M, INTER, HID),  # its backward's dx
 ]
+#: (sequence, heads, kv heads, head dim, causal) of the attention cases.
+ATTENTION = [(1024, 4, 4, 64, True), (1024, 4, 2, 64, False)]
+EXPERTS, TOPK = 8, 2  # the MoE cases: part 1 x [M/W, K] → [M·k, N]; part 2 h [M·k, INTER] → [M/W, HID]
 
 
 def all_keys() -> list[lib.KernelKey]:
-    return [lib.KernelKey(*k) for k in KEYS]
+    attention = [lib.KernelKey("ag-attention", W, s, h * d, 2 * g * d, heads=h, causal=c) for s, h, g, d, c in ATTENTION]
+    moe = [
+        lib.KernelKey("ag-moe", W, M, N, K, "bf16", experts=EXPERTS, topk=TOPK),
+        lib.KernelKey("moe-rs", W, M, HID, INTER, "bf16", experts=EXPERTS, topk=TOPK),
+    ]
+    return [lib.KernelKey(*k) for k in KEYS] + attention + moe
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
@@ -149,6 +160,92 @@ def test_the_tp_mlp_layer_trains_like_the_dense_mlp():
     got = _step(lambda x, a, b: tp_mlp(x, a, b, g), [x, wgu, wd], cot)
     ops.synchronize(g)
     _check(got, _dense(dense, [x, wgu, wd], cot), tol=0.03)
+
+
+@pytest.mark.parametrize(("seq", "heads", "kv_heads", "d", "causal"), ATTENTION)
+def test_sequence_parallel_attention_trains(seq, heads, kv_heads, d, causal):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(W)
+    s = seq // W
+    q, kv = _leaf(W, s, heads, d, seed=20, scale=1), _leaf(W, s, 2, kv_heads, d, seed=21, scale=1)
+    cot = rand(W, s, heads, d, seed=22).float()
+
+    def dense(q, kv):
+        keys = _gathered(kv)  # [S, 2, Hkv, D]
+        k = keys[:, 0].repeat_interleave(heads // kv_heads, dim=1).transpose(0, 1)  # [H, S, D]
+        v = keys[:, 1].repeat_interleave(heads // kv_heads, dim=1).transpose(0, 1)
+        outs = []
+        for r in range(W):
+            scores = q[r].transpose(0, 1) @ k.transpose(1, 2) / d**0.5  # [H, s, S]
+            if causal:
+                later = torch.arange(seq, device=q.device)[None, :] > (r * s + torch.arange(s, device=q.device))[:, None]
+                scores = scores.masked_fill(later, float("-inf"))
+            outs.append((torch.softmax(scores, dim=-1) @ v).transpose(0, 1))
+        return torch.stack(outs)
+
+    got = _step(lambda q, kv: ops.sequence_parallel_attention(q, kv, g, causal=causal), [q, kv], cot)
+    ops.synchronize(g)
+    _check(got, _dense(dense, [q, kv], cot))
+
+
+def _routing(tokens: int, seed: int) -> torch.Tensor:
+    """Every rank's copy of one routing that leaves expert 0 without tokens."""
+    ids = draw_routing(np.random.default_rng(seed), tokens, TOPK, EXPERTS, range(1, EXPERTS))
+    return torch.from_numpy(ids).cuda().expand(W, tokens, TOPK).contiguous()
+
+
+def _by_slot(ids: torch.Tensor, per_expert) -> torch.Tensor:
+    """``per_expert(e, slots)`` (rows for the slots t·k + j routed to e) put back in slot order, differentiably."""
+    flat = ids.reshape(-1).long()
+    groups = [(e, torch.nonzero(flat == e).squeeze(1)) for e in torch.unique(flat).tolist()]
+    rows = torch.cat([per_expert(e, sl) for e, sl in groups])
+    return rows[torch.argsort(torch.cat([sl for _e, sl in groups]))]
+
+
+def test_moe_all_gather_grouped_matmul_trains():
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(W)
+    ids = _routing(M, seed=23)
+    x, w = _leaf(W, M // W, K, seed=24), _leaf(W, EXPERTS, K, N, seed=25)
+    cot = rand(W, M * TOPK, N, seed=26).float()
+
+    def dense(x, w):
+        full = _gathered(x)
+        return torch.stack([_by_slot(ids[r], lambda e, sl, r=r: full[sl // TOPK] @ w[r, e]) for r in range(W)])
+
+    got = _step(lambda x, w: ops.moe_all_gather_grouped_matmul(x, ids, w, g), [x, w], cot)
+    ops.synchronize(g)
+    _check(got, _dense(dense, [x, w], cot))
+    assert not got[1][1][:, 0].any()  # the idle expert's weights get no gradient
+
+
+def test_moe_grouped_matmul_reduce_scatter_trains():
+    from ovl_runtime import moe_ops, ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(W)
+    ids = _routing(M, seed=27)
+    h, w = _leaf(W, M * TOPK, INTER, seed=28), _leaf(W, EXPERTS, INTER, HID, seed=29)
+    wts = torch.rand(M, TOPK, device="cuda", generator=torch.Generator(device="cuda").manual_seed(30))
+    wts = wts.expand(W, M, TOPK).contiguous().requires_grad_(True)
+    cot = rand(W, M // W, HID, seed=31).float()
+
+    def dense(h, wts, w):
+        total = 0
+        for r in range(W):
+            partial = _by_slot(ids[r], lambda e, sl, r=r: h[r, sl] @ w[r, e])  # [M·k, HID]
+            total = total + (partial.view(M, TOPK, HID) * wts[r, :, :, None].float()).sum(1)
+        return total.view(W, M // W, HID)
+
+    y, (dh, dwts, dw) = _step(lambda h, wts, w: moe_ops.moe_grouped_matmul_reduce_scatter(h, ids, wts, w, g), [h, wts, w], cot)
+    ops.synchronize(g)
+    y_ref, (dh_ref, dwts_ref, dw_ref) = _dense(dense, [h, wts, w], cot)
+    _check((y, [dh, dw]), (y_ref, [dh_ref, dw_ref]))
+    assert dwts.dtype == torch.float32 and rel(dwts, dwts_ref) < 0.02
 
 
 if __name__ == "__main__":

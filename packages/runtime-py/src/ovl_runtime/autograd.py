@@ -1,5 +1,6 @@
 """The torch API's operators under autograd: each GEMM operator's backward is built from its dual operator
-(overlapped too) and plain torch, so a model trains through them.
+(overlapped too) and plain torch, attention's and MoE's from plain torch and collectives, so a model trains
+through every operator.
 
 With ``AG`` the rows of every rank gathered, ``RS`` their sum scattered by rows and ``A2A`` AllToAll's slab
 exchange (its own inverse):
@@ -14,12 +15,16 @@ exchange (its own inverse):
 - ``all_to_all_matmul``: ``y = A2A(x) @ w`` → ``dx = A2A(dy @ wᵀ)``, ``dw = A2A(x)ᵀ @ dy``;
 - ``all_gather_matmul_silu_mul``: ``y = silu(g) · u`` with ``[g | u] = AG(x) @ w`` → the gate/up product
   recomputed (``AG(x) @ w``, not kept from the forward), ``d[g | u]`` from SiLU-mul's derivative, then
-  ``dx = RS(d[g | u] @ wᵀ)`` (``matmul_reduce_scatter``), ``dw = AG(x)ᵀ @ d[g | u]``.
+  ``dx = RS(d[g | u] @ wᵀ)`` (``matmul_reduce_scatter``), ``dw = AG(x)ᵀ @ d[g | u]``;
+- ``sequence_parallel_attention``: ``o = attention(q, AG(kv))`` → the keys and values gathered again, each rank's
+  ``dq`` and its share of every position's ``dkv`` from SDPA's backward (recomputing the attention; causal as a
+  lower-right mask over the keys up to the rank's last position, GQA by repeating the kv heads), then
+  ``dkv = RS(dkv)`` (fp32) to the positions' owners. Plain torch and collectives, not overlapped;
+- the MoE operators: :mod:`ovl_runtime.autograd_moe` (plain torch over each expert's rows, not overlapped).
 
-``AG`` and ``A2A`` of the weight gradients are plain collectives (:mod:`ovl_runtime.collectives`: NCCL under
-torchrun, views in the one-GPU mode). Sequence-parallel attention and the MoE operators are forward only: their
-backward raises ``UsageError``. Each backward's overlapped operator is compiled for its own shape (the
-forward's with N and K swapped) the first time it runs.
+``AG``, ``RS`` and ``A2A`` of the weight gradients, of attention's and of MoE's are plain collectives
+(:mod:`ovl_runtime.collectives`: NCCL under torchrun, views and sums in the one-GPU mode). Each backward's
+overlapped operator is compiled for its own shape (the forward's with N and K swapped) the first time it runs.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.nn.attention.bias import causal_lower_right
 
-from .collectives import exchange_slabs, gather_rows
-from .errors import UsageError
+from .autograd_moe import moe_all_gather_backward, moe_reduce_scatter_backward, save_moe_all_gather, save_moe_reduce_scatter
+from .collectives import exchange_slabs, gather_rows, reduce_scatter_rows
 from .groups import resolve_group
 
 
@@ -101,15 +107,44 @@ def _all_gather_matmul_silu_mul_backward(ctx: Any, dy: torch.Tensor) -> tuple[An
     return dx, dw, None
 
 
-def _forward_only(name: str) -> Callable[..., tuple[Any, ...]]:
-    def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
-        raise UsageError(f"{name} has no backward (the torch API's operator is forward only): run it under torch.no_grad()")
+def _save_attention(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    """Keep ``q`` and ``kv``, the group's name and ``causal``."""
+    ctx.save_for_backward(inputs[0], inputs[1])
+    ctx.group_name, ctx.causal = inputs[2], inputs[3]
 
-    return backward
+
+def _attention_grads(q: torch.Tensor, kv: torch.Tensor, dout: torch.Tensor, rank: int, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """One rank's ``dq`` ``[s, H, D]`` and its contribution to every position's ``dkv`` ``[S, 2, Hkv, D]``, from
+    its queries ``q`` (global positions ``rank·s`` onward), the gathered ``kv`` and its output's gradient."""
+    s, heads, d = q.shape
+    total, _, kv_heads, _ = kv.shape
+    seen = (rank + 1) * s if causal else total  # causal: no later position's key reaches these queries
+    with torch.enable_grad():
+        qh = q.detach().transpose(0, 1).unsqueeze(0).requires_grad_(True)  # [1, H, s, D]
+        kvs = kv[:seen].detach().requires_grad_(True)
+        k, v = (kvs[:, i].permute(1, 0, 2).repeat_interleave(heads // kv_heads, dim=0).unsqueeze(0) for i in (0, 1))
+        # Lower-right causal: query i of this rank sits at position rank·s + i of the `seen` keys.
+        mask = causal_lower_right(s, seen) if causal else None
+        out = torch.nn.functional.scaled_dot_product_attention(qh, k, v, attn_mask=mask)
+        dq, dkv_seen = torch.autograd.grad(out, (qh, kvs), dout.transpose(0, 1).unsqueeze(0).to(out.dtype))
+    dkv = dkv_seen.new_zeros(kv.shape)
+    dkv[:seen] = dkv_seen
+    return dq.squeeze(0).transpose(0, 1), dkv
 
 
-def _no_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    return None
+def _sequence_parallel_attention_backward(ctx: Any, dout: torch.Tensor) -> tuple[Any, ...]:
+    q, kv = ctx.saved_tensors
+    g = resolve_group(ctx.group_name)
+    full = gather_rows(kv, g)
+    if g.stacked:
+        parts = [_attention_grads(q[r], full[r], dout[r], r, ctx.causal) for r in range(g.world)]
+        dq, dkv_all = torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])
+    else:
+        dq, dkv_all = _attention_grads(q, full, dout, g.rank, ctx.causal)  # type: ignore[union-attr]
+    # Every rank's queries read every owner's keys: each owner's rows of dkv are the sum over the ranks.
+    acc = torch.promote_types(kv.dtype, torch.float32)
+    dkv = reduce_scatter_rows(dkv_all.to(acc), g).to(kv.dtype) if ctx.needs_input_grad[1] else None
+    return (dq.to(q.dtype) if ctx.needs_input_grad[0] else None), dkv, None, None
 
 
 #: Each operator's backward, by its ``torch.library`` name (``ovl::…``).
@@ -119,9 +154,9 @@ BACKWARDS: dict[str, tuple[Callable[..., tuple[Any, ...]], Callable[..., None]]]
     "ovl::matmul_all_reduce": (_matmul_all_reduce_backward, _save),
     "ovl::all_to_all_matmul": (_all_to_all_matmul_backward, _save),
     "ovl::all_gather_matmul_silu_mul": (_all_gather_matmul_silu_mul_backward, _save),
-    "ovl::sequence_parallel_attention": (_forward_only("sequence_parallel_attention"), _no_context),
-    "ovl::moe_all_gather_grouped_matmul": (_forward_only("moe_all_gather_grouped_matmul"), _no_context),
-    "ovl::moe_grouped_matmul_reduce_scatter": (_forward_only("moe_grouped_matmul_reduce_scatter"), _no_context),
+    "ovl::sequence_parallel_attention": (_sequence_parallel_attention_backward, _save_attention),
+    "ovl::moe_all_gather_grouped_matmul": (moe_all_gather_backward, save_moe_all_gather),
+    "ovl::moe_grouped_matmul_reduce_scatter": (moe_reduce_scatter_backward, save_moe_reduce_scatter),
 }
 
 

@@ -1,9 +1,12 @@
 """The plain collectives the operators' backward passes need beside the overlapped operators: the rows of
-every rank gathered, and the slab exchange of AllToAll — over a ``torch.distributed`` group (NCCL) or, for a
-:class:`~ovl_runtime.groups.OneGpuGroup`, as views of the stacked ``[world, ...]`` tensors.
+every rank gathered, their sum scattered by rows, and the slab exchange of AllToAll — over a
+``torch.distributed`` group (NCCL) or, for a :class:`~ovl_runtime.groups.OneGpuGroup`, as views (and a sum)
+of the stacked ``[world, ...]`` tensors.
 
 - :func:`gather_rows`: ``cat(x over ranks, dim=0)`` on every rank (``[m, k]`` → ``[world·m, k]``; stacked
   ``[W, m, k]`` → ``[W, W·m, k]``, every rank's copy the same view).
+- :func:`reduce_scatter_rows`: slab r of the sum of every rank's ``x`` on rank r (``[world·s, ...]`` →
+  ``[s, ...]``; stacked ``[W, W·s, ...]`` → ``[W, s, ...]``).
 - :func:`exchange_slabs`: slab q (``rows / world`` rows) of each rank's ``x`` goes to rank q, received in rank
   order — AllToAll+GEMM's exchange, which is its own inverse.
 """
@@ -26,6 +29,18 @@ def gather_rows(x: torch.Tensor, g: Group) -> torch.Tensor:
 
     out = x.new_empty((g.world * x.shape[0], *x.shape[1:]))
     dist.all_gather_into_tensor(out, x.contiguous(), group=_pg(g))
+    return out
+
+
+def reduce_scatter_rows(x: torch.Tensor, g: Group) -> torch.Tensor:
+    """Slab r (``rows / world`` rows) of the sum over the ranks of their ``x`` ``[rows, ...]``, on rank r."""
+    if g.stacked:
+        world, rows = x.shape[0], x.shape[1]
+        return x.sum(0).reshape(world, rows // world, *x.shape[2:])
+    import torch.distributed as dist
+
+    out = x.new_empty((x.shape[0] // g.world, *x.shape[1:]))
+    dist.reduce_scatter_tensor(out, x.contiguous(), group=_pg(g))
     return out
 
 

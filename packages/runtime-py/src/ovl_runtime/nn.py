@@ -17,7 +17,9 @@ carries the rank first (weights ``[world, in, out]``, activations ``[world, rows
 (context parallelism): every rank holds all heads' weights and ``S / world`` positions; its
 queries attend every rank's keys and values, gathered behind the attention by one
 ``ops.sequence_parallel_attention`` (MHA or GQA, causal or not). Its weights are the same
-on every rank (one copy, broadcast over the one-GPU mode's rank dimension).
+on every rank (one copy, broadcast over the one-GPU mode's rank dimension). In training, each
+rank's copy gets the gradient of its own positions' loss: sum them over the group before the
+optimizer step (an AllReduce, as data parallelism does; the one-GPU mode's one copy gets the sum).
 """
 
 from __future__ import annotations

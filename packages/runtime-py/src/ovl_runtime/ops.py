@@ -55,8 +55,8 @@ with zero rows and the padding dropped from the result. Inputs are checked befor
 launch: dtype, device, contiguity, 16-byte alignment, shapes; under torchrun, the first
 call of a shape also checks that every rank passes the same shapes.
 
-The GEMM operators have backward passes (:mod:`ovl_runtime.autograd`: AllGather+GEMM's input gradient is a
-GEMM+ReduceScatter and the reverse); attention and the MoE operators are forward only.
+Every operator has a backward pass (:mod:`ovl_runtime.autograd`: AllGather+GEMM's input gradient is a
+GEMM+ReduceScatter and the reverse; attention's and the MoE operators' are plain torch and collectives).
 
 A call is asynchronous on the current stream. Device-side waits are bounded: call
 :func:`synchronize` to wait and raise ``WaitTimeout`` (rank, slot, value seen and
