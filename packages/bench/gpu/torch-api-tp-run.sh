@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a 4-GPU host: torch_api_tp_multigpu.py at worlds 4 and 2 (the torch API's GEMM+ReduceScatter or
 # AllGather+GEMM, eager and replayed from a CUDA graph, beside torch then NCCL), for the operator TP_OP (default
-# gemm-rs) and once per kernel library of RS_LIBS ("label:dir ...", default "ovl:out-kern-rs"), at the worlds of
+# gemm-rs; mlp-train: the layer's training step, forward and backward keys) and once per kernel library of RS_LIBS ("label:dir ...", default "ovl:out-kern-rs"), at the worlds of
 # WORLDS (default "4 2"). Prepared where Node
 # is, for each MLP shape and world (S 8192, H hidden, I intermediate):
 #   OVL_CLI="node $PWD/packages/cli/dist/bin.js" python -m ovl_runtime kernels gemm-rs --world W --m 8192 --n H --k I/W \
@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv > $R/device.txt
 for lib in ${RS_LIBS:-ovl:out-kern-rs}; do
   label=${lib%%:*}; dir=${lib#*:}
   for w in ${WORLDS:-4 2}; do
-    OVL_KERNELS=$PWD/$dir CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((w - 1))) timeout 280 torchrun --nproc_per_node=$w \
+    OVL_KERNELS=$PWD/$dir CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((w - 1))) timeout ${TP_TIMEOUT:-280} torchrun --nproc_per_node=$w \
       packages/bench/gpu/torch_api_tp_multigpu.py --op $op --out $R/$op-$label-w$w.json > $R/$op-$label-w$w.log 2>&1
     echo "$op $label world $w rc=$?"; grep "^|\|geometric\|world" $R/$op-$label-w$w.log
   done

@@ -16,7 +16,13 @@ graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's
 - ``--op mlp``: the whole tensor-parallel MLP layer, ``ovl_runtime.mlp.tp_mlp`` (what ``nn.TensorParallelMLP``
   runs: AllGather + gate/up GEMM + SiLU-mul, then GEMM + ReduceScatter) against AllGather, the gate/up GEMM,
   ``silu(gate) * up``, the down GEMM and ReduceScatter; per rank ``x [S/W, H]``, ``w_gate_up [H, 2·I/W]``,
-  ``w_down [I/W, H]``.
+  ``w_down [I/W, H]``;
+- ``--op mlp-train``: one training step of that layer, ``torch.autograd.grad`` of ``tp_mlp``'s output for ``x``,
+  ``w_gate_up`` and ``w_down`` (ovl's backward: the input gradient by the dual overlapped operators, the gate/up
+  product recomputed, the weight gradients' gathers by NCCL; ``ovl_runtime.autograd``) against torch autograd
+  through the same unfused layer, its AllGather and ReduceScatter being NCCL collectives whose backward is the
+  other one (Megatron's sequence parallelism, without its overlap). Checked: the forward against fp32, and
+  every gradient against the torch layer's.
 
 Each shape is checked first: every rank draws every rank's ``x`` and ``w`` from the same seeds and compares its
 output with the fp32 result. Times are CUDA-event medians per rank of ``--reps`` calls after ``--warmup``, each
@@ -56,10 +62,38 @@ BASELINES = _baselines()
 SHAPES = BASELINES.MLP
 
 
+class _Gather(torch.autograd.Function):
+    """``cat(x over ranks)`` by NCCL; its backward the ReduceScatter of the gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = x.new_empty(dist.get_world_size() * x.shape[0], *x.shape[1:])
+        dist.all_gather_into_tensor(out, x.contiguous())
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out = g.new_empty(g.shape[0] // dist.get_world_size(), *g.shape[1:])
+        dist.reduce_scatter_tensor(out, g.contiguous())
+        return out
+
+
+class _Scatter(torch.autograd.Function):
+    """This rank's rows of ``Σ_ranks x`` by NCCL; its backward the AllGather of the gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return _Gather.backward(ctx, x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Gather.forward(ctx, g)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
-    p.add_argument("--op", choices=("gemm-rs", "gemm-ar", "ag-gemm", "a2a-gemm", "mlp"), default="gemm-rs")
+    p.add_argument("--op", choices=("gemm-rs", "gemm-ar", "ag-gemm", "a2a-gemm", "mlp", "mlp-train"), default="gemm-rs")
     p.add_argument("--shapes", default="MLP-1,MLP-2,MLP-3,MLP-4,MLP-5,MLP-6")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--reps", type=int, default=30)
@@ -108,7 +142,7 @@ def main() -> None:
             "ag-gemm": ops.all_gather_matmul,
             "a2a-gemm": ops.all_to_all_matmul,
         }
-        got = tp_mlp(x, w, down, group) if a.op == "mlp" else fused[a.op](x, w, group)
+        got = tp_mlp(x, w, down, group) if a.op.startswith("mlp") else fused[a.op](x, w, group)
         err = float((got.float() - want).norm() / want.norm())
         del xs, ws, want
         ok = torch.tensor([err], device="cuda")
@@ -156,6 +190,23 @@ def main() -> None:
                 dist.all_to_all_single(received, x)
                 torch.matmul(received, w, out=c)
 
+        elif a.op == "mlp-train":
+            leaves = [t.clone().requires_grad_(True) for t in (x, w, down)]
+            cot = (torch.randn(TOKENS // world, H, device="cuda", generator=g) / 8).to(torch.bfloat16)
+
+            def ovl(leaves=leaves, cot=cot):
+                return torch.autograd.grad(tp_mlp(*leaves, group), leaves, cot)
+
+            def unfused(leaves=leaves, cot=cot, cut=I):
+                xl, wl, dl = leaves
+                gu = _Gather.apply(xl) @ wl
+                y = _Scatter.apply((torch.nn.functional.silu(gu[:, :cut]) * gu[:, cut:]) @ dl)
+                return torch.autograd.grad(y, leaves, cot)
+
+            grad_err = max(float((o.float() - u.float()).norm() / u.float().norm()) for o, u in zip(ovl(), unfused(), strict=True))
+            worst = torch.tensor([grad_err], device="cuda")
+            dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+            grad_err = float(worst.item())
         else:
             gathered = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
             c = torch.empty(TOKENS, H, device="cuda", dtype=torch.bfloat16)
@@ -177,8 +228,10 @@ def main() -> None:
             times[label] = timed(BASELINES.graphed(fn) if label.endswith("graph") else fn, a.warmup, a.reps)
             stamps[label] = [round(start, 3), round(time.time(), 3)]
         gemm = {"M": TOKENS, "N": H, "K": I} if a.op in ("gemm-rs", "gemm-ar") else {"M": TOKENS, "N": I, "K": H}
-        if a.op == "mlp":
+        if a.op.startswith("mlp"):
             gemm = {"S": TOKENS, "hidden": H, "intermediatePerRank": I}
+        if a.op == "mlp-train":
+            gemm["gradRelErrorVsTorch"] = grad_err
         rows.append({"op": a.op, "shape": name, **gemm, "maxRelError": float(ok.item()), **times, "wallClock": stamps})
         if rank == 0:
             print(json.dumps(rows[-1]), flush=True)
@@ -187,8 +240,9 @@ def main() -> None:
         print("| shape | rel. error | ovl eager | ovl graph | torch + NCCL eager | torch + NCCL graph | graph over graph |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for r in rows:
+            err = f"{r['maxRelError']:.1e}" + (f", grads {r['gradRelErrorVsTorch']:.1e}" if "gradRelErrorVsTorch" in r else "")
             print(
-                f"| {r['shape']} | {r['maxRelError']:.1e} | {r['ovl eager']:.3f} | {r['ovl graph']:.3f} | "
+                f"| {r['shape']} | {err} | {r['ovl eager']:.3f} | {r['ovl graph']:.3f} | "
                 f"{r['cuBLAS + NCCL eager']:.3f} | {r['cuBLAS + NCCL graph']:.3f} | "
                 f"{r['cuBLAS + NCCL graph'] / r['ovl graph']:.2f}× |"
             )
