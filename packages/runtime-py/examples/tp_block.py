@@ -69,8 +69,10 @@ class Config:
         ]
         if not train:
             return forward
-        # Each input gradient runs the dual operator: AllGather+GEMM's a GEMM+ReduceScatter and the reverse.
+        # Where autograd records, the gate/up projection is an AllGather+GEMM (its product kept for the backward);
+        # each input gradient runs the dual operator: AllGather+GEMM's a GEMM+ReduceScatter and the reverse.
         return forward + [
+            KernelKey("ag-gemm", world, self.seq, 2 * inter, self.hidden),  # gate/up where autograd records
             KernelKey("gemm-rs", world, self.seq, self.hidden, (q + 2 * kv) * self.head_dim),
             KernelKey("ag-gemm", world, self.seq, q * self.head_dim, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, 2 * inter),

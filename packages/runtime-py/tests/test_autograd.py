@@ -85,7 +85,8 @@ OPERATORS = [
     ("all_gather_matmul", ops.all_gather_matmul, 1, 1, _dense_ag),
     ("matmul_reduce_scatter", ops.matmul_reduce_scatter, "world", 1, _dense_rs),
     ("all_to_all_matmul", ops.all_to_all_matmul, "world", 1, _dense_a2a),
-    ("all_gather_matmul_silu_mul", mlp.all_gather_matmul_silu_mul, 1, 2, _dense_ag_silu),
+    ("all_gather_matmul_silu_mul", mlp.all_gather_matmul_silu_mul, 1, 2, _dense_ag_silu),  # all_gather_matmul + SiLU-mul
+    ("the fused SiLU-mul op", lambda x, w, g: torch.ops.ovl.all_gather_matmul_silu_mul(x, w, resolve_group(g).name), 1, 2, _dense_ag_silu),
 ]
 
 

@@ -32,7 +32,8 @@ KEYS = [
     ("ag-gemm", W, M, K, N),  # its backward's dx: AG(dy) @ wᵀ
     ("gemm-ar", W, M, N, K),
     ("a2a-gemm", W, M, N, K),
-    ("ag-gemm-silu", W, M, INTER, HID),  # the MLP layer: gate/up
+    ("ag-gemm-silu", W, M, INTER, HID),  # the MLP layer: gate/up without grad
+    ("ag-gemm", W, M, 2 * INTER, HID),  # gate/up where autograd records (the product kept)
     ("gemm-rs", W, M, HID, 2 * INTER),  # its backward's dx
     ("gemm-rs", W, M, HID, INTER),  # down
     ("ag-gemm", W, M, INTER, HID),  # its backward's dx

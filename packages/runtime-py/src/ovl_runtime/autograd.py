@@ -13,9 +13,11 @@ exchange (its own inverse):
   replicated output's gradient is the same on every rank, so the AllReduce's backward is the identity, as in
   a row-parallel linear layer);
 - ``all_to_all_matmul``: ``y = A2A(x) @ w`` → ``dx = A2A(dy @ wᵀ)``, ``dw = A2A(x)ᵀ @ dy``;
-- ``all_gather_matmul_silu_mul``: ``y = silu(g) · u`` with ``[g | u] = AG(x) @ w`` → the gate/up product
-  recomputed (``AG(x) @ w``, not kept from the forward), ``d[g | u]`` from SiLU-mul's derivative, then
-  ``dx = RS(d[g | u] @ wᵀ)`` (``matmul_reduce_scatter``), ``dw = AG(x)ᵀ @ d[g | u]``;
+- ``all_gather_matmul_silu_mul`` (the fused kernel's op, ``torch.ops.ovl.all_gather_matmul_silu_mul``; the
+  Python function records ``all_gather_matmul`` and SiLU-mul instead where autograd records, keeping the gate/up
+  product): ``y = silu(g) · u`` with ``[g | u] = AG(x) @ w`` → the gate/up product recomputed (``AG(x) @ w``),
+  ``d[g | u]`` from SiLU-mul's derivative, then ``dx = RS(d[g | u] @ wᵀ)`` (``matmul_reduce_scatter``),
+  ``dw = AG(x)ᵀ @ d[g | u]``;
 - ``sequence_parallel_attention``: ``o = attention(q, AG(kv))`` → the keys and values gathered again, each rank's
   ``dq`` and its share of every position's ``dkv`` from SDPA's backward (recomputing the attention; causal as a
   lower-right mask over the keys up to the rank's last position, GQA by repeating the kv heads), then
@@ -94,14 +96,10 @@ def _all_gather_matmul_silu_mul_backward(ctx: Any, dy: torch.Tensor) -> tuple[An
     g = resolve_group(ctx.group_name)
     gathered = gather_rows(x, g)
     inter = w.shape[-1] // 2
-    acc = torch.promote_types(dy.dtype, torch.float32)  # SiLU-mul's derivative in fp32 at least
-    gu = (gathered @ w).to(acc)
+    gu = gathered @ w
     gate, up = gu[..., :inter], gu[..., inter:]
-    sig = torch.sigmoid(gate)
-    silu = gate * sig
-    d = dy.to(acc)
-    # d silu(g)/dg = σ(g)·(1 + g·(1 − σ(g)))
-    dgu = torch.cat([d * up * sig * (1 + gate * (1 - sig)), d * silu], dim=-1).to(dy.dtype)
+    # SiLU-mul's derivative in the operands' dtype, as torch's autograd takes it (silu_backward is fp32 inside).
+    dgu = torch.cat([torch.ops.aten.silu_backward(dy * up, gate), dy * torch.nn.functional.silu(gate)], dim=-1)
     dx = ops.matmul_reduce_scatter(dgu, _t(w), g) if ctx.needs_input_grad[0] else None
     dw = gathered.transpose(-1, -2) @ dgu if ctx.needs_input_grad[1] else None
     return dx, dw, None

@@ -60,8 +60,21 @@ autograd.register("ovl::all_gather_matmul_silu_mul")
 
 def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: Any) -> torch.Tensor:
     """``silu(X @ W_gate) * (X @ W_up)`` ``[world·m, I]`` with X = ``cat(x over ranks)`` and
-    ``w_gate_up = [W_gate | W_up]`` ``[hidden, 2·I]``; the gather overlaps the GEMM."""
-    return torch.ops.ovl.all_gather_matmul_silu_mul(x, w_gate_up, resolve_group(group).name)
+    ``w_gate_up = [W_gate | W_up]`` ``[hidden, 2·I]``; the gather overlaps the GEMM.
+
+    Where autograd records (grad enabled and ``x`` or ``w_gate_up`` requiring grad) it runs
+    ``all_gather_matmul`` and SiLU-mul in torch instead of the fused kernel: the gate/up product
+    is kept for the backward, as torch's layer keeps it, rather than recomputed there (a GEMM of
+    the forward's size, and its SiLU-mul derivative over fp32 copies, cost a training step more
+    than the fused epilogue saves)."""
+    g = resolve_group(group)
+    if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
+        n2 = w_gate_up.shape[-1]
+        if n2 % 2:
+            raise UsageError(f"all_gather_matmul_silu_mul: w_gate_up is [..., {n2}]; it must be [hidden, 2·I] ([W_gate | W_up])")
+        gu = ops.all_gather_matmul(x, w_gate_up, g)
+        return torch.nn.functional.silu(gu[..., : n2 // 2]) * gu[..., n2 // 2 :]
+    return torch.ops.ovl.all_gather_matmul_silu_mul(x, w_gate_up, g.name)
 
 
 def tp_mlp(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, group: Any) -> torch.Tensor:
