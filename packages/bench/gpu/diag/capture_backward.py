@@ -24,16 +24,50 @@ tp_bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tp_bench)
 
 
+def _trace_calls() -> None:
+    """``--trace``: print the thread, current stream and capture status at each ovl launch and NCCL gather inside
+    a backward, and the full traceback of an error raised there (the autograd engine reports only its own)."""
+    import threading
+    import traceback
+
+    from ovl_runtime import autograd, bound
+
+    def wrap(owner, name):
+        inner = getattr(owner, name)
+
+        def traced(*args, **kwargs):
+            s = torch.cuda.current_stream()
+            print(
+                f"rank {dist.get_rank()} {name}: thread {threading.current_thread().name}, stream {s.cuda_stream:#x}, "
+                f"capturing {torch.cuda.is_current_stream_capturing()}",
+                flush=True,
+            )
+            try:
+                return inner(*args, **kwargs)
+            except Exception:
+                traceback.print_exc()
+                raise
+
+        setattr(owner, name, traced)
+
+    wrap(bound.BoundOperator, "run")
+    wrap(autograd, "gather_rows")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--mode", default="global", choices=("global", "thread_local", "relaxed"))
     p.add_argument("--case", help="run only this case (a failed capture can leave the process unusable)")
+    p.add_argument("--trace", action="store_true", help="print each launch's thread, stream and capture status")
+    p.add_argument("--inter", type=int, default=11008, help="MLP intermediate size of all ranks (MLP-1's by default)")
     a = p.parse_args()
+    if a.trace:
+        _trace_calls()
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(rank % torch.cuda.device_count())
     group = dist.group.WORLD
-    S, H, inter = 8192, 4096, 11008
+    S, H, inter = 8192, 4096, a.inter
     I = inter // world
     g = torch.Generator(device="cuda").manual_seed(1)
 
