@@ -8,8 +8,8 @@ replayed; prints ok or the first line of the error. Cases: torch autograd throug
     OVL_KERNELS=out-kern-mlptrain OVL_TARGET=h100 torchrun --nproc_per_node=4 packages/bench/gpu/diag/capture_backward.py
 
 Its eager calls run on the legacy default stream before the side-stream warm-up and capture; the ovl cases fail
-so (results/gpu/torch-api-mlp-train-h100x2-2026-11-27/capture/): autograd nodes keep the stream current when they
-were made (pytorch/pytorch#164302). With every call and the capture on one side stream
+so (results/gpu/torch-api-mlp-train-h100x2-2026-11-27/capture/), the pattern of autograd nodes made on the legacy
+stream before a capture (pytorch/pytorch#164302). With every call and the capture on one side stream
 (``torch_api_tp_multigpu.py --op mlp-train``) the whole training step captures.
 """
 
