@@ -64,9 +64,9 @@ def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: 
 
     Where autograd records (grad enabled and ``x`` or ``w_gate_up`` requiring grad) it runs
     ``all_gather_matmul`` and SiLU-mul in torch instead of the fused kernel: the gate/up product
-    is kept for the backward, as torch's layer keeps it, rather than recomputed there (a GEMM of
-    the forward's size, and its SiLU-mul derivative over fp32 copies, cost a training step more
-    than the fused epilogue saves)."""
+    is kept for the backward, as torch's layer keeps it, rather than recomputed there (the fused
+    op's backward recomputes it: a GEMM of the forward's size costs a training step more than the
+    fused epilogue saves)."""
     g = resolve_group(group)
     if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
         n2 = w_gate_up.shape[-1]
