@@ -57,16 +57,22 @@ def timed(fn, warmup: int, reps: int) -> float:
     return float(med.item())
 
 
-def graphed(fn):
-    """``fn`` captured once in a CUDA graph (after one eager call); returns the replay."""
+def graphed(fn, here: bool = False):
+    """``fn`` captured once in a CUDA graph (after one eager call); returns the replay. The capture runs on a
+    side stream of its own, or (``here``) on the current stream, where a training step that ran its eager calls
+    there must be captured (autograd nodes keep the stream they were made on)."""
     fn()
     torch.cuda.synchronize()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
+    if here:
+        with torch.cuda.graph(g, stream=torch.cuda.current_stream()):
+            fn()
+    else:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     return g.replay
 

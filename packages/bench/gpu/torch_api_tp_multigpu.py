@@ -90,17 +90,6 @@ class _Scatter(torch.autograd.Function):
         return _Gather.forward(ctx, g)
 
 
-def graphed_here(fn):
-    """``fn`` captured on the current stream (after one eager call there); returns the replay."""
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=torch.cuda.current_stream()):
-        fn()
-    torch.cuda.synchronize()
-    return g.replay
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -244,7 +233,7 @@ def main() -> None:
             start = time.time()
             if label.endswith("graph") and a.op == "mlp-train":
                 try:
-                    replay = graphed_here(fn)
+                    replay = BASELINES.graphed(fn, here=True)
                 except Exception as exc:  # noqa: BLE001 - reported, the eager figures stand
                     if rank == 0:
                         print(f"{name} {label}: capture failed: {str(exc).splitlines()[0]}", flush=True)
