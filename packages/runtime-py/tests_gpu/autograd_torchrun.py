@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import torch
 import torch.distributed as dist
+from support import by_slot
 
 from ovl_runtime import ops
 from ovl_runtime.mlp import tp_mlp
@@ -112,19 +113,12 @@ def main() -> None:
     experts, topk = 8, 2
     ids = torch.from_numpy(draw_routing(np.random.default_rng(3), M, topk, experts, range(1, experts))).cuda()
     ids = ids.expand(world, M, topk).contiguous()
-    flat = ids[0].reshape(-1).long()
-    groups = [(e, torch.nonzero(flat == e).squeeze(1)) for e in torch.unique(flat).tolist()]
-    back = torch.argsort(torch.cat([sl for _e, sl in groups]))
-
-    def by_slot(per_expert):
-        return torch.cat([per_expert(e, sl) for e, sl in groups])[back]
-
     xs, ws = draw(world, slab, K), draw(world, experts, K, N)
     cases.append(
         (
             "moe_all_gather_grouped_matmul",
             lambda x, i, w: ops.moe_all_gather_grouped_matmul(x, i, w, group),
-            lambda X, _I, Wt, r: by_slot(lambda e, sl: torch.cat(list(X))[sl // topk] @ Wt[r, e]),
+            lambda X, _I, Wt, r: by_slot(ids[0], lambda e, sl: torch.cat(list(X))[sl // topk] @ Wt[r, e]),
             [xs, ids, ws],
             draw(world, M * topk, N, scale=1).float(),
         )
@@ -133,7 +127,9 @@ def main() -> None:
     wts = torch.rand(M, topk, device="cuda", generator=gen).expand(world, M, topk).contiguous()
 
     def dense_moe_rs(H, _I, WT, Wt, r):
-        total = sum((by_slot(lambda e, sl, q=q: H[q, sl] @ Wt[q, e]).view(M, topk, HID) * WT[q, :, :, None]).sum(1) for q in range(world))
+        total = sum(
+            (by_slot(ids[0], lambda e, sl, q=q: H[q, sl] @ Wt[q, e]).view(M, topk, HID) * WT[q, :, :, None]).sum(1) for q in range(world)
+        )
         return total[r * slab : (r + 1) * slab]
 
     cases.append(

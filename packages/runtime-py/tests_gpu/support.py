@@ -1,5 +1,5 @@
 """What the GPU tests share: whether their compiled kernels are at hand, the relative error
-and seeded random tensors they compare with, and the ``--prepare DIR`` entry point that
+and seeded random tensors they compare with, MoE references' slot order, and the ``--prepare DIR`` entry point that
 compiles their kernels on a machine with ovl's CLI. Imports torch only when called."""
 
 from __future__ import annotations
@@ -27,6 +27,17 @@ def unavailable(keys: Sequence[lib.KernelKey]) -> str | None:
 def rel(got: Any, want: Any) -> float:
     """‖got − want‖ / ‖want‖ in float32."""
     return ((got.float() - want.float()).norm() / want.float().norm()).item()
+
+
+def by_slot(ids: Any, per_expert: Callable[[int, Any], Any]) -> Any:
+    """A MoE reference's rows in slot order ``t·k + j``: ``per_expert(e, slots)`` gives the rows of the slots
+    routed to expert ``e`` (``ids`` ``[tokens, k]``), put back in place differentiably."""
+    import torch
+
+    flat = ids.reshape(-1).long()
+    groups = [(e, torch.nonzero(flat == e).squeeze(1)) for e in torch.unique(flat).tolist()]
+    rows = torch.cat([per_expert(e, sl) for e, sl in groups])
+    return rows[torch.argsort(torch.cat([sl for _e, sl in groups]))]
 
 
 def rand(*shape: int, seed: int = 0) -> Any:

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import prepare_main, rand, rel, unavailable  # noqa: E402
+from support import by_slot, prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
@@ -197,14 +197,6 @@ def _routing(tokens: int, seed: int) -> torch.Tensor:
     return torch.from_numpy(ids).cuda().expand(W, tokens, TOPK).contiguous()
 
 
-def _by_slot(ids: torch.Tensor, per_expert) -> torch.Tensor:
-    """``per_expert(e, slots)`` (rows for the slots t·k + j routed to e) put back in slot order, differentiably."""
-    flat = ids.reshape(-1).long()
-    groups = [(e, torch.nonzero(flat == e).squeeze(1)) for e in torch.unique(flat).tolist()]
-    rows = torch.cat([per_expert(e, sl) for e, sl in groups])
-    return rows[torch.argsort(torch.cat([sl for _e, sl in groups]))]
-
-
 def test_moe_all_gather_grouped_matmul_trains():
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
@@ -216,7 +208,7 @@ def test_moe_all_gather_grouped_matmul_trains():
 
     def dense(x, w):
         full = _gathered(x)
-        return torch.stack([_by_slot(ids[r], lambda e, sl, r=r: full[sl // TOPK] @ w[r, e]) for r in range(W)])
+        return torch.stack([by_slot(ids[r], lambda e, sl, r=r: full[sl // TOPK] @ w[r, e]) for r in range(W)])
 
     got = _step(lambda x, w: ops.moe_all_gather_grouped_matmul(x, ids, w, g), [x, w], cot)
     ops.synchronize(g)
@@ -238,7 +230,7 @@ def test_moe_grouped_matmul_reduce_scatter_trains():
     def dense(h, wts, w):
         total = 0
         for r in range(W):
-            partial = _by_slot(ids[r], lambda e, sl, r=r: h[r, sl] @ w[r, e])  # [M·k, HID]
+            partial = by_slot(ids[r], lambda e, sl, r=r: h[r, sl] @ w[r, e])  # [M·k, HID]
             total = total + (partial.view(M, TOPK, HID) * wts[r, :, :, None].float()).sum(1)
         return total.view(W, M // W, HID)
 
