@@ -140,6 +140,12 @@ def test_the_tp_mlp_layer_trains_like_the_dense_mlp(reference_kernels):
         torch.testing.assert_close(got, want)
 
 
+def test_a_gate_up_weight_of_odd_width_is_refused_before_any_launch():
+    x, w = _leaf(2, 3, 4, seed=23), _leaf(2, 4, 5, seed=24)
+    with pytest.raises(UsageError, match=r"w_gate_up is \[2, 4, 5\]; it must be \[hidden, 2·I\]"):
+        mlp.all_gather_matmul_silu_mul(x, w, OneGpuGroup(2))
+
+
 def test_only_the_inputs_that_need_a_gradient_get_one(reference_kernels):
     g = OneGpuGroup(2)
     x, w = _leaf(2, 3, 4, seed=20), _leaf(2, 4, 5, seed=21).detach()

@@ -31,12 +31,18 @@ from .kernel_library import KernelKey
 __all__ = ["all_gather_matmul_silu_mul", "tp_mlp"]
 
 
+def _intermediate(w_gate_up: torch.Tensor) -> int:
+    """I of ``w_gate_up`` ``[hidden, 2·I]``, checked."""
+    n2 = w_gate_up.shape[-1]
+    if n2 % 2:
+        raise UsageError(f"all_gather_matmul_silu_mul: w_gate_up is {list(w_gate_up.shape)}; it must be [hidden, 2·I] ([W_gate | W_up])")
+    return n2 // 2
+
+
 def _ag_silu_impl(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
-    xs, ws, m, k, n2 = ops._gemm_operands(x, w_gate_up, g, "all_gather_matmul_silu_mul")
-    if n2 % 2:
-        raise UsageError(f"all_gather_matmul_silu_mul: w_gate_up is [{k}, {n2}]; it must be [hidden, 2·I] ([W_gate | W_up])")
-    inter = n2 // 2
+    xs, ws, m, k, _n2 = ops._gemm_operands(x, w_gate_up, g, "all_gather_matmul_silu_mul")
+    inter = _intermediate(w_gate_up)
     key = KernelKey("ag-gemm-silu", g.world, g.world * m, inter, k, ops.DTYPES[x.dtype])
     op = ops._operator(key, g, "all_gather_matmul_silu_mul")
     out = ops._empty(g, g.world * m, inter, x)
@@ -69,11 +75,9 @@ def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: 
     fused epilogue saves)."""
     g = resolve_group(group)
     if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
-        n2 = w_gate_up.shape[-1]
-        if n2 % 2:
-            raise UsageError(f"all_gather_matmul_silu_mul: w_gate_up is [..., {n2}]; it must be [hidden, 2·I] ([W_gate | W_up])")
+        inter = _intermediate(w_gate_up)
         gu = ops.all_gather_matmul(x, w_gate_up, g)
-        return torch.nn.functional.silu(gu[..., : n2 // 2]) * gu[..., n2 // 2 :]
+        return torch.nn.functional.silu(gu[..., :inter]) * gu[..., inter:]
     return torch.ops.ovl.all_gather_matmul_silu_mul(x, w_gate_up, g.name)
 
 
