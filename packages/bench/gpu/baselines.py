@@ -57,6 +57,28 @@ def timed(fn, warmup: int, reps: int) -> float:
     return float(med.item())
 
 
+def timed_back_to_back(fn, warmup: int, reps: int, batch: int = 10) -> float:
+    """Median milliseconds a call of `fn` when `batch` calls run back to back (as a training loop runs its steps),
+    over `reps` batches, each started after a barrier and bracketed by CUDA events; the slowest rank's median."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        dist.barrier()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / batch)
+    med = torch.tensor([statistics.median(times)], device="cuda")
+    dist.all_reduce(med, op=dist.ReduceOp.MAX)
+    return float(med.item())
+
+
 def graphed(fn, here: bool = False):
     """``fn`` captured once in a CUDA graph (after one eager call); returns the replay. The capture runs on a
     side stream of its own, or (``here``) on the current stream, where a training step that ran its eager calls

@@ -19,7 +19,8 @@ graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's
   ``w_down [I/W, H]``;
 - ``--op mlp-train``: one training step of that layer, ``torch.autograd.grad`` of ``tp_mlp``'s output for ``x``,
   ``w_gate_up`` and ``w_down`` (ovl's backward: the input gradient by the dual overlapped operators, the gate/up
-  product recomputed, the weight gradients' gathers by NCCL; ``ovl_runtime.autograd``) against torch autograd
+  product kept from the forward, the weight gradients reading the gathered operands the AllGather+GEMM kernels
+  return; ``ovl_runtime.autograd``) against torch autograd
   through the same unfused layer, its AllGather and ReduceScatter being NCCL collectives whose backward is the
   other one (Megatron's sequence parallelism, without its overlap). Checked: the forward against fp32, and
   every gradient against the torch layer's.
@@ -27,7 +28,8 @@ graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's
 Each shape is checked first: every rank draws every rank's ``x`` and ``w`` from the same seeds and compares its
 output with the fp32 result. Times are CUDA-event medians per rank of ``--reps`` calls after ``--warmup``, each
 call started after a barrier (``baselines.py``'s timer: the host's enqueue of an eager call is on the timed
-path), the slowest rank's median reported; a graph replay is one call.
+path), the slowest rank's median reported; a graph replay is one call. ``mlp-train`` also times each side's step
+ten at a time back to back (``timed_back_to_back``: as a training loop runs its steps, no barrier between them).
 
     python -m ovl_runtime kernels gemm-rs --world 4 --m 8192 --n 4096 --k 2752 --target h100 --into DIR   # per shape, where Node is
     OVL_KERNELS=DIR OVL_TARGET=h100 torchrun --nproc_per_node=4 packages/bench/gpu/torch_api_tp_multigpu.py --op gemm-rs --out rs.json
@@ -36,6 +38,7 @@ path), the slowest rank's median reported; a graph replay is one call.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import statistics
@@ -226,7 +229,7 @@ def main() -> None:
                 torch.matmul(torch.nn.functional.silu(gu[:, :cut]) * gu[:, cut:], down, out=c)
                 dist.reduce_scatter_tensor(out, c)
 
-        times, stamps = {}, {}
+        times, stamps, replays = {}, {}, {}
         labels = (("ovl eager", ovl), ("cuBLAS + NCCL eager", unfused), ("cuBLAS + NCCL graph", unfused), ("ovl graph", ovl))
         for label, fn in labels:
             # Wall-clock start and end of each timing (to line up with a clock / power log taken beside the run).
@@ -242,6 +245,12 @@ def main() -> None:
                 replay = BASELINES.graphed(fn) if label.endswith("graph") else fn
             times[label] = timed(replay, a.warmup, a.reps)
             stamps[label] = [round(start, 3), round(time.time(), 3)]
+            replays[label] = replay
+        if a.op == "mlp-train":
+            # Steps back to back, as a training loop runs them (no barrier between steps), each side's ten at a time.
+            for label in ("ovl eager", "cuBLAS + NCCL eager", "cuBLAS + NCCL graph", "ovl graph"):
+                if label in replays:
+                    times[f"{label}, back to back"] = BASELINES.timed_back_to_back(replays[label], a.warmup, a.reps // 3)
         gemm = {"M": TOKENS, "N": H, "K": I} if a.op in ("gemm-rs", "gemm-ar") else {"M": TOKENS, "N": I, "K": H}
         if a.op.startswith("mlp"):
             gemm = {"S": TOKENS, "hidden": H, "intermediatePerRank": I}
@@ -269,6 +278,19 @@ def main() -> None:
         if both:
             gm = statistics.geometric_mean(r["cuBLAS + NCCL graph"] / r["ovl graph"] for r in both)
             print(f"geometric mean, graph over graph ({len(both)} shapes): {gm:.2f}×")
+        print("\nten steps back to back (ms a step):")
+        print("| shape | ovl eager | torch + NCCL eager | torch over ovl | ovl graph | torch + NCCL graph | graph over graph |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for r in rows:
+            oe, te = r["ovl eager, back to back"], r["cuBLAS + NCCL eager, back to back"]
+            og, tg = r.get("ovl graph, back to back"), r.get("cuBLAS + NCCL graph, back to back")
+            graphs = f"{og:.3f} | {tg:.3f} | {tg / og:.2f}×" if og and tg else "— | — | —"
+            print(f"| {r['shape']} | {oe:.3f} | {te:.3f} | {te / oe:.2f}× | {graphs} |")
+        for side in ("eager", "graph"):
+            pairs = [(r.get(f"cuBLAS + NCCL {side}, back to back"), r.get(f"ovl {side}, back to back")) for r in rows]
+            pairs = [(t, o) for t, o in pairs if t and o]
+            if pairs:
+                print(f"geometric mean, {side} back to back: {statistics.geometric_mean(t / o for t, o in pairs):.2f}×")
     elif rank == 0:
         print(f"{a.op}: {torch.cuda.get_device_name()}, world {world}, torch {torch.__version__}")
         print("| shape | rel. error | ovl eager | ovl graph | torch + NCCL eager | torch + NCCL graph | graph over graph |")
@@ -281,6 +303,10 @@ def main() -> None:
             )
         gm = statistics.geometric_mean(r["cuBLAS + NCCL graph"] / r["ovl graph"] for r in rows)
         print(f"geometric mean, graph over graph: {gm:.2f}×")
+    # Graphs that captured NCCL collectives must go before the process group does (its teardown waits on them).
+    replay = replays = None
+    gc.collect()
+    torch.cuda.synchronize()
     if rank == 0:
         with open(a.out, "w") as fh:
             json.dump(

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime import collectives, mlp, moe_ops, ops  # noqa: E402
+from ovl_runtime import autograd, collectives, mlp, moe_ops, ops  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
 
@@ -55,6 +55,13 @@ def reference_kernels(monkeypatch):
         (mlp, "_ag_silu_impl", _dense_ag_silu),
     ):
         monkeypatch.setattr(module, impl, lambda x, w, name, model=model: model(x, w))
+    monkeypatch.setattr(ops, "_all_gather_matmul_gathered_impl", lambda x, w, name: (_dense_ag(x, w), _gathered(x)))
+
+
+def _gathered(x):
+    """Every rank's copy of ``cat(x over ranks)``, as AllGather+GEMM's buffer holds it after a launch."""
+    world = x.shape[0]
+    return torch.stack([torch.cat(list(x.unbind(0)))] * world)
 
 
 def _leaf(*shape: int, seed: int) -> torch.Tensor:
@@ -138,6 +145,37 @@ def test_the_tp_mlp_layer_trains_like_the_dense_mlp(reference_kernels):
     torch.testing.assert_close(y, y_ref)
     for got, want in zip(grads, grads_ref, strict=True):
         torch.testing.assert_close(got, want)
+
+
+def test_the_weight_gradients_read_the_operators_gathered_operands(reference_kernels, monkeypatch):
+    """AllGather+GEMM keeps the gathered ``x`` it returns beside its output, and GEMM+ReduceScatter's backward takes
+    ``AG(dy)`` from its AllGather+GEMM: a training step of the layer runs no plain gather; without a weight
+    gradient the forward records the plain operator."""
+    gathers = []
+    monkeypatch.setattr(autograd, "gather_rows", lambda x, g: gathers.append(x.shape) or collectives.gather_rows(x, g))
+    world, m, hidden, inter = 3, 2, 4, 5
+    g = OneGpuGroup(world)
+    x, wgu, wd = _leaf(world, m, hidden, seed=30), _leaf(world, hidden, 2 * inter, seed=31), _leaf(world, inter, hidden, seed=32)
+    y = mlp.tp_mlp(x, wgu, wd, g)
+    assert y.grad_fn is not None
+    (y * torch.randn(y.shape, dtype=F64, generator=torch.Generator().manual_seed(33))).sum().backward()
+    assert gathers == []
+    assert x.grad is not None and wgu.grad is not None and wd.grad is not None
+    # Only x needing a gradient: the plain operator, and the down projection's backward without AG(dy).
+    frozen = [t.detach() for t in (wgu, wd)]
+    xs = x.detach().clone().requires_grad_(True)
+    out = ops.all_gather_matmul(xs, frozen[0], g)
+    assert "all_gather_matmul_gathered" not in out.grad_fn.name()
+    ops.matmul_reduce_scatter(out[..., :inter], frozen[1], g).sum().backward()
+    assert gathers == [] and xs.grad is not None
+
+
+def test_the_gathered_copy_is_the_gathered_input_and_not_differentiable(reference_kernels):
+    g = OneGpuGroup(2)
+    x, w = _leaf(2, 3, 4, seed=34), _leaf(2, 4, 5, seed=35)
+    y, gathered = torch.ops.ovl.all_gather_matmul_gathered(x, w, g.name)
+    torch.testing.assert_close(gathered, _gathered(x.detach()))
+    assert not gathered.requires_grad and y.requires_grad
 
 
 def test_a_gate_up_weight_of_odd_width_is_refused_before_any_launch():

@@ -108,3 +108,34 @@ def test_torch_compile_takes_the_tensor_parallel_mlp_layer_as_one_graph():
     assert [str(n.target) for n in nodes] == ["ovl.all_gather_matmul_silu_mul", "ovl.matmul_reduce_scatter"]
     assert tuple(nodes[0].meta["example_value"].shape) == (W, W * ROWS, N)
     assert tuple(nodes[1].meta["example_value"].shape) == (W, ROWS, K)
+
+
+def test_torch_compile_traces_the_layers_training_step_through_the_dual_operators():
+    """AOTAutograd's joint graph of the layer (weights requiring grad): the forward records the AllGather+GEMM
+    that keeps its gathered input, and the backward runs each half's dual overlapped operator (GEMM+ReduceScatter's
+    the AllGather+GEMM that returns ``AG(dy)`` for the weight gradient). The compilers stop before anything runs."""
+    from functorch.compile import default_partition, make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    g = OneGpuGroup(W)
+    graphs = {}
+
+    def compiler(gm, example_inputs):
+        def run(*args):
+            raise _Traced
+
+        return make_boxed_func(run)
+
+    def partition(joint, inputs, **kwargs):
+        graphs["joint"] = joint
+        return default_partition(joint, inputs, **kwargs)
+
+    torch._dynamo.reset()
+    backend = aot_autograd(fw_compiler=compiler, bw_compiler=compiler, partition_fn=partition)
+    layer = torch.compile(lambda x, wgu, wd: mlp.tp_mlp(x, wgu, wd, g), backend=backend, fullgraph=True)
+    leaves = [t.requires_grad_(True) for t in (_rand(W, ROWS, K), _rand(W, K, 2 * N), _rand(W, N, K))]
+    with pytest.raises(_Traced):
+        layer(*leaves)
+    calls = [n for n in graphs["joint"].graph.nodes if n.op == "call_function"]
+    ovl = [str(n.target) for n in calls if str(n.target).startswith("ovl.")]
+    assert ovl == ["ovl.all_gather_matmul_gathered.default", "ovl.matmul_reduce_scatter.default"] * 2

@@ -6,9 +6,11 @@ With ``AG`` the rows of every rank gathered, ``RS`` their sum scattered by rows 
 exchange (its own inverse):
 
 - ``all_gather_matmul``: ``y = AG(x) @ w`` → ``dx = RS(dy @ wᵀ)`` (``matmul_reduce_scatter``),
-  ``dw = AG(x)ᵀ @ dy``;
-- ``matmul_reduce_scatter``: ``y = RS(x @ w)`` → ``dx = AG(dy) @ wᵀ`` (``all_gather_matmul``),
-  ``dw = xᵀ @ AG(dy)``;
+  ``dw = AG(x)ᵀ @ dy``; where ``w`` needs a gradient the Python function records
+  ``all_gather_matmul_gathered``, whose second output is ``AG(x)`` copied from the kernel's own buffer, kept for
+  ``dw`` instead of gathered again;
+- ``matmul_reduce_scatter``: ``y = RS(x @ w)`` → ``dx = AG(dy) @ wᵀ`` (``all_gather_matmul_gathered``: ``AG(dy)``
+  too, for ``dw = xᵀ @ AG(dy)``);
 - ``matmul_all_reduce``: ``y = Σ_ranks x @ w`` on every rank → ``dx = dy @ wᵀ``, ``dw = xᵀ @ dy`` (a
   replicated output's gradient is the same on every rank, so the AllReduce's backward is the identity, as in
   a row-parallel linear layer);
@@ -24,7 +26,7 @@ exchange (its own inverse):
   ``dkv = RS(dkv)`` (fp32) to the positions' owners. Plain torch and collectives, not overlapped;
 - the MoE operators: :mod:`ovl_runtime.autograd_moe` (plain torch over each expert's rows, not overlapped).
 
-``AG``, ``RS`` and ``A2A`` of the weight gradients, of attention's and of MoE's are plain collectives
+The other ``AG``, ``RS`` and ``A2A`` of the weight gradients, attention's and MoE's are plain collectives
 (:mod:`ovl_runtime.collectives`: NCCL under torchrun, views and sums in the one-GPU mode). Each backward's
 overlapped operator is compiled for its own shape (the forward's with N and K swapped) the first time it runs.
 """
@@ -40,10 +42,12 @@ from torch.nn.attention.bias import causal_lower_right
 from .autograd_moe import moe_all_gather_backward, moe_reduce_scatter_backward, save_moe_all_gather, save_moe_reduce_scatter
 from .collectives import exchange_slabs, gather_rows, reduce_scatter_rows
 from .groups import resolve_group
+from .transpose import transposed
 
 
 def _t(w: torch.Tensor) -> torch.Tensor:
-    return w.transpose(-1, -2).contiguous()
+    """``wᵀ`` for the dual operator, moved in tiles (:mod:`ovl_runtime.transpose`)."""
+    return transposed(w)
 
 
 def _save(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
@@ -63,14 +67,43 @@ def _all_gather_matmul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     return dx, dw, None
 
 
-def _matmul_reduce_scatter_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
+def _save_gathered(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    """Keep ``w`` and the gathered ``x`` the operator returned beside its output, and the group's name; the
+    gathered copy is not differentiable (it is the operator's own, for the weight gradient)."""
+    ctx.save_for_backward(output[1], inputs[1])
+    ctx.group_name = inputs[2]
+    ctx.mark_non_differentiable(output[1])
+    ctx.set_materialize_grads(False)
+
+
+def _all_gather_matmul_gathered_backward(ctx: Any, dy: torch.Tensor | None, _dgathered: Any) -> tuple[Any, ...]:
     from . import ops
 
+    gathered, w = ctx.saved_tensors
+    if dy is None:
+        return None, None, None
+    g = resolve_group(ctx.group_name)
+    dy = dy.contiguous()
+    dx = ops.matmul_reduce_scatter(dy, _t(w), g) if ctx.needs_input_grad[0] else None
+    dw = gathered.transpose(-1, -2) @ dy if ctx.needs_input_grad[1] else None
+    return dx, dw, None
+
+
+def _matmul_reduce_scatter_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     x, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     dy = dy.contiguous()
-    dx = ops.all_gather_matmul(dy, _t(w), g) if ctx.needs_input_grad[0] else None
-    dw = x.transpose(-1, -2) @ gather_rows(dy, g) if ctx.needs_input_grad[1] else None
+    dx, gathered = None, None
+    if ctx.needs_input_grad[0]:
+        # AG(dy) @ wᵀ, and AG(dy) itself from the operator's buffer when the weight gradient needs it.
+        if ctx.needs_input_grad[1]:
+            dx, gathered = torch.ops.ovl.all_gather_matmul_gathered(dy, _t(w), g.name)
+        else:
+            dx = torch.ops.ovl.all_gather_matmul(dy, _t(w), g.name)
+    if ctx.needs_input_grad[1]:
+        dw = x.transpose(-1, -2) @ (gather_rows(dy, g) if gathered is None else gathered)
+    else:
+        dw = None
     return dx, dw, None
 
 
@@ -148,6 +181,7 @@ def _sequence_parallel_attention_backward(ctx: Any, dout: torch.Tensor) -> tuple
 #: Each operator's backward, by its ``torch.library`` name (``ovl::…``).
 BACKWARDS: dict[str, tuple[Callable[..., tuple[Any, ...]], Callable[..., None]]] = {
     "ovl::all_gather_matmul": (_all_gather_matmul_backward, _save),
+    "ovl::all_gather_matmul_gathered": (_all_gather_matmul_gathered_backward, _save_gathered),
     "ovl::matmul_reduce_scatter": (_matmul_reduce_scatter_backward, _save),
     "ovl::matmul_all_reduce": (_matmul_all_reduce_backward, _save),
     "ovl::all_to_all_matmul": (_all_to_all_matmul_backward, _save),

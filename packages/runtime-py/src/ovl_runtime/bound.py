@@ -162,6 +162,16 @@ class BoundOperator:
         if CHECK_EACH_CALL and not capturing:
             self.check()
 
+    def copy_input(self, key: str, outputs: Sequence[torch.Tensor]) -> None:
+        """Copy reference input ``key`` as the last launch left it into ``outputs[i]``, for the i-th rank this
+        process holds, in stream order: a gathered operand's symmetric buffer holds every rank's rows once the
+        launch is done (the next call's barrier keeps peers' pushes out of it until this copy has run)."""
+        buffer = self.m.reference.inputs.get(key)
+        if buffer is None or buffer in self.bindable:
+            raise UsageError(f"{self.m.name}: reference input {key!r} is not one of the operator's own buffers")
+        for s, out in zip(self.ranks, outputs, strict=True):
+            out.copy_(s.tensors[buffer].view(out.shape))
+
     def _put(self, s: RankState, buffer: str, x: torch.Tensor) -> None:
         if buffer in self.bindable:
             s.bind(buffer, x)

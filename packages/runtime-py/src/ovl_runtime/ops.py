@@ -181,14 +181,29 @@ def _gemm_operands(x: torch.Tensor, w: torch.Tensor, g: Group, what: str) -> tup
 
 
 # ---- the operators ----
-def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+def _all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The output, and with ``keep`` a copy of the gathered ``cat(x over ranks)`` the launch left in its buffer."""
     g = resolve_group(group_name)
     xs, ws, m, k, n = _gemm_operands(x, w, g, "all_gather_matmul")
     key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
     op = _operator(key, g, "all_gather_matmul")
     out = _empty(g, g.world * m, n, x)
     op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
-    return out
+    if not keep:
+        return out, None
+    gathered = _empty(g, g.world * m, k, x)
+    op.copy_input("A", _per_rank(gathered, g))
+    return out, gathered
+
+
+def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _all_gather_matmul(x, w, group_name, keep=False)[0]
+
+
+def _all_gather_matmul_gathered_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    out, gathered = _all_gather_matmul(x, w, group_name, keep=True)
+    assert gathered is not None
+    return out, gathered
 
 
 def _matmul_reduce_scatter_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
@@ -286,6 +301,17 @@ def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     return x.new_empty((*x.shape[:-2], g.world * m, w.shape[-1]))
 
 
+@torch.library.custom_op("ovl::all_gather_matmul_gathered", mutates_args=())
+def _ag_mm_gathered_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return _all_gather_matmul_gathered_impl(x, w, group_name)
+
+
+@_ag_mm_gathered_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g, m = _fake_rows(x, group_name)
+    return x.new_empty((*x.shape[:-2], g.world * m, w.shape[-1])), x.new_empty((*x.shape[:-2], g.world * m, x.shape[-1]))
+
+
 @torch.library.custom_op("ovl::matmul_reduce_scatter", mutates_args=())
 def _mm_rs_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     return _matmul_reduce_scatter_impl(x, w, group_name)
@@ -298,8 +324,16 @@ def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
 
 
 def all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
-    """``cat(x over the group's ranks, dim=0) @ w``; the gather overlaps the GEMM. See the module docstring."""
-    return torch.ops.ovl.all_gather_matmul(x, w, resolve_group(group).name)
+    """``cat(x over the group's ranks, dim=0) @ w``; the gather overlaps the GEMM. See the module docstring.
+
+    Where autograd records a gradient for ``w`` (grad enabled, ``w`` requiring grad) it runs
+    ``torch.ops.ovl.all_gather_matmul_gathered``, which also returns the gathered ``x`` the kernel already
+    holds (a local copy): the backward's ``AG(x)ᵀ @ dy`` reads it instead of gathering ``x`` again, as
+    torch's layer keeps the gathered input of its GEMM."""
+    name = resolve_group(group).name
+    if torch.is_grad_enabled() and w.requires_grad:
+        return torch.ops.ovl.all_gather_matmul_gathered(x, w, name)[0]
+    return torch.ops.ovl.all_gather_matmul(x, w, name)
 
 
 def matmul_reduce_scatter(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
@@ -499,6 +533,7 @@ def close_all(force: bool = False) -> None:
 
 _autograd.register(
     "ovl::all_gather_matmul",
+    "ovl::all_gather_matmul_gathered",
     "ovl::matmul_reduce_scatter",
     "ovl::matmul_all_reduce",
     "ovl::all_to_all_matmul",
