@@ -42,6 +42,7 @@ from torch.nn.attention.bias import causal_lower_right
 from .autograd_moe import moe_all_gather_backward, moe_reduce_scatter_backward, save_moe_all_gather, save_moe_reduce_scatter
 from .collectives import exchange_slabs, gather_rows, reduce_scatter_rows
 from .groups import resolve_group
+from .silu_mul import silu_mul_backward
 from .transpose import transposed
 
 
@@ -128,11 +129,7 @@ def _all_gather_matmul_silu_mul_backward(ctx: Any, dy: torch.Tensor) -> tuple[An
     x, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     gathered = gather_rows(x, g)
-    inter = w.shape[-1] // 2
-    gu = gathered @ w
-    gate, up = gu[..., :inter], gu[..., inter:]
-    # SiLU-mul's derivative in the operands' dtype, as torch's autograd takes it (silu_backward is fp32 inside).
-    dgu = torch.cat([torch.ops.aten.silu_backward(dy * up, gate), dy * torch.nn.functional.silu(gate)], dim=-1)
+    dgu = silu_mul_backward(gathered @ w, dy)
     dx = ops.matmul_reduce_scatter(dgu, _t(w), g) if ctx.needs_input_grad[0] else None
     dw = gathered.transpose(-1, -2) @ dgu if ctx.needs_input_grad[1] else None
     return dx, dw, None

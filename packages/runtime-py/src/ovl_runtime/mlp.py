@@ -27,6 +27,7 @@ from . import autograd, ops
 from .errors import UsageError
 from .groups import resolve_group
 from .kernel_library import KernelKey
+from .silu_mul import silu_mul
 
 __all__ = ["all_gather_matmul_silu_mul", "tp_mlp"]
 
@@ -69,15 +70,14 @@ def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: 
     ``w_gate_up = [W_gate | W_up]`` ``[hidden, 2·I]``; the gather overlaps the GEMM.
 
     Where autograd records (grad enabled and ``x`` or ``w_gate_up`` requiring grad) it runs
-    ``all_gather_matmul`` and SiLU-mul in torch instead of the fused kernel: the gate/up product
-    is kept for the backward, as torch's layer keeps it, rather than recomputed there (the fused
-    op's backward recomputes it: a GEMM of the forward's size costs a training step more than the
-    fused epilogue saves)."""
+    ``all_gather_matmul`` and then SiLU-mul (``ovl_runtime.silu_mul``: one pass forward, one backward)
+    instead of the fused kernel: the gate/up product is kept for the backward, as torch's layer keeps
+    it, rather than recomputed there (the fused op's backward recomputes it: a GEMM of the forward's
+    size costs a training step more than the fused epilogue saves)."""
     g = resolve_group(group)
     if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
-        inter = _intermediate(w_gate_up)
-        gu = ops.all_gather_matmul(x, w_gate_up, g)
-        return torch.nn.functional.silu(gu[..., :inter]) * gu[..., inter:]
+        _intermediate(w_gate_up)
+        return silu_mul(ops.all_gather_matmul(x, w_gate_up, g))
     return torch.ops.ovl.all_gather_matmul_silu_mul(x, w_gate_up, g.name)
 
 

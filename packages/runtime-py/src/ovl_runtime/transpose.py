@@ -7,6 +7,12 @@ bf16 weight on an H100, the time of a third of that layer's GEMM. :func:`transpo
 tiles instead (``transpose_tiles``: each program reads a ``BLOCK × BLOCK`` tile along rows and writes it
 transposed along rows of the output, through registers), at about the copy rate of the GPU's memory.
 
+::
+
+    from ovl_runtime.transpose import transposed
+
+    wt = transposed(w)          # == w.transpose(-1, -2).contiguous(), a new tensor; [W, K, N] → [W, N, K] too
+
 It is a ``torch.library`` op (``torch.ops.ovl.transpose``) built with ``triton_op``, so ``torch.compile`` and
 AOTAutograd trace it; CPU tensors (the tests without a GPU) take torch's copy.
 """
