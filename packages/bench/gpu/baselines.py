@@ -37,29 +37,9 @@ MLP = {
 }
 
 
-def timed(fn, warmup: int, reps: int) -> float:
-    """Median milliseconds of `fn` over `reps` runs, each bracketed by CUDA events."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    med = torch.tensor([statistics.median(times)], device="cuda")
-    dist.all_reduce(med, op=dist.ReduceOp.MAX)
-    return float(med.item())
-
-
-def timed_back_to_back(fn, warmup: int, reps: int, batch: int = 10) -> float:
-    """Median milliseconds a call of `fn` when `batch` calls run back to back (as a training loop runs its steps),
-    over `reps` batches, each started after a barrier and bracketed by CUDA events; the slowest rank's median."""
+def timed(fn, warmup: int, reps: int, batch: int = 1) -> float:
+    """Median milliseconds a call of `fn` over `reps` runs, each started after a barrier and bracketed by CUDA
+    events; the slowest rank's median. A run is `batch` calls back to back (as a training loop runs its steps)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()

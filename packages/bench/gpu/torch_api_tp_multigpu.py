@@ -29,7 +29,7 @@ Each shape is checked first: every rank draws every rank's ``x`` and ``w`` from 
 output with the fp32 result. Times are CUDA-event medians per rank of ``--reps`` calls after ``--warmup``, each
 call started after a barrier (``baselines.py``'s timer: the host's enqueue of an eager call is on the timed
 path), the slowest rank's median reported; a graph replay is one call. ``mlp-train`` also times each side's step
-ten at a time back to back (``timed_back_to_back``: as a training loop runs its steps, no barrier between them).
+ten at a time back to back (``timed(..., batch=10)``: as a training loop runs its steps, no barrier between them).
 
     python -m ovl_runtime kernels gemm-rs --world 4 --m 8192 --n 4096 --k 2752 --target h100 --into DIR   # per shape, where Node is
     OVL_KERNELS=DIR OVL_TARGET=h100 torchrun --nproc_per_node=4 packages/bench/gpu/torch_api_tp_multigpu.py --op gemm-rs --out rs.json
@@ -250,7 +250,7 @@ def main() -> None:
             # Steps back to back, as a training loop runs them (no barrier between steps), each side's ten at a time.
             for label in ("ovl eager", "cuBLAS + NCCL eager", "cuBLAS + NCCL graph", "ovl graph"):
                 if label in replays:
-                    times[f"{label}, back to back"] = BASELINES.timed_back_to_back(replays[label], a.warmup, a.reps // 3)
+                    times[f"{label}, back to back"] = timed(replays[label], a.warmup, a.reps // 3, batch=10)
         gemm = {"M": TOKENS, "N": H, "K": I} if a.op in ("gemm-rs", "gemm-ar") else {"M": TOKENS, "N": I, "K": H}
         if a.op.startswith("mlp"):
             gemm = {"S": TOKENS, "hidden": H, "intermediatePerRank": I}

@@ -14,6 +14,7 @@ from ovl_runtime.silu_mul import silu_mul  # noqa: E402
 
 
 def _err(got: torch.Tensor, want: torch.Tensor) -> float:
+    want = want.detach()
     return float((got.detach().double() - want).norm() / want.norm())
 
 

@@ -33,14 +33,21 @@ BLOCK = 1024
 
 
 @triton.jit
-def silu_mul_rows(gu_ptr, h_ptr, INTER, BLOCK_C: tl.constexpr):
-    """Program (r, j): columns ``[j·BLOCK_C, (j+1)·BLOCK_C)`` of row r: ``h[r] = silu(gu[r, :I]) · gu[r, I:]``."""
+def _gate_up(gu_ptr, INTER, BLOCK_C: tl.constexpr):
+    """This program's row, its columns, which of them are inside ``I``, and the gate and up values there (fp32)."""
     row = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     inside = cols < INTER
     src = gu_ptr + row * 2 * INTER + cols
     g = tl.load(src, mask=inside).to(tl.float32)
     u = tl.load(src + INTER, mask=inside).to(tl.float32)
+    return row, cols, inside, g, u
+
+
+@triton.jit
+def silu_mul_rows(gu_ptr, h_ptr, INTER, BLOCK_C: tl.constexpr):
+    """Program (r, j): columns ``[j·BLOCK_C, (j+1)·BLOCK_C)`` of row r: ``h[r] = silu(gu[r, :I]) · gu[r, I:]``."""
+    row, cols, inside, g, u = _gate_up(gu_ptr, INTER, BLOCK_C)
     h = g * tl.sigmoid(g) * u
     tl.store(h_ptr + row * INTER + cols, h.to(h_ptr.dtype.element_ty), mask=inside)
 
@@ -48,12 +55,7 @@ def silu_mul_rows(gu_ptr, h_ptr, INTER, BLOCK_C: tl.constexpr):
 @triton.jit
 def silu_mul_backward_rows(gu_ptr, dh_ptr, dgu_ptr, INTER, BLOCK_C: tl.constexpr):
     """Program (r, j): ``d[g | u]`` of row r's columns ``[j·BLOCK_C, (j+1)·BLOCK_C)`` from ``dh[r]``."""
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    inside = cols < INTER
-    src = gu_ptr + row * 2 * INTER + cols
-    g = tl.load(src, mask=inside).to(tl.float32)
-    u = tl.load(src + INTER, mask=inside).to(tl.float32)
+    row, cols, inside, g, u = _gate_up(gu_ptr, INTER, BLOCK_C)
     dh = tl.load(dh_ptr + row * INTER + cols, mask=inside).to(tl.float32)
     sig = tl.sigmoid(g)
     dg = dh * u * sig * (1.0 + g * (1.0 - sig))
