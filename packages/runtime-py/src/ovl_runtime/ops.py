@@ -329,7 +329,8 @@ def all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Ten
     Where autograd records a gradient for ``w`` (grad enabled, ``w`` requiring grad) it runs
     ``torch.ops.ovl.all_gather_matmul_gathered``, which also returns the gathered ``x`` the kernel already
     holds (a local copy): the backward's ``AG(x)ᵀ @ dy`` reads it instead of gathering ``x`` again, as
-    torch's layer keeps the gathered input of its GEMM."""
+    torch's layer keeps the gathered input of its GEMM (memory: ``[world·m, K]`` kept until the backward,
+    where the plain op's backward keeps ``x`` and gathers it again)."""
     name = resolve_group(group).name
     if torch.is_grad_enabled() and w.requires_grad:
         return torch.ops.ovl.all_gather_matmul_gathered(x, w, name)[0]

@@ -5,7 +5,8 @@ The GEMM operators' backward passes hand their dual operator ``wᵀ`` (AllGather
 of a transposed view walks the source with a stride of a whole row per element: 1.8 ms for a ``[8192, 14336]``
 bf16 weight on an H100, the time of a third of that layer's GEMM. :func:`transposed` moves the weight in square
 tiles instead (``transpose_tiles``: each program reads a ``BLOCK × BLOCK`` tile along rows and writes it
-transposed along rows of the output, through registers), at about the copy rate of the GPU's memory.
+transposed along rows of the output, through registers): 0.50 ms for that weight and the ``[14336, 8192]`` one
+together, where torch's copies took 2.75 ms.
 
 ::
 
