@@ -12,6 +12,9 @@ Semantics follow PyTorch's ``torch.ops.symm_mem.fused_all_gather_matmul`` /
 
 - ``all_gather_matmul(x, w, group)``: ``x`` is this rank's ``[m, K]`` rows, ``w`` its
   ``[K, n]`` weight; returns ``cat(x over ranks) @ w``, ``[world·m, n]``.
+  Under autograd, with ``w`` requiring grad, it records ``torch.ops.ovl.all_gather_matmul_gathered(x, w,
+  group_name)``, which returns ``(cat(x over ranks) @ w, cat(x over ranks))``: the gathered rows copied from the
+  kernel's buffer, for the weight gradient (see :mod:`ovl_runtime.autograd`).
 - ``matmul_reduce_scatter(x, w, group)``: ``x`` is ``[M, k]``, ``w`` ``[k, N]`` (this rank's
   slice of the depth); returns this rank's ``M / world`` rows of ``Σ_ranks x @ w``.
 - ``moe_all_gather_grouped_matmul(x, topk_ids, w, group)`` (MoE, TileLink's AG + Gather +
