@@ -139,3 +139,15 @@ def test_torch_compile_traces_the_layers_training_step_through_the_dual_operator
     calls = [n for n in graphs["joint"].graph.nodes if n.op == "call_function"]
     ovl = [str(n.target) for n in calls if str(n.target).startswith("ovl.")]
     assert ovl == ["ovl.all_gather_matmul_gathered.default", "ovl.matmul_reduce_scatter.default"] * 2
+
+
+def test_the_gathered_variant_traces_with_both_outputs():
+    """``all_gather_matmul_gathered``'s fake returns the output and the gathered input, each of the shape the kernel's
+    call returns."""
+    g = OneGpuGroup(W)
+    gm = make_fx(lambda x, w: torch.ops.ovl.all_gather_matmul_gathered(x, w, g.name), tracing_mode="fake")(
+        _rand(W, ROWS, K), _rand(W, K, N)
+    )
+    (node,) = [n for n in gm.graph.nodes if str(n.target).startswith("ovl.")]
+    out, gathered = node.meta["val"]
+    assert tuple(out.shape) == (W, W * ROWS, N) and tuple(gathered.shape) == (W, W * ROWS, K)
