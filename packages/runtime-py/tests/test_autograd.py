@@ -233,6 +233,24 @@ def test_reduce_scatter_rows_sums_every_ranks_rows_to_their_owner():
         torch.testing.assert_close(got[r], sum(x[q, r * s : (r + 1) * s] for q in range(world)))
 
 
+def test_on_each_rank_runs_per_rank_and_stacks_or_once_for_this_rank():
+    from types import SimpleNamespace
+
+    a = torch.randn(3, 2, 4, generator=torch.Generator().manual_seed(40), dtype=F64)
+    b = torch.randn(3, 4, generator=torch.Generator().manual_seed(41), dtype=F64)
+
+    def fn(r, ar, br):
+        return ar @ br + r, None
+
+    summed, nothing = collectives.on_each_rank(OneGpuGroup(3), fn, a, b)
+    assert nothing is None
+    torch.testing.assert_close(summed, torch.stack([a[r] @ b[r] + r for r in range(3)]))
+    # A process holding one rank (as under torchrun): fn once, on the tensors as they are, with that rank.
+    mine, nothing = collectives.on_each_rank(SimpleNamespace(stacked=False, rank=2), fn, a[2], b[2])
+    assert nothing is None
+    torch.testing.assert_close(mine, a[2] @ b[2] + 2)
+
+
 def _dense_moe_all_gather(x, ids, w):
     """``C[r, t·k + j] = x_all[t] @ w[r, ids[r, t, j]]``, slot by slot."""
     world, tokens, k = ids.shape

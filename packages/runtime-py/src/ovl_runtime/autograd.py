@@ -40,8 +40,8 @@ import torch
 from torch.nn.attention.bias import causal_lower_right
 
 from .autograd_moe import moe_all_gather_backward, moe_reduce_scatter_backward, save_moe_all_gather, save_moe_reduce_scatter
-from .collectives import exchange_slabs, gather_rows, reduce_scatter_rows
-from .groups import resolve_group
+from .collectives import exchange_slabs, gather_rows, on_each_rank, reduce_scatter_rows
+from .groups import Group, resolve_group
 from .silu_mul import silu_mul_backward
 from .transpose import transposed
 
@@ -57,15 +57,20 @@ def _save(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
     ctx.group_name = inputs[2]
 
 
-def _all_gather_matmul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
+def _ag_mm_grads(ctx: Any, dy: torch.Tensor, w: torch.Tensor, g: Group, gathered: Callable[[], torch.Tensor]) -> tuple[Any, ...]:
+    """AllGather+GEMM's gradients where needed: ``dx = RS(dy @ wᵀ)`` by GEMM+ReduceScatter, ``dw = AG(x)ᵀ @ dy``
+    with ``AG(x)`` from ``gathered`` (called only for ``dw``)."""
     from . import ops
 
+    dx = ops.matmul_reduce_scatter(dy, _t(w), g) if ctx.needs_input_grad[0] else None
+    dw = gathered().transpose(-1, -2) @ dy if ctx.needs_input_grad[1] else None
+    return dx, dw, None
+
+
+def _all_gather_matmul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     x, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
-    dy = dy.contiguous()
-    dx = ops.matmul_reduce_scatter(dy, _t(w), g) if ctx.needs_input_grad[0] else None
-    dw = gather_rows(x, g).transpose(-1, -2) @ dy if ctx.needs_input_grad[1] else None
-    return dx, dw, None
+    return _ag_mm_grads(ctx, dy.contiguous(), w, g, lambda: gather_rows(x, g))
 
 
 def _save_gathered(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
@@ -78,33 +83,23 @@ def _save_gathered(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
 
 
 def _all_gather_matmul_gathered_backward(ctx: Any, dy: torch.Tensor | None, _dgathered: Any) -> tuple[Any, ...]:
-    from . import ops
-
     gathered, w = ctx.saved_tensors
     if dy is None:
         return None, None, None
-    g = resolve_group(ctx.group_name)
-    dy = dy.contiguous()
-    dx = ops.matmul_reduce_scatter(dy, _t(w), g) if ctx.needs_input_grad[0] else None
-    dw = gathered.transpose(-1, -2) @ dy if ctx.needs_input_grad[1] else None
-    return dx, dw, None
+    return _ag_mm_grads(ctx, dy.contiguous(), w, resolve_group(ctx.group_name), lambda: gathered)
 
 
 def _matmul_reduce_scatter_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     x, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     dy = dy.contiguous()
-    dx, gathered = None, None
-    if ctx.needs_input_grad[0]:
-        # AG(dy) @ wᵀ, and AG(dy) itself from the operator's buffer when the weight gradient needs it.
-        if ctx.needs_input_grad[1]:
-            dx, gathered = torch.ops.ovl.all_gather_matmul_gathered(dy, _t(w), g.name)
-        else:
-            dx = torch.ops.ovl.all_gather_matmul(dy, _t(w), g.name)
-    if ctx.needs_input_grad[1]:
-        dw = x.transpose(-1, -2) @ (gather_rows(dy, g) if gathered is None else gathered)
-    else:
-        dw = None
+    need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    dx = gathered = None
+    if need_x and need_w:  # AG(dy) @ wᵀ, and AG(dy) itself from the operator's buffer for the weight gradient
+        dx, gathered = torch.ops.ovl.all_gather_matmul_gathered(dy, _t(w), g.name)
+    elif need_x:
+        dx = torch.ops.ovl.all_gather_matmul(dy, _t(w), g.name)
+    dw = x.transpose(-1, -2) @ (gather_rows(dy, g) if gathered is None else gathered) if need_w else None
     return dx, dw, None
 
 
@@ -124,15 +119,10 @@ def _all_to_all_matmul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
 
 
 def _all_gather_matmul_silu_mul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
-    from . import ops
-
     x, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     gathered = gather_rows(x, g)
-    dgu = silu_mul_backward(gathered @ w, dy)
-    dx = ops.matmul_reduce_scatter(dgu, _t(w), g) if ctx.needs_input_grad[0] else None
-    dw = gathered.transpose(-1, -2) @ dgu if ctx.needs_input_grad[1] else None
-    return dx, dw, None
+    return _ag_mm_grads(ctx, silu_mul_backward(gathered @ w, dy), w, g, lambda: gathered)
 
 
 def _save_attention(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
@@ -163,12 +153,7 @@ def _attention_grads(q: torch.Tensor, kv: torch.Tensor, dout: torch.Tensor, rank
 def _sequence_parallel_attention_backward(ctx: Any, dout: torch.Tensor) -> tuple[Any, ...]:
     q, kv = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
-    full = gather_rows(kv, g)
-    if g.stacked:
-        parts = [_attention_grads(q[r], full[r], dout[r], r, ctx.causal) for r in range(g.world)]
-        dq, dkv_all = torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])
-    else:
-        dq, dkv_all = _attention_grads(q, full, dout, g.rank, ctx.causal)  # type: ignore[union-attr]
+    dq, dkv_all = on_each_rank(g, lambda r, qr, kvr, dr: _attention_grads(qr, kvr, dr, r, ctx.causal), q, gather_rows(kv, g), dout)
     # Every rank's queries read every owner's keys: each owner's rows of dkv are the sum over the ranks.
     acc = torch.promote_types(kv.dtype, torch.float32)
     dkv = reduce_scatter_rows(dkv_all.to(acc), g).to(kv.dtype) if ctx.needs_input_grad[1] else None

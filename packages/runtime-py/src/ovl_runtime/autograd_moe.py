@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from .collectives import gather_rows, reduce_scatter_rows
+from .collectives import gather_rows, on_each_rank, reduce_scatter_rows
 from .errors import UsageError
 from .groups import resolve_group
 
@@ -70,13 +70,7 @@ def moe_all_gather_backward(ctx: Any, dc: torch.Tensor) -> tuple[Any, ...]:
     x, ids, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
-    x_all, dc = gather_rows(x, g), dc.contiguous()
-    if g.stacked:
-        parts = [_ag_grads(x_all[r], ids[r], w[r], dc[r], need_w) for r in range(g.world)]
-        dx_all = torch.stack([p[0] for p in parts])
-        dw = torch.stack([p[1] for p in parts]) if need_w else None
-    else:
-        dx_all, dw = _ag_grads(x_all, ids, w, dc, need_w)
+    dx_all, dw = on_each_rank(g, lambda _r, *t: _ag_grads(*t, need_w), gather_rows(x, g), ids, w, dc.contiguous())
     dx = reduce_scatter_rows(dx_all, g).to(x.dtype) if need_x else None
     return dx, None, dw, None, None
 
@@ -111,10 +105,5 @@ def moe_reduce_scatter_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     h, ids, wts, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     need = (ctx.needs_input_grad[0], ctx.needs_input_grad[2], ctx.needs_input_grad[3])
-    dy_all = gather_rows(dy.contiguous(), g)
-    if g.stacked:
-        parts = [_rs_grads(h[r], ids[r], wts[r], w[r], dy_all[r], need) for r in range(g.world)]
-        dh, dwt, dw = (torch.stack([p[i] for p in parts]) if need[i] else None for i in range(3))
-    else:
-        dh, dwt, dw = _rs_grads(h, ids, wts, w, dy_all, need)
+    dh, dwt, dw = on_each_rank(g, lambda _r, *t: _rs_grads(*t, need), h, ids, wts, w, gather_rows(dy.contiguous(), g))
     return dh, None, dwt, dw, None

@@ -9,10 +9,13 @@ of the stacked ``[world, ...]`` tensors.
   ``[s, ...]``; stacked ``[W, W·s, ...]`` → ``[W, s, ...]``).
 - :func:`exchange_slabs`: slab q (``rows / world`` rows) of each rank's ``x`` goes to rank q, received in rank
   order — AllToAll+GEMM's exchange, which is its own inverse.
+- :func:`on_each_rank`: a per-rank computation over the ranks this process holds (each rank of a stacked group,
+  its results stacked; this process's rank otherwise).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -55,6 +58,16 @@ def exchange_slabs(x: torch.Tensor, g: Group) -> torch.Tensor:
     out = torch.empty_like(x)
     dist.all_to_all_single(out, x.contiguous(), group=_pg(g))
     return out
+
+
+def on_each_rank(g: Group, fn: Callable[..., tuple[Any, ...]], *tensors: torch.Tensor) -> tuple[Any, ...]:
+    """``fn(rank, *its tensors)`` for every rank this process holds. A stacked group's ranks each get their slice
+    ``t[r]`` of every tensor and their results are stacked, output by output (an output that is ``None`` stays
+    ``None``); otherwise ``fn`` runs once, for this process's rank, on the tensors as they are."""
+    if not g.stacked:
+        return fn(g.rank, *tensors)  # type: ignore[union-attr] - a DistGroup
+    parts = [fn(r, *(t[r] for t in tensors)) for r in range(g.world)]
+    return tuple(None if outs[0] is None else torch.stack(outs) for outs in zip(*parts, strict=True))
 
 
 def _pg(g: Group) -> Any:
