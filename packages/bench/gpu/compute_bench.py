@@ -17,6 +17,7 @@ import importlib.util
 import json
 import multiprocessing as mp
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -218,9 +219,12 @@ def stats(times):
     }
 
 
-def measure_shape(base, shape, sms, flush, reps, rounds, failed):
+def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled"):
     """Check every case once, then time cuBLAS and every case in `rounds` interleaved rounds of
-    `reps` repetitions each (a GPU that heats up slows all of them alike), medians over all."""
+    `reps` repetitions each (a GPU that heats up slows all of them alike), medians over all. With
+    `order` "shuffled" each round visits cuBLAS and the cases in a fresh order (seeded by the shape's
+    name), so no kernel keeps one place in the round; "fixed" times cuBLAS first, then the cases in
+    the file's order, every round."""
     M, N, K = shape["M"], shape["N"], shape["K"]
     torch.manual_seed(zlib.crc32(shape["name"].encode()))
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
@@ -267,11 +271,19 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed):
 
     times = {id(row): [] for row, _ in runs}
     cublas_times, cublas_rounds = [], []
+    rng = random.Random(zlib.crc32(shape["name"].encode()))
+    members = [None, *runs]  # None: cuBLAS
     for _ in range(rounds):
-        t = timed(cublas, flush, reps)
-        cublas_times += t.pop("all")
-        cublas_rounds.append(t)
-        for row, go in runs:
+        visit = members[:]
+        if order == "shuffled":
+            rng.shuffle(visit)
+        for member in visit:
+            if member is None:
+                t = timed(cublas, flush, reps)
+                cublas_times += t.pop("all")
+                cublas_rounds.append(t)
+                continue
+            row, go = member
             try:
                 times[id(row)] += timed(go, flush, reps)["all"]
             except Exception as exc:  # noqa: BLE001
@@ -364,6 +376,12 @@ def main():
         default=1,
         help="interleaved rounds over cuBLAS and the cases",
     )
+    ap.add_argument(
+        "--order",
+        choices=("shuffled", "fixed"),
+        default="shuffled",
+        help="each round's order of cuBLAS and the cases: fresh per round, or cuBLAS first then the file's order",
+    )
     ap.add_argument("--workers", type=int, default=12)
     ap.add_argument(
         "--budget-s",
@@ -418,7 +436,8 @@ def main():
         "triton": triton.__version__,
         "cuda": torch.version.cuda,
         "gpuStateBefore": gpu_state(),
-        "method": f"CUDA events around one launch, L2 flushed ({FLUSH_BYTES >> 20} MiB written) before each repetition; {args.rounds} interleaved round(s) over cuBLAS and every case of a shape, {args.reps} repetitions each after 2 warm-ups; median over all repetitions",
+        "method": f"CUDA events around one launch, L2 flushed ({FLUSH_BYTES >> 20} MiB written) before each repetition; {args.rounds} interleaved round(s) over cuBLAS and every case of a shape ({'each in a fresh seeded order' if args.order == 'shuffled' else 'cuBLAS first, then the cases in order'}), {args.reps} repetitions each after 2 warm-ups; median over all repetitions",
+        "order": args.order,
         "compileSeconds": t_compiled - t_start,
         "shapes": [],
         "skipped": [],
@@ -427,7 +446,9 @@ def main():
         if time.time() - t_start > args.budget_s:
             result["skipped"].append(shape["name"])
             continue
-        r = measure_shape(base, shape, sms, flush, args.reps, args.rounds, failed)
+        r = measure_shape(
+            base, shape, sms, flush, args.reps, args.rounds, failed, args.order
+        )
         torch.cuda.empty_cache()
         result["shapes"].append(r)
         ok = ok_cases(r)

@@ -114,9 +114,10 @@ def test_push_variant_counts_every_launch(emitted):
     for k in range(1, 4):
         emu.checked_launch(k - 1)
         assert emu.world.signals is not None
+        tp = m.kernels[0].tile_program
         for r in range(m.world):
-            waited = {s for s in m.table("mblock_wait_slot").values[r] if s >= 0}
-            assert {emu.world.signals.board(r).value(s) for s in waited} == {k * arrivals}
+            waited = {s for s in (tp.slots[0]({"ovl_m": b, "ovl_rank": r}, {}) for b in range(tp.num_pid_m)) if s >= 0}
+            assert waited and {emu.world.signals.board(r).value(s) for s in waited} == {k * arrivals}
 
 
 def test_cta_rows_partition_the_table():
@@ -169,15 +170,19 @@ def test_order_outside_the_m_blocks_is_a_kernel_fault(emitted):
     assert not out.ok and out.failures and "outside" in str(out.failures[0])
 
 
-def test_ag_consumer_reads_its_wait_slots_from_the_table(emitted):
-    """No expression fits the wait slots (none on the rank's own chunk): the program reads the table, per rank."""
+def test_ag_consumer_waits_on_its_inline_wait_slots(emitted):
+    """The wait slots (none on the rank's own chunk) print inline: the program computes each m-block's
+    slot per rank, so copies that signal another slot leave it waiting."""
     d = copy.deepcopy(emitted["tlx_ag_gemm_w2_s2"])
     slots = d["kernels"][0]["tileProgram"]["slots"][0]
-    assert slots["kind"] == "dynamic" and slots["table"]["name"] == "mblock_wait_slot"
+    assert slots["kind"] == "static" and not d["tables"]
     unused = d["signals"]["slots"]
     d["signals"]["slots"] += 1
     next(b for b in d["buffers"] if b["name"] == d["signals"]["buffer"])["shape"] = [unused + 1]
-    table = next(t for t in d["tables"] if t["name"] == "mblock_wait_slot")
-    table["values"] = [[unused if v < 0 else v for v in row] for row in table["values"]]  # a slot no copy writes
+    for rank in d["hostOps"]:
+        for stream in rank["streams"]:
+            for op in stream["ops"]:
+                if op.get("signal") is not None:
+                    op["signal"]["slot"] = unused  # a slot no program waits on
     out = emulate(parse_manifest(d), epochs=1, timeout_s=0.5)
     assert not out.ok and out.failures and out.failures[0].code == "wait-timeout"

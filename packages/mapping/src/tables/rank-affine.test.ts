@@ -41,6 +41,89 @@ describe("recoverRankAffine", () => {
     expect(toPython(e!, { dialect: "triton" })).toBe("(m + 2 * rank) % 8 + 65");
   });
 
+  it("finds an AllGather's wait slots: none on the rank's own shard, the other chunks numbered in order", () => {
+    // W ranks, k chunks a shard, d m-blocks a chunk: rank r's own m-blocks wait on nothing (-1),
+    // every other m-block on its chunk's slot among the other ranks' chunks.
+    const slots = (w: number, k: number, d: number) =>
+      Array.from({ length: w }, (_, r) =>
+        Array.from({ length: w * k * d }, (_, m) => {
+          const c = Math.floor(m / d);
+          return Math.floor(c / k) === r ? -1 : c < k * r ? c : c - k;
+        }),
+      );
+    for (const [w, k, d] of [
+      [2, 2, 16],
+      [4, 2, 8],
+      [8, 2, 2],
+      [8, 1, 1],
+      [3, 3, 1],
+    ] as const) {
+      const tables = slots(w, k, d);
+      const e = recoverRankAffine(tables, idx(w * k * d), rk(w));
+      expect(e, `${w}x${k}x${d}`).toBeDefined();
+      const text = toPython(e!, { dialect: "triton" });
+      expect(text).not.toMatch(/tl\.load/);
+      for (let r = 0; r < w; r++) for (let i = 0; i < w * k * d; i++) expect(evaluate(e!, { m: i, rank: r })).toBe(tables[r]![i]);
+    }
+    // The window must be one run of -1 of one width on every rank, at a rank-affine start.
+    expect(
+      recoverRankAffine(
+        [
+          [-1, 0, -1, 1],
+          [0, -1, -1, 1],
+        ],
+        idx(4),
+        rk(2),
+      ),
+    ).toBeUndefined();
+    expect(
+      recoverRankAffine(
+        [
+          [-1, -1, 0, 1],
+          [0, -1, 1, 2],
+        ],
+        idx(4),
+        rk(2),
+      ),
+    ).toBeUndefined();
+  });
+
+  it("a windowed fit is found and reproduces every table entry (property)", () => {
+    const arb = fc.record({
+      extra: fc.integer({ min: 0, max: 12 }),
+      w: fc.integer({ min: 1, max: 6 }),
+      width: fc.integer({ min: 1, max: 6 }),
+      alpha: fc.integer({ min: 0, max: 4 }),
+      beta: fc.integer({ min: 0, max: 10 }),
+      a: fc.integer({ min: 0, max: 3 }),
+      b: fc.integer({ min: 0, max: 9 }),
+      gr: fc.integer({ min: 0, max: 2 }),
+      noise: fc.option(fc.tuple(fc.nat(), fc.nat()), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(arb, ({ extra, w, width, alpha, beta, a, b, gr, noise }) => {
+        // Every window inside the table, and at least one entry outside it.
+        const n = beta + alpha * (w - 1) + width + extra + 1;
+        const tables = Array.from({ length: w }, (_, r) => {
+          const lo = alpha * r + beta;
+          return Array.from({ length: n }, (_, i) => (i >= lo && i < lo + width ? -1 : a * (i < lo ? i : i - width) + gr * r + b));
+        });
+        if (noise !== undefined) {
+          // A second window of -1 on one rank: no windowed fit, and nothing else may claim it.
+          const [r, i] = noise;
+          const t = tables[r % w]!;
+          const at = i % n;
+          if (t[at] !== -1 && t[at - 1] !== -1 && t[at + 1] !== -1) t[at] = -1;
+        }
+        const e = recoverRankAffine(tables, idx(n), rk(w));
+        if (noise === undefined) expect(e).toBeDefined();
+        if (e !== undefined) {
+          for (let r = 0; r < w; r++) for (let i = 0; i < n; i++) expect(evaluate(e, { m: i, rank: r })).toBe(tables[r]![i]);
+        }
+      }),
+    );
+  });
+
   it("returns undefined for runs that do not share one length", () => {
     expect(recoverRankAffine([[0, 0, 1, 1, 1, 2]], idx(6), rk(1))).toBeUndefined();
     expect(

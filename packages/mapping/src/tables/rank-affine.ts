@@ -2,11 +2,12 @@
 // ranks, so a static map must be written over the rank id): per-rank tables that are
 // affine or modular-affine in their index (or in index // d, for tables constant on runs of
 // d entries: a chunk's slot per m-block) with a rank-affine offset become one expression over
-// (index, rank); anything else stays a run-time lookup table.
+// (index, rank), and so do such tables with a window of "none" (-1) entries squeezed out (an
+// AllGather's wait slots: none on the rank's own shard); anything else stays a run-time lookup table.
 import { MappingError } from "../errors.js";
 import { gcd } from "../expr/arith.js";
 import { bounds } from "../expr/bounds.js";
-import { add, floorDiv, mod, mul, type Expr } from "../expr/expr.js";
+import { add, floorDiv, max, mod, mul, sub, type Expr } from "../expr/expr.js";
 import { evaluate } from "../expr/evaluate.js";
 import { simplify } from "../expr/simplify.js";
 
@@ -89,14 +90,60 @@ function fitShifted(tables: RankTables, index: Expr, rank: Expr): Expr | undefin
   return shifted === undefined ? undefined : add(c, shifted);
 }
 
+/** The entry a windowed table holds where it names nothing (an m-block that waits on no slot). */
+const NONE_ENTRY = -1;
+
+/** One window `[lo, lo + width)` of {@link NONE_ENTRY} entries, or undefined when the none entries are not one non-empty run. */
+function noneWindow(t: readonly number[]): { lo: number; width: number } | undefined {
+  const lo = t.indexOf(NONE_ENTRY);
+  if (lo < 0) return undefined;
+  let hi = lo;
+  while (hi < t.length && t[hi] === NONE_ENTRY) hi++;
+  return t.indexOf(NONE_ENTRY, hi) < 0 ? { lo, width: hi - lo } : undefined;
+}
+
+/**
+ * Tables that hold {@link NONE_ENTRY} on one window of `w` entries per rank, starting at a
+ * rank-affine `lo(r)`, and elsewhere a non-negative fit `g` (`fitTables` / `fitShifted`) of the
+ * index with the window squeezed out — an AllGather's wait slots, numbered over every shard but
+ * the rank's own. With `L` entries, `hi = lo + w`, `after = (index + L - hi) // L` (1 past the
+ * window, else 0), `before = (lo + L - 1 - index) // L` (1 ahead of it) and `B` one more than
+ * `g`'s upper bound, the entry is `max(g(index - w·after, rank) + B·(after + before - 1), -1)`: every
+ * floor division has a non-negative dividend (Triton computes it exactly) and no product of two
+ * variables is left for `simplify` to multiply out. Unchecked; undefined where no such fit exists.
+ */
+function fitWindowed(tables: RankTables, index: Expr, rank: Expr): Expr | undefined {
+  const length = tables[0]?.length ?? 0;
+  const windows = tables.map(noneWindow);
+  if (windows.some((w) => w === undefined)) return undefined;
+  const ws = windows as { lo: number; width: number }[];
+  const width = ws[0]!.width;
+  if (width >= length || ws.some((w) => w.width !== width)) return undefined;
+  const lo = fitRanks(ws.map((w) => w.lo));
+  if (lo === undefined) return undefined;
+  const squeezed = tables.map((t, r) => t.filter((_, i) => i < ws[r]!.lo || i >= ws[r]!.lo + width));
+  if (squeezed.some((t) => t.some((v) => v < 0))) return undefined;
+  const loE = add(mul(lo.alpha, rank), lo.beta);
+  const after = floorDiv(sub(add(index, length), add(loE, width)), length);
+  const before = floorDiv(sub(add(loE, length - 1), index), length);
+  const j = sub(index, mul(width, after));
+  const g = fitTables(squeezed, j, rank) ?? fitShifted(squeezed, j, rank);
+  if (g === undefined) return undefined;
+  // Inside the window g is evaluated at unsqueezed indices: B exceeds g's bound over every index.
+  const big = Math.max(bounds(g).max, 0) + 1;
+  return max(add(g, mul(big, sub(add(after, before), 1))), NONE_ENTRY);
+}
+
 /**
  * If every rank's table is `f(index, rank)` for one expression `f` of the form
  * `a*index + alpha*rank + beta` or `(a*index + alpha*rank + beta) mod m` (a rank-rotated
  * visit order is the usual case), returns `simplify(f)`; otherwise `undefined`. A modular
  * fit with one rank's offset wrapped past `m` is still found (offsets are compared mod m).
  * Tables constant on runs of `d` entries (every change of value at a multiple of `d`, as a
- * chunk's slot per m-block is) are fitted the same way in `index // d`, and a modular fit may
- * sit above zero (`c + (…) mod m`, `c` the smallest entry).
+ * chunk's slot per m-block is) are fitted the same way in `index // d`, a modular fit may
+ * sit above zero (`c + (…) mod m`, `c` the smallest entry), and tables that are -1 on one
+ * window of `w` entries at a rank-affine start and such a fit elsewhere, the window squeezed
+ * out, are fitted too (`fitWindowed`: an AllGather's wait slots, none on the rank's own shard).
  * The result is checked against every entry of every table before it is returned.
  * @throws {MappingError} `invalid-size` for no ranks, tables of different or zero
  *   length; `index-out-of-bounds` when `index` ranges outside the tables or `rank`
@@ -129,6 +176,8 @@ export function recoverRankAffine(tables: RankTables, index: Expr, rank: Expr): 
     () => fitShifted(tables, index, rank),
     () => (runs === undefined ? undefined : fitTables(runs, floorDiv(index, d as number), rank)),
     () => (runs === undefined ? undefined : fitShifted(runs, floorDiv(index, d as number), rank)),
+    () => fitWindowed(tables, index, rank),
+    () => (runs === undefined ? undefined : fitWindowed(runs, floorDiv(index, d as number), rank)),
   ];
   const indexName = index.op === "var" ? index.name : undefined;
   const rankName = rank.op === "var" ? rank.name : undefined;

@@ -37,11 +37,26 @@ describe("per-m-block maps of TLX kernels", () => {
     );
   });
 
-  it("keep what no expression fits as the table of its name, read by a load", () => {
-    // AllGather+GEMM's wait slots: none (-1) on the rank's own chunk.
+  it("print AllGather+GEMM's wait slots inline: none (-1) on the rank's own chunk", () => {
     const perRank = [
       [-1, -1, 0, 0],
       [0, 0, -1, -1],
+    ];
+    const slot = mblockMap("mblock_wait_slot", perRank);
+    expect(slot.table).toBeUndefined();
+    expect(mblockArgs(slot.map)).toEqual([RANK_VAR]);
+    const w = new PythonWriter();
+    writeMblockRead(w, "slot", slot.map, MBLOCK_VAR);
+    expect(w.toString()).not.toContain("tl.load");
+    expect(w.toString()).toMatch(/^slot = .*ovl_rank.*\n$/);
+    expect(values(slot, 2, 4)).toEqual(perRank);
+  });
+
+  it("keep what no expression fits as the table of its name, read by a load", () => {
+    // Wait slots that skip two windows of one rank: no one expression fits.
+    const perRank = [
+      [-1, 0, -1, 1],
+      [0, 1, -1, -1],
     ];
     const slot = mblockMap("mblock_wait_slot", perRank);
     expect(slot.table).toEqual({ name: "mblock_wait_slot", dtype: "int32", values: perRank });

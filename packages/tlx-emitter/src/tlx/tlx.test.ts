@@ -264,8 +264,8 @@ describe("emitTlxAgGemm", () => {
     const plain = emitAgGemm(plan, s);
     const tlx = emitTlxAgGemm(plan, s);
     expect(Manifest.safeParse(tlx.manifest).success).toBe(true);
-    // The plain path's order and wait-slot tables, as maps of the tile program: the rank-rotated order inline, the
-    // wait slots (no slot for the rank's own chunk: no one expression fits) still a table.
+    // The plain path's order and wait-slot tables, as maps of the tile program, both inline: the rank-rotated order
+    // and the wait slots (none on the rank's own chunk, the others' chunks numbered in order).
     for (const [name, which] of [
       ["mblock_order", "order"],
       ["mblock_wait_slot", "slot"],
@@ -273,8 +273,9 @@ describe("emitTlxAgGemm", () => {
       const table = plain.manifest.tables.find((t) => t.name === name)!.values;
       table.forEach((values, rank) => expect(programValues(tlx.manifest, which, rank)).toEqual(values));
     }
-    expect(tlx.manifest.tables.map((t) => t.name)).toEqual(["mblock_wait_slot"]);
+    expect(tlx.manifest.tables).toEqual([]);
     expect(tlx.files[0]!.text).toContain("pid_m = (ovl_m + 4 * ovl_rank) % 8");
+    expect(tlx.files[0]!.text).not.toContain("tl.load(");
     expect(tlx.manifest.hostOps).toEqual(plain.manifest.hostOps);
     const k = tlx.manifest.kernels[0]!;
     expect(k.precompiled).toEqual({ target: "sm_90a", cubin: "tlx_ag_gemm.sm_90a.cubin", metadata: "tlx_ag_gemm.sm_90a.json" });

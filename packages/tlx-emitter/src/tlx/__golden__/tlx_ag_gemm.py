@@ -15,7 +15,7 @@ def fence_proxy_async(token):
 
 
 @triton.jit
-def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, mblock_wait_slot, sig_ptr, err_ptr, ovl_rank, target, timeout_ns, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
+def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, ovl_rank, sig_ptr, err_ptr, target, timeout_ns, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
     SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS
     EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])
@@ -45,7 +45,7 @@ def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, mblock_wait_slot, sig_ptr, err_ptr
                 pid_m = (ovl_m + 4 * ovl_rank) % 8
                 offs_am = pid_m * BLOCK_M
                 ovl_m = pid_m
-                slot = tl.load(mblock_wait_slot + (ovl_m))
+                slot = tl.maximum(2 * (((-2) * ovl_rank + ovl_m // 2 + 2) // 4) + 4 * ((2 * ovl_rank - ovl_m // 2 + 3) // 4) + ovl_m // 2 - 4, (-1))
                 bit = tl.where(slot < 32, tl.full([], 1, tl.int32) << (slot & 31), 0)
                 if (slot >= 0) & ((waited & bit) == 0):
                     tok = fence_proxy_async(wait_slot(sig_ptr, slot, target, err_ptr, ovl_rank, timeout_ns))
