@@ -56,12 +56,19 @@ def reference_kernels(monkeypatch):
     ):
         monkeypatch.setattr(module, impl, lambda x, w, name, model=model: model(x, w))
     monkeypatch.setattr(ops, "_all_gather_matmul_gathered_impl", lambda x, w, name: (_dense_ag(x, w), _gathered(x)))
+    monkeypatch.setattr(ops, "_all_to_all_matmul_exchanged_impl", lambda x, w, name: (_dense_a2a(x, w), _exchanged(x)))
 
 
 def _gathered(x):
     """Every rank's copy of ``cat(x over ranks)``, as AllGather+GEMM's buffer holds it after a launch."""
     world = x.shape[0]
     return torch.stack([torch.cat(list(x.unbind(0)))] * world)
+
+
+def _exchanged(x):
+    """Every rank's ``AllToAll(x)`` (row slab q: rank q's slab for this rank), as AllToAll+GEMM's buffer holds it."""
+    world, slab = x.shape[0], x.shape[1] // x.shape[0]
+    return torch.stack([torch.cat([x[q, r * slab : (r + 1) * slab] for q in range(world)]) for r in range(world)])
 
 
 def _leaf(*shape: int, seed: int) -> torch.Tensor:
@@ -176,6 +183,29 @@ def test_the_gathered_copy_is_the_gathered_input_and_not_differentiable(referenc
     y, gathered = torch.ops.ovl.all_gather_matmul_gathered(x, w, g.name)
     torch.testing.assert_close(gathered, _gathered(x.detach()))
     assert not gathered.requires_grad and y.requires_grad
+
+
+def test_all_to_all_matmuls_weight_gradient_reads_the_exchanged_operand(reference_kernels, monkeypatch):
+    """With ``w`` requiring grad AllToAll+GEMM keeps the exchanged ``x`` it returns beside its output: the backward
+    exchanges only ``dy @ wᵀ`` (for ``dx``), never ``x`` again; the copy is ``AllToAll(x)`` and not differentiable;
+    without a weight gradient the forward records the plain operator."""
+    exchanges = []
+    monkeypatch.setattr(autograd, "exchange_slabs", lambda t, g: exchanges.append(t.shape) or collectives.exchange_slabs(t, g))
+    world, m, k, n = 3, 2, 4, 5
+    g = OneGpuGroup(world)
+    x, w = _leaf(world, world * m, k, seed=40), _leaf(world, k, n, seed=41)
+    y, exchanged = torch.ops.ovl.all_to_all_matmul_exchanged(x, w, g.name)
+    torch.testing.assert_close(exchanged, _exchanged(x.detach()))
+    assert not exchanged.requires_grad and y.requires_grad
+    out = ops.all_to_all_matmul(x, w, g)
+    assert "all_to_all_matmul_exchanged" in out.grad_fn.name()
+    (out * torch.randn(out.shape, dtype=F64, generator=torch.Generator().manual_seed(42))).sum().backward()
+    assert exchanges == [(world, world * m, k)]  # dx's exchange of dy @ wᵀ only
+    _, (dx_ref, dw_ref) = _dense_grads(_dense_a2a, x, w, seed=42)
+    torch.testing.assert_close(w.grad, dw_ref)
+    torch.testing.assert_close(x.grad, dx_ref)
+    frozen = w.detach()
+    assert "all_to_all_matmul_exchanged" not in ops.all_to_all_matmul(x, frozen, g).grad_fn.name()
 
 
 def test_a_gate_up_weight_of_odd_width_is_refused_before_any_launch():

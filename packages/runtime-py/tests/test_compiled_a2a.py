@@ -14,7 +14,7 @@ import builders
 import numpy as np
 import pytest
 
-from ovl_runtime import emulate, load_manifest
+from ovl_runtime import Emulator, emulate, load_manifest
 from ovl_runtime.interpret import interpret_unavailable
 from ovl_runtime.reference import received_slabs
 
@@ -80,6 +80,22 @@ def test_a2a_gemm_is_correct_running_its_own_source(compiled, case):
     out = emulate(load_manifest(compiled / case / "manifest.json"), epochs=1, seed=11, engine="interpret")
     out.raise_for_failure()
     assert all(c.ok for c in out.checks)
+
+
+@pytest.mark.parametrize("case", ["w2_split2", "w3_off_tiles"])
+def test_after_a_launch_the_operand_buffer_holds_what_every_rank_sent(compiled, case):
+    """The torch API's weight gradient copies buffer ``A`` after a launch (``ops.OPERAND_BUFFER``) as
+    ``AllToAll(x)``: on every rank it holds each rank's slab for it, in rank order, and the caller's rows sit
+    in another buffer (the reference input)."""
+    m = load_manifest(compiled / case / "manifest.json")
+    assert m.reference.inputs["A"] != "A"
+    emu = Emulator(m, seed=5)
+    rec, _ = emu.checked_launch(0)
+    assert rec.ok
+    shape = (m.reference.M, m.reference.K)
+    sends = [emu.world.buffers[r][m.reference.inputs["A"]].reshape(shape) for r in range(m.world)]
+    for r in range(m.world):
+        np.testing.assert_array_equal(emu.world.buffers[r]["A"].reshape(shape), received_slabs(sends, r))
 
 
 def test_a_missing_copy_leaves_poison_that_the_check_catches(compiled, tmp_path):

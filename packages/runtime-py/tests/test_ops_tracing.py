@@ -141,13 +141,15 @@ def test_torch_compile_traces_the_layers_training_step_through_the_dual_operator
     assert ovl == ["ovl.all_gather_matmul_gathered.default", "ovl.matmul_reduce_scatter.default"] * 2
 
 
-def test_the_gathered_variant_traces_with_both_outputs():
-    """``all_gather_matmul_gathered``'s fake returns the output and the gathered input, each of the shape the kernel's
-    call returns."""
+@pytest.mark.parametrize(
+    ("op", "rows_in", "rows_out"),
+    [("all_gather_matmul_gathered", ROWS, W * ROWS), ("all_to_all_matmul_exchanged", W * ROWS, W * ROWS)],
+)
+def test_the_variants_keeping_their_moved_input_trace_with_both_outputs(op, rows_in, rows_out):
+    """``all_gather_matmul_gathered``'s and ``all_to_all_matmul_exchanged``'s fakes return the output and the moved
+    input (gathered, exchanged), each of the shape the kernel's call returns."""
     g = OneGpuGroup(W)
-    gm = make_fx(lambda x, w: torch.ops.ovl.all_gather_matmul_gathered(x, w, g.name), tracing_mode="fake")(
-        _rand(W, ROWS, K), _rand(W, K, N)
-    )
+    gm = make_fx(lambda x, w: getattr(torch.ops.ovl, op)(x, w, g.name), tracing_mode="fake")(_rand(W, rows_in, K), _rand(W, K, N))
     (node,) = [n for n in gm.graph.nodes if str(n.target).startswith("ovl.")]
-    out, gathered = node.meta["val"]
-    assert tuple(out.shape) == (W, W * ROWS, N) and tuple(gathered.shape) == (W, W * ROWS, K)
+    out, moved = node.meta["val"]
+    assert tuple(out.shape) == (W, rows_out, N) and tuple(moved.shape) == (W, rows_out, K)

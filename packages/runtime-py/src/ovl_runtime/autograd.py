@@ -14,7 +14,9 @@ exchange (its own inverse):
 - ``matmul_all_reduce``: ``y = Σ_ranks x @ w`` on every rank → ``dx = dy @ wᵀ``, ``dw = xᵀ @ dy`` (a
   replicated output's gradient is the same on every rank, so the AllReduce's backward is the identity, as in
   a row-parallel linear layer);
-- ``all_to_all_matmul``: ``y = A2A(x) @ w`` → ``dx = A2A(dy @ wᵀ)``, ``dw = A2A(x)ᵀ @ dy``;
+- ``all_to_all_matmul``: ``y = A2A(x) @ w`` → ``dx = A2A(dy @ wᵀ)``, ``dw = A2A(x)ᵀ @ dy``; where ``w`` needs a
+  gradient the Python function records ``all_to_all_matmul_exchanged``, whose second output is ``A2A(x)`` copied
+  from the kernel's own buffer, kept for ``dw`` instead of exchanged again;
 - ``all_gather_matmul_silu_mul`` (the fused kernel's op, ``torch.ops.ovl.all_gather_matmul_silu_mul``; the
   Python function records ``all_gather_matmul`` and SiLU-mul instead where autograd records, keeping the gate/up
   product): ``y = silu(g) · u`` with ``[g | u] = AG(x) @ w`` → the gate/up product recomputed (``AG(x) @ w``),
@@ -26,7 +28,7 @@ exchange (its own inverse):
   ``dkv = RS(dkv)`` (fp32) to the positions' owners. Plain torch and collectives, not overlapped;
 - the MoE operators: :mod:`ovl_runtime.autograd_moe` (plain torch over each expert's rows, not overlapped).
 
-The other ``AG``, ``RS`` and ``A2A`` of the weight gradients, attention's and MoE's are plain collectives
+The other ``AG``, ``RS`` and ``A2A`` (AllToAll+GEMM's ``dx``), attention's and MoE's are plain collectives
 (:mod:`ovl_runtime.collectives`: NCCL under torchrun, views and sums in the one-GPU mode). Each backward's
 overlapped operator is compiled for its own shape (the forward's with N and K swapped) the first time it runs.
 """
@@ -74,8 +76,8 @@ def _all_gather_matmul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
 
 
 def _save_gathered(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    """Keep ``w`` and the gathered ``x`` the operator returned beside its output, and the group's name; the
-    gathered copy is not differentiable (it is the operator's own, for the weight gradient)."""
+    """Keep ``w`` and the moved ``x`` the operator returned beside its output (gathered, or exchanged), and the
+    group's name; the copy is not differentiable (it is the operator's own, for the weight gradient)."""
     ctx.save_for_backward(output[1], inputs[1])
     ctx.group_name = inputs[2]
     ctx.mark_non_differentiable(output[1])
@@ -110,12 +112,25 @@ def _matmul_all_reduce_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     return dx, dw, None
 
 
+def _a2a_mm_grads(ctx: Any, dy: torch.Tensor, w: torch.Tensor, g: Group, exchanged: Callable[[], torch.Tensor]) -> tuple[Any, ...]:
+    """AllToAll+GEMM's gradients where needed: ``dx = A2A(dy @ wᵀ)``, ``dw = A2A(x)ᵀ @ dy`` with ``A2A(x)`` from
+    ``exchanged`` (called only for ``dw``)."""
+    dx = exchange_slabs(dy @ w.transpose(-1, -2), g) if ctx.needs_input_grad[0] else None
+    dw = exchanged().transpose(-1, -2) @ dy if ctx.needs_input_grad[1] else None
+    return dx, dw, None
+
+
 def _all_to_all_matmul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     x, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
-    dx = exchange_slabs(dy @ w.transpose(-1, -2), g) if ctx.needs_input_grad[0] else None
-    dw = exchange_slabs(x, g).transpose(-1, -2) @ dy if ctx.needs_input_grad[1] else None
-    return dx, dw, None
+    return _a2a_mm_grads(ctx, dy, w, g, lambda: exchange_slabs(x, g))
+
+
+def _all_to_all_matmul_exchanged_backward(ctx: Any, dy: torch.Tensor | None, _dexchanged: Any) -> tuple[Any, ...]:
+    exchanged, w = ctx.saved_tensors
+    if dy is None:
+        return None, None, None
+    return _a2a_mm_grads(ctx, dy, w, resolve_group(ctx.group_name), lambda: exchanged)
 
 
 def _all_gather_matmul_silu_mul_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
@@ -167,6 +182,7 @@ BACKWARDS: dict[str, tuple[Callable[..., tuple[Any, ...]], Callable[..., None]]]
     "ovl::matmul_reduce_scatter": (_matmul_reduce_scatter_backward, _save),
     "ovl::matmul_all_reduce": (_matmul_all_reduce_backward, _save),
     "ovl::all_to_all_matmul": (_all_to_all_matmul_backward, _save),
+    "ovl::all_to_all_matmul_exchanged": (_all_to_all_matmul_exchanged_backward, _save_gathered),
     "ovl::all_gather_matmul_silu_mul": (_all_gather_matmul_silu_mul_backward, _save),
     "ovl::sequence_parallel_attention": (_sequence_parallel_attention_backward, _save_attention),
     "ovl::moe_all_gather_grouped_matmul": (moe_all_gather_backward, save_moe_all_gather),

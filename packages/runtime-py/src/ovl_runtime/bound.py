@@ -162,13 +162,13 @@ class BoundOperator:
         if CHECK_EACH_CALL and not capturing:
             self.check()
 
-    def copy_input(self, key: str, outputs: Sequence[torch.Tensor]) -> None:
-        """Copy reference input ``key`` as the last launch left it into ``outputs[i]``, for the i-th rank this
-        process holds, in stream order: a gathered operand's symmetric buffer holds every rank's rows once the
-        launch is done (the next call's barrier keeps peers' pushes out of it until this copy has run)."""
-        buffer = self.m.reference.inputs.get(key)
-        if buffer is None or buffer in self.bindable:
-            raise UsageError(f"{self.m.name}: reference input {key!r} is not one of the operator's own buffers")
+    def copy_buffer(self, buffer: str, outputs: Sequence[torch.Tensor]) -> None:
+        """Copy the operator's own buffer ``buffer`` as the last launch left it into ``outputs[i]``, for the i-th
+        rank this process holds, in stream order: the operand buffer of an AllGather+GEMM (``A``) holds every
+        rank's rows once the launch is done, an AllToAll+GEMM's (``A``; the caller's rows go to ``A_send``) what
+        every rank sent this one (the next call's barrier keeps peers' pushes out of it until this copy has run)."""
+        if buffer not in {b.name for b in self.m.buffers} or buffer in self.bindable or buffer == self.m.signals.buffer:
+            raise UsageError(f"{self.m.name}: {buffer!r} is not one of the operator's own data buffers")
         for s, out in zip(self.ranks, outputs, strict=True):
             out.copy_(s.tensors[buffer].view(out.shape))
 

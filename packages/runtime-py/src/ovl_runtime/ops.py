@@ -183,6 +183,11 @@ def _gemm_operands(x: torch.Tensor, w: torch.Tensor, g: Group, what: str) -> tup
     return xs, ws, rows, k, n
 
 
+#: The buffer an AllGather+GEMM's or AllToAll+GEMM's GEMM reads its moved rows from, as the compiler names it:
+#: after a launch it holds ``AG(x)`` or ``A2A(x)``, which the weight gradient reuses.
+OPERAND_BUFFER = "A"
+
+
 # ---- the operators ----
 def _all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The output, and with ``keep`` a copy of the gathered ``cat(x over ranks)`` the launch left in its buffer."""
@@ -195,7 +200,7 @@ def _all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: 
     if not keep:
         return out, None
     gathered = _empty(g, g.world * m, k, x)
-    op.copy_input("A", _per_rank(gathered, g))
+    op.copy_buffer(OPERAND_BUFFER, _per_rank(gathered, g))
     return out, gathered
 
 
@@ -384,7 +389,9 @@ def _matmul_all_reduce_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -
     return out if padded == rows else out[..., :rows, :].contiguous()
 
 
-def _all_to_all_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+def _all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The output, and with ``keep`` a copy of the exchanged ``AllToAll(x)`` the launch left in its buffer
+    (row slab q: what rank q sent)."""
     g = resolve_group(group_name)
     what = "all_to_all_matmul"
     rows = _local_shape(x, g, "x", 2)[0]
@@ -395,7 +402,21 @@ def _all_to_all_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -
     op = _operator(key, g, what)
     out = _empty(g, rows, n, x)
     op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
-    return out
+    if not keep:
+        return out, None
+    exchanged = _empty(g, rows, k, x)
+    op.copy_buffer(OPERAND_BUFFER, _per_rank(exchanged, g))
+    return out, exchanged
+
+
+def _all_to_all_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _all_to_all_matmul(x, w, group_name, keep=False)[0]
+
+
+def _all_to_all_matmul_exchanged_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    out, exchanged = _all_to_all_matmul(x, w, group_name, keep=True)
+    assert exchanged is not None
+    return out, exchanged
 
 
 def _attention_shapes(q: torch.Tensor, kv: torch.Tensor, g: Group) -> tuple[int, int, int, int]:
@@ -448,6 +469,16 @@ def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     return x.new_empty((*x.shape[:-1], w.shape[-1]))
 
 
+@torch.library.custom_op("ovl::all_to_all_matmul_exchanged", mutates_args=())
+def _a2a_mm_exchanged_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return _all_to_all_matmul_exchanged_impl(x, w, group_name)
+
+
+@_a2a_mm_exchanged_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return x.new_empty((*x.shape[:-1], w.shape[-1])), torch.empty_like(x)
+
+
 @torch.library.custom_op("ovl::sequence_parallel_attention", mutates_args=())
 def _sp_attention_op(q: torch.Tensor, kv: torch.Tensor, group_name: str, causal: bool) -> torch.Tensor:
     return _attention_impl(q, kv, group_name, causal)
@@ -466,8 +497,15 @@ def matmul_all_reduce(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Ten
 
 def all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
     """``AllToAll(x) @ w``: slab q of this rank's ``x`` goes to rank q, and row slab q of the result
-    is what rank q sent times ``w``; the exchange overlaps the GEMM."""
-    return torch.ops.ovl.all_to_all_matmul(x, w, resolve_group(group).name)
+    is what rank q sent times ``w``; the exchange overlaps the GEMM.
+
+    Where autograd records a gradient for ``w`` it runs ``torch.ops.ovl.all_to_all_matmul_exchanged``, which
+    also returns the exchanged ``x`` the kernel already holds (a local copy, ``x``'s size), so the backward's
+    ``AllToAll(x)ᵀ @ dy`` exchanges nothing again."""
+    name = resolve_group(group).name
+    if torch.is_grad_enabled() and w.requires_grad:
+        return torch.ops.ovl.all_to_all_matmul_exchanged(x, w, name)[0]
+    return torch.ops.ovl.all_to_all_matmul(x, w, name)
 
 
 def sequence_parallel_attention(q: torch.Tensor, kv: torch.Tensor, group: Any, *, causal: bool = False) -> torch.Tensor:
@@ -541,6 +579,7 @@ _autograd.register(
     "ovl::matmul_reduce_scatter",
     "ovl::matmul_all_reduce",
     "ovl::all_to_all_matmul",
+    "ovl::all_to_all_matmul_exchanged",
     "ovl::sequence_parallel_attention",
     "ovl::moe_all_gather_grouped_matmul",
 )
