@@ -194,14 +194,23 @@ def _all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: 
     g = resolve_group(group_name)
     xs, ws, m, k, n = _gemm_operands(x, w, g, "all_gather_matmul")
     key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
-    op = _operator(key, g, "all_gather_matmul")
-    out = _empty(g, g.world * m, n, x)
+    return _run_moving(_operator(key, g, "all_gather_matmul"), g, xs, ws, x, (g.world * m, n, k), keep)
+
+
+def _run_moving(
+    op: BoundOperator, g: Group, xs: list[torch.Tensor], ws: list[torch.Tensor], x: torch.Tensor, shape: tuple[int, int, int], keep: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One launch of an operator that moves ``x`` before its GEMM (AllGather, AllToAll) on each rank's ``x`` and
+    ``w`` (``shape``: rows, n, k): its ``[rows, n]`` output and, with ``keep``, a copy of its ``[rows, k]`` operand
+    buffer, the moved ``x``."""
+    rows, n, k = shape
+    out = _empty(g, rows, n, x)
     op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
     if not keep:
         return out, None
-    gathered = _empty(g, g.world * m, k, x)
-    op.copy_buffer(OPERAND_BUFFER, _per_rank(gathered, g))
-    return out, gathered
+    moved = _empty(g, rows, k, x)
+    op.copy_buffer(OPERAND_BUFFER, _per_rank(moved, g))
+    return out, moved
 
 
 def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
@@ -399,14 +408,7 @@ def _all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: 
         raise UsageError(f"{what}: x's {rows} rows do not split into {g.world} equal slabs, one per rank")
     xs, ws, rows, k, n = _gemm_operands(x, w, g, what)
     key = KernelKey("a2a-gemm", g.world, rows, n, k, DTYPES[x.dtype])
-    op = _operator(key, g, what)
-    out = _empty(g, rows, n, x)
-    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], _per_rank(out, g))
-    if not keep:
-        return out, None
-    exchanged = _empty(g, rows, k, x)
-    op.copy_buffer(OPERAND_BUFFER, _per_rank(exchanged, g))
-    return out, exchanged
+    return _run_moving(_operator(key, g, what), g, xs, ws, x, (rows, n, k), keep)
 
 
 def _all_to_all_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
