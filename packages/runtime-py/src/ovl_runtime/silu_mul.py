@@ -96,9 +96,9 @@ def silu_mul_backward(gu: torch.Tensor, dh: torch.Tensor) -> torch.Tensor:
     inter = _width(gu, "silu_mul_backward")
     if tuple(dh.shape) != (*gu.shape[:-1], inter):
         raise ValueError(f"silu_mul_backward: dh is {list(dh.shape)}, the gate/up product {list(gu.shape)}")
-    gate, up = gu[..., :inter], gu[..., inter:]
     if gu.device.type != "cuda":
         # In the operands' dtype, as torch's autograd takes SiLU-mul's derivative (silu_backward is fp32 inside).
+        gate, up = gu[..., :inter], gu[..., inter:]
         return torch.cat([torch.ops.aten.silu_backward(dh * up, gate), dh * torch.nn.functional.silu(gate)], dim=-1)
     src, grad = gu.contiguous(), dh.contiguous()
     dgu = src.new_empty(src.shape)

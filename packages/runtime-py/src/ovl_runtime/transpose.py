@@ -20,6 +20,8 @@ AOTAutograd trace it; CPU tensors (the tests without a GPU) take torch's copy.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -59,8 +61,4 @@ def transposed(w: torch.Tensor) -> torch.Tensor:
 
 def tile_grid(shape: tuple[int, ...], block: int) -> tuple[int, int, int]:
     """``transpose_tiles``'s grid for a source of ``shape`` (leading dimensions batch) and square tiles of ``block``."""
-    rows, cols = shape[-2], shape[-1]
-    batch = 1
-    for d in shape[:-2]:
-        batch *= d
-    return (triton.cdiv(rows, block), triton.cdiv(cols, block), batch)
+    return (triton.cdiv(shape[-2], block), triton.cdiv(shape[-1], block), math.prod(shape[:-2]))
