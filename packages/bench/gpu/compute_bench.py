@@ -74,12 +74,19 @@ def bind(case, a, b, c):
 
 
 _cubins = {}
+_cluster_grids = {}
 
 
 def cubin_launcher(base, case, a, b, c, sms):
     """A precompiled (TLX) case: its cubin loaded through the CUDA driver, launched on the
     current stream with the global scratch its metadata asks for (device TMA descriptors)."""
-    from ovl_runtime.cubin import CubinKernel, launch_grid, load_metadata, scratch_bytes
+    from ovl_runtime.cubin import (
+        CubinKernel,
+        cap_clusters,
+        launch_grid,
+        load_metadata,
+        scratch_bytes,
+    )
     from ovl_runtime.gpu_cubin import driver
 
     path = os.path.join(base, case["cubin"])
@@ -95,7 +102,14 @@ def cubin_launcher(base, case, a, b, c, sms):
             raise ValueError(
                 f"{name} = {v} is not a multiple of 16, as the cubin was compiled"
             )
-    grid = launch_grid([min(sms, case["tiles"])], sms)
+    cluster = kernel.meta.cluster_dims
+    grid = launch_grid([min(sms, case["tiles"])], sms, cluster)
+    if cluster != (1, 1, 1):
+        # A persistent cluster kernel: no more clusters than the GPU holds at once.
+        grid = cap_clusters(grid, cluster, kernel.max_active_clusters())
+        if path not in _cluster_grids:
+            _cluster_grids[path] = grid
+            print(f"  cluster {cluster}: grid {grid[0]} ({case['label']})", flush=True)
     scratch = {
         n: torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")
         for n, nbytes in scratch_bytes(kernel.meta, grid).items()

@@ -9,6 +9,7 @@ from ovl_runtime.cubin import (
     CubinError,
     CUlaunchAttribute,
     CUlaunchConfig,
+    cap_clusters,
     launch_config,
     launch_grid,
     pack_args,
@@ -139,6 +140,17 @@ def test_grid_scratch_and_cluster():
     with pytest.raises(CubinError):
         launch_grid([1], 132, cluster=(2, 1, 1))
     assert scratch_bytes(m, (132, 1, 1)) == {"global_scratch": 384 * 132, "profile_scratch": 0}
+
+
+def test_persistent_cluster_grid_is_cut_to_the_clusters_the_gpu_holds():
+    assert cap_clusters((132, 1, 1), (2, 1, 1), 66) == (132, 1, 1)
+    # A GPC of an odd number of SMs: 65 pairs fit at once, not 66.
+    assert cap_clusters((132, 1, 1), (2, 1, 1), 65) == (130, 1, 1)
+    assert cap_clusters((16, 1, 1), (2, 1, 1), 65) == (16, 1, 1)
+    with pytest.raises(CubinError, match="no cluster"):
+        cap_clusters((132, 1, 1), (2, 1, 1), 0)
+    with pytest.raises(CubinError, match="one-dimensional"):
+        cap_clusters((132, 2, 1), (2, 1, 1), 66)
 
 
 def test_launch_config_layout_matches_cuda_h():

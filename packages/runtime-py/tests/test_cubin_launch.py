@@ -153,6 +153,23 @@ def test_stale_metadata_is_refused(push):
     with pytest.raises(CubinError, match="num_pushes"):
         check_metadata(replace(meta, args=changed), k)
     check_metadata(meta, k)
+    # A cubin compiled for clusters the manifest does not ask for, and the reverse.
+    with pytest.raises(CubinError, match=r"clusters \[2, 1, 1\], the manifest asks \[1, 1, 1\]"):
+        check_metadata(replace(meta, cluster_dims=(2, 1, 1)), k)
+    paired = replace(k, precompiled=replace(k.precompiled, cluster=(2, 1, 1)))
+    with pytest.raises(CubinError, match=r"clusters \[1, 1, 1\], the manifest asks \[2, 1, 1\]"):
+        check_metadata(meta, paired)
+    check_metadata(replace(meta, cluster_dims=(2, 1, 1)), paired)
+
+
+def test_manifest_cluster_is_three_positive_integers(push):
+    raw = json.loads((FIXTURE / "manifest.json").read_text())
+    raw["kernels"][0]["precompiled"]["cluster"] = [2, 1, 1]
+    assert parse_manifest(raw).kernels[0].precompiled.cluster == (2, 1, 1)
+    for bad in ([2, 1], [0, 1, 1], [2, 1, True], "2x1"):
+        raw["kernels"][0]["precompiled"]["cluster"] = bad
+        with pytest.raises(ManifestError, match="cluster"):
+            parse_manifest(raw)
 
 
 def test_push_kernels_warm_up_with_the_real_epoch(push):

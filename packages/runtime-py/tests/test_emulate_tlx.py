@@ -1,5 +1,6 @@
 """The emitter's TLX example manifests (tlx-gemm with cooperative and ping-pong consumers, tlx-ag-gemm,
-tlx-ag-gemm-push, tlx-gemm-rs with copy-engine and SM-push deliveries), emulated over several epochs.
+tlx-ag-gemm-push, tlx-gemm-rs with copy-engine and SM-push deliveries; the cooperative ones also in 2x1
+clusters), emulated over several epochs.
 
 They come from the built ``@ovl/tlx-emitter`` (``tlxExamples``) for worlds 1 to 4 and one
 or two chunks per rank; a corrupted push table must fail rather than give a wrong number.
@@ -55,6 +56,10 @@ KINDS = {
     "tlx_ag_gemm_push": "tlx-ag-gemm-push",
     "tlx_gemm_rs": "tlx-gemm-rs",
     "tlx_gemm_rs_pingpong_sm": "tlx-gemm-rs",
+    # 2x1 clusters sharing B by multicast: the same kinds, the cluster is the launch's.
+    "tlx_gemm_multicast": "tlx-gemm",
+    "tlx_ag_gemm_multicast": "tlx-ag-gemm",
+    "tlx_gemm_rs_multicast_tn": "tlx-gemm-rs",
 }
 
 

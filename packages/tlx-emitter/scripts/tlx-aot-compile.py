@@ -99,7 +99,11 @@ def compile_manifest(path):
         where = f"{path}: {k['name']} ({k['template']['kind']})"
         t0 = time.time()
         src, signature, aligned = kernel_source(triton, base, k, buffers, tables, "ovl_tlx_aot_")
-        compiled = triton.compile(src, target=TARGETS[pre["target"]], options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
+        options = {"num_warps": k["numWarps"], "num_stages": k["numStages"]}
+        if "cluster" in pre:
+            # A cluster kernel (CTAs sharing loads by TMA multicast): compiled for that cluster shape.
+            options["ctas_per_cga"] = tuple(pre["cluster"])
+        compiled = triton.compile(src, target=TARGETS[pre["target"]], options=options)
         ptx = compiled.asm["ptx"]
         if not re.search(r"^\s*\.target\s+" + re.escape(pre["target"]) + r"\b", ptx, re.M):
             raise SystemExit(f"FAIL {where}: the PTX is not for {pre['target']}")
@@ -113,6 +117,8 @@ def compile_manifest(path):
         if present:
             raise SystemExit(f"FAIL {where}: PTX unexpectedly holds {present}")
         meta = metadata_of(k, compiled, signature, aligned, pre["target"])
+        if meta["cluster_dims"] != list(pre.get("cluster", [1, 1, 1])):
+            raise SystemExit(f"FAIL {where}: compiled for clusters {meta['cluster_dims']}, the manifest asks {pre.get('cluster')}")
         check_layout(meta, ptx_params(ptx, meta["entry"]), where)
         with open(os.path.join(base, pre["cubin"]), "wb") as f:
             f.write(compiled.asm["cubin"])

@@ -169,6 +169,7 @@ function tlxEntry(c: ResultCase & { ms: number; warpSpecialization: WarpSpeciali
     stages: w.stages ?? c.config.numStages,
     ...(w.epilogueSplit === 1 || w.epilogueSplit === 2 || w.epilogueSplit === 4 ? { epilogueSplit: w.epilogueSplit } : {}),
     ...(w.notifier === undefined ? {} : { notifier: w.notifier }),
+    ...(w.clusterM === 2 ? { clusterM: 2 as const } : {}),
     ms: Number(c.ms.toFixed(4)),
   };
 }

@@ -209,7 +209,8 @@ export async function gemmArCases(
  * The TLX backend's cases of one world: AllGather+GEMM (swizzled push plan, split 2) and
  * GEMM+RS (direct, split 2; copy engine and SM pushes; tile-done notifies from the consumers,
  * from the producer warp group and by TMA reduce-add, the cooperative ones then with four epilogue stores), each with cooperative (128×256×64
- * and 256×128×64, 4 stages, two epilogue stores) and ping-pong (128×128×64, 5 stages, two epilogue stores) consumers.
+ * and 256×128×64, 4 stages, two epilogue stores; and 128×256×64 in 2×1 clusters sharing B by multicast, `mc`) and
+ * ping-pong (128×128×64, 5 stages, two epilogue stores) consumers.
  */
 export async function tlxOneGpuCases(world: number, M: number, N: number, K: number): Promise<Record<string, EmitResult>> {
   const timing = ONE_GPU_TIMING;
@@ -219,6 +220,8 @@ export async function tlxOneGpuCases(world: number, M: number, N: number, K: num
     coop: { tile: { BM: 128, BN: 256, BK: 64 }, ws: { consumerSchedule: "cooperative" as const, stages: 4 } },
     pp: { tile: { BM: 128, BN: 128, BK: 64 }, ws: { consumerSchedule: "pingpong" as const, stages: 5, epilogueSplit: 2 } },
     coop256: { tile: { BM: 256, BN: 128, BK: 64 }, ws: { consumerSchedule: "cooperative" as const, stages: 4 } },
+    // 2×1 clusters sharing B blocks by TMA multicast.
+    mc: { tile: { BM: 128, BN: 256, BK: 64 }, ws: { consumerSchedule: "cooperative" as const, stages: 4, clusterM: 2 } },
   };
   const ag = agPlan(world, M, K);
   const rs = rsPlan(world, M, N);
@@ -237,6 +240,7 @@ export async function tlxOneGpuCases(world: number, M: number, N: number, K: num
       // Tile-done notifies from the consumers (default), from the producer warp group (`pn`) and by TMA
       // reduce-add (`tn`; the cooperative consumers with four quarter-width epilogue stores).
       for (const notifier of ["consumers", "producer", "tma"] as const) {
+        if (notifier === "producer" && c === "mc") continue; // counts tiles per program: refused with clusters
         const name = `${tag}_tlx_gemm_rs_${c}_${b}${{ consumers: "", producer: "_pn", tma: "_tn" }[notifier]}`;
         const split = notifier === "tma" && c !== "pp" ? { epilogueSplit: 4 } : {};
         cases[name] = await compile(

@@ -1,7 +1,7 @@
 import { computeConfigs, type ComputeConfigTable } from "@ovl/tlx-emitter";
 import { describe, expect, it } from "vitest";
 import { entryConfig, type ComputeResults, type ResultCase } from "./compute-table.js";
-import { checkTable } from "./table-check.js";
+import { checkTable, compareTables } from "./table-check.js";
 
 const table = computeConfigs("h200") as ComputeConfigTable;
 // Two GEMM+RS entries of the committed table, each with its TLX configuration.
@@ -84,6 +84,9 @@ describe("checkTable", () => {
         // Faster, but not the table's TLX configuration (another ring), or wrong: never counted.
         tlxCase(e, 0.5, { stages: 99 }),
         tlxCase(e, 0.4, {}, 0.5),
+        // Nor another L2 grouping or cluster of the same tile and ring.
+        { ...tlxCase(e, 0.3), config: { ...tlxCase(e, 0.3).config, groupM: e.tlx!.groupM * 2 } },
+        tlxCase(e, 0.2, { clusterM: 2 }),
       ]),
     );
     expect(r.shapes.map((s) => [s.backend, Number(s.ratio.toFixed(4))])).toEqual([
@@ -93,6 +96,7 @@ describe("checkTable", () => {
     expect(r.geomean).toBeCloseTo(1 / 1.1, 6);
     expect(r.min).toBeCloseTo(1 / 1.1, 6);
     expect(r.below95).toBe(2);
+    expect(r.shapes.every((x) => !x.tlxMissing)).toBe(true);
     // The Triton kernel where it is faster; the geometric mean over both shapes.
     const mixed = checkTable(
       table,
@@ -113,6 +117,32 @@ describe("checkTable", () => {
       expect(Number.isFinite(x.simError)).toBe(true);
       expect(x.simError!).toBeGreaterThan(-1);
     }
+  });
+
+  it("compares two tables over the shapes where the run measured both tables' kernels", () => {
+    // `after` picks a 16-row-group TLX kernel at the first shape, which the run measured; at the
+    // second its pick (a clustered kernel) is missing from the run, so that shape is left out.
+    const after: ComputeConfigTable = {
+      ...table,
+      entries: table.entries.map((e) =>
+        e === entries[0] ? { ...e, tlx: { ...e.tlx!, groupM: 16 } } : e === entries[1] ? { ...e, tlx: { ...e.tlx!, clusterM: 2 } } : e,
+      ),
+    };
+    const results = run((e) => [tuned(e, 2), tlxCase(e, 1.25), { ...tlxCase(e, 1), config: { ...tlxCase(e, 1).config, groupM: 16 } }]);
+    const missing = checkTable(after, results).shapes.map((x) => x.tlxMissing);
+    expect(missing).toEqual([false, true]);
+    const c = compareTables(table, after, results);
+    expect(c.shapes.map((x) => x.name)).toEqual(["s0"]);
+    expect(c.before).toBeCloseTo(1 / 1.25, 6);
+    expect(c.after).toBeCloseTo(1, 6);
+    // A run that measured neither table's TLX kernels leaves no shape to compare.
+    expect(() =>
+      compareTables(
+        table,
+        after,
+        run((e) => [tuned(e, 2)]),
+      ),
+    ).toThrow(/both tables/);
   });
 
   it("refuses a run whose tuned kernel is not the table's, or a shape where neither kernel is correct", () => {

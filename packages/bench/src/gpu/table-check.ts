@@ -1,13 +1,15 @@
 // How a target's tuned table fares in a bench run it was not made from (another machine of the
 // same GPU, say): per shape, cuBLAS ÷ the faster of the two kernels the table picks — the entry's
 // tuned Triton kernel and its `tlx` entry's TLX backend kernel — as `fastestBackend()` would.
-//   tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...] [--sim H100_SXM|H200_SXM]
+//   tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...] [--sim H100_SXM|H200_SXM] [--against <table.json>]
 // Each run is reported on its own (geometric mean, minimum, shapes below 0.95, the lowest four);
 // with --sim also the simulator's compute time (the tuned Triton kernel's calibration) against
-// the faster kernel's measured time, per shape.
+// the faster kernel's measured time, per shape; with --against also another table of the target
+// (an earlier one, `git show <rev>:packages/tlx-emitter/configs/<target>.json`) on the same run,
+// over the shapes where the run measured both tables' kernels (`compareTables`).
 import { readFileSync } from "node:fs";
 import type { TargetName } from "@ovl/primitives";
-import { type ComputeConfigTable, computeConfigs } from "@ovl/tlx-emitter";
+import { type ComputeConfigTable, computeConfigs, parseComputeConfigs } from "@ovl/tlx-emitter";
 import { simulatedMs } from "./compute-report.js";
 import { type ComputeResults, correct, entryConfig, type ResultCase, runsEntry, tunedCase } from "./compute-table.js";
 
@@ -22,6 +24,8 @@ export interface TableShapeCheck {
   readonly ms: number;
   /** With a hardware model: the simulator's compute time ÷ `ms` − 1. */
   readonly simError?: number;
+  /** The entry names a TLX kernel the run did not measure (or not correctly): `ratio` is the Triton kernel's alone. */
+  readonly tlxMissing: boolean;
 }
 
 /** The figures of one run. */
@@ -41,10 +45,12 @@ function isEntryTlx(c: ResultCase, t: NonNullable<ComputeConfigTable["entries"][
     c.config.BM === t.BM &&
     c.config.BN === t.BN &&
     c.config.BK === t.BK &&
+    c.config.groupM === t.groupM &&
     w.consumerSchedule === t.consumerSchedule &&
     w.stages === t.stages &&
     w.epilogueSplit === t.epilogueSplit &&
-    w.notifier === t.notifier
+    w.notifier === t.notifier &&
+    (w.clusterM ?? 1) === (t.clusterM ?? 1)
   );
 }
 
@@ -68,7 +74,14 @@ export function checkTable(table: ComputeConfigTable, results: ComputeResults, h
     const best = [tuned, tlx].filter((c) => c !== undefined).sort((a, b) => a.ms - b.ms)[0];
     if (best === undefined) throw new Error(`${s.name}: neither of the table's kernels ran correctly in this run`);
     const simError = hardware === undefined ? {} : { simError: simulatedMs(s, entryConfig(e), hardware) / best.ms - 1 };
-    shapes.push({ name: s.name, ratio: s.cublas.ms / best.ms, backend: best === tlx ? "tlx" : "triton", ms: best.ms, ...simError });
+    shapes.push({
+      name: s.name,
+      ratio: s.cublas.ms / best.ms,
+      backend: best === tlx ? "tlx" : "triton",
+      ms: best.ms,
+      tlxMissing: e.tlx !== undefined && tlx === undefined,
+      ...simError,
+    });
   }
   if (shapes.length === 0) throw new Error(`the run holds no shape of the ${table.target} table`);
   const ratios = shapes.map((x) => x.ratio);
@@ -78,6 +91,31 @@ export function checkTable(table: ComputeConfigTable, results: ComputeResults, h
     min: Math.min(...ratios),
     below95: ratios.filter((r) => r < 0.95).length,
   };
+}
+
+/** Two tables on one run, over the shapes where it measured both tables' kernels. */
+export interface TableComparison {
+  readonly shapes: readonly { readonly name: string; readonly before: number; readonly after: number }[];
+  readonly before: number;
+  readonly after: number;
+}
+
+/**
+ * `before` and `after` (two tables of one target) on `results`: cuBLAS ÷ each table's faster kernel
+ * per shape (`checkTable`), geometric means over the shapes where neither table's TLX kernel is
+ * missing from the run — a table whose pick the run did not measure would be judged by its Triton
+ * kernel alone. @throws like `checkTable`, or when no shape is left.
+ */
+export function compareTables(before: ComputeConfigTable, after: ComputeConfigTable, results: ComputeResults): TableComparison {
+  const a = checkTable(before, results);
+  const b = new Map(checkTable(after, results).shapes.map((x) => [x.name, x]));
+  const shapes = a.shapes.flatMap((x) => {
+    const y = b.get(x.name);
+    return y === undefined || x.tlxMissing || y.tlxMissing ? [] : [{ name: x.name, before: x.ratio, after: y.ratio }];
+  });
+  if (shapes.length === 0) throw new Error("no shape of the run has both tables' kernels measured");
+  const g = (xs: readonly number[]) => Math.exp(xs.reduce((t, r) => t + Math.log(r), 0) / xs.length);
+  return { shapes, before: g(shapes.map((x) => x.before)), after: g(shapes.map((x) => x.after)) };
 }
 
 function main(argv: readonly string[]): void {
@@ -90,12 +128,20 @@ function main(argv: readonly string[]): void {
   }
   const table = computeConfigs(target as TargetName);
   if (table === null) throw new Error(`no tuned table for ${target}`);
+  const ai = argv.indexOf("--against");
+  const against = ai < 0 ? undefined : parseComputeConfigs(JSON.parse(readFileSync(argv[ai + 1] ?? "", "utf8")));
   for (const path of runs.split(",")) {
     const r = checkTable(table, JSON.parse(readFileSync(path, "utf8")) as ComputeResults, hardware);
     const low = [...r.shapes].sort((a, b) => a.ratio - b.ratio).slice(0, 4);
     console.log(
       `${path}: the ${target} table's kernels at ${r.geomean.toFixed(3)}x cuBLAS by geometric mean over ${r.shapes.length} shapes, min ${r.min.toFixed(3)}, ${r.below95} below 0.95; lowest ${low.map((x) => `${x.name} ${x.ratio.toFixed(3)} (${x.backend})`).join(", ")}`,
     );
+    if (against !== undefined) {
+      const c = compareTables(against, table, JSON.parse(readFileSync(path, "utf8")) as ComputeResults);
+      console.log(
+        `  against ${argv[ai + 1]}: ${c.before.toFixed(3)}x -> ${c.after.toFixed(3)}x over the ${c.shapes.length} shapes where the run measured both tables' kernels`,
+      );
+    }
     const errors = r.shapes.flatMap((x) => (x.simError === undefined ? [] : [{ name: x.name, e: x.simError }]));
     if (errors.length > 0) {
       const worst = errors.reduce((a, b) => (Math.abs(b.e) > Math.abs(a.e) ? b : a));

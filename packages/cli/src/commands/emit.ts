@@ -185,7 +185,7 @@ export async function emitTlx(p: Problem, e: EmittedOperator, sources: EmitSourc
 /** One line on the TLX kernel's configuration and, from the tuned table, how it measured against the Triton kernel. */
 export function describeTlx(t: EmittedTlx): string {
   const ws = t.operator.warpSpecialization;
-  const knobs = `tile ${t.operator.tile.BM}x${t.operator.tile.BN}x${t.operator.tile.BK}, group ${t.operator.groupM ?? 8}, ${ws?.consumerSchedule ?? "cooperative"} consumers, ${ws?.stages ?? 3} stages`;
+  const knobs = `tile ${t.operator.tile.BM}x${t.operator.tile.BN}x${t.operator.tile.BK}, group ${t.operator.groupM ?? 8}, ${ws?.consumerSchedule ?? "cooperative"} consumers, ${ws?.stages ?? 3} stages${(ws?.clusterM ?? 1) > 1 ? `, ${ws?.clusterM}x1 clusters sharing B by multicast` : ""}`;
   if (t.compute.source !== "table")
     return `${knobs} (${t.compute.source === "explicit" ? "named by --tile" : `default: ${t.compute.reason}`})`;
   const e = t.compute.entry;

@@ -161,6 +161,17 @@ def launch_grid(grid: Sequence[Any], num_sms: int, cluster: tuple[int, int, int]
     return (out[0], out[1], out[2])
 
 
+def cap_clusters(grid: tuple[int, int, int], cluster: tuple[int, int, int], max_clusters: int) -> tuple[int, int, int]:
+    """A one-dimensional persistent ``grid`` of ``cluster``-shaped clusters cut to ``max_clusters``
+    whole clusters (what the GPU holds at once, ``CubinKernel.max_active_clusters``).
+    @raises CubinError when not one cluster fits, or the grid or cluster is not one-dimensional."""
+    if grid[1:] != (1, 1) or cluster[1:] != (1, 1):
+        raise CubinError("grid", f"a persistent cluster grid is one-dimensional, got grid {list(grid)} and cluster {list(cluster)}")
+    if max_clusters < 1:
+        raise CubinError("cluster_dims", f"the GPU holds no cluster of {cluster[0]} CTAs of this kernel at once")
+    return (min(grid[0], max_clusters * cluster[0]), 1, 1)
+
+
 def scratch_bytes(meta: CubinMetadata, grid: tuple[int, int, int]) -> dict[str, int]:
     """Bytes of each hidden scratch buffer for a launch of ``grid`` (0: pass a null pointer)."""
     programs = grid[0] * grid[1] * grid[2]
@@ -308,6 +319,20 @@ class CubinKernel:
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
             )
         return cls(driver, function, module, meta)
+
+    def max_active_clusters(self) -> int:
+        """Clusters of this cluster kernel the GPU holds at once (``cuOccupancyMaxActiveClusters``):
+        what a persistent grid of clusters may launch, since a GPC of an odd number of SMs leaves
+        one no cluster of two can take. @raises CubinError for a kernel without clusters."""
+        if self.meta.cluster_dims == (1, 1, 1):
+            raise CubinError("cluster_dims", f"{self.meta.entry} is not a cluster kernel")
+        n = ctypes.c_int(0)
+        x, y, z = self.meta.cluster_dims
+        cfg, _attrs = launch_config(self.meta, (x * 64, y, z), 0)
+        self.driver.check(
+            self.driver.lib.cuOccupancyMaxActiveClusters(ctypes.byref(n), self.function, ctypes.byref(cfg)), "cuOccupancyMaxActiveClusters"
+        )
+        return n.value
 
     def launch(self, grid: tuple[int, int, int], values: Mapping[str, int], stream: int = 0) -> None:
         """``cuLaunchKernelEx`` on ``stream`` (a ``CUstream`` handle, e.g. ``torch.cuda.current_stream().cuda_stream``)."""

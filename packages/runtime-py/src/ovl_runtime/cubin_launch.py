@@ -127,6 +127,12 @@ def check_metadata(meta: CubinMetadata, kernel: KernelSpec) -> None:
     fix = "recompile it (scripts/tlx-aot-compile.py of @ovl/tlx-emitter) from this manifest"
     if meta.entry != kernel.entry:
         raise CubinError("metadata.entry", f"is {meta.entry!r}, but kernel {kernel.name} calls {kernel.entry!r}: {fix}")
+    want = (kernel.precompiled.cluster if kernel.precompiled is not None else None) or (1, 1, 1)
+    if tuple(meta.cluster_dims) != tuple(want):
+        raise CubinError(
+            "metadata.cluster_dims",
+            f"kernel {kernel.name} was compiled for clusters {list(meta.cluster_dims)}, the manifest asks {list(want)}: {fix}",
+        )
     manifest_args = dict(kernel.args)
     meta_names = [a.name for a in meta.args]
     missing = [n for n in manifest_args if n not in meta_names]

@@ -167,6 +167,8 @@ class PrecompiledSpec:
     metadata: str
     cubin_path: Path | None = None
     metadata_path: Path | None = None
+    # The cluster shape it is compiled for (``ctas_per_cga``), e.g. (2, 1, 1); None: no clusters.
+    cluster: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True)

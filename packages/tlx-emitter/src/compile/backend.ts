@@ -102,6 +102,7 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
         ...(ws === undefined ? {} : { consumerSchedule: ws.consumerSchedule }),
         ...(ws?.stages === undefined ? {} : { stages: ws.stages }),
         ...(ws?.epilogueSplit === undefined ? {} : { epilogueSplit: ws.epilogueSplit }),
+        ...(ws?.clusterM === undefined ? {} : { clusterM: ws.clusterM }),
       };
       if (ws?.notifier !== undefined && op.kind !== "gemm-rs")
         throw new EmitError("bad-param", `warpSpecialization.notifier applies to gemm-rs; ${op.kind} notifies nothing per tile`);

@@ -28,6 +28,8 @@ export const TlxConfigEntry = z.object({
   epilogueSplit: z.union([z.literal(1), z.literal(2), z.literal(4)]).optional(),
   /** GEMM+RS: the warp groups that issue the tile-done notifies (default `consumers`). */
   notifier: z.enum(TLX_NOTIFIERS).optional(),
+  /** Cooperative only: CTAs per cluster along M sharing B blocks by TMA multicast (default 1). */
+  clusterM: z.union([z.literal(1), z.literal(2)]).optional(),
   /** Measured median (ms), in the same run as the entry's own `ms` and `cublasMs`. */
   ms: z.number().positive().optional(),
 });

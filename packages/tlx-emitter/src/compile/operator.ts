@@ -107,6 +107,8 @@ export interface WarpSpecialization {
   readonly epilogueSplit?: number;
   /** GEMM+RS: who issues the tile-done notifies: the consumers (default), the producer warp group, or the consumers by TMA reduce-add. */
   readonly notifier?: TlxNotifier;
+  /** Cooperative consumers: CTAs per cluster along M sharing B blocks by TMA multicast (1 or 2; default 1; `TlxEmitOptions.clusterM`). */
+  readonly clusterM?: number;
 }
 
 /**

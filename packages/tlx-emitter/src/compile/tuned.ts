@@ -126,6 +126,7 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
       stages: t.stages,
       ...(t.epilogueSplit === undefined ? {} : { epilogueSplit: t.epilogueSplit }),
       ...(t.notifier === undefined ? {} : { notifier: t.notifier }),
+      ...(t.clusterM === undefined ? {} : { clusterM: t.clusterM }),
     };
     const tunedTlx: Operator = {
       ...op,

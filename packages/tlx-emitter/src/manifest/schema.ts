@@ -161,6 +161,13 @@ export const Precompiled = z.object({
   target: z.enum(["sm_90a", "sm_100a"]),
   cubin: RelativePath("cubin"),
   metadata: RelativePath("json"),
+  /**
+   * Optional (additive): the cluster shape the kernel is compiled for (`ctas_per_cga`), e.g.
+   * `[2, 1, 1]` for CTA pairs sharing loads by TMA multicast. The metadata's `cluster_dims`
+   * must match; the launcher rounds the grid down to whole clusters and to the clusters the
+   * GPU holds at once.
+   */
+  cluster: z.tuple([Positive, Positive, Positive]).optional(),
 });
 export type Precompiled = z.infer<typeof Precompiled>;
 

@@ -28,6 +28,44 @@ export interface TlxGemmParams {
    * store two back, so no store waits for the one just issued to leave shared memory.
    */
   readonly epilogueSplit?: number;
+  /**
+   * CTAs per cluster along M (1 or 2; default 1). 2: the CTAs of a pair take the tiles of two
+   * m-blocks of one n-block at a time and share its B blocks by TMA multicast — each loads half
+   * of every B block into both CTAs' rings — so every B block crosses from L2 once per pair
+   * instead of once per CTA (a 2×1 cluster, as cuBLAS's fastest Hopper GEMMs run). A stage is
+   * free again once the consumers of both CTAs have read it: each consumer releases its own
+   * CTA's stage and its peer's. Needs `BLOCK_N ≥ 128` (halves of whole 64-column swizzle
+   * atoms), a schedule walking tiles in pairs (`groupedTiles({ clusterM: 2 })`) and an even
+   * number of m-blocks.
+   */
+  readonly clusterM?: number;
+}
+
+/** CTAs per cluster along M a `tlxGemm` takes (`clusterM`). */
+export type ClusterM = 1 | 2;
+
+/**
+ * `clusterM` checked: 1 or 2, and (given `BLOCK_N`) 2 only where `BLOCK_N` halves into whole
+ * 64-column swizzle atoms.
+ * @throws {EmitError} `bad-param`.
+ */
+export function checkClusterM(clusterM: number, BLOCK_N?: number): ClusterM {
+  if (clusterM !== 1 && clusterM !== 2) throw new EmitError("bad-param", `clusterM must be 1 or 2, got ${String(clusterM)}`);
+  if (clusterM === 2 && BLOCK_N !== undefined && BLOCK_N < 128)
+    throw new EmitError("bad-param", `clusterM 2 multicasts halves of B blocks: BLOCK_N must be at least 128, got ${BLOCK_N}`);
+  return clusterM;
+}
+
+/**
+ * Refuses a cluster of `clusterM` CTAs along M over `numPidM` m-blocks that do not pair up.
+ * @throws {EmitError} `bad-param`.
+ */
+export function checkClusterPairs(clusterM: number, numPidM: number): void {
+  if (clusterM > 1 && numPidM % clusterM !== 0)
+    throw new EmitError(
+      "bad-param",
+      `clusterM ${clusterM} pairs m-blocks, but there are ${numPidM}: use clusterM 1, or an M that is a multiple of ${clusterM} × BLOCK_M`,
+    );
 }
 
 /**
@@ -120,17 +158,50 @@ export function writeTileCounts(w: PythonWriter): void {
  * its bytes on its `full` barrier, issue the A loads (`writeALoads`, given `stage`, `ki`,
  * `full`) and the B load into it.
  */
-export function writeRingLoads(w: PythonWriter, stageBytes: number, writeALoads: (k: PythonWriter) => void): void {
+export function writeRingLoads(w: PythonWriter, stageBytes: number, writeALoads: (k: PythonWriter) => void, clusterM: ClusterM = 1): void {
   w.line("offs_bn = pid_n * BLOCK_N");
   w.block("for ki in range(k_tiles)", (k) => {
     k.line("stage = it % NUM_STAGES");
     k.line("tlx.barrier_wait(tlx.local_view(empty_bars, stage), ((it // NUM_STAGES) & 1) ^ 1)");
     k.line("full = tlx.local_view(full_bars, stage)");
+    // With multicast the peer's half of B lands on this barrier too: the stage's bytes are the same.
     k.line(`tlx.barrier_expect_bytes(full, ${stageBytes})`);
     writeALoads(k);
-    k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
+    if (clusterM === 1) k.line("tlx.async_descriptor_load(b_desc, tlx.local_view(b_ring, stage), [ki * BLOCK_K, offs_bn], full)");
+    else writeMulticastBLoads(k);
     k.line("it += 1");
   });
+}
+
+/**
+ * This CTA's half of the stage's B block, multicast into both CTAs' rings (slice offsets are
+ * constants, so one branch per half).
+ */
+function writeMulticastBLoads(k: PythonWriter): void {
+  const half = (h: number) =>
+    `tlx.async_descriptor_load(b_desc, tlx.local_slice(tlx.local_view(b_ring, stage), [0, ${h === 0 ? "0" : "HALF_N"}], [BLOCK_K, HALF_N]), [ki * BLOCK_K, offs_bn${h === 0 ? "" : " + HALF_N"}], full, multicast_targets=[0, 1])`;
+  k.block("if cta == 0", (b) => b.line(half(0)));
+  k.block("else", (b) => b.line(half(1)));
+}
+
+/**
+ * The producer's drain after its tile loop (clusters only): wait until the consumers of both
+ * CTAs have released every stage, so no release from the peer is still on its way to this
+ * CTA's barriers when it exits.
+ */
+export function writeClusterDrain(w: PythonWriter): void {
+  w.comment("Every stage released by both CTAs' consumers: no arrive from the peer is still on its way here.");
+  w.block("for _ in range(NUM_STAGES)", (d) => {
+    d.line("stage = it % NUM_STAGES");
+    d.line("tlx.barrier_wait(tlx.local_view(empty_bars, stage), ((it // NUM_STAGES) & 1) ^ 1)");
+    d.line("it += 1");
+  });
+}
+
+/** Releases ring stage `stage` (an expression): this CTA's `empty` barrier, and the peer's with a cluster. */
+export function writeStageRelease(w: PythonWriter, stage: string, clusterM: ClusterM = 1): void {
+  w.line(`tlx.barrier_arrive(tlx.local_view(empty_bars, ${stage}))`);
+  if (clusterM === 2) w.line(`tlx.barrier_arrive(tlx.local_view(empty_bars, ${stage}), 1, remote_cta_rank=peer)`);
 }
 
 /**
@@ -138,7 +209,7 @@ export function writeRingLoads(w: PythonWriter, stageBytes: number, writeALoads:
  * over `stage`): per k-step wait for the stage to be full, issue the wgmma, keep one in
  * flight and free the stage before it. Leaves the last wgmma in flight and its stage in `prev`.
  */
-export function writeRingMmas(w: PythonWriter, aSlot: string): void {
+export function writeRingMmas(w: PythonWriter, aSlot: string, clusterM: ClusterM = 1): void {
   w.line("prev = 0");
   w.block("for ki in range(k_tiles)", (k) => {
     k.line("stage = it % NUM_STAGES");
@@ -146,7 +217,7 @@ export function writeRingMmas(w: PythonWriter, aSlot: string): void {
     k.line(`acc = tlx.async_dot(tlx.local_view(a_ring, ${aSlot}), tlx.local_view(b_ring, stage), acc)`);
     k.comment("Keep one wgmma in flight; the one before it is done, so its stage is free.");
     k.line("acc = tlx.async_dot_wait(1, acc)");
-    k.block("if ki > 0", (i) => i.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))"));
+    k.block("if ki > 0", (i) => writeStageRelease(i, "prev", clusterM));
     k.line("prev = stage");
     k.line("it += 1");
   });
@@ -189,8 +260,13 @@ export function checkRingFits(
  * over the whole persistent loop: stage `it % stages`, phase `(it // stages) & 1`; the
  * producer waits `empty` on the opposite phase, so the first pass does not block.
  * Consumers keep one wgmma in flight (`async_dot_wait(1)`) and free the previous stage.
+ * With `clusterM` 2 (a 2×1 cluster): each CTA loads half of every B block with multicast
+ * into both CTAs' rings (the `full` barrier expects the whole stage either way), `empty`
+ * counts the consumers of both CTAs (each releases its own CTA's stage and its peer's), and
+ * the producer drains the ring before it exits (`writeClusterDrain`).
  * @throws {EmitError} `bad-param` for blocks that are not powers of two, BLOCK_M not
- *   split into 64-row warp-group slices, fp32, or rings beyond shared memory.
+ *   split into 64-row warp-group slices, fp32, rings beyond shared memory, or a cluster
+ *   `checkClusterM` refuses.
  */
 export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   const dtype = params.dtype ?? "bf16";
@@ -202,6 +278,7 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   const stages = checkPositive(params.stages ?? defaultStages(params), "stages");
   const consumers = checkPositive(params.consumers ?? 2, "consumers");
   const split = checkEpilogueSplit(params.epilogueSplit ?? 2, true);
+  const clusterM = checkClusterM(params.clusterM ?? 1, BLOCK_N);
   if (BLOCK_N / split < 8)
     throw new EmitError("bad-param", `epilogueSplit ${split} cuts BLOCK_N (${BLOCK_N}) into slices under 8 columns (16-byte TMA rows)`);
   if (BLOCK_M % consumers !== 0 || (BLOCK_M / consumers) % 64 !== 0) {
@@ -221,9 +298,24 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
   return {
     name: "tlx-gemm",
     args: ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"],
-    constexprs: { BLOCK_M, BLOCK_N, BLOCK_K, NUM_STAGES: stages, NUM_CONSUMERS: consumers, EPILOGUE_SPLIT: split },
-    expect: ["wgmma\\.mma_async", "mbarrier\\.try_wait", "cp\\.async\\.bulk\\.tensor", "setmaxnreg"],
+    constexprs: {
+      BLOCK_M,
+      BLOCK_N,
+      BLOCK_K,
+      NUM_STAGES: stages,
+      NUM_CONSUMERS: consumers,
+      EPILOGUE_SPLIT: split,
+      ...(clusterM === 1 ? {} : { CLUSTER_M: clusterM }),
+    },
+    expect: [
+      "wgmma\\.mma_async",
+      "mbarrier\\.try_wait",
+      "cp\\.async\\.bulk\\.tensor",
+      "setmaxnreg",
+      ...(clusterM === 1 ? [] : ["\\.multicast::cluster", "mbarrier\\.arrive\\.shared::cluster"]),
+    ],
     consumers,
+    clusterM,
     consumerRegisters: params.consumerRegisters ?? 232,
     accumulatorRegisters: ((BLOCK_M / consumers) * BLOCK_N) / 128,
     // Every consumer stores a slice of each tile (EPILOGUE_SPLIT TMA stores): all of them sync, consumer 0 speaks for it.
@@ -233,30 +325,47 @@ export function tlxGemm(params: TlxGemmParams): TlxComputePart {
       w.line("SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS");
       w.line("EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT");
       w.line("a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])");
-      w.line("b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])");
+      if (clusterM === 1) {
+        w.line("b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])");
+      } else {
+        w.line("HALF_N: tl.constexpr = BLOCK_N // 2");
+        w.line("b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, HALF_N])");
+      }
       w.line("c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[SPLIT_M, EPI_N])");
       w.line(`a_ring = tlx.local_alloc((SPLIT_M, BLOCK_K), ${tl}, NUM_STAGES * NUM_CONSUMERS)`);
       w.line(`b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), ${tl}, NUM_STAGES)`);
       if (split === 4) w.line(`c_stage = tlx.local_alloc((SPLIT_M, EPI_N), ${tl}, 2 * NUM_CONSUMERS)`);
       w.line("full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)");
-      w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=NUM_CONSUMERS)");
+      if (clusterM === 1) {
+        w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=NUM_CONSUMERS)");
+      } else {
+        w.comment("A stage is written by both CTAs of the pair (B by multicast): the consumers of both release it.");
+        w.line("empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=NUM_CONSUMERS * CLUSTER_M)");
+        w.line("cta = tlx.cluster_cta_rank()");
+        w.line("peer = cta ^ 1");
+      }
       writeTileCounts(w);
     },
     writeProducerTile(w) {
-      writeRingLoads(w, stageBytes, (k) =>
-        k.block("for c in tl.static_range(NUM_CONSUMERS)", (c) => {
-          c.line(
-            "tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage * NUM_CONSUMERS + c), [offs_am + c * SPLIT_M, ki * BLOCK_K], full)",
-          );
-        }),
+      writeRingLoads(
+        w,
+        stageBytes,
+        (k) =>
+          k.block("for c in tl.static_range(NUM_CONSUMERS)", (c) => {
+            c.line(
+              "tlx.async_descriptor_load(a_desc, tlx.local_view(a_ring, stage * NUM_CONSUMERS + c), [offs_am + c * SPLIT_M, ki * BLOCK_K], full)",
+            );
+          }),
+        clusterM,
       );
     },
+    ...(clusterM === 1 ? {} : { writeProducerExit: writeClusterDrain }),
     writeConsumerTile(w, afterStores) {
       w.line("offs_bn = pid_n * BLOCK_N");
       w.line("acc = tl.zeros((SPLIT_M, BLOCK_N), dtype=tl.float32)");
-      writeRingMmas(w, "stage * NUM_CONSUMERS + cid");
+      writeRingMmas(w, "stage * NUM_CONSUMERS + cid", clusterM);
       w.line("acc = tlx.async_dot_wait(0, acc)");
-      w.line("tlx.barrier_arrive(tlx.local_view(empty_bars, prev))");
+      writeStageRelease(w, "prev", clusterM);
       w.comment("Epilogue: this consumer's rows of the tile, by EPILOGUE_SPLIT TMA stores.");
       writeEpilogueStores(w, "SPLIT_M", "offs_am + cid * SPLIT_M", split, tl);
       afterStores?.(w);

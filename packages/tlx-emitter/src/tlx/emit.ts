@@ -32,7 +32,7 @@ import { validated } from "../emit/validate.js";
 import { RANK_VAR, tablesOf } from "../compile/maps.js";
 import { EmitError } from "../writer/index.js";
 import { chunkWaitComm, noComm, pushCommTask, PUSH_ROW_FIELDS } from "./comm.js";
-import { tlxGemm } from "./compute.js";
+import { checkClusterM, checkClusterPairs, tlxGemm } from "./compute.js";
 import { tlxGemmPingPong } from "./compute-pingpong.js";
 import { tlxBlackwellKernel, tlxGemmBlackwell } from "./compute-blackwell.js";
 import type { TlxNotifier } from "./gemm-rs.js";
@@ -65,6 +65,12 @@ export interface TlxEmitOptions extends Omit<EmitOptions, "backend" | "numWarps"
   readonly consumerSchedule?: "cooperative" | "pingpong";
   /** Column slices of each consumer's epilogue TMA stores, one staging slice between them (1 or 2; default 2). */
   readonly epilogueSplit?: number;
+  /**
+   * sm_90a cooperative consumers: CTAs per cluster along M (1 or 2; default 1). 2: pairs of
+   * CTAs take two m-blocks of one n-block at a time and share its B blocks by TMA multicast
+   * (`TlxGemmParams.clusterM`); the number of m-blocks must be even.
+   */
+  readonly clusterM?: number;
   /**
    * GEMM+RS: who issues a tile's tile-done notify — `consumers` (default: the warp groups that
    * stored it, deferred by a tile, a release add), `producer` (the TMA producer warp group, a few
@@ -100,7 +106,7 @@ function targetOf(options: TlxEmitOptions): TlxTarget {
     throw new EmitError("bad-param", `target must be "sm_90a" or "sm_100a", got ${String(target)}`);
   const misplaced = (
     target === "sm_100a"
-      ? (["consumers", "consumerRegisters", "consumerSchedule", "epilogueSplit"] as const)
+      ? (["consumers", "consumerRegisters", "consumerSchedule", "epilogueSplit", "clusterM"] as const)
       : (["accBuffers", "epilogueN", "scheduler"] as const)
   ).filter((k) => options[k] !== undefined);
   if (misplaced.length > 0) throw new EmitError("bad-param", `option ${misplaced.join(", ")} does not apply to target ${target}`);
@@ -141,7 +147,12 @@ export function tlxEntry(
   });
   return {
     ...k,
-    precompiled: { target, cubin: `${name}.${target}.cubin`, metadata: `${name}.${target}.json` },
+    precompiled: {
+      target,
+      cubin: `${name}.${target}.cubin`,
+      metadata: `${name}.${target}.json`,
+      ...(kernel.cluster === undefined ? {} : { cluster: [...kernel.cluster] }),
+    },
     ...(tileProgram === undefined ? {} : { tileProgram }),
   };
 }
@@ -205,7 +216,7 @@ export function emitTlxGemm(
           summary: "tlx-gemm: C = A @ B, warp-specialised (TMA producer, replicated wgmma consumers).",
           compute: hopperGemmPart(tile, o.dtype, options),
           comm: noComm(),
-          schedule: groupedTiles({ groupM }),
+          schedule: groupedTiles({ groupM, clusterM: clusterOf(options, Math.ceil(M / tile.BM)) }),
         });
   const name = options.name ?? "tlx_gemm";
   const numTiles = Math.ceil(M / tile.BM) * Math.ceil(N / tile.BN);
@@ -245,13 +256,29 @@ export function emitTlxGemm(
   return { files: [{ path: entry.source, text: kernel.source }], manifest, expect: { [entry.name]: kernel.expect } };
 }
 
+/**
+ * `options.clusterM` (default 1), checked against `numPidM` m-blocks (a pair per cluster).
+ * @throws {EmitError} `bad-param` for a cluster other than 1 or 2, or m-blocks that do not pair up.
+ */
+export function clusterOf(options: TlxEmitOptions, numPidM: number): number {
+  const clusterM = checkClusterM(options.clusterM ?? 1);
+  checkClusterPairs(clusterM, numPidM);
+  return clusterM;
+}
+
 /** The sm_90a GEMM compute part `options.consumerSchedule` names. */
 export function hopperGemmPart(tile: { BM: number; BN: number; BK: number }, dtype: ElementType, options: TlxEmitOptions): TlxComputePart {
   const schedule = options.consumerSchedule ?? "cooperative";
   const blocks = { BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, dtype };
-  if (schedule === "cooperative") return tlxGemm({ ...blocks, ...stagesOf(options) });
+  if (schedule === "cooperative")
+    return tlxGemm({ ...blocks, ...stagesOf(options), ...(options.clusterM === undefined ? {} : { clusterM: options.clusterM }) });
   if (schedule !== "pingpong")
     throw new EmitError("bad-param", `consumerSchedule must be "cooperative" or "pingpong", got ${String(schedule)}`);
+  if ((options.clusterM ?? 1) !== 1)
+    throw new EmitError(
+      "bad-param",
+      `clusterM ${String(options.clusterM)} applies to cooperative consumers only; ping-pong runs clusterM 1`,
+    );
   if (options.consumers !== undefined && options.consumers !== 2)
     throw new EmitError("bad-param", `ping-pong takes exactly 2 consumer warp groups, got ${options.consumers}`);
   return tlxGemmPingPong({
@@ -301,6 +328,8 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
   const transport = options.comm ?? "copy-engine";
   if (transport !== "copy-engine" && transport !== "comm-task")
     throw new EmitError("bad-param", `comm must be "copy-engine" or "comm-task", got ${String(transport)}`);
+  if (transport === "comm-task" && (options.clusterM ?? 1) !== 1)
+    throw new EmitError("bad-param", "clusterM 2 is built with copy-engine transport only: the communication task runs beside clusterM 1");
   const { signals, world, tensor } = checkPlanAndSchedule(plan, schedule, "consumer");
   const { M, N, K } = schedule.tiling.problem;
   if (tensor.shape[1] !== K)
@@ -341,7 +370,11 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
       ...(options.consumerRegisters === undefined && pushes !== undefined ? { consumerRegisters: 208 } : {}),
     }),
     comm: pushes === undefined ? [chunkWaitComm(slot.map)] : [chunkWaitComm(slot.map), pushCommTask({ block: options.commBlock ?? 2048 })],
-    schedule: groupedTiles({ groupM: options.groupM ?? schedule.tiling.groupSizeM, order: order.map }),
+    schedule: groupedTiles({
+      groupM: options.groupM ?? schedule.tiling.groupSizeM,
+      order: order.map,
+      clusterM: clusterOf(options, numPidM),
+    }),
   });
   const slots = Math.max(1, ...signals.slots.map((e) => e.slots.length));
   const buffers: Buffer[] = [

@@ -2,7 +2,8 @@
 // GEMM (cooperative and ping-pong consumers), AllGather+GEMM over a push-swizzled AllGather
 // with copy-engine transfers (variant a) and with the in-kernel communication task
 // (variant b), GEMM+ReduceScatter (cooperative with copy-engine deliveries, ping-pong with
-// SM pushes); and the sm_100a GEMM (compiled ahead of time only).
+// SM pushes), each of the three also in 2×1 clusters sharing B by multicast; and the sm_100a
+// GEMM (compiled ahead of time only).
 import { allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
 import { rsPlan } from "../emit/rs-plan.js";
 import type { ExampleShape } from "../emit/examples.js";
@@ -40,6 +41,7 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
     );
   const pingpongTile = { ...tile, BN: Math.min(tile.BN, 128) };
   const pingpong = { consumerSchedule: "pingpong", stages: 5, epilogueSplit: 2 } as const;
+  const multicast = { clusterM: 2, epilogueSplit: 4, groupM: 16 } as const;
   return {
     tlx_gemm: emitTlxGemm({ M, N, K }, tile, { name: "tlx_gemm" }),
     // Ping-pong consumers hold a whole tile each: at most 128 fp32 accumulator registers a thread.
@@ -58,6 +60,10 @@ export function tlxExamples(shape: TlxExampleShape = DEFAULT): Record<string, Tl
     tlx_gemm_rs_pn_sm: emitTlxGemmRs(rs, rsSchedule(tile), { name: "tlx_gemm_rs_pn_sm", backend: "sm", commSms: 8, notifier: "producer" }),
     // The tile-done notifies by TMA reduce-add, the cooperative consumers' epilogue in four quarter slices (copy engine).
     tlx_gemm_rs_tn: emitTlxGemmRs(rs, rsSchedule(tile), { name: "tlx_gemm_rs_tn", notifier: "tma", epilogueSplit: 4 }),
+    // 2×1 clusters: CTA pairs take two m-blocks of one n-block and share its B blocks by TMA multicast.
+    tlx_gemm_multicast: emitTlxGemm({ M, N, K }, tile, { name: "tlx_gemm_multicast", ...multicast }),
+    tlx_ag_gemm_multicast: emitTlxAgGemm(plan, schedule, { name: "tlx_ag_gemm_multicast", comm: "copy-engine", ...multicast }),
+    tlx_gemm_rs_multicast_tn: emitTlxGemmRs(rs, rsSchedule(tile), { name: "tlx_gemm_rs_multicast_tn", notifier: "tma", ...multicast }),
   };
 }
 

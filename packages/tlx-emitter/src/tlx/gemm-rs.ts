@@ -10,7 +10,7 @@ import { SIGNAL_BUFFER } from "../emit/common.js";
 import { tablesOf } from "../compile/maps.js";
 import { EmitError } from "../writer/index.js";
 import { producerTileNotifyComm, storedLag, tileNotifyComm, tmaTileNotifyComm } from "./comm.js";
-import { hopperGemmPart, tlxEntry, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
+import { clusterOf, hopperGemmPart, tlxEntry, type TlxEmitOptions, type TlxEmitResult } from "./emit.js";
 import { mblockKernelArgs, mblockMap } from "./mblock-map.js";
 import { tlxKernel } from "./parts.js";
 import { groupedTiles } from "./schedule.js";
@@ -33,7 +33,10 @@ const NOTIFIER_SUMMARY: Readonly<Record<TlxNotifier, string>> = {
 };
 
 /** The warp-specialisation knobs of the producer (the tile and grouping come from the GEMM+RS stages). */
-export type TlxProducerOptions = Pick<TlxEmitOptions, "stages" | "consumerRegisters" | "consumerSchedule" | "epilogueSplit" | "notifier">;
+export type TlxProducerOptions = Pick<
+  TlxEmitOptions,
+  "stages" | "consumerRegisters" | "consumerSchedule" | "epilogueSplit" | "notifier" | "clusterM"
+>;
 
 /**
  * A producer factory for `emitGemmRs`: the TLX GEMM at the stages' tile (BLOCK_K as given),
@@ -61,6 +64,9 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
     const notifier = options.notifier ?? "consumers";
     if (!(TLX_NOTIFIERS as readonly string[]).includes(notifier))
       throw new EmitError("bad-param", `notifier must be one of ${TLX_NOTIFIERS.join(", ")}, got ${String(notifier)}`);
+    if (notifier === "producer" && (options.clusterM ?? 1) !== 1)
+      throw new EmitError("bad-param", 'notifier "producer" counts tiles per program; with clusterM 2 use "consumers" or "tma"');
+    const clusterM = clusterOf(options, ctx.numTiles / ctx.numPidN);
     const scope = ctx.notifyScope ?? "sys";
     const numSlots = Math.max(0, ...ctx.notify.flat()) + 1;
     // The sending order and each m-block's tile-done slot: inline where one expression over
@@ -78,7 +84,7 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
           : notifier === "tma"
             ? tmaTileNotifyComm(notify.map, numSlots)
             : tileNotifyComm(notify.map, scope),
-      schedule: groupedTiles({ groupM: p.GROUP_M, order: order.map }),
+      schedule: groupedTiles({ groupM: p.GROUP_M, order: order.map, clusterM }),
     });
     const entry = tlxEntry(
       kernel,
@@ -116,8 +122,9 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
  * @throws {EmitError} as `emitGemmRs` and `tlxProducerFactory`.
  */
 export function emitTlxGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions & TlxProducerOptions = {}): TlxEmitResult {
-  const { stages, consumerRegisters, consumerSchedule, epilogueSplit, notifier, ...emit } = options;
+  const { stages, consumerRegisters, consumerSchedule, epilogueSplit, notifier, clusterM, ...emit } = options;
   const knobs = {
+    ...(clusterM === undefined ? {} : { clusterM }),
     ...(notifier === undefined ? {} : { notifier }),
     ...(stages === undefined ? {} : { stages }),
     ...(consumerRegisters === undefined ? {} : { consumerRegisters }),

@@ -33,6 +33,8 @@ export interface TlxSchedulePart extends TlxPartParams {
   readonly launch?: "persistent" | "per-tile";
   /** The only target the schedule compiles for (cluster launch control needs `sm_100a`). */
   readonly target?: "sm_100a";
+  /** CTAs per cluster along M the loop hands tiles to together (default 1; must match the compute part's). */
+  readonly clusterM?: number;
   /** Kernel-scope setup after the compute part's, given the number of tasks that walk the loop. */
   writeSetup?(w: PythonWriter, tasks: number): void;
   /**
@@ -57,6 +59,11 @@ export interface TlxComputePart extends TlxPartParams {
   readonly name: string;
   /** Number of replicated consumer warp groups (`replicate=`). */
   readonly consumers: number;
+  /**
+   * CTAs per cluster along M (default 1). 2: the kernel is compiled for 2×1 clusters and the
+   * schedule must walk tiles in pairs (`TlxSchedulePart.clusterM`).
+   */
+  readonly clusterM?: number;
   /** Registers per thread of a consumer warp group (`registers=`, a multiple of 8). */
   readonly consumerRegisters: number;
   /** Element type of A, B and C. */
@@ -65,6 +72,8 @@ export interface TlxComputePart extends TlxPartParams {
   readonly accumulatorRegisters: number;
   writeSetup(w: PythonWriter): void;
   writeProducerTile(w: PythonWriter): void;
+  /** In the producer after its tile loop and the communication parts' exits (e.g. a cluster's drain). */
+  writeProducerExit?(w: PythonWriter): void;
   /** Consumer-task setup before its tile loop (after `it = 0`), e.g. the ping-pong turn. */
   writeConsumerInit?(w: PythonWriter): void;
   /** How the consumers that store one tile sync (what a tile-done notify needs). */
@@ -148,6 +157,8 @@ export interface TlxKernel {
   readonly numWarps: number;
   /** Warps launched in total (default task + every other task), as the compiled metadata reports. */
   readonly totalWarps: number;
+  /** The cluster shape it is compiled for (`[clusterM, 1, 1]`), absent without clusters. */
+  readonly cluster?: readonly [number, number, number];
   /** PTX patterns every part expects. */
   readonly expect: readonly string[];
 }
@@ -226,6 +237,13 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
       `schedule ${spec.schedule.name} compiles only for ${spec.schedule.target}; the Hopper kernel is sm_90a: use tlxBlackwellKernel`,
     );
   }
+  const clusterM = spec.compute.clusterM ?? 1;
+  if ((spec.schedule.clusterM ?? 1) !== clusterM) {
+    throw new EmitError(
+      "bad-param",
+      `compute part ${spec.compute.name} runs clusters of ${clusterM} CTA(s) along M but schedule ${spec.schedule.name} hands out tiles to ${spec.schedule.clusterM ?? 1}`,
+    );
+  }
   const merged = mergeParams([spec.compute, ...comms, spec.schedule]);
   if (merged.constexprs.BLOCK_M === undefined)
     throw new EmitError("bad-param", `compute part ${spec.compute.name} must define the constexpr BLOCK_M (rows of a tile)`);
@@ -274,6 +292,7 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
             for (const c of comms) c.writeAfterLoads?.(l);
           });
           for (const x of comms) x.writeProducerExit?.(p);
+          spec.compute.writeProducerExit?.(p);
         });
         t.block(
           `with tlx.async_task(num_warps=4, replicate=${spec.compute.consumers}, registers=${spec.compute.consumerRegisters})`,
@@ -302,5 +321,13 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
       });
     }),
   );
-  return { info, constexprs: merged.constexprs, source, numWarps: producerWarps, totalWarps, expect: merged.expect };
+  return {
+    info,
+    constexprs: merged.constexprs,
+    source,
+    numWarps: producerWarps,
+    totalWarps,
+    expect: merged.expect,
+    ...(clusterM === 1 ? {} : { cluster: [clusterM, 1, 1] as const }),
+  };
 }

@@ -4,7 +4,8 @@
 // cluster launch control.
 import type { IndexMap } from "@ovl/mapping";
 import { checkPositive } from "../kernels/common.js";
-import type { PythonWriter } from "../writer/index.js";
+import { EmitError, type PythonWriter } from "../writer/index.js";
+import { checkClusterM } from "./compute.js";
 import { mblockArgs, writeMblockRead } from "./mblock-map.js";
 import type { TlxSchedulePart } from "./parts.js";
 
@@ -17,6 +18,13 @@ export interface GroupedTilesOptions {
    * the schedule's m-block order. Without it `pid_m = visit_m`.
    */
   readonly order?: IndexMap;
+  /**
+   * CTAs per cluster along M (1 or 2; default 1). 2: the loop walks pairs of visit rows — the
+   * two CTAs of a cluster take visit rows `2p` and `2p + 1` of one n-block together (`cta`, the
+   * CTA's rank in its cluster, picks the row), clusters stride over pairs, and a group holds
+   * `GROUP_M / 2` pairs of rows (`GROUP_M` even). The number of m-blocks must be even.
+   */
+  readonly clusterM?: number;
 }
 
 /**
@@ -29,6 +37,7 @@ export interface GroupedTilesOptions {
 export function groupedTiles(o: GroupedTilesOptions): TlxSchedulePart {
   const GROUP_M = checkPositive(o.groupM, "groupM");
   const order = o.order;
+  if (checkClusterM(o.clusterM ?? 1) === 2) return pairedTiles(GROUP_M, order);
   return {
     name: order === undefined ? "grouped-tiles" : "ordered-grouped-tiles",
     args: order === undefined ? [] : mblockArgs(order),
@@ -45,6 +54,35 @@ export function groupedTiles(o: GroupedTilesOptions): TlxSchedulePart {
           l.line("pid_m = next_pid_m");
           writeOrderAhead(l, order, "tile_id + tl.num_programs(0)");
         }
+        body(l);
+      });
+    },
+  };
+}
+
+/**
+ * `groupedTiles` for 2×1 clusters: cluster `program_id // 2` strides over pairs of visit rows
+ * by the number of clusters, grouped `GROUP_M / 2` pairs at a time; the CTA of rank `cta`
+ * takes row `2p + cta`, so both CTAs of a cluster share the n-block (and its B blocks).
+ */
+function pairedTiles(GROUP_M: number, order: IndexMap | undefined): TlxSchedulePart {
+  if (GROUP_M % 2 !== 0) throw new EmitError("bad-param", `clusterM 2 groups pairs of rows: groupM must be even, got ${GROUP_M}`);
+  return {
+    name: order === undefined ? "paired-grouped-tiles" : "ordered-paired-grouped-tiles",
+    args: order === undefined ? [] : mblockArgs(order),
+    constexprs: { GROUP_M },
+    expect: [],
+    clusterM: 2,
+    writeTileLoop(w, body) {
+      w.line("num_pid_p = num_pid_m // 2");
+      w.line("pairs_in_group = (GROUP_M // 2) * num_pid_n");
+      w.block("for pair_id in range(tl.program_id(0) // 2, num_pid_p * num_pid_n, tl.num_programs(0) // 2)", (l) => {
+        l.line("first_p = (pair_id // pairs_in_group) * (GROUP_M // 2)");
+        l.line("group_size_p = min(num_pid_p - first_p, GROUP_M // 2)");
+        l.line("visit_m = (first_p + (pair_id % group_size_p)) * 2 + cta");
+        l.line("pid_n = (pair_id % pairs_in_group) // group_size_p");
+        if (order === undefined) l.line("pid_m = visit_m");
+        else writeMblockRead(l, "pid_m", order, "visit_m");
         body(l);
       });
     },
