@@ -230,6 +230,28 @@ describe("resolveCompute", () => {
     expect(resolveCompute({ ...rs, plan: rsPlan(2, 1024, 4096, 2) }, { table: TABLE }).op.body).toEqual(builtinBody("gemm_producer_tma"));
   });
 
+  it("runs a clustered TLX pick in 2x1 clusters where m-blocks and GROUP_M pair up, unclustered where not", () => {
+    const clustered = parseComputeConfigs({
+      ...TABLE,
+      entries: TABLE.entries.map((e, i) =>
+        i === 2
+          ? {
+              ...e,
+              tlx: { consumerSchedule: "cooperative", BM: 128, BN: 256, BK: 64, groupM: 16, stages: 4, epilogueSplit: 4, clusterM: 2 },
+            }
+          : e,
+      ),
+    });
+    const tlx = (op: OperatorInput) => resolveCompute(op, { table: clustered, backend: "tlx" }).op;
+    // 8192 rows: 64 m-blocks of 128.
+    expect(tlx(agOp(2, 8192, 5504, 4096)).warpSpecialization).toMatchObject({ clusterM: 2, epilogueSplit: 4 });
+    expect(tlx(agOp(2, 8192, 5504, 4096)).groupM).toBe(16);
+    // The nearest entry for 8064 rows (63 m-blocks) or for an odd GROUP_M of the operator's own: no cluster.
+    expect(tlx(agOp(2, 8064, 5504, 4096)).warpSpecialization?.clusterM).toBeUndefined();
+    expect(tlx({ ...agOp(2, 8192, 5504, 4096), groupM: 5 }).warpSpecialization?.clusterM).toBeUndefined();
+    expect(tlx({ ...agOp(2, 8192, 5504, 4096), groupM: 5 }).warpSpecialization).toMatchObject({ epilogueSplit: 4, stages: 4 });
+  });
+
   it("refuses an ag-grouped-gemm without a tile", () => {
     const op: OperatorInput = { ...agOp(2, 512, 256, 128), kind: "ag-grouped-gemm", body: builtinBody("grouped_gemm") };
     expect(() => resolveCompute(op, { table: TABLE })).toThrow(EmitError);

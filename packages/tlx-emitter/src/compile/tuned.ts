@@ -121,17 +121,21 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
     if (t === undefined) return fallback(`the ${table.target} table's ${op.kind} entry has no TLX configuration`);
     if (op.kind === "gemm-rs" && rowGranularity(op.plan) % t.BM !== 0)
       return fallback(`the plan's chunks are not whole ${t.BM}-row blocks of the tuned TLX tile`);
+    const groupM = op.groupM ?? t.groupM;
+    // A clustered pick pairs m-blocks and groups pairs of rows: where this operator's m-blocks
+    // or its own GROUP_M do not pair up (a nearest-shape entry, say), its kernel runs unclustered.
+    const paired = Math.ceil(op.problem.M / t.BM) % 2 === 0 && groupM % 2 === 0;
     const ws = {
       consumerSchedule: t.consumerSchedule,
       stages: t.stages,
       ...(t.epilogueSplit === undefined ? {} : { epilogueSplit: t.epilogueSplit }),
       ...(t.notifier === undefined ? {} : { notifier: t.notifier }),
-      ...(t.clusterM === undefined ? {} : { clusterM: t.clusterM }),
+      ...(t.clusterM === 2 && paired ? { clusterM: 2 } : {}),
     };
     const tunedTlx: Operator = {
       ...op,
       tile: { BM: t.BM, BN: t.BN, BK: t.BK },
-      groupM: op.groupM ?? t.groupM,
+      groupM,
       warpSpecialization: op.warpSpecialization ?? ws,
     };
     return { op: tunedTlx, choice: { source: "table", match: found.match, entry: e, target: table.target, requested: target } };
