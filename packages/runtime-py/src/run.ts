@@ -28,7 +28,7 @@ export interface RunManifestOptions {
   baselines?: boolean;
   /** Checked launches in a row (default: the manifest's `timing.checkRuns`). */
   epochs?: number;
-  /** Emulation only: bound of every wait, in seconds. */
+  /** Emulation only: bound of every wait, in seconds (the numpy engine counts it from the waited slot's last change). */
   timeoutS?: number;
   /** GPU mode: processes to start under `torch.distributed.run` (one per GPU; the manifest's world). */
   nproc?: number;

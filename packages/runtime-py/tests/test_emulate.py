@@ -147,6 +147,35 @@ def test_a_wait_bound_still_applies_when_some_thread_keeps_running():
         wait_slot(board, 3, 5, 5.0, stop, 2, "a test")
 
 
+def test_the_wait_bound_runs_from_the_slots_last_change():
+    """A slot still filling is progress (a full-size GEMM emulated tile by tile); one that stops short times out."""
+    import threading
+    import time
+
+    from ovl_runtime import SignalBoard
+    from ovl_runtime.emulate_kernels import wait_slot
+
+    def notifier(board, times, every):
+        for _ in range(times):
+            time.sleep(every)
+            board.notify(1)
+
+    board = SignalBoard(rank=0, num_slots=2)
+    filling = threading.Thread(target=notifier, args=(board, 8, 0.05))
+    filling.start()
+    start = time.monotonic()
+    wait_slot(board, 1, 8, 0.15, threading.Event(), 0, "a test")  # 0.4 s in all, never 0.15 s without a change
+    filling.join()
+    assert time.monotonic() - start >= 0.35
+    board = SignalBoard(rank=0, num_slots=2)
+    short = threading.Thread(target=notifier, args=(board, 3, 0.05))
+    short.start()
+    with pytest.raises(WaitTimeout) as err:
+        wait_slot(board, 1, 8, 0.15, threading.Event(), 0, "a test")
+    short.join()
+    assert err.value.seen == 3
+
+
 def test_a_visit_table_entry_out_of_range_is_a_kernel_fault():
     d = builders.ag_gemm(world=2, M=64, BM=16)
     d["tables"][0]["values"][0][0] = 99

@@ -102,7 +102,11 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--epochs", type=int, help="checked launches in a row (default: timing.checkRuns)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    run.add_argument("--timeout-s", type=float, help="emulation only: bound of every wait in seconds (default: waitTimeoutNs)")
+    run.add_argument(
+        "--timeout-s",
+        type=float,
+        help="emulation only: bound of every wait in seconds, from the waited slot's last change in the numpy engine (default: waitTimeoutNs)",
+    )
     run.add_argument("--symm-backend", choices=("cuda", "nvshmem"), default="cuda", help="PyTorch symmetric-memory backend (GPU mode)")
     run.add_argument(
         "--ranks-on-one-gpu",

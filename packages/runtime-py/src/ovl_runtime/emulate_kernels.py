@@ -119,8 +119,12 @@ def wait_slot(
     thread: str = "",
 ) -> None:
     """Acquire-wait for ``slot >= target``, in slices: between slices, stop if another
-    thread failed, and report a stall (every live thread blocked) without waiting it out."""
+    thread failed, and report a stall (every live thread blocked) without waiting it out.
+    The bound ``timeout_s`` runs from the slot's last change, not from the start: a slot that
+    is still filling (a full-size GEMM emulated on the CPU notifying tile after tile) is
+    progress, and the stall monitor already reports a wait nothing can fill at once."""
     left = timeout_s
+    last_seen: int | None = None
     if monitor is not None:
         monitor.enter(thread, board, rank, slot, target, where)
     try:
@@ -132,6 +136,8 @@ def wait_slot(
                 board.wait(slot, target, step)
                 return
             except SignalTimeout as exc:
+                if exc.seen != last_seen:
+                    left, last_seen = timeout_s, exc.seen
                 left -= step
                 if left <= 1e-9:
                     raise WaitTimeout(rank, slot, exc.seen, target, where) from None
