@@ -22,7 +22,7 @@ import {
 } from "@ovl/sim";
 import { shapeOperator } from "./compute-cases.js";
 import type { ComputeResults, ResultCase, ResultShape } from "./compute-table.js";
-import { correct } from "./compute-table.js";
+import { correct, gmean } from "./compute-table.js";
 
 /** One row of the report. */
 export interface ReportRow {
@@ -114,7 +114,6 @@ export function reportRows(results: ComputeResults, target: TargetName, hardware
   });
 }
 
-const geo = (xs: readonly number[]) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
 const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
 const signed = (x: number) => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}%`;
 const meanAbs = (xs: readonly number[]) => xs.reduce((a, x) => a + Math.abs(x), 0) / xs.length;
@@ -130,12 +129,12 @@ export function reportMarkdown(rows: readonly ReportRow[], peak: number, hardwar
   );
   const part = (name: string, f: (r: ReportRow) => boolean) => {
     const xs = rows.filter(f).map((r) => r.vsCublas);
-    return `${name}: geometric mean ${pct(geo(xs))}, min ${pct(Math.min(...xs))}, ${xs.filter((x) => x < 0.95).length} of ${xs.length} below 95%`;
+    return `${name}: geometric mean ${pct(gmean(xs))}, min ${pct(Math.min(...xs))}, ${xs.filter((x) => x < 0.95).length} of ${xs.length} below 95%`;
   };
   const summary = [
     `- Tuned emitted kernel vs cuBLAS — ${part("all 36", () => true)}; ${part("AG+GEMM", (r) => r.shape.startsWith("ag"))}; ${part("GEMM+RS", (r) => r.shape.startsWith("rs"))}.`,
-    `- Previous fixed default (128×256×64, GROUP_M 8, 3 stages, 8 warps, base bodies) vs cuBLAS in the same run: geometric mean ${pct(geo(rows.map((r) => r.previousVsCublas)))}, min ${pct(Math.min(...rows.map((r) => r.previousVsCublas)))}.`,
-    `- The same tuned configuration as the plain body (no waits / notifies) vs cuBLAS: geometric mean ${pct(geo(rows.map((r) => r.vsCublas / r.plainOverEmitted)))}; plain ÷ emitted time: AG+GEMM ${geo(rows.filter((r) => r.shape.startsWith("ag")).map((r) => r.plainOverEmitted)).toFixed(3)}, GEMM+RS ${geo(rows.filter((r) => r.shape.startsWith("rs")).map((r) => r.plainOverEmitted)).toFixed(3)} (geometric means; below 1: the waits or notifies cost that much).`,
+    `- Previous fixed default (128×256×64, GROUP_M 8, 3 stages, 8 warps, base bodies) vs cuBLAS in the same run: geometric mean ${pct(gmean(rows.map((r) => r.previousVsCublas)))}, min ${pct(Math.min(...rows.map((r) => r.previousVsCublas)))}.`,
+    `- The same tuned configuration as the plain body (no waits / notifies) vs cuBLAS: geometric mean ${pct(gmean(rows.map((r) => r.vsCublas / r.plainOverEmitted)))}; plain ÷ emitted time: AG+GEMM ${gmean(rows.filter((r) => r.shape.startsWith("ag")).map((r) => r.plainOverEmitted)).toFixed(3)}, GEMM+RS ${gmean(rows.filter((r) => r.shape.startsWith("rs")).map((r) => r.plainOverEmitted)).toFixed(3)} (geometric means; below 1: the waits or notifies cost that much).`,
     `- Tuned kernels reach ${pct(Math.min(...rows.map((r) => r.ofPeak)))}–${pct(Math.max(...rows.map((r) => r.ofPeak)))} of the dense bf16 rate of the target table (${peak} TFLOP/s); cuBLAS ${pct(Math.min(...rows.map((r) => r.cublasTflops / peak)))}–${pct(Math.max(...rows.map((r) => r.cublasTflops / peak)))}.`,
     `- Simulator (${hardware}, the emitted Triton kernel's calibration) against the measured tuned kernel: mean absolute error ${pct(meanAbs(rows.map((r) => r.simError)))}, from ${signed(Math.min(...rows.map((r) => r.simError)))} to ${signed(Math.max(...rows.map((r) => r.simError)))}; its cuBLAS prediction against measured cuBLAS: mean absolute error ${pct(meanAbs(rows.map((r) => r.simCublasError)))}. The compute-configuration model (sim's \`predictComputeMs\`): mean absolute error ${pct(meanAbs(rows.map((r) => r.modelError)))}, from ${signed(Math.min(...rows.map((r) => r.modelError)))} to ${signed(Math.max(...rows.map((r) => r.modelError)))}.`,
   ];

@@ -84,7 +84,8 @@ export function correct(c: ResultCase): c is ResultCase & { ms: number } {
   return c.ms !== undefined && c.allWritten === true && (c.relErr ?? 1) < REL_TOLERANCE && c.waitError === undefined;
 }
 
-const gmean = (xs: readonly number[]): number => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
+/** The geometric mean of `xs` (positive numbers: times, or ratios of them). */
+export const gmean = (xs: readonly number[]): number => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
 
 /**
  * Several runs of the same cases as one result: per shape (by name), the cases of the first run

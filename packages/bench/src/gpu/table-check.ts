@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import type { TargetName } from "@ovl/primitives";
 import { type ComputeConfigTable, computeConfigs, parseComputeConfigs } from "@ovl/tlx-emitter";
 import { simulatedMs } from "./compute-report.js";
-import { type ComputeResults, correct, entryConfig, type ResultCase, runsEntry, tunedCase } from "./compute-table.js";
+import { type ComputeResults, correct, entryConfig, gmean, type ResultCase, runsEntry, tunedCase } from "./compute-table.js";
 
 /** One shape of a run, as the table's kernels did there. */
 export interface TableShapeCheck {
@@ -87,7 +87,7 @@ export function checkTable(table: ComputeConfigTable, results: ComputeResults, h
   const ratios = shapes.map((x) => x.ratio);
   return {
     shapes,
-    geomean: Math.exp(ratios.reduce((a, r) => a + Math.log(r), 0) / ratios.length),
+    geomean: gmean(ratios),
     min: Math.min(...ratios),
     below95: ratios.filter((r) => r < 0.95).length,
   };
@@ -114,8 +114,7 @@ export function compareTables(before: ComputeConfigTable, after: ComputeConfigTa
     return y === undefined || x.tlxMissing || y.tlxMissing ? [] : [{ name: x.name, before: x.ratio, after: y.ratio }];
   });
   if (shapes.length === 0) throw new Error("no shape of the run has both tables' kernels measured");
-  const g = (xs: readonly number[]) => Math.exp(xs.reduce((t, r) => t + Math.log(r), 0) / xs.length);
-  return { shapes, before: g(shapes.map((x) => x.before)), after: g(shapes.map((x) => x.after)) };
+  return { shapes, before: gmean(shapes.map((x) => x.before)), after: gmean(shapes.map((x) => x.after)) };
 }
 
 function main(argv: readonly string[]): void {
