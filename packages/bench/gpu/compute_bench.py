@@ -82,9 +82,8 @@ def cubin_launcher(base, case, a, b, c, sms):
     current stream with the global scratch its metadata asks for (device TMA descriptors)."""
     from ovl_runtime.cubin import (
         CubinKernel,
-        cap_clusters,
-        launch_grid,
         load_metadata,
+        persistent_grid,
         scratch_bytes,
     )
     from ovl_runtime.gpu_cubin import driver
@@ -102,14 +101,12 @@ def cubin_launcher(base, case, a, b, c, sms):
             raise ValueError(
                 f"{name} = {v} is not a multiple of 16, as the cubin was compiled"
             )
+    # Persistent: for a cluster kernel no more clusters than the GPU holds at once.
+    grid = persistent_grid(kernel, [min(sms, case["tiles"])], sms)
     cluster = kernel.meta.cluster_dims
-    grid = launch_grid([min(sms, case["tiles"])], sms, cluster)
-    if cluster != (1, 1, 1):
-        # A persistent cluster kernel: no more clusters than the GPU holds at once.
-        grid = cap_clusters(grid, cluster, kernel.max_active_clusters())
-        if path not in _cluster_grids:
-            _cluster_grids[path] = grid
-            print(f"  cluster {cluster}: grid {grid[0]} ({case['label']})", flush=True)
+    if cluster != (1, 1, 1) and path not in _cluster_grids:
+        _cluster_grids[path] = grid
+        print(f"  cluster {cluster}: grid {grid[0]} ({case['label']})", flush=True)
     scratch = {
         n: torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")
         for n, nbytes in scratch_bytes(kernel.meta, grid).items()

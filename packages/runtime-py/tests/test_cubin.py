@@ -7,6 +7,7 @@ import pytest
 
 from ovl_runtime.cubin import (
     CubinError,
+    CubinKernel,
     CUlaunchAttribute,
     CUlaunchConfig,
     cap_clusters,
@@ -14,6 +15,7 @@ from ovl_runtime.cubin import (
     launch_grid,
     pack_args,
     parse_metadata,
+    persistent_grid,
     scalar_value,
     scratch_bytes,
 )
@@ -151,6 +153,18 @@ def test_persistent_cluster_grid_is_cut_to_the_clusters_the_gpu_holds():
         cap_clusters((132, 1, 1), (2, 1, 1), 0)
     with pytest.raises(CubinError, match="one-dimensional"):
         cap_clusters((132, 2, 1), (2, 1, 1), 66)
+
+
+def test_a_kernels_persistent_grid_is_cut_to_its_clusters_only_when_it_has_clusters():
+    class Held(CubinKernel):
+        def max_active_clusters(self) -> int:  # what cuOccupancyMaxActiveClusters would answer
+            return 65
+
+    plain = Held(None, None, None, parse_metadata(META))
+    paired = Held(None, None, None, parse_metadata({**META, "cluster_dims": [2, 1, 1]}))
+    assert persistent_grid(plain, [{"kind": "num-sms"}], 132) == (132, 1, 1)
+    assert persistent_grid(paired, [{"kind": "num-sms"}], 132) == (130, 1, 1)
+    assert persistent_grid(paired, [{"kind": "num-sms"}], 33) == (32, 1, 1)
 
 
 def test_launch_config_layout_matches_cuda_h():

@@ -172,6 +172,14 @@ def cap_clusters(grid: tuple[int, int, int], cluster: tuple[int, int, int], max_
     return (min(grid[0], max_clusters * cluster[0]), 1, 1)
 
 
+def persistent_grid(kernel: CubinKernel, grid: Sequence[Any], num_sms: int) -> tuple[int, int, int]:
+    """``launch_grid`` of a persistent ``grid`` in ``kernel``'s clusters, cut for a cluster kernel to the
+    clusters the GPU holds at once (``kernel.max_active_clusters()``, asked only then; ``cap_clusters``)."""
+    cluster = kernel.meta.cluster_dims
+    dims = launch_grid(grid, num_sms, cluster)
+    return dims if cluster == (1, 1, 1) else cap_clusters(dims, cluster, kernel.max_active_clusters())
+
+
 def scratch_bytes(meta: CubinMetadata, grid: tuple[int, int, int]) -> dict[str, int]:
     """Bytes of each hidden scratch buffer for a launch of ``grid`` (0: pass a null pointer)."""
     programs = grid[0] * grid[1] * grid[2]

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .cubin import CubinError, CubinKernel, CudaDriver, cap_clusters, launch_grid, load_metadata, scratch_bytes
+from .cubin import CubinError, CubinKernel, CudaDriver, launch_grid, load_metadata, persistent_grid, scratch_bytes
 from .cubin_launch import (
     DeviceAddresses,
     LaunchScalars,
@@ -69,11 +69,14 @@ class CubinLaunch:
             if grid is not None
             else [{"kind": "num-sms", "cap": g.cap, "reserve": g.reserve} if isinstance(g, NumSms) else g for g in k.grid]
         )
-        self.grid = launch_grid(raw_grid, session.num_sms, self.meta.cluster_dims)
-        if self.meta.cluster_dims != (1, 1, 1) and any(isinstance(g, NumSms) for g in k.grid):
-            # A persistent grid of clusters: no more than the GPU holds at once (a GPC of an odd
-            # number of SMs leaves one no pair can take).
-            self.grid = cap_clusters(self.grid, self.meta.cluster_dims, self.kernel.max_active_clusters())
+        # A persistent grid of clusters holds no more than the GPU holds at once (a GPC of an odd
+        # number of SMs leaves one no pair can take).
+        persistent = any(isinstance(g, NumSms) for g in k.grid)
+        self.grid = (
+            persistent_grid(self.kernel, raw_grid, session.num_sms)
+            if persistent
+            else launch_grid(raw_grid, session.num_sms, self.meta.cluster_dims)
+        )
         # The smaller of the driver's answer and the metadata's bound: a wrong guess here hangs.
         per_sm = min(max_active_blocks(self.kernel), blocks_per_sm_bound(self.meta))
         check_co_resident(k, self.grid, session.num_sms, per_sm)
