@@ -67,6 +67,8 @@ def test_parse_metadata_reads_the_aot_output():
         ("$schema", "ovl.cubin-metadata/v0"),
         ("entry", "not a name"),
         ("cluster_dims", [1, 0, 1]),
+        ("cluster_dims", [True, 1, 1]),
+        ("cluster_dims", [2, 1]),
         ("threads_per_block", 384),
         ("shared", -1),
         ("args", [{"name": "x", "pack": "f32"}]),

@@ -88,9 +88,9 @@ def parse_metadata(obj: Any, where: str = "metadata") -> CubinMetadata:
     entry = obj.get("entry")
     if not isinstance(entry, str) or not entry.isidentifier():
         raise CubinError(f"{where}.entry", f"must be a kernel name, got {entry!r}")
-    cluster = obj.get("cluster_dims")
-    if not isinstance(cluster, list) or len(cluster) != 3 or any(not isinstance(c, int) or c < 1 for c in cluster):
-        raise CubinError(f"{where}.cluster_dims", f"must be three positive integers, got {cluster!r}")
+    cluster = cluster_shape(obj.get("cluster_dims"))
+    if cluster is None:
+        raise CubinError(f"{where}.cluster_dims", f"must be three positive integers, got {obj.get('cluster_dims')!r}")
     args = []
     for i, a in enumerate(obj.get("args", [])):
         w = f"{where}.args[{i}]"
@@ -119,7 +119,7 @@ def parse_metadata(obj: Any, where: str = "metadata") -> CubinMetadata:
         shared=_int(obj, "shared", where),
         num_warps=num_warps,
         threads_per_block=threads,
-        cluster_dims=(cluster[0], cluster[1], cluster[2]),
+        cluster_dims=cluster,
         args=tuple(args),
         hidden_args=tuple(hidden),
         aligned=tuple(aligned),
@@ -130,6 +130,16 @@ def load_metadata(path: str | Path) -> CubinMetadata:
     """Read and validate a metadata file."""
     with open(path) as f:
         return parse_metadata(json.load(f), where=str(path))
+
+
+def cluster_shape(value: Any) -> tuple[int, int, int] | None:
+    """A cluster shape (a manifest's ``precompiled.cluster``, a cubin's ``cluster_dims``): three positive
+    integers as a tuple, or None for anything else (booleans included)."""
+    if not isinstance(value, list) or len(value) != 3:
+        return None
+    if any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in value):
+        return None
+    return (value[0], value[1], value[2])
 
 
 def launch_grid(grid: Sequence[Any], num_sms: int, cluster: tuple[int, int, int] = (1, 1, 1)) -> tuple[int, int, int]:

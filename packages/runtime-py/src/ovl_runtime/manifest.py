@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .cubin import cluster_shape
 from .errors import ManifestError
 from .index_maps import parse_tile_program
 from .manifest_check import check_references
@@ -229,18 +230,17 @@ def _precompiled(v: Any, path: str, base_dir: Path | None) -> PrecompiledSpec:
     o = _obj(v, path)
     cubin = _relative_file(_get(o, "cubin", path), ".cubin", f"{path}.cubin")
     metadata = _relative_file(_get(o, "metadata", path), ".json", f"{path}.metadata")
-    cluster = o.get("cluster")
-    if cluster is not None and (
-        not isinstance(cluster, list) or len(cluster) != 3 or any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in cluster)
-    ):
-        raise ManifestError(f"{path}.cluster", f"expected three positive integers, got {cluster!r}")
+    raw_cluster = o.get("cluster")
+    cluster = None if raw_cluster is None else cluster_shape(raw_cluster)
+    if raw_cluster is not None and cluster is None:
+        raise ManifestError(f"{path}.cluster", f"expected three positive integers, got {raw_cluster!r}")
     return PrecompiledSpec(
         target=_enum(_get(o, "target", path), PRECOMPILED_TARGETS, f"{path}.target"),
         cubin=cubin,
         metadata=metadata,
         cubin_path=None if base_dir is None else (base_dir / cubin).resolve(),
         metadata_path=None if base_dir is None else (base_dir / metadata).resolve(),
-        cluster=None if cluster is None else (cluster[0], cluster[1], cluster[2]),
+        cluster=cluster,
     )
 
 

@@ -3,6 +3,7 @@
 // bodies, the body variant; what the operator names itself always wins.
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
+import { clusterFits } from "../tlx/compute.js";
 import { EmitError } from "../writer/index.js";
 import { defaultAttentionTile } from "./ag-attention.js";
 import { builtinBody, type BuiltinBodyName } from "./builtin.js";
@@ -124,7 +125,7 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
     const groupM = op.groupM ?? t.groupM;
     // A clustered pick pairs m-blocks and groups pairs of rows: where this operator's m-blocks
     // or its own GROUP_M do not pair up (a nearest-shape entry, say), its kernel runs unclustered.
-    const paired = Math.ceil(op.problem.M / t.BM) % 2 === 0 && groupM % 2 === 0;
+    const paired = clusterFits(2, Math.ceil(op.problem.M / t.BM), groupM);
     const ws = {
       consumerSchedule: t.consumerSchedule,
       stages: t.stages,

@@ -57,11 +57,20 @@ export function checkClusterM(clusterM: number, BLOCK_N?: number): ClusterM {
 }
 
 /**
+ * Whether a cluster of `clusterM` CTAs along M fits a GEMM of `numPidM` m-blocks visited in groups
+ * of `groupM` rows: the CTAs of a cluster take consecutive visit rows, so both counts must be
+ * multiples of the cluster (`checkClusterPairs` and `groupedTiles` refuse the others).
+ */
+export function clusterFits(clusterM: number, numPidM: number, groupM: number): boolean {
+  return numPidM % clusterM === 0 && groupM % clusterM === 0;
+}
+
+/**
  * Refuses a cluster of `clusterM` CTAs along M over `numPidM` m-blocks that do not pair up.
  * @throws {EmitError} `bad-param`.
  */
 export function checkClusterPairs(clusterM: number, numPidM: number): void {
-  if (clusterM > 1 && numPidM % clusterM !== 0)
+  if (!clusterFits(clusterM, numPidM, clusterM))
     throw new EmitError(
       "bad-param",
       `clusterM ${clusterM} pairs m-blocks, but there are ${numPidM}: use clusterM 1, or an M that is a multiple of ${clusterM} × BLOCK_M`,
