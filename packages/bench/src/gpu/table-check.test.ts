@@ -1,7 +1,7 @@
 import { computeConfigs, type ComputeConfigTable } from "@ovl/tlx-emitter";
 import { describe, expect, it } from "vitest";
 import { entryConfig, type ComputeResults, type ResultCase } from "./compute-table.js";
-import { checkTable, compareTables } from "./table-check.js";
+import { checkTable, compareTables, poolChecks } from "./table-check.js";
 
 const committed = computeConfigs("h200") as ComputeConfigTable;
 // Two GEMM+RS entries of the committed table, their TLX kernels made unclustered with GROUP_M 8 (the
@@ -171,5 +171,30 @@ describe("checkTable", () => {
       ),
     ).toThrow(/neither of the table's kernels/);
     expect(() => checkTable(table, { ...run(() => []), shapes: [] })).toThrow(/no shape/);
+  });
+
+  it("pools runs per shape by the geometric mean over the runs before judging the shapes", () => {
+    // Shape s0: 1/0.9 and 1/1.1 across two runs (pooled 1/sqrt(0.99)); s1: 1/1.1 then 1/1.0.
+    const a = checkTable(
+      table,
+      run((e) => [tuned(e, e === entries[0] ? 0.9 : 1.1)]),
+    );
+    const b = checkTable(
+      table,
+      run((e) => [tuned(e, e === entries[0] ? 1.1 : 1.0)]),
+    );
+    const p = poolChecks([a, b]);
+    expect(p.shapes.map((x) => [x.name, x.runs])).toEqual([
+      ["s0", 2],
+      ["s1", 2],
+    ]);
+    expect(p.shapes[0]!.ratio).toBeCloseTo(1 / Math.sqrt(0.99), 6);
+    expect(p.shapes[1]!.ratio).toBeCloseTo(1 / Math.sqrt(1.1), 6);
+    expect(p.min).toBeCloseTo(1 / Math.sqrt(1.1), 6);
+    expect(p.geomean).toBeCloseTo(1 / Math.sqrt(Math.sqrt(0.99 * 1.1)), 6);
+    // s1's one run below 0.95 (0.909) is lifted by the other, so no pooled shape is below.
+    expect(a.below95).toBe(1);
+    expect(p.below95).toBe(0);
+    expect(() => poolChecks([])).toThrow(/no run/);
   });
 });

@@ -2,7 +2,8 @@
 // same GPU, say): per shape, cuBLAS ÷ the faster of the two kernels the table picks — the entry's
 // tuned Triton kernel and its `tlx` entry's TLX backend kernel — as `fastestBackend()` would.
 //   tsx src/gpu/table-check.ts <target> <run.json>[,<run.json>...] [--sim H100_SXM|H200_SXM] [--against <table.json>]
-// Each run is reported on its own (geometric mean, minimum, shapes below 0.95, the lowest four);
+// Each run is reported on its own (geometric mean, minimum, shapes below 0.95, the lowest four),
+// and several runs also pooled (per shape the geometric mean over the runs, `poolChecks`);
 // with --sim also the simulator's compute time (the tuned Triton kernel's calibration) against
 // the faster kernel's measured time, per shape; with --against also another table of the target
 // (an earlier one, `git show <rev>:packages/tlx-emitter/configs/<target>.json`) on the same run,
@@ -93,6 +94,29 @@ export function checkTable(table: ComputeConfigTable, results: ComputeResults, h
   };
 }
 
+/** Several runs' checks pooled: per shape the geometric mean of its ratios over the runs holding it. */
+export interface PooledCheck {
+  readonly shapes: readonly { readonly name: string; readonly ratio: number; readonly runs: number }[];
+  readonly geomean: number;
+  readonly min: number;
+  readonly below95: number;
+}
+
+/**
+ * `checks` (one per run, `checkTable`) pooled: cuBLAS ÷ the table's faster kernel per shape as
+ * the geometric mean over the runs that hold the shape, then the geometric mean, minimum and
+ * count below 0.95 over the shapes — run-to-run noise of one shape averaged before it is judged.
+ * @throws {Error} when `checks` is empty.
+ */
+export function poolChecks(checks: readonly TableCheck[]): PooledCheck {
+  if (checks.length === 0) throw new Error("no run to pool");
+  const byShape = new Map<string, number[]>();
+  for (const c of checks) for (const x of c.shapes) byShape.set(x.name, [...(byShape.get(x.name) ?? []), x.ratio]);
+  const shapes = [...byShape].map(([name, r]) => ({ name, ratio: gmean(r), runs: r.length }));
+  const ratios = shapes.map((x) => x.ratio);
+  return { shapes, geomean: gmean(ratios), min: Math.min(...ratios), below95: ratios.filter((r) => r < 0.95).length };
+}
+
 /** Two tables on one run, over the shapes where it measured both tables' kernels. */
 export interface TableComparison {
   readonly shapes: readonly { readonly name: string; readonly before: number; readonly after: number }[];
@@ -129,8 +153,10 @@ function main(argv: readonly string[]): void {
   if (table === null) throw new Error(`no tuned table for ${target}`);
   const ai = argv.indexOf("--against");
   const against = ai < 0 ? undefined : parseComputeConfigs(JSON.parse(readFileSync(argv[ai + 1] ?? "", "utf8")));
+  const checks: TableCheck[] = [];
   for (const path of runs.split(",")) {
     const r = checkTable(table, JSON.parse(readFileSync(path, "utf8")) as ComputeResults, hardware);
+    checks.push(r);
     const low = [...r.shapes].sort((a, b) => a.ratio - b.ratio).slice(0, 4);
     console.log(
       `${path}: the ${target} table's kernels at ${r.geomean.toFixed(3)}x cuBLAS by geometric mean over ${r.shapes.length} shapes, min ${r.min.toFixed(3)}, ${r.below95} below 0.95; lowest ${low.map((x) => `${x.name} ${x.ratio.toFixed(3)} (${x.backend})`).join(", ")}`,
@@ -149,6 +175,13 @@ function main(argv: readonly string[]): void {
         `  simulator (${hardware}) against the faster kernel: mean absolute error ${(100 * mean).toFixed(1)}%, worst ${worst.name} ${(100 * worst.e).toFixed(1)}%, ${errors.filter((x) => Math.abs(x.e) > 0.15).length} shapes beyond 15%`,
       );
     }
+  }
+  if (checks.length > 1) {
+    const p = poolChecks(checks);
+    const low = [...p.shapes].sort((a, b) => a.ratio - b.ratio).slice(0, 4);
+    console.log(
+      `pooled over ${checks.length} runs (per shape the geometric mean over the runs): ${p.geomean.toFixed(3)}x cuBLAS over ${p.shapes.length} shapes, min ${p.min.toFixed(3)}, ${p.below95} below 0.95; lowest ${low.map((x) => `${x.name} ${x.ratio.toFixed(3)}`).join(", ")}`,
+    );
   }
 }
 
