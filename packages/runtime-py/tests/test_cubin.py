@@ -6,6 +6,7 @@ import ctypes
 import pytest
 
 from ovl_runtime.cubin import (
+    ArgPacker,
     CubinError,
     CubinKernel,
     CUlaunchAttribute,
@@ -117,6 +118,29 @@ def test_pack_args_wraps_unsigned_i32_and_refuses_bad_values():
     del no_scratch["global_scratch"]
     with pytest.raises(CubinError, match="global_scratch"):
         pack_args(m, no_scratch)
+
+
+def test_arg_packer_rewrites_changed_values_in_place_and_checks_them():
+    m = parse_metadata(META)
+    base = {"a_ptr": 1, "M": 1024, "rank": 0, "target": 4, "timeout_ns": 9, "dst_ptrs": 2, "global_scratch": 3}
+    packer = ArgPacker(m)
+    first = packer.pack(base)
+    assert read_back(first) == read_back(pack_args(m, base))
+    # The next epoch: the same array, only the changed slot rewritten (as pack_args packs it, i32 wrapping).
+    second = packer.pack({**base, "target": (1 << 32) - 4})
+    assert second is first
+    assert read_back(second) == read_back(pack_args(m, {**base, "target": (1 << 32) - 4}))
+    assert read_back(second)[3] == -4
+    # A bad value is refused and leaves the array as it was.
+    for bad in [{"M": 1 << 32}, {"rank": True}, {"timeout_ns": 1.5}]:
+        with pytest.raises(CubinError):
+            packer.pack({**base, **bad})
+        assert read_back(packer.pack(base)) == read_back(pack_args(m, base))
+    # Another set of names packs anew (and is checked as pack_args checks it).
+    with pytest.raises(CubinError, match="has no parameter nope"):
+        packer.pack({**base, "nope": 1})
+    fresh = packer.pack({k: v for k, v in base.items() if k != "global_scratch"} | {"global_scratch": 7})
+    assert read_back(fresh)[6] == 7
 
 
 def test_scalar_values_follow_monotone_epochs():

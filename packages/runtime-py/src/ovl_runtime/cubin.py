@@ -229,6 +229,19 @@ class PackedArgs:
         return len(self.values)
 
 
+def _param_order(meta: CubinMetadata) -> list[tuple[str, str]]:
+    """Every parameter's name and packing, in launch order: the metadata's args, then the hidden scratch pointers."""
+    return [(a.name, a.pack) for a in meta.args] + [(h.name, "ptr") for h in meta.hidden_args]
+
+
+def _checked_value(meta: CubinMetadata, name: str, pack: str, v: object) -> int:
+    """``v`` as the ``pack`` slot holds it (an i32 given as its unsigned bit pattern wraps). @raises CubinError out of range."""
+    lo, hi = _RANGES[pack]
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise CubinError(f"args.{name}", f"{v!r} is not a {pack} value")
+    return v - (1 << 32) if pack == "i32" and v >= 1 << 31 else v
+
+
 def pack_args(meta: CubinMetadata, values: Mapping[str, int]) -> PackedArgs:
     """Pack every parameter (the metadata's args, then the hidden scratch pointers) in order.
 
@@ -238,28 +251,48 @@ def pack_args(meta: CubinMetadata, values: Mapping[str, int]) -> PackedArgs:
     device-side TMA descriptors are written into the global scratch. @raises CubinError for missing, extra or
     out-of-range values.
     """
-    names = [a.name for a in meta.args]
     hidden = [h.name for h in meta.hidden_args]
-    extra = sorted(set(values) - set(names) - set(hidden))
+    extra = sorted(set(values) - {a.name for a in meta.args} - set(hidden))
     if extra:
         raise CubinError("args", f"kernel {meta.entry} has no parameter {', '.join(extra)}")
     scratch_needed = {h.name: h.bytes_per_program for h in meta.hidden_args}
     slots: list[Any] = []
-    for name, pack in [(a.name, a.pack) for a in meta.args] + [(h, "ptr") for h in hidden]:
+    for name, pack in _param_order(meta):
         if name not in values:
             if name in hidden and scratch_needed.get(name, 0) == 0:
                 slots.append(_CTYPES["ptr"](0))
                 continue
             raise CubinError(f"args.{name}", f"kernel {meta.entry} needs a value for {name}")
-        v = values[name]
-        lo, hi = _RANGES[pack]
-        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-            raise CubinError(f"args.{name}", f"{v!r} is not a {pack} value")
-        if pack == "i32" and v >= 1 << 31:
-            v -= 1 << 32
-        slots.append(_CTYPES[pack](v))
+        slots.append(_CTYPES[pack](_checked_value(meta, name, pack, values[name])))
     params = (ctypes.c_void_p * len(slots))(*[ctypes.cast(ctypes.pointer(s), ctypes.c_void_p) for s in slots])
     return PackedArgs(params=params, values=slots)
+
+
+class ArgPacker:
+    """A kernel's parameter array packed once (``pack_args``) and, on later launches, rewritten
+    in place where a value changed (each checked as ``pack_args`` checks it): a launch of a
+    persistent operator changes only its epoch scalars, so the host no longer builds the
+    ctypes array anew each time. ``cuLaunchKernelEx`` copies the parameters when it enqueues,
+    so rewriting the array after a launch leaves that launch as it was."""
+
+    def __init__(self, meta: CubinMetadata) -> None:
+        self.meta = meta
+        self._packs = dict(_param_order(meta))
+        self._index = {name: i for i, (name, _) in enumerate(_param_order(meta))}
+        self._packed: PackedArgs | None = None
+        self._last: dict[str, int] = {}
+
+    def pack(self, values: Mapping[str, int]) -> PackedArgs:
+        """The parameter array holding ``values``. @raises CubinError as ``pack_args``."""
+        if self._packed is None or values.keys() != self._last.keys():
+            self._packed = pack_args(self.meta, values)
+            self._last = dict(values)
+            return self._packed
+        for name, v in values.items():
+            if v != self._last[name]:
+                self._packed.values[self._index[name]].value = _checked_value(self.meta, name, self._packs[name], v)
+                self._last[name] = v
+        return self._packed
 
 
 class CUlaunchAttribute(ctypes.Structure):
@@ -322,6 +355,9 @@ class CubinKernel:
 
     def __init__(self, driver: CudaDriver, function: ctypes.c_void_p, module: ctypes.c_void_p, meta: CubinMetadata) -> None:
         self.driver, self.function, self.module, self.meta = driver, function, module, meta
+        self._packer = ArgPacker(meta)
+        # (grid, stream) -> the launch configuration and its attribute array (kept alive with it).
+        self._configs: dict[tuple[tuple[int, int, int], int], tuple[CUlaunchConfig, Any]] = {}
 
     @classmethod
     def load(cls, driver: CudaDriver, cubin: bytes, meta: CubinMetadata) -> CubinKernel:
@@ -354,8 +390,11 @@ class CubinKernel:
 
     def launch(self, grid: tuple[int, int, int], values: Mapping[str, int], stream: int = 0) -> None:
         """``cuLaunchKernelEx`` on ``stream`` (a ``CUstream`` handle, e.g. ``torch.cuda.current_stream().cuda_stream``)."""
-        packed = pack_args(self.meta, values)
-        cfg, _attrs = launch_config(self.meta, grid, stream)
+        packed = self._packer.pack(values)
+        key = (tuple(grid), stream)
+        if key not in self._configs:
+            self._configs[key] = launch_config(self.meta, grid, stream)
+        cfg, _attrs = self._configs[key]
         self.driver.check(
             self.driver.lib.cuLaunchKernelEx(ctypes.byref(cfg), self.function, packed.params, None), f"cuLaunchKernelEx({self.meta.entry})"
         )

@@ -97,6 +97,7 @@ class CubinLaunch:
             epoch=int(session.epoch_word.data_ptr()),
         )
         self.warm_addresses = dataclasses.replace(self.addresses, epoch=int(session.zero_word.data_ptr()))
+        self.scratch_addresses = {n: int(t.data_ptr()) for n, t in self.scratch.items()}
         self.session = session
 
     def launch(self, warm: bool) -> None:
@@ -106,5 +107,6 @@ class CubinLaunch:
             rank=s.rank, world=s.world, epoch=launch_epoch(self.spec, s.epoch, warm), bits=s.m.signals.bits, timeout_ns=s.m.wait_timeout_ns
         )
         addresses = self.warm_addresses if scalars.epoch == 0 else self.addresses
-        values = cubin_values(self.meta, self.spec, addresses, scalars, {n: int(t.data_ptr()) for n, t in self.scratch.items()})
+        values = cubin_values(self.meta, self.spec, addresses, scalars, self.scratch_addresses)
+        # Packed once, then rewritten where a value changed (``cubin.ArgPacker``): the host's time per launch.
         self.kernel.launch(self.grid, values, stream=int(torch.cuda.current_stream().cuda_stream))

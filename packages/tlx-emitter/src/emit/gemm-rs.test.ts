@@ -244,6 +244,21 @@ describe("emitGemmRs", () => {
     ]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64)).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4 }]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { reducePrograms: 1 }).manifest.kernels.at(-1)!.grid).toEqual([1]);
+    // Under 256-row m-blocks the reduction's tile narrows to 256×64 (a 256×128 accumulator spills at 4 warps);
+    // a given reduceBlockN stands.
+    const tall = rsPlan(2, 1024, 256, 1);
+    const tallSchedule = lowerToTileSchedule(
+      tall,
+      { tensor: "C_partial", problem: { M: 1024, N: 256, K: 64 }, tile: { BM: 256, BN: 128, BK: 64 }, persistent: { numSms: 8 } },
+      { role: "producer" },
+    );
+    const tallReduce = emitGemmRs(tall, tallSchedule).manifest.kernels.at(-1)!;
+    expect([tallReduce.template.kind, tallReduce.constexprs]).toEqual(["rs-reduce", { WORLD: 2, BLOCK_M: 256, BLOCK_N: 64 }]);
+    expect(emitGemmRs(tall, tallSchedule, { reduceBlockN: 128 }).manifest.kernels.at(-1)!.constexprs).toEqual({
+      WORLD: 2,
+      BLOCK_M: 256,
+      BLOCK_N: 128,
+    });
     const narrow = emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "sm", commWarps: 4, commBlock: 2048 }).manifest.kernels[1]!;
     expect([narrow.numWarps, narrow.constexprs]).toEqual([4, { BLOCK: 2048 }]);
     expect([manifest.kernels[1]!.numWarps, manifest.kernels[1]!.constexprs]).toEqual([8, { BLOCK: 8192 }]);

@@ -14,6 +14,7 @@ import {
   type LaunchOptions,
   RS_REDUCE,
   type RsReduceParams,
+  rsReduceBlockN,
   rsReduceGrid,
   rsReduceSource,
   SM_PUSH,
@@ -411,7 +412,13 @@ export function gemmRsStages(
     );
     files.push({ path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) });
   }
-  const reduce = checkRsReduceParams({ WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: o.reduceBlockN, N, rows_per_rank: rowsPerRank });
+  const reduce = checkRsReduceParams({
+    WORLD: world,
+    BLOCK_M: params.BLOCK_M,
+    BLOCK_N: o.reduceBlockN ?? rsReduceBlockN(params.BLOCK_M),
+    N,
+    rows_per_rank: rowsPerRank,
+  });
   const expect = made?.expect === undefined ? undefined : { [made.kernel.name]: made.expect };
   return {
     o,

@@ -36,7 +36,7 @@ export interface EmitOptions {
   readonly commBlock?: number;
   /** Warps of each SM communication program (default 8). */
   readonly commWarps?: number;
-  /** `BLOCK_N` of `rs-reduce` (default 128). */
+  /** `BLOCK_N` of `rs-reduce` (default: `rsReduceBlockN` of the GEMM's `BLOCK_M`, 128 up to 128 rows). */
   readonly reduceBlockN?: number;
   /** Programs of the persistent `rs-reduce` (default: one per SM, see `rsReduceGrid`). */
   readonly reducePrograms?: number;
@@ -58,7 +58,8 @@ export interface ResolvedOptions {
   readonly commSms: number;
   readonly commBlock: number;
   readonly commWarps: number;
-  readonly reduceBlockN: number;
+  /** Given `BLOCK_N` of the reduction (`undefined`: `rsReduceBlockN` of the m-block, once the tile is known). */
+  readonly reduceBlockN: number | undefined;
   readonly reducePrograms: number | undefined;
   readonly waitTimeoutNs: number;
   readonly timing: { warmup: number; reps: number; checkRuns: number };
@@ -91,7 +92,7 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
     commSms: checkPositive(o.commSms ?? DEFAULT_COMM_SMS, "commSms"),
     commBlock: checkPositive(o.commBlock ?? 8192, "commBlock"),
     commWarps: checkLaunch({ numWarps: o.commWarps ?? 8, numStages: 1 }).numWarps,
-    reduceBlockN: checkPositive(o.reduceBlockN ?? 128, "reduceBlockN"),
+    reduceBlockN: o.reduceBlockN === undefined ? undefined : checkPositive(o.reduceBlockN, "reduceBlockN"),
     reducePrograms: o.reducePrograms === undefined ? undefined : checkPositive(o.reducePrograms, "reducePrograms"),
     waitTimeoutNs: checkPositive(o.waitTimeoutNs ?? 5_000_000_000, "waitTimeoutNs"),
     timing: { ...timing },

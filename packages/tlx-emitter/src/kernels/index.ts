@@ -12,7 +12,15 @@ export {
 } from "./common.js";
 export { AG_GEMM_CONSUMER, agGemmConsumerSource } from "./ag-gemm-consumer.js";
 export { GEMM_PRODUCER, gemmProducerSource } from "./gemm-producer.js";
-export { RS_REDUCE, checkRsReduceParams, rsReduceGrid, rsReduceSource, type RsReduceParams } from "./rs-reduce.js";
+export {
+  RS_REDUCE,
+  RS_REDUCE_TILE_ELEMENTS,
+  checkRsReduceParams,
+  rsReduceBlockN,
+  rsReduceGrid,
+  rsReduceSource,
+  type RsReduceParams,
+} from "./rs-reduce.js";
 export {
   RING_REDUCE,
   RING_REDUCE_FIELDS,

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DEVICE_FUNCTIONS } from "../device/index.js";
 import {
@@ -13,6 +14,8 @@ import {
   RING_REDUCE,
   ringReduceSource,
   RS_REDUCE,
+  RS_REDUCE_TILE_ELEMENTS,
+  rsReduceBlockN,
   rsReduceSource,
   SM_PULL,
   SM_PUSH,
@@ -126,6 +129,23 @@ describe("kernel templates", () => {
     expect(codeOf(() => checkLaunch({ numWarps: 6, numStages: 3 }))).toBe("bad-param");
     expect(codeOf(() => checkLaunch({ numWarps: 8, numStages: 9 }))).toBe("bad-param");
     expect(checkGemmParams(GEMM)).toEqual(GEMM);
+  });
+
+  it("narrows the reduction's default tile to at most 128×128 elements under any m-block height", () => {
+    expect([16, 64, 128, 256].map(rsReduceBlockN)).toEqual([128, 128, 128, 64]);
+    fc.assert(
+      fc.property(fc.integer({ min: 4, max: 8 }), (e) => {
+        const blockM = 2 ** e;
+        const n = rsReduceBlockN(blockM);
+        // A valid BLOCK_N (a power of two of at least 16) no wider than 128, the tile within bounds.
+        return (
+          checkRsReduceParams({ ...RS, BLOCK_M: blockM, BLOCK_N: n, rows_per_rank: 256 }).BLOCK_N === n &&
+          n <= 128 &&
+          blockM * n <= RS_REDUCE_TILE_ELEMENTS
+        );
+      }),
+    );
+    expect(codeOf(() => rsReduceBlockN(96))).toBe("bad-param");
   });
 
   it("SM copy loops move whole steps through 16-byte aligned pointers and mask only the tail", () => {

@@ -24,6 +24,25 @@ export interface RsReduceParams {
   readonly rows_per_rank: number;
 }
 
+/**
+ * Elements of one `rs-reduce` tile by default: 128×128, the tile its one-program-per-SM grid was
+ * measured with (an fp32 accumulator of 128 values per thread at 4 warps, `diag_rs_reduce.py`).
+ */
+export const RS_REDUCE_TILE_ELEMENTS = 128 * 128;
+
+/**
+ * The default `BLOCK_N` of a reduction whose `BLOCK_M` is the GEMM's m-block (one arrival slot
+ * per m-block): 128, narrowed so that a tile holds at most `RS_REDUCE_TILE_ELEMENTS` — 64 under
+ * a 256-row m-block. A 256×128 tile at 4 warps spills its accumulator: on two H200s the reduction
+ * after the TLX GEMM+RS producer (256×128 tiles) took 0.44 ms at MLP-5 against 0.12 ms after the
+ * Triton one's 128-row m-blocks (`packages/bench/results/gpu/h200x2-2026-11-28/`).
+ * @throws {EmitError} `bad-param` when `blockM` is not a power of two.
+ */
+export function rsReduceBlockN(blockM: number): number {
+  checkBlock(blockM, "BLOCK_M");
+  return Math.min(128, Math.max(16, RS_REDUCE_TILE_ELEMENTS / blockM));
+}
+
 /** Checks `rs-reduce` parameters: `rows_per_rank` a multiple of `BLOCK_M` (one slot per m-block). */
 export function checkRsReduceParams(p: RsReduceParams): RsReduceParams {
   checkPositive(p.WORLD, "WORLD");
