@@ -134,9 +134,9 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
  * same run (`tlx.ms < ms`), the operator names no tile and the TLX backend can build it (a
  * built-in body of AllGather+GEMM or GEMM+ReduceScatter); Triton otherwise. TLX kernels are
  * precompiled: the result's `expect` and scripts/tlx-aot-compile.py make their cubins. The
- * choice is the faster kernel alone, on one GPU: end to end beside the copy engine's transfers
- * the Triton operators measured faster (two H200s, 11 of 12 MLP shapes:
- * packages/bench/results/gpu/h200x2-2026-11-28/).
+ * choice is the faster kernel alone, on one GPU; end to end on two H200s the two backends'
+ * operators measured within a few percent of each other per MLP shape
+ * (packages/bench/results/gpu/h200x2-2026-11-28/).
  */
 export function fastestBackend(options: TlxBackendOptions = {}): Backend {
   const tlx = tlxBackend(options);
