@@ -244,7 +244,7 @@ describe("emitGemmRs", () => {
     ]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64)).manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4 }]);
     expect(emitGemmRs(plan, schedule(plan, 256, 64, 64), { reducePrograms: 1 }).manifest.kernels.at(-1)!.grid).toEqual([1]);
-    // Under 256-row m-blocks the reduction's tile narrows to 256×64 (a 256×128 accumulator spills at 4 warps);
+    // Under 256-row m-blocks the reduction's tile narrows to 256×64 (a 256×128 one ran 3.5× slower);
     // a given reduceBlockN stands.
     const tall = rsPlan(2, 1024, 256, 1);
     const tallSchedule = lowerToTileSchedule(

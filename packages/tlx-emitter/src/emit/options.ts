@@ -36,7 +36,7 @@ export interface EmitOptions {
   readonly commBlock?: number;
   /** Warps of each SM communication program (default 8). */
   readonly commWarps?: number;
-  /** `BLOCK_N` of `rs-reduce` (default: `rsReduceBlockN` of the GEMM's `BLOCK_M`, 128 up to 128 rows). */
+  /** `BLOCK_N` of `rs-reduce` (default: `rsReduceBlockN` of the GEMM's `BLOCK_M`: 128 for m-blocks of up to 128 rows, 64 for 256). */
   readonly reduceBlockN?: number;
   /** Programs of the persistent `rs-reduce` (default: one per SM, see `rsReduceGrid`). */
   readonly reducePrograms?: number;
