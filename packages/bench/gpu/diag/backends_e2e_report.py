@@ -9,14 +9,11 @@ operator time per shape. Refuses a report whose checks failed.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import sys
 from pathlib import Path
 
-
-def gmean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+from slot_report import gmean
 
 
 def main(root: Path) -> None:

@@ -277,8 +277,8 @@ class ArgPacker:
 
     def __init__(self, meta: CubinMetadata) -> None:
         self.meta = meta
-        self._packs = dict(_param_order(meta))
-        self._index = {name: i for i, (name, _) in enumerate(_param_order(meta))}
+        # Each parameter's position in the array and its packing.
+        self._slots = {name: (i, pack) for i, (name, pack) in enumerate(_param_order(meta))}
         self._packed: PackedArgs | None = None
         self._last: dict[str, int] = {}
 
@@ -290,7 +290,8 @@ class ArgPacker:
             return self._packed
         for name, v in values.items():
             if v != self._last[name]:
-                self._packed.values[self._index[name]].value = _checked_value(self.meta, name, self._packs[name], v)
+                i, pack = self._slots[name]
+                self._packed.values[i].value = _checked_value(self.meta, name, pack, v)
                 self._last[name] = v
         return self._packed
 
