@@ -25,6 +25,15 @@ export interface TileProgram {
    * needs `sys`.
    */
   notifyScope?: "gpu" | "sys";
+  /**
+   * Producer only: when a tile's notifies are issued (default `tile`). `tile`: right after the
+   * tile's stores, so each notify first waits for those stores to be written, with the tensor
+   * cores idle. `next-tile`: a persistent kernel notifies tile i's slots once tile i+1's K loop
+   * is done (the last tile's after the tile loop); by then the stores are long written, and a
+   * slot completes one tile later. A kernel without a tile loop, or without a loop in its tile
+   * to hide the wait behind, notifies at `tile`.
+   */
+  notifyAt?: "tile" | "next-tile";
   /** Producer only: tiles per row of the tile grid, printed as a constant for linearising (m, n). */
   numPidN?: number;
   /** Names of the lookup tables the maps read (become kernel parameters, in this order). */
@@ -92,7 +101,7 @@ export function runtimeParams(program: TileProgram): readonly string[] {
 /** The rank id every rank-generic static map may use (a runtime parameter of both roles). */
 export const RANK_VARIABLE = "ovl_rank";
 
-/** Names the inserted code assigns (besides `ovl_slot<j>`, `ovl_vslot<j>` and `ovl_bit<j>`). */
+/** Names the inserted code assigns (besides `ovl_slot<j>`, `ovl_vslot<j>`, `ovl_bit<j>` and `ovl_prev<j>`). */
 const INSERTED_LOCALS = [
   "ovl_m",
   "ovl_mb",
@@ -115,7 +124,7 @@ const INSERTED_LOCALS = [
 function isInsertedName(name: string): boolean {
   const numbered = (prefix: string) =>
     name.startsWith(prefix) && name.length > prefix.length && [...name.slice(prefix.length)].every((c) => c >= "0" && c <= "9");
-  const slot = numbered("ovl_slot") || numbered("ovl_vslot") || numbered("ovl_bit");
+  const slot = numbered("ovl_slot") || numbered("ovl_vslot") || numbered("ovl_bit") || numbered("ovl_prev");
   return (
     slot || INSERTED_LOCALS.includes(name) || name === PEER_SIGNALS_PARAM || (RUNTIME_PARAMS.consumer as readonly string[]).includes(name)
   );
@@ -155,6 +164,12 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
     if (role !== "producer") throw bad("bad-program", "notifyScope is a producer's (its notifies); a consumer only waits");
     if (program.notifyScope !== "gpu" && program.notifyScope !== "sys") {
       throw bad("bad-program", `notifyScope must be "gpu" or "sys", got ${JSON.stringify(program.notifyScope)}`);
+    }
+  }
+  if (program.notifyAt !== undefined) {
+    if (role !== "producer") throw bad("bad-program", "notifyAt is a producer's (its notifies); a consumer only waits");
+    if (program.notifyAt !== "tile" && program.notifyAt !== "next-tile") {
+      throw bad("bad-program", `notifyAt must be "tile" or "next-tile", got ${JSON.stringify(program.notifyAt)}`);
     }
   }
   const variable = DOMAIN_VARIABLE[role];

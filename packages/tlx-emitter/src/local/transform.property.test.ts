@@ -6,29 +6,32 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { parseWithPython } from "../testing/python.js";
 import { loadPythonParser, parseLocalKernelWith, transformLocalKernel, type LocalKernel, type TileProgram } from "./index.js";
 
-const TUTORIAL = readFileSync(fileURLToPath(new URL("../../examples/user-kernels/tutorial_matmul.py", import.meta.url)), "utf8");
+const read = (rel: string): string => readFileSync(fileURLToPath(new URL(`../../${rel}`, import.meta.url)), "utf8");
 
 let kernel: LocalKernel;
+let producer: LocalKernel;
 beforeAll(async () => {
-  kernel = parseLocalKernelWith(await loadPythonParser(), TUTORIAL, { file: "tutorial_matmul.py" });
+  const parser = await loadPythonParser();
+  kernel = parseLocalKernelWith(parser, read("examples/user-kernels/tutorial_matmul.py"), { file: "tutorial_matmul.py" });
+  producer = parseLocalKernelWith(parser, read("kernels/gemm_producer_tma_flat.py"), { file: "gemm_producer_tma_flat.py" });
 });
 
 const M_BLOCKS = 16;
 const m = variable("ovl_m", { min: 0, max: M_BLOCKS - 1 });
 
 /** A static affine map a*m + b (mod n, sometimes), or a table of random length indexed by m. */
-const indexMap = (tableName: string): fc.Arbitrary<{ map: IndexMap; table?: string }> =>
+const indexMap = (tableName: string, v = m): fc.Arbitrary<{ map: IndexMap; table?: string }> =>
   fc.oneof(
     fc
       .record({ a: fc.integer({ min: -5, max: 5 }), b: fc.integer({ min: -40, max: 40 }), n: fc.option(fc.integer({ min: 1, max: 64 })) })
       .map(({ a, b, n }) => {
         // Triton's % truncates toward zero, so the printer accepts a mod of non-negative values only.
-        const affine = n === null ? add(mul(constant(a), m), constant(b)) : add(mul(constant(Math.abs(a)), m), constant(Math.abs(b)));
+        const affine = n === null ? add(mul(constant(a), v), constant(b)) : add(mul(constant(Math.abs(a)), v), constant(Math.abs(b)));
         return { map: staticMap(n === null ? affine : mod(affine, constant(n))) };
       }),
     fc
       .integer({ min: M_BLOCKS, max: 4 * M_BLOCKS })
-      .map((length) => ({ map: dynamicMap(lookupTable(tableName, length), m), table: tableName })),
+      .map((length) => ({ map: dynamicMap(lookupTable(tableName, length), v), table: tableName })),
   );
 
 const program: fc.Arbitrary<TileProgram> = fc
@@ -76,5 +79,46 @@ describe("transformLocalKernel, property", () => {
     for (const [name, verdict] of Object.entries(parseWithPython(emitted))) {
       expect(verdict, JSON.stringify(programs[name])).toBe("ok");
     }
+  });
+
+  it('a persistent producer, notifyAt "next-tile", any number of slot columns: each column notified once in the tile (its previous tile) and once after the loop, valid Python', () => {
+    const t = variable("ovl_t", { min: 0, max: M_BLOCKS - 1 });
+    const producerProgram: fc.Arbitrary<TileProgram> = fc
+      .integer({ min: 1, max: 4 })
+      .chain((c) => fc.tuple(...Array.from({ length: c }, (_, j) => indexMap(`ovl_notify${j}`, t))))
+      .map((columns) => ({
+        role: "producer",
+        order: staticMap(t),
+        slots: columns.map((c) => c.map),
+        numPidN: 4,
+        notifyAt: "next-tile",
+        tables: columns.flatMap((c) => (c.table === undefined ? [] : [c.table])),
+      }));
+    const emitted: Record<string, string> = {};
+    let i = 0;
+    fc.assert(
+      fc.property(producerProgram, (p) => {
+        const out = transformLocalKernel(producer, p).source;
+        const lines = out.split("\n");
+        const loop = lines.findIndex((l) => l.startsWith("    for tile_id in"));
+        const kLoopEnd = lines.findIndex((l) => l.includes("acc = tl.dot(a, b, acc)"));
+        const firstStore = lines.findIndex((l) => l.includes("c_desc.store("));
+        p.slots.forEach((_, j) => {
+          const pending = `notify_slot(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`;
+          const at = lines.flatMap((l, n) => (l.trim() === pending ? [n] : []));
+          expect(at.length).toBe(2);
+          expect(at[0]).toBeGreaterThan(kLoopEnd);
+          expect(at[0]).toBeLessThan(firstStore);
+          expect(lines[at[1] as number]).toBe(`    ${pending}`);
+          expect(lines.indexOf(`    ovl_prev${j} = -1`)).toBeLessThan(loop);
+          expect(lines.filter((l) => l === `        ovl_prev${j} = ovl_slot${j}`).length).toBe(1);
+        });
+        expect(out).not.toMatch(/ovl_slot\d+ >= 0\)/);
+        emitted[`case${i}`] = out;
+        i += 1;
+      }),
+      { numRuns: 30 },
+    );
+    for (const verdict of Object.values(parseWithPython(emitted))) expect(verdict).toBe("ok");
   });
 });

@@ -17,6 +17,7 @@ const BODIES = {
   gemm_tma_persistent: "kernels/gemm_tma_persistent.py",
   grouped_gemm: "kernels/grouped_gemm.py",
   gemm_producer: "kernels/gemm_producer.py",
+  gemm_producer_tma_flat: "kernels/gemm_producer_tma_flat.py",
   tutorial_matmul: "examples/user-kernels/tutorial_matmul.py",
 } as const;
 
@@ -154,6 +155,44 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     expect(() => emit("tutorial_matmul", { ...IDENTITY, notifyScope: "gpu" })).toThrow(/notifyScope is a producer's/);
   });
 
+  it("producer, notifyAt \"next-tile\": each tile notifies the previous tile's slots after its K loop, the last tile's after the tile loop", () => {
+    const out = emit("gemm_producer_tma_flat", { ...PRODUCER_TABLES, notifyAt: "next-tile" }).source;
+    const at = (needle: string): number => {
+      const i = out.indexOf(needle);
+      expect(i, needle).toBeGreaterThanOrEqual(0);
+      return i;
+    };
+    for (const j of [0, 1]) {
+      const pending = `notify_slot(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)\n`;
+      expect(count(out, pending)).toBe(2);
+      expect(count(out, `ovl_slot${j}, ovl_slot${j} >= 0)`)).toBe(0);
+      // Before the loop at the loop's indentation; in the tile after its K loop, before its stores; at the tile's end; after the loop.
+      expect(at(`    ovl_prev${j} = -1\n`)).toBeLessThan(at("    for tile_id in"));
+      expect(at("acc = tl.dot(a, b, acc)\n")).toBeLessThan(at(`        ${pending}`));
+      expect(at(`        ${pending}`)).toBeLessThan(at("c_desc.store("));
+      expect(at(`ovl_prev${j} = ovl_slot${j}\n`)).toBeGreaterThan(out.lastIndexOf("c_desc.store("));
+    }
+    expect(out).toContain(
+      [
+        "        ovl_slot0 = tl.load(ovl_notify0 + (ovl_t2))",
+        "        ovl_prev0 = ovl_slot0",
+        "        ovl_slot1 = tl.load(ovl_notify1 + (ovl_t2))",
+        "        ovl_prev1 = ovl_slot1",
+        "    notify_slot(ovl_sig_ptr, ovl_prev0, ovl_prev0 >= 0)",
+        "    notify_slot(ovl_sig_ptr, ovl_prev1, ovl_prev1 >= 0)",
+        "",
+      ].join("\n"),
+    );
+    expect(parseWithPython({ out })).toEqual({ out: "ok" });
+  });
+
+  it('producer, notifyAt: "tile" is the default; a bad value or a consumer is refused', () => {
+    expect(emit("gemm_producer", { ...PRODUCER_STATIC, notifyAt: "tile" }).source).toBe(emit("gemm_producer", PRODUCER_STATIC).source);
+    const bad = { ...PRODUCER_STATIC, notifyAt: "later" } as unknown as TileProgram;
+    expect(() => emit("gemm_producer", bad)).toThrow(/notifyAt must be "tile" or "next-tile"/);
+    expect(() => emit("tutorial_matmul", { ...IDENTITY, notifyAt: "next-tile" })).toThrow(/notifyAt is a producer's/);
+  });
+
   it("keeps the user's text outside the insertions byte for byte", () => {
     const source = read(BODIES.tutorial_matmul);
     const out = emit("tutorial_matmul", IDENTITY).source;
@@ -171,7 +210,7 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     }
   });
 
-  it("a non-persistent kernel: the body is the tile", () => {
+  it('a non-persistent kernel: the body is the tile, notified at its end (notifyAt "next-tile" too)', () => {
     const src = [
       "import triton",
       "import triton.language as tl",
@@ -185,10 +224,12 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
       "    tl.store(c_ptr + offs, tl.load(x_ptr + offs) + 1)",
       "",
     ].join("\n");
-    const out = transformLocalKernel(parseLocalKernelWith(parser, src, { file: "add_one.py" }), PRODUCER_STATIC).source;
+    const kernel = parseLocalKernelWith(parser, src, { file: "add_one.py" });
+    const out = transformLocalKernel(kernel, PRODUCER_STATIC).source;
     expect(out).toContain(
       "    tl.store(c_ptr + offs, tl.load(x_ptr + offs) + 1)\n    ovl_slot0 = ovl_t2 % 4\n    notify_slot(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0)\n",
     );
+    expect(transformLocalKernel(kernel, { ...PRODUCER_STATIC, notifyAt: "next-tile" }).source).toBe(out);
     expect(parseWithPython({ out })).toEqual({ out: "ok" });
   });
 });

@@ -62,12 +62,19 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   });
   if (lines.beforeLoop !== undefined && shape.tileLoop !== undefined)
     edits.push(insertBeforeLine(source, shape.tileLoop, lines.beforeLoop, eol));
+  if (lines.afterStatement !== undefined) {
+    const { node, lines: block } = lines.afterStatement;
+    edits.push(insertAfterLine(source, node, node, block, eol));
+  }
   if (lines.atEnd.length > 0) {
     const statements = named(shape.tileBlock).filter((s) => s.type !== "comment");
     const first = statements[0] as SyntaxNode;
     const last = statements[statements.length - 1] as SyntaxNode;
     edits.push(insertAfterLine(source, last, first, lines.atEnd, eol));
   }
+  // After the tile's own end lines: both may insert at the loop's last line (a stable sort keeps this order).
+  if (lines.afterLoop !== undefined && shape.tileLoop !== undefined)
+    edits.push(insertAfterLine(source, shape.tileLoop, shape.tileLoop, lines.afterLoop, eol));
 
   const primitives = untouched
     ? []
@@ -167,6 +174,10 @@ interface Lines {
   atEnd: string[];
   /** Lines inserted before a persistent kernel's tile loop. */
   beforeLoop?: string[];
+  /** Lines inserted after a persistent kernel's tile loop, indented like it. */
+  afterLoop?: string[];
+  /** Lines inserted after a statement of the tile, indented like it. */
+  afterStatement?: { node: SyntaxNode; lines: string[] };
 }
 
 /** Remap the row block through the order, then wait on its slots (first tile statement only). */
@@ -281,11 +292,36 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
   }
   // A masked notify, not a branch around it: Triton 3.6 flattens and pipelines a tile loop whose
   // epilogue holds the call, where an `if` there fails to flatten (TritonGPUFuseNestedLoops).
-  const atEnd = program.slots.flatMap((slot, j) => [
-    `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`,
-    `${notify}(ovl_sig_ptr, ovl_slot${j}, ovl_slot${j} >= 0)`,
-  ]);
-  return { after, atEnd };
+  const slotLines = program.slots.map((slot, j) => `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`);
+  const hideBehind = program.notifyAt === "next-tile" ? kLoopOf(kernel) : undefined;
+  if (hideBehind === undefined) {
+    return { after, atEnd: slotLines.flatMap((line, j) => [line, `${notify}(ovl_sig_ptr, ovl_slot${j}, ovl_slot${j} >= 0)`]) };
+  }
+  // notifyAt "next-tile": the previous tile's slots (-1 before the first) once this tile's K loop
+  // is done; every exit from a tile is refused (checkExits), so each tile's slots are notified
+  // once, the last tile's after the loop.
+  const pending = program.slots.map((_, j) => `${notify}(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`);
+  return {
+    after,
+    atEnd: slotLines.flatMap((line, j) => [line, `ovl_prev${j} = ovl_slot${j}`]),
+    beforeLoop: program.slots.map((_, j) => `ovl_prev${j} = -1`),
+    afterStatement: { node: hideBehind, lines: pending },
+    afterLoop: pending,
+  };
+}
+
+/**
+ * The loop a persistent producer's tile runs after its tile statements (its K loop): the first
+ * `for` or `while` at the tile's top level past the last tile statement, or undefined (no tile
+ * loop, or nothing to hide a notify's wait behind).
+ */
+function kLoopOf(kernel: LocalKernel): SyntaxNode | undefined {
+  const { tileLoop, tileBlock, tileStatements } = kernel.shape;
+  if (tileLoop === undefined) return undefined;
+  const last = tileStatements[tileStatements.length - 1]?.node as SyntaxNode | undefined;
+  return named(tileBlock).find(
+    (s) => (s.type === "for_statement" || s.type === "while_statement") && (last === undefined || s.startIndex >= last.endIndex),
+  );
 }
 
 /** The device primitive a producer's notifies call: system scope, or gpu scope where the program asks (`notifyScope`). */
