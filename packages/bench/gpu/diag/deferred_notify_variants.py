@@ -22,11 +22,9 @@ check the output as every run does, not the slots.
 import re
 from pathlib import Path
 
-from variant_cases import cli, load_bench, write_bench
+from variant_cases import add_variants, cli
 
-NOTIFY = re.compile(
-    r"^(?P<indent>[ \t]+)(?P<fn>notify_slot(?:_gpu)?)\(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0\)\n", re.MULTILINE
-)
+NOTIFY = re.compile(r"^(?P<indent>[ \t]+)(?P<fn>notify_slot(?:_gpu)?)\(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0\)\n", re.MULTILINE)
 TILE_LOOP = re.compile(r"^(?P<indent>[ \t]+)for tile_id in tl\.range\(.*# ovl: tile-loop\n", re.MULTILINE)
 K_LOOP = re.compile(r"^(?P<indent>[ \t]+)for ki in range\(k_tiles\):\n(?:(?P=indent)[ \t]+.*\n)+", re.MULTILINE)
 
@@ -71,24 +69,20 @@ EDITS = {"dn": deferred, "gpu": gpu_scope, "dn gpu": lambda s: deferred(gpu_scop
 EDITS_DEFERRED = {"tile": immediate, "gpu": gpu_scope, "tile gpu": lambda s: immediate(gpu_scope(s))}
 
 
+def variants(_shape: dict, case: dict, d: str) -> list[dict]:
+    if case["kind"] != "emitted" or "cubin" in case:
+        return []
+    src = Path(d, case["file"]).read_text()
+    out = []
+    for tag, edit in (EDITS_DEFERRED if "ovl_prev0" in src else EDITS).items():
+        v = dict(case, label=f"{case['label']} {tag}", file=case["file"].replace(".py", f"_{tag.replace(' ', '_')}.py"))
+        Path(d, v["file"]).write_text(edit(src))
+        out.append(v)
+    return out
+
+
 def main(d: str, names: set[str]) -> None:
-    bench, selected = load_bench(d, names)
-    shapes = []
-    for s in selected:
-        cases = []
-        for c in s["cases"]:
-            if c.get("role") == "previous":
-                continue
-            cases.append(c)
-            if c["kind"] != "emitted" or "cubin" in c:
-                continue
-            src = Path(d, c["file"]).read_text()
-            for tag, edit in (EDITS_DEFERRED if "ovl_prev0" in src else EDITS).items():
-                v = dict(c, label=f"{c['label']} {tag}", file=c["file"].replace(".py", f"_{tag.replace(' ', '_')}.py"))
-                Path(d, v["file"]).write_text(edit(src))
-                cases.append(v)
-        shapes.append(dict(s, cases=cases))
-    write_bench(d, bench, shapes)
+    add_variants(d, names, lambda s, c: variants(s, c, d))
 
 
 if __name__ == "__main__":

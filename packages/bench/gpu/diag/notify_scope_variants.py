@@ -23,7 +23,7 @@ import re
 import shutil
 from pathlib import Path
 
-from variant_cases import cli, load_bench, write_bench
+from variant_cases import add_variants, cli
 
 COUNTED_TRITON = """@triton.jit
 def _counted_notify(sig_ptr, slot, mask, TILES: tl.constexpr, NSLOTS: tl.constexpr):
@@ -80,40 +80,38 @@ def edited(src: str, tag: str, tlx: bool, tiles: int, nslots: int) -> str:
     return out
 
 
+def variants(s: dict, c: dict, d: str) -> list[dict]:
+    if c["kind"] != "emitted":
+        return []
+    sig = next(a for a in c["args"] if a["kind"] == "signals")
+    tiles = tiles_per_slot(s, c)
+    tlx = "cubin" in c
+    out = []
+    for tag in ("gpu", "2l"):
+        v = dict(c, label=f"{c['label']} {tag}")
+        if tlx:
+            old_dir = os.path.dirname(c["file"])
+            new_dir = f"{old_dir}_{tag}"
+            shutil.rmtree(os.path.join(d, new_dir), ignore_errors=True)
+            shutil.copytree(
+                os.path.join(d, old_dir),
+                os.path.join(d, new_dir),
+                ignore=shutil.ignore_patterns("*.cubin", "*.sm_90a.json"),
+            )
+            for k in ("file", "cubin", "metadata"):
+                v[k] = c[k].replace(old_dir, new_dir)
+        else:
+            v["file"] = c["file"].replace(".py", f"_{tag}.py")
+        src = Path(d, c["file"]).read_text()
+        Path(d, v["file"]).write_text(edited(src, tag, tlx, tiles, sig["size"]))
+        if tag == "2l":
+            v["args"] = [dict(a, size=2 * a["size"]) if a["kind"] == "signals" else a for a in c["args"]]
+        out.append(v)
+    return out
+
+
 def main(d: str, names: set[str]) -> None:
-    bench, selected = load_bench(d, names)
-    shapes = []
-    for s in selected:
-        cases = []
-        for c in s["cases"]:
-            if c.get("role") == "previous":
-                continue
-            cases.append(c)
-            if c["kind"] != "emitted":
-                continue
-            sig = next(a for a in c["args"] if a["kind"] == "signals")
-            tiles = tiles_per_slot(s, c)
-            tlx = "cubin" in c
-            for tag in ("gpu", "2l"):
-                v = dict(c, label=f"{c['label']} {tag}")
-                if tlx:
-                    old_dir = os.path.dirname(c["file"])
-                    new_dir = f"{old_dir}_{tag}"
-                    shutil.rmtree(os.path.join(d, new_dir), ignore_errors=True)
-                    shutil.copytree(
-                        os.path.join(d, old_dir), os.path.join(d, new_dir), ignore=shutil.ignore_patterns("*.cubin", "*.sm_90a.json")
-                    )
-                    for k in ("file", "cubin", "metadata"):
-                        v[k] = c[k].replace(old_dir, new_dir)
-                else:
-                    v["file"] = c["file"].replace(".py", f"_{tag}.py")
-                src = Path(d, c["file"]).read_text()
-                Path(d, v["file"]).write_text(edited(src, tag, tlx, tiles, sig["size"]))
-                if tag == "2l":
-                    v["args"] = [dict(a, size=2 * a["size"]) if a["kind"] == "signals" else a for a in c["args"]]
-                cases.append(v)
-        shapes.append(dict(s, cases=cases))
-    write_bench(d, bench, shapes)
+    add_variants(d, names, lambda s, c: variants(s, c, d))
 
 
 if __name__ == "__main__":

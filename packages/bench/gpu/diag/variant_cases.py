@@ -34,6 +34,21 @@ def variant_case(d: str, case: dict, tag: str, edit: Callable[[str], str], expec
     return v
 
 
+def add_variants(d: str, names: set[str], variants: Callable[[dict, dict], list[dict]]) -> None:
+    """The named shapes of ``<d>/compute.json`` without their ``previous`` cases, each other case followed by
+    ``variants(shape, case)``, written back."""
+    bench, selected = load_bench(d, names)
+    shapes = []
+    for s in selected:
+        cases = []
+        for c in s["cases"]:
+            if c.get("role") == "previous":
+                continue
+            cases += [c, *variants(s, c)]
+        shapes.append(dict(s, cases=cases))
+    write_bench(d, bench, shapes)
+
+
 def write_bench(d: str, bench: dict, shapes: list[dict]) -> None:
     """``<d>/compute.json`` with ``shapes`` in place of the bench's, and a line saying what it holds."""
     Path(d, "compute.json").write_text(json.dumps(dict(bench, shapes=shapes), indent=1))
