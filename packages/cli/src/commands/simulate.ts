@@ -39,8 +39,11 @@ export interface Prediction {
   readonly fractionOfBound: number;
 }
 
-/** Plan, lower and simulate `p` on `device` (the fused GEMM as the emitted Triton kernel). */
-export function predict(p: Problem, device: string, commSms?: number): Prediction {
+/**
+ * Plan, lower and simulate `p` on `device` (the fused GEMM as the emitted Triton kernel).
+ * `notifyAt` (default `"tile"`, as GEMM+RS and GEMM+AR compile): when the producer notifies its tiles.
+ */
+export function predict(p: Problem, device: string, commSms?: number, notifyAt: "tile" | "next-tile" = "tile"): Prediction {
   if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
     throw new UsageError(
       "unsupported",
@@ -68,6 +71,7 @@ export function predict(p: Problem, device: string, commSms?: number): Predictio
     ...(priced.backend === "sm" || commSms !== undefined ? { commSms: sms } : {}),
     ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
     ...(p.operator === "gemm-ar" ? allReduceOptions(tilewise ? "tilewise" : "partitioned", priced.backend, sms) : {}),
+    notifyAt,
   });
   const ag = p.operator === "ag-gemm";
   const base = predictBaselines({

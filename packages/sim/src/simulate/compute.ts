@@ -10,6 +10,8 @@ export interface ComputeTiming {
   readonly end: Float64Array;
   /** End time by tile id. */
   readonly endByTile: Float64Array;
+  /** When each tile's notify is issued, by tile id: its end, or with `notifyAt` `"next-tile"` its program's next tile's end (the last tile's: its own). */
+  readonly notifyByTile: Float64Array;
   readonly computeEnd: number;
   readonly waves: readonly WaveTiming[];
   /** SM-time spent waiting on chunks, divided by the number of lanes (ms). */
@@ -49,6 +51,12 @@ export interface ComputeSimInput {
    * storing its fp32 partial (`partialMs`); the last piece of a tile then reads the `split` partials back.
    */
   readonly streamK?: { readonly partialMs: number };
+  /**
+   * A producer's notifies (default `"tile"`: at each tile's end). `"next-tile"`: a persistent
+   * program notifies a tile once its next tile's K loop is done (modelled as that tile's end) and
+   * its last tile when it ends, as `notifyAt: "next-tile"` compiles it.
+   */
+  readonly notifyAt?: "tile" | "next-tile";
 }
 
 /** Simulate one rank's tiles in its visit order. */
@@ -69,6 +77,9 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
   const cut = persistent && input.streamK !== undefined ? streamKSplit(n, programs, problem.K) : { tail: 0, split: 1 };
   const whole = n - cut.tail;
   const kSteps = Math.ceil(problem.K / tile.BK);
+  const notifyByTile = new Float64Array(schedule.grid.numTiles);
+  // The tile each persistent program has stored but not yet notified (-1: none).
+  const deferred = persistent && input.notifyAt === "next-tile" && cut.tail === 0 ? new Int32Array(lanes).fill(-1) : undefined;
   for (let v = 0; v < n; v++) {
     let ready = 0;
     for (const column of tables.waitSlot) {
@@ -102,6 +113,12 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
     start[v] = s;
     end[v] = e;
     endByTile[tables.tile[v]!] = e;
+    notifyByTile[tables.tile[v]!] = e;
+    if (deferred !== undefined) {
+      const pending = deferred[last]!;
+      if (pending >= 0) notifyByTile[pending] = e;
+      deferred[last] = tables.tile[v]!;
+    }
     const w = tables.wave[v]!;
     const agg = waves.get(w);
     if (agg === undefined) waves.set(w, { start: s, end: s + duration, tiles: 1, freeAt: laneFree, readyAt: ready });
@@ -115,10 +132,15 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
   }
   let computeEnd = input.startMs;
   for (const t of free) computeEnd = Math.max(computeEnd, t);
+  // A program's last tile is notified after its tile loop, when the program ends.
+  deferred?.forEach((t, lane) => {
+    if (t >= 0) notifyByTile[t] = free[lane]!;
+  });
   return {
     start,
     end,
     endByTile,
+    notifyByTile,
     computeEnd,
     waves: [...waves.entries()].sort((a, b) => a[0] - b[0]).map(([wave, a]) => ({ wave, ...a })),
     stallMs: stall / lanes,
@@ -126,7 +148,7 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
 }
 
 /**
- * When the tiles writing `region` of the tiling's tensor are done: the latest end of the
+ * When the tiles writing `region` of the tiling's tensor are done: the latest notify of the
  * tiles meeting its rows (axis 0) and columns (axis 1). A region of another tensor waits
  * for the whole kernel, which is the safe answer.
  */
@@ -143,7 +165,7 @@ export function regionDoneAt(schedule: TileSchedule, timing: ComputeTiming, regi
   const pn1 = region.sizes.length > 1 ? Math.min(grid.numPidN - 1, Math.floor((c0 + cols - 1) / BN)) : grid.numPidN - 1;
   let done = 0;
   for (let m = pm0; m <= pm1; m++) {
-    for (let c = pn0; c <= pn1; c++) done = Math.max(done, timing.endByTile[m * grid.numPidN + c] ?? timing.computeEnd);
+    for (let c = pn0; c <= pn1; c++) done = Math.max(done, timing.notifyByTile[m * grid.numPidN + c] ?? timing.computeEnd);
   }
   return done;
 }

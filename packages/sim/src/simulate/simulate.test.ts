@@ -146,6 +146,48 @@ describe("simulate", () => {
     }
   });
 
+  it('a persistent producer notifying a tile later ("next-tile"; "tile" the default): transfers start no earlier, the GEMM ends when it did, the operator ends no sooner', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(2, 4),
+        fc.constantFrom(1, 2, 4),
+        fc.constantFrom<"copy-engine" | "sm">("copy-engine", "sm"),
+        (world, split, backend) => {
+          const { plan, schedule } = gemmRs(world, split);
+          // Without contention the GEMM runs as fast beside the copies, so only the notify times differ.
+          const hardware = { ...H200_SXM, contention: { copySlowdown: 0, copyBandwidthUnderCompute: 1 } };
+          const later = simulate(plan, schedule, { hardware, backend, notifyAt: "next-tile" });
+          const atTile = simulate(plan, schedule, { hardware, backend, notifyAt: "tile" });
+          expect(simulate(plan, schedule, { hardware, backend }).latencyMs).toBe(atTile.latencyMs);
+          const starts = (r: SimulationResult) =>
+            r.ranks.flatMap((k) =>
+              k.events.filter((e) => e.kind === "transfer" && !e.label.startsWith("own partial")).map((e) => e.startMs),
+            );
+          const [a, b] = [starts(later), starts(atTile)];
+          expect(a).toHaveLength(b.length);
+          a.forEach((t, i) => expect(t).toBeGreaterThanOrEqual(b[i]! - 1e-12));
+          const gemmEnd = (r: SimulationResult) =>
+            Math.max(...r.ranks.flatMap((k) => k.events.filter((e) => e.kind === "wave").map((e) => e.endMs)));
+          expect(gemmEnd(later)).toBeCloseTo(gemmEnd(atTile), 9);
+          expect(later.latencyMs).toBeGreaterThanOrEqual(atTile.latencyMs - 1e-9);
+        },
+      ),
+      { numRuns: 12 },
+    );
+    // With several chunks per shard the first ones complete a tile later.
+    const { plan, schedule } = gemmRs(4, 4);
+    const first = (notifyAt: "tile" | "next-tile") =>
+      Math.min(
+        ...simulate(plan, schedule, { hardware: "H200_SXM", notifyAt })
+          .ranks[0]!.events.filter((e) => e.kind === "transfer" && !e.label.startsWith("own partial"))
+          .map((e) => e.startMs),
+      );
+    expect(first("next-tile")).toBeGreaterThan(first("tile"));
+    expect(code(() => simulate(gemmRs(2, 1).plan, gemmRs(2, 1).schedule, { hardware: "H200_SXM", notifyAt: "later" as never }))).toBe(
+      "bad-option",
+    );
+  });
+
   it("SM copies saturate: more SMs move more, never past the model's peak, and fewer SMs each move more", () => {
     const hw = HARDWARE_MODELS.H100_SXM!;
     fc.assert(

@@ -58,6 +58,12 @@ export interface SimulateOptions {
    */
   readonly ownPartial?: "in-place" | "copied";
   /**
+   * When a persistent producer notifies a tile: `"tile"` (default: at the tile's end, as GEMM+RS
+   * and GEMM+AR compile their producers) or `"next-tile"` (a tile program's `notifyAt: "next-tile"`:
+   * once its program's next tile is done, the last tile when the program ends).
+   */
+  readonly notifyAt?: "tile" | "next-tile";
+  /**
    * Copy-engine launch pipelining (default true): the host enqueues a stream's copies ahead,
    * so each copy's start latency overlaps its predecessor's transfer; false charges every
    * copy its full launch.
@@ -159,10 +165,14 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     ...(schedule.role === "producer" && options.ownPartial !== "copied" ? { readInPlace: schedule.tiling.tensor } : {}),
     ...(broadcast ? { afterComputeGBps: Math.min(smCopyGBps(hw, hw.smCount), portGBps(hw)) } : {}),
   };
+  const notifyAt = options.notifyAt ?? "tile";
+  if (notifyAt !== "tile" && notifyAt !== "next-tile") {
+    throw new SimulateError("bad-option", `notifyAt "${String(notifyAt)}": use "tile" or "next-tile"`);
+  }
   const { tile } = schedule.tiling;
   const streamK = tail === "stream-k" ? { partialMs: (tile.BM * tile.BN * 4) / SM_STORE_BYTES_PER_US / 1e3 } : undefined;
   const computeOf = (rank: number, sms: number, slotReady: (slot: number) => number, busy: Busy, slowdown: number): ComputeTiming =>
-    simulateCompute({ schedule, rank: schedule.ranks[rank]!, tileMs: tMs, startMs, sms, slotReady, busy, slowdown, streamK });
+    simulateCompute({ schedule, rank: schedule.ranks[rank]!, tileMs: tMs, startMs, sms, slotReady, busy, slowdown, streamK, notifyAt });
   const ranks = plan.ranks.map((r) => r.rank);
   const idle: Busy = [];
   const alone = ranks.map((r) => computeOf(r, hw.smCount, () => 0, idle, 0));

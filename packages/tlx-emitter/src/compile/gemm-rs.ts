@@ -59,10 +59,10 @@ export function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerC
     order: order.map,
     slots: [notify.map],
     notifyScope: ctx.notifyScope ?? "sys",
-    // A persistent body notifies each tile once the next tile's K loop is done: its stores are
-    // written by then, where right after them the wait idled the tensor cores (0.6-1.3% of the
-    // GEMM at MLP shapes on an H200, packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
-    notifyAt: "next-tile",
+    // Each tile notifies at its end (notifyAt "tile"). Notifying a tile later made the GEMM 0.6-1.1%
+    // faster alone but the operator 0.6-5.3% slower end to end on two and four H200s: the last two
+    // chunks then become ready only when the kernel ends (packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
+    notifyAt: "tile",
     numPidN: ctx.numPidN,
     tables: tables.map((x) => x.name),
   });
