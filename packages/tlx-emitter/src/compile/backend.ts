@@ -132,11 +132,14 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
  * The faster measured backend per shape: TLX where the tuned table's entry of the operator's
  * own shape holds a TLX configuration that ran faster than the entry's Triton kernel in the
  * same run (`tlx.ms < ms`), the operator names no tile and the TLX backend can build it (a
- * built-in body of AllGather+GEMM or GEMM+ReduceScatter); Triton otherwise. TLX kernels are
- * precompiled: the result's `expect` and scripts/tlx-aot-compile.py make their cubins. The
- * choice is the faster kernel alone, on one GPU; end to end on two H200s the two backends'
- * operators measured within a few percent of each other per MLP shape
- * (packages/bench/results/gpu/h200x2-2026-11-28/).
+ * built-in body of AllGather+GEMM or GEMM+ReduceScatter), except GEMM+ReduceScatter over SM
+ * pushes; Triton otherwise. TLX kernels are precompiled: the result's `expect` and
+ * scripts/tlx-aot-compile.py make their cubins. The choice is the faster kernel alone, on one
+ * GPU; end to end on two H200s the two backends' operators over the copy engine measured within
+ * a few percent of each other per MLP shape (packages/bench/results/gpu/h200x2-2026-11-28/),
+ * but beside the SM push kernel the TLX GEMM+RS operator ran 3-14% slower than the Triton one
+ * at every MLP shape on two and four H200s
+ * (packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
  */
 export function fastestBackend(options: TlxBackendOptions = {}): Backend {
   const tlx = tlxBackend(options);
@@ -145,6 +148,7 @@ export function fastestBackend(options: TlxBackendOptions = {}): Backend {
     name: "fastest",
     select(op, target) {
       if (op.tile !== undefined || (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") || builtinOf(op) === undefined) return tritonBackend;
+      if (op.kind === "gemm-rs" && op.options?.backend === "sm") return tritonBackend;
       const table = computeConfigs(target);
       const found =
         table === null ? undefined : lookupComputeConfig(table, { op: op.kind, ...op.problem, dtype: op.options?.dtype ?? "bf16" });

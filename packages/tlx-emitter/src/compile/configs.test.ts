@@ -230,7 +230,7 @@ describe("resolveCompute", () => {
     expect(resolveCompute({ ...rs, plan: rsPlan(2, 1024, 4096, 2) }, { table: TABLE }).op.body).toEqual(builtinBody("gemm_producer_tma"));
   });
 
-  it("runs a clustered TLX pick in 2x1 clusters where m-blocks and GROUP_M pair up, unclustered where not", () => {
+  it("runs a clustered TLX pick in 2x1 clusters where m-blocks and GROUP_M pair up, unclustered where not and beside SM pushes", () => {
     const clustered = parseComputeConfigs({
       ...TABLE,
       entries: TABLE.entries.map((e, i) =>
@@ -250,6 +250,28 @@ describe("resolveCompute", () => {
     expect(tlx(agOp(2, 8064, 5504, 4096)).warpSpecialization?.clusterM).toBeUndefined();
     expect(tlx({ ...agOp(2, 8192, 5504, 4096), groupM: 5 }).warpSpecialization?.clusterM).toBeUndefined();
     expect(tlx({ ...agOp(2, 8192, 5504, 4096), groupM: 5 }).warpSpecialization).toMatchObject({ epilogueSplit: 4, stages: 4 });
+    // GEMM+RS: clustered over the copy engine, unclustered beside the SM push kernel.
+    const rsClustered = parseComputeConfigs({
+      ...TABLE,
+      entries: TABLE.entries.map((e) =>
+        e.op === "gemm-rs"
+          ? { ...e, tlx: { consumerSchedule: "cooperative", BM: 128, BN: 256, BK: 64, groupM: 8, stages: 4, notifier: "tma", clusterM: 2 } }
+          : e,
+      ),
+    });
+    const rs = (backend: "copy-engine" | "sm"): OperatorInput => ({
+      name: "rs",
+      kind: "gemm-rs",
+      plan: rsPlan(2, 8192, 4096, 2),
+      body: builtinBody("gemm_producer"),
+      problem: { M: 8192, N: 4096, K: 1376 },
+      options: { backend },
+    });
+    const rsTlx = (backend: "copy-engine" | "sm") =>
+      resolveCompute(rs(backend), { table: rsClustered, backend: "tlx" }).op.warpSpecialization;
+    expect(rsTlx("copy-engine")).toMatchObject({ clusterM: 2, notifier: "tma" });
+    expect(rsTlx("sm")?.clusterM).toBeUndefined();
+    expect(rsTlx("sm")).toMatchObject({ notifier: "tma", stages: 4 });
   });
 
   it("refuses an ag-grouped-gemm without a tile", () => {

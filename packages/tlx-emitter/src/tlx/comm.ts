@@ -86,6 +86,7 @@ export function tileNotifyComm(notify: IndexMap, scope: "gpu" | "sys" = "sys"): 
       w.comment("The previous tile's stores are older than this tile's: notify its slot now.");
       w.line(call(sync, sync.storeGroups));
       writeMblockRead(w, "pending_slot", notify, "pid_m");
+      flushLastTiles(w, sync, (b) => b.line(call(sync, 0)));
     },
     writeConsumerExit(w, sync) {
       w.line(call(sync, 0));
@@ -206,6 +207,22 @@ function checkStoreGroups(sync: EpilogueSync): void {
   }
 }
 
+/**
+ * At the program's last two tiles (`sync.lastTiles`), the tile's own notify at once (`notifyNow`: all of
+ * this thread's stores complete, then the add), no longer deferred to the next tile: deferred, the chunks
+ * of the last two waves would both wait for the kernel's end, and the transfers after it double (notifying
+ * every tile a tile later cost GEMM+RS 0.6-5.3% end to end on two and four H200s,
+ * packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
+ */
+function flushLastTiles(w: PythonWriter, sync: EpilogueSync, notifyNow: (w: PythonWriter) => void): void {
+  if (sync.lastTiles === undefined) return;
+  w.block(`if ${sync.lastTiles}`, (b) => {
+    b.comment("One of the program's last two tiles: notify it now, not with the next tile.");
+    notifyNow(b);
+    b.line("pending_slot = -1");
+  });
+}
+
 /** PTX of a TMA reduce-add (`tmaTileNotifyComm`'s notify). */
 export const TMA_REDUCE_PTX = "cp\\.reduce\\.async\\.bulk\\.tensor\\.1d\\.global\\.shared::cta\\.add";
 
@@ -253,6 +270,7 @@ export function tmaTileNotifyComm(notify: IndexMap, numSlots: number): TlxCommPa
       w.comment("The previous tile's stores are older than this tile's: once written, notify its slot.");
       notifyPending(w, sync, sync.storeGroups);
       writeMblockRead(w, "pending_slot", notify, "pid_m");
+      flushLastTiles(w, sync, (b) => notifyPending(b, sync, 0));
     },
     writeConsumerExit(w, sync) {
       notifyPending(w, sync, 0);

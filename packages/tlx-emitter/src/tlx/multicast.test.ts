@@ -154,5 +154,10 @@ describe("2×1 clusters sharing B by multicast", () => {
     // The producer warp group's notifies count tiles per program: not with pairs.
     expect(codeOf(() => emitTlxGemmRs(rs, rsSchedule, { ...MULTICAST, notifier: "producer" }))).toBe("bad-param");
     expect(codeOf(() => emitTlxGemmRs(rs, rsSchedule, { ...MULTICAST, notifier: "tma" }))).toBeUndefined();
+    // Pairs stride by num_programs / 2: a CTA's last two tiles are the last two pairs it takes, notified at once.
+    const src = emitTlxGemmRs(rs, rsSchedule, { ...MULTICAST, notifier: "tma" }).files[0]!.text;
+    const flush = src.indexOf("if pair_id + tl.num_programs(0) >= num_pid_p * num_pid_n:");
+    expect(flush).toBeGreaterThan(src.indexOf("for pair_id in range("));
+    expect(src.indexOf("tile_reduce_notify(", flush)).toBeGreaterThan(flush);
   });
 });

@@ -35,6 +35,13 @@ export interface TlxSchedulePart extends TlxPartParams {
   readonly target?: "sm_100a";
   /** CTAs per cluster along M the loop hands tiles to together (default 1; must match the compute part's). */
   readonly clusterM?: number;
+  /**
+   * A condition, inside the tile loop, true at the program's last two tiles (undefined where the loop
+   * cannot tell, e.g. tiles fetched at run time): notifiers that defer a tile's notify to the next
+   * tile notify those at once instead, so the chunks of the last two waves are not both held until the
+   * kernel ends.
+   */
+  readonly lastTiles?: string;
   /** Kernel-scope setup after the compute part's, given the number of tasks that walk the loop. */
   writeSetup?(w: PythonWriter, tasks: number): void;
   /**
@@ -98,6 +105,8 @@ export interface EpilogueSync {
   readonly threads: number;
   readonly leader: string;
   readonly storeGroups: number;
+  /** The schedule's `lastTiles`, where it has one (set by `tlxKernel`). */
+  readonly lastTiles?: string;
 }
 
 /** A task of its own (its warps and register budget), e.g. the communication task. */
@@ -301,7 +310,8 @@ export function tlxKernel(spec: TlxKernelSpec): TlxKernel {
             c.line("cid: tl.constexpr = tlx.async_task_replica_id()");
             c.line("it = 0");
             spec.compute.writeConsumerInit?.(c);
-            const sync = spec.compute.epilogueSync;
+            const lastTiles = spec.schedule.lastTiles;
+            const sync: EpilogueSync = { ...spec.compute.epilogueSync, ...(lastTiles === undefined ? {} : { lastTiles }) };
             for (const x of comms) x.writeConsumerInit?.(c, sync);
             const after = comms.filter((x) => x.writeAfterStores !== undefined);
             spec.schedule.writeTileLoop(c, (l) => {

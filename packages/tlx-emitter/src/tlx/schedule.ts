@@ -43,6 +43,7 @@ export function groupedTiles(o: GroupedTilesOptions): TlxSchedulePart {
     args: order === undefined ? [] : mblockArgs(order),
     constexprs: { GROUP_M },
     expect: [],
+    lastTiles: "tile_id + 2 * tl.num_programs(0) >= num_tiles",
     writeTileLoop(w, body) {
       w.line("num_pid_in_group = GROUP_M * num_pid_n");
       if (order?.kind === "dynamic") writeOrderAhead(w, order, "tl.program_id(0)");
@@ -73,6 +74,8 @@ function pairedTiles(GROUP_M: number, order: IndexMap | undefined): TlxScheduleP
     constexprs: { GROUP_M },
     expect: [],
     clusterM: 2,
+    // Clusters stride over pairs by num_programs / 2: two strides are num_programs.
+    lastTiles: "pair_id + tl.num_programs(0) >= num_pid_p * num_pid_n",
     writeTileLoop(w, body) {
       w.line("num_pid_p = num_pid_m // 2");
       w.line("pairs_in_group = (GROUP_M // 2) * num_pid_n");

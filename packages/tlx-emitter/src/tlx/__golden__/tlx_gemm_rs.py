@@ -103,4 +103,8 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, sig_ptr, ovl_rank, BLOCK_M: tl.con
                 tile_notify(sig_ptr, pending_slot, 11, 256, cid == 0, "sys", 2)
                 ovl_m = pid_m
                 pending_slot = ovl_m // 2 + 10
+                if tile_id + 2 * tl.num_programs(0) >= num_tiles:
+                    # One of the program's last two tiles: notify it now, not with the next tile.
+                    tile_notify(sig_ptr, pending_slot, 11, 256, cid == 0, "sys", 0)
+                    pending_slot = -1
             tile_notify(sig_ptr, pending_slot, 11, 256, cid == 0, "sys", 0)

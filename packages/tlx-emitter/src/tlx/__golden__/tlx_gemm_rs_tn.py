@@ -124,6 +124,14 @@ def tlx_gemm_rs(a_ptr, b_ptr, c_ptr, M, N, K, sig_ptr, ovl_rank, BLOCK_M: tl.con
                         tile_reduce_notify(sig_desc, notify_rows, pending_slot)
                 ovl_m = pid_m
                 pending_slot = ovl_m // 2 + 10
+                if tile_id + 2 * tl.num_programs(0) >= num_tiles:
+                    # One of the program's last two tiles: notify it now, not with the next tile.
+                    tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
+                    tlx.named_barrier_wait(11, 256)
+                    if cid == 0:
+                        if pending_slot >= 0:
+                            tile_reduce_notify(sig_desc, notify_rows, pending_slot)
+                    pending_slot = -1
             tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
             tlx.named_barrier_wait(11, 256)
             if cid == 0:
