@@ -127,7 +127,7 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
     // or its own GROUP_M do not pair up (a nearest-shape entry, say), its kernel runs unclustered.
     // So does a GEMM+RS whose partials go by SM pushes: beside the push kernel's SMs fewer 2-SM
     // clusters co-reside than the grid holds, and the last run a second round (the clustered
-    // picks, measured alone, ran 1.1-1.75x slower end to end there on two and four H200s:
+    // picks, measured alone, ran 1.32-1.66x slower end to end there on two and four H200s:
     // packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
     const paired = clusterFits(2, Math.ceil(op.problem.M / t.BM), groupM) && op.options?.backend !== "sm";
     const ws = {

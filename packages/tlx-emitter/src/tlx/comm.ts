@@ -211,7 +211,8 @@ function checkStoreGroups(sync: EpilogueSync): void {
  * At the program's last two tiles (`sync.lastTiles`), the tile's own notify at once (`notifyNow`: all of
  * this thread's stores complete, then the add), no longer deferred to the next tile: deferred, the chunks
  * of the last two waves would both wait for the kernel's end, and the transfers after it double (notifying
- * every tile a tile later cost GEMM+RS 0.6-5.3% end to end on two and four H200s,
+ * every tile a tile later cost the Triton GEMM+RS operator 0.6-5.3% end to end on two and four H200s; for
+ * these kernels the flush measured within noise, and free in the kernel alone:
  * packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
  */
 function flushLastTiles(w: PythonWriter, sync: EpilogueSync, notifyNow: (w: PythonWriter) => void): void {
