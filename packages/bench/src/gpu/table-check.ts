@@ -12,7 +12,16 @@ import { readFileSync } from "node:fs";
 import type { TargetName } from "@ovl/primitives";
 import { type ComputeConfigTable, computeConfigs, parseComputeConfigs } from "@ovl/tlx-emitter";
 import { simulatedMs } from "./compute-report.js";
-import { type ComputeResults, correct, entryConfig, gmean, type ResultCase, runsEntry, tunedCase } from "./compute-table.js";
+import {
+  type ComputeResults,
+  correct,
+  entryConfig,
+  gmean,
+  type ResultCase,
+  type ResultShape,
+  runsEntry,
+  tunedCase,
+} from "./compute-table.js";
 
 /** One shape of a run, as the table's kernels did there. */
 export interface TableShapeCheck {
@@ -37,8 +46,19 @@ export interface TableCheck {
   readonly below95: number;
 }
 
-/** Whether `c` is the TLX backend kernel of the table entry's `tlx` configuration. */
-function isEntryTlx(c: ResultCase, t: NonNullable<ComputeConfigTable["entries"][number]["tlx"]>): boolean {
+/** The table's entry of a shape (same operator, problem and dtype), if it has one. */
+export function entryOf(
+  table: ComputeConfigTable,
+  s: Pick<ResultShape, "op" | "M" | "N" | "K" | "dtype">,
+): ComputeConfigTable["entries"][number] | undefined {
+  return table.entries.find((x) => x.op === s.op && x.M === s.M && x.N === s.N && x.K === s.K && x.dtype === s.dtype);
+}
+
+/** Whether `c` (a bench case or its result) is the TLX backend kernel of the table entry's `tlx` configuration. */
+export function isEntryTlx(
+  c: Pick<ResultCase, "role" | "config" | "warpSpecialization">,
+  t: NonNullable<ComputeConfigTable["entries"][number]["tlx"]>,
+): boolean {
   const w = c.warpSpecialization;
   return (
     c.role === "tlx-emitted" &&
@@ -65,7 +85,7 @@ function isEntryTlx(c: ResultCase, t: NonNullable<ComputeConfigTable["entries"][
 export function checkTable(table: ComputeConfigTable, results: ComputeResults, hardware?: string): TableCheck {
   const shapes: TableShapeCheck[] = [];
   for (const s of results.shapes) {
-    const e = table.entries.find((x) => x.op === s.op && x.M === s.M && x.N === s.N && x.K === s.K && x.dtype === s.dtype);
+    const e = entryOf(table, s);
     if (e === undefined) continue;
     const tuned = tunedCase(s);
     if (tuned !== undefined && !runsEntry(tuned, e))
