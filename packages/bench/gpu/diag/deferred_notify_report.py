@@ -9,9 +9,10 @@ compiled (``as emitted``) and its ``deferred_notify_variants.py`` copies (``dn``
 """
 
 import json
-import math
 import sys
 from collections import defaultdict
+
+from slot_report import gmean
 
 VARIANT_TAGS = ("dn gpu", "tile gpu", "dn", "tile", "gpu")
 
@@ -22,10 +23,6 @@ def variant(label: str) -> str:
     if label.startswith("tlx"):
         return label.split()[-1]
     return next((t for t in VARIANT_TAGS if label.endswith(f" {t}")), "as emitted")
-
-
-def gmean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def main(paths: list[str]) -> None:

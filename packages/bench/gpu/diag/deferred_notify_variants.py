@@ -22,7 +22,7 @@ check the output as every run does, not the slots.
 import re
 from pathlib import Path
 
-from variant_cases import add_variants, cli
+from variant_cases import variants_cli
 
 NOTIFY = re.compile(r"^(?P<indent>[ \t]+)(?P<fn>notify_slot(?:_gpu)?)\(ovl_sig_ptr, ovl_slot0, ovl_slot0 >= 0\)\n", re.MULTILINE)
 TILE_LOOP = re.compile(r"^(?P<indent>[ \t]+)for tile_id in tl\.range\(.*# ovl: tile-loop\n", re.MULTILINE)
@@ -69,7 +69,7 @@ EDITS = {"dn": deferred, "gpu": gpu_scope, "dn gpu": lambda s: deferred(gpu_scop
 EDITS_DEFERRED = {"tile": immediate, "gpu": gpu_scope, "tile gpu": lambda s: immediate(gpu_scope(s))}
 
 
-def variants(_shape: dict, case: dict, d: str) -> list[dict]:
+def variants(d: str, _shape: dict, case: dict) -> list[dict]:
     if case["kind"] != "emitted" or "cubin" in case:
         return []
     src = Path(d, case["file"]).read_text()
@@ -81,9 +81,5 @@ def variants(_shape: dict, case: dict, d: str) -> list[dict]:
     return out
 
 
-def main(d: str, names: set[str]) -> None:
-    add_variants(d, names, lambda s, c: variants(s, c, d))
-
-
 if __name__ == "__main__":
-    cli(main, __doc__)
+    variants_cli(variants, __doc__)

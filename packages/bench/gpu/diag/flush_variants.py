@@ -9,7 +9,7 @@ The copies go to ``<case-dir>_noflush/`` without cubins: compile them with ``scr
 
 import re
 
-from variant_cases import add_variants, cli, variant_case
+from variant_cases import variant_case, variants_cli
 
 FLUSH = re.compile(
     r"^(?P<i>[ ]+)if (?:tile_id \+ 2 \* tl\.num_programs\(0\) >= num_tiles|pair_id \+ tl\.num_programs\(0\) >= num_pid_p \* num_pid_n):\n"
@@ -25,13 +25,9 @@ def without_flush(src: str) -> str:
     return out
 
 
-def main(d: str, names: set[str]) -> None:
-    add_variants(
-        d,
-        names,
-        lambda _s, c: [variant_case(d, c, "noflush", without_flush)] if c.get("role") == "tlx-emitted" else [],
-    )
+def variants(d: str, _shape: dict, c: dict) -> list[dict]:
+    return [variant_case(d, c, "noflush", without_flush)] if c.get("role") == "tlx-emitted" else []
 
 
 if __name__ == "__main__":
-    cli(main, __doc__)
+    variants_cli(variants, __doc__)

@@ -9,14 +9,11 @@ correct or a case lacks a pass.
 
 import glob
 import json
-import math
 import os
 import sys
 from collections import defaultdict
 
-
-def gmean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+from slot_report import gmean
 
 
 def main(root: str, a: str, b: str) -> None:

@@ -23,7 +23,7 @@ import re
 import shutil
 from pathlib import Path
 
-from variant_cases import add_variants, cli
+from variant_cases import variants_cli
 
 COUNTED_TRITON = """@triton.jit
 def _counted_notify(sig_ptr, slot, mask, TILES: tl.constexpr, NSLOTS: tl.constexpr):
@@ -80,7 +80,7 @@ def edited(src: str, tag: str, tlx: bool, tiles: int, nslots: int) -> str:
     return out
 
 
-def variants(s: dict, c: dict, d: str) -> list[dict]:
+def variants(d: str, s: dict, c: dict) -> list[dict]:
     if c["kind"] != "emitted":
         return []
     sig = next(a for a in c["args"] if a["kind"] == "signals")
@@ -110,9 +110,5 @@ def variants(s: dict, c: dict, d: str) -> list[dict]:
     return out
 
 
-def main(d: str, names: set[str]) -> None:
-    add_variants(d, names, lambda s, c: variants(s, c, d))
-
-
 if __name__ == "__main__":
-    cli(main, __doc__)
+    variants_cli(variants, __doc__)

@@ -22,7 +22,7 @@ TLX copies go to ``<case-dir>_<tag>/`` without their cubins: compile them with
 
 import re
 
-from variant_cases import add_variants, cli, variant_case
+from variant_cases import variant_case, variants_cli
 
 HALVES = """                halves = tl.permute(tl.reshape(acc, (SPLIT_M, 2, EPI_N)), (0, 2, 1))
                 acc0, acc1 = tl.split(halves)
@@ -183,15 +183,11 @@ def _expect_of(tag: str):
     return lambda expect: {k: [p for p in v if "release" not in p] + reduce for k, v in expect.items()}
 
 
-def variants(c: dict, d: str) -> list[dict]:
+def variants(d: str, _shape: dict, c: dict) -> list[dict]:
     sig = next((a for a in c["args"] if a["kind"] == "signals"), None)
     size = sig["size"] if sig else 0
     return [variant_case(d, c, tag, lambda src, tag=tag: edited(src, tag, size), _expect_of(tag)) for tag in variants_of(c["label"])]
 
 
-def main(d: str, names: set[str]) -> None:
-    add_variants(d, names, lambda _s, c: variants(c, d))
-
-
 if __name__ == "__main__":
-    cli(main, __doc__)
+    variants_cli(variants, __doc__)

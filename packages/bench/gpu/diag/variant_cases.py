@@ -55,6 +55,11 @@ def write_bench(d: str, bench: dict, shapes: list[dict]) -> None:
     print(f"{len(shapes)} shapes, {sum(len(s['cases']) for s in shapes)} cases in {d}/compute.json")
 
 
+def variants_cli(variants: Callable[[str, dict, dict], list[dict]], doc: str | None) -> None:
+    """``script.py <bench-dir> <shape,shape,...>``: ``add_variants`` with ``variants(bench_dir, shape, case)``."""
+    cli(lambda d, names: add_variants(d, names, lambda s, c: variants(d, s, c)), doc)
+
+
 def cli(main: Callable[[str, set[str]], None], doc: str | None) -> None:
     """``script.py <bench-dir> <shape,shape,...>``: ``main`` on them, else the usage (``doc``)."""
     if len(sys.argv) != 3:
