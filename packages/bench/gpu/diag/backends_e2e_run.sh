@@ -6,16 +6,11 @@
 # first. Reports go to $OUT/results.tgz (pass<p>/<case>.json and log.txt), the device state to $OUT/device.txt.
 set -uo pipefail
 suite=${SUITE:-out-h2s}
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMMMEM=CUDA
-export PYTHONPATH=$PWD/packages/runtime-py/src:$PWD/out-deps
+. "$(dirname "$0")/torchrun_pass.sh"
 res=$(mktemp -d)
 trap 'nvidia-smi --query-gpu=clocks.current.sm,power.draw,temperature.gpu --format=csv >> "$OUT/device.txt"; tar czf "$OUT/results.tgz" -C "$res" .' EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.current.sm,power.limit,temperature.gpu --format=csv > "$OUT/device.txt"
 mapfile -t fwd < <(ls -d "$suite"/*_w2_/ | sed 's#/$#/manifest.json#')
 for p in $(seq 1 "${PASSES:-4}"); do
-  if [ $((p % 2)) = 1 ]; then order=("${fwd[@]}"); else mapfile -t order < <(printf '%s\n' "${fwd[@]}" | tac); fi
-  mkdir -p "$res/pass$p"
-  s=$(date +%s)
-  timeout 140 torchrun --nproc_per_node=2 -m ovl_runtime run "${order[@]}" --baselines --out-dir "$res/pass$p" > "$res/pass$p/log.txt" 2>&1
-  echo "pass $p rc=$? $(( $(date +%s) - s ))s $(ls "$res/pass$p"/*.json 2>/dev/null | wc -l) reports"
+  torchrun_pass "pass $p" "$p" 2 140 "$res/pass$p" --baselines -- "${fwd[@]}"
 done

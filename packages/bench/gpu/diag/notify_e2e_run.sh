@@ -8,8 +8,7 @@
 #   as tile_..., its producer reverted with deferred_notify_variants.immediate.
 set -uo pipefail
 suite=${SUITE:-out-e2e}
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMMMEM=CUDA
-export PYTHONPATH=$PWD/packages/runtime-py/src:$PWD/out-deps
+. "$(dirname "$0")/torchrun_pass.sh"
 res=$(mktemp -d)
 trap 'nvidia-smi --query-gpu=clocks.current.sm,power.draw,temperature.gpu --format=csv >> "$res/device.txt"; tar czf "$OUT/results.tgz" -C "$res" .' EXIT
 {
@@ -19,10 +18,6 @@ trap 'nvidia-smi --query-gpu=clocks.current.sm,power.draw,temperature.gpu --form
 for p in $(seq 1 "${PASSES:-3}"); do
   for w in ${WORLDS:-2 4}; do
     mapfile -t fwd < <(ls -d "$suite"/w"$w"/*/ | sed 's#/$#/manifest.json#')
-    if [ $((p % 2)) = 1 ]; then order=("${fwd[@]}"); else mapfile -t order < <(printf '%s\n' "${fwd[@]}" | tac); fi
-    mkdir -p "$res/pass$p/w$w"
-    s=$(date +%s)
-    timeout "${PASS_S:-200}" torchrun --nproc_per_node="$w" -m ovl_runtime run "${order[@]}" --out-dir "$res/pass$p/w$w" > "$res/pass$p/w$w/log.txt" 2>&1
-    echo "pass $p world $w rc=$? $(( $(date +%s) - s ))s $(ls "$res/pass$p/w$w"/*.json 2>/dev/null | wc -l) reports"
+    torchrun_pass "pass $p world $w" "$p" "$w" "${PASS_S:-200}" "$res/pass$p/w$w" -- "${fwd[@]}"
   done
 done
