@@ -77,9 +77,9 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
   const cut = persistent && input.streamK !== undefined ? streamKSplit(n, programs, problem.K) : { tail: 0, split: 1 };
   const whole = n - cut.tail;
   const kSteps = Math.ceil(problem.K / tile.BK);
-  const notifyByTile = new Float64Array(schedule.grid.numTiles);
-  // The tile each persistent program has stored but not yet notified (-1: none).
+  // The tile each persistent program has stored but not yet notified (-1: none); without it a tile notifies at its end.
   const deferred = persistent && input.notifyAt === "next-tile" && cut.tail === 0 ? new Int32Array(lanes).fill(-1) : undefined;
+  const notifyByTile = deferred === undefined ? endByTile : new Float64Array(schedule.grid.numTiles);
   for (let v = 0; v < n; v++) {
     let ready = 0;
     for (const column of tables.waitSlot) {
@@ -113,7 +113,6 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
     start[v] = s;
     end[v] = e;
     endByTile[tables.tile[v]!] = e;
-    notifyByTile[tables.tile[v]!] = e;
     if (deferred !== undefined) {
       const pending = deferred[last]!;
       if (pending >= 0) notifyByTile[pending] = e;
