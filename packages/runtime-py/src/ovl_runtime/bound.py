@@ -20,6 +20,13 @@ pull rings) run eagerly, but their capture is refused: the wait's value is the h
 which a CUDA graph would freeze. (A launch's last wait over SM transfers is a ``slot-wait``
 kernel, on the device.)
 
+An eager call replays a CUDA graph of the operator's own launch (its copies, signal writes and kernels on
+every stream, captured on the second call): the host then pays one graph launch instead of every copy and
+kernel launch from Python. The caller's tensors the kernels take by address (a weight, the output) change
+from call to call; their addresses are rewritten in the executable graph's kernel parameters before the
+replay (:mod:`ovl_runtime.graph_params`). ``OVL_EAGER_GRAPH=0`` launches every call directly (for
+comparisons); an operator a graph cannot capture always does.
+
 Modes: a :class:`~ovl_runtime.groups.OneGpuGroup` (every rank in this process, one GPU —
 for checking correctness; tensors carry the rank as their leading dimension) or a
 :class:`~ovl_runtime.groups.DistGroup` (one rank per process under torchrun; symmetric memory).
@@ -36,11 +43,15 @@ import torch
 
 from .errors import UsageError
 from .gpu_rank import HOST_EPOCH_KINDS, RankState
+from .graph_params import GraphParamsError
 from .groups import DistGroup, OneGpuGroup
 from .manifest import CopyOp, Manifest
+from .own_graph import OwnGraph
 
 #: Set to 1 to synchronise and check the wait bounds after every call (debugging).
 CHECK_EACH_CALL = os.environ.get("OVL_CHECK_EACH_CALL", "0") == "1"
+#: Set to 0 to launch every eager call directly instead of replaying the operator's own graph.
+EAGER_GRAPH = os.environ.get("OVL_EAGER_GRAPH", "1") != "0"
 
 
 def _torch_scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
@@ -122,6 +133,12 @@ class BoundOperator:
             self.world = GpuSession(m, group.rank, num_sms, group=group.pg, bound=self.bindable)
             self.ranks = [self.world]
         self.uncapturable = capture_refusal(m)
+        #: The operator's own graph (eager calls replay it), None before the second call or where it cannot be
+        #: used; ``direct_reason`` says why eager calls launch directly.
+        self.own: OwnGraph | None = None
+        self.direct_reason: str | None = None if EAGER_GRAPH else "OVL_EAGER_GRAPH=0"
+        if self.uncapturable is not None:
+            self.direct_reason = self.uncapturable
         self.warmed = False
         self.captured = False
         self.closed = False
@@ -141,26 +158,67 @@ class BoundOperator:
             )
         if capturing and self.uncapturable is not None:
             raise UsageError(f"{self.m.name}: a CUDA graph cannot capture this operator: {self.uncapturable}")
+        if not capturing and self.warmed and self.direct_reason is None:
+            if self._replay(inputs, outputs):
+                self.calls += 1
+                if CHECK_EACH_CALL:
+                    self.check()
+                return
+        self._stage(inputs, outputs)
+        if not self.warmed:
+            self._launch(warm=True)
+            self.sync()
+            self.warmed = True
+        self._launch(warm=False)
+        self._unstage(outputs)
+        if capturing:
+            self.captured = True
+        else:
+            self.calls += 1
+        if CHECK_EACH_CALL and not capturing:
+            self.check()
+
+    def _stage(self, inputs: Sequence[dict[str, torch.Tensor]], outputs: Sequence[torch.Tensor]) -> None:
+        """Before a launch: the caller's inputs copied into the operator's buffers or bound, its outputs bound."""
         ref = self.m.reference
         for s, ins, out in zip(self.ranks, inputs, outputs, strict=True):
             for key, buffer in ref.inputs.items():
                 self._put(s, buffer, ins[key])
             if ref.output in self.bindable:
                 s.bind(ref.output, out)
-        if not self.warmed:
-            self._launch(warm=True)
-            self.sync()
-            self.warmed = True
-        self._launch(warm=False)
-        if capturing:
-            self.captured = True
-        else:
-            self.calls += 1
-        if ref.output not in self.bindable:
+
+    def _unstage(self, outputs: Sequence[torch.Tensor]) -> None:
+        """After a launch: an output the kernels write into the operator's own buffer, copied to the caller's."""
+        if self.m.reference.output not in self.bindable:
             for s, out in zip(self.ranks, outputs):
-                out.copy_(s.tensors[ref.output].view(out.shape))
-        if CHECK_EACH_CALL and not capturing:
-            self.check()
+                out.copy_(s.tensors[self.m.reference.output].view(out.shape))
+
+    def _replay(self, inputs: Sequence[dict[str, torch.Tensor]], outputs: Sequence[torch.Tensor]) -> bool:
+        """This call as a replay of the operator's own graph (staging, launch and copies out), captured on first
+        use; False where this call must launch directly instead."""
+        ref = self.m.reference
+        addresses: dict[tuple[int, str], int] = {}
+        for i, (ins, out) in enumerate(zip(inputs, outputs, strict=True)):
+            for key, buffer in ref.inputs.items():
+                addresses[(i, buffer)] = ins[key].data_ptr()
+            addresses[(i, ref.output)] = out.data_ptr()
+        if self.own is None:
+            if len(set(addresses.values())) < len(addresses):
+                return False  # aliased tensors: their sites could not be told apart; capture on a later call
+
+            def launch() -> None:
+                self._stage(inputs, outputs)
+                self._launch(warm=False)
+                self._unstage(outputs)
+
+            try:
+                self.own = OwnGraph(launch, addresses)
+            except GraphParamsError as exc:
+                # The capture ran nothing: this call, and every later one, launches directly.
+                self.direct_reason = f"its own graph cannot be replayed: {exc}"
+                return False
+        self.own.replay(addresses)
+        return True
 
     def copy_buffer(self, buffer: str, outputs: Sequence[torch.Tensor]) -> None:
         """Copy the operator's own buffer ``buffer`` as the last launch left it into ``outputs[i]``, for the i-th
@@ -216,6 +274,7 @@ class BoundOperator:
         if self.closed:
             return
         torch.cuda.synchronize()
+        self.own = None
         if isinstance(self.group, OneGpuGroup):
             self.world.streams.close()
         self.closed = True

@@ -1,0 +1,195 @@
+"""Host cost of an eager call of the torch API, per rank, on one GPU with every rank in one process.
+
+    OVL_CLI="node packages/cli/dist/bin.js" python3 packages/bench/gpu/host_cost.py prepare out-kern   # no GPU: compile
+    OVL_KERNELS=out-kern python3 packages/bench/gpu/host_cost.py run --out host.json                   # GPU
+
+``run`` measures, for each operator at worlds 2, 4 and 8 with tiny shapes (the GPU keeps up, so the host's
+time is what is measured): the host time to enqueue one eager call (median over rounds of back-to-back
+calls, divided by the world: per rank), with the operator replaying its own graph and with every call
+launched directly (``OVL_EAGER_GRAPH=0``, each mode in a process of its own); a replay of the same call
+from a graph the caller captured; and a torch matmul per rank for scale. Before timing, each operator's
+own-graph calls are checked against a float32 torch reference on fresh inputs, fresh weights and fresh
+outputs (their addresses change every call). The GPU times of ranks sharing one GPU are not performance
+figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+WORLDS = (2, 4, 8)
+ROWS, K, N = 128, 512, 256  # per rank: tiny, so the GPU keeps up with the host
+CALLS, ROUNDS, CHECKS = 50, 7, 4
+OPS = ("all_gather_matmul", "matmul_reduce_scatter", "matmul_all_reduce", "all_to_all_matmul")
+
+
+def shapes(op: str, world: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """One rank's ``x`` and ``w`` shapes."""
+    if op == "all_gather_matmul":
+        return (ROWS, K), (K, N)
+    return (ROWS * world, K), (K, N)  # rs / ar / a2a: every rank holds all rows of its slice
+
+
+def keys(op: str, world: int) -> Any:
+    from ovl_runtime.kernel_library import KernelKey
+
+    (m, k), (_, n) = shapes(op, world)
+    name = {
+        "all_gather_matmul": "ag-gemm",
+        "matmul_reduce_scatter": "gemm-rs",
+        "matmul_all_reduce": "gemm-ar",
+        "all_to_all_matmul": "a2a-gemm",
+    }[op]
+    rows = world * m if op == "all_gather_matmul" else m
+    return KernelKey(name, world, rows, n, k, "bf16")
+
+
+def reference(op: str, x: Any, w: Any) -> Any:
+    """The float32 result of ``op`` on stacked ``x`` [W, ...] and ``w`` [W, K, N]."""
+    import torch
+
+    xf, wf = x.float(), w.float()
+    world = x.shape[0]
+    if op == "all_gather_matmul":
+        full = xf.reshape(-1, xf.shape[-1])
+        return torch.stack([full @ wf[r] for r in range(world)])
+    total = sum(xf[q] @ wf[q] for q in range(world))
+    if op == "matmul_all_reduce":
+        return total.unsqueeze(0).expand(world, *total.shape)
+    slab = x.shape[1] // world
+    if op == "matmul_reduce_scatter":
+        return torch.stack([total[r * slab : (r + 1) * slab] for r in range(world)])
+    recv = [torch.cat([xf[q][r * slab : (r + 1) * slab] for q in range(world)]) for r in range(world)]
+    return torch.stack([recv[r] @ wf[r] for r in range(world)])
+
+
+def host_us(fn: Any) -> float:
+    """Median over rounds of the host's time to enqueue one call of ``fn``, in µs."""
+    import torch
+
+    out = []
+    for _ in range(ROUNDS):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(CALLS):
+            fn()
+        out.append((time.perf_counter() - t0) / CALLS * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(out)
+
+
+def measure(mode: str) -> dict[str, Any]:
+    import torch
+
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    res: dict[str, Any] = {"mode": mode, "cases": []}
+    for world in WORLDS:
+        g = OneGpuGroup(world)
+        for op in OPS:
+            fn = getattr(ops, op)
+            (m, k), (k2, n) = shapes(op, world)
+            x = torch.randn(world, m, k, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(world, k2, n, device="cuda", dtype=torch.bfloat16) / 16
+            fn(x, w, g)
+            ops.synchronize(g)
+            errs = []
+            if mode == "graph":  # fresh inputs, weights and outputs each call: every bound address moves
+                kept = []
+                for _ in range(CHECKS):
+                    xc = torch.randn_like(x)
+                    wc = torch.randn_like(w) / 16
+                    y = fn(xc, wc, g)
+                    kept.append((xc, wc, y))
+                ops.synchronize(g)
+                for xc, wc, y in kept:
+                    ref = reference(op, xc, wc)
+                    errs.append(((y.float() - ref).norm() / ref.norm()).item())
+            bound = [b for b in ops.operators() if b.group is g or getattr(b.group, "name", None) == g.name]
+            own = [b.own is not None for b in bound]
+            reasons = sorted({b.direct_reason for b in bound if b.direct_reason})
+            eager = host_us(lambda fn=fn, x=x, w=w, g=g: fn(x, w, g))
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                fn(x, w, g)
+            replay = host_us(graph.replay)
+            ops.synchronize(g)
+            case = {
+                "op": op,
+                "world": world,
+                "x": list(x.shape),
+                "w": list(w.shape),
+                "eagerHostUsPerCall": eager,
+                "eagerHostUsPerRank": eager / world,
+                "userGraphReplayHostUsPerCall": replay,
+                "ownGraph": all(own) and bool(own),
+                "directReasons": reasons,
+                "maxRelErr": max(errs) if errs else None,
+            }
+            res["cases"].append(case)
+            print(json.dumps(case), flush=True)
+            del graph
+            ops.close_all(force=True)
+            torch.cuda.synchronize()
+    a = torch.randn(ROWS * 4, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    res["torchMatmulHostUs"] = host_us(lambda: a @ b)
+    return res
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pr = sub.add_parser("prepare")
+    pr.add_argument("into")
+    r = sub.add_parser("run")
+    r.add_argument("--out", required=True)
+    r.add_argument("--mode", choices=["graph", "direct", "both"], default="both")
+    a = p.parse_args()
+    if a.cmd == "prepare":
+        from pathlib import Path
+
+        from ovl_runtime.kernel_library import ensure_compiled
+
+        for world in WORLDS:
+            for op in OPS:
+                print(ensure_compiled(keys(op, world), Path(a.into)))
+        return
+    if a.mode != "both":
+        result = measure(a.mode)
+        with open(a.out, "w") as f:
+            json.dump(result, f, indent=1)
+        return
+    import torch
+
+    runs = {}
+    for mode in ("direct", "graph"):
+        env = dict(os.environ, OVL_EAGER_GRAPH="1" if mode == "graph" else "0")
+        path = f"{a.out}.{mode}.json"
+        subprocess.run([sys.executable, __file__, "run", "--mode", mode, "--out", path], env=env, check=True)
+        with open(path) as f:
+            runs[mode] = json.load(f)
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rowsPerRank": ROWS, "K": K, "N": N, "runs": runs}
+    with open(a.out, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"{'op':24} {'world':>5} {'direct us/rank':>15} {'own graph us/rank':>18} {'user replay us/call':>20} {'max rel err':>12}")
+    for d, gcase in zip(runs["direct"]["cases"], runs["graph"]["cases"]):
+        err = gcase["maxRelErr"]
+        print(
+            f"{d['op']:24} {d['world']:>5} {d['eagerHostUsPerRank']:>15.1f} {gcase['eagerHostUsPerRank']:>18.1f} "
+            f"{gcase['userGraphReplayHostUsPerCall']:>20.1f} {err if err is not None else float('nan'):>12.2e}"
+            + ("" if gcase["ownGraph"] else f"  direct: {gcase['directReasons']}")
+        )
+    print(f"torch matmul host us per call: {runs['graph']['torchMatmulHostUs']:.1f}")
+
+
+if __name__ == "__main__":
+    main()
