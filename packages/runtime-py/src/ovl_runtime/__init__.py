@@ -9,27 +9,13 @@ emitted kernels import;
 world in one process group: ``gpu.run_gpu_many``) and writes an ``ovl.report/v1`` report. The signal model (monotone epochs, bounded waits) is shared.
 """
 
-from .emulate import ENGINES, Emulator, choose_engine, emulate
-from .errors import (
-    CheckFailed,
-    DeviceError,
-    KernelFault,
-    ManifestError,
-    RunnerError,
-    UsageError,
-    WaitTimeout,
-)
-from .manifest import MANIFEST_SCHEMA, Manifest, load_manifest, parse_manifest
-from .outcome import Baseline, CheckRecord, RunOutcome
-from .report import REPORT_SCHEMA, build_report
-from .signals import (
-    SignalBoard,
-    SignalError,
-    SignalTimeout,
-    SignalWorld,
-    epoch_target,
-    reached,
-)
+from ._emulate.engine import ENGINES, Emulator, choose_engine, emulate
+from ._manifest.parse import load_manifest, parse_manifest
+from ._manifest.types import MANIFEST_SCHEMA, Manifest
+from ._report.outcome import Baseline, CheckRecord, RunOutcome
+from ._report.report import REPORT_SCHEMA, build_report
+from ._signals.board import SignalBoard, SignalError, SignalTimeout, SignalWorld, epoch_target, reached
+from .errors import CheckFailed, DeviceError, KernelFault, ManifestError, RunnerError, UsageError, WaitTimeout
 
 __version__ = "0.1.0"
 

@@ -77,7 +77,7 @@ class TensorParallelMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: this rank's token rows ``[rows, hidden]`` (``[world, rows, hidden]`` on one GPU);
         returns the same rows of the MLP's output."""
-        from .mlp import tp_mlp  # two launches: AG + gate/up GEMM + SiLU-mul, then GEMM + RS
+        from .operators.mlp.api import tp_mlp  # two launches: AG + gate/up GEMM + SiLU-mul, then GEMM + RS
 
         return tp_mlp(x, self.gate_up, self.down, self.group)
 
