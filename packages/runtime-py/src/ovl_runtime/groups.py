@@ -88,7 +88,7 @@ def resolve_group(group: Any) -> Group:
         try:
             from torch.distributed.distributed_c10d import _resolve_process_group
 
-            return DistGroup.of(_resolve_process_group(group))
+            return DistGroup.of(_resolve_process_group(group))  # type: ignore[arg-type]  # torch types a group's name as a NewType of str
         except (ImportError, RuntimeError, ValueError, KeyError) as exc:
             raise UsageError(
                 f"no group named {group!r}: neither a OneGpuGroup of this process nor a torch.distributed process group"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .metadata import (
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -198,7 +198,7 @@ class CubinKernel:
     def launch(self, grid: tuple[int, int, int], values: Mapping[str, int], stream: int = 0) -> None:
         """``cuLaunchKernelEx`` on ``stream`` (a ``CUstream`` handle, e.g. ``torch.cuda.current_stream().cuda_stream``)."""
         packed = self._packer.pack(values)
-        key = (tuple(grid), stream)
+        key = (cast("tuple[int, int, int]", tuple(grid)), stream)
         if key not in self._configs:
             self._configs[key] = launch_config(self.meta, grid, stream)
         cfg, _attrs = self._configs[key]

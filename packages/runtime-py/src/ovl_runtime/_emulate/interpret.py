@@ -318,11 +318,11 @@ class InterpretEmulator:
             raise min(errors, key=lambda e: e[0])[1]
         timeouts = []
         for r in range(m.world):
-            e = self.err[r].tolist()
-            if e[0]:
+            words = self.err[r].tolist()
+            if words[0]:
                 timeouts.append(
                     WaitTimeout(
-                        e[1], e[2], e[3] % (1 << 32), e[4] % (1 << 32), f"a device-side wait (reported by rank {r}, epoch {self.epoch})"
+                        words[1], words[2], words[3] % (1 << 32), words[4] % (1 << 32), f"a device-side wait (reported by rank {r}, epoch {self.epoch})"
                     )
                 )
         if timeouts:

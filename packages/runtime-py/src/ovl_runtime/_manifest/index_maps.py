@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import KernelFault, ManifestError
 
 _NARY: dict[str, Callable[[list[int]], int]] = {
@@ -85,7 +87,7 @@ class IndexMap:
     length: int = 0
     index: Mapping[str, Any] | None = None
 
-    def __call__(self, env: Mapping[str, int], tables: Mapping[str, Sequence[int]]) -> int:
+    def __call__(self, env: Mapping[str, int], tables: Mapping[str, Sequence[int] | np.ndarray]) -> int:
         if self.kind == "static":
             assert self.expr is not None
             return evaluate(self.expr, env)
@@ -153,7 +155,8 @@ def _parse_gather(v: Any, path: str) -> GatherRows:
         if not isinstance(d, int) or isinstance(d, bool) or d < 1:
             raise ManifestError(f"{path}.{key}", f"expected a positive integer, got {d!r}")
         sizes.append(d)
-    return GatherRows(v["rows"], *sizes, segment=parse_index_map(v.get("segment"), f"{path}.segment"))
+    block_rows, divisor, limit, row_count = sizes
+    return GatherRows(v["rows"], block_rows, divisor, limit, row_count, segment=parse_index_map(v.get("segment"), f"{path}.segment"))
 
 
 def parse_tile_program(v: Any, path: str) -> TileProgram:

@@ -124,7 +124,9 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
     even = all(c == rpr for c in counts)
     gathers = ("ag-gemm", "ag-gemm-silu", "ag-grouped-gemm", "ag-moe", "ag-attention", "gemm-rs", "all-gather", "reduce-scatter")
     padded_m = rpr * m.world if ref.operator in gathers else M
-    group_name = dist.group.WORLD.group_name
+    world = dist.group.WORLD
+    assert world is not None, "the baselines run in an initialised process group"
+    group_name = world.group_name
     cases: list[tuple[str, Callable[[], object]]] = []
     dev = "cuda"
     if ref.operator == "ag-gemm":
@@ -163,10 +165,14 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
             for lo, hi, e in runs:
                 torch.matmul(full[lo:hi], b3[e], out=c[lo:hi])
 
+        def gather_then_grouped() -> None:
+            dist.all_gather_into_tensor(gathered, shard)
+            grouped()
+
         cases = [
             ("torch-grouped-gemm", grouped),
             ("nccl-all-gather", lambda: dist.all_gather_into_tensor(gathered, shard)),
-            ("all-gather-then-grouped-gemm", lambda: (dist.all_gather_into_tensor(gathered, shard), grouped())),
+            ("all-gather-then-grouped-gemm", gather_then_grouped),
         ]
     elif ref.operator in ("gemm-rs", "gemm-ar"):
         a = torch.randn(M, K, device=dev, dtype=dtype)

@@ -210,8 +210,8 @@ class OneGpuWorld:
         self.start.record(main)
         # 1. Every rank's copies, signals and host waits (they need no SM, or one reserved SM).
         hosts_done = []
-        for s, streams in zip(self.ranks, self.host_streams):
-            for st, ops in streams:
+        for s, host_list in zip(self.ranks, self.host_streams):
+            for st, ops in host_list:
                 st.wait_event(self.start)
                 s.enqueue_host_ops(ops, st, warm, self.rank_waits[s.rank])
                 if self.deferred:

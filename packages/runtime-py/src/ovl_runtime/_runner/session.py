@@ -29,7 +29,7 @@ class SymmetricPeers:
 
     def __init__(self, rank: int, group: Any = None, bound: frozenset[str] = frozenset()) -> None:
         self.rank = rank
-        self.group = group if group is not None else dist.group.WORLD
+        self.group: Any = group if group is not None else dist.group.WORLD
         self.bound = bound
         self.handles: dict[str, Any] = {}
         self.tensors: dict[str, torch.Tensor] = {}
@@ -39,7 +39,7 @@ class SymmetricPeers:
             return torch.empty(0, dtype=dtype, device="cuda")
         if not b.symmetric:
             return torch.empty(*b.shape, dtype=dtype, device="cuda")
-        t = symm_mem.empty(*b.shape, dtype=dtype, device="cuda")
+        t = symm_mem.empty(*b.shape, dtype=dtype, device=torch.device("cuda"))
         self.handles[b.name] = symm_mem.rendezvous(t, self.group)
         self.tensors[b.name] = t
         return t

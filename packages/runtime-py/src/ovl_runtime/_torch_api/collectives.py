@@ -65,10 +65,10 @@ def on_each_rank(g: Group, fn: Callable[..., tuple[Any, ...]], *tensors: torch.T
     ``t[r]`` of every tensor and their results are stacked, output by output (an output that is ``None`` stays
     ``None``); otherwise ``fn`` runs once, for this process's rank, on the tensors as they are."""
     if not g.stacked:
-        return fn(g.rank, *tensors)  # type: ignore[union-attr] - a DistGroup
+        return fn(g.rank, *tensors)  # type: ignore[union-attr]  # a DistGroup
     parts = [fn(r, *(t[r] for t in tensors)) for r in range(g.world)]
     return tuple(None if outs[0] is None else torch.stack(outs) for outs in zip(*parts, strict=True))
 
 
 def _pg(g: Group) -> Any:
-    return g.pg  # type: ignore[union-attr] - a DistGroup (stacked groups returned above)
+    return g.pg  # type: ignore[union-attr]  # a DistGroup (stacked groups returned above)

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ...errors import UsageError
-from ...groups import resolve_group
+from ...groups import DistGroup, resolve_group
 from . import autograd as _autograd  # noqa: F401 - the ops and their backward, registered
 
 
@@ -46,6 +46,7 @@ def fused_all_gather_matmul(
         return full.unsqueeze(0).expand(g.world, *full.shape).contiguous(), outs
     import torch.distributed as dist
 
+    assert isinstance(g, DistGroup)  # a group that is not stacked is a process group
     full = A_shard.new_empty((g.world * A_shard.shape[0], A_shard.shape[1]))
     dist.all_gather_into_tensor(full, A_shard.contiguous(), group=g.pg)
     return full, outs
