@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._manifest.fill import draw_buffer, random_fill
-from .._manifest.parse import checked_init
+from .._manifest.fill import checked_init, draw_buffer, random_fill
 from .._manifest.types import CommStream, CopyOp, KernelSpec, Manifest
 from .._reference.arrays import relative_error
 from .._reference.on_cpu import output_view, references

@@ -44,8 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .._manifest.fill import draw_buffer, random_fill
-from .._manifest.parse import checked_init
+from .._manifest.fill import checked_init, draw_buffer, random_fill
 from .._manifest.types import CopyOp, KernelSpec, Manifest, NumSms
 from .._reference.arrays import relative_error
 from .._reference.on_cpu import output_view, references
@@ -322,7 +321,11 @@ class InterpretEmulator:
             if words[0]:
                 timeouts.append(
                     WaitTimeout(
-                        words[1], words[2], words[3] % (1 << 32), words[4] % (1 << 32), f"a device-side wait (reported by rank {r}, epoch {self.epoch})"
+                        words[1],
+                        words[2],
+                        words[3] % (1 << 32),
+                        words[4] % (1 << 32),
+                        f"a device-side wait (reported by rank {r}, epoch {self.epoch})",
                     )
                 )
         if timeouts:

@@ -1,12 +1,13 @@
-"""How a run fills a manifest's input buffers: a ``routing`` buffer's routing, drawn once for every rank, and the
-seeds of the routings and ``replicated`` buffers the GPU modes draw per checked launch."""
+"""How a run fills a manifest's buffers before a checked launch: the reference output poisoned, a ``routing``
+buffer's routing drawn once for every rank, and the seeds of the routings and ``replicated`` buffers the GPU modes
+draw per checked launch."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..operators.ag_moe.routing import draw_routing
-from .types import BufferSpec
+from .types import BufferSpec, Manifest
 
 
 def draw_buffer(b: BufferSpec, rng: np.random.Generator) -> np.ndarray:
@@ -32,3 +33,13 @@ def random_fill(like: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if np.issubdtype(like.dtype, np.floating):
         return rng.standard_normal(like.shape, dtype=np.float32).astype(like.dtype)
     return rng.integers(0, 100, like.shape).astype(like.dtype)
+
+
+def checked_init(m: Manifest, buffer: str, init: str) -> str:
+    """How a buffer is filled before a checked launch: the reference output is poisoned
+    (an element no kernel writes fails the check), unless the operator works in place
+    (the output is also an input)."""
+    ref = m.reference
+    if buffer == ref.output and buffer not in ref.inputs.values():
+        return "poison"
+    return init

@@ -22,8 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from .._manifest.fill import draw_buffer, random_fill, replicated_seed, routing_seed
-from .._manifest.parse import checked_init
+from .._manifest.fill import checked_init, draw_buffer, random_fill, replicated_seed, routing_seed
 from .._manifest.types import BufferSpec, CopyOp, KernelSpec, Manifest, NumSms
 from .._signals.board import epoch_target, signed32
 from ..errors import ManifestError

@@ -63,7 +63,9 @@ def moe_all_gather_backward(ctx: Any, dc: torch.Tensor) -> tuple[Any, ...]:
     x, ids, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[2]
-    dx_all, dw = on_each_rank(g, lambda _r, x_all, ids, w, dc: _ag_grads(x_all, ids, w, dc, need_w), gather_rows(x, g), ids, w, dc.contiguous())
+    dx_all, dw = on_each_rank(
+        g, lambda _r, x_all, ids, w, dc: _ag_grads(x_all, ids, w, dc, need_w), gather_rows(x, g), ids, w, dc.contiguous()
+    )
     dx = reduce_scatter_rows(dx_all, g).to(x.dtype) if need_x else None
     return dx, None, dw, None, None
 

@@ -47,7 +47,9 @@ def moe_reduce_scatter_backward(ctx: Any, dy: torch.Tensor) -> tuple[Any, ...]:
     h, ids, wts, w = ctx.saved_tensors
     g = resolve_group(ctx.group_name)
     need = (ctx.needs_input_grad[0], ctx.needs_input_grad[2], ctx.needs_input_grad[3])
-    dh, dwt, dw = on_each_rank(g, lambda _r, h, ids, wts, w, dy_all: _rs_grads(h, ids, wts, w, dy_all, need), h, ids, wts, w, gather_rows(dy.contiguous(), g))
+    dh, dwt, dw = on_each_rank(
+        g, lambda _r, h, ids, wts, w, dy_all: _rs_grads(h, ids, wts, w, dy_all, need), h, ids, wts, w, gather_rows(dy.contiguous(), g)
+    )
     return dh, None, dwt, dw, None
 
 
