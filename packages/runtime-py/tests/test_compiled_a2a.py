@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ovl_runtime import Emulator, emulate, load_manifest
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime.operators.a2a_gemm.reference import received_slabs
 
 SCRIPT = """

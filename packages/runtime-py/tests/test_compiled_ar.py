@@ -16,7 +16,7 @@ import pytest
 
 from ovl_runtime import emulate, load_manifest
 from ovl_runtime._emulate.engine import choose_engine
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);

@@ -12,7 +12,7 @@ import pytest
 
 from ovl_runtime import emulate, load_manifest
 from ovl_runtime._emulate.chain import emulate_chain, load_chain, mlp_reference
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime._emulate.local import silu_mul
 from ovl_runtime.errors import ManifestError
 

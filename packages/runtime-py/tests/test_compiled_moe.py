@@ -20,7 +20,7 @@ import pytest
 
 from ovl_runtime import emulate, load_manifest
 from ovl_runtime._emulate.engine import choose_engine
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime._reference.on_cpu import references
 from ovl_runtime.errors import ManifestError
 from ovl_runtime.operators.ag_moe.reference import moe_matmul

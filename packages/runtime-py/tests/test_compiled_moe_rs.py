@@ -18,7 +18,7 @@ import torch
 
 from ovl_runtime import emulate, load_manifest
 from ovl_runtime._emulate.engine import choose_engine
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime.errors import ManifestError
 from ovl_runtime.operators.ag_moe.routing import draw_routing, moe_align_reference
 from ovl_runtime.operators.moe_rs.kernels import check_moe_rs, moe_rs_reference, moe_rs_reference_torch, slab_cover_reference

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime._manifest.types import WaitOp
 from ovl_runtime.errors import RunnerError
 

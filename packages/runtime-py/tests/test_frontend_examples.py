@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime._manifest.types import WaitOp
 
 ROOT = Path(__file__).resolve().parents[3]

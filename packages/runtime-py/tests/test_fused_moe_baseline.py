@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from ovl_runtime._emulate.interpret import interpret_unavailable  # noqa: E402
+from ovl_runtime._emulate.interpret_load import interpret_unavailable  # noqa: E402
 from ovl_runtime.operators.ag_moe.routing import draw_routing  # noqa: E402
 
 BASELINE = Path(__file__).resolve().parents[2] / "bench" / "gpu" / "fused_moe.py"

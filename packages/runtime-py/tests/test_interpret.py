@@ -20,7 +20,7 @@ import pytest
 
 from ovl_runtime import WaitTimeout, emulate, load_manifest
 from ovl_runtime._emulate.engine import choose_engine
-from ovl_runtime._emulate.interpret import interpret_unavailable
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 
 pytestmark = pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))
 
@@ -187,7 +187,7 @@ def test_concurrent_launches_see_their_own_program_ids(tmp_path):
 
     import torch
 
-    from ovl_runtime._emulate.interpret import interpreter_mode
+    from ovl_runtime._emulate.interpret_load import interpreter_mode
     from ovl_runtime._emulate.interpret_patch import patched
 
     interpreter_mode()

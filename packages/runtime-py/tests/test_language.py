@@ -185,7 +185,7 @@ def test_interpreter_definitions_wait_wrap_aware_time_out_and_type_peer_pointers
 
     import torch
 
-    from ovl_runtime._emulate.interpret import interpreter_mode
+    from ovl_runtime._emulate.interpret_load import interpreter_mode
     from ovl_runtime._emulate.interpret_patch import patched
 
     lang = interpreter_mode()
@@ -240,7 +240,7 @@ def bf16_math(a_ptr, b_ptr, c_ptr, d_ptr, N: tl.constexpr):
 def test_bf16_arithmetic_under_the_interpreter_rounds_like_torch(tmp_path):
     import torch
 
-    from ovl_runtime._emulate.interpret import interpreter_mode
+    from ovl_runtime._emulate.interpret_load import interpreter_mode
     from ovl_runtime._emulate.interpret_patch import patched
 
     interpreter_mode()

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime._emulate.interpret import interpret_unavailable  # noqa: E402
+from ovl_runtime._emulate.interpret_load import interpret_unavailable  # noqa: E402
 from ovl_runtime.operators.mlp.silu_mul import row_grid, silu_mul, silu_mul_backward  # noqa: E402
 
 

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime._emulate.interpret import interpret_unavailable  # noqa: E402
+from ovl_runtime._emulate.interpret_load import interpret_unavailable  # noqa: E402
 from ovl_runtime._torch_api.transpose import tile_grid, transposed  # noqa: E402
 
 

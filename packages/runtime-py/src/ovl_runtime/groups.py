@@ -22,6 +22,8 @@ from typing import Any
 
 from .errors import UsageError
 
+__all__ = ["DistGroup", "Group", "OneGpuGroup", "resolve_group"]
+
 _registry: dict[str, OneGpuGroup] = {}
 _ids = itertools.count()
 

@@ -280,7 +280,7 @@ def choose_engine(m: Manifest, engine: str = "auto") -> str:
     local = any(k.template_kind in LOCAL_TEMPLATES for k in m.kernels)
     if not unknown and not local:
         return "numpy"
-    from .interpret import interpret_unavailable
+    from .interpret_load import interpret_unavailable
 
     reason = interpret_unavailable()
     if reason is None:
