@@ -1,4 +1,4 @@
-"""Entry point of ``python -m ovl_runtime`` (see ``cli.py``)."""
+"""Entry point of ``python -m ovl_runtime`` (see ``_cli/main.py``)."""
 
 import sys
 

@@ -33,7 +33,7 @@ class OneGpuGroup:
     """``world`` ranks in this process on the current GPU.
 
     ``reserve``: SMs kept free of waiting programs (default ``max(2, num_sms // 16)``; see
-    ``ovl_runtime.sm_budget``). ``name``: how ``torch.library`` ops refer to the group
+    ``ovl_runtime._runner.sm_budget``). ``name``: how ``torch.library`` ops refer to the group
     (default ``onegpu<world>-<n>``)."""
 
     world: int

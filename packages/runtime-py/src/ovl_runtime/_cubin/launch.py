@@ -1,6 +1,6 @@
 """The launch plan of a precompiled kernel, as pure functions: argument values, warm-up epoch, residency.
 
-``gpu_session`` feeds these the device addresses it allocated and hands the result to
+``_runner.session`` feeds these the device addresses it allocated and hands the result to
 ``cubin.CubinKernel.launch``; nothing here touches a GPU, so every rule is tested on the CPU.
 """
 
@@ -152,7 +152,7 @@ def check_metadata(meta: CubinMetadata, kernel: KernelSpec) -> None:
 def cubin_values(
     meta: CubinMetadata, kernel: KernelSpec, addr: DeviceAddresses, scalars: LaunchScalars, scratch: Mapping[str, int]
 ) -> dict[str, int]:
-    """Every parameter of a launch by name, in the form ``cubin.pack_args`` takes: device
+    """Every parameter of a launch by name, in the form ``_cubin.driver.pack_args`` takes: device
     addresses for pointers, integers for scalars, and the hidden scratch pointers (``scratch``
     maps each hidden parameter to its buffer's address; one of 0 bytes may be left out: null).
     @raises CubinError when a value the kernel was compiled to assume a multiple of 16

@@ -4,7 +4,7 @@ A chain file names its stages (each an ``ovl.manifest/v1`` in a folder beside it
 links: a buffer of a later stage that IS a buffer of an earlier stage on every rank (the same
 memory, no copy). ``load_chain`` checks the file against the JSON Schema the emitter writes
 (``schema/chain.schema.json``), loads every stage and checks the links and the end-to-end
-reference; ``emulate_chain`` runs the stages in order on the CPU (either engine) and checks
+reference; ``_emulate.chain.emulate_chain`` runs the stages in order on the CPU (either engine) and checks
 the chain's output against a numpy reference of the whole chain.
 
 The one end-to-end reference so far is ``mlp``: the tensor-parallel MLP

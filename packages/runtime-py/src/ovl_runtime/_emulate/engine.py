@@ -265,7 +265,7 @@ ENGINES = ("auto", "numpy", "interpret")
 
 def choose_engine(m: Manifest, engine: str = "auto") -> str:
     """The emulation that runs ``m``: ``numpy`` (the templates re-implemented in numpy) or
-    ``interpret`` (the kernels' own source under Triton's interpreter, ``interpret.py``).
+    ``interpret`` (the kernels' own source under Triton's interpreter, ``_emulate/interpret.py``).
 
     ``auto`` takes the interpreter for a compiled local body (its own code, possibly a user's,
     is what needs checking) when torch and triton import, and numpy when every kernel has a
@@ -294,7 +294,7 @@ def choose_engine(m: Manifest, engine: str = "auto") -> str:
 def make_emulator(
     m: Manifest, engine: str = "auto", seed: int = 0, timeout_s: float | None = None, on_progress: ProgressFn | None = None
 ) -> Any:
-    """An ``Emulator`` (numpy) or an ``interpret.InterpretEmulator`` for ``m`` (``choose_engine``)."""
+    """An ``Emulator`` (numpy) or an ``_emulate.interpret.InterpretEmulator`` for ``m`` (``choose_engine``)."""
     chosen = choose_engine(m, engine)
     if chosen == "numpy":
         return Emulator(m, seed=seed, timeout_s=timeout_s, on_progress=on_progress)

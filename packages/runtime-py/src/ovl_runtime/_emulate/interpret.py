@@ -1,6 +1,6 @@
 """CPU emulation that runs the emitted ``@triton.jit`` kernels themselves, under Triton's interpreter.
 
-The numpy engine (``emulate.py``) re-implements each kernel template; a kernel of any other
+The numpy engine (``_emulate/engine.py``) re-implements each kernel template; a kernel of any other
 kind (a user kernel transformed by the compiler) can only be emulated by running its source.
 This engine does that with ``TRITON_INTERPRET=1`` (triton 3.6, CPU torch tensors):
 
@@ -11,7 +11,7 @@ This engine does that with ``TRITON_INTERPRET=1`` (triton 3.6, CPU torch tensors
   are each rank's int32 tensor (the signal buffer), never reset: launch ``k`` waits for
   ``k × arrivals``; host-written signals store ``k``.
 - **Threads.** Per launch, each rank runs its compute kernels in order on one thread, its
-  comm kernels on another, and each comm stream of host ops on its own (as ``emulate.py``).
+  comm kernels on another, and each comm stream of host ops on its own (as ``_emulate/engine.py``).
   A kernel launch is ``fn[grid](**args)``; the interpreter runs its programs one after the
   other, so programs of one launch must not wait on each other (kernels waiting on other
   kernels, streams or ranks are fine). ``num-sms`` grid dimensions resolve to ``num_sms``
@@ -22,7 +22,7 @@ This engine does that with ``TRITON_INTERPRET=1`` (triton 3.6, CPU torch tensors
   record a timeout ``(1, rank, slot, seen, expected)`` in the rank's error buffer. After a
   launch the runner raises those as ``WaitTimeout``. Host-side waits are bounded likewise.
   When a thread fails, every wait still spinning returns at once.
-- **The interpreter** is patched while emulating (``interpret_patch``): per-thread program
+- **The interpreter** is patched while emulating (``_emulate.interpret_patch``): per-thread program
   ids, ``tl`` patched once, no write-back of shared storages, bf16 dots.
 
 Not checked here (the numpy engine checks them): table entries out of range (a wrong
@@ -72,7 +72,7 @@ class _Abort(Exception):
 class InterpretEmulator:
     """Launches of one manifest in a row, each kernel run from its source by Triton's interpreter.
 
-    The same interface as ``emulate.Emulator`` (``launch``, ``checked_launch``, ``epoch``).
+    The same interface as ``_emulate.engine.Emulator`` (``launch``, ``checked_launch``, ``epoch``).
     """
 
     def __init__(

@@ -3,7 +3,7 @@ kernel's own tile program, evaluated from the manifest's index maps exactly as t
 prints them — visit order, per-tile waits on every slot column, per-tile notifies.
 
 This models what a body computes, not the body's code: the interpreter engine
-(``interpret.py``) executes the emitted source itself. Bodies whose operator is not a GEMM
+(``_emulate/interpret.py``) executes the emitted source itself. Bodies whose operator is not a GEMM
 (``template.params.operator``) are left to the interpreter. The grouped GEMM
 (``ag-grouped-gemm``) reads B as [E, K, N] and each m-block's expert from the table the
 kernel's ``groups`` parameter names, as the body does.

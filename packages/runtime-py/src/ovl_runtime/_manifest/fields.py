@@ -44,7 +44,7 @@ def bool_(v: Any, path: str) -> bool:
 
 def row_counts(value: object) -> tuple[int, ...] | None:
     """``reference.rowCounts``: positive row counts, one per rank (checked against the world
-    and M by ``shards.check_row_shards``), or absent."""
+    and M by ``_manifest.shards.check_row_shards``), or absent."""
     if value is None:
         return None
     if not isinstance(value, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in value):

@@ -1,7 +1,7 @@
 """The typed form of an ``ovl.manifest/v1`` document: one frozen dataclass per schema object.
 
 Field for field the emitter's zod schema (``@ovl/tlx-emitter`` ``manifest/schema.ts``),
-with snake_case names; ``manifest.py`` reads JSON into these and validates it.
+with snake_case names; ``_manifest/parse.py`` reads JSON into these and validates it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ ARG_KINDS = (
 
 @dataclass(frozen=True)
 class RoutingInit:
-    """How a ``routing`` buffer is drawn (``ovl_runtime.moe``): each token's k distinct experts
+    """How a ``routing`` buffer is drawn (``ovl_runtime.operators.ag_moe.routing``): each token's k distinct experts
     from ``choices`` (default every one of ``experts``)."""
 
     experts: int

@@ -1,6 +1,6 @@
 """What a run produced, in either mode: the checks of each launch, times, failures.
 
-Plain data shared by the GPU runner and the CPU emulation; ``report.py`` turns it into
+Plain data shared by the GPU runner and the CPU emulation; ``_report/report.py`` turns it into
 the ``ovl.report/v1`` JSON document.
 """
 

@@ -3,17 +3,17 @@
 For checking emitted kernels of any world on a single GPU; the times it reports are not
 performance figures (the ranks share the SMs and the memory bandwidth; copies between
 "ranks" are device-local). No ``torch.distributed``: each rank is a
-:class:`~ovl_runtime.gpu_rank.RankState` whose buffers are plain tensors on the one device;
+:class:`~ovl_runtime._runner.rank.RankState` whose buffers are plain tensors on the one device;
 a peer view is the other rank's tensor, a ``peer-pointers`` table the ranks' ``data_ptr()``s.
 Host copies are same-device copies on per-rank comm streams (``cuMemcpyAsync``), their signals
-``cuStreamWriteValue32`` of the epoch on the plain signal tensor (``gpu_memops``; through torch
-while a stream is captured), host waits ``cuStreamWaitValue32`` (``gpu_streamwait``), all bounded
+``cuStreamWriteValue32`` of the epoch on the plain signal tensor (``_runner.memops``; through torch
+while a stream is captured), host waits ``cuStreamWaitValue32`` (``_runner.streamwait``), all bounded
 from the host.
 
 Why it cannot hang (with all ranks on one GPU, spinning programs could take every SM, and a
 same-device ``copy_`` is a kernel that needs one):
 
-1. **SM budget** (``sm_budget.plan_sm_budget``, before anything is allocated): the programs
+1. **SM budget** (``_runner.sm_budget.plan_sm_budget``, before anything is allocated): the programs
    of waiting kernels that can run at once, summed over the ranks, stay ≤ ``num_sms −
    reserve`` (reserve ≥ 1, default ``max(2, num_sms // 16)``); each rank's ``num-sms`` grids
    of waiting kernels shrink to its share, and a fixed waiting grid that does not fit is

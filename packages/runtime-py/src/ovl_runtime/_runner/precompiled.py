@@ -2,7 +2,7 @@
 
 The arguments resolve as for Triton kernels (buffers, tables and peer-pointer tables to
 device addresses, scalars per launch), plus the ``global_scratch`` buffer the metadata
-sizes per program; the rules live in the pure ``cubin_launch``, this module only allocates
+sizes per program; the rules live in the pure ``_cubin.launch``, this module only allocates
 and calls the driver. Runs only on a GPU (torch, ``libcuda``).
 """
 
@@ -110,5 +110,5 @@ class CubinLaunch:
         )
         addresses = self.warm_addresses if scalars.epoch == 0 else self.addresses
         values = cubin_values(self.meta, self.spec, addresses, scalars, self.scratch_addresses)
-        # Packed once, then rewritten where a value changed (``cubin.ArgPacker``): the host's time per launch.
+        # Packed once, then rewritten where a value changed (``_cubin.driver.ArgPacker``): the host's time per launch.
         self.kernel.launch(self.grid, values, stream=int(torch.cuda.current_stream().cuda_stream))

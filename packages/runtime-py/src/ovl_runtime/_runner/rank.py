@@ -6,7 +6,7 @@ every rank shares one GPU). ``connect(peers, grids)`` then builds what refers to
 through a :class:`PeerViews` provider (flat views of a peer's buffer for the host copies, the
 peer-pointer tables of the kernels), the tables, the kernels with their resolved grids and
 the host ops. The modes differ only in the allocator, the peer views, the grids and how
-launches of several ranks are ordered and synchronised (``gpu_session`` / ``gpu_onegpu``).
+launches of several ranks are ordered and synchronised (``_runner.session`` / ``_runner.onegpu``).
 Imports torch: GPU only.
 """
 
@@ -278,7 +278,7 @@ class RankState:
 
         A signal is ordered after its data copy by the stream (the next copy starts once the
         previous one completed). Eager, copies and signals go straight to the driver
-        (``gpu_memops``: a signal writes this epoch); while a stream is being captured, through
+        (``_runner.memops``: a signal writes this epoch); while a stream is being captured, through
         torch, a signal being a 4-byte device copy of the epoch word into the slot, so a captured
         launch signals each replay's epoch. Once a launch was captured, always through torch: each
         replay advances the device's epoch word behind the host's back, so a later eager launch's

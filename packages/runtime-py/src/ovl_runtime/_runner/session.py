@@ -1,11 +1,11 @@
-"""One rank's GPU session under torchrun: a :class:`~ovl_runtime.gpu_rank.RankState` on
+"""One rank's GPU session under torchrun: a :class:`~ovl_runtime._runner.rank.RankState` on
 symmetric memory, launched in this process's streams and synchronised through NCCL.
 
 Built after ``torch.distributed`` is up (one process per GPU). Symmetric buffers come from
 ``torch.distributed._symmetric_memory`` (``empty`` + ``rendezvous``), and the peer views and
 peer-pointer tables from its handles. A launch enqueues the comm kernels, then the compute
 kernels, then the host ops (their Python overhead must not delay the GEMM), then joins the
-side streams; ``wait`` host ops are stream memory waits (``gpu_streamwait``), bounded from
+side streams; ``wait`` host ops are stream memory waits (``_runner.streamwait``), bounded from
 the host.
 """
 
@@ -81,7 +81,7 @@ class GpuSession(RankState):
 
     def launch(self, warm: bool = False) -> None:
         """Enqueue the next epoch. ``warm``: every wait targets 0 (compile and load, never spin),
-        except in kernels that send on every launch (``cubin_launch.launch_epoch``)."""
+        except in kernels that send on every launch (``_cubin.launch.launch_epoch``)."""
         main = torch.cuda.current_stream()
         self.advance_epoch()  # the device word first: every stream below starts after it
         start = torch.cuda.Event()

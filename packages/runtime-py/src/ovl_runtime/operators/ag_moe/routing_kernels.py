@@ -17,7 +17,7 @@ counts to a scratch ``counts [P, E_P2]``; ``moe_align_scatter`` (the same grid) 
 all, places its slice's slots and writes its share of the blocks' experts and padding. Both
 are ordinary kernels: the manifest launches them on every rank before the grouped GEMM
 (template kinds ``moe-align-count`` / ``moe-align-scatter``), and ``moe_align_block_size``
-launches them on a caller's tensors. ``moe.moe_align_reference`` is the same in numpy.
+launches them on a caller's tensors. ``operators.ag_moe.routing.moe_align_reference`` is the same in numpy.
 """
 
 from __future__ import annotations

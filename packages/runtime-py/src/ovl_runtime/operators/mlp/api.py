@@ -38,7 +38,7 @@ def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: 
     ``w_gate_up = [W_gate | W_up]`` ``[hidden, 2·I]``; the gather overlaps the GEMM.
 
     Where autograd records (grad enabled and ``x`` or ``w_gate_up`` requiring grad) it runs
-    ``all_gather_matmul`` and then SiLU-mul (``ovl_runtime.silu_mul``: one pass forward, one backward)
+    ``all_gather_matmul`` and then SiLU-mul (``ovl_runtime.operators.mlp.silu_mul``: one pass forward, one backward)
     instead of the fused kernel: the gate/up product is kept for the backward, as torch's layer keeps
     it, rather than recomputed there (the fused op's backward recomputes it: a GEMM of the forward's
     size costs a training step more than the fused epilogue saves)."""

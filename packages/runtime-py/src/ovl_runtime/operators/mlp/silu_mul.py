@@ -2,7 +2,7 @@
 ``[g | u] = gu`` ``[..., 2·I]``, and ``d[g | u]`` from ``dh``.
 
 The MLP layer's training path keeps the gate/up product of its AllGather+GEMM for the backward
-(``mlp.all_gather_matmul_silu_mul`` where autograd records). Written in torch, SiLU-mul is two kernels forward and,
+(``ops.all_gather_matmul_silu_mul`` where autograd records). Written in torch, SiLU-mul is two kernels forward and,
 through the slices of ``gu``, seven backward — the slices' gradients zero-filled, copied in and summed — 3 ms of a
 30 ms step at MLP-5 on two H100s. Here the forward reads ``gu`` once and writes ``h``; the backward reads ``gu``
 and ``dh`` once and writes ``d[g | u]`` contiguous, in fp32 inside:

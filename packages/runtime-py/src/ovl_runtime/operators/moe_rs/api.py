@@ -13,9 +13,9 @@ Tensor-parallel experts: each rank holds the ``I/W`` slice of every expert. For 
 
 Returns ``[W, T/W, H]``: rank r's token rows ``r·T/W ..`` of
 ``Σ_ranks Σ_j topk_weights[t, j] · (h_r[t·k + j] @ w_r[topk_ids[t, j]])``. The operator is the
-compiled ``moe-rs`` manifest (``ovl emit moe-rs``, found or compiled through ``kernel_library``, run
+compiled ``moe-rs`` manifest (``ovl emit moe-rs``, found or compiled through ``_kernels.library``, run
 by ``BoundOperator``): routing tables and per-slab notify targets on the device (no host sync), the
-compiled group GEMM body notifying each token slab's owner, and ``ovl_runtime.moe_rs``'s reducer
+compiled group GEMM body notifying each token slab's owner, and ``ovl_runtime.operators.moe_rs.kernels``'s reducer
 summing each slab as soon as it is complete. Inputs are checked before any launch. A call is
 asynchronous on the current stream; :func:`synchronize` waits and raises ``WaitTimeout`` if a
 bounded wait gave up.

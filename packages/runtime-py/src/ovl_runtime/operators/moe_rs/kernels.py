@@ -8,7 +8,7 @@ rank. Output per rank r: its ``T/W`` token rows of
 
 Design (the tile schedule of TileLink's MoE part 2, §4.1 dynamic mappings):
 
-- **Routing tables** come from ``moe_align`` (``sorted_token_ids``, ``expert_of_block``,
+- **Routing tables** come from ``operators.ag_moe.routing_kernels`` (``sorted_token_ids``, ``expert_of_block``,
   ``num_blocks``), launched on the device before the body; no host sync.
 - **Slabs.** The T tokens are cut into slabs of ``slab_t`` tokens (``slab_t`` divides ``T/W``);
   slab s belongs to rank ``s // (T / W / slab_t)``. Slab s has one signal slot on its owner.
