@@ -217,7 +217,7 @@ def interpreter_patches(on: bool):
 
     if not on:
         return contextlib.nullcontext()
-    from ovl_runtime.interpret_patch import patched
+    from ovl_runtime._emulate.interpret_patch import patched
 
     return patched()
 

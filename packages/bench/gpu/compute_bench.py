@@ -80,13 +80,9 @@ _cluster_grids = {}
 def cubin_launcher(base, case, a, b, c, sms):
     """A precompiled (TLX) case: its cubin loaded through the CUDA driver, launched on the
     current stream with the global scratch its metadata asks for (device TMA descriptors)."""
-    from ovl_runtime.cubin import (
-        CubinKernel,
-        load_metadata,
-        persistent_grid,
-        scratch_bytes,
-    )
-    from ovl_runtime.gpu_cubin import driver
+    from ovl_runtime._cubin.driver import CubinKernel, persistent_grid
+    from ovl_runtime._cubin.metadata import load_metadata, scratch_bytes
+    from ovl_runtime._runner.precompiled import driver
 
     path = os.path.join(base, case["cubin"])
     if path not in _cubins:

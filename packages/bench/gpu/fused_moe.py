@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import triton
 import triton.language as tl
-from ovl_runtime.moe_align import moe_align_block_size
+from ovl_runtime.operators.ag_moe.routing_kernels import moe_align_block_size
 
 #: BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages. The first is vLLM's default for bf16 when the
 #: tokens outnumber the experts; the others the tile shapes its tuned H100/H200 tables hold at

@@ -38,7 +38,7 @@ def shapes(op: str, world: int) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def keys(op: str, world: int) -> Any:
-    from ovl_runtime.kernel_library import KernelKey
+    from ovl_runtime._kernels.library import KernelKey
 
     (m, k), (_, n) = shapes(op, world)
     name = {
@@ -157,7 +157,7 @@ def main() -> None:
     if a.cmd == "prepare":
         from pathlib import Path
 
-        from ovl_runtime.kernel_library import ensure_compiled
+        from ovl_runtime._kernels.library import ensure_compiled
 
         for world in WORLDS:
             for op in OPS:

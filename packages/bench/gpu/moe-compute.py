@@ -51,8 +51,8 @@ if "--cpu-check" in sys.argv:
 
 import numpy as np
 import torch
-from ovl_runtime.moe import draw_routing, moe_align_reference
-from ovl_runtime.moe_align import moe_align_block_size
+from ovl_runtime.operators.ag_moe.routing import draw_routing, moe_align_reference
+from ovl_runtime.operators.ag_moe.routing_kernels import moe_align_block_size
 
 WORLD = 8
 #: Body configurations: BLOCK_M, BLOCK_N, BLOCK_K, warps, stages.
@@ -121,7 +121,7 @@ class Body:
         if (
             self.x.device.type == "cpu"
         ):  # Triton's interpreter, made safe for ovl's kernels
-            from ovl_runtime.interpret_patch import patched
+            from ovl_runtime._emulate.interpret_patch import patched
 
             with patched():
                 self._launch()

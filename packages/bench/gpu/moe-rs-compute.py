@@ -45,10 +45,10 @@ import numpy as np
 import torch
 import triton
 
-from ovl_runtime.manifest import load_manifest
-from ovl_runtime.moe import draw_routing
-from ovl_runtime.moe_align import moe_align_block_size
-from ovl_runtime.moe_rs import moe_rs_reference_torch
+from ovl_runtime._manifest.parse import load_manifest
+from ovl_runtime.operators.ag_moe.routing import draw_routing
+from ovl_runtime.operators.ag_moe.routing_kernels import moe_align_block_size
+from ovl_runtime.operators.moe_rs.kernels import moe_rs_reference_torch
 
 HERE = Path(__file__).resolve().parent
 PLAIN_BODY = HERE.parents[1] / "tlx-emitter" / "kernels" / "moe_gemm_scatter.py"

@@ -29,11 +29,11 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ovl_runtime.bound import BoundOperator
+from ovl_runtime._runner.bound import BoundOperator
 from ovl_runtime.groups import resolve_group
-from ovl_runtime.manifest import load_manifest
-from ovl_runtime.moe import draw_routing
-from ovl_runtime.moe_rs import moe_rs_reference_torch
+from ovl_runtime._manifest.parse import load_manifest
+from ovl_runtime.operators.ag_moe.routing import draw_routing
+from ovl_runtime.operators.moe_rs.kernels import moe_rs_reference_torch
 
 HERE = Path(__file__).resolve().parent
 

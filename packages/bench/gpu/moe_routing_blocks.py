@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from ovl_runtime.moe import draw_routing
+from ovl_runtime.operators.ag_moe.routing import draw_routing
 
 #: TileLink Table 4 (the MoE benchmarks' shapes; moe-compute.py's SHAPES): name, tokens, hidden,
 #: intermediate (all ranks), experts, top-k.

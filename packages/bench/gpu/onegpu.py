@@ -32,7 +32,7 @@ def stream_waits_on_plain_tensors() -> dict[str, object]:
 
     print("stream-wait check: start", flush=True)
 
-    from ovl_runtime.gpu_streamwait import StreamWaits, sync_bounded
+    from ovl_runtime._runner.streamwait import StreamWaits, sync_bounded
 
     # Load every kernel first: loading a module waits for the device's in-flight work, and a
     # stream blocked on a wait is in flight (a first _sleep behind a pending wait deadlocks).
@@ -72,7 +72,7 @@ def _cli_child(args: list[str]) -> None:
 
     faulthandler.dump_traceback_later(100, repeat=True)
     sys.path.insert(0, str(SRC))
-    from ovl_runtime.cli import main as cli_main
+    from ovl_runtime._cli.main import main as cli_main
 
     raise SystemExit(cli_main(args))
 

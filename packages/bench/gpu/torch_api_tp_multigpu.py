@@ -48,7 +48,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from ovl_runtime import ops
-from ovl_runtime.mlp import tp_mlp
+from ovl_runtime.ops import tp_mlp
 
 HERE = Path(__file__).resolve().parent
 

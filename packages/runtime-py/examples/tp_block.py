@@ -40,8 +40,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ovl_runtime import ops
+from ovl_runtime._kernels.library import KernelKey, ensure_compiled
 from ovl_runtime.groups import DistGroup, Group, OneGpuGroup
-from ovl_runtime.kernel_library import KernelKey, ensure_compiled
 from ovl_runtime.nn import TensorParallelMLP
 
 

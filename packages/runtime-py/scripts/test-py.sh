@@ -13,7 +13,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,interpret]'
   touch "$stamp"
 fi
-# Lint and format of the runner's Python (ruff, configured in pyproject.toml) before its tests.
+# Type check (mypy), lint and format of the runner's Python (configured in pyproject.toml) before its tests.
+.venv/bin/python -m mypy
 .venv/bin/python -m ruff check src tests tests_gpu examples
 .venv/bin/python -m ruff format --check src tests tests_gpu examples
 exec .venv/bin/python -m pytest "$@"

@@ -1,4 +1,4 @@
-"""The torch API's backward passes (``ovl_runtime.autograd``) against dense autograd, without a GPU: every rank in
+"""The torch API's backward passes (each operator's ``autograd`` under ``ovl_runtime.operators``) against dense autograd, without a GPU: every rank in
 one process (``OneGpuGroup``, tensors stacked ``[world, ...]``), the operators' forward kernels replaced by torch
 references of their semantics (the kernels need a GPU; the GPU tests run the real ones), fresh random float64
 inputs and cotangents. A dense model of all ranks, written with explicit loops over the ranks, gives the gradients
@@ -10,9 +10,23 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime import autograd, collectives, mlp, moe_ops, ops  # noqa: E402
+from ovl_runtime import ops  # noqa: E402
+from ovl_runtime._torch_api import collectives  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
+from ovl_runtime.operators.a2a_gemm import autograd as a2a_gemm_autograd  # noqa: E402
+from ovl_runtime.operators.a2a_gemm import op as a2a_gemm_op  # noqa: E402
+from ovl_runtime.operators.ag_attention import op as ag_attention_op  # noqa: E402
+from ovl_runtime.operators.ag_gemm import autograd as ag_gemm_autograd  # noqa: E402
+from ovl_runtime.operators.ag_gemm import op as ag_gemm_op  # noqa: E402
+from ovl_runtime.operators.ag_moe import op as ag_moe_op  # noqa: E402
+from ovl_runtime.operators.gemm_ar import op as gemm_ar_op  # noqa: E402
+from ovl_runtime.operators.gemm_rs import autograd as gemm_rs_autograd  # noqa: E402
+from ovl_runtime.operators.gemm_rs import op as gemm_rs_op  # noqa: E402
+from ovl_runtime.operators.mlp import api as mlp  # noqa: E402
+from ovl_runtime.operators.mlp import autograd as mlp_autograd  # noqa: E402
+from ovl_runtime.operators.mlp import op as mlp_op  # noqa: E402
+from ovl_runtime.operators.moe_rs import op as moe_rs_op  # noqa: E402
 
 F64 = torch.float64
 
@@ -48,15 +62,15 @@ def _dense_ag_silu(x, w):
 def reference_kernels(monkeypatch):
     """The forward of each GEMM operator as torch computes it (the dense models), in place of its kernels."""
     for module, impl, model in (
-        (ops, "_all_gather_matmul_impl", _dense_ag),
-        (ops, "_matmul_reduce_scatter_impl", _dense_rs),
-        (ops, "_matmul_all_reduce_impl", _dense_ar),
-        (ops, "_all_to_all_matmul_impl", _dense_a2a),
-        (mlp, "_ag_silu_impl", _dense_ag_silu),
+        (ag_gemm_op, "_all_gather_matmul_impl", _dense_ag),
+        (gemm_rs_op, "_matmul_reduce_scatter_impl", _dense_rs),
+        (gemm_ar_op, "_matmul_all_reduce_impl", _dense_ar),
+        (a2a_gemm_op, "_all_to_all_matmul_impl", _dense_a2a),
+        (mlp_op, "_ag_silu_impl", _dense_ag_silu),
     ):
         monkeypatch.setattr(module, impl, lambda x, w, name, model=model: model(x, w))
-    monkeypatch.setattr(ops, "_all_gather_matmul_gathered_impl", lambda x, w, name: (_dense_ag(x, w), _gathered(x)))
-    monkeypatch.setattr(ops, "_all_to_all_matmul_exchanged_impl", lambda x, w, name: (_dense_a2a(x, w), _exchanged(x)))
+    monkeypatch.setattr(ag_gemm_op, "_all_gather_matmul_gathered_impl", lambda x, w, name: (_dense_ag(x, w), _gathered(x)))
+    monkeypatch.setattr(a2a_gemm_op, "_all_to_all_matmul_exchanged_impl", lambda x, w, name: (_dense_a2a(x, w), _exchanged(x)))
 
 
 def _gathered(x):
@@ -159,7 +173,8 @@ def test_the_weight_gradients_read_the_operators_gathered_operands(reference_ker
     ``AG(dy)`` from its AllGather+GEMM: a training step of the layer runs no plain gather; without a weight
     gradient the forward records the plain operator."""
     gathers = []
-    monkeypatch.setattr(autograd, "gather_rows", lambda x, g: gathers.append(x.shape) or collectives.gather_rows(x, g))
+    for backward in (ag_gemm_autograd, gemm_rs_autograd, mlp_autograd):  # every GEMM backward the layer's step runs
+        monkeypatch.setattr(backward, "gather_rows", lambda x, g: gathers.append(x.shape) or collectives.gather_rows(x, g))
     world, m, hidden, inter = 3, 2, 4, 5
     g = OneGpuGroup(world)
     x, wgu, wd = _leaf(world, m, hidden, seed=30), _leaf(world, hidden, 2 * inter, seed=31), _leaf(world, inter, hidden, seed=32)
@@ -190,7 +205,7 @@ def test_all_to_all_matmuls_weight_gradient_reads_the_exchanged_operand(referenc
     exchanges only ``dy @ wᵀ`` (for ``dx``), never ``x`` again; the copy is ``AllToAll(x)`` and not differentiable;
     without a weight gradient the forward records the plain operator."""
     exchanges = []
-    monkeypatch.setattr(autograd, "exchange_slabs", lambda t, g: exchanges.append(t.shape) or collectives.exchange_slabs(t, g))
+    monkeypatch.setattr(a2a_gemm_autograd, "exchange_slabs", lambda t, g: exchanges.append(t.shape) or collectives.exchange_slabs(t, g))
     world, m, k, n = 3, 2, 4, 5
     g = OneGpuGroup(world)
     x, w = _leaf(world, world * m, k, seed=40), _leaf(world, k, n, seed=41)
@@ -245,7 +260,7 @@ def _dense_attention(q, kv, causal):
 @pytest.mark.parametrize(("world", "s", "heads", "kv_heads", "d"), [(2, 3, 2, 2, 4), (3, 2, 4, 2, 8), (4, 5, 6, 1, 4)])
 def test_sequence_parallel_attentions_backward_matches_dense_autograd(monkeypatch, world, s, heads, kv_heads, d, causal):
     """MHA and GQA, causal or not: each rank's dq and its own positions' dk / dv (summed over every rank's queries)."""
-    monkeypatch.setattr(ops, "_attention_impl", lambda q, kv, name, causal: _dense_attention(q, kv, causal))
+    monkeypatch.setattr(ag_attention_op, "_attention_impl", lambda q, kv, name, causal: _dense_attention(q, kv, causal))
     g = OneGpuGroup(world)
     q, kv = _leaf(world, s, heads, d, seed=30 + world), _leaf(world, s, 2, kv_heads, d, seed=31 + world)
     y, (dq, dkv) = _grads(lambda q, kv: ops.sequence_parallel_attention(q, kv, g, causal=causal), q, kv, seed=32)
@@ -315,7 +330,7 @@ def _routing(world, m, k, experts, kind, seed):
 
 @pytest.mark.parametrize(("world", "m", "k", "experts", "kind"), ROUTINGS, ids=[r[4] for r in ROUTINGS])
 def test_moe_all_gather_grouped_matmuls_backward_matches_dense_autograd(monkeypatch, world, m, k, experts, kind):
-    monkeypatch.setattr(ops, "_moe_impl", lambda x, ids, w, name, validate: _dense_moe_all_gather(x, ids, w))
+    monkeypatch.setattr(ag_moe_op, "_moe_impl", lambda x, ids, w, name, validate: _dense_moe_all_gather(x, ids, w))
     g = OneGpuGroup(world)
     ids = _routing(world, m, k, experts, kind, seed=40)
     x, w = _leaf(world, m, 6, seed=41), _leaf(world, experts, 6, 4, seed=42)
@@ -331,7 +346,7 @@ def test_moe_all_gather_grouped_matmuls_backward_matches_dense_autograd(monkeypa
 @pytest.mark.parametrize(("world", "m", "k", "experts", "kind"), ROUTINGS, ids=[r[4] for r in ROUTINGS])
 def test_moe_grouped_matmul_reduce_scatters_backward_matches_dense_autograd(monkeypatch, world, m, k, experts, kind):
     """Every input's gradient, the routing weights' included (each rank's copy gets its own slice's share)."""
-    monkeypatch.setattr(moe_ops, "_impl", lambda h, ids, wts, w, name: _dense_moe_reduce_scatter(h, ids, wts, w))
+    monkeypatch.setattr(moe_rs_op, "_impl", lambda h, ids, wts, w, name: _dense_moe_reduce_scatter(h, ids, wts, w))
     g = OneGpuGroup(world)
     tokens = world * m
     ids = _routing(world, m, k, experts, kind, seed=50)
@@ -345,7 +360,7 @@ def test_moe_grouped_matmul_reduce_scatters_backward_matches_dense_autograd(monk
 
 
 def test_moe_backward_refuses_experts_outside_the_weights():
-    from ovl_runtime.autograd_moe import _by_expert
+    from ovl_runtime.operators.ag_moe.autograd import by_expert as _by_expert
 
     with pytest.raises(UsageError, match=r"outside \[0, 3\)"):
         _by_expert(torch.tensor([[0, 3]]), 3, "moe")

@@ -6,8 +6,8 @@ from pathlib import Path
 import builders
 import pytest
 
-from ovl_runtime.cli import main
-from ovl_runtime.env import SAFE_ENV
+from ovl_runtime._cli.main import main
+from ovl_runtime._runner.env import SAFE_ENV
 
 
 def _write(tmp_path: Path, d: dict) -> Path:
@@ -99,5 +99,5 @@ def test_the_multicast_switches_are_always_set(tmp_path, monkeypatch):
 def test_the_gpu_path_imports_without_torch():
     import importlib
 
-    gpu = importlib.import_module("ovl_runtime.gpu")
+    gpu = importlib.import_module("ovl_runtime._runner.torchrun")
     assert callable(gpu.run_gpu)

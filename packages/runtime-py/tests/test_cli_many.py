@@ -16,10 +16,10 @@ from typing import Any
 import builders
 import pytest
 
-from ovl_runtime import cli
+from ovl_runtime._cli import main as cli
+from ovl_runtime._manifest.parse import load_manifest
+from ovl_runtime._report.outcome import RunOutcome
 from ovl_runtime.errors import CheckFailed, DeviceError, ManifestError, UsageError
-from ovl_runtime.manifest import load_manifest
-from ovl_runtime.outcome import RunOutcome
 
 
 def _write(path: Path, d: dict[str, Any]) -> Path:
@@ -175,7 +175,7 @@ def test_the_exit_code_is_the_worst_of_the_manifests(tmp_path):
 
 def test_a_device_error_skips_the_manifests_after_it(tmp_path, monkeypatch, capsys):
     paths = [_write(tmp_path / n / "manifest.json", _named(builders.ag_gemm(world=2), n)) for n in ("a", "b", "c")]
-    emulate_mod = importlib.import_module("ovl_runtime.emulate")  # the package exports a function of that name
+    emulate_mod = importlib.import_module("ovl_runtime._emulate.engine")  # the package exports a function of that name
     real = emulate_mod.emulate
     ran: list[str] = []
 
@@ -241,11 +241,11 @@ class _Stack:
         self.triton = types.ModuleType("triton")
         self.triton.set_allocator = lambda fn: self.calls.append("set_allocator")  # type: ignore[attr-defined]
         self.triton.__version__ = "stand-in"  # type: ignore[attr-defined]
-        self.session_mod = types.ModuleType("ovl_runtime.gpu_session")
+        self.session_mod = types.ModuleType("ovl_runtime._runner.session")
         self.session_mod.GpuSession = Session  # type: ignore[attr-defined]
         self.session_mod.TORCH_DTYPES = {}  # type: ignore[attr-defined]
         self.session_mod.check_world = lambda m: self.calls.append(f"check_world {m.world}")  # type: ignore[attr-defined]
-        self.reference_mod = types.ModuleType("ovl_runtime.gpu_reference")
+        self.reference_mod = types.ModuleType("ovl_runtime._runner.baselines")
         self.reference_mod.baselines = lambda *a: []  # type: ignore[attr-defined]
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,8 +253,8 @@ class _Stack:
             ("torch", self.torch),
             ("torch.distributed", self.dist),
             ("triton", self.triton),
-            ("ovl_runtime.gpu_session", self.session_mod),
-            ("ovl_runtime.gpu_reference", self.reference_mod),
+            ("ovl_runtime._runner.session", self.session_mod),
+            ("ovl_runtime._runner.baselines", self.reference_mod),
         ):
             monkeypatch.setitem(sys.modules, name, mod)
         for k, v in {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}.items():
@@ -279,7 +279,7 @@ def _manifests(tmp_path: Path, names: list[str]) -> list[Any]:
 
 
 def test_run_gpu_many_shares_one_process_group_and_frees_each_session(tmp_path, monkeypatch):
-    from ovl_runtime import gpu
+    from ovl_runtime._runner import torchrun as gpu
 
     stack = _Stack()
     stack.install(monkeypatch)
@@ -329,7 +329,7 @@ def test_run_gpu_many_shares_one_process_group_and_frees_each_session(tmp_path, 
 
 
 def test_run_gpu_many_refuses_mixed_worlds_before_the_process_group(tmp_path, monkeypatch):
-    from ovl_runtime import gpu
+    from ovl_runtime._runner import torchrun as gpu
 
     stack = _Stack()
     stack.install(monkeypatch)
@@ -343,7 +343,7 @@ def test_run_gpu_many_refuses_mixed_worlds_before_the_process_group(tmp_path, mo
 
 
 def test_run_gpu_is_run_gpu_many_of_one(tmp_path, monkeypatch):
-    from ovl_runtime import gpu
+    from ovl_runtime._runner import torchrun as gpu
 
     stack = _Stack()
     stack.install(monkeypatch)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import builders
 
-from ovl_runtime.manifest import load_manifest
-from ovl_runtime.outcome import CheckRecord, RunOutcome
-from ovl_runtime.report import build_report
+from ovl_runtime._manifest.parse import load_manifest
+from ovl_runtime._report.outcome import CheckRecord, RunOutcome
+from ovl_runtime._report.report import build_report
 
 
 def _write(folder: Path, d: dict) -> Path:

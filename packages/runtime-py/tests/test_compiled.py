@@ -15,11 +15,11 @@ import builders
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.emulate import choose_engine
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.shards import rank_rows, row_counts
+from ovl_runtime._emulate.engine import choose_engine
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime._manifest.shards import rank_rows, row_counts
 
-emulate_mod = importlib.import_module("ovl_runtime.emulate")
+emulate_mod = importlib.import_module("ovl_runtime._emulate.engine")
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);

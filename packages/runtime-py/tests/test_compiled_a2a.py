@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from ovl_runtime import Emulator, emulate, load_manifest
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.reference import received_slabs
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime.operators.a2a_gemm.reference import received_slabs
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -84,7 +84,7 @@ def test_a2a_gemm_is_correct_running_its_own_source(compiled, case):
 
 @pytest.mark.parametrize("case", ["w2_split2", "w3_off_tiles"])
 def test_after_a_launch_the_operand_buffer_holds_what_every_rank_sent(compiled, case):
-    """The torch API's weight gradient copies buffer ``A`` after a launch (``ops.OPERAND_BUFFER``) as
+    """The torch API's weight gradient copies buffer ``A`` after a launch (``_torch_api.registry.OPERAND_BUFFER``) as
     ``AllToAll(x)``: on every rank it holds each rank's slab for it, in rank order, and the caller's rows sit
     in another buffer (the reference input)."""
     m = load_manifest(compiled / case / "manifest.json")

@@ -15,8 +15,8 @@ import builders
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.emulate import choose_engine
-from ovl_runtime.interpret import interpret_unavailable
+from ovl_runtime._emulate.engine import choose_engine
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.attention import attention, attention_spec
-from ovl_runtime.emulate import choose_engine
+from ovl_runtime._emulate.engine import choose_engine
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime._reference.on_cpu import references
 from ovl_runtime.errors import ManifestError
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.reference import references
+from ovl_runtime.operators.ag_attention.spec import attention, attention_spec
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -181,8 +181,8 @@ def test_the_references_attend_each_rank_s_queries_to_every_key(compiled):
 @pytest.mark.parametrize("score_bytes", [2 << 30, 1])
 def test_the_torch_references_match_the_numpy_ones(compiled, monkeypatch, score_bytes):
     torch = pytest.importorskip("torch")
-    from ovl_runtime import attention as attention_module
-    from ovl_runtime.gpu_reference import local_references, output_view
+    from ovl_runtime._reference.on_gpu import local_references, output_view
+    from ovl_runtime.operators.ag_attention import spec as attention_module
 
     # At 1 byte the torch reference takes one head per step (long sequences' scores do not fit at once).
     monkeypatch.setattr(attention_module, "REFERENCE_SCORE_BYTES", score_bytes)
@@ -203,8 +203,8 @@ def test_the_torch_references_match_the_numpy_ones(compiled, monkeypatch, score_
 
 @pytest.mark.parametrize("case", [c[0] for c in CASES])
 def test_the_body_is_persistent_so_the_one_gpu_sm_budget_sizes_its_grid(compiled, case):
-    from ovl_runtime.manifest_types import NumSms
-    from ovl_runtime.sm_budget import plan_sm_budget
+    from ovl_runtime._manifest.types import NumSms
+    from ovl_runtime._runner.sm_budget import plan_sm_budget
 
     m = load_manifest(compiled / case / "manifest.json")
     (k,) = m.kernels

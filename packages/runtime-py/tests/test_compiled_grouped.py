@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.emulate import choose_engine
+from ovl_runtime._emulate.engine import choose_engine
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime._reference.on_cpu import references
 from ovl_runtime.errors import ManifestError
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.reference import expert_runs, grouped_matmul, references
+from ovl_runtime.operators.grouped_gemm.reference import expert_runs, grouped_matmul
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -145,7 +146,7 @@ def test_the_references_multiply_each_m_block_by_its_expert(compiled):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     np.testing.assert_allclose(grouped_matmul(full, inputs[0]["B"], 32, routing), want[0], rtol=1e-12)
     torch = pytest.importorskip("torch")
-    from ovl_runtime.gpu_reference import local_references
+    from ovl_runtime._reference.on_gpu import local_references
 
     t = local_references(m, [{k: torch.from_numpy(v).float() for k, v in x.items()} for x in inputs])
     for g, w in zip(t, want):

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.chain import emulate_chain, load_chain, mlp_reference
-from ovl_runtime.emulate_local import silu_mul
+from ovl_runtime._emulate.chain import emulate_chain, load_chain, mlp_reference
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime._emulate.local import silu_mul
 from ovl_runtime.errors import ManifestError
-from ovl_runtime.interpret import interpret_unavailable
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -180,7 +180,7 @@ def test_load_chain_refuses_a_stage_outside_its_folder(chains, tmp_path):
 def test_the_runner_cli_runs_a_chain_and_reports_each_check(chains, capsys):
     import json
 
-    from ovl_runtime.cli import main
+    from ovl_runtime._cli.main import main
 
     assert main(["chain", str(chains / "mlp_w2" / "chain.json"), "--engine", "numpy", "--epochs", "2", "--seed", "5"]) == 0
     events = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
@@ -191,8 +191,8 @@ def test_the_runner_cli_runs_a_chain_and_reports_each_check(chains, capsys):
 
 def test_the_torch_reference_of_the_first_stage_matches_the_numpy_one(compiled):
     torch = pytest.importorskip("torch")
-    from ovl_runtime.gpu_reference import local_references
-    from ovl_runtime.reference import references
+    from ovl_runtime._reference.on_cpu import references
+    from ovl_runtime._reference.on_gpu import local_references
 
     m = load_manifest(compiled / "w3_split2" / "manifest.json")
     ref = m.reference

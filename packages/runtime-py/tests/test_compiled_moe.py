@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.emulate import choose_engine
+from ovl_runtime._emulate.engine import choose_engine
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime._reference.on_cpu import references
 from ovl_runtime.errors import ManifestError
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.moe import check_sizes, draw_routing, moe_align_reference, moe_matmul
-from ovl_runtime.reference import references
+from ovl_runtime.operators.ag_moe.reference import moe_matmul
+from ovl_runtime.operators.ag_moe.routing import check_sizes, draw_routing, moe_align_reference
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -244,14 +245,14 @@ def test_the_reference_gathers_the_shards_and_routes_each_slot(compiled):
         want = np.stack([full[t] @ inputs[r]["B"][ids[t, j]] for t in range(T) for j in range(2)])
         np.testing.assert_allclose(got[r], want, rtol=1e-9, atol=1e-12)
     torch = pytest.importorskip("torch")
-    from ovl_runtime.gpu_reference import local_references
+    from ovl_runtime._reference.on_gpu import local_references
 
     t = local_references(m, [{k: torch.from_numpy(v) for k, v in x.items()} for x in inputs])
     for r in range(3):
         np.testing.assert_allclose(t[r].double().numpy(), got[r], rtol=1e-4, atol=1e-3)
     # The GPU runner reads a rank's output buffer (one row per token slot) as the numpy engine does.
-    from ovl_runtime.gpu_reference import output_view as torch_output_view
-    from ovl_runtime.reference import output_view
+    from ovl_runtime._reference.on_cpu import output_view
+    from ovl_runtime._reference.on_gpu import output_view as torch_output_view
 
     out = rng.standard_normal(T * 2 * inter)
     np.testing.assert_array_equal(torch_output_view(m, torch.from_numpy(out), 1).numpy(), output_view(m, out, 1))
@@ -266,8 +267,8 @@ def test_the_routing_kernels_match_the_numpy_tables():
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np, torch
-from ovl_runtime.moe import draw_routing, moe_align_reference
-from ovl_runtime.moe_align import moe_align_block_size
+from ovl_runtime.operators.ag_moe.routing import draw_routing, moe_align_reference
+from ovl_runtime.operators.ag_moe.routing_kernels import moe_align_block_size
 rng = np.random.default_rng(7)
 for T, k, E, bm, choices, programs in [(64, 2, 4, 32, None, 4), (100, 1, 8, 16, [3], 3), (300, 2, 8, 64, [1, 5], 5), (37, 2, 5, 32, [0, 1, 2, 4], 7), (1, 1, 1, 16, None, 2)]:
     ids = draw_routing(rng, T, k, E, choices)
@@ -287,8 +288,8 @@ print("ok")
 
 
 def test_library_keys_name_the_routing_and_refuse_a_manifest_of_another(compiled, tmp_path):
+    from ovl_runtime._kernels.library import KernelKey, check_manifest
     from ovl_runtime.errors import UsageError
-    from ovl_runtime.kernel_library import KernelKey, check_manifest
 
     key = KernelKey("ag-moe", 2, 64, 64, 32, "bf16", experts=4, topk=1)
     assert key.dirname == "ag-moe-w2-m64-n64-k32-e4-top1-bf16"

@@ -17,11 +17,11 @@ import pytest
 import torch
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.emulate import choose_engine
+from ovl_runtime._emulate.engine import choose_engine
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime.errors import ManifestError
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.moe import draw_routing, moe_align_reference
-from ovl_runtime.moe_rs import check_moe_rs, moe_rs_reference, moe_rs_reference_torch, slab_cover_reference
+from ovl_runtime.operators.ag_moe.routing import draw_routing, moe_align_reference
+from ovl_runtime.operators.moe_rs.kernels import check_moe_rs, moe_rs_reference, moe_rs_reference_torch, slab_cover_reference
 
 SCRIPT = """
 const ovl = await import(process.argv[1]);
@@ -139,7 +139,7 @@ def test_a_missing_notify_times_out_naming_the_slab_slot(compiled, tmp_path, eng
 
 
 def test_the_weights_are_the_same_on_every_rank_and_fresh_per_launch(compiled):
-    from ovl_runtime.emulate import EmulatedWorld
+    from ovl_runtime._emulate.engine import EmulatedWorld
 
     m = load_manifest(compiled / "w4_empty_experts" / "manifest.json")
     w = EmulatedWorld.allocate(m)
@@ -191,8 +191,8 @@ def _inputs(rng, world, T, k, E, inter, H, choices):
 
 @pytest.mark.parametrize(("world", "T", "k", "E", "inter", "H", "choices"), CASES)
 def test_the_numpy_and_torch_references_agree_with_the_definition(world, T, k, E, inter, H, choices):
-    from ovl_runtime.gpu_reference import moe_rs_partial as torch_partial
-    from ovl_runtime.moe import moe_rs_partial
+    from ovl_runtime.operators.moe_rs.reference import moe_rs_partial
+    from ovl_runtime.operators.moe_rs.torch_reference import moe_rs_partial as torch_partial
 
     ids, wts, h, w2 = _inputs(np.random.default_rng(), world, T, k, E, inter, H, choices)
     total = np.zeros((T, H))
@@ -246,7 +246,7 @@ def test_bad_sizes_are_refused_before_any_launch():
 def test_the_torch_api_refuses_bad_input_before_any_launch():
     from ovl_runtime.errors import UsageError
     from ovl_runtime.groups import OneGpuGroup
-    from ovl_runtime.moe_ops import moe_grouped_matmul_reduce_scatter
+    from ovl_runtime.ops import moe_grouped_matmul_reduce_scatter
 
     g = OneGpuGroup(2)
     h, w = torch.zeros((2, 32, 8), dtype=torch.bfloat16), torch.zeros((2, 4, 8, 16), dtype=torch.bfloat16)
@@ -258,8 +258,8 @@ def test_the_torch_api_refuses_bad_input_before_any_launch():
 
 
 def test_library_keys_name_the_routing_and_refuse_a_manifest_of_another(compiled, tmp_path):
+    from ovl_runtime._kernels.library import KernelKey, check_manifest
     from ovl_runtime.errors import UsageError
-    from ovl_runtime.kernel_library import KernelKey, check_manifest
 
     key = KernelKey("moe-rs", 4, 48, 24, 16, "bf16", experts=5, topk=2)
     assert key.backend == "sm" and key.split == 2
@@ -281,7 +281,7 @@ def test_a_key_compiled_by_the_cli_runs_in_the_numpy_engine(tmp_path, monkeypatc
     import shutil
     import subprocess
 
-    from ovl_runtime.kernel_library import KernelKey, check_manifest, compile_key
+    from ovl_runtime._kernels.library import KernelKey, check_manifest, compile_key
 
     cli = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
     node = shutil.which("node")

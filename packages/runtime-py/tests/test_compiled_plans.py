@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ovl_runtime import emulate, load_manifest
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime._manifest.types import WaitOp
 from ovl_runtime.errors import RunnerError
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.manifest import WaitOp
 
 EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"
 PLAN_PKG = EMITTER.parents[2] / "chunk-plan" / "dist" / "index.js"

@@ -5,21 +5,8 @@ import ctypes
 
 import pytest
 
-from ovl_runtime.cubin import (
-    ArgPacker,
-    CubinError,
-    CubinKernel,
-    CUlaunchAttribute,
-    CUlaunchConfig,
-    cap_clusters,
-    launch_config,
-    launch_grid,
-    pack_args,
-    parse_metadata,
-    persistent_grid,
-    scalar_value,
-    scratch_bytes,
-)
+from ovl_runtime._cubin.driver import ArgPacker, CubinKernel, CUlaunchAttribute, CUlaunchConfig, launch_config, pack_args, persistent_grid
+from ovl_runtime._cubin.metadata import CubinError, cap_clusters, launch_grid, parse_metadata, scalar_value, scratch_bytes
 
 # The metadata fbtriton 3.7.4 gave the TLX AG+GEMM push example (scripts/tlx-aot-compile.py), trimmed of its hash.
 META = {

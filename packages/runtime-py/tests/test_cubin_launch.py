@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ovl_runtime.cubin import CubinError, load_metadata, pack_args, scratch_bytes
-from ovl_runtime.cubin_launch import (
+from ovl_runtime._cubin.driver import pack_args
+from ovl_runtime._cubin.launch import (
     CoResidencyError,
     DeviceAddresses,
     LaunchScalars,
@@ -26,8 +26,9 @@ from ovl_runtime.cubin_launch import (
     cubin_values,
     launch_epoch,
 )
+from ovl_runtime._cubin.metadata import CubinError, load_metadata, scratch_bytes
+from ovl_runtime._manifest.parse import load_manifest, parse_manifest, precompiled_files
 from ovl_runtime.errors import ManifestError
-from ovl_runtime.manifest import load_manifest, parse_manifest, precompiled_files
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tlx_push_w2"
 
@@ -226,7 +227,7 @@ def test_aligned_must_name_parameters(push):
     _m, _k, meta = push
     raw = json.loads((FIXTURE / "tlx_ag_gemm_push.sm_90a.json").read_text())
     raw["aligned"] = ["no_such_arg"]
-    from ovl_runtime.cubin import parse_metadata
+    from ovl_runtime._cubin.metadata import parse_metadata
 
     with pytest.raises(CubinError, match="aligned"):
         parse_metadata(raw)

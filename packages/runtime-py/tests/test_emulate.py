@@ -135,7 +135,7 @@ def test_a_wait_bound_still_applies_when_some_thread_keeps_running():
     import threading
 
     from ovl_runtime import SignalBoard
-    from ovl_runtime.emulate_kernels import Aborted, wait_slot
+    from ovl_runtime._emulate.kernels import Aborted, wait_slot
 
     board = SignalBoard(rank=2, num_slots=4)
     with pytest.raises(WaitTimeout) as err:
@@ -153,7 +153,7 @@ def test_the_wait_bound_runs_from_the_slots_last_change():
     import time
 
     from ovl_runtime import SignalBoard
-    from ovl_runtime.emulate_kernels import wait_slot
+    from ovl_runtime._emulate.kernels import wait_slot
 
     def notifier(board, times, every):
         for _ in range(times):
@@ -234,7 +234,7 @@ def test_dropping_any_one_copy_names_the_slot_it_should_have_filled():
 
 
 def test_group_order_visits_every_tile_once():
-    from ovl_runtime.emulate_kernels import grouped_tiles
+    from ovl_runtime._emulate.kernels import grouped_tiles
 
     for pm, pn, g in [(5, 3, 2), (8, 1, 8), (1, 7, 3), (6, 4, 1)]:
         tiles = list(grouped_tiles(pm, pn, g))

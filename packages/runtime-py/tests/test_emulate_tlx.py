@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ovl_runtime import emulate, parse_manifest
-from ovl_runtime.emulate_tlx import PUSH_ROW_FIELDS, cta_rows, push_rows
+from ovl_runtime._emulate.tlx import PUSH_ROW_FIELDS, cta_rows, push_rows
 from ovl_runtime.errors import KernelFault
 
 EMITTER = Path(__file__).resolve().parents[2] / "tlx-emitter" / "dist" / "index.js"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ovl_runtime import emulate, load_manifest
-from ovl_runtime.interpret import interpret_unavailable
-from ovl_runtime.manifest import WaitOp
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
+from ovl_runtime._manifest.types import WaitOp
 
 ROOT = Path(__file__).resolve().parents[3]
 FRONTENDS = ROOT / "packages" / "frontends"

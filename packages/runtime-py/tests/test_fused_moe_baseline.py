@@ -15,8 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from ovl_runtime.interpret import interpret_unavailable  # noqa: E402
-from ovl_runtime.moe import draw_routing  # noqa: E402
+from ovl_runtime._emulate.interpret_load import interpret_unavailable  # noqa: E402
+from ovl_runtime.operators.ag_moe.routing import draw_routing  # noqa: E402
 
 BASELINE = Path(__file__).resolve().parents[2] / "bench" / "gpu" / "fused_moe.py"
 
@@ -50,7 +50,7 @@ ROUTINGS = [
 @pytest.mark.parametrize("routing", [r[0] for r in ROUTINGS])
 @pytest.mark.parametrize("part", [1, 2])
 def test_the_fused_moe_baseline_matches_its_reference(routing, part):
-    from ovl_runtime.interpret_patch import patched
+    from ovl_runtime._emulate.interpret_patch import patched
 
     mod = _module()
     draw = dict(ROUTINGS)[routing]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ovl_runtime.cubin_launch import CoResidencyError
-from ovl_runtime.manifest import load_manifest
+from ovl_runtime._cubin.launch import CoResidencyError
+from ovl_runtime._manifest.parse import load_manifest
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tlx_push_w2" / "manifest.json"
 _addr = count(0x7F00_0000_0000, 0x10000)
@@ -53,13 +53,13 @@ class FakeKernel:
 @pytest.fixture()
 def gpu_cubin(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", _fake_torch())
-    monkeypatch.delitem(sys.modules, "ovl_runtime.gpu_cubin", raising=False)
-    mod = importlib.import_module("ovl_runtime.gpu_cubin")
+    monkeypatch.delitem(sys.modules, "ovl_runtime._runner.precompiled", raising=False)
+    mod = importlib.import_module("ovl_runtime._runner.precompiled")
     monkeypatch.setattr(mod, "driver", lambda: object())
     monkeypatch.setattr(mod.CubinKernel, "load", classmethod(lambda cls, d, data, meta: FakeKernel(meta)))
     monkeypatch.setattr(mod, "max_active_blocks", lambda k: 1)
     yield mod
-    sys.modules.pop("ovl_runtime.gpu_cubin", None)
+    sys.modules.pop("ovl_runtime._runner.precompiled", None)
 
 
 def _session(num_sms: int, rank: int = 1):

@@ -7,7 +7,7 @@ import ctypes
 
 import pytest
 
-from ovl_runtime.gpu_memops import DriverOps
+from ovl_runtime._runner.memops import DriverOps
 
 
 class FakeLib:
@@ -76,7 +76,7 @@ def test_after_a_capture_signals_copy_the_device_epoch_word_instead_of_a_host_li
 
     import torch
 
-    from ovl_runtime.gpu_rank import RankState
+    from ovl_runtime._runner.rank import RankState
 
     lib = FakeLib()
     state = RankState.__new__(RankState)  # only what enqueue_host_ops reads

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from ovl_runtime.graph_params import find_words
+from ovl_runtime._runner.graph_params import find_words
 
 
 def _words(*values: int) -> bytes:

@@ -19,8 +19,8 @@ import builders
 import pytest
 
 from ovl_runtime import WaitTimeout, emulate, load_manifest
-from ovl_runtime.emulate import choose_engine
-from ovl_runtime.interpret import interpret_unavailable
+from ovl_runtime._emulate.engine import choose_engine
+from ovl_runtime._emulate.interpret_load import interpret_unavailable
 
 pytestmark = pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))
 
@@ -138,7 +138,7 @@ def test_sm_pull_and_ring_reduce_move_data_through_peer_pointer_tables(emitted, 
 
 
 def test_the_cli_takes_the_engine(emitted, tmp_path, capsys):
-    from ovl_runtime.cli import main
+    from ovl_runtime._cli.main import main
 
     report = tmp_path / "r.json"
     code = main(["run", str(emitted / "gemm_rs_sm" / "manifest.json"), "--emulate=interpret", "--epochs", "1", "--out", str(report)])
@@ -187,8 +187,8 @@ def test_concurrent_launches_see_their_own_program_ids(tmp_path):
 
     import torch
 
-    from ovl_runtime.interpret import interpreter_mode
-    from ovl_runtime.interpret_patch import patched
+    from ovl_runtime._emulate.interpret_load import interpreter_mode
+    from ovl_runtime._emulate.interpret_patch import patched
 
     interpreter_mode()
     (tmp_path / "two_kernels.py").write_text(KERNELS)

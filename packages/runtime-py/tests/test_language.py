@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ovl_runtime.signals import epoch_target
+from ovl_runtime._signals.board import epoch_target
 
 LANGUAGE = Path(__file__).resolve().parents[1] / "src" / "ovl_runtime" / "language.py"
 
@@ -185,8 +185,8 @@ def test_interpreter_definitions_wait_wrap_aware_time_out_and_type_peer_pointers
 
     import torch
 
-    from ovl_runtime.interpret import interpreter_mode
-    from ovl_runtime.interpret_patch import patched
+    from ovl_runtime._emulate.interpret_load import interpreter_mode
+    from ovl_runtime._emulate.interpret_patch import patched
 
     lang = interpreter_mode()
     assert lang.INTERPRET
@@ -240,8 +240,8 @@ def bf16_math(a_ptr, b_ptr, c_ptr, d_ptr, N: tl.constexpr):
 def test_bf16_arithmetic_under_the_interpreter_rounds_like_torch(tmp_path):
     import torch
 
-    from ovl_runtime.interpret import interpreter_mode
-    from ovl_runtime.interpret_patch import patched
+    from ovl_runtime._emulate.interpret_load import interpreter_mode
+    from ovl_runtime._emulate.interpret_patch import patched
 
     interpreter_mode()
     (tmp_path / "bf16_kernel.py").write_text(BF16_KERNEL)

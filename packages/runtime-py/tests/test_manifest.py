@@ -5,8 +5,8 @@ import builders
 import pytest
 
 from ovl_runtime import MANIFEST_SCHEMA, ManifestError, load_manifest, parse_manifest
-from ovl_runtime.manifest import CopyOp, NumSms, WaitOp
-from ovl_runtime.manifest_schema import manifest_json_schema
+from ovl_runtime._manifest.schema import manifest_json_schema
+from ovl_runtime._manifest.types import CopyOp, NumSms, WaitOp
 
 
 def test_builders_parse_into_typed_dataclasses():

@@ -8,7 +8,7 @@ import builders
 import pytest
 
 from ovl_runtime import MANIFEST_SCHEMA, ManifestError, load_manifest
-from ovl_runtime.manifest_schema import check_manifest_schema, json_path, manifest_json_schema
+from ovl_runtime._manifest.schema import check_manifest_schema, json_path, manifest_json_schema
 
 BUILT = {
     "ag_gemm": lambda: builders.ag_gemm(world=2),

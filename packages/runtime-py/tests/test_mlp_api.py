@@ -10,11 +10,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops  # noqa: E402
+from ovl_runtime._kernels import library as lib  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup  # noqa: E402
-from ovl_runtime.mlp import all_gather_matmul_silu_mul, tp_mlp  # noqa: E402
+from ovl_runtime.ops import all_gather_matmul_silu_mul, tp_mlp  # noqa: E402
 
 CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
 needs_cli = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
@@ -29,7 +29,7 @@ def test_the_fused_first_stage_has_a_key_of_its_own():
 
 @needs_cli
 def test_the_fused_first_stage_compiles_on_demand(tmp_path, monkeypatch):
-    from ovl_runtime.bound import capture_refusal, refusal
+    from ovl_runtime._runner.bound import capture_refusal, refusal
 
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OVL_KERNELS", "")

@@ -18,7 +18,8 @@ import re
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from ovl_runtime import language, moe_rs
+from ovl_runtime import language
+from ovl_runtime.operators.moe_rs import kernels as moe_rs
 
 assert not language.INTERPRET
 TARGET = GPUTarget("cuda", 90, 32)

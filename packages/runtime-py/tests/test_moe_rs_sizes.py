@@ -9,8 +9,8 @@ import json
 import numpy as np
 from builders import compile_cases
 
-from ovl_runtime.moe import moe_align_reference
-from ovl_runtime.moe_rs import check_moe_rs, slab_cover_reference
+from ovl_runtime.operators.ag_moe.routing import moe_align_reference
+from ovl_runtime.operators.moe_rs.kernels import check_moe_rs, slab_cover_reference
 
 # Writes, per case, the emitter's sizes and its slab cover of the routing the case carries.
 SCRIPT = """

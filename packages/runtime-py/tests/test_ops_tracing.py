@@ -10,8 +10,10 @@ torch = pytest.importorskip("torch")
 
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
-from ovl_runtime import mlp, moe_ops, ops  # noqa: E402
+from ovl_runtime import ops  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup  # noqa: E402
+from ovl_runtime.operators.mlp import api as mlp  # noqa: E402
+from ovl_runtime.operators.moe_rs import api as moe_ops  # noqa: E402
 
 W, ROWS, K, N = 4, 64, 128, 96  # ranks, rows per rank, depth, columns
 BF16 = torch.bfloat16

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from ovl_runtime import ManifestError, parse_manifest
-from ovl_runtime.reference import output_view, references
-from ovl_runtime.shards import rank_rows, row_counts
+from ovl_runtime._manifest.shards import rank_rows, row_counts
+from ovl_runtime._reference.on_cpu import output_view, references
 
 
 def _uneven(d, counts):

@@ -13,8 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime.interpret import interpret_unavailable  # noqa: E402
-from ovl_runtime.silu_mul import row_grid, silu_mul, silu_mul_backward  # noqa: E402
+from ovl_runtime._emulate.interpret_load import interpret_unavailable  # noqa: E402
+from ovl_runtime.operators.mlp.silu_mul import row_grid, silu_mul, silu_mul_backward  # noqa: E402
 
 
 def _gu(*shape: int, seed: int, dtype=torch.float64) -> torch.Tensor:
@@ -59,7 +59,7 @@ def test_the_kernels_match_the_formulas_under_the_interpreter():
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
-from ovl_runtime.silu_mul import row_grid, silu_mul_backward_rows, silu_mul_rows
+from ovl_runtime.operators.mlp.silu_mul import row_grid, silu_mul_backward_rows, silu_mul_rows
 g = torch.Generator().manual_seed(5)
 for rows, inter, block in [(1, 1, 16), (5, 37, 16), (3, 64, 32), (2, 16, 16)]:
     gu = torch.randn(rows, 2 * inter, generator=g)

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from ovl_runtime._manifest.types import KernelArg, KernelSpec, NumSms
+from ovl_runtime._runner.sm_budget import default_reserve, kernel_waits, plan_sm_budget
 from ovl_runtime.errors import UsageError
-from ovl_runtime.manifest_types import KernelArg, KernelSpec, NumSms
-from ovl_runtime.sm_budget import default_reserve, kernel_waits, plan_sm_budget
 
 
 def _k(name: str, kind: str, grid: tuple, stream: str = "compute", target: bool = False) -> KernelSpec:
@@ -119,7 +119,7 @@ def test_property_the_spinning_programs_never_exceed_the_budget_and_every_kernel
 
 
 def test_one_rank_launches_non_waiting_kernels_first_and_keeps_each_streams_order():
-    from ovl_runtime.gpu_onegpu import kernel_phases
+    from ovl_runtime._runner.onegpu import kernel_phases
 
     # GEMM+RS with SM pushes: producer (compute), push (comm, waits), reduce (compute, waits).
     assert kernel_phases(["compute", "comm", "compute"], [False, True, True]) == ([0], [1, 2])

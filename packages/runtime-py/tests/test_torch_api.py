@@ -13,8 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops  # noqa: E402
+from ovl_runtime._kernels import library as lib  # noqa: E402
 from ovl_runtime.errors import ManifestError, UsageError  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
 
@@ -213,7 +213,7 @@ def test_attention_keys_accept_exactly_the_head_layouts_that_divide():
     ids=lambda k: k.op,
 )
 def test_new_operators_compile_on_demand_and_a_misnamed_directory_is_refused(key, tmp_path, monkeypatch):
-    from ovl_runtime.bound import capture_refusal, refusal
+    from ovl_runtime._runner.bound import capture_refusal, refusal
 
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("OVL_KERNELS", "")
@@ -347,12 +347,12 @@ def test_every_operator_is_offered_by_ops_in_either_import_order():
     import sys
 
     code = (
-        "import {first}; import ovl_runtime.ops as o; import ovl_runtime.mlp as m; import ovl_runtime.moe_ops as mo\n"
+        "import {first}; import ovl_runtime.ops as o; import ovl_runtime.operators.mlp.api as m; import ovl_runtime.operators.moe_rs.api as mo\n"
         "assert o.tp_mlp is m.tp_mlp and o.all_gather_matmul_silu_mul is m.all_gather_matmul_silu_mul\n"
         "assert o.moe_grouped_matmul_reduce_scatter is mo.moe_grouped_matmul_reduce_scatter\n"
         "assert all(callable(getattr(o, n)) for n in o.__all__)\n"
         "try:\n    o.no_such_operator\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no AttributeError')\n"
     )
-    for first in ("ovl_runtime.ops", "ovl_runtime.moe_ops", "ovl_runtime.mlp"):
+    for first in ("ovl_runtime.ops", "ovl_runtime.operators.moe_rs.api", "ovl_runtime.operators.mlp.api"):
         r = subprocess.run([sys.executable, "-c", code.format(first=first)], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr

@@ -13,8 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ovl_runtime.interpret import interpret_unavailable  # noqa: E402
-from ovl_runtime.transpose import tile_grid, transposed  # noqa: E402
+from ovl_runtime._emulate.interpret_load import interpret_unavailable  # noqa: E402
+from ovl_runtime._torch_api.transpose import tile_grid, transposed  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 70), (2, 5, 9), (2, 3, 4, 6), (0, 4)])
@@ -41,7 +41,7 @@ def test_the_tiled_kernel_matches_torch_under_the_interpreter():
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
-from ovl_runtime.transpose import tile_grid, transpose_tiles
+from ovl_runtime._torch_api.transpose import tile_grid, transpose_tiles
 g = torch.Generator().manual_seed(3)
 for shape, block in [((1, 1), 16), ((5, 70), 16), ((33, 17), 16), ((3, 40, 23), 16), ((2, 2, 16, 48), 16), ((64, 64), 32)]:
     for dtype in (torch.float32, torch.bfloat16):

@@ -19,9 +19,8 @@ import torch.distributed as dist
 from support import by_slot
 
 from ovl_runtime import ops
-from ovl_runtime.mlp import tp_mlp
-from ovl_runtime.moe import draw_routing
-from ovl_runtime.moe_ops import moe_grouped_matmul_reduce_scatter
+from ovl_runtime.operators.ag_moe.routing import draw_routing
+from ovl_runtime.ops import moe_grouped_matmul_reduce_scatter, tp_mlp
 
 M, K, N = 256, 512, 256  # rows of all ranks, depth, columns (test_autograd_gpu.py's)
 HID, INTER = 256, 256

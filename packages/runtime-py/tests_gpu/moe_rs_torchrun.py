@@ -19,9 +19,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ovl_runtime import moe_ops
-from ovl_runtime.moe import draw_routing
-from ovl_runtime.moe_rs import moe_rs_reference_torch
+from ovl_runtime.operators.ag_moe.routing import draw_routing
+from ovl_runtime.operators.moe_rs import api as moe_ops
+from ovl_runtime.operators.moe_rs.kernels import moe_rs_reference_torch
 
 #: (tokens T, I/W, H, experts, top-k, choices)
 CASES = [(1024, 128, 512, 8, 2, None), (512, 192, 256, 32, 5, list(range(1, 32))), (256, 64, 384, 4, 1, [2])]

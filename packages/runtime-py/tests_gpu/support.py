@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ovl_runtime import kernel_library as lib
+from ovl_runtime._kernels import library as lib
 
 
 def unavailable(keys: Sequence[lib.KernelKey]) -> str | None:

@@ -17,9 +17,9 @@ torch = pytest.importorskip("torch")
 
 from support import by_slot, prepare_main, rand, rel, unavailable  # noqa: E402
 
-from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
-from ovl_runtime.moe import draw_routing  # noqa: E402
+from ovl_runtime._kernels import library as lib  # noqa: E402
+from ovl_runtime.operators.ag_moe.routing import draw_routing  # noqa: E402
 
 W, M, K, N = 2, 256, 512, 256  # world, rows of all ranks, depth, columns
 HID, INTER = 256, 256  # the MLP layer's hidden and intermediate size (per rank)
@@ -140,7 +140,7 @@ def test_matmul_all_reduce_and_all_to_all_matmul_train():
 def test_the_tp_mlp_layer_trains_like_the_dense_mlp():
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
-    from ovl_runtime.mlp import tp_mlp
+    from ovl_runtime.ops import tp_mlp
 
     g = OneGpuGroup(W)
     x, wgu, wd = (
@@ -217,8 +217,9 @@ def test_moe_all_gather_grouped_matmul_trains():
 
 
 def test_moe_grouped_matmul_reduce_scatter_trains():
-    from ovl_runtime import moe_ops, ops
+    from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
+    from ovl_runtime.operators.moe_rs import api as moe_ops
 
     g = OneGpuGroup(W)
     ids = _routing(M, seed=27)

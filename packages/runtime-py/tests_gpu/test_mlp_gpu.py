@@ -23,8 +23,8 @@ torch = pytest.importorskip("torch")
 
 from support import prepare_main, rand, rel, unavailable  # noqa: E402
 
-from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
+from ovl_runtime._kernels import library as lib  # noqa: E402
 
 BODY = Path(__file__).resolve().parents[2] / "tlx-emitter" / "kernels" / "gemm_silu_mul.py"
 #: (world, tokens, hidden, intermediate of all ranks) of the chain's correctness tests.
@@ -69,7 +69,7 @@ def _dense(x, w_gate_up, w_down):
 def test_tp_mlp_matches_the_dense_mlp_eager_and_replayed(world, tokens, hidden, inter):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
-    from ovl_runtime.mlp import all_gather_matmul_silu_mul, tp_mlp
+    from ovl_runtime.ops import all_gather_matmul_silu_mul, tp_mlp
 
     g = OneGpuGroup(world)
     i = inter // world

@@ -19,10 +19,10 @@ torch = pytest.importorskip("torch")
 
 from support import prepare_main, rand, rel, unavailable  # noqa: E402
 
-from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
+from ovl_runtime._kernels import library as lib  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
-from ovl_runtime.moe import draw_routing, moe_align_reference  # noqa: E402
+from ovl_runtime.operators.ag_moe.routing import draw_routing, moe_align_reference  # noqa: E402
 
 #: (world, tokens per rank, N = intermediate per rank, K = hidden, experts, top-k)
 SHAPES = [(2, 128, 256, 512, 8, 2), (4, 100, 128, 256, 4, 1), (8, 128, 256, 512, 8, 2)]
@@ -96,7 +96,7 @@ def test_a_captured_graph_rebuilds_the_routing_on_every_replay():
 
 
 def test_the_routing_kernels_match_numpy_on_the_gpu():
-    from ovl_runtime.moe_align import moe_align_block_size
+    from ovl_runtime.operators.ag_moe.routing_kernels import moe_align_block_size
 
     for tokens, topk, experts, bm, choices in [(8192 * 2, 2, 8, 64, None), (8192, 5, 32, 128, None), (1000, 2, 32, 64, [3, 9])]:
         ids = draw_routing(np.random.default_rng(tokens), tokens, topk, experts, choices)

@@ -18,11 +18,11 @@ torch = pytest.importorskip("torch")
 
 from support import prepare_main, rand, rel, unavailable  # noqa: E402
 
-from ovl_runtime import kernel_library as lib  # noqa: E402
-from ovl_runtime import moe_ops  # noqa: E402
+from ovl_runtime._kernels import library as lib  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
-from ovl_runtime.moe import draw_routing  # noqa: E402
-from ovl_runtime.moe_rs import moe_rs_reference_torch  # noqa: E402
+from ovl_runtime.operators.ag_moe.routing import draw_routing  # noqa: E402
+from ovl_runtime.operators.moe_rs import api as moe_ops  # noqa: E402
+from ovl_runtime.operators.moe_rs.kernels import moe_rs_reference_torch  # noqa: E402
 
 #: (world, tokens T, I/W, H, experts, top-k)
 SHAPES = [(2, 256, 128, 256, 8, 2), (4, 400, 64, 512, 4, 1), (8, 1024, 192, 384, 8, 2), (8, 512, 128, 256, 32, 5)]
@@ -58,7 +58,7 @@ def test_moe_rs_matches_torch(world, T, inter, H, experts, topk, choices):
         moe_ops.synchronize()
         assert y.shape == (world, T // world, H)
         assert rel(y, moe_rs_reference_torch(h, w, ids[0], wts[0])) < 0.01, step
-    from ovl_runtime.ops import _operators
+    from ovl_runtime._torch_api.registry import _operators
 
     key = lib.KernelKey("moe-rs", world, T, H, inter, "bf16", experts=experts, topk=topk)
     op = _operators[(key.dirname, g.name)]

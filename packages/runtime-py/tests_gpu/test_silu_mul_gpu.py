@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
-from ovl_runtime.silu_mul import silu_mul  # noqa: E402
+from ovl_runtime.operators.mlp.silu_mul import silu_mul  # noqa: E402
 
 
 def _err(got: torch.Tensor, want: torch.Tensor) -> float:

@@ -20,8 +20,8 @@ torch = pytest.importorskip("torch")
 
 from support import prepare_main, rand, rel, unavailable  # noqa: E402
 
-from ovl_runtime import kernel_library as lib  # noqa: E402
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
+from ovl_runtime._kernels import library as lib  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE.parent / "examples" / "tp_block.py"
@@ -320,10 +320,10 @@ def test_the_tp_block_matches_the_plain_pytorch_block(world):
 
 def test_a_wait_never_notified_times_out_naming_it_and_the_gpu_stays_usable(tmp_path, monkeypatch):
     from ovl_runtime import ops
-    from ovl_runtime.bound import BoundOperator
+    from ovl_runtime._manifest.parse import load_manifest
+    from ovl_runtime._runner.bound import BoundOperator
     from ovl_runtime.errors import WaitTimeout
     from ovl_runtime.groups import OneGpuGroup
-    from ovl_runtime.manifest import load_manifest
 
     key = lib.KernelKey("ag-gemm", 2, 256, 256, 512)
     src = lib.ensure_compiled(key)

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
-from ovl_runtime.transpose import transposed  # noqa: E402
+from ovl_runtime._torch_api.transpose import transposed  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [(4096, 11008), (5504, 4096), (1, 1), (65, 130), (3, 100, 77), (2, 2, 64, 1)])

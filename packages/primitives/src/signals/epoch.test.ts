@@ -133,7 +133,7 @@ describe("agreement with the Python runner (ovl_runtime.signals)", () => {
       // Load signals.py on its own: it needs only the standard library, while the package's
       // __init__ pulls in the runner (numpy), which plain python3 may lack.
       "import importlib.util, json, os, sys",
-      `spec = importlib.util.spec_from_file_location("ovl_signals", os.path.join(${JSON.stringify(pySrc)}, "ovl_runtime", "signals.py"))`,
+      `spec = importlib.util.spec_from_file_location("ovl_signals", os.path.join(${JSON.stringify(pySrc)}, "ovl_runtime", "_signals", "board.py"))`,
       'signals = sys.modules["ovl_signals"] = importlib.util.module_from_spec(spec)',
       "spec.loader.exec_module(signals)",
       "epoch_target, reached = signals.epoch_target, signals.reached",

@@ -1,35 +1,20 @@
-"""ovl_runtime: runs ovl manifests on GPUs under torchrun, or emulated on the CPU.
+"""ovl_runtime: runs ovl's compute-communication overlapped kernels.
 
-``load_manifest`` reads and validates an ``ovl.manifest/v1`` file; ``emulate`` runs it on
-the CPU (ranks as threads; the numpy engine re-implements the kernel templates, the
-``interpret`` engine runs the kernels' own source under Triton's interpreter; the same
-tables, slots and host ops); ``ovl_runtime.language`` holds the device primitives the
-emitted kernels import;
-``python -m ovl_runtime run`` runs it on GPUs (``gpu.run_gpu``; several manifests of one
-world in one process group: ``gpu.run_gpu_many``) and writes an ``ovl.report/v1`` report. The signal model (monotone epochs, bounded waits) is shared.
+The public faces: :mod:`ovl_runtime.ops` (one PyTorch function per operator), :mod:`ovl_runtime.nn` (layers built
+on them), :mod:`ovl_runtime.groups`, :mod:`ovl_runtime.errors` and :mod:`ovl_runtime.language` (the device
+primitives emitted kernels import). This module: ``load_manifest`` reads and validates an ``ovl.manifest/v1``
+file; ``emulate`` runs it on the CPU (ranks as threads; the numpy engine re-implements the kernel templates, the
+``interpret`` engine runs the kernels' own source under Triton's interpreter); ``python -m ovl_runtime run`` runs
+it on GPUs and writes an ``ovl.report/v1`` report. The signal model (monotone epochs, bounded waits) is shared.
 """
 
-from .emulate import ENGINES, Emulator, choose_engine, emulate
-from .errors import (
-    CheckFailed,
-    DeviceError,
-    KernelFault,
-    ManifestError,
-    RunnerError,
-    UsageError,
-    WaitTimeout,
-)
-from .manifest import MANIFEST_SCHEMA, Manifest, load_manifest, parse_manifest
-from .outcome import Baseline, CheckRecord, RunOutcome
-from .report import REPORT_SCHEMA, build_report
-from .signals import (
-    SignalBoard,
-    SignalError,
-    SignalTimeout,
-    SignalWorld,
-    epoch_target,
-    reached,
-)
+from ._emulate.engine import ENGINES, Emulator, choose_engine, emulate
+from ._manifest.parse import load_manifest, parse_manifest
+from ._manifest.types import MANIFEST_SCHEMA, Manifest
+from ._report.outcome import Baseline, CheckRecord, RunOutcome
+from ._report.report import REPORT_SCHEMA, build_report
+from ._signals.board import SignalBoard, SignalError, SignalTimeout, SignalWorld, epoch_target, reached
+from .errors import CheckFailed, DeviceError, KernelFault, ManifestError, RunnerError, UsageError, WaitTimeout
 
 __version__ = "0.1.0"
 

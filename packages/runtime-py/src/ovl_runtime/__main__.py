@@ -1,7 +1,7 @@
-"""Entry point of ``python -m ovl_runtime`` (see ``cli.py``)."""
+"""Entry point of ``python -m ovl_runtime`` (see ``_cli/main.py``)."""
 
 import sys
 
-from .cli import main
+from ._cli.main import main
 
 sys.exit(main())

@@ -8,6 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = [
+    "EXIT_BAD_MANIFEST",
+    "EXIT_CHECK_FAILED",
+    "EXIT_OK",
+    "EXIT_WAIT_TIMEOUT",
+    "CheckFailed",
+    "DeviceError",
+    "KernelFault",
+    "ManifestError",
+    "RunnerError",
+    "UsageError",
+    "WaitTimeout",
+]
+
+#: The exit status of ``python -m ovl_runtime`` for each outcome (an error's ``exit_code``).
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_MANIFEST = 2

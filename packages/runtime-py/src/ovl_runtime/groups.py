@@ -22,6 +22,8 @@ from typing import Any
 
 from .errors import UsageError
 
+__all__ = ["DistGroup", "Group", "OneGpuGroup", "resolve_group"]
+
 _registry: dict[str, OneGpuGroup] = {}
 _ids = itertools.count()
 
@@ -31,7 +33,7 @@ class OneGpuGroup:
     """``world`` ranks in this process on the current GPU.
 
     ``reserve``: SMs kept free of waiting programs (default ``max(2, num_sms // 16)``; see
-    ``ovl_runtime.sm_budget``). ``name``: how ``torch.library`` ops refer to the group
+    ``ovl_runtime._runner.sm_budget``). ``name``: how ``torch.library`` ops refer to the group
     (default ``onegpu<world>-<n>``)."""
 
     world: int
@@ -88,7 +90,7 @@ def resolve_group(group: Any) -> Group:
         try:
             from torch.distributed.distributed_c10d import _resolve_process_group
 
-            return DistGroup.of(_resolve_process_group(group))
+            return DistGroup.of(_resolve_process_group(group))  # type: ignore[arg-type]  # torch types a group's name as a NewType of str
         except (ImportError, RuntimeError, ValueError, KeyError) as exc:
             raise UsageError(
                 f"no group named {group!r}: neither a OneGpuGroup of this process nor a torch.distributed process group"

@@ -33,6 +33,8 @@ from . import ops
 from .errors import UsageError
 from .groups import Group, resolve_group
 
+__all__ = ["SequenceParallelAttention", "TensorParallelMLP"]
+
 
 def _split(n: int, world: int, what: str) -> int:
     if n % world:
@@ -77,9 +79,8 @@ class TensorParallelMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: this rank's token rows ``[rows, hidden]`` (``[world, rows, hidden]`` on one GPU);
         returns the same rows of the MLP's output."""
-        from .mlp import tp_mlp  # two launches: AG + gate/up GEMM + SiLU-mul, then GEMM + RS
-
-        return tp_mlp(x, self.gate_up, self.down, self.group)
+        # Two launches: AG + gate/up GEMM + SiLU-mul, then GEMM + RS.
+        return ops.tp_mlp(x, self.gate_up, self.down, self.group)
 
 
 class SequenceParallelAttention(nn.Module):

@@ -1,0 +1,97 @@
+"""The operators the torch API bound so far, one per (kernel directory, group): built by a shape's first call
+(kernels found or compiled, loaded, buffers allocated), reused by every later call; their waits checked, their
+buffers freed."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from .._runner.onegpu import MAX_CONNECTIONS
+
+# Every stream of the one-GPU mode needs a hardware queue of its own; read when CUDA starts.
+if not torch.cuda.is_initialized():
+    os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", str(MAX_CONNECTIONS))
+
+from .._kernels.library import KernelKey, manifest_for
+from .._runner.bound import BoundOperator
+from ..errors import UsageError
+from ..groups import DistGroup, Group, resolve_group
+from .tensors import empty_rows, per_rank
+
+_operators: dict[tuple[str, str], BoundOperator] = {}
+
+
+def same_everywhere(g: Group, signature: tuple[Any, ...], what: str) -> None:
+    """Under torchrun: every rank passes the same shapes (checked once per operator, before it is built)."""
+    if not isinstance(g, DistGroup):
+        return
+    import torch.distributed as dist
+
+    seen: list[Any] = [None] * g.world
+    dist.all_gather_object(seen, signature, group=g.pg)
+    differ = [r for r, s in enumerate(seen) if s != signature]
+    if differ:
+        raise UsageError(f"{what}: ranks pass different shapes: " + "; ".join(f"rank {r}: {s}" for r, s in enumerate(seen)))
+
+
+def bound_operator(key: KernelKey, g: Group, what: str) -> BoundOperator:
+    op = _operators.get((key.dirname, g.name))
+    if op is None or op.closed:
+        if torch.cuda.is_current_stream_capturing():
+            raise UsageError(
+                f"{what}: the first call of a shape compiles and loads its kernels and allocates its buffers, which a "
+                "CUDA graph capture cannot do: call the operator once before capturing"
+            )
+        same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk, key.heads, key.causal), what)
+        op = BoundOperator(manifest_for(key), g)
+        _operators[(key.dirname, g.name)] = op
+    return op
+
+
+#: The buffer an AllGather+GEMM's or AllToAll+GEMM's GEMM reads its moved rows from, as the compiler names it:
+#: after a launch it holds ``AG(x)`` or ``A2A(x)``, which the weight gradient reuses.
+OPERAND_BUFFER = "A"
+
+
+def run_moving(
+    op: BoundOperator, g: Group, xs: list[torch.Tensor], ws: list[torch.Tensor], x: torch.Tensor, shape: tuple[int, int, int], keep: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One launch of an operator that moves ``x`` before its GEMM (AllGather, AllToAll) on each rank's ``x`` and
+    ``w`` (``shape``: rows, n, k): its ``[rows, n]`` output and, with ``keep``, a copy of its ``[rows, k]`` operand
+    buffer, the moved ``x``."""
+    rows, n, k = shape
+    out = empty_rows(g, rows, n, x)
+    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], per_rank(out, g))
+    if not keep:
+        return out, None
+    moved = empty_rows(g, rows, k, x)
+    op.copy_buffer(OPERAND_BUFFER, per_rank(moved, g))
+    return out, moved
+
+
+def operators() -> list[BoundOperator]:
+    """Every operator bound so far in this process (for inspection and tests)."""
+    return [op for op in _operators.values() if not op.closed]
+
+
+def synchronize(group: Any = None) -> None:
+    """Wait for every call so far (of ``group``, or of every group) and raise the first wait that gave up."""
+    name = None if group is None else resolve_group(group).name
+    for (_key, gname), op in list(_operators.items()):
+        if not op.closed and (name is None or gname == name):
+            op.check()
+
+
+def close_all(force: bool = False) -> None:
+    """Free every bound operator (refused for one a CUDA graph captured, unless ``force``)."""
+    for key, op in list(_operators.items()):
+        op.close(force=force)
+        del _operators[key]
+
+
+def bound_items(prefix: str) -> list[BoundOperator]:
+    """The open operators whose kernel directory starts with ``prefix`` (an operator's name: ``moe-rs``)."""
+    return [op for (dirname, _group), op in list(_operators.items()) if dirname.startswith(prefix) and not op.closed]

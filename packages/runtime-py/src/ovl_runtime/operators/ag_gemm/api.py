@@ -1,0 +1,52 @@
+"""AllGather+GEMM as Python functions: ``all_gather_matmul`` (``x`` this rank's ``[m, K]`` rows, ``w`` its
+``[K, n]`` weight → ``cat(x over ranks) @ w``) and ``fused_all_gather_matmul`` (PyTorch's argument list)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ...errors import UsageError
+from ...groups import DistGroup, resolve_group
+from . import autograd as _autograd  # noqa: F401 - the ops and their backward, registered
+
+
+def all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
+    """``cat(x over the group's ranks, dim=0) @ w``; the gather overlaps the GEMM. See the module docstring.
+
+    Where autograd records a gradient for ``w`` (grad enabled, ``w`` requiring grad) it runs
+    ``torch.ops.ovl.all_gather_matmul_gathered``, which also returns the gathered ``x`` the kernel already
+    holds (a local copy): the backward's ``AG(x)ᵀ @ dy`` reads it instead of gathering ``x`` again, as
+    torch's layer keeps the gathered input of its GEMM (memory: ``[world·m, K]`` kept until the backward,
+    where the plain op's backward keeps ``x`` and gathers it again)."""
+    name = resolve_group(group).name
+    if torch.is_grad_enabled() and w.requires_grad:
+        return torch.ops.ovl.all_gather_matmul_gathered(x, w, name)[0]
+    return torch.ops.ovl.all_gather_matmul(x, w, name)
+
+
+def fused_all_gather_matmul(
+    A_shard: torch.Tensor, Bs: Sequence[torch.Tensor], gather_dim: int, group_name: str, *, return_A: bool = True
+) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
+    """``torch.ops.symm_mem.fused_all_gather_matmul``'s arguments and results (``gather_dim`` 0:
+    the rows of each rank's tensor, also for a one-GPU group's stacked tensors).
+
+    Each ``B`` is its own overlapped launch. ``A`` (the gathered input), when asked for, is
+    gathered with ``torch.distributed`` (or stacked, for a one-GPU group) beside them."""
+    g = resolve_group(group_name)
+    if gather_dim != 0:
+        raise UsageError(f"fused_all_gather_matmul gathers along rows (gather_dim 0), not {gather_dim}")
+    outs = [all_gather_matmul(A_shard, b, g) for b in Bs]
+    if not return_A:
+        return None, outs
+    if g.stacked:
+        full = A_shard.reshape(-1, A_shard.shape[-1])
+        return full.unsqueeze(0).expand(g.world, *full.shape).contiguous(), outs
+    import torch.distributed as dist
+
+    assert isinstance(g, DistGroup)  # a group that is not stacked is a process group
+    full = A_shard.new_empty((g.world * A_shard.shape[0], A_shard.shape[1]))
+    dist.all_gather_into_tensor(full, A_shard.contiguous(), group=g.pg)
+    return full, outs

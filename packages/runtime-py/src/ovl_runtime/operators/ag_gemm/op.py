@@ -1,0 +1,52 @@
+"""AllGather+GEMM's torch.library ops: ``ovl::all_gather_matmul`` and ``ovl::all_gather_matmul_gathered`` (which
+also returns ``cat(x over ranks)`` copied from the kernel's buffer, for the weight gradient), with their fakes."""
+
+from __future__ import annotations
+
+import torch
+
+from ..._kernels.library import KernelKey
+from ..._torch_api.registry import bound_operator, run_moving
+from ..._torch_api.tensors import DTYPES, fake_rows, gemm_operands
+from ...groups import resolve_group
+
+
+# ---- the operators ----
+def _all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The output, and with ``keep`` a copy of the gathered ``cat(x over ranks)`` the launch left in its buffer."""
+    g = resolve_group(group_name)
+    xs, ws, m, k, n = gemm_operands(x, w, g, "all_gather_matmul")
+    key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
+    return run_moving(bound_operator(key, g, "all_gather_matmul"), g, xs, ws, x, (g.world * m, n, k), keep)
+
+
+def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _all_gather_matmul(x, w, group_name, keep=False)[0]
+
+
+def _all_gather_matmul_gathered_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    out, gathered = _all_gather_matmul(x, w, group_name, keep=True)
+    assert gathered is not None
+    return out, gathered
+
+
+@torch.library.custom_op("ovl::all_gather_matmul", mutates_args=())
+def _ag_mm_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    return _all_gather_matmul_impl(x, w, group_name)
+
+
+@_ag_mm_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
+    g, m = fake_rows(x, group_name)
+    return x.new_empty((*x.shape[:-2], g.world * m, w.shape[-1]))
+
+
+@torch.library.custom_op("ovl::all_gather_matmul_gathered", mutates_args=())
+def _ag_mm_gathered_op(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return _all_gather_matmul_gathered_impl(x, w, group_name)
+
+
+@_ag_mm_gathered_op.register_fake
+def _(x: torch.Tensor, w: torch.Tensor, group_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    g, m = fake_rows(x, group_name)
+    return x.new_empty((*x.shape[:-2], g.world * m, w.shape[-1])), x.new_empty((*x.shape[:-2], g.world * m, x.shape[-1]))

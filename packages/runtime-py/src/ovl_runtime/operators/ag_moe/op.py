@@ -1,0 +1,62 @@
+"""MoE part 1's torch.library op ``ovl::moe_all_gather_grouped_matmul`` (AllGather + Gather + GroupGEMM, the routing
+tables built on the device) and its fake."""
+
+from __future__ import annotations
+
+import torch
+
+from ..._kernels.library import KernelKey
+from ..._torch_api.registry import bound_operator
+from ..._torch_api.tensors import DTYPES, empty_rows, per_rank, rank_views
+from ...errors import UsageError
+from ...groups import Group, resolve_group
+
+
+def routing_views(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) -> tuple[list[torch.Tensor], int]:
+    """Each rank's ``[tokens, k]`` int32 routing, checked (shapes only: the ids are on the device), with k."""
+    what = "moe_all_gather_grouped_matmul: topk_ids"
+    if not isinstance(topk_ids, torch.Tensor) or topk_ids.dtype != torch.int32:
+        raise UsageError(f"{what} must be an int32 torch.Tensor, got {getattr(topk_ids, 'dtype', type(topk_ids).__name__)}")
+    want = 3 if g.stacked else 2
+    if topk_ids.dim() != want or topk_ids.shape[-2] != tokens or (g.stacked and topk_ids.shape[0] != g.world):
+        lead = f"[{g.world}, {tokens}, k]" if g.stacked else f"[{tokens}, k]"
+        raise UsageError(f"{what} must be {lead} (every rank's tokens, k experts each), got {tuple(topk_ids.shape)}")
+    if not topk_ids.is_cuda or not topk_ids.is_contiguous():
+        raise UsageError(f"{what} must be a contiguous CUDA tensor")
+    k = int(topk_ids.shape[-1])
+    if not 1 <= k <= experts:
+        raise UsageError(f"{what}: top-k ({k}) must be between 1 and the number of experts ({experts})")
+    return (list(topk_ids.unbind(0)) if g.stacked else [topk_ids]), k
+
+
+def _moe_impl(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool) -> torch.Tensor:
+    g = resolve_group(group_name)
+    what = "moe_all_gather_grouped_matmul"
+    xs, ws = rank_views(x, g, "x", 2), rank_views(w, g, "w", 3)
+    rows, hidden = xs[0].shape
+    experts, hidden2, n = ws[0].shape
+    if hidden != hidden2:
+        raise UsageError(f"{what}: x is [{rows}, {hidden}] but w is [{experts}, {hidden2}, {n}]; the hidden sizes differ")
+    if w.dtype != x.dtype:
+        raise UsageError(f"{what}: x is {x.dtype} but w is {w.dtype}")
+    ids, topk = routing_views(topk_ids, g, g.world * rows, experts)
+    if validate:  # a host sync: the ids are read back before the launch
+        bad = ((topk_ids < 0) | (topk_ids >= experts)).nonzero()
+        if bad.numel():
+            where = tuple(int(v) for v in bad[0].tolist())
+            raise UsageError(f"{what}: topk_ids{list(where)} = {int(topk_ids[where])} is not an expert of [0, {experts})")
+    key = KernelKey("ag-moe", g.world, g.world * rows, n, hidden, DTYPES[x.dtype], experts=experts, topk=topk)
+    op = bound_operator(key, g, what)
+    out = empty_rows(g, g.world * rows * topk, n, x)
+    op.run([{"A": a, "B": b, "topk": t} for a, b, t in zip(xs, ws, ids)], per_rank(out, g))
+    return out
+
+
+@torch.library.custom_op("ovl::moe_all_gather_grouped_matmul", mutates_args=())
+def _moe_op(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool = False) -> torch.Tensor:
+    return _moe_impl(x, topk_ids, w, group_name, validate)
+
+
+@_moe_op.register_fake
+def _(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool = False) -> torch.Tensor:
+    return x.new_empty((*x.shape[:-2], topk_ids.shape[-2] * topk_ids.shape[-1], w.shape[-1]))
