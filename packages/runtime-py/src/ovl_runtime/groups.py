@@ -25,6 +25,7 @@ from .errors import UsageError
 __all__ = ["DistGroup", "Group", "OneGpuGroup", "resolve_group"]
 
 _registry: dict[str, OneGpuGroup] = {}
+_dist: dict[str, DistGroup] = {}
 _ids = itertools.count()
 
 
@@ -72,9 +73,14 @@ class DistGroup:
 
     @staticmethod
     def of(pg: Any) -> DistGroup:
-        import torch.distributed as dist
+        """The group of ``pg`` (made once per process group: a call resolves its group on every call)."""
+        g = _dist.get(pg.group_name)
+        if g is None or g.pg is not pg:
+            import torch.distributed as dist
 
-        return DistGroup(pg=pg, world=dist.get_world_size(pg), rank=dist.get_rank(pg), name=pg.group_name)
+            g = DistGroup(pg=pg, world=dist.get_world_size(pg), rank=dist.get_rank(pg), name=pg.group_name)
+            _dist[pg.group_name] = g
+        return g
 
 
 Group = OneGpuGroup | DistGroup
@@ -87,6 +93,8 @@ def resolve_group(group: Any) -> Group:
     if isinstance(group, str):
         if group in _registry:
             return _registry[group]
+        if group in _dist:
+            return _dist[group]
         try:
             from torch.distributed.distributed_c10d import _resolve_process_group
 

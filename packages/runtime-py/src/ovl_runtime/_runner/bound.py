@@ -36,7 +36,7 @@ Imports torch: GPU only.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -44,7 +44,7 @@ import torch
 from .._manifest.types import CopyOp, Manifest
 from ..errors import UsageError
 from ..groups import DistGroup, OneGpuGroup
-from .graph_params import GraphParamsError
+from .graph_params import AddressKey, GraphParamsError
 from .own_graph import OwnGraph
 from .rank import HOST_EPOCH_KINDS, RankState
 
@@ -116,6 +116,7 @@ class BoundOperator:
         if m.world != group.world:
             raise UsageError(f"{m.name} is compiled for {m.world} ranks, but the group has {group.world}")
         self.m, self.group = m, group
+        self.stacked = isinstance(group, OneGpuGroup)
         ref = m.reference
         fixed = host_buffers(m)
         names = [*ref.inputs.values(), ref.output]
@@ -145,9 +146,10 @@ class BoundOperator:
         self.calls = 0
 
     # ---- one call ----
-    def run(self, inputs: Sequence[dict[str, torch.Tensor]], outputs: Sequence[torch.Tensor]) -> None:
-        """Enqueue one launch: ``inputs[i]`` by reference key (``A``, ``B``) and ``outputs[i]``
-        for the i-th rank this process holds (every rank in the one-GPU mode, its own under torchrun)."""
+    def run(self, inputs: Mapping[str, torch.Tensor], output: torch.Tensor) -> None:
+        """Enqueue one launch on the caller's tensors: ``inputs`` by reference key (``A``, ``B``, ...) and
+        ``output``, each holding every rank of this process (stacked along dimension 0 in the one-GPU mode;
+        this rank's own under torchrun)."""
         if self.closed:
             raise UsageError(f"{self.m.name}: this operator was closed; its buffers are freed")
         capturing = torch.cuda.is_current_stream_capturing()
@@ -159,18 +161,18 @@ class BoundOperator:
         if capturing and self.uncapturable is not None:
             raise UsageError(f"{self.m.name}: a CUDA graph cannot capture this operator: {self.uncapturable}")
         if not capturing and self.warmed and self.direct_reason is None:
-            if self._replay(inputs, outputs):
+            if self._replay(inputs, output):
                 self.calls += 1
                 if CHECK_EACH_CALL:
                     self.check()
                 return
-        self._stage(inputs, outputs)
+        self._stage(inputs, output)
         if not self.warmed:
             self._launch(warm=True)
             self.sync()
             self.warmed = True
         self._launch(warm=False)
-        self._unstage(outputs)
+        self._unstage(output)
         if capturing:
             self.captured = True
         else:
@@ -178,38 +180,53 @@ class BoundOperator:
         if CHECK_EACH_CALL and not capturing:
             self.check()
 
-    def _stage(self, inputs: Sequence[dict[str, torch.Tensor]], outputs: Sequence[torch.Tensor]) -> None:
-        """Before a launch: the caller's inputs copied into the operator's buffers or bound, its outputs bound."""
-        ref = self.m.reference
-        for s, ins, out in zip(self.ranks, inputs, outputs, strict=True):
-            for key, buffer in ref.inputs.items():
-                self._put(s, buffer, ins[key])
-            if ref.output in self.bindable:
-                s.bind(ref.output, out)
+    def _views(self, t: torch.Tensor) -> list[torch.Tensor]:
+        """The per-rank views of a caller's tensor, in the order of ``self.ranks``."""
+        return list(t.unbind(0)) if self.stacked else [t]
 
-    def _unstage(self, outputs: Sequence[torch.Tensor]) -> None:
+    def _addresses(self, t: torch.Tensor) -> list[int]:
+        """The device address of each rank's view of ``t`` (without making the views)."""
+        base = t.data_ptr()
+        if not self.stacked:
+            return [base]
+        step = t.stride(0) * t.element_size()
+        return [base + i * step for i in range(len(self.ranks))]
+
+    def _stage(self, inputs: Mapping[str, torch.Tensor], output: torch.Tensor) -> None:
+        """Before a launch: the caller's inputs copied into the operator's buffers or bound, its output bound."""
+        ref = self.m.reference
+        views = {key: self._views(inputs[key]) for key in ref.inputs}
+        outs = self._views(output)
+        for i, s in enumerate(self.ranks):
+            for key, buffer in ref.inputs.items():
+                self._put(s, buffer, views[key][i])
+            if ref.output in self.bindable:
+                s.bind(ref.output, outs[i])
+
+    def _unstage(self, output: torch.Tensor) -> None:
         """After a launch: an output the kernels write into the operator's own buffer, copied to the caller's."""
         if self.m.reference.output not in self.bindable:
-            for s, out in zip(self.ranks, outputs):
+            for s, out in zip(self.ranks, self._views(output), strict=True):
                 out.copy_(s.tensors[self.m.reference.output].view(out.shape))
 
-    def _replay(self, inputs: Sequence[dict[str, torch.Tensor]], outputs: Sequence[torch.Tensor]) -> bool:
+    def _replay(self, inputs: Mapping[str, torch.Tensor], output: torch.Tensor) -> bool:
         """This call as a replay of the operator's own graph (staging, launch and copies out), captured on first
         use; False where this call must launch directly instead."""
         ref = self.m.reference
-        addresses: dict[tuple[int, str], int] = {}
-        for i, (ins, out) in enumerate(zip(inputs, outputs, strict=True)):
-            for key, buffer in ref.inputs.items():
-                addresses[(i, buffer)] = ins[key].data_ptr()
-            addresses[(i, ref.output)] = out.data_ptr()
+        addresses: dict[AddressKey, int] = {}
+        for key, buffer in ref.inputs.items():
+            for i, a in enumerate(self._addresses(inputs[key])):
+                addresses[(i, buffer)] = a
+        for i, a in enumerate(self._addresses(output)):
+            addresses[(i, ref.output)] = a
         if self.own is None:
             if len(set(addresses.values())) < len(addresses):
                 return False  # aliased tensors: their sites could not be told apart; capture on a later call
 
             def launch() -> None:
-                self._stage(inputs, outputs)
+                self._stage(inputs, output)
                 self._launch(warm=False)
-                self._unstage(outputs)
+                self._unstage(output)
 
             try:
                 self.own = OwnGraph(launch, addresses)
@@ -220,14 +237,15 @@ class BoundOperator:
         self.own.replay(addresses)
         return True
 
-    def copy_buffer(self, buffer: str, outputs: Sequence[torch.Tensor]) -> None:
-        """Copy the operator's own buffer ``buffer`` as the last launch left it into ``outputs[i]``, for the i-th
-        rank this process holds, in stream order: the operand buffer of an AllGather+GEMM (``A``) holds every
-        rank's rows once the launch is done, an AllToAll+GEMM's (``A``; the caller's rows go to ``A_send``) what
-        every rank sent this one (the next call's barrier keeps peers' pushes out of it until this copy has run)."""
+    def copy_buffer(self, buffer: str, output: torch.Tensor) -> None:
+        """Copy the operator's own buffer ``buffer`` as the last launch left it into ``output`` (every rank of this
+        process, as :meth:`run` takes it), in stream order: the operand buffer of an AllGather+GEMM (``A``) holds
+        every rank's rows once the launch is done, an AllToAll+GEMM's (``A``; the caller's rows go to ``A_send``)
+        what every rank sent this one (the next call's barrier keeps peers' pushes out of it until this copy has
+        run)."""
         if buffer not in {b.name for b in self.m.buffers} or buffer in self.bindable or buffer == self.m.signals.buffer:
             raise UsageError(f"{self.m.name}: {buffer!r} is not one of the operator's own data buffers")
-        for s, out in zip(self.ranks, outputs, strict=True):
+        for s, out in zip(self.ranks, self._views(output), strict=True):
             out.copy_(s.tensors[buffer].view(out.shape))
 
     def _put(self, s: RankState, buffer: str, x: torch.Tensor) -> None:

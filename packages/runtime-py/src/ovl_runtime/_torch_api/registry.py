@@ -5,6 +5,7 @@ buffers freed."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -19,7 +20,7 @@ from .._kernels.library import KernelKey, manifest_for
 from .._runner.bound import BoundOperator
 from ..errors import UsageError
 from ..groups import DistGroup, Group, resolve_group
-from .tensors import empty_rows, per_rank
+from .tensors import empty_rows, fast_layout
 
 _operators: dict[tuple[str, str], BoundOperator] = {}
 
@@ -57,19 +58,39 @@ OPERAND_BUFFER = "A"
 
 
 def run_moving(
-    op: BoundOperator, g: Group, xs: list[torch.Tensor], ws: list[torch.Tensor], x: torch.Tensor, shape: tuple[int, int, int], keep: bool
+    op: BoundOperator, g: Group, x: torch.Tensor, w: torch.Tensor, shape: tuple[int, int, int], keep: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """One launch of an operator that moves ``x`` before its GEMM (AllGather, AllToAll) on each rank's ``x`` and
-    ``w`` (``shape``: rows, n, k): its ``[rows, n]`` output and, with ``keep``, a copy of its ``[rows, k]`` operand
+    """One launch of an operator that moves ``x`` before its GEMM (AllGather, AllToAll) on ``x`` and ``w``
+    (``shape``: rows, n, k): its ``[rows, n]`` output and, with ``keep``, a copy of its ``[rows, k]`` operand
     buffer, the moved ``x``."""
     rows, n, k = shape
     out = empty_rows(g, rows, n, x)
-    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], per_rank(out, g))
+    op.run({"A": x, "B": w}, out)
     if not keep:
         return out, None
     moved = empty_rows(g, rows, k, x)
-    op.copy_buffer(OPERAND_BUFFER, per_rank(moved, g))
+    op.copy_buffer(OPERAND_BUFFER, moved)
     return out, moved
+
+
+#: Checked calls by signature (operator, group, shapes, dtype, device): a repeated call skips the shape checks
+#: and the kernel key (see :func:`checked_call`).
+_calls: dict[tuple[Any, ...], tuple[BoundOperator, Any]] = {}
+
+
+def checked_call(
+    signature: tuple[Any, ...], tensors: tuple[torch.Tensor, ...], build: Callable[[], tuple[BoundOperator, Any]]
+) -> tuple[BoundOperator, Any]:
+    """The bound operator (and what ``build`` derived with it) of a call whose ``signature`` was seen before, or
+    ``build()``'s: the full checks, the key, the operator bound. A seen signature fixes everything but the tensors'
+    layout and addresses, which are checked here on every call (:func:`~ovl_runtime._torch_api.tensors.fast_layout`);
+    a call that fails them goes through ``build`` again, whose checks name the problem."""
+    hit = _calls.get(signature)
+    if hit is not None and not hit[0].closed and fast_layout(tensors):
+        return hit
+    hit = build()
+    _calls[signature] = hit
+    return hit
 
 
 def operators() -> list[BoundOperator]:
@@ -90,6 +111,7 @@ def close_all(force: bool = False) -> None:
     for key, op in list(_operators.items()):
         op.close(force=force)
         del _operators[key]
+    _calls.clear()
 
 
 def bound_items(prefix: str) -> list[BoundOperator]:

@@ -38,6 +38,16 @@ def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Te
     return views
 
 
+def fast_layout(tensors: tuple[torch.Tensor, ...]) -> bool:
+    """Whether tensors of an already checked signature are still fit to launch on: plain CUDA tensors,
+    contiguous, 16-byte aligned (the per-rank views of a contiguous stacked tensor are aligned when it is and
+    its per-rank size is, which the signature's shapes fixed)."""
+    for t in tensors:
+        if type(t) is not torch.Tensor or not t.is_contiguous() or t.data_ptr() % 16:
+            return False
+    return True
+
+
 def local_shape(t: torch.Tensor, g: Group, what: str, dims: int) -> tuple[int, ...]:
     """The shape of one rank's ``t`` (dimensions and rank count checked, nothing else yet)."""
     if not isinstance(t, torch.Tensor):
@@ -66,10 +76,6 @@ def gemm_operands(x: torch.Tensor, w: torch.Tensor, g: Group, what: str) -> tupl
 def empty_rows(g: Group, rows: int, cols: int, like: torch.Tensor) -> torch.Tensor:
     shape = (g.world, rows, cols) if g.stacked else (rows, cols)
     return torch.empty(shape, dtype=like.dtype, device=like.device)
-
-
-def per_rank(t: torch.Tensor, g: Group) -> list[torch.Tensor]:
-    return list(t.unbind(0)) if g.stacked else [t]
 
 
 def pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:

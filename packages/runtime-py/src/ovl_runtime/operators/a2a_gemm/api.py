@@ -7,8 +7,10 @@ from typing import Any
 
 import torch
 
+from ..._torch_api.dispatch import call
 from ...groups import resolve_group
 from . import autograd as _autograd  # noqa: F401 - the ops and their backward, registered
+from .op import _all_to_all_matmul_impl
 
 
 def all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
@@ -21,4 +23,4 @@ def all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Ten
     name = resolve_group(group).name
     if torch.is_grad_enabled() and w.requires_grad:
         return torch.ops.ovl.all_to_all_matmul_exchanged(x, w, name)[0]
-    return torch.ops.ovl.all_to_all_matmul(x, w, name)
+    return call(torch.ops.ovl.all_to_all_matmul, _all_to_all_matmul_impl, x, w, name)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._torch_api.registry import bound_operator, run_moving
+from ..._runner.bound import BoundOperator
+from ..._torch_api.registry import bound_operator, checked_call, run_moving
 from ..._torch_api.tensors import DTYPES, gemm_operands, local_shape
 from ...errors import UsageError
 from ...groups import resolve_group
@@ -17,12 +18,17 @@ def _all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: 
     (row slab q: what rank q sent)."""
     g = resolve_group(group_name)
     what = "all_to_all_matmul"
-    rows = local_shape(x, g, "x", 2)[0]
-    if rows % g.world:
-        raise UsageError(f"{what}: x's {rows} rows do not split into {g.world} equal slabs, one per rank")
-    xs, ws, rows, k, n = gemm_operands(x, w, g, what)
-    key = KernelKey("a2a-gemm", g.world, rows, n, k, DTYPES[x.dtype])
-    return run_moving(bound_operator(key, g, what), g, xs, ws, x, (rows, n, k), keep)
+
+    def build() -> tuple[BoundOperator, tuple[int, int, int]]:
+        rows = local_shape(x, g, "x", 2)[0]
+        if rows % g.world:
+            raise UsageError(f"{what}: x's {rows} rows do not split into {g.world} equal slabs, one per rank")
+        _xs, _ws, rows, k, n = gemm_operands(x, w, g, what)
+        key = KernelKey("a2a-gemm", g.world, rows, n, k, DTYPES[x.dtype])
+        return bound_operator(key, g, what), (rows, n, k)
+
+    op, shape = checked_call(("a2a-gemm", g.name, x.shape, w.shape, x.dtype, x.device), (x, w), build)
+    return run_moving(op, g, x, w, shape, keep)
 
 
 def _all_to_all_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:

@@ -6,7 +6,7 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, local_shape, per_rank, rank_views
+from ..._torch_api.tensors import DTYPES, local_shape, rank_views
 from ...errors import UsageError
 from ...groups import Group, resolve_group
 
@@ -32,12 +32,12 @@ def _attention_shapes(q: torch.Tensor, kv: torch.Tensor, g: Group) -> tuple[int,
 def _attention_impl(q: torch.Tensor, kv: torch.Tensor, group_name: str, causal: bool) -> torch.Tensor:
     g = resolve_group(group_name)
     s, heads, kv_heads, d = _attention_shapes(q, kv, g)
-    qs = [v.view(s, heads * d) for v in rank_views(q, g, "q", 3)]
-    kvs = [v.view(s, 2 * kv_heads * d) for v in rank_views(kv, g, "kv", 4)]
+    rank_views(q, g, "q", 3), rank_views(kv, g, "kv", 4)  # dtype, device, layout and alignment
+    lead = q.shape[:-3]
     key = KernelKey("ag-attention", g.world, g.world * s, heads * d, 2 * kv_heads * d, DTYPES[q.dtype], heads=heads, causal=causal)
     op = bound_operator(key, g, "sequence_parallel_attention")
     out = torch.empty_like(q)
-    op.run([{"Q": a, "KV": b} for a, b in zip(qs, kvs)], [o.view(s, heads * d) for o in per_rank(out, g)])
+    op.run({"Q": q.view(*lead, s, heads * d), "KV": kv.view(*lead, s, 2 * kv_heads * d)}, out.view(*lead, s, heads * d))
     return out
 
 

@@ -8,9 +8,11 @@ from typing import Any
 
 import torch
 
+from ..._torch_api.dispatch import call
 from ...errors import UsageError
 from ...groups import DistGroup, resolve_group
 from . import autograd as _autograd  # noqa: F401 - the ops and their backward, registered
+from .op import _all_gather_matmul_impl
 
 
 def all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
@@ -24,7 +26,7 @@ def all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Ten
     name = resolve_group(group).name
     if torch.is_grad_enabled() and w.requires_grad:
         return torch.ops.ovl.all_gather_matmul_gathered(x, w, name)[0]
-    return torch.ops.ovl.all_gather_matmul(x, w, name)
+    return call(torch.ops.ovl.all_gather_matmul, _all_gather_matmul_impl, x, w, name)
 
 
 def fused_all_gather_matmul(

@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._torch_api.registry import bound_operator, run_moving
+from ..._runner.bound import BoundOperator
+from ..._torch_api.registry import bound_operator, checked_call, run_moving
 from ..._torch_api.tensors import DTYPES, fake_rows, gemm_operands
 from ...groups import resolve_group
 
@@ -15,9 +16,14 @@ from ...groups import resolve_group
 def _all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The output, and with ``keep`` a copy of the gathered ``cat(x over ranks)`` the launch left in its buffer."""
     g = resolve_group(group_name)
-    xs, ws, m, k, n = gemm_operands(x, w, g, "all_gather_matmul")
-    key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
-    return run_moving(bound_operator(key, g, "all_gather_matmul"), g, xs, ws, x, (g.world * m, n, k), keep)
+
+    def build() -> tuple[BoundOperator, tuple[int, int, int]]:
+        _xs, _ws, m, k, n = gemm_operands(x, w, g, "all_gather_matmul")
+        key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
+        return bound_operator(key, g, "all_gather_matmul"), (g.world * m, n, k)
+
+    op, shape = checked_call(("ag-gemm", g.name, x.shape, w.shape, x.dtype, x.device), (x, w), build)
+    return run_moving(op, g, x, w, shape, keep)
 
 
 def _all_gather_matmul_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:

@@ -8,8 +8,10 @@ from typing import Any
 
 import torch
 
+from ..._torch_api.dispatch import call
 from ...groups import resolve_group
 from . import autograd as _autograd  # noqa: F401 - the op and its backward, registered
+from .op import _moe_impl
 
 
 def moe_all_gather_grouped_matmul(
@@ -19,4 +21,4 @@ def moe_all_gather_grouped_matmul(
     its expert ``w[topk_ids[t, j]]``; the gather overlaps the grouped GEMM and the routing tables
     are built on the device. Expert ids outside ``[0, E)`` are dropped on the device (their rows
     are not written); ``validate=True`` refuses them before the launch, at the cost of a host sync."""
-    return torch.ops.ovl.moe_all_gather_grouped_matmul(x, topk_ids, w, resolve_group(group).name, validate)
+    return call(torch.ops.ovl.moe_all_gather_grouped_matmul, _moe_impl, x, topk_ids, w, resolve_group(group).name, validate)

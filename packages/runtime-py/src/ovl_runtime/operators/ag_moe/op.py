@@ -7,13 +7,13 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, empty_rows, per_rank, rank_views
+from ..._torch_api.tensors import DTYPES, empty_rows, rank_views
 from ...errors import UsageError
 from ...groups import Group, resolve_group
 
 
-def routing_views(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) -> tuple[list[torch.Tensor], int]:
-    """Each rank's ``[tokens, k]`` int32 routing, checked (shapes only: the ids are on the device), with k."""
+def routing_topk(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) -> int:
+    """k of every rank's ``[tokens, k]`` int32 routing, checked (shapes only: the ids are on the device)."""
     what = "moe_all_gather_grouped_matmul: topk_ids"
     if not isinstance(topk_ids, torch.Tensor) or topk_ids.dtype != torch.int32:
         raise UsageError(f"{what} must be an int32 torch.Tensor, got {getattr(topk_ids, 'dtype', type(topk_ids).__name__)}")
@@ -26,7 +26,7 @@ def routing_views(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) -
     k = int(topk_ids.shape[-1])
     if not 1 <= k <= experts:
         raise UsageError(f"{what}: top-k ({k}) must be between 1 and the number of experts ({experts})")
-    return (list(topk_ids.unbind(0)) if g.stacked else [topk_ids]), k
+    return k
 
 
 def _moe_impl(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool) -> torch.Tensor:
@@ -39,7 +39,7 @@ def _moe_impl(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_na
         raise UsageError(f"{what}: x is [{rows}, {hidden}] but w is [{experts}, {hidden2}, {n}]; the hidden sizes differ")
     if w.dtype != x.dtype:
         raise UsageError(f"{what}: x is {x.dtype} but w is {w.dtype}")
-    ids, topk = routing_views(topk_ids, g, g.world * rows, experts)
+    topk = routing_topk(topk_ids, g, g.world * rows, experts)
     if validate:  # a host sync: the ids are read back before the launch
         bad = ((topk_ids < 0) | (topk_ids >= experts)).nonzero()
         if bad.numel():
@@ -48,7 +48,7 @@ def _moe_impl(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_na
     key = KernelKey("ag-moe", g.world, g.world * rows, n, hidden, DTYPES[x.dtype], experts=experts, topk=topk)
     op = bound_operator(key, g, what)
     out = empty_rows(g, g.world * rows * topk, n, x)
-    op.run([{"A": a, "B": b, "topk": t} for a, b, t in zip(xs, ws, ids)], per_rank(out, g))
+    op.run({"A": x, "B": w, "topk": topk_ids}, out)
     return out
 
 

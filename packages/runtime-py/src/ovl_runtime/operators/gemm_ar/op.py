@@ -8,25 +8,28 @@ import math
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, RS_ROW_BLOCK, empty_rows, gemm_operands, pad_rows, per_rank, rank_views
+from ..._runner.bound import BoundOperator
+from ..._torch_api.registry import bound_operator, checked_call
+from ..._torch_api.tensors import DTYPES, RS_ROW_BLOCK, empty_rows, gemm_operands, pad_rows
 from ...groups import resolve_group
 
 
 def _matmul_all_reduce_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
     what = "matmul_all_reduce"
-    xs, ws, rows, k, n = gemm_operands(x, w, g, what)
-    # Each rank owns (reduces and sends) M / world rows in whole 128-row blocks: zero rows pad
-    # the tail (their sums are dropped).
-    block = g.world * RS_ROW_BLOCK
-    padded = math.ceil(rows / block) * block
-    if padded != rows:
-        xs = rank_views(pad_rows(x, padded), g, "x", 2)
-    key = KernelKey("gemm-ar", g.world, padded, n, k, DTYPES[x.dtype])
-    op = bound_operator(key, g, what)
+
+    def build() -> tuple[BoundOperator, tuple[int, int, int]]:
+        _xs, _ws, rows, k, n = gemm_operands(x, w, g, what)
+        # Each rank owns (reduces and sends) M / world rows in whole 128-row blocks: zero rows pad
+        # the tail (their sums are dropped).
+        block = g.world * RS_ROW_BLOCK
+        padded = math.ceil(rows / block) * block
+        key = KernelKey("gemm-ar", g.world, padded, n, k, DTYPES[x.dtype])
+        return bound_operator(key, g, what), (rows, padded, n)
+
+    op, (rows, padded, n) = checked_call(("gemm-ar", g.name, x.shape, w.shape, x.dtype, x.device), (x, w), build)
     out = empty_rows(g, padded, n, x)
-    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], per_rank(out, g))
+    op.run({"A": pad_rows(x, padded), "B": w}, out)
     return out if padded == rows else out[..., :rows, :].contiguous()
 
 

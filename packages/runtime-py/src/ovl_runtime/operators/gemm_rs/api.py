@@ -8,14 +8,16 @@ from typing import Any
 
 import torch
 
+from ..._torch_api.dispatch import call
 from ...errors import UsageError
 from ...groups import resolve_group
 from . import autograd as _autograd  # noqa: F401 - the op and its backward, registered
+from .op import _matmul_reduce_scatter_impl
 
 
 def matmul_reduce_scatter(x: torch.Tensor, w: torch.Tensor, group: Any) -> torch.Tensor:
     """This rank's rows of ``Σ_ranks x @ w`` (rows split evenly); the scatter overlaps the GEMM."""
-    return torch.ops.ovl.matmul_reduce_scatter(x, w, resolve_group(group).name)
+    return call(torch.ops.ovl.matmul_reduce_scatter, _matmul_reduce_scatter_impl, x, w, resolve_group(group).name)
 
 
 def fused_matmul_reduce_scatter(A: torch.Tensor, B: torch.Tensor, reduce_op: str, scatter_dim: int, group_name: str) -> torch.Tensor:

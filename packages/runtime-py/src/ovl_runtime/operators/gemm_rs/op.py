@@ -8,28 +8,33 @@ import math
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, RS_ROW_BLOCK, empty_rows, fake_rows, gemm_operands, per_rank, rank_views
+from ..._runner.bound import BoundOperator
+from ..._torch_api.registry import bound_operator, checked_call
+from ..._torch_api.tensors import DTYPES, RS_ROW_BLOCK, empty_rows, fake_rows, gemm_operands
 from ...errors import UsageError
 from ...groups import resolve_group
 
 
 def _matmul_reduce_scatter_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
-    xs, ws, rows, k, n = gemm_operands(x, w, g, "matmul_reduce_scatter")
-    if rows % g.world:
-        raise UsageError(f"matmul_reduce_scatter: {rows} rows do not split over {g.world} ranks (scatter along rows needs a multiple)")
-    slab = rows // g.world
-    padded = math.ceil(slab / RS_ROW_BLOCK) * RS_ROW_BLOCK
+
+    def build() -> tuple[BoundOperator, tuple[int, int, int, int]]:
+        _xs, _ws, rows, k, n = gemm_operands(x, w, g, "matmul_reduce_scatter")
+        if rows % g.world:
+            raise UsageError(f"matmul_reduce_scatter: {rows} rows do not split over {g.world} ranks (scatter along rows needs a multiple)")
+        slab = rows // g.world
+        padded = math.ceil(slab / RS_ROW_BLOCK) * RS_ROW_BLOCK
+        key = KernelKey("gemm-rs", g.world, g.world * padded, n, k, DTYPES[x.dtype])
+        return bound_operator(key, g, "matmul_reduce_scatter"), (slab, padded, n, k)
+
+    op, (slab, padded, n, k) = checked_call(("gemm-rs", g.name, x.shape, w.shape, x.dtype, x.device), (x, w), build)
+    a = x
     if padded != slab:
         # Each rank's slab padded to whole row blocks with zero rows (their sums are dropped).
-        xp = torch.zeros((*x.shape[:-2], g.world * padded, k), dtype=x.dtype, device=x.device)
-        xp.unflatten(-2, (g.world, padded))[..., :slab, :].copy_(x.unflatten(-2, (g.world, slab)))
-        xs = rank_views(xp, g, "x", 2)
-    key = KernelKey("gemm-rs", g.world, g.world * padded, n, k, DTYPES[x.dtype])
-    op = bound_operator(key, g, "matmul_reduce_scatter")
+        a = torch.zeros((*x.shape[:-2], g.world * padded, k), dtype=x.dtype, device=x.device)
+        a.unflatten(-2, (g.world, padded))[..., :slab, :].copy_(x.unflatten(-2, (g.world, slab)))
     out = empty_rows(g, padded, n, x)
-    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], per_rank(out, g))
+    op.run({"A": a, "B": w}, out)
     return out if padded == slab else out[..., :slab, :].contiguous()
 
 

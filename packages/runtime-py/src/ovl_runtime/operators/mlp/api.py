@@ -23,11 +23,12 @@ from typing import Any
 
 import torch
 
+from ..._torch_api.dispatch import call
 from ...groups import resolve_group
 from ..ag_gemm.api import all_gather_matmul
 from ..gemm_rs.api import matmul_reduce_scatter
 from . import autograd as _autograd  # noqa: F401 - the op and its backward, registered
-from .op import intermediate
+from .op import _ag_silu_impl, intermediate
 from .silu_mul import silu_mul
 
 __all__ = ["all_gather_matmul_silu_mul", "tp_mlp"]
@@ -46,7 +47,7 @@ def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: 
     if torch.is_grad_enabled() and (x.requires_grad or w_gate_up.requires_grad):
         intermediate(w_gate_up)
         return silu_mul(all_gather_matmul(x, w_gate_up, g))
-    return torch.ops.ovl.all_gather_matmul_silu_mul(x, w_gate_up, g.name)
+    return call(torch.ops.ovl.all_gather_matmul_silu_mul, _ag_silu_impl, x, w_gate_up, g.name)
 
 
 def tp_mlp(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, group: Any) -> torch.Tensor:

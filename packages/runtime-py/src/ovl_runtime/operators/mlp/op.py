@@ -6,8 +6,9 @@ from __future__ import annotations
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, empty_rows, gemm_operands, per_rank
+from ..._runner.bound import BoundOperator
+from ..._torch_api.registry import bound_operator, checked_call
+from ..._torch_api.tensors import DTYPES, empty_rows, gemm_operands
 from ...errors import UsageError
 from ...groups import resolve_group
 
@@ -22,12 +23,17 @@ def intermediate(w_gate_up: torch.Tensor) -> int:
 
 def _ag_silu_impl(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
-    xs, ws, m, k, _n2 = gemm_operands(x, w_gate_up, g, "all_gather_matmul_silu_mul")
-    inter = intermediate(w_gate_up)
-    key = KernelKey("ag-gemm-silu", g.world, g.world * m, inter, k, DTYPES[x.dtype])
-    op = bound_operator(key, g, "all_gather_matmul_silu_mul")
-    out = empty_rows(g, g.world * m, inter, x)
-    op.run([{"A": a, "B": b} for a, b in zip(xs, ws)], per_rank(out, g))
+
+    def build() -> tuple[BoundOperator, tuple[int, int]]:
+        _xs, _ws, m, k, _n2 = gemm_operands(x, w_gate_up, g, "all_gather_matmul_silu_mul")
+        inter = intermediate(w_gate_up)
+        key = KernelKey("ag-gemm-silu", g.world, g.world * m, inter, k, DTYPES[x.dtype])
+        return bound_operator(key, g, "all_gather_matmul_silu_mul"), (g.world * m, inter)
+
+    sig = ("ag-gemm-silu", g.name, x.shape, w_gate_up.shape, x.dtype, x.device)
+    op, (rows, inter) = checked_call(sig, (x, w_gate_up), build)
+    out = empty_rows(g, rows, inter, x)
+    op.run({"A": x, "B": w_gate_up}, out)
     return out
 
 

@@ -32,12 +32,13 @@ from typing import Any
 
 import torch
 
+from ..._torch_api.dispatch import call
 from ..._torch_api.registry import bound_items
 from ..._torch_api.tensors import DTYPES
 from ...errors import UsageError
 from ...groups import resolve_group
 from . import autograd as _autograd  # noqa: F401 - the op and its backward, registered
-from .op import WHAT
+from .op import WHAT, _impl
 
 __all__ = ["moe_grouped_matmul_reduce_scatter", "synchronize"]
 
@@ -49,7 +50,7 @@ def moe_grouped_matmul_reduce_scatter(
     experts and over the ranks, each rank keeping its ``T/W`` token rows (see the module docstring)."""
     if h.dtype not in DTYPES:
         raise UsageError(f"{WHAT}: h is {h.dtype}; the operator takes {', '.join(str(d) for d in DTYPES)}")
-    return torch.ops.ovl.moe_grouped_matmul_reduce_scatter(h, topk_ids, topk_weights, w, resolve_group(group).name)
+    return call(torch.ops.ovl.moe_grouped_matmul_reduce_scatter, _impl, h, topk_ids, topk_weights, w, resolve_group(group).name)
 
 
 def synchronize() -> None:

@@ -9,7 +9,7 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, empty_rows, per_rank, rank_views
+from ..._torch_api.tensors import DTYPES, empty_rows, rank_views
 from ...errors import UsageError
 from ...groups import resolve_group
 from .kernels import check_moe_rs
@@ -56,12 +56,7 @@ def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w
     key = KernelKey("moe-rs", g.world, tokens, hidden, inter, DTYPES[h.dtype], experts=experts, topk=k)
     op = bound_operator(key, g, WHAT)
     out = empty_rows(g, sz.rows_per_rank, hidden, h)
-    ids = list(topk_ids.unbind(0)) if g.stacked else [topk_ids]
-    wts = list(topk_weights.unbind(0)) if g.stacked else [topk_weights]
-    op.run(
-        [{"A": a, "B": b, "topk": t, "weights": x} for a, b, t, x in zip(hs, ws, ids, wts, strict=True)],
-        per_rank(out, g),
-    )
+    op.run({"A": h, "B": w, "topk": topk_ids, "weights": topk_weights}, out)
     return out
 
 
