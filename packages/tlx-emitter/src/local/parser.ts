@@ -92,3 +92,15 @@ export function named(node: Node): Node[] {
 export function field(node: Node, name: string): Node | undefined {
   return node.childForFieldName(name) ?? undefined;
 }
+
+/** Names an assignment's left-hand sides bind (`a, b = ...`, `a = b = ...`). */
+export function assignedNames(assignment: Node): string[] {
+  const out: string[] = [];
+  let node: Node | undefined = assignment;
+  while (node?.type === "assignment") {
+    const left = field(node, "left");
+    if (left !== undefined) for (const n of walk(left)) if (n.type === "identifier" && n.parent?.type !== "attribute") out.push(n.text);
+    node = field(node, "right");
+  }
+  return out;
+}
