@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { compiledExamples } from "../src/examples/compiled.js";
 import { examples } from "../src/examples/templates.js";
-import { emitManifestJson } from "../src/api-emit.js";
+import { emitManifestJson } from "../src/index.js";
 import { RING_REDUCE, ringReduceSource, SM_PULL, smPullSource } from "../src/backends/triton/kernels/index.js";
 
 const out = process.argv[2];

@@ -16,7 +16,7 @@ import {
   type KernelBody,
   type Operator,
   type OperatorInput,
-} from "../api-compile.js";
+} from "../index.js";
 
 describe("compile path types", () => {
   it("compile takes an operator (its tile optional) and an optional Backend and resolves to kernels plus a manifest", () => {

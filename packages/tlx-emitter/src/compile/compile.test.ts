@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { Manifest } from "../core/manifest/schema.js";
 import { parseWithPython } from "../testing/python.js";
 import { EmitError } from "../core/writer/index.js";
-import { builtinBody, compile, tlxBackend, type Operator } from "../api-compile.js";
+import { builtinBody, compile, tlxBackend, type Operator } from "../index.js";
 
 const TUTORIAL = {
   path: "tutorial_matmul.py",

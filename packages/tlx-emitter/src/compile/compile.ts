@@ -1,165 +1,17 @@
-// The backend contract (one value `compile()` takes): a backend realises an operator as
-// kernel sources plus a manifest, or says why it cannot. Triton transforms the operator's
-// local body; TLX assembles warp-specialised kernels from its own parts.
+// compile(): the one entry the CLI, the tuner, the bench and users call. The plan is
+// validated and its collectives decomposed, the backend chosen, the compute configuration
+// resolved once (tuned table or default) and the operator realised by its registry entry.
 import { planSignals, validatePlan, type ChunkPlan } from "@ovl/chunk-plan";
+import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
+import type { Backend } from "../core/backend.js";
+import type { Operator, OperatorInput } from "../core/operator.js";
 import type { EmitResult } from "../core/result.js";
-import { compileA2aGemm } from "../operators/a2a-gemm/triton.js";
-import { emitTlxAgGemm, type TlxTarget } from "../backends/tlx/gemm.js";
 import { EmitError } from "../core/writer/index.js";
-import { compileAgAttention } from "../operators/ag-attention/triton.js";
-import { compileAgGemm } from "../operators/ag-gemm/triton.js";
-import { compileAgGemmSilu } from "../operators/ag-gemm-silu/triton.js";
+import { resolveCompute, type ComputeChoice } from "../compute/tuned.js";
 import { decomposeCollectives, hasCollectives } from "../schedule/decompose.js";
 import { collectiveAlternative } from "../schedule/host-ops.js";
-import { compileAgGroupedGemm } from "../operators/ag-grouped-gemm/triton.js";
-import { compileAgMoe } from "../operators/ag-moe/triton.js";
-import { compileMoeRs } from "../operators/moe-rs/triton.js";
-import { compileGemmAr, realisableArPlan } from "../operators/gemm-ar/triton.js";
-import { compileGemmRs, partialTensor } from "../operators/gemm-rs/triton.js";
-import { emitTlxGemmRs } from "../operators/gemm-rs/tlx.js";
-import { type Operator, type OperatorInput, type OperatorKind } from "../core/operator.js";
-import { operatorSchedule } from "../schedule/operator-schedule.js";
-import { planTensor } from "../backends/triton/consumer.js";
-import { builtinOf, resolveCompute } from "../compute/tuned.js";
-import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
-import { computeConfigs, lookupComputeConfig } from "../compute/configs.js";
-
-/** Version of the backend contract a backend implements. */
-export const BACKEND_SPECIFICATION = "ovl.backend/v1" as const;
-
-/** A way of turning an operator into kernels and a manifest. */
-export interface Backend {
-  readonly specificationVersion: typeof BACKEND_SPECIFICATION;
-  /** Short name (`triton`, `tlx`), as `ovl emit --backend` takes it. */
-  readonly name: string;
-  /**
-   * A backend that delegates: the backend to compile `op` with (tuned by that backend's
-   * configuration), decided before the compute configuration is resolved. Absent: this one.
-   */
-  select?(op: OperatorInput, target: TargetName): Backend;
-  /** Why this backend cannot realise `op` (checked before anything is emitted), or undefined. */
-  refusal(op: Operator): string | undefined;
-  /** The kernel sources and manifest of `op`. Called only when `refusal(op)` is undefined. */
-  realise(op: Operator): Promise<EmitResult>;
-}
-
-/** How the Triton backend compiles each kind of operator. */
-const TRITON_REALISE: Readonly<Record<OperatorKind, (op: Operator) => Promise<EmitResult>>> = {
-  "ag-gemm": (op) => compileAgGemm(op),
-  "ag-grouped-gemm": (op) => compileAgGroupedGemm(op),
-  "ag-moe": (op) => compileAgMoe(op),
-  "moe-rs": (op) => compileMoeRs(op),
-  "ag-attention": (op) => compileAgAttention(op),
-  "a2a-gemm": (op) => compileA2aGemm(op),
-  "ag-gemm-silu": (op) => compileAgGemmSilu(op),
-  "gemm-rs": (op) => compileGemmRs(op),
-  "gemm-ar": (op) => compileGemmAr(op),
-};
-
-/** Triton: the operator's local body, transformed (any annotated Triton kernel). */
-export const tritonBackend: Backend = {
-  specificationVersion: BACKEND_SPECIFICATION,
-  name: "triton",
-  refusal: () => undefined,
-  realise: (op) => TRITON_REALISE[op.kind](op),
-};
-
-/** Options of {@link tlxBackend}. */
-export interface TlxBackendOptions {
-  readonly target?: TlxTarget;
-  /** AllGather+GEMM transport: host copies (`copy-engine`, default) or the in-kernel communication task. */
-  readonly comm?: "copy-engine" | "comm-task";
-}
-
-/**
- * TLX: warp-specialised AllGather+GEMM and GEMM+ReduceScatter on Hopper (a TMA producer
- * warp group, two wgmma consumer warp groups, cooperative or ping-pong, with chunk waits
- * before a tile's loads or tile-done notifies after its stores), assembled from TLX parts.
- * The body must be one of ovl's built-in bodies of the operator's family (the GEMM is the
- * same), since a TLX kernel is not a transformation of a Triton body. The operator's
- * `warpSpecialization` (from the tuned table's TLX entry when it names no tile) picks the
- * consumer schedule and the ring.
- */
-export function tlxBackend(options: TlxBackendOptions = {}): Backend {
-  return {
-    specificationVersion: BACKEND_SPECIFICATION,
-    name: "tlx",
-    refusal(op) {
-      if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs")
-        return `the TLX backend builds AllGather+GEMM and GEMM+ReduceScatter only; compile ${op.kind} with the triton backend`;
-      if (builtinOf(op) === undefined) {
-        return `the TLX backend assembles its own warp-specialised GEMM and cannot transform ${op.body.path}; use the triton backend for a local body`;
-      }
-      if ((options.target ?? "sm_90a") !== "sm_90a")
-        return 'TLX operators are emitted for sm_90a only: use tlxBackend({ target: "sm_90a" }), or the triton backend';
-      if (op.kind === "gemm-rs" && options.comm !== undefined)
-        return "the comm option is AllGather+GEMM's transport; GEMM+ReduceScatter takes options.backend (copy-engine or sm)";
-      return undefined;
-    },
-    async realise(op) {
-      const { backend: transfers, numWarps: _w, numStages: _s, ...rest } = op.options ?? {};
-      const ws = op.warpSpecialization;
-      const tlxKnobs = {
-        ...(ws === undefined ? {} : { consumerSchedule: ws.consumerSchedule }),
-        ...(ws?.stages === undefined ? {} : { stages: ws.stages }),
-        ...(ws?.epilogueSplit === undefined ? {} : { epilogueSplit: ws.epilogueSplit }),
-        ...(ws?.clusterM === undefined ? {} : { clusterM: ws.clusterM }),
-      };
-      if (ws?.notifier !== undefined && op.kind !== "gemm-rs")
-        throw new EmitError("bad-param", `warpSpecialization.notifier applies to gemm-rs; ${op.kind} notifies nothing per tile`);
-      if (op.kind === "gemm-rs") {
-        const schedule = operatorSchedule(op, partialTensor(op), "producer", true);
-        return emitTlxGemmRs(op.plan, schedule, {
-          ...rest,
-          ...(transfers === undefined ? {} : { backend: transfers }),
-          ...tlxKnobs,
-          ...(ws?.notifier === undefined ? {} : { notifier: ws.notifier }),
-          name: op.name,
-        });
-      }
-      const schedule = operatorSchedule(op, planTensor(op, "AllGather+GEMM"), "consumer", true);
-      const r = emitTlxAgGemm(op.plan, schedule, {
-        ...rest,
-        ...tlxKnobs,
-        name: op.name,
-        ...(options.comm === undefined ? {} : { comm: options.comm }),
-      });
-      return { files: r.files, manifest: r.manifest, expect: r.expect };
-    },
-  };
-}
-
-/**
- * The faster measured backend per shape: TLX where the tuned table's entry of the operator's
- * own shape holds a TLX configuration that ran faster than the entry's Triton kernel in the
- * same run (`tlx.ms < ms`), the operator names no tile and the TLX backend can build it (a
- * built-in body of AllGather+GEMM or GEMM+ReduceScatter), except GEMM+ReduceScatter over SM
- * pushes; Triton otherwise. TLX kernels are precompiled: the result's `expect` and
- * scripts/tlx-aot-compile.py make their cubins. The choice is the faster kernel alone, on one
- * GPU; end to end on two H200s the two backends' operators over the copy engine measured within
- * a few percent of each other per MLP shape (packages/bench/results/gpu/h200x2-2026-11-28/),
- * but beside the SM push kernel the TLX GEMM+RS operator ran 3-14% slower than the Triton one
- * at every MLP shape on two and four H200s
- * (packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
- */
-export function fastestBackend(options: TlxBackendOptions = {}): Backend {
-  const tlx = tlxBackend(options);
-  return {
-    specificationVersion: BACKEND_SPECIFICATION,
-    name: "fastest",
-    select(op, target) {
-      if (op.tile !== undefined || (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") || builtinOf(op) === undefined) return tritonBackend;
-      if (op.kind === "gemm-rs" && op.options?.backend === "sm") return tritonBackend;
-      const table = computeConfigs(target);
-      const found =
-        table === null ? undefined : lookupComputeConfig(table, { op: op.kind, ...op.problem, dtype: op.options?.dtype ?? "bf16" });
-      const e = found?.match === "exact" ? found.entry : undefined;
-      return e?.tlx?.ms !== undefined && e.ms !== undefined && e.tlx.ms < e.ms ? tlx : tritonBackend;
-    },
-    refusal: () => "the fastest backend only selects another backend (compile() asks it through select)",
-    realise: () => Promise.reject(new EmitError("unsupported-op", "the fastest backend only selects another backend")),
-  };
-}
+import { realisableArPlan } from "../operators/gemm-ar/triton.js";
+import { tritonBackend } from "./backends.js";
 
 /**
  * `op`'s plan with its collective ops decomposed into P2P transfers (`decomposeCollectives`;
@@ -220,6 +72,28 @@ export interface CompileOptions {
  *   validate, `unsupported-op` with the backend's reason for an operator it cannot realise.
  */
 export async function compile(op: OperatorInput, backend: Backend = tritonBackend, options: CompileOptions = {}): Promise<EmitResult> {
+  return (await compileOperator(op, backend, options)).result;
+}
+
+/** What {@link compileOperator} decided and emitted. */
+export interface CompiledOperator {
+  /** The kernel sources and manifest. */
+  readonly result: EmitResult;
+  /** The operator as realised: its plan's collectives decomposed, its tile, grouping, warps, stages and body decided. */
+  readonly operator: Operator;
+  /** How its compute configuration was decided: named by the operator, the tuned table's entry, or the default. */
+  readonly compute: ComputeChoice;
+  /** The backend that realised it (the one `fastestBackend` selected, say). */
+  readonly backend: Backend;
+}
+
+/**
+ * {@link compile}, also saying how: the operator as realised, how its compute configuration
+ * was decided (the one place it is resolved: callers that report the configuration read it
+ * here rather than resolving it again) and the backend that realised it.
+ * @throws {EmitError} as {@link compile}.
+ */
+export async function compileOperator(op: OperatorInput, backend: Backend = tritonBackend, options: CompileOptions = {}): Promise<CompiledOperator> {
   const report = validatePlan(op.plan);
   if (!report.ok) {
     const first = report.errors
@@ -236,8 +110,8 @@ export async function compile(op: OperatorInput, backend: Backend = tritonBacken
   const chosen = backend.select?.(decomposed, options.target ?? DEFAULT_TARGET.name) ?? backend;
   const target = options.target === undefined ? {} : { target: options.target };
   const tuning = chosen === tritonBackend ? target : chosen.name === "tlx" ? { ...target, backend: "tlx" as const } : { table: null };
-  const realised = resolveCompute(decomposed, tuning).op;
+  const { op: realised, choice } = resolveCompute(decomposed, tuning);
   const why = chosen.refusal(realised);
   if (why !== undefined) throw new EmitError("unsupported-op", `backend ${chosen.name}: ${why}`);
-  return chosen.realise(realised);
+  return { result: await chosen.realise(realised), operator: realised, compute: choice, backend: chosen };
 }

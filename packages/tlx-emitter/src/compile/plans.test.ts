@@ -17,7 +17,7 @@ import { describe, expect, it } from "vitest";
 import { planHostOps, type PlanSignals } from "../schedule/host-ops.js";
 import { Manifest } from "../core/manifest/schema.js";
 import { EmitError } from "../core/writer/index.js";
-import { builtinBody, compile, type Operator } from "../api-compile.js";
+import { builtinBody, compile, type Operator } from "../index.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 const A = (M: number, K: number) => ({ name: "A", shape: [M, K], dtype: "bf16" as const });

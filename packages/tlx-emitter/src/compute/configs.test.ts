@@ -15,7 +15,7 @@ import {
   type ComputeConfigEntry,
   type ComputeConfigTable,
   type OperatorInput,
-} from "../api-compile.js";
+} from "../index.js";
 import { rsPlan } from "../examples/rs-plan.js";
 
 const entry = (e: Partial<ComputeConfigEntry> & Pick<ComputeConfigEntry, "M" | "N" | "K">): ComputeConfigEntry => ({

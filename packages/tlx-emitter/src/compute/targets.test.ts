@@ -18,7 +18,7 @@ import {
   type ComputeConfigEntry,
   type ComputeConfigTable,
   type OperatorInput,
-} from "../api-compile.js";
+} from "../index.js";
 
 const dirs: string[] = [];
 afterAll(() => {

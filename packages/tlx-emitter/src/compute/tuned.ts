@@ -4,13 +4,10 @@
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import { clusterFits } from "../backends/tlx/compute.js";
-import { EmitError } from "../core/writer/index.js";
-import { defaultAttentionTile } from "../operators/ag-attention/triton.js";
 import { builtinBody, type BuiltinBodyName } from "../core/builtin.js";
-import { candidateTables, lookupFirst, type ComputeConfigEntry, type ComputeConfigTable } from "./configs.js";
-import { MOE_DEFAULT_TILE } from "../operators/ag-moe/triton.js";
-import { MOE_RS_DEFAULT_TILE } from "../operators/moe-rs/triton.js";
-import { DEFAULT_TILE, type Operator, type OperatorInput } from "../core/operator.js";
+import { candidateTables, lookupFirst, TUNED_OPERATORS, type ComputeConfigEntry, type ComputeConfigTable, type TunedOperator } from "./configs.js";
+import type { Operator, OperatorInput } from "../core/operator.js";
+import { operatorDefinition } from "../operators/index.js";
 
 /** How an operator's compute configuration was decided. */
 export type ComputeChoice =
@@ -53,16 +50,9 @@ export interface ResolveComputeOptions {
   readonly backend?: "triton" | "tlx";
 }
 
-/** The family a built-in body belongs to: variants of one family compute the same GEMM. */
-const FAMILIES: Readonly<Record<string, readonly BuiltinBodyName[]>> = {
-  "ag-gemm": ["gemm_tma_persistent", "gemm_tma_persistent_flat", "gemm_tma_persistent_streamk"],
-  "gemm-rs": ["gemm_producer", "gemm_producer_tma", "gemm_producer_tma_flat"],
-  "ag-moe": ["moe_gather_gemm_blocks", "moe_gather_gemm"],
-};
-
-/** The built-in body `op.body` is (by its text), if any. */
+/** The built-in body `op.body` is (by its text), if any, of the bodies that compute its operator (its registry entry's). */
 export function builtinOf(op: OperatorInput): BuiltinBodyName | undefined {
-  return FAMILIES[op.kind]?.find((n) => builtinBody(n).source === op.body.source);
+  return operatorDefinition(op.kind).compute.bodies?.find((n) => builtinBody(n).source === op.body.source);
 }
 
 /** The row granularity of `plan`'s transfers of `tensor`: the gcd of every row offset and count. */
@@ -87,30 +77,19 @@ function rowGranularity(plan: ChunkPlan): number {
  */
 export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions = {}): { op: Operator; choice: ComputeChoice } {
   if (op.tile !== undefined) return { op: { ...op, tile: op.tile }, choice: { source: "explicit" } };
-  if (op.kind === "ag-grouped-gemm")
-    throw new EmitError(
-      "bad-param",
-      `operator ${op.name}: ag-grouped-gemm needs an explicit tile (its routing names the expert of every BLOCK_M rows)`,
-    );
-  if (op.kind === "ag-attention" && op.attention !== undefined) {
-    const reason = "no tuned configurations of ag-attention operators";
-    return { op: { ...op, tile: defaultAttentionTile(op.attention) }, choice: { source: "default", reason } };
-  }
-  if (op.kind === "moe-rs") {
-    const reason = "no tuned configurations of moe-rs operators";
-    return { op: { ...op, tile: { ...MOE_RS_DEFAULT_TILE } }, choice: { source: "default", reason } };
-  }
-  const untuned = op.kind === "ag-moe" ? MOE_DEFAULT_TILE : DEFAULT_TILE;
+  const def = operatorDefinition(op.kind);
+  const untuned = def.compute.defaultTile(op);
   const fallback = (reason: string) => ({ op: { ...op, tile: { ...untuned } }, choice: { source: "default" as const, reason } });
-  if (op.kind !== "ag-gemm" && op.kind !== "gemm-rs" && op.kind !== "ag-moe")
-    return fallback(`no tuned configurations of ${op.kind} operators`);
+  const kind = op.kind;
+  // The tables' schema names the operators it holds; an entry claiming tuning beyond it has none to read.
+  if (!def.compute.tuned || !(TUNED_OPERATORS as readonly string[]).includes(kind)) return fallback(`no tuned configurations of ${kind} operators`);
   const target = options.target ?? DEFAULT_TARGET.name;
   const tables = candidateTables(target, options.table);
   const first = tables[0];
   if (first === undefined) return fallback(`no tuned table for ${target}`);
   const dtype = op.options?.dtype ?? "bf16";
   const routing = op.kind === "ag-moe" && op.moe !== undefined ? { experts: op.moe.experts, topk: op.moe.topk } : {};
-  const hit = lookupFirst(tables, { op: op.kind, ...op.problem, dtype, ...routing });
+  const hit = lookupFirst(tables, { op: kind as TunedOperator, ...op.problem, dtype, ...routing });
   if (hit === undefined) return fallback(`the ${first.target} table has no ${op.kind} entry for ${dtype}`);
   const { table, match: found } = hit;
   const e = found.entry;
@@ -145,7 +124,7 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
     };
     return { op: tunedTlx, choice: { source: "table", match: found.match, entry: e, target: table.target, requested: target } };
   }
-  const family = FAMILIES[op.kind] ?? [];
+  const family = def.compute.bodies ?? [];
   const body = builtinOf(op) !== undefined && family.includes(e.body) ? builtinBody(e.body) : op.body;
   const tuned: Operator = {
     ...op,

@@ -8,7 +8,7 @@ import {
   smPushSource,
 } from "../backends/triton/kernels/index.js";
 import { parseWithPython } from "../testing/python.js";
-import { exampleManifests } from "../api-emit.js";
+import { exampleManifests } from "../index.js";
 
 describe("every emitted file is Python", () => {
   it("python3 ast.parse accepts every file of every example and every template", () => {

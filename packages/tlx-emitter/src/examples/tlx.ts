@@ -7,7 +7,8 @@
 import { allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
 import { rsPlan } from "./rs-plan.js";
 import type { ExampleShape } from "./templates.js";
-import { emitTlxAgGemm, emitTlxGemm, type TlxEmitResult } from "../backends/tlx/gemm.js";
+import { emitTlxGemm, type TlxEmitResult } from "../backends/tlx/gemm.js";
+import { emitTlxAgGemm } from "../operators/ag-gemm/tlx.js";
 import { emitTlxGemmRs } from "../operators/gemm-rs/tlx.js";
 
 /** Problem sizes of the TLX examples: those of the plain examples (default tile 128 × 256 × 64 here, the H200 configuration). */

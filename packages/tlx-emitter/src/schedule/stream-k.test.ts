@@ -12,7 +12,7 @@ import {
   STREAM_K_SLOTS,
   streamKScratch,
   type Operator,
-} from "../api-compile.js";
+} from "../index.js";
 
 function agOp(body = builtinBody("gemm_tma_persistent_streamk"), tile = { BM: 64, BN: 128, BK: 32 }): Operator {
   const plan = planSignals(

@@ -8,7 +8,7 @@ import { rsPlan } from "../../examples/rs-plan.js";
 import { parseWithPython, runPython } from "../../testing/python.js";
 import { codeOf } from "../../testing/errors.js";
 import { PythonWriter } from "../../core/writer/index.js";
-import { emitTlxAgGemm, emitTlxGemm, emitTlxGemmRs, groupedTiles, noComm, tlxExamples, tlxGemm, tlxKernel } from "../../api-tlx.js";
+import { emitTlxAgGemm, emitTlxGemm, emitTlxGemmRs, groupedTiles, noComm, tlxExamples, tlxGemm, tlxKernel } from "../../index.js";
 
 const TILE = { BM: 128, BN: 256, BK: 64 };
 const MULTICAST = { clusterM: 2, epilogueSplit: 4 } as const;

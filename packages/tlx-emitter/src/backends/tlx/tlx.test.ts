@@ -2,7 +2,7 @@ import { allGatherRing, allGatherSwizzle, type ChunkPlan, lowerToTileSchedule, p
 import { evaluateMap } from "@ovl/mapping";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { emitAgGemm } from "../../api-emit.js";
+import { emitAgGemm } from "../../index.js";
 import { Manifest } from "../../core/manifest/schema.js";
 import { parseWithPython } from "../../testing/python.js";
 import { checkSegmentAlignment } from "../triton/kernels/index.js";
@@ -29,7 +29,7 @@ import {
   tlxGemmBlackwellSharedBytes,
   tlxGemmSharedBytes,
   tlxKernel,
-} from "../../api-tlx.js";
+} from "../../index.js";
 import { powerOfTwo } from "../../testing/arbitraries.js";
 import { codeOf } from "../../testing/errors.js";
 import { tableMap } from "../../testing/mblock-maps.js";

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compileMlp } from "../../api-compile.js";
+import { compileMlp } from "../../index.js";
 import { EmitError } from "../writer/index.js";
 import { Chain, chainJsonSchemaText } from "./schema.js";
 

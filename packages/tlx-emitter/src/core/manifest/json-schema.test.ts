@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { exampleManifests } from "../../api-emit.js";
+import { exampleManifests } from "../../index.js";
 import { manifestJsonSchema, manifestJsonSchemaText } from "./json-schema.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");

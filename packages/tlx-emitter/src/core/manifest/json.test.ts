@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Manifest } from "./schema.js";
 import { EmitError } from "../writer/index.js";
-import { emitManifestJson, exampleManifests } from "../../api-emit.js";
+import { emitManifestJson, exampleManifests } from "../../index.js";
 
 function shuffleKeys(value: unknown, seed: { n: number }): unknown {
   if (Array.isArray(value)) return value.map((v) => shuffleKeys(v, seed));

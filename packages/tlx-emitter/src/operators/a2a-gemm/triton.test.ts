@@ -2,7 +2,7 @@ import { allGatherSwizzle, allToAll, planSignals } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EmitError } from "../../core/writer/index.js";
-import { builtinBody, compile, type Operator } from "../../api-compile.js";
+import { builtinBody, compile, type Operator } from "../../index.js";
 
 const TILE = { BM: 32, BN: 32, BK: 32 };
 
@@ -61,7 +61,7 @@ describe("compile: AllToAll + GEMM", () => {
   });
 
   it("the TLX backend refuses it with its reason", async () => {
-    const { tlxBackend } = await import("../../api-compile.js");
+    const { tlxBackend } = await import("../../index.js");
     await expect(compile(a2aOp(2, 64, 1), tlxBackend())).rejects.toThrow(/AllGather\+GEMM and GEMM\+ReduceScatter only; compile a2a-gemm/);
   });
 });

@@ -1,7 +1,7 @@
 import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compile, gemmSiluMulBody, type Operator } from "../../api-compile.js";
+import { compile, gemmSiluMulBody, type Operator } from "../../index.js";
 
 function siluOp(world: number, rowsPerRank: number, split: number, N: number, K: number): Operator {
   const M = world * rowsPerRank;

@@ -2,7 +2,7 @@ import { allGatherRing, allGatherSwizzle, type ChunkPlan, lowerToTileSchedule, p
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type HostOp, Manifest } from "../../core/manifest/schema.js";
-import { emitAgGemm, gemmLaunchDefaults, HOPPER_SHARED_BYTES } from "../../api-emit.js";
+import { emitAgGemm, gemmLaunchDefaults, HOPPER_SHARED_BYTES } from "../../index.js";
 import { codeOf } from "../../testing/errors.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };

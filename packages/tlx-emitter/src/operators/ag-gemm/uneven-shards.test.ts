@@ -6,7 +6,7 @@ import { allGatherRing, allGatherSwizzle, planSignals, type ChunkPlan } from "@o
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Manifest } from "../../core/manifest/schema.js";
-import { builtinBody, compile } from "../../api-compile.js";
+import { builtinBody, compile } from "../../index.js";
 
 const K = 32;
 

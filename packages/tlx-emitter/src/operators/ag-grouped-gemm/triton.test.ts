@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { Manifest } from "../../core/manifest/schema.js";
 import { parseWithPython } from "../../testing/python.js";
 import { EmitError } from "../../core/writer/index.js";
-import { builtinBody, compile, GROUP_TABLE, tlxBackend, type ExpertRouting, type Operator } from "../../api-compile.js";
+import { builtinBody, compile, GROUP_TABLE, tlxBackend, type ExpertRouting, type Operator } from "../../index.js";
 
 const TILE = { BM: 32, BN: 64, BK: 32 };
 

@@ -16,7 +16,7 @@ import {
   segmentWaits,
   type MoeRouting,
   type Operator,
-} from "../../api-compile.js";
+} from "../../index.js";
 import { segmentAt } from "./segments.js";
 
 const TILE = { BM: 16, BN: 32, BK: 32 };

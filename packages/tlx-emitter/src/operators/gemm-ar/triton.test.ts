@@ -14,7 +14,7 @@ import { parseWithPython } from "../../testing/python.js";
 import { EmitError } from "../../core/writer/index.js";
 import { allReduceForm } from "./movements.js";
 import { AR_BROADCAST_BLOCK_N, emitGemmArPartitioned } from "./partitioned.js";
-import { builtinBody, compile, type Operator } from "../../api-compile.js";
+import { builtinBody, compile, type Operator } from "../../index.js";
 import { operatorSchedule } from "../../schedule/operator-schedule.js";
 
 const TILE = { BM: 32, BN: 32, BK: 32 };

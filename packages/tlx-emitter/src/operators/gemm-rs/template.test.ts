@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Manifest } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
-import { emitGemmRs } from "../../api-emit.js";
+import { emitGemmRs } from "../../index.js";
 import { codeOf } from "../../testing/errors.js";
 import { rsPlan } from "../../examples/rs-plan.js";
 

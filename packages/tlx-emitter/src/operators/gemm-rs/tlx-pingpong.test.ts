@@ -17,7 +17,7 @@ import {
   tlxBackend,
   type ComputeConfigTable,
   type OperatorInput,
-} from "../../api-compile.js";
+} from "../../index.js";
 import {
   emitTlxGemm,
   emitTlxGemmRs,
@@ -38,7 +38,7 @@ import {
   tlxGemmPingPong,
   tlxKernel,
   tlxPingPongSharedBytes,
-} from "../../api-tlx.js";
+} from "../../index.js";
 import { powerOfTwo } from "../../testing/arbitraries.js";
 import { codeOf } from "../../testing/errors.js";
 import { tableMap } from "../../testing/mblock-maps.js";

@@ -13,7 +13,11 @@ import { producerTileNotifyComm, storedLag, tileNotifyComm, tmaTileNotifyComm } 
 import { clusterOf, hopperGemmPart, tlxEntry, type TlxEmitOptions, type TlxEmitResult } from "../../backends/tlx/gemm.js";
 import { mblockKernelArgs, mblockMap } from "../../backends/tlx/mblock-map.js";
 import { tlxKernel } from "../../backends/tlx/parts.js";
-import { TLX_NOTIFIERS, type TlxNotifier } from "../../core/operator.js";
+import { TLX_NOTIFIERS, type Operator, type TlxNotifier } from "../../core/operator.js";
+import type { EmitResult } from "../../core/result.js";
+import { tlxKnobs } from "../../backends/tlx/knobs.js";
+import { operatorSchedule } from "../../schedule/operator-schedule.js";
+import { partialTensor } from "./triton.js";
 import { groupedTiles } from "../../backends/tlx/tile-order.js";
 
 /** Template kind of the TLX GEMM+RS producer in a manifest (the runner emulates it as `gemm-producer`). */
@@ -126,4 +130,18 @@ export function emitTlxGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: 
   };
   const r = emitGemmRs(plan, schedule, emit, tlxProducerFactory(knobs));
   return { files: r.files, manifest: r.manifest, expect: r.expect ?? {} };
+}
+
+/** `tlxBackend`'s realisation of a gemm-rs operator: its transfers, warp-specialisation knobs and notifier applied to {@link emitTlxGemmRs}. */
+export async function realiseTlxGemmRs(op: Operator): Promise<EmitResult> {
+  const { rest, transfers, knobs } = tlxKnobs(op);
+  const notifier = op.warpSpecialization?.notifier;
+  const schedule = operatorSchedule(op, partialTensor(op), "producer", true);
+  return emitTlxGemmRs(op.plan, schedule, {
+    ...rest,
+    ...(transfers === undefined ? {} : { backend: transfers }),
+    ...knobs,
+    ...(notifier === undefined ? {} : { notifier }),
+    name: op.name,
+  });
 }
