@@ -48,6 +48,8 @@ export type SharedOption = (typeof SHARED_OPTIONS)[number];
 export interface OperatorCli {
   readonly options: readonly OptionDeclaration[];
   readonly shared: readonly SharedOption[];
+  /** With the shared `template` option: the plan templates it takes, its default first. */
+  readonly templates?: readonly string[];
   /** Complete command lines, shown under `--help`. */
   readonly examples: readonly string[];
 }

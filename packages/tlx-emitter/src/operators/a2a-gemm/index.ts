@@ -13,6 +13,7 @@ export const a2aGemm: OperatorDefinition = {
   cli: {
     options: [],
     shared: GEMM_SHARED,
+    templates: ["direct"],
     examples: ["ovl emit a2a-gemm --m 4096 --n 1024 --k 1024 --world 4"],
   },
   compute: { tuned: false, defaultTile: () => ({ ...DEFAULT_TILE }) },

@@ -19,6 +19,7 @@ export const agAttention: OperatorDefinition = {
       { name: "causal", type: "switch", help: "the query at position i attends keys at positions <= i" },
     ],
     shared: ["world", "mesh", "template", "side", "split", "backend", "tile", "kernel"],
+    templates: ["swizzle", "ring", "hierarchical"],
     examples: ["ovl emit ag-attention --seq 16384 --heads 32 --head-dim 128 --causal --world 8 --template ring"],
   },
   compute: {

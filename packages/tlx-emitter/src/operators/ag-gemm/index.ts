@@ -15,6 +15,7 @@ export const agGemm: OperatorDefinition = {
   cli: {
     options: [],
     shared: [...GEMM_SHARED, "tlx"],
+    templates: ["swizzle", "ring", "hierarchical", "direct"],
     examples: [
       "ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx",
       "ovl emit ag-gemm --shape MLP-1 --world 4 --kernel my_matmul.py --plan my_plan.json",

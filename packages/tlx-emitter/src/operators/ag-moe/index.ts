@@ -13,6 +13,7 @@ export const agMoe: OperatorDefinition = {
     options: moeOptions("--k", "--n"),
     // --m/--n/--k alias --tokens/--intermediate/--hidden; the shape is the MoE's own, not an MLP shape.
     shared: GEMM_SHARED.filter((s) => s !== "shape" && s !== "plan" && s !== "group-m" && s !== "sms"),
+    templates: ["swizzle", "ring", "hierarchical"],
     examples: [
       "ovl emit ag-moe --tokens 8192 --hidden 2048 --intermediate 1536 --experts 8 --topk 2 --world 8",
       "ovl emit ag-moe --tokens 1024 --hidden 512 --intermediate 256 --experts 4 --topk 2 --world 2 --tile 128x128x64",

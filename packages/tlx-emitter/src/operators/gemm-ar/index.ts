@@ -13,6 +13,7 @@ export const gemmAr: OperatorDefinition = {
   cli: {
     options: [],
     shared: [...GEMM_SHARED, "comm-sms"],
+    templates: ["direct", "tilewise"],
     examples: ["ovl emit gemm-ar --shape MLP-1 --world 4 --backend sm", "ovl emit gemm-ar --shape MLP-1 --world 4 --template tilewise"],
   },
   compute: { tuned: false, defaultTile: () => ({ ...DEFAULT_TILE }) },

@@ -15,6 +15,7 @@ export const gemmRs: OperatorDefinition = {
   cli: {
     options: [],
     shared: [...GEMM_SHARED, "tlx", "comm-sms"],
+    templates: ["direct", "ring"],
     examples: ["ovl emit gemm-rs --shape MLP-1 --world 8 --out rs --tlx", "ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm"],
   },
   compute: {

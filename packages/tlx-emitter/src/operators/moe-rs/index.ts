@@ -13,6 +13,7 @@ export const moeRs: OperatorDefinition = {
   cli: {
     options: moeOptions("--n", "--k"),
     shared: ["gemm-sizes", "world", "mesh", "template", "side", "split", "backend", "tile", "kernel"],
+    templates: ["direct"],
     examples: ["ovl emit moe-rs --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8"],
   },
   compute: { tuned: false, defaultTile: () => ({ ...MOE_RS_DEFAULT_TILE }) },
