@@ -149,7 +149,13 @@ export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } fr
 export { bindGemm, type Binding, type GemmBindingInput } from "./core/bind.js";
 export { STREAM_K_BUFFERS, STREAM_K_PARAMS, STREAM_K_SLOTS, streamKScratch, type StreamKScratch } from "./schedule/stream-k.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./operators/ag-gemm/triton.js";
-export { compileAgGemmSilu, GEMM_SILU_MUL_BODY, GEMM_SILU_MUL_DEFAULT, gemmSiluMulBody, withSiluMulDefaults } from "./operators/ag-gemm-silu/triton.js";
+export {
+  compileAgGemmSilu,
+  GEMM_SILU_MUL_BODY,
+  GEMM_SILU_MUL_DEFAULT,
+  gemmSiluMulBody,
+  withSiluMulDefaults,
+} from "./operators/ag-gemm-silu/triton.js";
 export { compileMlp, MLP_STAGE_DIRS, type ChainResult, type MlpInput } from "./operators/mlp/chain.js";
 export { compileAgGroupedGemm, checkRouting, GROUP_TABLE, MOE_B, MOE_C } from "./operators/ag-grouped-gemm/triton.js";
 export { compileConsumer, type ConsumerSpec } from "./backends/triton/consumer.js";

@@ -36,12 +36,16 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   side: (c) => c.option("--side <side>", "push or pull transfers (ring and swizzle; default push)"),
   split: (c) => c.option("--split <chunks>", "chunks per shard transfer (default 2)", positiveInt("--split")),
   backend: (c) => c.option("--backend <backend>", "transfer backend: copy-engine or sm (default copy-engine)"),
-  tile: (c) => c.option("--tile <BMxBNxBK>", "the compute tile (default: the tuned configuration of the shape, else the operator's default)"),
+  tile: (c) =>
+    c.option("--tile <BMxBNxBK>", "the compute tile (default: the tuned configuration of the shape, else the operator's default)"),
   "group-m": (c) =>
     c.option("--group-m <n>", "L2 grouping of the tile order (default 8, or the tuned one without --tile)", positiveInt("--group-m")),
   sms: (c) => c.option("--sms <n>", "programs of the persistent GEMM (default 132)", positiveInt("--sms")),
   target: (c) =>
-    c.option("--target <gpu>", `whose tuned compute configurations decide the tile without --tile: ${TARGET_NAMES.join(" | ")} (default h200)`),
+    c.option(
+      "--target <gpu>",
+      `whose tuned compute configurations decide the tile without --tile: ${TARGET_NAMES.join(" | ")} (default h200)`,
+    ),
   tlx: (c) => c.option("--tlx", "also the TLX backend's warp-specialised kernels (the tuned TLX configuration), in <out>/tlx"),
   kernel: (c) => c.option("--kernel <file>", "your own annotated Triton kernel as the compute body (default: ovl's built-in body)"),
   plan: (c) => c.option("--plan <file>", "a chunk plan (ovl.chunk-plan/v1 JSON) in place of the template"),

@@ -172,11 +172,11 @@ export interface EmittedTlx {
 export async function emitTlx(p: Problem, e: EmittedOperator, sources: EmitSources = {}): Promise<EmittedTlx> {
   const input = { ...problemOperator(p, sources), name: `${e.name}_tlx` };
   // compile() resolves the TLX configuration (the tuned entry's `tlx` one) once.
-  const { operator: op, compute: choice, result: tlx } = await compileOperator(
-    input,
-    tlxBackend(),
-    sources.target === undefined ? {} : { target: sources.target },
-  );
+  const {
+    operator: op,
+    compute: choice,
+    result: tlx,
+  } = await compileOperator(input, tlxBackend(), sources.target === undefined ? {} : { target: sources.target });
   const dir = join(e.dir, "tlx");
   mkdirSync(dir, { recursive: true });
   const files = tlx.files.map((f) => {

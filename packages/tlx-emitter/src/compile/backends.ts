@@ -88,4 +88,3 @@ export function fastestBackend(options: TlxBackendOptions = {}): Backend {
     realise: () => Promise.reject(new EmitError("unsupported-op", "the fastest backend only selects another backend")),
   };
 }
-

@@ -93,7 +93,11 @@ export interface CompiledOperator {
  * here rather than resolving it again) and the backend that realised it.
  * @throws {EmitError} as {@link compile}.
  */
-export async function compileOperator(op: OperatorInput, backend: Backend = tritonBackend, options: CompileOptions = {}): Promise<CompiledOperator> {
+export async function compileOperator(
+  op: OperatorInput,
+  backend: Backend = tritonBackend,
+  options: CompileOptions = {},
+): Promise<CompiledOperator> {
   const report = validatePlan(op.plan);
   if (!report.ok) {
     const first = report.errors

@@ -5,7 +5,14 @@ import type { ChunkPlan } from "@ovl/chunk-plan";
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import { clusterFits } from "../backends/tlx/compute.js";
 import { builtinBody, type BuiltinBodyName } from "../core/builtin.js";
-import { candidateTables, lookupFirst, TUNED_OPERATORS, type ComputeConfigEntry, type ComputeConfigTable, type TunedOperator } from "./configs.js";
+import {
+  candidateTables,
+  lookupFirst,
+  TUNED_OPERATORS,
+  type ComputeConfigEntry,
+  type ComputeConfigTable,
+  type TunedOperator,
+} from "./configs.js";
 import type { Operator, OperatorInput } from "../core/operator.js";
 import { operatorDefinition } from "../operators/index.js";
 
@@ -82,7 +89,8 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
   const fallback = (reason: string) => ({ op: { ...op, tile: { ...untuned } }, choice: { source: "default" as const, reason } });
   const kind = op.kind;
   // The tables' schema names the operators it holds; an entry claiming tuning beyond it has none to read.
-  if (!def.compute.tuned || !(TUNED_OPERATORS as readonly string[]).includes(kind)) return fallback(`no tuned configurations of ${kind} operators`);
+  if (!def.compute.tuned || !(TUNED_OPERATORS as readonly string[]).includes(kind))
+    return fallback(`no tuned configurations of ${kind} operators`);
   const target = options.target ?? DEFAULT_TARGET.name;
   const tables = candidateTables(target, options.table);
   const first = tables[0];

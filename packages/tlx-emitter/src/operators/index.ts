@@ -36,6 +36,9 @@ export const OPERATOR_REGISTRY: readonly OperatorDefinition[] = [
 export function operatorDefinition(kind: OperatorKind): OperatorDefinition & Required<Pick<OperatorDefinition, "compute" | "realise">> {
   const def = OPERATOR_REGISTRY.find((d) => d.kind === kind);
   if (def?.compute === undefined || def.realise === undefined)
-    throw new EmitError("unsupported-op", `no operator compiles kind ${String(kind)}; known: ${OPERATOR_REGISTRY.map((d) => d.name).join(", ")}`);
+    throw new EmitError(
+      "unsupported-op",
+      `no operator compiles kind ${String(kind)}; known: ${OPERATOR_REGISTRY.map((d) => d.name).join(", ")}`,
+    );
   return def as OperatorDefinition & Required<Pick<OperatorDefinition, "compute" | "realise">>;
 }

@@ -6,7 +6,8 @@ import { dirname, join, relative, resolve } from "node:path";
 /** Module path (relative to the root, `/`-separated) → the modules it imports. */
 export type ImportGraph = ReadonlyMap<string, readonly string[]>;
 
-const SPECIFIER = /(?:^|[\s;}])(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)/g;
+const SPECIFIER =
+  /(?:^|[\s;}])(?:import|export)\s[^;]*?from\s*["'](\.{1,2}\/[^"']+)["']|import\(\s*["'](\.{1,2}\/[^"']+)["']\s*\)|(?:^|[\s;}])import\s*["'](\.{1,2}\/[^"']+)["']/g;
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -22,7 +23,9 @@ export function importGraph(root: string): ImportGraph {
   const key = (path: string) => relative(root, path).split("\\").join("/");
   for (const file of sources(root)) {
     const text = readFileSync(file, "utf8");
-    const targets = [...text.matchAll(SPECIFIER)].map((m) => key(resolve(dirname(file), (m[1] ?? m[2]) as string).replace(/\.js$/, ".ts")));
+    const targets = [...text.matchAll(SPECIFIER)].map((m) =>
+      key(resolve(dirname(file), (m[1] ?? m[2] ?? m[3]) as string).replace(/\.js$/, ".ts")),
+    );
     graph.set(key(file), [...new Set(targets)]);
   }
   return graph;

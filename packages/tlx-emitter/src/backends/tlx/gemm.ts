@@ -1,4 +1,3 @@
-
 import { checkPositive } from "../triton/kernels/common.js";
 import type { KernelTemplateInfo } from "../triton/kernels/index.js";
 import type { ElementType } from "../../core/device/index.js";
@@ -15,7 +14,7 @@ import type { EmittedFile } from "../../core/result.js";
 import { type EmitOptions, resolveOptions } from "../../core/options.js";
 import { validated } from "../../core/manifest/validate.js";
 import { EmitError } from "../../core/writer/index.js";
-import { noComm, } from "./comm.js";
+import { noComm } from "./comm.js";
 import { checkClusterM, checkClusterPairs, tlxGemm } from "./compute.js";
 import { tlxGemmPingPong } from "./compute-pingpong.js";
 import { tlxBlackwellKernel, tlxGemmBlackwell } from "./compute-blackwell.js";

@@ -4,13 +4,7 @@
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { checkPositive } from "../../backends/triton/kernels/common.js";
 import { alignmentUnit, checkSegmentAlignment } from "../../backends/triton/kernels/sm-comm.js";
-import {
-  type Buffer,
-  type KernelArg,
-  MANIFEST_SCHEMA,
-  type Table,
-  type TileProgramSpec,
-} from "../../core/manifest/schema.js";
+import { type Buffer, type KernelArg, MANIFEST_SCHEMA, type Table, type TileProgramSpec } from "../../core/manifest/schema.js";
 import { agGemmReference, checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
 import type { EmitResult } from "../../core/result.js";
 import { planHostOps } from "../../schedule/host-ops.js";

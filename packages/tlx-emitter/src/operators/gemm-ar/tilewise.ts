@@ -21,7 +21,15 @@ import { MANIFEST_SCHEMA, type Buffer, type Table } from "../../core/manifest/sc
 import { EmitError } from "../../core/writer/index.js";
 import type { EmitResult } from "../../core/result.js";
 import { AR_PLANS } from "./movements.js";
-import { checkDistinctBuffers, commGrid, kernelEntry, signalBuffer, SIGNAL_BUFFER, slotWaitStage, worldOf } from "../../backends/triton/common.js";
+import {
+  checkDistinctBuffers,
+  commGrid,
+  kernelEntry,
+  signalBuffer,
+  SIGNAL_BUFFER,
+  slotWaitStage,
+  worldOf,
+} from "../../backends/triton/common.js";
 import { AR_STREAMS, GEMM_AR_BUFFERS, gemmArReference } from "./partitioned.js";
 import type { ProducerFactory } from "../gemm-rs/template.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "../../core/options.js";

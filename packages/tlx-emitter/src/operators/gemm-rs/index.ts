@@ -10,7 +10,8 @@ import { compileGemmRs } from "./triton.js";
 /** `gemm-rs`: `ReduceScatter(A @ B)`. */
 export const gemmRs: OperatorDefinition = {
   name: "gemm-rs",
-  summary: "GEMM, then ReduceScatter: each tile's partial rows delivered to their owner (copy engine or SM pushes) as the GEMM finishes them",
+  summary:
+    "GEMM, then ReduceScatter: each tile's partial rows delivered to their owner (copy engine or SM pushes) as the GEMM finishes them",
   kind: "gemm-rs",
   cli: {
     options: [],

@@ -32,7 +32,14 @@ import {
 } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
 import type { EmitResult } from "../../core/result.js";
-import { checkDistinctBuffers, commGrid, checkPlanAndSchedule, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
+import {
+  checkDistinctBuffers,
+  commGrid,
+  checkPlanAndSchedule,
+  kernelEntry,
+  signalBuffer,
+  SIGNAL_BUFFER,
+} from "../../backends/triton/common.js";
 import type { EmittedFile } from "../../core/result.js";
 import { commStreamName } from "../../schedule/host-ops.js";
 import { mBlockTables } from "../../schedule/m-block-tables.js";

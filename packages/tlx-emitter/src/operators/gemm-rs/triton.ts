@@ -12,7 +12,7 @@ import { EmitError } from "../../core/writer/index.js";
 import { bindGemm } from "../../core/bind.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { RANK_VAR, rankMap } from "../../schedule/maps.js";
-import { type Operator } from "../../core/operator.js";
+import type { Operator } from "../../core/operator.js";
 import { operatorSchedule } from "../../schedule/operator-schedule.js";
 
 /** Template kind of a transformed producer body in the manifest. */

@@ -163,7 +163,10 @@ describe("slabCover", () => {
 
 describe("moeRsRunnerKernels", () => {
   it("are valid manifest kernels whose arguments and constexprs are the runner functions' parameters, in order", () => {
-    const src = readFileSync(join(fileURLToPath(new URL(".", import.meta.url)), "../../../../runtime-py/src/ovl_runtime/moe_rs.py"), "utf8");
+    const src = readFileSync(
+      join(fileURLToPath(new URL(".", import.meta.url)), "../../../../runtime-py/src/ovl_runtime/moe_rs.py"),
+      "utf8",
+    );
     const params = JSON.parse(
       runPython(
         "import ast, json, sys\nt = ast.parse(sys.stdin.read())\nprint(json.dumps({f.name: [a.arg for a in f.args.args] for f in t.body if isinstance(f, ast.FunctionDef)}))",
