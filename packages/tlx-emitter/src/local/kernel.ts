@@ -16,7 +16,7 @@ export interface LocalParam {
 
 /** A statement that sets the tile coordinates (`# ovl: tile m=... n=...`). */
 export interface TileStatement {
-  /** The expression_statement holding the assignment. */
+  /** @internal The expression_statement holding the assignment (a tree-sitter node, not part of the public types). */
   node: SyntaxNode;
   m: string;
   n?: string;
