@@ -58,6 +58,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .argument("<manifest>", "an ovl.manifest/v1 file (e.g. from ovl emit)")
     .description("run a manifest through the Python runner: emulated on the CPU, or on N GPUs under torchrun")
     .option("--emulate", "run on the CPU, ranks as threads (the default without --gpus)")
+    .option(
+      "--engine <engine>",
+      "CPU emulation engine: numpy (ovl's numpy models of the kernels), interpret (the kernels' own source under Triton's CPU interpreter; needs torch and triton, fails if missing) or auto (default: the interpreter for a compiled local body where torch and triton are installed, else numpy where every kernel has a numpy model; the output says which ran)",
+    )
     .option("--gpus <n>", "run on N GPUs: torchrun --nproc_per_node=N -m ovl_runtime run …", positiveInt("--gpus"))
     .option("--dry-run", "with --gpus: print the torchrun command only")
     .option("--baselines", "GPU: also time torch GEMM, the NCCL collective, both in sequence, and async-TP")
@@ -65,7 +69,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option("--out <file>", "where the report goes (default report.json beside the manifest)")
     .option("--python <path>", "the Python interpreter (default: runtime-py's .venv, else python3)")
     .option("--json", "print the report (ovl.report/v1) as JSON")
-    .addHelpText("after", "\nExamples:\n  ovl run mlp1/manifest.json --emulate\n  ovl run mlp1/manifest.json --gpus 4 --baselines")
+    .addHelpText("after", "\nExamples:\n  ovl run mlp1/manifest.json --emulate\n  ovl run mlp1/manifest.json --engine interpret\n  ovl run mlp1/manifest.json --gpus 4 --baselines")
     .action(async (manifest: string, o: RunFlags & { json?: boolean }) => {
       printOutput(io, await runCommand(manifest, o, io), o.json === true);
     });

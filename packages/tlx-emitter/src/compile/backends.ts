@@ -65,10 +65,10 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
  * pushes; Triton otherwise. TLX kernels are precompiled: the result's `expect` and
  * scripts/tlx-aot-compile.py make their cubins. The choice is the faster kernel alone, on one
  * GPU; end to end on two H200s the two backends' operators over the copy engine measured within
- * a few percent of each other per MLP shape (packages/bench/results/gpu/h200x2-2026-11-28/),
+ * a few percent of each other per MLP shape (evidence: `results/runs/h200x2-2026-11-28`),
  * but beside the SM push kernel the TLX GEMM+RS operator ran 3-14% slower than the Triton one
  * at every MLP shape on two and four H200s
- * (packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
+ * (evidence: `results/runs/deferred-notify-h200-2026-11-28`).
  */
 export function fastestBackend(options: TlxBackendOptions = {}): Backend {
   const tlx = tlxBackend(options);

@@ -115,7 +115,7 @@ export function resolveCompute(op: OperatorInput, options: ResolveComputeOptions
     // So does a GEMM+RS whose partials go by SM pushes: beside the push kernel's SMs fewer 2-SM
     // clusters co-reside than the grid holds, and the last run a second round (the clustered
     // picks, measured alone, ran 1.32-1.66x slower end to end there on two and four H200s:
-    // packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
+    // evidence: `results/runs/deferred-notify-h200-2026-11-28`).
     const paired = clusterFits(2, Math.ceil(op.problem.M / t.BM), groupM) && op.options?.backend !== "sm";
     const ws = {
       consumerSchedule: t.consumerSchedule,

@@ -29,7 +29,7 @@ export interface EmitOptions {
    * Programs of the SM communication kernel (default {@link DEFAULT_COMM_SMS}). The SM defaults are measured: on four
    * H100s GEMM+RS's SM pushes at MLP-1/3 took 1.2–1.4 ms with 8 programs of 4 warps moving 2048
    * elements a step, 0.56 ms with 16 programs of 8 warps moving 8192 (each step's loads are all the
-   * bytes a program has in flight; `packages/bench/results/gpu/sm-push-h100x4-2026-11-27/`).
+   * bytes a program has in flight; evidence: `results/runs/sm-push-h100x4-2026-11-27`).
    */
   readonly commSms?: number;
   /** Elements an SM communication program moves per step (default 8192). */
@@ -110,11 +110,11 @@ export type GemmEpilogue = "shared" | "registers";
  * Launch defaults of the persistent TMA GEMM for a tile: the deepest ring of 4, 3 or 2
  * stages whose A and B blocks, plus the epilogue's C tile where it passes through shared
  * memory, fit in `sharedBytes`, and 8 warps for tiles of 128×256 elements or more, else 4.
- * Measured on one H200 over six MLP problems (`packages/bench/results/gpu/tiles-2026-11-22/`):
+ * Measured on one H200 over six MLP problems (evidence: `results/runs/tiles-2026-11-22`):
  * 128×256×64 at 8 warps / 3 stages reaches 93% of cuBLAS on average; 128×128×64 reaches 90%
  * at 4 stages but 71–73% at 3. The MoE bodies store C from registers (rows scattered through
  * the routing), so 128×256×64 takes 4 stages there, the fastest of 3 and 4 at all of MoE-1…6
- * on one H100 (`packages/bench/results/gpu/moe-bodies-h100-2026-11-26/`).
+ * on one H100 (evidence: `results/runs/moe-bodies-h100-2026-11-26`).
  */
 export function gemmLaunchDefaults(
   tile: { readonly BLOCK_M: number; readonly BLOCK_N: number; readonly BLOCK_K: number },

@@ -213,7 +213,7 @@ function checkStoreGroups(sync: EpilogueSync): void {
  * of the last two waves would both wait for the kernel's end, and the transfers after it double (notifying
  * every tile a tile later cost the Triton GEMM+RS operator 0.6-5.3% end to end on two and four H200s; for
  * these kernels the flush measured within noise, and free in the kernel alone:
- * packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
+ * evidence: `results/runs/deferred-notify-h200-2026-11-28`).
  */
 function flushLastTiles(w: PythonWriter, sync: EpilogueSync, notifyNow: (w: PythonWriter) => void): void {
   if (sync.lastTiles === undefined) return;

@@ -102,7 +102,7 @@ export const MAX_DEFAULT_STAGES = 4;
  * The ring depth of a `tlxGemm` that names none: the deepest ring of at most
  * `MAX_DEFAULT_STAGES` stages that fits shared memory beside the epilogue's staging (4 at
  * 128×256×64 with the split epilogue, which gained over 3 on an H100 and an H200:
- * `packages/bench/results/gpu/epilogue-split-2026-11-27/`); 1 when none fits (then refused).
+ * evidence: `results/runs/epilogue-split-2026-11-27`); 1 when none fits (then refused).
  */
 export function defaultStages(p: Omit<TlxGemmParams, "stages">): number {
   for (let s = MAX_DEFAULT_STAGES; s > 1; s--) if (tlxGemmSharedBytes({ ...p, stages: s }) <= SM90_MAX_SHARED_BYTES) return s;

@@ -3,7 +3,7 @@
 // a map that is one expression over (m-block, rank) is printed inline and any other is a
 // per-rank table the kernel loads; the manifest's tile program carries the same maps for the
 // CPU emulation. A table load at the top of a tile costs the TLX kernels up to 5% at world 8
-// (`packages/bench/results/gpu/tlx-backend-h100-2026-11-26/`), an inline expression nothing.
+// (evidence: `results/runs/tlx-backend-h100-2026-11-26`), an inline expression nothing.
 import { freeVariables, mapToPython, type IndexMap } from "@ovl/mapping";
 import { RANK_VAR, rankMap, type BuiltMap } from "../../schedule/maps.js";
 import { DOMAIN_VARIABLE } from "../../local/program.js";

@@ -43,7 +43,7 @@ export const MOE_ALIGN_CHUNK = 256;
  * entries decide otherwise): one n-block covers N per rank (192/256 at TileLink's MoE shapes), so
  * the gathered rows are read once. With 8 warps and 4 stages, in the non-persistent built-in body,
  * it is the fastest configuration at four of MoE-1…6 on one H100
- * (`packages/bench/results/gpu/moe-blocks-h100-2026-11-27/`).
+ * (evidence: `results/runs/moe-blocks-h100-2026-11-27`).
  */
 export const MOE_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 /** At most this many programs run each routing kernel. */

@@ -32,7 +32,7 @@ export const AR_STREAMS = { gather: "allgather", done: "ar_done" } as const;
 /**
  * `BLOCK_N` of `ar-reduce-broadcast` unless `options.reduceBlockN` names one: 128×64 tiles beat 128×128 by 2–5%
  * (geometric mean of MLP-1…6) through the torch API on four H100s in three A/B pairs at world 4, and tie at world 2
- * (`packages/bench/results/gpu/gemm-ar-sm-h100x4-2026-11-27/run4-broadcast-launch/`, `run5-n64-ab/`).
+ * (evidence: `results/runs/gemm-ar-sm-h100x4-2026-11-27`, its `run4-broadcast-launch` and `run5-n64-ab`).
  */
 export const AR_BROADCAST_BLOCK_N = 64;
 

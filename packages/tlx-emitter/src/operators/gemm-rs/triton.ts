@@ -62,7 +62,7 @@ export function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerC
     notifyScope: ctx.notifyScope ?? "sys",
     // Each tile notifies at its end (notifyAt "tile"). Notifying a tile later made the GEMM 0.6-1.1%
     // faster alone but the operator 0.6-5.3% slower end to end on two and four H200s: the last two
-    // chunks then become ready only when the kernel ends (packages/bench/results/gpu/deferred-notify-h200-2026-11-28/).
+    // chunks then become ready only when the kernel ends (evidence: `results/runs/deferred-notify-h200-2026-11-28`).
     notifyAt: "tile",
     numPidN: ctx.numPidN,
     tables: tables.map((x) => x.name),

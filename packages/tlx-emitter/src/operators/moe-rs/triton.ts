@@ -453,11 +453,11 @@ function warpSpecializedLaunch(o: ResolvedOptions): { numWarps: number; numStage
  * The body `ovl emit moe-rs` compiles without --kernel: the warp-specialised one, rows read in
  * block order (`kernels/moe_gemm_scatter_ws.py`): emitted, 1.02–1.21× `torch._grouped_mm` at
  * MoE-1…6 on one H100 where the per-tile `moe_gemm_scatter` reached 0.59–0.77×
- * (`packages/bench/results/gpu/moe-ws-h100-2026-11-26/`).
+ * (evidence: `results/runs/moe-ws-h100-2026-11-26`).
  */
 export const MOE_RS_DEFAULT_BODY = "moe_gemm_scatter_ws" as const;
 
-/** The tile `ovl emit moe-rs` takes without --tile: the fastest of 64/128 × 128/256 at MoE-1…6 (world 8) on an H200 (`packages/bench/results/gpu/moe-rs-compiled-h200-2026-11-25/`). */
+/** The tile `ovl emit moe-rs` takes without --tile: the fastest of 64/128 × 128/256 at MoE-1…6 (world 8) on an H200 (evidence: `results/runs/moe-rs-compiled-h200-2026-11-25`). */
 export const MOE_RS_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 
 /**

@@ -35,7 +35,7 @@ export const RS_REDUCE_TILE_ELEMENTS = 128 * 128;
  * per m-block): 128, narrowed so that a tile holds at most `RS_REDUCE_TILE_ELEMENTS` — 64 under
  * a 256-row m-block. A 256×128 tile holds 256 fp32 sums per thread at 4 warps, twice the measured one: on two H200s the reduction
  * after the TLX GEMM+RS producer (256×128 tiles) took 0.44 ms at MLP-5 against 0.12 ms after the
- * Triton one's 128-row m-blocks (`packages/bench/results/gpu/h200x2-2026-11-28/`).
+ * Triton one's 128-row m-blocks (evidence: `results/runs/h200x2-2026-11-28`).
  * @throws {EmitError} `bad-param` when `blockM` is not a power of two.
  */
 export function rsReduceBlockN(blockM: number): number {
