@@ -69,7 +69,10 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option("--out <file>", "where the report goes (default report.json beside the manifest)")
     .option("--python <path>", "the Python interpreter (default: runtime-py's .venv, else python3)")
     .option("--json", "print the report (ovl.report/v1) as JSON")
-    .addHelpText("after", "\nExamples:\n  ovl run mlp1/manifest.json --emulate\n  ovl run mlp1/manifest.json --engine interpret\n  ovl run mlp1/manifest.json --gpus 4 --baselines")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  ovl run mlp1/manifest.json --emulate\n  ovl run mlp1/manifest.json --engine interpret\n  ovl run mlp1/manifest.json --gpus 4 --baselines",
+    )
     .action(async (manifest: string, o: RunFlags & { json?: boolean }) => {
       printOutput(io, await runCommand(manifest, o, io), o.json === true);
     });

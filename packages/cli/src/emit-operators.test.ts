@@ -30,10 +30,14 @@ describe("ovl emit <operator>", () => {
 
   it("lists only the operator's own flags and the shared ones it takes", async () => {
     const rs = flags(await help("emit", "gemm-rs"));
-    expect(rs).toEqual(expect.arrayContaining(["--shape", "--m", "--world", "--target", "--tlx", "--comm-sms", "--kernel", "--plan", "--out"]));
+    expect(rs).toEqual(
+      expect.arrayContaining(["--shape", "--m", "--world", "--target", "--tlx", "--comm-sms", "--kernel", "--plan", "--out"]),
+    );
     for (const other of ["--seq", "--heads", "--experts", "--topk", "--tokens", "--causal"]) expect(rs).not.toContain(other);
     const attention = flags(await help("emit", "ag-attention"));
-    expect(attention).toEqual(expect.arrayContaining(["--seq", "--heads", "--kv-heads", "--head-dim", "--causal", "--world", "--template"]));
+    expect(attention).toEqual(
+      expect.arrayContaining(["--seq", "--heads", "--kv-heads", "--head-dim", "--causal", "--world", "--template"]),
+    );
     for (const other of ["--tlx", "--shape", "--target", "--plan", "--experts", "--m"]) expect(attention).not.toContain(other);
     for (const d of OPERATOR_REGISTRY.filter((e) => e.cli !== undefined)) {
       const listed = flags(await help("emit", d.name));
@@ -44,10 +48,7 @@ describe("ovl emit <operator>", () => {
   });
 
   it("refuses another operator's flag and suggests the closest operator", async () => {
-    const [foreign, typo] = await Promise.all([
-      ovl(["emit", "gemm-rs", "--seq", "64"]),
-      ovl(["emit", "gemm-sr", "--world", "2"]),
-    ]);
+    const [foreign, typo] = await Promise.all([ovl(["emit", "gemm-rs", "--seq", "64"]), ovl(["emit", "gemm-sr", "--world", "2"])]);
     expect(foreign.status).toBe(2);
     expect(foreign.stderr).toContain("unknown option '--seq'");
     expect(typo.status).toBe(2);

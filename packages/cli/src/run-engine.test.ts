@@ -31,7 +31,9 @@ describe("ovl run --engine", () => {
 
   it("refuses the interpreter where torch and triton are missing, before starting the runner", async () => {
     const dir = temp();
-    expect((await ovl(["emit", "ag-gemm", "--m", "256", "--n", "64", "--k", "64", "--world", "2", "--tile", "64x64x32", "--out", dir])).status).toBe(0);
+    expect(
+      (await ovl(["emit", "ag-gemm", "--m", "256", "--n", "64", "--k", "64", "--world", "2", "--tile", "64x64x32", "--out", dir])).status,
+    ).toBe(0);
     const r = await ovl(["run", join(dir, "manifest.json"), "--engine", "interpret", "--python", pythonWithoutTorch(dir)]);
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("--engine interpret runs the kernels under Triton's CPU interpreter, which needs torch and triton");
@@ -40,14 +42,39 @@ describe("ovl run --engine", () => {
     expect(bad.status).toBe(2);
   }, 60_000);
 
-  it.skipIf(!canEmulate)("says which engine ran", async () => {
-    const dir = temp();
-    expect((await ovl(["emit", "gemm-rs", "--m", "256", "--n", "64", "--k", "64", "--world", "2", "--split", "1", "--tile", "64x64x32", "--out", dir])).status).toBe(0);
-    const numpy = await ovl(["run", join(dir, "manifest.json"), "--engine", "numpy", "--epochs", "1"]);
-    expect(numpy.status, numpy.stderr).toBe(0);
-    expect(numpy.stdout).toContain("engine: numpy\n");
-    const auto = await ovl(["run", join(dir, "manifest.json"), "--epochs", "1"]);
-    expect(auto.status, auto.stderr).toBe(0);
-    expect(auto.stdout).toMatch(/engine: (numpy|interpret) \(auto: /);
-  }, 120_000);
+  it.skipIf(!canEmulate)(
+    "says which engine ran",
+    async () => {
+      const dir = temp();
+      expect(
+        (
+          await ovl([
+            "emit",
+            "gemm-rs",
+            "--m",
+            "256",
+            "--n",
+            "64",
+            "--k",
+            "64",
+            "--world",
+            "2",
+            "--split",
+            "1",
+            "--tile",
+            "64x64x32",
+            "--out",
+            dir,
+          ])
+        ).status,
+      ).toBe(0);
+      const numpy = await ovl(["run", join(dir, "manifest.json"), "--engine", "numpy", "--epochs", "1"]);
+      expect(numpy.status, numpy.stderr).toBe(0);
+      expect(numpy.stdout).toContain("engine: numpy\n");
+      const auto = await ovl(["run", join(dir, "manifest.json"), "--epochs", "1"]);
+      expect(auto.status, auto.stderr).toBe(0);
+      expect(auto.stdout).toMatch(/engine: (numpy|interpret) \(auto: /);
+    },
+    120_000,
+  );
 });

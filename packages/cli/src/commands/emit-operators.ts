@@ -106,9 +106,12 @@ export function registerEmitCommands(program: Command, io: Io): void {
     .description("plan, lower and emit a fused operator as Triton kernels plus manifest.json: ovl emit <operator> --help lists its flags")
     .showSuggestionAfterError(true)
     .showHelpAfterError("(add --help for usage)")
-    .addHelpText("after", `\nExamples:\n${emittedOperators()
-      .map((d) => `  ${d.cli.examples[0]}`)
-      .join("\n")}`);
+    .addHelpText(
+      "after",
+      `\nExamples:\n${emittedOperators()
+        .map((d) => `  ${d.cli.examples[0]}`)
+        .join("\n")}`,
+    );
   for (const def of emittedOperators()) {
     const routine = EMITTERS[def.name];
     if (routine === undefined) throw new CliError("unsupported", `the operator registry's ${def.name} has no emission routine in the CLI`);

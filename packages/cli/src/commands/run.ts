@@ -139,7 +139,11 @@ export async function runCommand(manifestArg: string, flags: RunFlags, io: Io): 
     bar.finish();
     const used = engineOfReport(report);
     const engineLine =
-      used === undefined ? [] : [`  engine: ${used}${engine === "auto" ? " (auto: the interpreter for a compiled local body where torch and triton are installed, else numpy)" : ""}`];
+      used === undefined
+        ? []
+        : [
+            `  engine: ${used}${engine === "auto" ? " (auto: the interpreter for a compiled local body where torch and triton are installed, else numpy)" : ""}`,
+          ];
     return { report, json: report, lines: [...summarizeReport(report), ...engineLine, `wrote ${out}`] };
   } catch (e) {
     bar.finish();
