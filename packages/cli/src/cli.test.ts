@@ -181,7 +181,8 @@ describe("ovl emit", () => {
     expect(tlx.kernels[0]!.constexprs).toMatchObject({ BLOCK_M: e.tlx!.BM, BLOCK_N: e.tlx!.BN, NUM_STAGES: e.tlx!.stages });
     const refused = await ovl(["emit", "gemm-ar", "--world", "2", "--tlx", "--out", temp()]);
     expect(refused.status).not.toBe(0);
-    expect(refused.stderr).toMatch(/--tlx emits the warp-specialised AG\+GEMM and GEMM\+RS/);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain("unknown option '--tlx'");
   });
 
   it("refuses collectives; a split finer than the tile makes tiles wait on several chunks", async () => {
@@ -191,7 +192,7 @@ describe("ovl emit", () => {
       ovl(["emit", "ag-gemm", "--world", "2", "--split", "64", "--out", dir]),
     ]);
     expect(collective.status).toBe(2);
-    expect(collective.stderr).toContain("takes ag-gemm or gemm-rs");
+    expect(collective.stderr).toContain("unknown command 'all-gather'");
     expect(fine.status, fine.stderr).toBe(0);
     const kernel = readFileSync(join(dir, "ag_gemm_mlp1_w2_s64.py"), "utf8");
     expect((kernel.match(/wait_slot\(/g) ?? []).length).toBeGreaterThan(1);

@@ -105,8 +105,8 @@ function writeFiles(dir: string, files: readonly EmittedFile[], manifest: string
 
 /** Runs the demo pipeline; throws a typed error of the package that failed. */
 export async function runDemo(options: Partial<DemoOptions> = {}): Promise<DemoResult> {
-  // Two ranks by default: the configuration measured on H200s (packages/bench/results/gpu/
-  // cli-2026-11-22: 0.549 ms against 0.680 not overlapped), not only predicted.
+  // Two ranks by default: the configuration measured on H200s (0.549 ms against 0.680 not
+  // overlapped; evidence: `results/runs/cli-2026-11-22`), not only predicted.
   const world = options.world ?? 2;
   const split = options.split ?? 2;
   const device = options.device ?? "H200_SXM";

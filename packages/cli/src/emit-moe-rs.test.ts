@@ -79,7 +79,7 @@ describe("ovl emit moe-rs", () => {
       [["--backend", "copy-engine"], /SM pulls only/],
       [["--world", "3"], /must divide evenly over the world \(3\)/],
       [["--split", "3"], /--split 3 must divide each rank's 16 tokens/],
-      [["--target", "h100"], /not --tlx, --plan, --shape or --target/],
+      [["--target", "h100"], /unknown option '--target'/],
     ];
     for (const [flags, message] of refusals) {
       const out = join(temp(), "out");

@@ -1,6 +1,6 @@
 // `ovl simulate` against what the emitted kernels measured: GEMM+ReduceScatter and the partitioned
 // GEMM+AllReduce over SM transfers, through the torch API from CUDA graphs on four H100s, at worlds 4
-// and 2 (packages/bench/results/gpu/gemm-ar-sm-h100x4-2026-11-27/run2, measured after the model's
+// and 2 (evidence: `results/runs/gemm-ar-sm-h100x4-2026-11-27`, its `run2`, measured after the model's
 // parameters: the SM copy law was fitted on push kernels alone, push-rate-h100x4-2026-11-27).
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -48,7 +48,7 @@ describe("ovl simulate against the torch API's SM-transfer operators on four H10
 });
 
 // The eager runner's copy-engine AllGather+GEMM and GEMM+ReduceScatter (Triton backend, the H200 table's tuned
-// configurations) on two H200s in three calls, four passes each (packages/bench/results/gpu/h200x2-2026-11-28;
+// configurations) on two H200s in three calls, four passes each (evidence: `results/runs/h200x2-2026-11-28`;
 // measured after every model parameter was set), priced at the same tuned tile and L2 grouping `ovl emit` gives them.
 const H2 = join(dirname(fileURLToPath(import.meta.url)), "../../bench/results/gpu/h200x2-2026-11-28");
 const CALLS = ["backends", "backends-reduce-tile", "backends-packed-args"] as const;
@@ -95,7 +95,7 @@ describe("ovl simulate against the eager copy-engine operators on two H200s", ()
 });
 
 // GEMM+RS with the producer notifying each tile at its end and a tile later (notifyAt "next-tile"), eager, copy
-// engine and SM pushes, worlds 2 and 4 on four H200s (packages/bench/results/gpu/deferred-notify-h200-2026-11-28/e2e-h200x4).
+// engine and SM pushes, worlds 2 and 4 on four H200s (evidence: `results/runs/deferred-notify-h200-2026-11-28`, its `e2e-h200x4`).
 const E2E = join(dirname(fileURLToPath(import.meta.url)), "../../bench/results/gpu/deferred-notify-h200-2026-11-28/e2e-h200x4");
 const gmean = (xs: readonly number[]) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
 

@@ -65,6 +65,11 @@ describe("runnerArgs", () => {
       "--timeout-s",
       "0.5",
     ]);
+    expect(runnerArgs("m.json", "r.json", { emulate: true, engine: "interpret" }).slice(-3)).toEqual([
+      "--emulate",
+      "--engine",
+      "interpret",
+    ]);
     expect(runnerArgs("m.json", "r.json", { nproc: 4, baselines: true, symmBackend: "nvshmem" })).toEqual([
       "-m",
       "torch.distributed.run",

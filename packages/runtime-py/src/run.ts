@@ -20,6 +20,11 @@ export interface RunnerProgress {
 export interface RunManifestOptions {
   /** Run on the CPU (ranks as threads over numpy arrays) instead of GPUs. */
   emulate?: boolean;
+  /**
+   * Emulation only: `numpy` (the templates re-implemented in numpy), `interpret` (the kernels'
+   * own source under Triton's CPU interpreter; needs torch and triton) or `auto` (the runner's choice).
+   */
+  engine?: "auto" | "numpy" | "interpret";
   /** Python interpreter; default: this package's `.venv/bin/python` if present, else `python3`. */
   python?: string;
   /** Where the report is written; default: a temporary file, removed afterwards. */
@@ -59,6 +64,7 @@ export function runnerArgs(manifestPath: string, out: string, o: RunManifestOpti
   const head = torchrun ? ["-m", "torch.distributed.run", `--nproc_per_node=${o.nproc}`] : [];
   const args = [...head, "-m", "ovl_runtime", "run", manifestPath, "--out", out];
   if (o.emulate) args.push("--emulate");
+  if (o.engine !== undefined) args.push("--engine", o.engine);
   if (o.baselines) args.push("--baselines");
   if (o.epochs !== undefined) args.push("--epochs", String(o.epochs));
   if (o.timeoutS !== undefined) args.push("--timeout-s", String(o.timeoutS));

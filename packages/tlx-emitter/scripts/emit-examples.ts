@@ -5,10 +5,10 @@
 //   tsx scripts/emit-examples.ts <out-dir>
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { compiledExamples } from "../src/compile/examples.js";
-import { examples } from "../src/emit/examples.js";
-import { emitManifestJson } from "../src/emit/index.js";
-import { RING_REDUCE, ringReduceSource, SM_PULL, smPullSource } from "../src/kernels/index.js";
+import { compiledExamples } from "../src/examples/compiled.js";
+import { examples } from "../src/examples/templates.js";
+import { emitManifestJson } from "../src/index.js";
+import { RING_REDUCE, ringReduceSource, SM_PULL, smPullSource } from "../src/backends/triton/kernels/index.js";
 
 const out = process.argv[2];
 if (out === undefined) {

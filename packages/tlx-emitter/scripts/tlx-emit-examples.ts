@@ -5,8 +5,8 @@
 //   tsx scripts/tlx-emit-examples.ts <out-dir>
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { emitManifestJson } from "../src/emit/index.js";
-import { emitTlxGemm, tlxBlackwellExamples, tlxExamples, type TlxEmitResult } from "../src/tlx/index.js";
+import { emitManifestJson } from "../src/index.js";
+import { emitTlxGemm, tlxBlackwellExamples, tlxExamples, type TlxEmitResult } from "../src/index.js";
 
 const out = process.argv[2];
 if (out === undefined) {

@@ -4,8 +4,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chainJsonSchemaText } from "../src/chain/schema.js";
-import { manifestJsonSchemaText } from "../src/manifest/json-schema.js";
+import { chainJsonSchemaText } from "../src/core/chain/schema.js";
+import { manifestJsonSchemaText } from "../src/core/manifest/json-schema.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const files = [

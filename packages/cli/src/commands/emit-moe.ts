@@ -3,7 +3,7 @@
 // built-in gather + grouped GEMM body (or --kernel) computes each expert's rows.
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import type { TargetName } from "@ovl/primitives";
-import { builtinBody, compile, MOE_DEFAULT_TILE, resolveCompute, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
+import { builtinBody, compileOperator, MOE_DEFAULT_TILE, tritonBackend, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeCompute } from "./emit.js";
@@ -122,8 +122,8 @@ export async function emitMoeCommand(
     moe: p.routing,
     ...(f.tile === undefined ? {} : { tile: moeTile(f.tile) }),
   };
-  const { op, choice } = resolveCompute(input, target === undefined ? {} : { target });
-  const result = await compile(op);
+  // compile() resolves the compute configuration once (`--tile`, else the tuned table of the shape and routing).
+  const { operator: op, compute: choice, result } = await compileOperator(input, tritonBackend, target === undefined ? {} : { target });
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   return {

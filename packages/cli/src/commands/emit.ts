@@ -5,11 +5,11 @@ import { basename, join } from "node:path";
 import { lowerToTileSchedule, planSignals, type ChunkPlan, type TileSchedule } from "@ovl/chunk-plan";
 import {
   builtinBody,
-  compile,
+  compileOperator,
   describeTable,
   emitManifestJson,
-  resolveCompute,
   tlxBackend,
+  tritonBackend,
   type ComputeChoice,
   type EmitResult,
   type KernelBody,
@@ -128,17 +128,20 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
   if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {
     throw new UsageError("unsupported", "the direct template is one NCCL collective, with nothing to fuse; use --template swizzle or ring");
   }
-  const { op, choice } = resolveCompute(problemOperator(p, sources), sources.target === undefined ? {} : { target: sources.target });
+  const input = problemOperator(p, sources);
+  // compile() resolves the compute configuration (tuned table or default) once; the schedule
+  // written beside the kernels is lowered at the tile it chose.
+  const compiled = await compileOperator(input, tritonBackend, sources.target === undefined ? {} : { target: sources.target });
+  const { operator: op, compute: choice, result } = compiled;
   const schedule = lowerToTileSchedule(
-    op.plan,
-    { ...gemmTiling({ ...p, tile: op.tile, groupSizeM: op.groupM ?? p.groupSizeM }), tensor: scheduleTensor(p, op.plan) },
+    input.plan,
+    { ...gemmTiling({ ...p, tile: op.tile, groupSizeM: op.groupM ?? p.groupSizeM }), tensor: scheduleTensor(p, input.plan) },
     { role: consumes(p) ? "consumer" : "producer" },
   );
-  const result = await compile(op);
-  const { dir, manifest: manifestPath, files } = writeEmitted(outDir, result, op.plan);
+  const { dir, manifest: manifestPath, files } = writeEmitted(outDir, result, input.plan);
   writeFileSync(join(dir, "schedule.json"), `${JSON.stringify(schedule)}\n`);
   files.push(join(dir, "schedule.json"));
-  return { name: op.name, dir, manifestPath, files, plan: op.plan, schedule, result, operator: op, compute: choice };
+  return { name: op.name, dir, manifestPath, files, plan: input.plan, schedule, result, operator: op, compute: choice };
 }
 
 /** The tensor the schedule tiles: the template's, or the one a plan file moves / waits on. */
@@ -168,9 +171,12 @@ export interface EmittedTlx {
  */
 export async function emitTlx(p: Problem, e: EmittedOperator, sources: EmitSources = {}): Promise<EmittedTlx> {
   const input = { ...problemOperator(p, sources), name: `${e.name}_tlx` };
-  const { op, choice } = resolveCompute(input, { ...(sources.target === undefined ? {} : { target: sources.target }), backend: "tlx" });
-  // The operator as resolved (its tile set), as emitProblem compiles it: compile() keeps it.
-  const tlx = await compile(op, tlxBackend());
+  // compile() resolves the TLX configuration (the tuned entry's `tlx` one) once.
+  const {
+    operator: op,
+    compute: choice,
+    result: tlx,
+  } = await compileOperator(input, tlxBackend(), sources.target === undefined ? {} : { target: sources.target });
   const dir = join(e.dir, "tlx");
   mkdirSync(dir, { recursive: true });
   const files = tlx.files.map((f) => {

@@ -1,9 +1,10 @@
 // `ovl run`: run a manifest through the Python runner (@ovl/runtime-py): emulated on the
 // CPU, or on N GPUs under torchrun. Streams the runner's progress to stderr as a bar and
 // prints the report's summary (or the report itself with --json).
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { runManifest, RunnerError, type Report, type RunnerProgress } from "@ovl/runtime-py";
+import { defaultPython, runManifest, RunnerError, type Report, type RunnerProgress } from "@ovl/runtime-py";
 import { CliError, UsageError } from "../errors.js";
 import { ProgressBar, type CommandOutput, type Io } from "../io.js";
 
@@ -16,6 +17,40 @@ export interface RunFlags {
   epochs?: number;
   out?: string;
   python?: string;
+  /** `--engine numpy | interpret | auto`: the CPU emulation engine (implies the emulation). */
+  engine?: string;
+}
+
+/** The CPU emulation engines `ovl run --engine` takes. */
+export const ENGINES = ["numpy", "interpret", "auto"] as const;
+/** An emulation engine. */
+export type Engine = (typeof ENGINES)[number];
+
+/**
+ * The engine `--engine` names (default `auto`).
+ * @throws {UsageError} for another name, or with `--gpus` (the engines emulate on the CPU).
+ */
+export function parseEngine(flags: Pick<RunFlags, "engine" | "gpus">): Engine {
+  if (flags.engine === undefined) return "auto";
+  if (!(ENGINES as readonly string[]).includes(flags.engine))
+    throw new UsageError("usage", `--engine must be one of ${ENGINES.join(", ")}, got '${flags.engine}' (for example: --engine numpy)`);
+  if (flags.gpus !== undefined) throw new UsageError("usage", "--engine picks the CPU emulation; drop it to run on GPUs with --gpus");
+  return flags.engine as Engine;
+}
+
+/** Why `python` cannot run the interpreter engine (torch or triton missing), or undefined. */
+export function interpreterUnavailable(python: string): string | undefined {
+  const probe = "import importlib.util as u; print(' '.join(p for p in ('torch', 'triton') if u.find_spec(p) is None))";
+  const r = spawnSync(python, ["-c", probe], { encoding: "utf8", timeout: 30_000 });
+  if (r.error !== undefined) return `${python} could not be started (${r.error.message})`;
+  if (r.status !== 0) return `${python} could not check for torch and triton: ${r.stderr.trim().split("\n").pop() ?? ""}`;
+  const missing = r.stdout.trim();
+  return missing === "" ? undefined : `${python} has no ${missing.split(" ").join(" and ")}`;
+}
+
+/** The engine a report was run with, from its device (`cpu-emulation` is numpy's, `cpu-interpreter` the interpreter's). */
+export function engineOfReport(r: Report): Engine | undefined {
+  return r.device === "cpu-interpreter" ? "interpret" : r.device === "cpu-emulation" ? "numpy" : undefined;
 }
 
 /** The manifest facts `ovl run` checks before starting Python. */
@@ -71,6 +106,16 @@ export async function runCommand(manifestArg: string, flags: RunFlags, io: Io): 
   } else if (flags.dryRun) {
     throw new UsageError("usage", "--dry-run prints the torchrun command and needs --gpus N");
   }
+  const engine = parseEngine(flags);
+  if (engine === "interpret") {
+    // Checked here: the runner would otherwise fail deep in its start with a less direct message.
+    const why = interpreterUnavailable(flags.python ?? defaultPython());
+    if (why !== undefined)
+      throw new CliError(
+        "run-failed",
+        `--engine interpret runs the kernels under Triton's CPU interpreter, which needs torch and triton: ${why}. Install them into that interpreter (pip install 'packages/runtime-py[interpret]': torch 2.11.0, triton 3.6.0), point --python at one that has them, or use --engine numpy`,
+      );
+  }
   const total = flags.epochs ?? head.checkRuns;
   const bar = new ProgressBar(io, `run ${head.name}`);
   let checks = 0;
@@ -87,11 +132,19 @@ export async function runCommand(manifestArg: string, flags: RunFlags, io: Io): 
       ...(flags.baselines ? { baselines: true } : {}),
       ...(flags.epochs !== undefined ? { epochs: flags.epochs } : {}),
       ...(flags.python !== undefined ? { python: flags.python } : {}),
+      ...(flags.gpus === undefined ? { engine } : {}),
       out,
       onProgress,
     });
     bar.finish();
-    return { report, json: report, lines: [...summarizeReport(report), `wrote ${out}`] };
+    const used = engineOfReport(report);
+    const engineLine =
+      used === undefined
+        ? []
+        : [
+            `  engine: ${used}${engine === "auto" ? " (auto: the interpreter for a compiled local body where torch and triton are installed, else numpy)" : ""}`,
+          ];
+    return { report, json: report, lines: [...summarizeReport(report), ...engineLine, `wrote ${out}`] };
   } catch (e) {
     bar.finish();
     if (e instanceof RunnerError) {

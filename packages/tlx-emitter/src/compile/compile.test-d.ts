@@ -2,8 +2,8 @@
 // against compile(), Operator, Backend and the local-kernel functions.
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import { describe, expectTypeOf, it } from "vitest";
-import type { EmitResult } from "../emit/ag-gemm.js";
-import type { Manifest } from "../manifest/schema.js";
+import type { EmitResult } from "../core/result.js";
+import type { Manifest } from "../core/manifest/schema.js";
 import { parseLocalKernel, transformLocalKernel, type LocalKernel, type LocalKernelOutput, type TileProgram } from "../local/index.js";
 import {
   builtinBody,
@@ -16,7 +16,7 @@ import {
   type KernelBody,
   type Operator,
   type OperatorInput,
-} from "./index.js";
+} from "../index.js";
 
 describe("compile path types", () => {
   it("compile takes an operator (its tile optional) and an optional Backend and resolves to kernels plus a manifest", () => {

@@ -2,10 +2,10 @@ import { readFileSync } from "node:fs";
 import { allGatherRing, allGatherSwizzle, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Manifest } from "../manifest/schema.js";
+import { Manifest } from "../core/manifest/schema.js";
 import { parseWithPython } from "../testing/python.js";
-import { EmitError } from "../writer/index.js";
-import { builtinBody, compile, tlxBackend, type Operator } from "./index.js";
+import { EmitError } from "../core/writer/index.js";
+import { builtinBody, compile, tlxBackend, type Operator } from "../index.js";
 
 const TUTORIAL = {
   path: "tutorial_matmul.py",

@@ -14,10 +14,10 @@ import {
 } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { planHostOps, type PlanSignals } from "../emit/host-ops.js";
-import { Manifest } from "../manifest/schema.js";
-import { EmitError } from "../writer/index.js";
-import { builtinBody, compile, type Operator } from "./index.js";
+import { planHostOps, type PlanSignals } from "../schedule/host-ops.js";
+import { Manifest } from "../core/manifest/schema.js";
+import { EmitError } from "../core/writer/index.js";
+import { builtinBody, compile, type Operator } from "../index.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 const A = (M: number, K: number) => ({ name: "A", shape: [M, K], dtype: "bf16" as const });

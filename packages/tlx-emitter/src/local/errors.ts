@@ -1,6 +1,6 @@
 // Refusals of a user's local kernel: every one names the file and the 1-based line the
 // problem is on, so the message reads like a compiler diagnostic (`kernel.py:17: ...`).
-import { EmitError, type EmitErrorCode } from "../writer/errors.js";
+import { EmitError, type EmitErrorCode } from "../core/writer/errors.js";
 
 /** Why a local kernel (or the tile program applied to it) was refused. */
 export type LocalKernelErrorCode = Extract<

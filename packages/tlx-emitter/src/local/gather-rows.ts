@@ -4,7 +4,7 @@
 // dynamic shape map), so the inserted code reads the block's table entries, takes the first
 // and last row they name, and waits on (or notifies) every segment of rows between them.
 // Segments are nondecreasing in the row, so that range covers every row touched.
-import { pyLiteral } from "../writer/literals.js";
+import { pyLiteral } from "../core/writer/literals.js";
 import { LocalKernelError } from "./errors.js";
 import type { LocalKernel } from "./parse.js";
 import { DOMAIN_VARIABLE, GATHER_VARIABLES, PEER_SIGNALS_PARAM, printMap, type GatherRows, type TileProgram } from "./program.js";

@@ -1,7 +1,7 @@
 // Local kernels: a user's own annotated Triton kernel, parsed with a real Python parser,
 // checked against the safety rules, and transformed into an overlapped kernel.
 export { LocalKernelError, type LocalKernelErrorCode } from "./errors.js";
-export { loadPythonParser, type PythonParser } from "./parser.js";
+export { loadPythonParser, type PythonParser, type PythonSyntaxTree } from "./parser.js";
 export { parseLocalKernel, parseLocalKernelWith, PRIMITIVES, type LocalKernel, type ParseLocalKernelOptions } from "./parse.js";
 export type { LocalParam, TileStatement } from "./kernel.js";
 export {

@@ -5,7 +5,7 @@ import type { Annotation, KvTileAnnotation, RoleAnnotation, TileAnnotation, Tile
 import { LocalKernelError } from "./errors.js";
 import { checkKvLoops, kvStatement, type KvStatement } from "./kv-block.js";
 import { jitFunction } from "./module.js";
-import { field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
+import { assignedNames, field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
 
 /** One parameter of the kernel. */
 export interface LocalParam {
@@ -16,7 +16,7 @@ export interface LocalParam {
 
 /** A statement that sets the tile coordinates (`# ovl: tile m=... n=...`). */
 export interface TileStatement {
-  /** The expression_statement holding the assignment. */
+  /** @internal The expression_statement holding the assignment (a tree-sitter node, not part of the public types). */
   node: SyntaxNode;
   m: string;
   n?: string;
@@ -227,18 +227,6 @@ function tileLoopOf(func: SyntaxNode, a: TileLoopAnnotation, file: string): Synt
     throw new LocalKernelError("unsafe-tile-loop", file, lineOf(loop), "the tile loop must be a for over range(...) or tl.range(...)");
   }
   return loop;
-}
-
-/** Names an assignment's left-hand sides bind (`a, b = ...`, `a = b = ...`). */
-export function assignedNames(assignment: SyntaxNode): string[] {
-  const out: string[] = [];
-  let node: SyntaxNode | undefined = assignment;
-  while (node?.type === "assignment") {
-    const left = field(node, "left");
-    if (left !== undefined) for (const n of walk(left)) if (n.type === "identifier" && n.parent?.type !== "attribute") out.push(n.text);
-    node = field(node, "right");
-  }
-  return out;
 }
 
 function tileStatement(

@@ -7,9 +7,8 @@
 // group in an outer loop around it, leaving the kv loop free of waits (software-pipelined); when
 // the groups are block runs, a causal `if <kv> < <bound>:` clips each group's range instead.
 import type { KvTileAnnotation } from "./annotations.js";
-import { assignedNames } from "./kernel.js";
 import { LocalKernelError } from "./errors.js";
-import { field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
+import { assignedNames, field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
 
 /** A statement that sets an inner loop's kv block (`# ovl: tile kv=<var>`). */
 export interface KvStatement {

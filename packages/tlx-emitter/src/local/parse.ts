@@ -5,7 +5,7 @@ import { readAnnotations } from "./annotations.js";
 import { LocalKernelError } from "./errors.js";
 import { kernelShape, type KernelShape, type LocalParam } from "./kernel.js";
 import { identifiersOf, jitFunction, moduleParts, type ModuleParts } from "./module.js";
-import { checkSyntax, field, lineOf, loadPythonParser, walk, type PythonParser } from "./parser.js";
+import { checkSyntax, field, lineOf, loadPythonParser, syntaxTree, walk, type PythonParser } from "./parser.js";
 import { checkKernelSafety } from "./safety.js";
 
 /** The device primitives the inserted code calls; the kernel's code must not use these names. */
@@ -55,7 +55,7 @@ export interface ParseLocalKernelOptions {
 /** Parses and checks `source` with a loaded parser. Throws {@link LocalKernelError}. */
 export function parseLocalKernelWith(parser: PythonParser, source: string, options: ParseLocalKernelOptions = {}): LocalKernel {
   const file = options.file ?? "kernel.py";
-  const root = parser.parse(source).rootNode;
+  const root = syntaxTree(parser.parse(source)).rootNode;
   checkSyntax(root, file);
   const parts = moduleParts(root, file);
   const annotations = readAnnotations(root, file);

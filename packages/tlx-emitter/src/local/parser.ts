@@ -1,15 +1,29 @@
 // The Python parser: tree-sitter's Python grammar run through web-tree-sitter (WebAssembly,
-// no native build). Loading is async and costly, so the parser is made once and shared.
+// no native build). Loading is async and costly, so the parser is made once and shared. Its
+// trees are opaque outside the package: the public types name ovl's, not web-tree-sitter's
+// (whose declarations need Emscripten's global types, which a strict downstream project lacks).
 import { createRequire } from "node:module";
 import { Language, Parser, type Node, type Tree } from "web-tree-sitter";
 import { LocalKernelError } from "./errors.js";
 
 export type { Node as SyntaxNode, Tree as SyntaxTree } from "web-tree-sitter";
 
+declare const pythonSyntaxTree: unique symbol;
+
+/** A parsed Python module: tree-sitter's concrete syntax tree, opaque outside ovl (`parseLocalKernelWith` reads it). */
+export interface PythonSyntaxTree {
+  readonly [pythonSyntaxTree]: "tree-sitter-python";
+}
+
 /** A loaded Python parser (see {@link loadPythonParser}). */
 export interface PythonParser {
   /** Parses `source` into a concrete syntax tree; indices are JavaScript string indices. */
-  parse(source: string): Tree;
+  parse(source: string): PythonSyntaxTree;
+}
+
+/** The tree-sitter tree behind a {@link PythonSyntaxTree} (every one is made by {@link loadPythonParser}). */
+export function syntaxTree(tree: PythonSyntaxTree): Tree {
+  return tree as unknown as Tree;
 }
 
 let cached: Promise<PythonParser> | undefined;
@@ -35,10 +49,10 @@ async function load(): Promise<PythonParser> {
   const parser = new Parser();
   parser.setLanguage(language);
   return {
-    parse(source: string): Tree {
+    parse(source: string): PythonSyntaxTree {
       const tree = parser.parse(source);
       if (tree === null) throw new Error("tree-sitter returned no tree");
-      return tree;
+      return tree as unknown as PythonSyntaxTree;
     },
   };
 }
@@ -91,4 +105,16 @@ export function named(node: Node): Node[] {
 /** A field's child or undefined. */
 export function field(node: Node, name: string): Node | undefined {
   return node.childForFieldName(name) ?? undefined;
+}
+
+/** Names an assignment's left-hand sides bind (`a, b = ...`, `a = b = ...`). */
+export function assignedNames(assignment: Node): string[] {
+  const out: string[] = [];
+  let node: Node | undefined = assignment;
+  while (node?.type === "assignment") {
+    const left = field(node, "left");
+    if (left !== undefined) for (const n of walk(left)) if (n.type === "identifier" && n.parent?.type !== "attribute") out.push(n.text);
+    node = field(node, "right");
+  }
+  return out;
 }

@@ -2,7 +2,7 @@
 // TileLink index maps. Everything in it is checked before any text is emitted, since its
 // names become parameters and its maps become code.
 import { IndexMapSchema, MappingError, freeVariables, isValidIdentifier, mapToPython, type Expr, type IndexMap } from "@ovl/mapping";
-import { isSafeIdentifier } from "../writer/identifiers.js";
+import { isSafeIdentifier } from "../core/writer/identifiers.js";
 import { LocalKernelError } from "./errors.js";
 
 /** What to insert into a local kernel: visit order, wait or notify slots, and their tables. */

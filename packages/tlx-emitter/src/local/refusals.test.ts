@@ -1,6 +1,6 @@
 import { dynamicMap, lookupTable, staticMap, sub, variable } from "@ovl/mapping";
 import { beforeAll, describe, expect, it } from "vitest";
-import { EmitError } from "../writer/index.js";
+import { EmitError } from "../core/writer/index.js";
 import {
   LocalKernelError,
   loadPythonParser,

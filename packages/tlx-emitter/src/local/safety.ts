@@ -2,9 +2,9 @@
 // tile runs them (no early exit), every write of a tile coordinate is remapped, a consumer reads
 // the gathered operand only after its wait, and a producer writes its output only before its notify.
 import { LocalKernelError } from "./errors.js";
-import { assignedNames, type KernelShape } from "./kernel.js";
+import type { KernelShape } from "./kernel.js";
 import { kvReadRange } from "./kv-block.js";
-import { field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
+import { assignedNames, field, lineOf, named, walk, type SyntaxNode } from "./parser.js";
 
 const LOOPS = new Set(["for_statement", "while_statement"]);
 

@@ -1,7 +1,7 @@
 // The transformation (TileLink §4): a consumer remaps its row block and waits on its slots right
 // after the statement that sets it; a producer remaps its tile and notifies after the tile's stores.
 // Every edit is an insertion at a position of the syntax tree, so the user's text is kept byte for byte.
-import { pyLiteral, sanitizeText } from "../writer/literals.js";
+import { pyLiteral, sanitizeText } from "../core/writer/literals.js";
 import { LocalKernelError } from "./errors.js";
 import { gatherConsumerLines, scatterProducerLines } from "./gather-rows.js";
 import { groupedKvEdits, type KvGroups } from "./kv-block.js";

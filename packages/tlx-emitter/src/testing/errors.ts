@@ -1,4 +1,4 @@
-import { EmitError } from "../writer/index.js";
+import { EmitError } from "../core/writer/index.js";
 
 /** The `EmitError` code `f` throws (another error as its text), or undefined when it returns. */
 export function codeOf(f: () => unknown): string | undefined {

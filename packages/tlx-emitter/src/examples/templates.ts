@@ -1,0 +1,39 @@
+// Small worked examples of the emitters (also what the tests and the AOT check emit):
+// AllGather+GEMM over a push-swizzled and a push-ring AllGather, and GEMM+ReduceScatter
+// over a direct ReduceScatter with the copy engine and with SM pushes.
+import { allGatherRing, allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import { rsPlan } from "./rs-plan.js";
+import { emitAgGemm } from "../operators/ag-gemm/template.js";
+import type { EmitResult } from "../core/result.js";
+import { emitGemmRs } from "../operators/gemm-rs/template.js";
+
+/** Problem sizes of the examples (small, so their tables stay readable). */
+export interface ExampleShape {
+  readonly world: number;
+  readonly M: number;
+  readonly N: number;
+  readonly K: number;
+  readonly split: number;
+  /** GEMM tile (default 128 × 128 × 64). */
+  readonly tile?: { readonly BM: number; readonly BN: number; readonly BK: number };
+}
+
+const DEFAULT: ExampleShape = { world: 2, M: 512, N: 256, K: 128, split: 2 };
+
+/** The example manifests by name, for `shape` (default: 2 ranks, M=512, N=256, K=128, split 2). */
+export function examples(shape: ExampleShape = DEFAULT): Record<string, EmitResult> {
+  const { world, M, N, K, split } = shape;
+  const tile = shape.tile ?? { BM: 128, BN: 128, BK: 64 };
+  const tiling = (tensor: string) => ({ tensor, problem: { M, N, K }, tile, persistent: { numSms: 132 }, groupSizeM: 8 });
+  const a = { name: "A", shape: [M, K], dtype: "bf16" as const };
+  const swizzle = planSignals(allGatherSwizzle({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
+  const ring = planSignals(allGatherRing({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
+  const rs = rsPlan(world, M, N, split);
+  const rsSchedule = lowerToTileSchedule(rs, tiling("C_partial"), { role: "producer" });
+  return {
+    ag_gemm_swizzle: emitAgGemm(swizzle, lowerToTileSchedule(swizzle, tiling("A"), { role: "consumer" }), { name: "ag_gemm_swizzle" }),
+    ag_gemm_ring: emitAgGemm(ring, lowerToTileSchedule(ring, tiling("A"), { role: "consumer" }), { name: "ag_gemm_ring" }),
+    gemm_rs_ce: emitGemmRs(rs, rsSchedule, { name: "gemm_rs_ce", backend: "copy-engine" }),
+    gemm_rs_sm: emitGemmRs(rs, rsSchedule, { name: "gemm_rs_sm", backend: "sm" }),
+  };
+}

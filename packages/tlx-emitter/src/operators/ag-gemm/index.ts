@@ -1,0 +1,31 @@
+// AllGather + GEMM's registry entry: the gathered A's rows arrive chunk by chunk while the
+// consumer GEMM computes the m-blocks already here (Triton: the local body transformed; TLX:
+// the warp-specialised GEMM with chunk waits before a tile's loads).
+import type { OperatorDefinition } from "../../core/registry.js";
+import { DEFAULT_TILE } from "../../core/operator.js";
+import { GEMM_SHARED } from "../gemm-cli.js";
+import { realiseTlxAgGemm } from "./tlx.js";
+import { compileAgGemm } from "./triton.js";
+
+/** `ag-gemm`: `C = AllGather(A) @ B`. */
+export const agGemm: OperatorDefinition = {
+  name: "ag-gemm",
+  summary: "AllGather, then GEMM: A's rows gathered over a swizzle or ring while the GEMM consumes the chunks that arrived",
+  kind: "ag-gemm",
+  cli: {
+    options: [],
+    shared: [...GEMM_SHARED, "tlx"],
+    templates: ["swizzle", "ring", "hierarchical", "direct"],
+    examples: [
+      "ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx",
+      "ovl emit ag-gemm --shape MLP-1 --world 4 --kernel my_matmul.py --plan my_plan.json",
+    ],
+  },
+  compute: {
+    tuned: true,
+    bodies: ["gemm_tma_persistent", "gemm_tma_persistent_flat", "gemm_tma_persistent_streamk"],
+    defaultTile: () => ({ ...DEFAULT_TILE }),
+  },
+  realise: (op) => compileAgGemm(op),
+  realiseTlx: (op, options) => realiseTlxAgGemm(op, options),
+};

@@ -1,0 +1,439 @@
+// GEMM + ReduceScatter (TileLink's GEMM+RS, AutoOverlap's producer side): a producer GEMM
+// storing tiles locally and notifying tile-done slots, deliveries of finished partial
+// rows into each slab owner's symmetric `partials` (copy engine or an `sm-push` kernel),
+// and `rs-reduce` summing the delivered slabs as each (rank, m-block) arrives.
+import type { ChunkPlan, TensorDecl, TileSchedule } from "@ovl/chunk-plan";
+import {
+  checkGemmParams,
+  checkRsReduceParams,
+  checkSegmentAlignment,
+  checkSmCommParams,
+  GEMM_PRODUCER,
+  type GemmParams,
+  gemmProducerSource,
+  type LaunchOptions,
+  RS_REDUCE,
+  type RsReduceParams,
+  rsReduceBlockN,
+  rsReduceGrid,
+  rsReduceSource,
+  SM_PUSH,
+  SM_PUSH_FIELDS,
+  smPushSource,
+} from "../../backends/triton/kernels/index.js";
+import {
+  MANIFEST_SCHEMA,
+  type Buffer,
+  type HostOp,
+  type Kernel,
+  type KernelArg,
+  type RankHostOps,
+  type Table,
+} from "../../core/manifest/schema.js";
+import { EmitError } from "../../core/writer/index.js";
+import type { EmitResult } from "../../core/result.js";
+import {
+  checkDistinctBuffers,
+  commGrid,
+  checkPlanAndSchedule,
+  kernelEntry,
+  signalBuffer,
+  SIGNAL_BUFFER,
+} from "../../backends/triton/common.js";
+import type { EmittedFile } from "../../core/result.js";
+import { commStreamName } from "../../schedule/host-ops.js";
+import { mBlockTables } from "../../schedule/m-block-tables.js";
+import { type EmitOptions, gemmLaunch, resolveOptions, type ResolvedOptions } from "../../core/options.js";
+import { producerOrder } from "../../schedule/producer-order.js";
+import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "../../schedule/rs-movements.js";
+import { validated } from "../../core/manifest/validate.js";
+
+/** What a GEMM+RS producer kernel is built from: per rank its m-block order and per m-block notify slot. */
+export interface ProducerContext {
+  /** `order[rank]`: m-blocks in computing order (sending order, own slab last). */
+  readonly order: readonly (readonly number[])[];
+  /** `notify[rank][m]`: the tile-done slot every tile of m-block m notifies (-1 = none). */
+  readonly notify: readonly (readonly number[])[];
+  readonly params: GemmParams;
+  readonly launch: LaunchOptions;
+  /** SMs the producer's persistent grid leaves to a communication kernel. */
+  readonly reserve: { readonly reserve?: number };
+  readonly numTiles: number;
+  readonly numPidN: number;
+  /** Buffer names: the partial product, A and B. */
+  readonly partial: string;
+  readonly a: string;
+  readonly b: string;
+  readonly options: ResolvedOptions;
+  /**
+   * Scope of the producer's notifies (default `sys`): `gpu` only when the tile-done slots are
+   * written by this producer alone and waited on only by kernels of the same device.
+   */
+  readonly notifyScope?: "gpu" | "sys";
+  /** `notifyTile[rank][t]`: the slot tile `t = m · numPidN + n` notifies, where tiles of one m-block differ (tile-wise AllReduce); default `notify` per m-block. */
+  readonly notifyTile?: readonly (readonly number[])[];
+  /** The operator the producer serves (`template.params.operator`; default `gemm-rs`). */
+  readonly operator?: "gemm-rs" | "gemm-ar";
+}
+
+/** A producer kernel in place of the `gemm-producer` template (a transformed local body). */
+export type ProducerFactory = (ctx: ProducerContext) => {
+  kernel: Kernel;
+  file: EmittedFile;
+  tables: Table[];
+  /** A precompiled producer's PTX expectations (the AOT check). */
+  expect?: readonly string[];
+};
+
+/** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
+export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials", out: "rs_out" } as const;
+
+/**
+ * The stages GEMM+ReduceScatter and the partitioned GEMM+AllReduce share: the producer (the
+ * template or a transformed body), the deliveries of partial rows into each slab owner's
+ * `partials` (copy-engine host ops, or an `sm-push` kernel) and the reduction's parameters
+ * and arrival-slot table. Everything after (the reduction kernel, the output buffer, the
+ * signal buffer, the manifest) is the operator's.
+ */
+export interface RsStages {
+  readonly o: ResolvedOptions;
+  readonly world: number;
+  readonly tensor: TensorDecl;
+  readonly params: GemmParams;
+  readonly rowsPerRank: number;
+  readonly blocksPerSlab: number;
+  /** Signal slots used by these stages (arrivals, then tile-done); later stages number theirs from here. */
+  readonly slots: number;
+  /** `gemm_a`, `gemm_b`, the partial tensor and `partials`, in that order. */
+  readonly buffers: Buffer[];
+  /** The producer's tables, `rs_arrival_slot`, then (`sm`) `push_segments`. */
+  readonly tables: Table[];
+  /** The producer, then (`sm`) `sm_push`. */
+  readonly kernels: Kernel[];
+  readonly files: EmittedFile[];
+  readonly hostOps: RankHostOps[];
+  /** Parameters of the reduction over `partials` (`rs-reduce`, `ar-reduce`). */
+  readonly reduce: RsReduceParams;
+  /** A precompiled producer's PTX expectations, by kernel name. */
+  readonly expect?: Readonly<Record<string, readonly string[]>>;
+}
+
+/** What differs when another operator builds on the GEMM+RS stages. */
+export interface RsStageOptions {
+  /** The nearest plan that works, for refusals of the plan (default: GEMM+RS's own). */
+  readonly nearest?: string;
+  /** The producer's `template.params.operator` (default `gemm-rs`). */
+  readonly operator?: "gemm-rs" | "gemm-ar";
+}
+
+/**
+ * Emit GEMM+ReduceScatter: per rank `C_partial = A @ B` (`[M,N]`), and rank r's output
+ * rows `r·M/W ..` = Σ_q C_partial of rank q. `plan` is a ReduceScatter of the schedule's
+ * tensor (e.g. `reduceScatterDirect({afterCompute: true})`), `schedule` its producer
+ * schedule. Signal slots: `q·B + mb` (B = m-blocks per slab) = rank q's partial of the
+ * chunk starting at m-block mb of this rank's slab has arrived (1 arrival); `W·B + s` =
+ * the schedule's tile-done slot s (arrivals = its tile count). The producer computes the
+ * m-blocks in sending order (peers' slabs first, its own last: `producerOrder`).
+ * - `copy-engine`: per chunk (a plan op's rows), rank q's stream `comm<s>` waits on the
+ *   tile-done slots covering it, copies it (contiguous rows) into the owner's
+ *   `partials[q]` with one copy and stream-writes the owner's slot once.
+ * - `sm`: an `sm-push` kernel on the comm stream does the same per m-block segment row.
+ * The plan's local copy of a rank's own partial moves nothing: `rs-reduce` (compute stream,
+ * after the producer) reads it in place, waits per peer q and m-block mb on table
+ * `rs_arrival_slot`'s slot and sums into `rs_out` (`partials[r]` of rank r stays unused).
+ * @throws {EmitError} when M is not W slabs of whole m-blocks, the schedule is not row
+ *   blocked, the plan is not a direct ReduceScatter after compute, or options are bad.
+ */
+export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions = {}, producer?: ProducerFactory): EmitResult {
+  const s = gemmRsStages(plan, schedule, options, producer);
+  const { o, world, params } = s;
+  const buffers: Buffer[] = [
+    ...s.buffers,
+    { name: GEMM_RS_BUFFERS.out, shape: [s.rowsPerRank, params.N], dtype: o.dtype, symmetric: false, init: "poison" },
+    signalBuffer(s.slots, o.backend === "copy-engine"),
+  ];
+  checkDistinctBuffers(buffers);
+  const kernels: Kernel[] = [
+    ...s.kernels,
+    kernelEntry(RS_REDUCE, {
+      name: "rs_reduce",
+      stream: "compute",
+      grid: rsReduceGrid(s.reduce, o.reducePrograms),
+      numWarps: 4,
+      numStages: 1,
+      args: slabReduceArgs(GEMM_RS_BUFFERS.out, s.tensor.name, s.reduce),
+      constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
+      params: { ...s.reduce },
+    }),
+  ];
+  const files: EmittedFile[] = [...s.files, { path: "rs_reduce.py", text: rsReduceSource(s.reduce, { dtype: o.dtype }) }];
+  const manifest = validated({
+    $schema: MANIFEST_SCHEMA,
+    name: options.name ?? `gemm_rs_${o.backend === "sm" ? "sm" : "ce"}`,
+    world,
+    dtype: o.dtype,
+    buffers,
+    signals: { buffer: SIGNAL_BUFFER, slots: s.slots, bits: 32 },
+    tables: s.tables,
+    kernels,
+    hostOps: s.hostOps,
+    reference: {
+      operator: "gemm-rs",
+      M: params.M,
+      N: params.N,
+      K: params.K,
+      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
+      output: GEMM_RS_BUFFERS.out,
+      rowsPerRank: s.rowsPerRank,
+      tolerance: o.tolerance,
+    },
+    timing: o.timing,
+    waitTimeoutNs: o.waitTimeoutNs,
+  });
+  return { files, manifest, ...(s.expect === undefined ? {} : { expect: s.expect }) };
+}
+
+/**
+ * The arguments of `rs-reduce` (and, with `done_base`, `ar-reduce`) over `partials` and the rank's
+ * own partial tensor `own` (read in place) into `out`.
+ */
+export function slabReduceArgs(out: string, own: string, reduce: RsReduceParams): Record<string, KernelArg> {
+  return {
+    part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
+    own_ptr: { kind: "buffer", name: own },
+    out_ptr: { kind: "buffer", name: out },
+    sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+    slot_ptr: { kind: "table", name: "rs_arrival_slot" },
+    err_ptr: { kind: "error-buffer" },
+    N: { kind: "int", value: reduce.N },
+    rank: { kind: "rank" },
+    epoch_ptr: { kind: "epoch-word" },
+    timeout_ns: { kind: "timeout-ns" },
+    rows_per_rank: { kind: "int", value: reduce.rows_per_rank },
+  };
+}
+
+/**
+ * The GEMM+RS stages of `plan` (see {@link RsStages}); `emitGemmRs` documents the plan,
+ * the schedule and the slots.
+ * @throws {EmitError} as `emitGemmRs`.
+ */
+export function gemmRsStages(
+  plan: ChunkPlan,
+  schedule: TileSchedule,
+  options: EmitOptions = {},
+  producer?: ProducerFactory,
+  stage: RsStageOptions = {},
+): RsStages {
+  const o = resolveOptions(options);
+  const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
+  const { M, N, K } = schedule.tiling.problem;
+  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
+  const params = checkGemmParams({
+    M,
+    N,
+    K,
+    BLOCK_M: schedule.tiling.tile.BM,
+    BLOCK_N: schedule.tiling.tile.BN,
+    BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
+    GROUP_M: options.groupM ?? schedule.tiling.groupSizeM,
+  });
+  if (M % world !== 0 || (M / world) % params.BLOCK_M !== 0) {
+    throw new EmitError(
+      "bad-param",
+      `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows${stage.nearest === undefined ? "" : `; ${stage.nearest}`}`,
+    );
+  }
+  const rowsPerRank = M / world;
+  const blocksPerSlab = rowsPerRank / params.BLOCK_M;
+  const tileDoneBase = world * blocksPerSlab;
+  const { numPidM, numTiles } = schedule.grid;
+  const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
+  const perRank = ranks.map((r) =>
+    mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
+  );
+  const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank, stage.nearest);
+  // A rank's own partial is reduced where the producer wrote it: only peers' rows move.
+  const peerDeliveries = deliveries.filter((d) => d.from !== d.to);
+  // The notify table is per m-block, so visiting m-blocks in sending order keeps it valid.
+  const order = ranks.map((r) => producerOrder(deliveries, r.rank, numPidM));
+  const maxTileDone = Math.max(0, ...ranks.flatMap((r) => r.slots.map((s) => s.slot + 1)));
+  const slots = tileDoneBase + maxTileDone;
+  const slabElems = rowsPerRank * N;
+  const rowsElems = params.BLOCK_M * N;
+  const where = (d: { from: number; to: number; mBlock: number }) => ({
+    src: d.mBlock * rowsElems,
+    dst: d.from * slabElems + (d.mBlock - d.to * blocksPerSlab) * rowsElems,
+    slot: arrivalSlot(d, blocksPerSlab),
+  });
+
+  const buffers: Buffer[] = [
+    { name: GEMM_RS_BUFFERS.a, shape: [M, K], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: GEMM_RS_BUFFERS.b, shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: tensor.name, shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
+    { name: GEMM_RS_BUFFERS.partials, shape: [world, rowsPerRank, N], dtype: o.dtype, symmetric: true, init: "poison" },
+  ];
+  const tables: Table[] = [
+    {
+      name: "rs_arrival_slot",
+      dtype: "int32",
+      values: ranks.map((r) => arrivalSlotTable(peerDeliveries, r.rank, world, blocksPerSlab, o.backend === "sm")),
+    },
+  ];
+  const gemm = gemmLaunch(o, params);
+  // With SM pushes the producer leaves the communication kernel's SMs to it: a persistent
+  // program that found no SM free would start only when another finished all its tiles.
+  const reserve = o.backend === "sm" ? { reserve: o.commSms } : {};
+  const notifyPerMBlock = perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
+  const made = producer?.({
+    order,
+    notify: notifyPerMBlock,
+    params,
+    launch: gemm,
+    reserve,
+    numTiles,
+    numPidN: schedule.grid.numPidN,
+    partial: tensor.name,
+    a: GEMM_RS_BUFFERS.a,
+    b: GEMM_RS_BUFFERS.b,
+    options: o,
+    operator: stage.operator ?? "gemm-rs",
+    // With SM pushes only this rank's sm-push kernel waits on the tile-done slots, and it
+    // releases what it moves at system scope itself; a copy-engine delivery waits on a host stream.
+    notifyScope: o.backend === "sm" ? "gpu" : "sys",
+  });
+  if (made === undefined) {
+    tables.unshift(
+      { name: "mblock_order", dtype: "int32", values: order },
+      { name: "mblock_notify_slot", dtype: "int32", values: notifyPerMBlock },
+    );
+  } else {
+    tables.unshift(...made.tables);
+  }
+  const kernels: Kernel[] = [
+    made?.kernel ??
+      kernelEntry(GEMM_PRODUCER, {
+        name: "gemm_producer",
+        stream: "compute",
+        grid: [{ kind: "num-sms", cap: numTiles, ...reserve }],
+        ...gemm,
+        args: {
+          a_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.a },
+          b_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.b },
+          c_ptr: { kind: "buffer", name: tensor.name },
+          order_ptr: { kind: "table", name: "mblock_order" },
+          notify_ptr: { kind: "table", name: "mblock_notify_slot" },
+          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+          M: { kind: "int", value: M },
+          N: { kind: "int", value: N },
+          K: { kind: "int", value: K },
+        },
+        constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
+        params: { ...params },
+      }),
+  ];
+  const files: EmittedFile[] = [made?.file ?? { path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) }];
+  let hostOps: RankHostOps[];
+  if (o.backend === "copy-engine") {
+    hostOps = ranks.map((r) => {
+      const streams = new Map<number, HostOp[]>();
+      const waited = new Set<string>();
+      for (const d of peerDeliveries.filter((x) => x.from === r.rank)) {
+        const ops = streams.get(d.stream) ?? [];
+        for (const w of d.waits) {
+          // A host wait once per (stream, slot): later deliveries on the stream are ordered after it.
+          if (waited.has(`${d.stream}:${w.slot}`)) continue;
+          waited.add(`${d.stream}:${w.slot}`);
+          ops.push({ kind: "wait", slot: tileDoneBase + w.slot, arrivals: w.arrivals });
+        }
+        // Whole rows of a row-major tensor: the chunk is one contiguous run on both sides.
+        const at = where(d);
+        const length = d.blocks * rowsElems;
+        ops.push({
+          kind: "copy",
+          src: { buffer: tensor.name, rank: d.from, offset: at.src, length },
+          dst: { buffer: GEMM_RS_BUFFERS.partials, rank: d.to, offset: at.dst, length },
+          signal: { rank: d.to, slot: at.slot },
+        });
+        streams.set(d.stream, ops);
+      }
+      return {
+        rank: r.rank,
+        streams: [...streams.entries()].sort((a, b) => a[0] - b[0]).map(([s, ops]) => ({ name: commStreamName(s), ops })),
+      };
+    });
+  } else {
+    const comm = checkSmCommParams({ BLOCK: o.commBlock });
+    // One segment per m-block: the push programs then share a chunk between them.
+    const rows = ranks.map((r) =>
+      peerDeliveries
+        .filter((d) => d.from === r.rank)
+        .flatMap((d) => {
+          if (d.waits.length !== 1)
+            throw new EmitError(
+              "bad-plan",
+              `rank ${d.from}: m-block ${d.mBlock} waits on ${d.waits.length} tile-done slots; sm-push waits on one`,
+            );
+          const w = d.waits[0]!;
+          return Array.from({ length: d.blocks }, (_, k) => {
+            const at = where({ from: d.from, to: d.to, mBlock: d.mBlock + k });
+            return [at.src, d.to, at.dst, rowsElems, tileDoneBase + w.slot, w.arrivals, at.slot];
+          });
+        }),
+    );
+    for (const r of rows) checkSegmentAlignment(r.flat(), SM_PUSH_FIELDS, ["src_offset", "dst_offset"], o.dtype);
+    const count = Math.max(1, ...rows.map((r) => r.length));
+    // Rows of length 0 with no wait and no notify pad every rank's table to one length.
+    const padded = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
+    tables.push({ name: "push_segments", dtype: "int64", values: padded });
+    hostOps = [];
+    kernels.push(
+      kernelEntry(SM_PUSH, {
+        name: "sm_push",
+        stream: "comm",
+        grid: commGrid(o.commSms, count),
+        numWarps: o.commWarps,
+        numStages: 1,
+        args: {
+          src_ptr: { kind: "buffer", name: tensor.name },
+          dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
+          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+          sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
+          seg_ptr: { kind: "table", name: "push_segments" },
+          num_segments: { kind: "int", value: count },
+          err_ptr: { kind: "error-buffer" },
+          rank: { kind: "rank" },
+          epoch_ptr: { kind: "epoch-word" },
+          timeout_ns: { kind: "timeout-ns" },
+        },
+        constexprs: { BLOCK: comm.BLOCK },
+        params: { BLOCK: comm.BLOCK, segments: count },
+      }),
+    );
+    files.push({ path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) });
+  }
+  const reduce = checkRsReduceParams({
+    WORLD: world,
+    BLOCK_M: params.BLOCK_M,
+    BLOCK_N: o.reduceBlockN ?? rsReduceBlockN(params.BLOCK_M),
+    N,
+    rows_per_rank: rowsPerRank,
+  });
+  const expect = made?.expect === undefined ? undefined : { [made.kernel.name]: made.expect };
+  return {
+    o,
+    world,
+    tensor,
+    params,
+    rowsPerRank,
+    blocksPerSlab,
+    slots,
+    buffers,
+    tables,
+    kernels,
+    files,
+    hostOps,
+    reduce,
+    ...(expect === undefined ? {} : { expect }),
+  };
+}
