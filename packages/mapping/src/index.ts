@@ -22,6 +22,7 @@ export {
 export type { Expr, ExprLike, Range, ConstExpr, VarExpr, NaryExpr, DivExpr } from "./expr/expr.js";
 export { isValidIdentifier, PYTHON_KEYWORDS } from "./expr/identifier.js";
 export { evaluate } from "./expr/evaluate.js";
+export { substitute, toFunction } from "./expr/substitute.js";
 export type { Env } from "./expr/evaluate.js";
 export { bounds } from "./expr/bounds.js";
 export { simplify } from "./expr/simplify.js";

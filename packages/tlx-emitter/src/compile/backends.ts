@@ -13,8 +13,14 @@ import type { TlxTarget } from "../backends/tlx/gemm.js";
 export const tritonBackend: Backend = {
   specificationVersion: BACKEND_SPECIFICATION,
   name: "triton",
-  refusal: () => undefined,
-  realise: (op) => operatorDefinition(op.kind).realise(op),
+  refusal: (op) =>
+    op.rows !== undefined && operatorDefinition(op.kind).realiseRows === undefined
+      ? `${op.kind} is compiled for one row count: leave rows out (rows as a run-time argument: ag-gemm)`
+      : undefined,
+  realise: (op) => {
+    const def = operatorDefinition(op.kind);
+    return op.rows !== undefined && def.realiseRows !== undefined ? def.realiseRows(op) : def.realise(op);
+  },
 };
 
 /** Options of {@link tlxBackend}. */
@@ -38,6 +44,8 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
     specificationVersion: BACKEND_SPECIFICATION,
     name: "tlx",
     refusal(op) {
+      if (op.rows !== undefined)
+        return "the TLX backend compiles one row count (its tile order is fixed in the cubin); compile rows with the triton backend";
       if (operatorDefinition(op.kind).realiseTlx === undefined)
         return `the TLX backend builds AllGather+GEMM and GEMM+ReduceScatter only; compile ${op.kind} with the triton backend`;
       if (builtinOf(op) === undefined) {

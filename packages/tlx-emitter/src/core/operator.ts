@@ -111,6 +111,24 @@ export interface Operator {
    * it when the operator names no tile; default cooperative, the deepest ring up to 4 that fits (`defaultStages`).
    */
   readonly warpSpecialization?: WarpSpecialization;
+  /**
+   * Compile one operator for every row count of a range, M a run-time argument (`ag-gemm` on the Triton backend):
+   * the manifest's `rows` section says how to make it concrete at each M. Without it the operator is compiled
+   * for `problem.M` alone.
+   */
+  readonly rows?: RowsRequest;
+}
+
+/** What a rows-generic AllGather+GEMM is compiled for, the rows an operator serves when M is a run-time argument (`Operator.rows`). */
+export interface RowsRequest {
+  /** Smallest and largest M served (multiples of the world; default from `minRowsPerRank` to 32768 rows). */
+  readonly min?: number;
+  readonly max?: number;
+  /** Chunks per rank's shard (default 2). */
+  readonly split?: number;
+  /** Below this M the runner does not overlap, and says so with `fallbackReason`. */
+  readonly fallbackBelow?: number;
+  readonly fallbackReason?: string;
 }
 
 /**

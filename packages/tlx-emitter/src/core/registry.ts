@@ -86,4 +86,6 @@ export interface OperatorDefinition {
   realise?(op: Operator): Promise<EmitResult>;
   /** The TLX realisation (warp-specialised kernels from TLX parts), where one exists. */
   realiseTlx?(op: Operator, options: TlxRealiseOptions): Promise<EmitResult>;
+  /** Realises the operator for any row count (`Operator.rows`); absent where the operator is compiled per M. */
+  realiseRows?(op: Operator): Promise<EmitResult>;
 }

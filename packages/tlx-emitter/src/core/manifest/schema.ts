@@ -3,7 +3,7 @@
 // allocate (symmetric or local), which copy-engine ops each rank issues on which stream,
 // the reference to check against, and the timing protocol. Plain JSON; the runner
 // validates it with the JSON Schema file generated from these zod schemas.
-import { IndexMapSchema } from "@ovl/mapping";
+import { ExprSchema, IndexMapSchema } from "@ovl/mapping";
 import { z } from "zod";
 import { PYTHON_KEYWORDS } from "../writer/identifiers.js";
 
@@ -109,6 +109,7 @@ export type Table = z.infer<typeof Table>;
  * - `num-programs`: the size of the launch's first grid dimension as the runner resolved it (a
  *   persistent body's tile stride, e.g. the tutorials' `NUM_SMS`; a constexpr where the body
  *   declares it one).
+ * - `rows`: the call's row count M, for a manifest whose rows are a run-time argument (`rows`).
  */
 export const KernelArg = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("buffer"), name: Identifier }),
@@ -123,6 +124,7 @@ export const KernelArg = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("timeout-ns") }),
   z.object({ kind: z.literal("error-buffer") }),
   z.object({ kind: z.literal("num-programs") }),
+  z.object({ kind: z.literal("rows") }),
 ]);
 export type KernelArg = z.infer<typeof KernelArg>;
 
@@ -323,6 +325,42 @@ export const Timing = z.object({
 });
 export type Timing = z.infer<typeof Timing>;
 
+/** A copy's source or destination whose offset and length are expressions of the rows (see {@link Rows}). */
+export const RowsSegment = z.object({ buffer: Identifier, rank: Count, offset: ExprSchema, length: ExprSchema });
+export type RowsSegment = z.infer<typeof RowsSegment>;
+
+/**
+ * Optional (additive): a manifest whose row count M is a run-time argument, one compiled operator serving every
+ * M of `range` that is a multiple of `multiple`. The manifest's other fields describe it at `at` rows; for
+ * another M the runner instantiates them (`instantiateRows`): each buffer of `buffers` gets `buffers[b]` rows,
+ * the host ops become `hostOps` evaluated at M, a `rows` kernel argument and `variable` in the kernels' tile
+ * programs take M, and every tile program has `numPidM` m-blocks. Expressions are `@ovl/mapping`'s, over the
+ * variable `variable`. `fallbackBelow`: below this M the runner does not overlap (the operator's plain
+ * sequence runs instead), for `fallbackReason`.
+ */
+export const Rows = z.object({
+  variable: Identifier,
+  range: z.object({ min: Positive, max: Positive }),
+  multiple: Positive,
+  at: Positive,
+  buffers: z.record(Identifier, ExprSchema),
+  hostOps: z.array(
+    z.object({
+      rank: Count,
+      streams: z.array(
+        z.object({
+          name: Identifier,
+          ops: z.array(z.object({ kind: z.literal("copy"), src: RowsSegment, dst: RowsSegment, signal: SignalWrite.optional() })),
+        }),
+      ),
+    }),
+  ),
+  numPidM: ExprSchema,
+  fallbackBelow: Positive.optional(),
+  fallbackReason: z.string().min(1).optional(),
+});
+export type Rows = z.infer<typeof Rows>;
+
 /** A complete manifest. */
 export const Manifest = z.object({
   $schema: z.literal(MANIFEST_SCHEMA),
@@ -339,5 +377,7 @@ export const Manifest = z.object({
   timing: Timing,
   /** Bound of every wait, device or host side, in nanoseconds. */
   waitTimeoutNs: Positive,
+  /** Optional (additive): the rows are a run-time argument (see {@link Rows}). */
+  rows: Rows.optional(),
 });
 export type Manifest = z.infer<typeof Manifest>;

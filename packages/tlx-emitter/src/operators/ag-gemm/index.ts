@@ -5,6 +5,7 @@ import type { OperatorDefinition } from "../../core/registry.js";
 import { DEFAULT_TILE } from "../../core/operator.js";
 import { GEMM_SHARED } from "../gemm-cli.js";
 import { realiseTlxAgGemm } from "./tlx.js";
+import { compileAgGemmRows } from "./rows-compile.js";
 import { compileAgGemm } from "./triton.js";
 
 /** `ag-gemm`: `C = AllGather(A) @ B`. */
@@ -27,5 +28,6 @@ export const agGemm: OperatorDefinition = {
     defaultTile: () => ({ ...DEFAULT_TILE }),
   },
   realise: (op) => compileAgGemm(op),
+  realiseRows: (op) => compileAgGemmRows(op, op.rows ?? {}),
   realiseTlx: (op, options) => realiseTlxAgGemm(op, options),
 };

@@ -1,0 +1,74 @@
+// A manifest whose row count is a run-time argument, made concrete for one M: what the runner
+// does (in Python) before it binds an operator to a new row count, and what the compiler's
+// checks and the emulation do here. The instantiated manifest is an ordinary one.
+import { evaluate, substitute, type Expr, type IndexMap } from "@ovl/mapping";
+import { EmitError } from "../writer/index.js";
+import type { HostOp, Kernel, KernelArg, Manifest, RankHostOps, Rows } from "./schema.js";
+import { validated } from "./validate.js";
+
+/** Whether `M` is a row count `rows` serves (in its range, a multiple of its `multiple`). */
+export function servesRows(rows: Rows, M: number): boolean {
+  return Number.isSafeInteger(M) && M >= rows.range.min && M <= rows.range.max && M % rows.multiple === 0;
+}
+
+/**
+ * `m` at `M` rows: an ordinary manifest (no `rows`). Expressions are evaluated with the manifest's row variable.
+ * @throws {EmitError} `bad-param` when `m` has no rows or does not serve `M`; `bad-manifest` when an evaluated size is not positive.
+ */
+export function instantiateRows(m: Manifest, M: number): Manifest {
+  const rows = m.rows;
+  if (rows === undefined) throw new EmitError("bad-param", `manifest ${m.name} has fixed rows (${m.reference.M}); it takes no row count`);
+  if (!servesRows(rows, M)) {
+    throw new EmitError(
+      "bad-param",
+      `manifest ${m.name} serves row counts ${rows.range.min}..${rows.range.max} in multiples of ${rows.multiple}, not ${M}`,
+    );
+  }
+  const env = { [rows.variable]: M };
+  const size = (e: Expr, what: string): number => {
+    const v = evaluate(e, env);
+    if (!(v > 0)) throw new EmitError("bad-manifest", `manifest ${m.name} at ${M} rows: ${what} is ${v}`);
+    return v;
+  };
+  const buffers = m.buffers.map((b) => {
+    const e = rows.buffers[b.name];
+    return e === undefined ? b : { ...b, shape: [size(e, `buffer ${b.name}'s rows`), ...b.shape.slice(1)] };
+  });
+  const hostOps: RankHostOps[] = rows.hostOps.map((r) => ({
+    rank: r.rank,
+    streams: r.streams.map((s) => ({
+      name: s.name,
+      ops: s.ops.map((op, i): HostOp => {
+        const seg = (x: typeof op.src, end: string) => ({
+          buffer: x.buffer,
+          rank: x.rank,
+          offset: evaluate(x.offset, env),
+          length: size(x.length, `rank ${r.rank} stream ${s.name} op ${i} ${end} length`),
+        });
+        return {
+          kind: "copy",
+          src: seg(op.src, "src"),
+          dst: seg(op.dst, "dst"),
+          ...(op.signal === undefined ? {} : { signal: op.signal }),
+        };
+      }),
+    })),
+  }));
+  const numPidM = size(rows.numPidM, "numPidM");
+  const bindMap = (map: IndexMap): IndexMap =>
+    map.kind === "static" ? { kind: "static", expr: substitute(map.expr, env) } : { ...map, index: substitute(map.index, env) };
+  const kernels: Kernel[] = m.kernels.map((k) => ({
+    ...k,
+    args: k.args.map((a) => ({ name: a.name, value: a.value.kind === "rows" ? ({ kind: "int", value: M } as KernelArg) : a.value })),
+    // A body whose M takes the row count describes it in its template's sizes too (the emulation reads them).
+    ...(k.args.some((a) => a.value.kind === "rows") && "M" in k.template.params
+      ? { template: { ...k.template, params: { ...k.template.params, M } } }
+      : {}),
+    ...(k.tileProgram === undefined
+      ? {}
+      : { tileProgram: { ...k.tileProgram, order: bindMap(k.tileProgram.order), slots: k.tileProgram.slots.map(bindMap), numPidM } }),
+  }));
+  const { rows: _rows, ...rest } = m;
+  const perRank = m.reference.rowsPerRank === undefined ? {} : { rowsPerRank: M / m.world };
+  return validated({ ...rest, buffers, hostOps, kernels, reference: { ...m.reference, M, ...perRank } });
+}

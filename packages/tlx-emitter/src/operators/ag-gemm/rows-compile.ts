@@ -1,0 +1,138 @@
+// Compiling AllGather+GEMM for any row count (`Operator.rows`): the consumer body transformed with the
+// tile order and wait slots of `rows.ts` printed over the inserted `ovl_rows` parameter, the body's own
+// `M` bound to the call's row count, the swizzle push AllGather as host ops over M, the whole plan
+// checked at every M served, and the manifest written at the operator's M with its `rows` section.
+import { agGemmReference, checkDistinctBuffers, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
+import { checkGemmParams } from "../../backends/triton/kernels/index.js";
+import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
+import { LOCAL_CONSUMER_KIND } from "../../backends/triton/consumer.js";
+import { bindGemm } from "../../core/bind.js";
+import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest/schema.js";
+import { instantiateRows } from "../../core/manifest/rows.js";
+import { validated } from "../../core/manifest/validate.js";
+import { DEFAULT_GROUP_M, type Operator } from "../../core/operator.js";
+import { gemmLaunch, resolveOptions } from "../../core/options.js";
+import type { EmitResult } from "../../core/result.js";
+import { EmitError } from "../../core/writer/index.js";
+import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
+import { consumerInsertedArgs } from "../../schedule/maps.js";
+import type { RowsRequest } from "../../core/operator.js";
+import { agRowsHostOps, agRowsMaps, agRowsTileMaps, checkAgGemmRows, ROWS_VARIABLE, rowsShape } from "./rows.js";
+
+/** The plan template a rows-generic AllGather+GEMM realises at every M. */
+export const ROWS_PLAN = "all-gather-swizzle-push";
+
+/**
+ * Compile `op` (an `ag-gemm` whose `plan` is the swizzle push AllGather, at its problem's M) into one operator
+ * serving every row count of `rows`. The emitted manifest describes it at `op.problem.M`; its `rows` section
+ * says how to make it concrete at another M (`instantiateRows`).
+ * @throws {EmitError} `bad-param` for a body, plan or range rows mode cannot serve; `bad-schedule` when the
+ *   plan fails its check at some M (a bug, named with the M).
+ */
+export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise<EmitResult> {
+  const o = resolveOptions(op.options ?? {});
+  const { M: at, N, K } = op.problem;
+  const world = op.plan.mesh.shape.reduce((a, b) => a * b, 1);
+  if (op.plan.name !== ROWS_PLAN) {
+    throw new EmitError("bad-param", `rows mode realises the ${ROWS_PLAN} plan at every row count; plan "${op.plan.name}" is another`);
+  }
+  const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
+  if (kernel.role !== "consumer" || kernel.waitsPer === "kv-block") {
+    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a GEMM consumer body (# ovl: consumer gather=<param>, tile m=)`);
+  }
+  if (kernel.shape.tileLoop === undefined) {
+    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a persistent body (# ovl: tile-loop): its grid cannot depend on M`);
+  }
+  const names = kernel.params.map((p) => p.name);
+  if (!names.includes("M")) {
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: rows mode binds the call's row count to the body's parameter M, which ${kernel.entry} lacks`,
+    );
+  }
+  const params = checkGemmParams({
+    M: at,
+    N,
+    K,
+    BLOCK_M: op.tile.BM,
+    BLOCK_N: op.tile.BN,
+    BLOCK_K: op.tile.BK,
+    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
+  });
+  const shape = rowsShape(req, world, params.BLOCK_M, K);
+  const maps = agRowsMaps(shape);
+  if (at < shape.min || at > shape.max || at % world) {
+    throw new EmitError(
+      "bad-param",
+      `the operator's M (${at}) must be one of the rows it serves (${shape.min}..${shape.max}, multiples of ${world})`,
+    );
+  }
+  const tensor = "A";
+  const hostOps = agRowsHostOps(shape, maps, tensor);
+  checkAgGemmRows(shape, maps, hostOps);
+  const { order, slots } = agRowsTileMaps(maps);
+  const t = transformLocalKernel(kernel, { role: "consumer", order, slots, tables: [], scalars: [ROWS_VARIABLE] });
+  const b: Buffer = { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" };
+  const c: Buffer = { name: "gemm_c", shape: [at, N], dtype: o.dtype, symmetric: false, init: "poison" };
+  const buffers: Buffer[] = [
+    { name: tensor, shape: [at, K], dtype: o.dtype, symmetric: true, init: "random" },
+    b,
+    c,
+    signalBuffer(world * shape.split, true),
+  ];
+  checkDistinctBuffers(buffers);
+  const own = bindGemm(
+    names,
+    { buffers: { a: tensor, b: b.name, c: c.name }, params: { a: kernel.operand }, ...params },
+    { M: { kind: "arg", arg: { kind: "rows" } }, ...op.bind },
+  );
+  const entry = localKernelEntry(t, {
+    name: op.name,
+    kind: LOCAL_CONSUMER_KIND,
+    stream: "compute",
+    grid: [{ kind: "num-sms" }],
+    ...gemmLaunch(o, params),
+    own,
+    inserted: { ...consumerInsertedArgs([]), [ROWS_VARIABLE]: { kind: "rows" } },
+    params: {
+      ...params,
+      body: op.body.path,
+      entry: kernel.entry,
+      operator: "ag-gemm",
+      slotColumns: slots.length,
+      a: tensor,
+      b: b.name,
+      c: c.name,
+    },
+    tileProgram: { role: "consumer", order, slots, numPidM: Math.ceil(at / params.BLOCK_M), numPidN: Math.ceil(N / params.BLOCK_N) },
+  });
+  const symbolic: Manifest = {
+    $schema: MANIFEST_SCHEMA,
+    name: op.name,
+    world,
+    dtype: o.dtype,
+    buffers,
+    signals: { buffer: SIGNAL_BUFFER, slots: world * shape.split, bits: 32 },
+    tables: [],
+    kernels: [entry],
+    hostOps: [],
+    reference: agGemmReference(tensor, { M: at, N, K }, world, o.tolerance),
+    timing: o.timing,
+    waitTimeoutNs: o.waitTimeoutNs,
+    rows: {
+      variable: ROWS_VARIABLE,
+      range: { min: shape.min, max: shape.max },
+      multiple: world,
+      at,
+      buffers: { [tensor]: maps.M, [c.name]: maps.M },
+      hostOps,
+      numPidM: maps.numPidM,
+      ...(req.fallbackBelow === undefined ? {} : { fallbackBelow: req.fallbackBelow }),
+      ...(req.fallbackReason === undefined ? {} : { fallbackReason: req.fallbackReason }),
+    },
+  };
+  // The concrete fields are the instantiation at `at`; the kernels keep their row-count argument and maps over it.
+  const concrete = instantiateRows(symbolic, at);
+  const manifest = validated({ ...concrete, kernels: symbolic.kernels, rows: symbolic.rows });
+  return { files: [{ path: entry.source, text: t.source }], manifest };
+}

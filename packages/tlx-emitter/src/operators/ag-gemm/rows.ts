@@ -1,0 +1,209 @@
+// AllGather+GEMM for any row count: one compiled operator per (world, N, K, dtype, configuration)
+// serves every M of a range as a run-time argument. The 1-D swizzle push AllGather (rank r pushes
+// its shard to r-1, r-2, … in `split` chunks) and the consumer's tile order and wait slots are
+// @ovl/mapping expressions of M (the variable `ovl_rows`): chunk c of rank q holds rows
+// q·m + c·cs … q·m + min((c+1)·cs, m) with m = M / world and cs = ⌈m / split⌉, and is signalled in
+// slot q·split + c of every other rank. The plan is checked at every M the operator serves
+// (`checkAgGemmRows`) before it is written.
+import { add, ceilDiv, floorDiv, max, min, mod, mul, staticMap, sub, toFunction, variable, type Expr, type VarExpr } from "@ovl/mapping";
+import { DOMAIN_VARIABLE, RANK_VARIABLE } from "../../local/program.js";
+import type { Rows, RowsSegment } from "../../core/manifest/schema.js";
+import type { RowsRequest } from "../../core/operator.js";
+import { EmitError } from "../../core/writer/index.js";
+
+/** The row count's variable in a rows manifest and the kernel's maps (an inserted kernel parameter). */
+export const ROWS_VARIABLE = "ovl_rows";
+
+/** The row counts an AllGather+GEMM serves, and how its rows are chunked. */
+export interface AgRowsShape {
+  readonly world: number;
+  /** Chunks per rank's shard. */
+  readonly split: number;
+  /** The GEMM's m-block (`BLOCK_M`). */
+  readonly blockM: number;
+  /** K: elements per row of the gathered operand. */
+  readonly K: number;
+  /** Smallest and largest M served (both multiples of the world). */
+  readonly min: number;
+  readonly max: number;
+}
+
+/** The symbolic pieces of an AllGather+GEMM over M rows (see the module comment). */
+export interface AgRowsMaps {
+  readonly M: VarExpr;
+  /** The consumer's visit order: m-block visited at step `ovl_m` (the rank's own blocks first, then r+1's, …). */
+  readonly order: Expr;
+  /** The (at most two) chunk slots m-block `ovl_m` waits on; -1 for none (a chunk of its own rank, or a repeat). */
+  readonly slots: readonly [Expr, Expr];
+  /** m-blocks: ⌈M / BLOCK_M⌉. */
+  readonly numPidM: Expr;
+  /** First row and rows of chunk `c` of rank `q`. */
+  readonly chunk: (q: number, c: number) => { start: Expr; rows: Expr };
+}
+
+/** The fewest rows per rank that keep every chunk at least an m-block tall, so a block meets at most two chunks. */
+export function minRowsPerRank(split: number, blockM: number): number {
+  // The last chunk holds m − (split−1)·⌈m/split⌉ ≥ (m − (split−1)²) / split rows.
+  return split * blockM + (split - 1) ** 2;
+}
+
+/** The expressions of {@link AgRowsMaps} for `s`. @throws {EmitError} `bad-param` for a range the maps cannot serve. */
+export function agRowsMaps(s: AgRowsShape): AgRowsMaps {
+  const { world: W, split: S, blockM: BM } = s;
+  const least = W * minRowsPerRank(S, BM);
+  if (s.min % W || s.max % W || s.min > s.max) {
+    throw new EmitError("bad-param", `rows ${s.min}..${s.max} must be multiples of the world (${W}), min <= max`);
+  }
+  if (s.min < least) {
+    throw new EmitError(
+      "bad-param",
+      `rows from ${s.min}: with ${S} chunks per rank and ${BM}-row m-blocks, each rank needs at least ${least / W} rows (M >= ${least}); below that the operator falls back to not overlapping`,
+    );
+  }
+  const M = variable(ROWS_VARIABLE, { min: s.min, max: s.max });
+  const rank = variable(RANK_VARIABLE, { min: 0, max: W - 1 });
+  const visit = variable(DOMAIN_VARIABLE.consumer, { min: 0, max: Math.ceil(s.max / BM) - 1 });
+  const m = floorDiv(M, W);
+  const cs = ceilDiv(m, S);
+  const numPidM = ceilDiv(M, BM);
+  const order = mod(add(visit, ceilDiv(mul(rank, m), BM)), numPidM);
+  // Slot maps are printed over the remapped m-block; `visit` stands for it.
+  const first = mul(visit, BM);
+  const last = sub(min(add(first, BM), M), 1);
+  const owner = (row: Expr) => floorDiv(row, m);
+  const slotOf = (row: Expr) => add(mul(owner(row), S), floorDiv(mod(row, m), cs));
+  const eq = (a: Expr, b: Expr) => sub(1, min(1, max(sub(a, b), sub(b, a))));
+  const never = W * S + 1; // subtracted where a slot must not be waited on: the result clamps to -1
+  const g0 = slotOf(first);
+  const g1 = slotOf(last);
+  const slots: [Expr, Expr] = [
+    max(-1, sub(g0, mul(never, eq(owner(first), rank)))),
+    max(-1, sub(g1, mul(never, add(eq(g1, g0), eq(owner(last), rank))))),
+  ];
+  const chunk = (q: number, c: number) => {
+    const start = add(mul(q, m), mul(c, cs));
+    return { start, rows: sub(min(mul(c + 1, cs), m), mul(c, cs)) };
+  };
+  return { M, order, slots, numPidM, chunk };
+}
+
+/** The AllGather's host ops over M: rank r pushes chunk c of its shard to r-1, r-2, … with a signal in slot r·split + c. */
+export function agRowsHostOps(s: AgRowsShape, maps: AgRowsMaps, buffer: string): Rows["hostOps"] {
+  const { world: W, split: S, K } = s;
+  return Array.from({ length: W }, (_, r) => ({
+    rank: r,
+    streams: [
+      {
+        name: "comm0",
+        ops: Array.from({ length: (W - 1) * S }, (_, i) => {
+          const peer = (((r - 1 - Math.floor(i / S)) % W) + W) % W;
+          const c = i % S;
+          const { start, rows } = maps.chunk(r, c);
+          const seg = (rank: number): RowsSegment => ({ buffer, rank, offset: mul(start, K), length: mul(rows, K) });
+          return { kind: "copy" as const, src: seg(r), dst: seg(peer), signal: { rank: peer, slot: r * S + c } };
+        }),
+      },
+    ],
+  }));
+}
+
+/** The tile program's maps as the kernel prints them. */
+export function agRowsTileMaps(maps: AgRowsMaps) {
+  return { order: staticMap(maps.order), slots: maps.slots.map((e) => staticMap(e)) };
+}
+
+/**
+ * Checks, at every M of the range, that the host ops deliver every row of every other rank to each rank exactly
+ * once, each copy inside one chunk and signalled in that chunk's slot, every slot of a rank written once per
+ * launch; and that each rank's order visits every m-block once and every m-block waits exactly on the chunks of
+ * other ranks its rows meet. Returns how many row counts were checked.
+ * @throws {EmitError} `bad-schedule` naming the first M, rank and block or op that breaks it.
+ */
+export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows["hostOps"]): number {
+  const { world: W, split: S, blockM: BM, K } = s;
+  const v = [ROWS_VARIABLE, RANK_VARIABLE, DOMAIN_VARIABLE.consumer];
+  const order = toFunction(maps.order, v);
+  const slots = maps.slots.map((e) => toFunction(e, v));
+  const blocks = toFunction(maps.numPidM, v);
+  const ops = hostOps.flatMap((r) =>
+    r.streams.flatMap((st) =>
+      st.ops.map((op) => ({
+        src: op.src.rank,
+        dst: op.dst.rank,
+        srcOff: toFunction(op.src.offset, v),
+        dstOff: toFunction(op.dst.offset, v),
+        len: toFunction(op.src.length, v),
+        dstLen: toFunction(op.dst.length, v),
+        slot: op.signal?.slot ?? -1,
+        slotRank: op.signal?.rank ?? -1,
+      })),
+    ),
+  );
+  const fail = (M: number, what: string): never => {
+    throw new EmitError("bad-schedule", `AllGather+GEMM over ${M} rows: ${what}`);
+  };
+  let checked = 0;
+  for (let M = s.min; M <= s.max; M += W) {
+    checked += 1;
+    const m = M / W;
+    const cs = Math.ceil(m / S);
+    const slotOfRow = (row: number) => Math.floor(row / m) * S + Math.floor((row % m) / cs);
+    // Deliveries: per destination rank, the row intervals received and the slots written.
+    const received: [number, number][][] = Array.from({ length: W }, () => []);
+    const written = Array.from({ length: W }, () => new Uint8Array(W * S));
+    for (const op of ops) {
+      const off = op.srcOff(M, 0, 0);
+      const len = op.len(M, 0, 0);
+      if (off !== op.dstOff(M, 0, 0) || len !== op.dstLen(M, 0, 0)) fail(M, `a copy from rank ${op.src} moves rows to another place`);
+      if (len <= 0 || off % K || len % K) fail(M, `a copy from rank ${op.src} is not whole rows (offset ${off}, length ${len})`);
+      const [lo, hi] = [off / K, (off + len) / K];
+      if (Math.floor(lo / m) !== op.src || Math.floor((hi - 1) / m) !== op.src)
+        fail(M, `rank ${op.src} sends rows ${lo}..${hi} it does not own`);
+      if (op.slotRank !== op.dst || slotOfRow(lo) !== op.slot || slotOfRow(hi - 1) !== op.slot) {
+        fail(M, `the copy of rows ${lo}..${hi} to rank ${op.dst} signals slot ${op.slot} of rank ${op.slotRank}`);
+      }
+      if (written[op.dst]![op.slot]) fail(M, `slot ${op.slot} of rank ${op.dst} is written twice`);
+      written[op.dst]![op.slot] = 1;
+      received[op.dst]!.push([lo, hi]);
+    }
+    const nb = blocks(M, 0, 0);
+    if (nb !== Math.ceil(M / BM)) fail(M, `${nb} m-blocks`);
+    for (let r = 0; r < W; r++) {
+      // Every row of every other rank exactly once, none of its own: the sorted intervals tile [0, M) minus its shard.
+      const parts = [...received[r]!, [r * m, (r + 1) * m] as [number, number]].sort((a, b) => a[0] - b[0]);
+      let next = 0;
+      for (const [lo, hi] of parts) {
+        if (lo !== next) fail(M, `rank ${r} ${lo < next ? `receives row ${lo} twice or its own` : `never receives rows ${next}..${lo}`}`);
+        next = hi;
+      }
+      if (next !== M) fail(M, `rank ${r} never receives rows ${next}..${M}`);
+      const seen = new Uint8Array(nb);
+      for (let i = 0; i < nb; i++) {
+        const b = order(M, r, i);
+        if (!(b >= 0 && b < nb) || seen[b]) fail(M, `rank ${r} visits m-block ${b} at step ${i}`);
+        seen[b] = 1;
+      }
+      for (let b = 0; b < nb; b++) {
+        // Chunks are contiguous runs of rows in slot order: a block meets every slot from its first row's to its last's.
+        const want = new Set<number>();
+        for (let g = slotOfRow(b * BM); g <= slotOfRow(Math.min((b + 1) * BM, M) - 1); g++) if (Math.floor(g / S) !== r) want.add(g);
+        const got = new Set(slots.map((f) => f(M, r, b)).filter((x) => x >= 0));
+        if (got.size !== want.size || [...want].some((x) => !got.has(x))) {
+          fail(M, `rank ${r} m-block ${b} waits on [${[...got].join(", ")}], its rows need [${[...want].join(", ")}]`);
+        }
+        for (const x of got) if (!written[r]![x]) fail(M, `rank ${r} m-block ${b} waits on slot ${x}, which nothing writes`);
+      }
+    }
+  }
+  return checked;
+}
+
+/** `Operator.rows` resolved against the world and the tile: the shape the maps are built for. */
+export function rowsShape(req: RowsRequest, world: number, blockM: number, K: number): AgRowsShape {
+  const split = req.split ?? 2;
+  if (!Number.isSafeInteger(split) || split < 1) throw new EmitError("bad-param", `rows.split must be a positive integer, got ${split}`);
+  const least = world * minRowsPerRank(split, blockM);
+  const min = req.min ?? Math.ceil(least / world) * world;
+  const max = req.max ?? Math.max(min, 32768 - (32768 % world));
+  return { world, split, blockM, K, min, max };
+}
