@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { ComputeResults } from "./compute-table.js";
 import { asCalibration, errors, fitPoints, fitTriton } from "./fit-triton-gemm.js";
 
-const RUN = fileURLToPath(new URL("../../results/gpu/tlx-backend-h200-2026-11-26/run2/bench-h200.json", import.meta.url));
+const RUN = fileURLToPath(new URL("../../../../results/runs/tlx-backend-h200-2026-11-26/run2/bench-h200.json", import.meta.url));
 const results = JSON.parse(readFileSync(RUN, "utf8")) as ComputeResults;
 const points = fitPoints(results, H200_SXM);
 

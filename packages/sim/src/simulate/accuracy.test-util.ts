@@ -32,7 +32,7 @@ import type { SimulationResult } from "./result.js";
 import { simulate } from "./simulate.js";
 import type { CommBackend } from "./comm.js";
 
-const GPU = join(dirname(fileURLToPath(import.meta.url)), "../../../bench/results/gpu");
+const GPU = join(dirname(fileURLToPath(import.meta.url)), "../../../../results/runs");
 const TILE = { BM: 128, BN: 256, BK: 64 } as const;
 const NUM_SMS = 132;
 
@@ -89,7 +89,7 @@ export function baselineComparisons(): { gemm: Comparison[]; collective: Compari
   const gemm: Comparison[] = [];
   const collective: Comparison[] = [];
   for (const world of [2, 4, 8]) {
-    const file = `baselines-h200-w${world}-2026-11-22.json`;
+    const file = `baselines-h200-2026-11-22/baselines-h200-w${world}-2026-11-22.json`;
     const data = JSON.parse(readFileSync(join(GPU, file), "utf8")) as { mlp: BaselineRow[] };
     for (const m of data.mlp) {
       const ag = m.op === "AG+GEMM";
