@@ -7,7 +7,14 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { allGatherSwizzle, planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
-import { COMPUTE_BODIES, computeMeasurementSet, computeMisfit, computeModel, rankComputeConfigs, type ComputeConfig } from "../../src/index.js";
+import {
+  COMPUTE_BODIES,
+  computeMeasurementSet,
+  computeMisfit,
+  computeModel,
+  rankComputeConfigs,
+  type ComputeConfig,
+} from "../../src/index.js";
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import {
   builtinBody,

@@ -15,7 +15,14 @@
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_TARGET, TARGETS, type TargetName } from "@ovl/primitives";
-import { COMPUTE_BODIES, computeKey, computeMeasurementSet, computeModel, rankComputeConfigs, type ComputeConfig } from "../../src/index.js";
+import {
+  COMPUTE_BODIES,
+  computeKey,
+  computeMeasurementSet,
+  computeModel,
+  rankComputeConfigs,
+  type ComputeConfig,
+} from "../../src/index.js";
 import {
   builtinBodyPath,
   STREAM_K_BUFFERS,
