@@ -1,6 +1,6 @@
 """Turns baselines JSON files (from baselines.py) into one markdown report.
 
-python3 packages/bench/gpu/summarize.py results/gpu/baselines-*.json > results/gpu/baselines.md
+python3 packages/bench/gpu/summarize.py baselines-*.json > README.md   (as results/runs/baselines-h200-2026-11-22/ was written)
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ describe("emit-compute --target", () => {
     const { file } = await benchCases(temp(), { target: "h200" });
     const results = measured(JSON.parse(JSON.stringify(file)) as ComputeBenchFile);
     const dir = temp();
-    const { path, table } = writeTable(results, "h200", "results/gpu/compute-test", "emitted", dir);
+    const { path, table } = writeTable(results, "h200", "results/runs/compute-test", "emitted", dir);
     expect(path).toBe(join(dir, "h200.json"));
     expect(computeConfigs("h200", dir)).toEqual(JSON.parse(readFileSync(path, "utf8")));
     expect(table.target).toBe("h200");
@@ -113,11 +113,11 @@ describe("emit-compute --target", () => {
   it("--only merges one operator's entries of a run into the committed table, keeping the rest and where it came from", async () => {
     const { file } = await benchCases(temp(), { target: "h200" });
     // A table measured in one run (the committed one with a single source).
-    const committed = { ...computeConfigs("h200")!, source: "results/gpu/select-2026-11-25/select-h200.json" };
+    const committed = { ...computeConfigs("h200")!, source: "results/runs/select-2026-11-25/select-h200.json" };
     const update = tableOf(
       measured(JSON.parse(JSON.stringify(file)) as ComputeBenchFile),
       "h200",
-      "results/gpu/rs-2026-12-01/bench.json",
+      "results/runs/rs-2026-12-01/bench.json",
       "emitted",
     );
     const merged = mergeTables(committed, update, ["gemm-rs"]);
@@ -125,10 +125,10 @@ describe("emit-compute --target", () => {
     expect(of(merged, "ag-gemm")).toEqual(of(committed, "ag-gemm"));
     expect(of(merged, "gemm-rs")).toEqual(of(update, "gemm-rs"));
     expect(merged.measured).toBe("2026-12-01");
-    expect(merged.source).toBe("results/gpu/select-2026-11-25/select-h200.json (ag-gemm); results/gpu/rs-2026-12-01/bench.json (gemm-rs)");
+    expect(merged.source).toBe("results/runs/select-2026-11-25/select-h200.json (ag-gemm); results/runs/rs-2026-12-01/bench.json (gemm-rs)");
     // Merging again replaces the gemm-rs part of the source, not the ag-gemm one.
-    const again = mergeTables(merged, { ...update, source: "results/gpu/rs-2026-12-02/bench.json" }, ["gemm-rs"]);
-    expect(again.source).toBe("results/gpu/select-2026-11-25/select-h200.json (ag-gemm); results/gpu/rs-2026-12-02/bench.json (gemm-rs)");
+    const again = mergeTables(merged, { ...update, source: "results/runs/rs-2026-12-02/bench.json" }, ["gemm-rs"]);
+    expect(again.source).toBe("results/runs/select-2026-11-25/select-h200.json (ag-gemm); results/runs/rs-2026-12-02/bench.json (gemm-rs)");
     expect(() => mergeTables(committed, { ...update, target: "h100" }, ["gemm-rs"])).toThrow(
       "cannot merge a h100 table into the h200 table",
     );
@@ -139,10 +139,10 @@ describe("emit-compute --target", () => {
     const h100 = computeConfigs("h100")!;
     const moe = h100.entries.filter((e) => e.op === "ag-moe");
     expect(moe.length).toBe(6);
-    const fresh = { ...h100, source: "results/gpu/new-2026-12-03/bench.json", entries: h100.entries.filter((e) => e.op !== "ag-moe") };
+    const fresh = { ...h100, source: "results/runs/new-2026-12-03/bench.json", entries: h100.entries.filter((e) => e.op !== "ag-moe") };
     const kept = keepOtherOperators(fresh, h100);
     expect(kept.entries.filter((e) => e.op === "ag-moe")).toEqual(moe);
-    expect(kept.source).toMatch(/^results\/gpu\/new-2026-12-03\/bench\.json; .*moe-blocks-h100-2026-11-27.* \(ag-moe\)$/);
+    expect(kept.source).toMatch(/^results\/runs\/new-2026-12-03\/bench\.json; .*moe-blocks-h100-2026-11-27.* \(ag-moe\)$/);
     // Results that measure every operator the table holds replace it whole; no table: the results alone.
     expect(keepOtherOperators(h100, h100)).toBe(h100);
     expect(keepOtherOperators(fresh, undefined)).toBe(fresh);
@@ -257,7 +257,7 @@ describe("emit-compute --target", () => {
       }),
     });
     const own = entryConfig;
-    const t = withTlx(table, run(own), "results/gpu/tlx-2026-12-01/bench.json");
+    const t = withTlx(table, run(own), "results/runs/tlx-2026-12-01/bench.json");
     const covered = t.entries.filter((e) => e.tlx !== undefined);
     expect(covered).toHaveLength(6);
     covered.forEach((e, i) => {
@@ -276,11 +276,11 @@ describe("emit-compute --target", () => {
     });
     expect(t.entries.slice(6)).toEqual(table.entries.slice(6));
     // The run measured AllGather+GEMM entries only: the source names it for them, the earlier run for GEMM+RS's.
-    expect(t.source.endsWith("results/gpu/tlx-2026-12-01/bench.json (tlx of ag-gemm, with the entries' ms and cublasMs)")).toBe(true);
+    expect(t.source.endsWith("results/runs/tlx-2026-12-01/bench.json (tlx of ag-gemm, with the entries' ms and cublasMs)")).toBe(true);
     expect(t.source.match(/\(tlx of gemm-rs, with the entries' ms and cublasMs\)/g)).toHaveLength(1);
     expect(t.source).not.toContain("(tlx, with");
     // A second run replaces the tlx part of the operators it measured, and keeps the others'.
-    const second = withTlx(t, run(own), "results/gpu/tlx-2026-12-02/bench.json").source;
+    const second = withTlx(t, run(own), "results/runs/tlx-2026-12-02/bench.json").source;
     expect(second.match(/\(tlx of ag-gemm,/g)).toHaveLength(1);
     expect(second).toContain("tlx-2026-12-02/bench.json (tlx of ag-gemm,");
     expect(second.match(/\(tlx of gemm-rs,/g)).toHaveLength(1);
@@ -291,7 +291,7 @@ describe("emit-compute --target", () => {
         .join("; ")}; r.json (tlx, with the entries' ms and cublasMs)`,
     );
     // A table made from such a run (a new winner, --only) carries the same run's TLX kernel too.
-    const fresh = tableOf(run(own), "h200", "results/gpu/tlx-2026-12-01/bench.json", "emitted");
+    const fresh = tableOf(run(own), "h200", "results/runs/tlx-2026-12-01/bench.json", "emitted");
     expect(fresh.entries).toHaveLength(6);
     for (const e of fresh.entries) expect(e.tlx).toEqual(t.entries.find((x) => x.op === e.op && x.N === e.N && x.K === e.K)!.tlx);
     // A run whose tuned kernels are not the table's, or another GPU's, is refused.

@@ -31,10 +31,10 @@ export interface TlxComputeVariant {
  * The configurations measured, by name (`coop`: cooperative consumers, `pp`: ping-pong; `k`: BLOCK_K
  * where not 64; `s`: ring stages; `e1`: one epilogue store, not two half-width ones through one staging slice; `q`: four
  * quarter-width stores through two staging slices in turn; `pn`: GEMM+RS's tile-done notifies from the producer warp group —
- * with ping-pong consumers that lost 3–20% on an H100, `results/gpu/tlx-producer-notify-h100-2026-11-26/`; `tn`: GEMM+RS's
+ * with ping-pong consumers that lost 3–20% on an H100 (evidence: `results/runs/tlx-producer-notify-h100-2026-11-26`); `tn`: GEMM+RS's
  * tile-done notifies by TMA reduce-add; `mc`: cooperative consumers in 2×1 clusters sharing B blocks by TMA multicast — on
- * an H100 the best case per shape with them 0.3–0.6% faster than without by geometric mean over the MLP shapes,
- * `results/gpu/multicast-h100-2026-11-28/`; `g16`: GROUP_M 16).
+ * an H100 the best case per shape with them 0.3–0.6% faster than without by geometric mean over the MLP shapes
+ * (evidence: `results/runs/multicast-h100-2026-11-28`); `g16`: GROUP_M 16).
  */
 export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
   coop128x256s3e1: {
@@ -45,7 +45,7 @@ export const TLX_VARIANTS: Readonly<Record<string, TlxComputeVariant>> = {
   coop128x256s3: { tile: { BM: 128, BN: 256, BK: 64 }, groupM: 8, options: { stages: 3, consumerSchedule: "cooperative" } },
   coop128x256s4: { tile: { BM: 128, BN: 256, BK: 64 }, groupM: 8, options: { stages: 4, consumerSchedule: "cooperative" } },
   // BLOCK_M 256: each consumer warp group takes 128 rows × 128 columns, where N (1376, 2752) wastes less of a
-  // 128-wide tile than of a 256-wide one (three stages starve it: 0.89–0.90 of cuBLAS, results/gpu/coop256-h100-2026-11-27/).
+  // 128-wide tile than of a 256-wide one (three stages starve it: 0.89–0.90 of cuBLAS) (evidence: `results/runs/coop256-h100-2026-11-27`).
   coop256x128s4: { tile: { BM: 256, BN: 128, BK: 64 }, groupM: 8, options: { stages: 4, consumerSchedule: "cooperative" } },
   coop256x128s4qtn: {
     tile: { BM: 256, BN: 128, BK: 64 },

@@ -25,7 +25,7 @@ export const MOE_SOURCE = [
   "results/runs/moe-blocks-h100-2026-11-27/final/moe-blocks-run2.json",
 ] as const;
 
-/** The valid blocks of the routing those runs drew, per BLOCK_M (`packages/bench/gpu/moe_routing_blocks.py`). */
+/** The valid blocks of the routing those runs drew, per BLOCK_M (evidence: `results/runs/moe-blocks-h100-2026-11-27`). */
 export const MOE_ROUTING_BLOCKS = "results/runs/moe-blocks-h100-2026-11-27/final/routing-blocks.json";
 
 /**

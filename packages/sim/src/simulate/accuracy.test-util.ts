@@ -1,4 +1,4 @@
-// Compares the model with the GPU measurements committed under packages/bench/results/gpu
+// Compares the model with the GPU measurements of the repository's evidence tree (results/runs)
 // (H200, 2026-11-22): baselines (cuBLAS GEMM, NCCL collective), the reduction kernel alone,
 // and ovl's emitted kernels in three runs. Used by accuracy.test.ts;
 // `npx tsx src/simulate/accuracy.test-util.ts` prints the tables of docs/simulate.md and
