@@ -125,7 +125,9 @@ describe("emit-compute --target", () => {
     expect(of(merged, "ag-gemm")).toEqual(of(committed, "ag-gemm"));
     expect(of(merged, "gemm-rs")).toEqual(of(update, "gemm-rs"));
     expect(merged.measured).toBe("2026-12-01");
-    expect(merged.source).toBe("results/runs/select-2026-11-25/select-h200.json (ag-gemm); results/runs/rs-2026-12-01/bench.json (gemm-rs)");
+    expect(merged.source).toBe(
+      "results/runs/select-2026-11-25/select-h200.json (ag-gemm); results/runs/rs-2026-12-01/bench.json (gemm-rs)",
+    );
     // Merging again replaces the gemm-rs part of the source, not the ag-gemm one.
     const again = mergeTables(merged, { ...update, source: "results/runs/rs-2026-12-02/bench.json" }, ["gemm-rs"]);
     expect(again.source).toBe("results/runs/select-2026-11-25/select-h200.json (ag-gemm); results/runs/rs-2026-12-02/bench.json (gemm-rs)");
