@@ -121,10 +121,13 @@ export function operatorTable(runs: readonly Run[], prefix: string): string {
   return lines.join("\n");
 }
 
-/** `text` with the content between the ovl:results markers replaced by `table`; unchanged without markers. */
+/**
+ * `text` with the content between the ovl:results markers replaced by `table`, each marker a line of its
+ * own (a marker quoted inside a sentence is not one); unchanged without them.
+ */
 export function replaceMarkers(text: string, table: string): string {
-  const start = text.indexOf(BEGIN);
-  const end = text.indexOf(END);
-  if (start < 0 || end < start) return text;
-  return `${text.slice(0, start + BEGIN.length)}\n${GENERATED}\n\n${table}\n${text.slice(end)}`;
+  const begin = /^<!-- ovl:results:begin -->$/m.exec(text);
+  const end = /^<!-- ovl:results:end -->$/m.exec(text);
+  if (begin === null || end === null || end.index < begin.index) return text;
+  return `${text.slice(0, begin.index + BEGIN.length)}\n${GENERATED}\n\n${table}\n${text.slice(end.index)}`;
 }

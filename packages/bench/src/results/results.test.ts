@@ -98,6 +98,8 @@ describe("the generated views", () => {
     expect(once).not.toContain("old table");
     expect(replaceMarkers(once, table)).toBe(once);
     expect(replaceMarkers("# no markers\n", table)).toBe("# no markers\n");
+    const quoted = `between \`${BEGIN}\` and \`${END}\` of a file\n`;
+    expect(replaceMarkers(quoted, table)).toBe(quoted);
   });
 
   it("refuses a run folder without run.json, or with one that does not parse", () => {
