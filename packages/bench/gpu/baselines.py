@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -26,6 +25,7 @@ os.environ.setdefault("TORCH_SYMMMEM", "CUDA")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+from timer import event_times, slowest_rank_median  # noqa: E402
 
 MLP = {
     "MLP-1": (8192, 4096, 11008),
@@ -39,49 +39,61 @@ MLP = {
 
 def timed(fn, warmup: int, reps: int, batch: int = 1) -> float:
     """Median milliseconds a call of `fn` over `reps` runs, each started after a barrier and bracketed by CUDA
-    events; the slowest rank's median. A run is `batch` calls back to back (as a training loop runs its steps)."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(batch):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    med = torch.tensor([statistics.median(times)], device="cuda")
-    dist.all_reduce(med, op=dist.ReduceOp.MAX)
-    return float(med.item())
-
-
-def graphed(fn, here: bool = False):
-    """``fn`` captured once in a CUDA graph (after one eager call); returns the replay. The capture runs on a
-    side stream of its own, or (``here``) on the current stream, where a training step that ran its eager calls
-    there must be captured (autograd nodes keep the stream they were made on)."""
-    fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    if here:
-        with torch.cuda.graph(g, stream=torch.cuda.current_stream()):
-            fn()
-    else:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    return g.replay
+    events (the one timer, ``timer.event_times``); the slowest rank's median. A run is `batch` calls back to back
+    (as a training loop runs its steps)."""
+    return slowest_rank_median(event_times(fn, reps, warmup=warmup, batch=batch, before=dist.barrier, sync_each=True))
 
 
 def log(msg: str) -> None:
     if dist.get_rank() == 0:
         print(msg, file=sys.stderr, flush=True)
+
+
+def ag_gemm_row(name, g, warmup, reps, world, group_name):
+    """AllGather + GEMM: A[S/W x H] gathered, times B[H x I/W]; its tensors are freed on return."""
+    S, H, I = MLP[name]  # noqa: E741 - TileLink's names: tokens, hidden, intermediate
+    a_shard = torch.randn(S // world, H, device="cuda", dtype=torch.bfloat16, generator=g)
+    a_full = torch.empty(S, H, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(H, I // world, device="cuda", dtype=torch.bfloat16, generator=g)
+    row = {"shape": name, "op": "AG+GEMM", "S": S, "H": H, "I": I}
+    row["gemm_ms"] = timed(lambda: a_full @ b, warmup, reps)
+    row["collective_ms"] = timed(lambda: dist.all_gather_into_tensor(a_full, a_shard), warmup, reps)
+
+    def ag_then_gemm():
+        dist.all_gather_into_tensor(a_full, a_shard)
+        return a_full @ b
+
+    row["not_overlapped_ms"] = timed(ag_then_gemm, warmup, reps)
+    try:
+        op = torch.ops.symm_mem.fused_all_gather_matmul
+        row["async_tp_ms"] = timed(lambda: op(a_shard, [b], 0, group_name), warmup, reps)
+    except Exception as exc:  # noqa: BLE001
+        row["async_tp_error"] = str(exc).splitlines()[0][:200]
+    return row
+
+
+def gemm_rs_row(name, g, warmup, reps, world, group_name):
+    """GEMM + ReduceScatter: A[S x I/W] times B[I/W x H], reduce-scattered over S; tensors freed on return."""
+    S, H, I = MLP[name]  # noqa: E741 - TileLink's names: tokens, hidden, intermediate
+    a = torch.randn(S, I // world, device="cuda", dtype=torch.bfloat16, generator=g)
+    b2 = torch.randn(I // world, H, device="cuda", dtype=torch.bfloat16, generator=g)
+    c = torch.empty(S, H, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(S // world, H, device="cuda", dtype=torch.bfloat16)
+    row = {"shape": name, "op": "GEMM+RS", "S": S, "H": H, "I": I}
+    row["gemm_ms"] = timed(lambda: torch.matmul(a, b2, out=c), warmup, reps)
+    row["collective_ms"] = timed(lambda: dist.reduce_scatter_tensor(out, c), warmup, reps)
+
+    def gemm_then_rs():
+        torch.matmul(a, b2, out=c)
+        dist.reduce_scatter_tensor(out, c)
+
+    row["not_overlapped_ms"] = timed(gemm_then_rs, warmup, reps)
+    try:
+        op = torch.ops.symm_mem.fused_matmul_reduce_scatter
+        row["async_tp_ms"] = timed(lambda: op(a, b2, "sum", 0, group_name), warmup, reps)
+    except Exception as exc:  # noqa: BLE001
+        row["async_tp_error"] = str(exc).splitlines()[0][:200]
+    return row
 
 
 def mlp_suite(names, warmup, reps, world, group_name):
@@ -93,51 +105,10 @@ def mlp_suite(names, warmup, reps, world, group_name):
     except Exception as exc:  # noqa: BLE001
         log(f"enable_symm_mem_for_group failed: {exc}")
     for name in names:
-        S, H, I = MLP[name]
         g = torch.Generator(device="cuda").manual_seed(1234 + dist.get_rank())
-        # AllGather + GEMM: A[S/W x H] gathered, times B[H x I/W].
-        a_shard = torch.randn(S // world, H, device="cuda", dtype=torch.bfloat16, generator=g)
-        a_full = torch.empty(S, H, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(H, I // world, device="cuda", dtype=torch.bfloat16, generator=g)
-        row = {"shape": name, "op": "AG+GEMM", "S": S, "H": H, "I": I}
-        row["gemm_ms"] = timed(lambda: a_full @ b, warmup, reps)
-        row["collective_ms"] = timed(lambda: dist.all_gather_into_tensor(a_full, a_shard), warmup, reps)
-
-        def ag_then_gemm():
-            dist.all_gather_into_tensor(a_full, a_shard)
-            return a_full @ b
-
-        row["not_overlapped_ms"] = timed(ag_then_gemm, warmup, reps)
-        try:
-            op = torch.ops.symm_mem.fused_all_gather_matmul
-            row["async_tp_ms"] = timed(lambda: op(a_shard, [b], 0, group_name), warmup, reps)
-        except Exception as exc:  # noqa: BLE001
-            row["async_tp_error"] = str(exc).splitlines()[0][:200]
-        rows.append(row)
-        log(json.dumps(row))
-        del a_shard, a_full, b
-        # GEMM + ReduceScatter: A[S x I/W] times B[I/W x H], reduce-scattered over S.
-        a = torch.randn(S, I // world, device="cuda", dtype=torch.bfloat16, generator=g)
-        b2 = torch.randn(I // world, H, device="cuda", dtype=torch.bfloat16, generator=g)
-        c = torch.empty(S, H, device="cuda", dtype=torch.bfloat16)
-        out = torch.empty(S // world, H, device="cuda", dtype=torch.bfloat16)
-        row = {"shape": name, "op": "GEMM+RS", "S": S, "H": H, "I": I}
-        row["gemm_ms"] = timed(lambda: torch.matmul(a, b2, out=c), warmup, reps)
-        row["collective_ms"] = timed(lambda: dist.reduce_scatter_tensor(out, c), warmup, reps)
-
-        def gemm_then_rs():
-            torch.matmul(a, b2, out=c)
-            dist.reduce_scatter_tensor(out, c)
-
-        row["not_overlapped_ms"] = timed(gemm_then_rs, warmup, reps)
-        try:
-            op = torch.ops.symm_mem.fused_matmul_reduce_scatter
-            row["async_tp_ms"] = timed(lambda: op(a, b2, "sum", 0, group_name), warmup, reps)
-        except Exception as exc:  # noqa: BLE001
-            row["async_tp_error"] = str(exc).splitlines()[0][:200]
-        rows.append(row)
-        log(json.dumps(row))
-        del a, b2, c, out
+        for half in (ag_gemm_row, gemm_rs_row):
+            rows.append(half(name, g, warmup, reps, world, group_name))
+            log(json.dumps(rows[-1]))
         torch.cuda.empty_cache()
     return rows
 
@@ -156,16 +127,10 @@ def calibration(warmup, reps, world):
     sig = symm_mem.empty(64, dtype=torch.uint32, device="cuda").zero_()
     sig_hdl = symm_mem.rendezvous(sig, dist.group.WORLD)
     local = torch.randn(max_bytes // 2, device="cuda").to(torch.bfloat16)
-    side = torch.cuda.Stream()
     for shift in range(16, 29, 2):  # 64 KiB .. 256 MiB
         nbytes = 1 << shift
-        n = nbytes // 2
-        remote = hdl.get_buffer(peer, [n], torch.bfloat16, 0)
-
-        def push():
-            remote.copy_(local[:n])
-
-        ms = timed(push, warmup, reps)
+        remote = hdl.get_buffer(peer, [nbytes // 2], torch.bfloat16, 0)
+        ms = timed(lambda remote=remote, n=nbytes // 2: remote.copy_(local[:n]), warmup, reps)
         cal["copy_engine"].append({"bytes": nbytes, "ms": ms, "GBps": nbytes / ms / 1e6})
         log(json.dumps(cal["copy_engine"][-1]))
     # Signal cost: many stream writes of a peer's flag in a row, per write.
@@ -182,15 +147,13 @@ def calibration(warmup, reps, world):
         cal["stream_write_value32_error"] = str(exc).splitlines()[0][:200]
     log(json.dumps({k: v for k, v in cal.items() if not isinstance(v, list)}))
     # GEMM time against the number of rows (chunked GEMMs of MLP-1's AG+GEMM).
-    H, I = 4096, 11008 // world
+    H, I = 4096, 11008 // world  # noqa: E741 - TileLink's names: hidden, intermediate per rank
     b = torch.randn(H, I, device="cuda", dtype=torch.bfloat16)
     for rows in (256, 512, 1024, 2048, 4096, 8192):
         a = torch.randn(rows, H, device="cuda", dtype=torch.bfloat16)
-        ms = timed(lambda: a @ b, warmup, reps)
+        ms = timed(lambda a=a: a @ b, warmup, reps)
         cal["gemm_rows"].append({"M": rows, "N": I, "K": H, "ms": ms, "TFLOPs": 2 * rows * H * I / ms / 1e9})
         log(json.dumps(cal["gemm_rows"][-1]))
-    del buf, local
-    torch.cuda.empty_cache()
     return cal
 
 

@@ -1,6 +1,6 @@
 """The compute kernels of ovl's operators on one GPU, beside cuBLAS in the same run.
 
-Reads the `compute.json` that `packages/bench/src/gpu/emit-compute.ts` writes (shapes, and per
+Reads the `compute.json` that `packages/sim/scripts/compute-tables/emit-compute.ts` writes (shapes, and per
 shape the kernel launches to time: plain built-in bodies at candidate configurations, or the
 kernels compile() emitted with their waits/notifies and every signal already set), checks each
 launch against an fp32 reference (output poisoned first: every element must be written), and
@@ -19,15 +19,13 @@ import multiprocessing as mp
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import zlib
 
 import torch
 import triton
-
-FLUSH_BYTES = 256 * 2**20
+from timer import FLUSH_BYTES, event_times, flush_buffer, gpu_state, stats
 
 
 def load_kernel(base, case):
@@ -58,9 +56,7 @@ def bind(case, a, b, c):
         elif k == "table":
             out[name] = torch.tensor(arg["values"], dtype=torch.int32, device="cuda")
         elif k == "signals":
-            out[name] = torch.full(
-                (arg["size"],), arg["value"], dtype=torch.int32, device="cuda"
-            )
+            out[name] = torch.full((arg["size"],), arg["value"], dtype=torch.int32, device="cuda")
         elif k == "zeros":
             # Scratch the kernel keeps consistent itself (stream-K partials, tile counts).
             dtype = {"fp32": torch.float32, "int32": torch.int32}[arg["dtype"]]
@@ -94,9 +90,7 @@ def cubin_launcher(base, case, a, b, c, sms):
     for name in kernel.meta.aligned:
         v = args.get(name)
         if isinstance(v, int) and v % 16 != 0:
-            raise ValueError(
-                f"{name} = {v} is not a multiple of 16, as the cubin was compiled"
-            )
+            raise ValueError(f"{name} = {v} is not a multiple of 16, as the cubin was compiled")
     # Persistent: for a cluster kernel no more clusters than the GPU holds at once.
     grid = persistent_grid(kernel, [min(sms, case["tiles"])], sms)
     cluster = kernel.meta.cluster_dims
@@ -108,9 +102,7 @@ def cubin_launcher(base, case, a, b, c, sms):
         for n, nbytes in scratch_bytes(kernel.meta, grid).items()
         if nbytes > 0
     }
-    values = {
-        k: (v.data_ptr() if isinstance(v, torch.Tensor) else v) for k, v in args.items()
-    }
+    values = {k: (v.data_ptr() if isinstance(v, torch.Tensor) else v) for k, v in args.items()}
     values.update({n: t.data_ptr() for n, t in scratch.items()})
 
     def go():
@@ -183,47 +175,8 @@ def kernel_id(case):
 
 
 def timed(fn, flush, reps, warmup=2):
-    """Times (ms) of `reps` runs of `fn`, CUDA events around each, L2 flushed before each."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = []
-    for _ in range(reps):
-        flush.zero_()
-        s, e = (
-            torch.cuda.Event(enable_timing=True),
-            torch.cuda.Event(enable_timing=True),
-        )
-        s.record()
-        fn()
-        e.record()
-        events.append((s, e))
-    torch.cuda.synchronize()
-    return {"all": [s.elapsed_time(e) for s, e in events]}
-
-
-def gpu_state():
-    try:
-        q = "clocks.sm,clocks.max.sm,temperature.gpu,power.draw"
-        return subprocess.run(
-            ["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-    except Exception as exc:  # noqa: BLE001
-        return f"unavailable: {exc}"
-
-
-def stats(times):
-    t = sorted(times)
-    return {
-        "ms": statistics.median(t),
-        "p10": t[len(t) // 10],
-        "p90": t[(9 * len(t)) // 10],
-        "reps": len(t),
-    }
+    """Times (ms) of `reps` runs of `fn`, CUDA events around each, L2 flushed before each (the one timer)."""
+    return {"all": event_times(fn, reps, warmup=warmup, flush=flush)}
 
 
 def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled"):
@@ -301,10 +254,7 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
             row["tflops"] = flops / row["ms"] / 1e9
     cub = stats(cublas_times)
     return {
-        **{
-            k: shape[k]
-            for k in ("name", "op", "role", "mlp", "world", "M", "N", "K", "dtype")
-        },
+        **{k: shape[k] for k in ("name", "op", "role", "mlp", "world", "M", "N", "K", "dtype")},
         "flops": flops,
         "cublas": {
             **cub,
@@ -317,14 +267,7 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
 
 
 def ok_cases(r):
-    return [
-        c
-        for c in r["cases"]
-        if "ms" in c
-        and c.get("allWritten")
-        and c["relErr"] < 2e-2
-        and "waitError" not in c
-    ]
+    return [c for c in r["cases"] if "ms" in c and c.get("allWritten") and c["relErr"] < 2e-2 and "waitError" not in c]
 
 
 def summary_bench(result):
@@ -416,12 +359,7 @@ def main():
     with ctx.Pool(max(1, min(args.workers, len(jobs)))) as pool:
         for file, label, error, _ in pool.imap_unordered(compile_one, jobs):
             if error is not None:
-                failed_case = next(
-                    c
-                    for s in bench["shapes"]
-                    for c in s["cases"]
-                    if c["file"] == file and c["label"] == label
-                )
+                failed_case = next(c for s in bench["shapes"] for c in s["cases"] if c["file"] == file and c["label"] == label)
                 failed[kernel_id(failed_case)] = error
                 print(f"compile failed: {file} {label}: {error[:160]}", flush=True)
     t_compiled = time.time()
@@ -431,7 +369,7 @@ def main():
     )
     # 2. Check and time, shape by shape.
     triton.set_allocator(allocator)
-    flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    flush = flush_buffer()
     result = {
         "schema": "ovl.compute-results/v1",
         "mode": bench["mode"],
@@ -453,9 +391,7 @@ def main():
         if time.time() - t_start > args.budget_s:
             result["skipped"].append(shape["name"])
             continue
-        r = measure_shape(
-            base, shape, sms, flush, args.reps, args.rounds, failed, args.order
-        )
+        r = measure_shape(base, shape, sms, flush, args.reps, args.rounds, failed, args.order)
         torch.cuda.empty_cache()
         result["shapes"].append(r)
         ok = ok_cases(r)
@@ -474,9 +410,7 @@ def main():
     with open(args.json, "w") as f:
         json.dump(result, f, indent=1)
     # 3. The short table, last.
-    print(
-        f"\n{result['device']} torch {result['torch']} triton {result['triton']}  {result['seconds']:.0f} s"
-    )
+    print(f"\n{result['device']} torch {result['torch']} triton {result['triton']}  {result['seconds']:.0f} s")
     if bench["mode"] == "bench":
         summary_bench(result)
         return
@@ -488,14 +422,10 @@ def main():
             continue
         ratio = r["cublas"]["ms"] / best["ms"]
         ratios.append(ratio)
-        print(
-            f"{r['name']:12s} {r['cublas']['tflops']:11.0f} {best['tflops']:9.0f} {ratio:6.3f}  {best['label']}"
-        )
+        print(f"{r['name']:12s} {r['cublas']['tflops']:11.0f} {best['tflops']:9.0f} {ratio:6.3f}  {best['label']}")
     if ratios:
         geo = statistics.geometric_mean(ratios)
-        print(
-            f"geometric mean vs cuBLAS {geo:.3f}, min {min(ratios):.3f} over {len(ratios)} shapes; skipped {result['skipped']}"
-        )
+        print(f"geometric mean vs cuBLAS {geo:.3f}, min {min(ratios):.3f} over {len(ratios)} shapes; skipped {result['skipped']}")
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ each row scaled by its routing weight; the rows stored at their slots. Blocks pa
 vLLM's ``moe_align_block_size``: slots grouped by expert, each group padded to ``BLOCK_M`` with the
 sentinel ``T·k``).
 
-Used by the MoE benchmarks (``moe-compute.py``, ``moe-rs-compute.py``, ``diag/moe_bodies.py``) as
-the ``fused_moe`` baseline, taken at the fastest of ``CONFIGS`` per shape in the same run (vLLM
-ships tuned configurations per device and expert shape; its untuned default is ``CONFIGS[0]``).
+The MoE runs' ``fused_moe`` baseline (their scripts: results/runs/moe-fused-baseline-h100-2026-11-27/provenance/),
+taken at the fastest of ``CONFIGS`` per shape in the same run (vLLM ships tuned configurations per device and
+expert shape; its untuned default is ``CONFIGS[0]``).
 """
 
 from __future__ import annotations

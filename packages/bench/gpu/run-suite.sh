@@ -7,7 +7,8 @@
 set -uo pipefail
 suite=$1; out=$2; glob=${3:-*}
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMMMEM=CUDA
-export PYTHONPATH="$(cd "$(dirname "$0")/../../runtime-py/src" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+src="$(cd "$(dirname "$0")/../../runtime-py/src" && pwd)"
+export PYTHONPATH="$src${PYTHONPATH:+:$PYTHONPATH}"
 reports=$(mktemp -d)
 mkdir -p "$out"
 declare -A by_world=()  # world -> the names of its cases, one per line

@@ -4,6 +4,7 @@ of the perfect-overlap bound reached.
 
     python3 packages/bench/gpu/suite_report.py SUITE.json [SUITE.json ...]
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,10 @@ def table(merged: dict) -> list[str]:
         lines.append(
             f"| {name} | {r.get('world')} | {fmt(t)} | {fmt(gemm)} | {fmt(coll)} | {fmt(seq)} | {fmt(base.get('torch-async-tp'))} | "
             f"{'—' if t is None or seq is None else f'{seq / t:.2f}×'} | {'—' if t is None or bound is None else f'{100 * bound / t:.0f}%'} | "
-            f"{ok}/{len(checks)} ok" + ("" if worst is None else f", max rel. err {worst:.1e}")
-            + ("" if not r.get("failures") else f", failed: {r['failures'][0].get('code')}") + " |"
+            f"{ok}/{len(checks)} ok"
+            + ("" if worst is None else f", max rel. err {worst:.1e}")
+            + ("" if not r.get("failures") else f", failed: {r['failures'][0].get('code')}")
+            + " |"
         )
     return lines
 
@@ -49,8 +52,10 @@ def main(paths: list[str]) -> None:
         first = next(iter(merged.values()))
         extra = first.get("extra", {})
         print(f"### {p.rsplit('/', 1)[-1]}\n")
-        print(f"Device {first.get('device')}, torch {extra.get('torch')}, triton {extra.get('triton')}, {first.get('dtype')}; "
-              "times in ms, median of the timed launches per rank, max over ranks.\n")
+        print(
+            f"Device {first.get('device')}, torch {extra.get('torch')}, triton {extra.get('triton')}, {first.get('dtype')}; "
+            "times in ms, median of the timed launches per rank, max over ranks.\n"
+        )
         print("\n".join(table(merged)))
         print()
 

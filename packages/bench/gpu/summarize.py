@@ -1,6 +1,6 @@
 """Turns baselines JSON files (from baselines.py) into one markdown report.
 
-    python3 packages/bench/gpu/summarize.py results/gpu/baselines-*.json > results/gpu/baselines.md
+python3 packages/bench/gpu/summarize.py baselines-*.json > README.md   (as results/runs/baselines-h200-2026-11-22/ was written)
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ def main(paths: list[str]) -> None:
     )
     print("Reproduce: `torchrun --nproc_per_node=W packages/bench/gpu/baselines.py --reps 20 --out FILE` ")
     print("(with `CUDA_VISIBLE_DEVICES` selecting W GPUs), then this script.\n")
-    print("All times in ms per rank. *bound* = max(GEMM alone, collective alone), the time of a "
-          "perfectly overlapped operator at these kernels' speed.\n")
+    print(
+        "All times in ms per rank. *bound* = max(GEMM alone, collective alone), the time of a "
+        "perfectly overlapped operator at these kernels' speed.\n"
+    )
     for r in reports:
         print(f"## World {r['world']}\n")
         print("| shape | op | GEMM alone | collective alone | not overlapped | async-TP | bound | not overlapped ÷ bound |")
@@ -47,8 +49,10 @@ def main(paths: list[str]) -> None:
             print("| ms | " + " | ".join(f"{c['ms']:.4f}" for c in cal["copy_engine"]) + " |")
             print("| GB/s | " + " | ".join(f"{c['GBps']:.1f}" for c in cal["copy_engine"]) + " |")
             if "stream_write_value32_us" in cal:
-                print(f"\nStream-written signal (host-issued `stream_write_value32`, 1000 in a row): "
-                      f"{cal['stream_write_value32_us']:.2f} µs each.\n")
+                print(
+                    f"\nStream-written signal (host-issued `stream_write_value32`, 1000 in a row): "
+                    f"{cal['stream_write_value32_us']:.2f} µs each.\n"
+                )
             print("| GEMM rows M (K=4096, N=11008/W) | " + " | ".join(str(g["M"]) for g in cal["gemm_rows"]) + " |")
             print("| --- | " + " | ".join("---:" for _ in cal["gemm_rows"]) + " |")
             print("| ms | " + " | ".join(f"{g['ms']:.4f}" for g in cal["gemm_rows"]) + " |")

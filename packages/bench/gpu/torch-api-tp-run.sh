@@ -15,14 +15,15 @@ case "$gpu" in *H200*) default_target=h200 ;; *) default_target=h100 ;; esac
 export PYTHONPATH=$PWD/packages/runtime-py/src:$PWD/out-deps OVL_TARGET=${OVL_TARGET:-$default_target} PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMMMEM=CUDA
 op=${TP_OP:-gemm-rs}
-R=$OUT/torch-api; mkdir -p $R
-nvidia-smi --query-gpu=name,driver_version --format=csv > $R/device.txt
+R=$OUT/torch-api; mkdir -p "$R"
+nvidia-smi --query-gpu=name,driver_version --format=csv > "$R/device.txt"
 for lib in ${RS_LIBS:-ovl:out-kern-rs}; do
   label=${lib%%:*}; dir=${lib#*:}
   for w in ${WORLDS:-4 2}; do
-    OVL_KERNELS=$PWD/$dir CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((w - 1))) timeout ${TP_TIMEOUT:-280} torchrun --nproc_per_node=$w \
-      packages/bench/gpu/torch_api_tp_multigpu.py --op $op --out $R/$op-$label-w$w.json > $R/$op-$label-w$w.log 2>&1
-    echo "$op $label world $w rc=$?"; grep "^|\|geometric\|world" $R/$op-$label-w$w.log
+    run="$R/$op-$label-w$w"
+    OVL_KERNELS=$PWD/$dir CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((w - 1))) timeout "${TP_TIMEOUT:-280}" torchrun --nproc_per_node="$w" \
+      packages/bench/gpu/torch_api_tp_multigpu.py --op "$op" --out "$run.json" > "$run.log" 2>&1
+    echo "$op $label world $w rc=$?"; grep "^|\|geometric\|world" "$run.log"
   done
 done
-tar czf $OUT/torch-api.tgz -C $OUT torch-api
+tar czf "$OUT/torch-api.tgz" -C "$OUT" torch-api

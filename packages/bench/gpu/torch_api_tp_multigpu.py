@@ -27,8 +27,8 @@ graph, beside what a torch user writes (also eager and replayed), at MLP-1…6's
 
 Each shape is checked first: every rank draws every rank's ``x`` and ``w`` from the same seeds and compares its
 output with the fp32 result. Times are CUDA-event medians per rank of ``--reps`` calls after ``--warmup``, each
-call started after a barrier (``baselines.py``'s timer: the host's enqueue of an eager call is on the timed
-path), the slowest rank's median reported; a graph replay is one call. ``mlp-train`` also times each side's step
+call started after a barrier (``timer.py``'s events, as ``baselines.py`` times: the host's enqueue of an eager call
+is on the timed path), the slowest rank's median reported; a graph replay is one call. ``mlp-train`` also times each side's step
 ten at a time back to back (``timed(..., batch=10)``: as a training loop runs its steps, no barrier between them).
 
     python -m ovl_runtime kernels gemm-rs --world 4 --m 8192 --n 4096 --k 2752 --target h100 --into DIR   # per shape, where Node is
@@ -49,6 +49,7 @@ import torch
 import torch.distributed as dist
 from ovl_runtime import ops
 from ovl_runtime.ops import tp_mlp
+from timer import graphed
 
 HERE = Path(__file__).resolve().parent
 
@@ -114,7 +115,7 @@ def main() -> None:
         torch.cuda.set_stream(torch.cuda.Stream())
     for name in a.shapes.split(","):
         TOKENS, H, inter = SHAPES[name]
-        I = inter // world
+        I = inter // world  # noqa: E741 - TileLink's name: the intermediate size per rank
         g = torch.Generator(device="cuda").manual_seed(7)
         if a.op in ("gemm-rs", "gemm-ar"):
             xs = (torch.randn(world, TOKENS, I, device="cuda", generator=g) / 8).to(torch.bfloat16)
@@ -236,13 +237,13 @@ def main() -> None:
             start = time.time()
             if label.endswith("graph") and a.op == "mlp-train":
                 try:
-                    replay = BASELINES.graphed(fn, here=True)
+                    replay = graphed(fn, here=True)
                 except Exception as exc:  # noqa: BLE001 - reported, the eager figures stand
                     if rank == 0:
                         print(f"{name} {label}: capture failed: {str(exc).splitlines()[0]}", flush=True)
                     continue
             else:
-                replay = BASELINES.graphed(fn) if label.endswith("graph") else fn
+                replay = graphed(fn) if label.endswith("graph") else fn
             times[label] = timed(replay, a.warmup, a.reps)
             stamps[label] = [round(start, 3), round(time.time(), 3)]
             replays[label] = replay

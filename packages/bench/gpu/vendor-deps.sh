@@ -12,4 +12,4 @@ trap 'rm -rf "$tmp"' EXIT
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d "$tmp"
 mkdir -p "$out"
 for w in "$tmp"/*.whl; do "$py" -m zipfile -e "$w" "$out"; done
-echo "$out: $(ls "$out" | tr '\n' ' ')"
+echo "$out:" "$out"/*

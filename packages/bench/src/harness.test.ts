@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { measure, toMarkdown, writeSuite } from "./harness.js";
+import { cpuRun } from "./run.js";
 
 describe("measure", () => {
   it("counts calls and orders its quantiles", () => {
@@ -40,5 +41,20 @@ describe("writeSuite", () => {
     expect(readFileSync(join(dir, "unit.md"), "utf8")).toBe(md);
     expect(md).toContain("| case a | 2.00 | 1.00 | 3.00 | 10 | 5000 | 5 |");
     expect(toMarkdown(result, "m")).toContain("Machine: m.");
+  });
+});
+
+describe("cpuRun", () => {
+  it("describes a CPU bench run by the suites its folder holds, with figures its markdown prints", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ovl-cpu-bench-"));
+    const m = { itemsPerIteration: 1, iterations: 5, p10Ms: 1, p90Ms: 3, itemsPerSecond: 500 };
+    writeSuite({ suite: "mapping", description: "d", measurements: [{ ...m, name: "simplify", medianMs: 2.345 }] }, dir);
+    writeSuite({ suite: "compile", description: "d", measurements: [{ ...m, name: "compile()", medianMs: 123.4 }] }, dir);
+    const run = cpuRun(dir, "2026-12-01");
+    expect(run.operators.sort()).toEqual(["compile", "mapping"]);
+    expect(run.worlds).toEqual([2, 3, 4, 5, 6, 7, 8]);
+    expect(run.headline).toContain("compile() 123 ms");
+    expect(run.headline).toContain("simplify 2.35 ms");
+    expect(readFileSync(join(dir, "mapping.md"), "utf8")).toContain("| simplify | 2.35 |");
   });
 });

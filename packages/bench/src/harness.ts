@@ -1,6 +1,6 @@
 // The benchmark harness: runs a function repeatedly, reports median and spread, and writes
-// results (JSON + markdown) under packages/bench/results. Speed is measured here, never
-// asserted in unit tests.
+// results (JSON + markdown) into a run folder of the repository's evidence tree
+// (results/runs/). Speed is measured here, never asserted in unit tests.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { dirname, join } from "node:path";
@@ -97,10 +97,11 @@ export interface SuiteResult {
   measurements: Measurement[];
 }
 
-/** Folder the results are written to (packages/bench/results). */
-export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "results");
+/** The evidence tree the runs are written to (results/runs at the repository root). */
+export const RESULTS_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "results", "runs");
 
-function fmt(n: number): string {
+/** A time or rate as the markdown tables print it. */
+export function fmt(n: number): string {
   return n >= 100 ? n.toFixed(0) : n >= 1 ? n.toFixed(2) : n.toPrecision(3);
 }
 
@@ -130,7 +131,7 @@ export function machineDescription(): string {
   return `${c.length} × ${c[0]?.model ?? "unknown CPU"}`;
 }
 
-/** Writes `results/<suite>.json` and `results/<suite>.md`; returns the markdown. */
+/** Writes `<dir>/<suite>.json` and `<dir>/<suite>.md`; returns the markdown. */
 export function writeSuite(result: SuiteResult, dir: string = RESULTS_DIR): string {
   mkdirSync(dir, { recursive: true });
   const machine = machineDescription();

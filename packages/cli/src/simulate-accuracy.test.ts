@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { predict } from "./commands/simulate.js";
 import { resolveProblem } from "./problem.js";
 
-const RUN = join(dirname(fileURLToPath(import.meta.url)), "../../bench/results/gpu/gemm-ar-sm-h100x4-2026-11-27/run2/torch-api");
+const RUN = join(dirname(fileURLToPath(import.meta.url)), "../../../results/runs/gemm-ar-sm-h100x4-2026-11-27/run2/torch-api");
 const FILES = { "gemm-rs": "gemm-rs-rs", "gemm-ar": "gemm-ar-per-program" } as const;
 
 interface Row {
@@ -50,7 +50,7 @@ describe("ovl simulate against the torch API's SM-transfer operators on four H10
 // The eager runner's copy-engine AllGather+GEMM and GEMM+ReduceScatter (Triton backend, the H200 table's tuned
 // configurations) on two H200s in three calls, four passes each (evidence: `results/runs/h200x2-2026-11-28`;
 // measured after every model parameter was set), priced at the same tuned tile and L2 grouping `ovl emit` gives them.
-const H2 = join(dirname(fileURLToPath(import.meta.url)), "../../bench/results/gpu/h200x2-2026-11-28");
+const H2 = join(dirname(fileURLToPath(import.meta.url)), "../../../results/runs/h200x2-2026-11-28");
 const CALLS = ["backends", "backends-reduce-tile", "backends-packed-args"] as const;
 
 interface RunnerReport {
@@ -96,7 +96,7 @@ describe("ovl simulate against the eager copy-engine operators on two H200s", ()
 
 // GEMM+RS with the producer notifying each tile at its end and a tile later (notifyAt "next-tile"), eager, copy
 // engine and SM pushes, worlds 2 and 4 on four H200s (evidence: `results/runs/deferred-notify-h200-2026-11-28`, its `e2e-h200x4`).
-const E2E = join(dirname(fileURLToPath(import.meta.url)), "../../bench/results/gpu/deferred-notify-h200-2026-11-28/e2e-h200x4");
+const E2E = join(dirname(fileURLToPath(import.meta.url)), "../../../results/runs/deferred-notify-h200-2026-11-28/e2e-h200x4");
 const gmean = (xs: readonly number[]) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
 
 describe("ovl simulate on when the producer notifies: the operator end to end on four H200s", () => {

@@ -1,7 +1,7 @@
 // Renders the world-8 model predictions (no 8-GPU run of this code exists) as a grouped bar
-// chart: results/predictions-w8-2026-11-22.svg. The predictions come from the simulator's
-// accuracy helper (the same case builder the accuracy tables use); the measured bars from
-// the GPU runs committed under packages/bench/results/gpu.
+// chart into the repository's evidence tree (results/runs/predictions-w8-2026-11-22/). The
+// predictions come from the simulator's accuracy helper (the same case builder the accuracy
+// tables use); the measured bars from the GPU run suite-2026-11-22.
 // Run from packages/sim: `npx tsx scripts/render-w8.ts`.
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -10,9 +10,8 @@ import { predictWorld } from "../src/simulate/accuracy.test-util.js";
 import { latencyBarChart, type LatencyRow } from "../src/charts/index.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const RESULTS = join(HERE, "../results");
-const GPU = join(HERE, "../../bench/results/gpu");
-const measured = JSON.parse(readFileSync(join(GPU, "suite-2026-11-22/w48-ag-run3.json"), "utf8")) as Record<
+const RUNS = join(HERE, "../../../results/runs");
+const measured = JSON.parse(readFileSync(join(RUNS, "suite-2026-11-22/w48-ag-run3.json"), "utf8")) as Record<
   string,
   { times: { maxMedian: number } | null }
 >;
@@ -31,5 +30,5 @@ const svg = await latencyBarChart(rows, {
   series: ["ovl, predicted", "ovl, measured (suite-2026-11-22)", "cuBLAS + NCCL, predicted", "bound (ovl kernels), predicted"],
   step: 9,
 });
-writeFileSync(join(RESULTS, "predictions-w8-2026-11-22.svg"), svg);
+writeFileSync(join(RUNS, "predictions-w8-2026-11-22/predictions-w8-2026-11-22.svg"), svg);
 console.log(`predictions-w8-2026-11-22.svg: ${rows.length} bars`);

@@ -18,7 +18,7 @@ const COLS = 1024;
 const GEMM_N = 1024;
 const TILE = { BM: 128, BN: 128, BK: 64 } as const;
 
-/** What the plan and validate cases call: the library, or another build of it (see plan-scale-compare.ts). */
+/** What the plan and validate cases call: the library, or another build of it (the before/after comparison of plan-scale-1024-2026-11-26 passes one). */
 export interface PlanScaleLibrary {
   allGatherHierarchical: typeof allGatherHierarchical;
   validatePlan: typeof validatePlan;

@@ -6,7 +6,7 @@ import { latencyBarChart, latencyBarSpec } from "./latency.js";
 import { timelineChart, type TimelineChartInput } from "./timeline.js";
 import { reportLatencyRows, type RunReportLike } from "./report-rows.js";
 
-const SUITE = join(dirname(fileURLToPath(import.meta.url)), "../../../bench/results/gpu/suite-2026-11-22");
+const SUITE = join(dirname(fileURLToPath(import.meta.url)), "../../../../results/runs/suite-2026-11-22");
 
 const sim: TimelineChartInput = {
   plan: "all-gather-swizzle-push",

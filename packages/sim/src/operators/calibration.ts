@@ -5,7 +5,7 @@
 // `operators.test.ts` re-fits both from the committed JSON and checks the stated errors.
 
 /** Where the attention constants come from. */
-export const ATTENTION_SOURCE = "packages/bench/results/gpu/attention-compute-2026-11-25/attention-compute.json";
+export const ATTENTION_SOURCE = "results/runs/attention-compute-2026-11-25/attention-compute.json";
 
 /**
  * The flash-attention body (`kernels/flash_attention.py`, fastest of its four configurations
@@ -21,12 +21,12 @@ export const ATTENTION_BODY = { launchUs: 22, efficiency: 0.5539, causalEfficien
 
 /** Where the MoE constants come from: two runs of the emitted kernels at their tuned configurations. */
 export const MOE_SOURCE = [
-  "packages/bench/results/gpu/moe-blocks-h100-2026-11-27/final/moe-blocks-run1.json",
-  "packages/bench/results/gpu/moe-blocks-h100-2026-11-27/final/moe-blocks-run2.json",
+  "results/runs/moe-blocks-h100-2026-11-27/final/moe-blocks-run1.json",
+  "results/runs/moe-blocks-h100-2026-11-27/final/moe-blocks-run2.json",
 ] as const;
 
-/** The valid blocks of the routing those runs drew, per BLOCK_M (`packages/bench/gpu/moe_routing_blocks.py`). */
-export const MOE_ROUTING_BLOCKS = "packages/bench/results/gpu/moe-blocks-h100-2026-11-27/final/routing-blocks.json";
+/** The valid blocks of the routing those runs drew, per BLOCK_M (evidence: `results/runs/moe-blocks-h100-2026-11-27`). */
+export const MOE_ROUTING_BLOCKS = "results/runs/moe-blocks-h100-2026-11-27/final/routing-blocks.json";
 
 /**
  * The gather + grouped GEMM body as ovl emits it (`kernels/moe_gather_gemm_blocks.py`, non-persistent,
@@ -43,7 +43,7 @@ export const MOE_ROUTING_BLOCKS = "packages/bench/results/gpu/moe-blocks-h100-20
 export const MOE_BODY = { launchUs: 12, efficiency: 0.864, maxProgramsPerSm: 6, sharedBytesPerSm: 227 * 1024, maxError: 0.08 } as const;
 
 /** Where the moe-rs constants come from. */
-export const MOE_RS_SOURCE = "packages/bench/results/gpu/moe-ws-h100-2026-11-26/run2/moe-rs-compute.json";
+export const MOE_RS_SOURCE = "results/runs/moe-ws-h100-2026-11-26/run2/moe-rs-compute.json";
 
 /**
  * The moe-rs producers at 128×256×64 (`ovl emit moe-rs`, TileLink's MoE-1…6 per-rank shapes of

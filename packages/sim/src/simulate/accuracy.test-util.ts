@@ -1,4 +1,4 @@
-// Compares the model with the GPU measurements committed under packages/bench/results/gpu
+// Compares the model with the GPU measurements of the repository's evidence tree (results/runs)
 // (H200, 2026-11-22): baselines (cuBLAS GEMM, NCCL collective), the reduction kernel alone,
 // and ovl's emitted kernels in three runs. Used by accuracy.test.ts;
 // `npx tsx src/simulate/accuracy.test-util.ts` prints the tables of docs/simulate.md and
@@ -32,7 +32,7 @@ import type { SimulationResult } from "./result.js";
 import { simulate } from "./simulate.js";
 import type { CommBackend } from "./comm.js";
 
-const GPU = join(dirname(fileURLToPath(import.meta.url)), "../../../bench/results/gpu");
+const GPU = join(dirname(fileURLToPath(import.meta.url)), "../../../../results/runs");
 const TILE = { BM: 128, BN: 256, BK: 64 } as const;
 const NUM_SMS = 132;
 
@@ -89,7 +89,7 @@ export function baselineComparisons(): { gemm: Comparison[]; collective: Compari
   const gemm: Comparison[] = [];
   const collective: Comparison[] = [];
   for (const world of [2, 4, 8]) {
-    const file = `baselines-h200-w${world}-2026-11-22.json`;
+    const file = `baselines-h200-2026-11-22/baselines-h200-w${world}-2026-11-22.json`;
     const data = JSON.parse(readFileSync(join(GPU, file), "utf8")) as { mlp: BaselineRow[] };
     for (const m of data.mlp) {
       const ag = m.op === "AG+GEMM";

@@ -1,6 +1,6 @@
 // Built-in hardware models: plain data (zod-checked) that the cost model reads. Every
 // number says whether it was measured on the project's GPU machines or derived, and from
-// which file; `H200_SXM` is calibrated from packages/bench/results/gpu (2026-11-22).
+// which file; `H200_SXM` is calibrated from the GPU runs of 2026-11-22 (evidence: `results/runs/baselines-h200-2026-11-22`).
 import { TARGETS } from "@ovl/primitives";
 import { z } from "zod";
 import { SimulateError } from "./errors.js";
@@ -109,7 +109,7 @@ export const HardwareModel = z.object({
 });
 export type HardwareModel = z.infer<typeof HardwareModel>;
 
-const BASELINES = "packages/bench/results/gpu/baselines-h200-2026-11-22.md (+ -w{2,4,8}-2026-11-22.json)";
+const BASELINES = "results/runs/baselines-h200-2026-11-22 (README.md, baselines-h200-w{2,4,8}-2026-11-22.json)";
 
 /**
  * The emitted Triton GEMM as the runs of 2026-11-22 ran it (the base bodies at the fixed
@@ -129,7 +129,7 @@ export const TRITON_GEMM_2026_11_22: NonNullable<HardwareModel["tritonGemm"]> = 
     { BM: 64, BN: 128, BK: 64, efficiency: 0.608 },
   ],
 };
-const RS_REDUCE = "packages/bench/results/gpu/rs-reduce-2026-11-22";
+const RS_REDUCE = "results/runs/rs-reduce-2026-11-22";
 
 /**
  * NVIDIA H200 SXM (141 GB HBM3e, NV18) on the project's 8×H200 machine. GEMM, copy-engine,
@@ -152,7 +152,7 @@ export const H200_SXM: HardwareModel = {
   collective: { latencyUs: 54, busGBps: 268 },
   // Least squares (relative error) of Triton-alone = launch + rounds · tile / (efficiency ·
   // factor[tile]) over the tuned emitted kernels (waits / notifies in) of the 36 MLP per-rank
-  // shapes (bench/src/gpu/fit-triton-gemm.ts; launch came out negative and is held at 0).
+  // shapes (scripts/compute-tables/fit-triton-gemm.ts; launch came out negative and is held at 0).
   tritonGemm: {
     efficiency: 0.902,
     launchUs: 0,
@@ -175,7 +175,7 @@ export const H200_SXM: HardwareModel = {
   contention: { copySlowdown: 0.05, copyBandwidthUnderCompute: 0.35 },
   source: {
     tritonGemm:
-      "measured: least squares (relative error) of launch + wave-quantised rounds / (efficiency · factor[tile]) over the tuned emitted kernels (the h200 table's configurations, waits / notifies in, signals set) of the 36 MLP per-rank GEMMs in packages/bench/results/gpu/tlx-backend-h200-2026-11-26/run2/bench-h200.json (one H200, 2026-11-26): mean error 1.8%, max 9.1%; out of sample on run1 of the same folder (mean 2.3%, max 9.0%) and producer-flat-h200-2026-11-26 (mean 2.7%, max 9.3%). packages/bench/src/gpu/fit-triton-gemm.ts. Replaces the 128×256×64-only fit of tiles-2026-11-22 (launch 20 µs, efficiency 0.932), 21% off at world-8 shapes of the tuned kernels",
+      "measured: least squares (relative error) of launch + wave-quantised rounds / (efficiency · factor[tile]) over the tuned emitted kernels (the h200 table's configurations, waits / notifies in, signals set) of the 36 MLP per-rank GEMMs in results/runs/tlx-backend-h200-2026-11-26/run2/bench-h200.json (one H200, 2026-11-26): mean error 1.8%, max 9.1%; out of sample on run1 of the same folder (mean 2.3%, max 9.0%) and producer-flat-h200-2026-11-26 (mean 2.7%, max 9.3%). packages/sim/scripts/compute-tables/fit-triton-gemm.ts. Replaces the 128×256×64-only fit of tiles-2026-11-22 (launch 20 µs, efficiency 0.932), 21% off at world-8 shapes of the tuned kernels",
     reduceKernel: `measured: ${RS_REDUCE}/rs-reduce-h200-quick.json, the emitted variant (w4 bn128 unroll sys) at 64 and 264 programs on slabs H4096_w2, H4096_w4, H8192_w2: least squares (relative error) of launchUs + bytes / (peakGBps · p / (p + halfPrograms)), bytes = (W + 1) · rows · N · 2; mean error 2.0%, max 3.9%. The functional form is checked on the H100 sweep (rs-reduce-h100.json, 64..2048 programs: mean error 4.8%). programs 132: the emitted grid (one per SM)`,
     smCount: "measured: numSms 132 in suite-2026-11-22/*.json (extra.numSms)",
     gemm: `measured: fit of 48 cuBLAS bf16 GEMM times (MLP gemm_ms and gemm_rows with M >= 1024, worlds 2/4/8) in ${BASELINES}: wave-quantised 128×256 tiles, mean error 8.7%, max 25%`,
@@ -185,10 +185,10 @@ export const H200_SXM: HardwareModel = {
     copyEngine: `measured: copy-engine push 4–256 MiB in ${BASELINES}: 385 GB/s slope; intercept 14/18/37 µs at worlds 2/4/8 fitted as 6 + 3.8·world. count: assumed`,
     signal: `measured: stream_write_value32 2.73/3.39/4.00 µs at worlds 2/4/8 in ${BASELINES}; deviceNotifyUs assumed`,
     smCopy:
-      "derived: H100_SXM's law for the SM copy kernels emitted since 2026-11-27 (not run on H200s: same SMs and NVLink 4). The kernel of 2026-11-22 fitted bandwidthPerSmGBps 7.35, linear, over the 24 SM-push GEMM+RS times of packages/bench/results/gpu/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%). launchUs assumed",
+      "derived: H100_SXM's law for the SM copy kernels emitted since 2026-11-27 (not run on H200s: same SMs and NVLink 4). The kernel of 2026-11-22 fitted bandwidthPerSmGBps 7.35, linear, over the 24 SM-push GEMM+RS times of results/runs/suite2-2026-11-22/x2-w{2,4}.json (MLP-1..6, 8 and 16 copy SMs; in-sample there, mean error 4.0%), tested on the 4 of x1-w{2,4}.json (mean error 3.7%). launchUs assumed",
     collective: `measured: fit of 36 NCCL all-gather / reduce-scatter times (MLP-1..6, worlds 2/4/8) in ${BASELINES}, mean error 7.9%`,
     contention:
-      "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of packages/bench/results/gpu/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
+      "copySlowdown assumed: copies take ~8% of HBM bandwidth beside a compute-bound GEMM. copyBandwidthUnderCompute 0.35: fitted over the 12 ovl AG+GEMM times of results/runs/suite-2026-11-22 (in-sample there; out of sample on suite2-2026-11-22; not yet measured by a dedicated copy-beside-GEMM run)",
   },
 };
 
@@ -231,12 +231,12 @@ export const H100_SXM: HardwareModel = {
     signal: "derived: equal to H200_SXM (not measured on H100)",
     collective: "derived: equal to H200_SXM (same fabric; not measured on H100)",
     tritonGemm:
-      "measured: the same fit over packages/bench/results/gpu/tlx-backend-h100-2026-11-26/run2/bench-h100.json (one H100, the h100 table's tuned kernels): mean error 2.2%, max 9.8%; out of sample on run1, run3, run4 (mean 3.1–4.5%, max 7.5–11.7%)",
+      "measured: the same fit over results/runs/tlx-backend-h100-2026-11-26/run2/bench-h100.json (one H100, the h100 table's tuned kernels): mean error 2.2%, max 9.8%; out of sample on run1, run3, run4 (mean 3.1–4.5%, max 7.5–11.7%)",
     reduceKernel: `measured: ${RS_REDUCE}/rs-reduce-h100.json, the emitted variant (w4 bn128 unroll sys) at 64..2048 programs on slabs H4096_w2, H4096_w4, H8192_w2: least squares (relative error) of launchUs + bytes / (peakGBps · p / (p + halfPrograms)); 15 times, mean error 4.8%, max 9.1%`,
     contention:
-      "derived: equal to H200_SXM (not measured on H100 for the model; packages/bench/results/gpu/sm-push-h100x4-2026-11-27/ measured on four H100s that the GEMM, not the copies, slows beside copy-engine traffic: producer 0.318 → 0.431 ms, copies 0.228 → 0.254 ms, which the model's copyBandwidthUnderCompute attributes the other way)",
+      "derived: equal to H200_SXM (not measured on H100 for the model; results/runs/sm-push-h100x4-2026-11-27/ measured on four H100s that the GEMM, not the copies, slows beside copy-engine traffic: producer 0.318 → 0.431 ms, copies 0.228 → 0.254 ms, which the model's copyBandwidthUnderCompute attributes the other way)",
     smCopy:
-      "measured: sm-push alone (waits met; 8 warps, 8192 elements a step) with 4, 8, 16, 32, 64 programs at MLP-1 world 4 (50.3 MB a GPU: 0.535, 0.338, 0.275, 0.270, 0.221 ms) and 4, 8, 16, 32 at MLP-2 world 2 (33.5 MB: 0.383, 0.225, 0.188, 0.167 ms) in packages/bench/results/gpu/push-rate-h100x4-2026-11-27/: least squares (relative error) of launchUs + bytes / (peak · n / (n + half)), peak 254 GB/s, half 6.4 SMs (bandwidthPerSmGBps = peak / half), mean error 4.8%, max 10.1%; launchUs as H200_SXM",
+      "measured: sm-push alone (waits met; 8 warps, 8192 elements a step) with 4, 8, 16, 32, 64 programs at MLP-1 world 4 (50.3 MB a GPU: 0.535, 0.338, 0.275, 0.270, 0.221 ms) and 4, 8, 16, 32 at MLP-2 world 2 (33.5 MB: 0.383, 0.225, 0.188, 0.167 ms) in results/runs/push-rate-h100x4-2026-11-27/: least squares (relative error) of launchUs + bytes / (peak · n / (n + half)), peak 254 GB/s, half 6.4 SMs (bandwidthPerSmGBps = peak / half), mean error 4.8%, max 10.1%; launchUs as H200_SXM",
   },
 };
 

@@ -10,8 +10,8 @@ export const COMM_SMS_CANDIDATES = [4, 8, 16] as const;
 
 /**
  * The GEMM producer's time beside SM pushes over its time alone: 0.439 / 0.320 ms and, beside the copy
- * engine's deliveries, 0.431 / 0.318 ms (MLP-1, world 4, four H100s;
- * `packages/bench/results/gpu/sm-push-h100x4-2026-11-27/run6-split/`). The pushes have that long.
+ * engine's deliveries, 0.431 / 0.318 ms (MLP-1, world 4, four H100s)
+ * (evidence: `results/runs/sm-push-h100x4-2026-11-27`). The pushes have that long.
  */
 export const GEMM_BESIDE_COMM = 1.36;
 
@@ -39,7 +39,7 @@ export interface CommSmsChoice {
 /**
  * The fewest push programs of {@link COMM_SMS_CANDIDATES} that move a rank's `(W-1)/W · M · N` partial
  * elements within its GEMM's time beside them, else the most. Measured on four H100s (GEMM+RS over SM
- * pushes, 4 / 8 / 16 programs launched in turn, `packages/bench/results/gpu/comm-sms-h100x4-2026-11-27/`): at world 4, MLP-1/3 want
+ * pushes, 4 / 8 / 16 programs launched in turn) (evidence: `results/runs/comm-sms-h100x4-2026-11-27`): at world 4, MLP-1/3 want
  * 16 and MLP-4…6 4 to 8; at world 2 every MLP shape wants 4 (2–10% faster than 16).
  * @throws {TuneError} `bad-problem` on a non-positive size or world.
  */

@@ -85,7 +85,7 @@ export const DEFAULT_COMPUTE_SPACE: ComputeSpace = {
 
 /**
  * Constants of the ranking model, shared by H100 and H200 (the same GH100 die and clocks).
- * Fitted by hand to the emitted kernel's tile sweep (packages/bench/results/gpu/tiles-2026-11-22):
+ * Fitted by hand to the emitted kernel's tile sweep (evidence: `results/runs/tiles-2026-11-22`):
  * the model only has to put the fastest configurations in the measured top k.
  */
 export interface ComputeModel {
