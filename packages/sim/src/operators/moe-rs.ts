@@ -7,7 +7,8 @@
 // warp-specialised body: h permuted into block order first, then the producer, a local TopK-sum,
 // one notify, and the reducer on every SM pulling token rows).
 import { tileMs, hbmPassMs, portGBps, reduceKernelGBps } from "../simulate/cost.js";
-import { type HardwareModel, resolveHardware } from "../simulate/hardware.js";
+import type { HardwareModel } from "../simulate/hardware.js";
+import { resolveHardware } from "../simulate/registry.js";
 import { SimulateError } from "../simulate/errors.js";
 import { MOE_RS_BODY } from "./calibration.js";
 import { type MoeProblem, moeBlocks, moeRouting, checkMoe } from "./moe.js";

@@ -3,7 +3,8 @@
 // each block waiting on the slabs its token rows come from.
 import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
 import type { CommBackend } from "../simulate/comm.js";
-import { type HardwareModel, resolveHardware } from "../simulate/hardware.js";
+import type { HardwareModel } from "../simulate/hardware.js";
+import { resolveHardware } from "../simulate/registry.js";
 import { tileMs } from "../simulate/cost.js";
 import { SimulateError } from "../simulate/errors.js";
 import { MOE_BODY } from "./calibration.js";
