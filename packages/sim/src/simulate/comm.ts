@@ -183,7 +183,9 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
           if (engine) engines[r]!++;
           st.start = now;
           st.phase = "launch";
-          const from = engine ? Math.max(st.depsAt, enqueuedFrom[r]![s] ?? now) : now;
+          // The host enqueues every copy of a stream ahead, a network transfer's too (its proxy posts it).
+          const piped = backend === "copy-engine" && st.t.op.kind !== "collective";
+          const from = piped ? Math.max(st.depsAt, enqueuedFrom[r]![s] ?? now) : now;
           st.phaseEnd = Math.max(now, from + launchCost(st));
           active.push(st);
         }
