@@ -25,9 +25,11 @@ export interface HierarchicalReduceScatterOptions extends ReduceScatterOptions {
  *    first, its own node's last), shard q = ((n + t) mod N, g): for i = 1 .. G-1 pull `src`
  *    shard q from node peer (n, (g + i) mod G), accumulating into its own `src` shard q (the
  *    accumulation buffer, as the ring does). Then its `src` shard q holds node n's sum of it.
- * 2. inter-node: copy its own `src` shard r (node n's sum) into `tensor` shard r; then for
- *    t = 1 .. N-1 pull `src` shard r from rank ((n - t) mod N, g), which summed it at its own
- *    step t, accumulating into `tensor` shard r, after that rank's last stage-1 pull into it.
+ * 2. inter-node: for t = 1 .. N-1 pull `src` shard r from rank ((n - t) mod N, g), which
+ *    summed it at its own step t, after that rank's last stage-1 pull into it, into `tensor`
+ *    shard r (the first copies, the rest accumulate); then accumulate its own `src` shard r
+ *    (node n's sum) into it (with one node: copy it). Other nodes' sums thus never wait
+ *    behind this rank's own stage 1.
  * `afterCompute`: every op reading or accumulating into a `src` shard also waits for the compute
  * tiles writing that shard on the ranks holding it (GEMM + ReduceScatter overlap).
  *
@@ -68,17 +70,19 @@ export function reduceScatterHierarchical(o: HierarchicalReduceScatterOptions): 
         intra.push(pull(peer, part(q), part(q), { reduce, deps, label: `intra-node reduce ${t}.${i}` }));
       }
     }
+    // The other nodes' sums first (the first one initialises the result, the rest accumulate),
+    // so the network never waits behind this rank's own stage 1; its own node sum last.
     const inter: Op[] = [];
-    const ownDeps: Dependency[] = after ? [computeDep(r, part(r))] : [];
-    // Pipelined: the own node sum is complete after this rank's last stage-1 pull into it.
-    if (schedule === "pipelined" && G > 1) ownDeps.push(opRef(r, 0, lastIntra(0)));
-    inter.push(localCopy(part(r), ctx.shard(r), { deps: ownDeps, label: "own node sum" }));
     for (let t = 1; t < N; t++) {
       const peer = ((n - t + N) % N) * G + g;
       const deps: Dependency[] = G > 1 ? [opRef(peer, 0, lastIntra(t))] : [];
       if (after) deps.push(computeDep(peer, part(r)));
-      inter.push(pull(peer, part(r), ctx.shard(r), { reduce, deps, label: `inter-node reduce ${t}` }));
+      inter.push(pull(peer, part(r), ctx.shard(r), { ...(t > 1 ? { reduce } : {}), deps, label: `inter-node reduce ${t}` }));
     }
+    const ownDeps: Dependency[] = after ? [computeDep(r, part(r))] : [];
+    // Pipelined: the own node sum is complete after this rank's last stage-1 pull into it.
+    if (schedule === "pipelined" && G > 1) ownDeps.push(opRef(r, 0, lastIntra(0)));
+    inter.push(localCopy(part(r), ctx.shard(r), { ...(N > 1 ? { reduce } : {}), deps: ownDeps, label: "own node sum" }));
     return schedule === "staged" ? [[...intra, ...inter]] : [intra, inter];
   };
 

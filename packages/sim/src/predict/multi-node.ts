@@ -32,6 +32,8 @@ export interface MultiNodeRow {
   readonly notOverlappedMs: number;
   /** `notOverlappedMs / overlappedMs`: above 1 when overlapping is predicted to win. */
   readonly speedup: number;
+  /** What the tuner would run: per operator the faster of the two paths (a layer: the sum of its operators'). */
+  readonly tunedMs: number;
   /** What the overlapped figure ran: the tuner's candidate key(s), or the MoE model's gather and backend. */
   readonly overlapped: string;
   /** The NCCL-like collective's algorithm(s) on the fabric (`ring` / `hierarchical`, `+`-joined for a layer). */
@@ -70,9 +72,14 @@ export const MULTI_NODE_TUNE_SPACE: TuneSpace = {
   plans: TUNE_PLANS,
 };
 
-function row(base: Omit<MultiNodeRow, "speedup">): MultiNodeRow {
-  return { ...base, speedup: base.notOverlappedMs / base.overlappedMs };
+function row(base: Omit<MultiNodeRow, "speedup" | "tunedMs">, tunedMs?: number): MultiNodeRow {
+  return {
+    ...base,
+    speedup: base.notOverlappedMs / base.overlappedMs,
+    tunedMs: tunedMs ?? Math.min(base.overlappedMs, base.notOverlappedMs),
+  };
 }
+const tuned = (ms: { overlappedMs: number; notOverlappedMs: number }): number => Math.min(ms.overlappedMs, ms.notOverlappedMs);
 
 /** The tuner's best overlapped candidate and its sequential path for one GEMM operator. */
 function tuneGemm(
@@ -175,15 +182,18 @@ export function predictMultiNode(options: PredictMultiNodeOptions = {}): MultiNo
         );
       }
       push(
-        row({
-          ...where,
-          operator: "mlp",
-          shape: name,
-          overlappedMs: ag.best.predictedMs + rs.best.predictedMs,
-          notOverlappedMs: ag.sequential.predictedMs + rs.sequential.predictedMs,
-          overlapped: `${ag.best.key} ; ${rs.best.key}`,
-          collective: `${ag.algorithm}+${rs.algorithm}`,
-        }),
+        row(
+          {
+            ...where,
+            operator: "mlp",
+            shape: name,
+            overlappedMs: ag.best.predictedMs + rs.best.predictedMs,
+            notOverlappedMs: ag.sequential.predictedMs + rs.sequential.predictedMs,
+            overlapped: `${ag.best.key} ; ${rs.best.key}`,
+            collective: `${ag.algorithm}+${rs.algorithm}`,
+          },
+          rows[rows.length - 2]!.tunedMs + rows[rows.length - 1]!.tunedMs,
+        ),
       );
     }
     const ranks = Array.from({ length: world }, (_, r) => r);
@@ -220,15 +230,18 @@ export function predictMultiNode(options: PredictMultiNodeOptions = {}): MultiNo
         }),
       );
       push(
-        row({
-          ...where,
-          operator: "moe",
-          shape: name,
-          overlappedMs: ag.ms + rs.overlappedMs,
-          notOverlappedMs: agNot + rsNot,
-          overlapped: `${ag.label} ; moe-rs`,
-          collective: `${agColl.algorithm}+${rsColl.algorithm}`,
-        }),
+        row(
+          {
+            ...where,
+            operator: "moe",
+            shape: name,
+            overlappedMs: ag.ms + rs.overlappedMs,
+            notOverlappedMs: agNot + rsNot,
+            overlapped: `${ag.label} ; moe-rs`,
+            collective: `${agColl.algorithm}+${rsColl.algorithm}`,
+          },
+          tuned({ overlappedMs: ag.ms, notOverlappedMs: agNot }) + tuned({ overlappedMs: rs.overlappedMs, notOverlappedMs: rsNot }),
+        ),
       );
     }
   }

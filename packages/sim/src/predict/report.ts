@@ -12,11 +12,13 @@ export function multiNodeMarkdown(rows: readonly MultiNodeRow[]): string {
     const mine = rows.filter((r) => r.hardware === hardware);
     const first = mine[0]!;
     out.push(`### ${hardware}: ${first.nodes} nodes × ${first.gpusPerNode} GPUs (world ${first.world}) — predicted, not measured`, "");
-    out.push("| operator | shape | overlapped (ms) | not overlapped (ms) | speedup | NCCL-like algorithm | overlapped candidate |");
-    out.push("| --- | --- | ---: | ---: | ---: | --- | --- |");
+    out.push(
+      "| operator | shape | overlapped (ms) | not overlapped (ms) | speedup | tuned (ms) | NCCL-like algorithm | overlapped candidate |",
+    );
+    out.push("| --- | --- | ---: | ---: | ---: | ---: | --- | --- |");
     for (const r of mine) {
       out.push(
-        `| ${r.operator} | ${r.shape} | ${ms(r.overlappedMs)} | ${ms(r.notOverlappedMs)} | ${r.speedup.toFixed(2)}× | ${r.collective} | \`${r.overlapped}\` |`,
+        `| ${r.operator} | ${r.shape} | ${ms(r.overlappedMs)} | ${ms(r.notOverlappedMs)} | ${r.speedup.toFixed(2)}× | ${ms(r.tunedMs)} | ${r.collective} | \`${r.overlapped}\` |`,
       );
     }
     out.push("");
