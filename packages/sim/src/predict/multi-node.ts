@@ -38,6 +38,8 @@ export interface MultiNodeRow {
   readonly overlapped: string;
   /** The NCCL-like collective's algorithm(s) on the fabric (`ring` / `hierarchical`, `+`-joined for a layer). */
   readonly collective: string;
+  /** AG+GEMM and GEMM+RS: the best overlapped prediction of each plan shape the tuner could build (ms). */
+  readonly byPlan?: Readonly<Record<string, number>>;
 }
 
 /** Options of {@link predictMultiNode}. */
@@ -87,7 +89,7 @@ function tuneGemm(
   operator: "ag-gemm" | "gemm-rs",
   shape: (typeof MLP_SHAPES)[MlpShapeName],
   space: TuneSpace,
-): { best: RankedCandidate; sequential: RankedCandidate; algorithm: string } {
+): { best: RankedCandidate; sequential: RankedCandidate; algorithm: string; byPlan: Record<string, number> } {
   const t = hw.topology!;
   const world = t.nodes * t.gpusPerNode;
   const gathers = operator === "ag-gemm";
@@ -118,7 +120,13 @@ function tuneGemm(
   const bytes = shape.S * shape.H * DTYPE_BYTES.bf16;
   const ranks = Array.from({ length: world }, (_, r) => r);
   const algorithm = fabricCollective(hw, gathers ? "all-gather" : "reduce-scatter", bytes, ranks).algorithm;
-  return { best, sequential, algorithm };
+  const byPlan: Record<string, number> = {};
+  for (const r of ranked) {
+    if (r.candidate.path !== "overlapped") continue;
+    const shape = r.candidate.plan ?? "flat";
+    byPlan[shape] = Math.min(byPlan[shape] ?? Number.POSITIVE_INFINITY, r.predictedMs);
+  }
+  return { best, sequential, algorithm, byPlan };
 }
 
 /** The MoE model's best of both gathers (flat, hierarchical) and both backends for AG + Gather + GroupGEMM. */
@@ -178,6 +186,7 @@ export function predictMultiNode(options: PredictMultiNodeOptions = {}): MultiNo
             notOverlappedMs: r.sequential.predictedMs,
             overlapped: r.best.key,
             collective: r.algorithm,
+            byPlan: r.byPlan,
           }),
         );
       }

@@ -22,6 +22,18 @@ export function multiNodeMarkdown(rows: readonly MultiNodeRow[]): string {
       );
     }
     out.push("");
+    const ranked = mine.filter((r) => r.byPlan !== undefined);
+    if (ranked.length > 0) {
+      const shapes = [...new Set(ranked.flatMap((r) => Object.keys(r.byPlan!)))];
+      out.push(`Best overlapped prediction per plan shape (ms; — : the operator has no such plan):`, "");
+      out.push(`| operator | shape | ${shapes.join(" | ")} |`, `| --- | --- |${shapes.map(() => " ---: |").join("")}`);
+      for (const r of ranked) {
+        out.push(
+          `| ${r.operator} | ${r.shape} | ${shapes.map((p) => (r.byPlan![p] === undefined ? "—" : ms(r.byPlan![p]!))).join(" | ")} |`,
+        );
+      }
+      out.push("");
+    }
   }
   return out.join("\n");
 }
