@@ -48,7 +48,9 @@ describe("predictMultiNode", () => {
     expect(Math.min(...Object.values(ag.byPlan ?? {}))).toBe(ag.overlappedMs);
     const md = multiNodeMarkdown(rows);
     expect(md).toContain("predicted, not measured");
-    expect(md.split("\n").filter((l) => l.startsWith("| ag-gemm | MLP-1 |"))).toHaveLength(1);
+    // One row in the main table, one in the per-plan-shape table.
+    expect(md.split("\n").filter((l) => l.startsWith("| ag-gemm | MLP-1 |"))).toHaveLength(2);
+    expect(md).toContain("Best overlapped prediction per plan shape");
     expect(await multiNodeChart(rows)).toMatch(/^<svg/);
   });
 
