@@ -5,4 +5,5 @@ export * from "./simulate/index.js";
 export * from "./tune/index.js";
 export * from "./charts/index.js";
 export * from "./operators/index.js";
-export { MLP_SHAPES, type MlpShapeName } from "./shapes.js";
+export { MLP_SHAPES, type MlpShapeName, MOE_SHAPES, type MoeShapeName } from "./shapes.js";
+export * from "./predict/index.js";

@@ -12,3 +12,19 @@ export const MLP_SHAPES = {
 
 /** A shape's name in the suite. */
 export type MlpShapeName = keyof typeof MLP_SHAPES;
+
+/**
+ * TileLink's MoE layers (S = tokens, H = hidden, I = intermediate, E experts, top-k), as the
+ * bench prediction suite lists them (`packages/bench/src/predict/suites.ts`).
+ */
+export const MOE_SHAPES = {
+  "MoE-1": { S: 8192, H: 2048, I: 1536, E: 8, topk: 2 },
+  "MoE-2": { S: 8192, H: 2048, I: 1536, E: 32, topk: 2 },
+  "MoE-3": { S: 8192, H: 2048, I: 1536, E: 32, topk: 5 },
+  "MoE-4": { S: 8192, H: 4096, I: 2048, E: 8, topk: 2 },
+  "MoE-5": { S: 8192, H: 4096, I: 2048, E: 32, topk: 2 },
+  "MoE-6": { S: 8192, H: 4096, I: 2048, E: 32, topk: 5 },
+} as const;
+
+/** A MoE shape's name in the suite. */
+export type MoeShapeName = keyof typeof MOE_SHAPES;

@@ -6,6 +6,7 @@ import { opRef } from "../plan/builder.js";
 import { PlanError } from "../plan/errors.js";
 import { frozenDependencies, frozenRegion, NO_DEPENDENCIES } from "../plan/frozen.js";
 import { shardSpanRegion, splitChunks } from "../plan/shard.js";
+import { interNodeFirstAllGather } from "./all-gather-inter-first.js";
 import { assemble, templateContext, type TemplateOptions } from "./common.js";
 
 /** Options of {@link allGatherHierarchical}. */
@@ -16,6 +17,13 @@ export interface HierarchicalAllGatherOptions extends TemplateOptions {
    * stream 1, each inter-node chunk waiting only for the peer's intra-node chunks it reads.
    */
   readonly schedule?: "staged" | "pipelined";
+  /**
+   * `"intra-node-first"` (default): gather the node's shards over NVLink, then pull whole node
+   * blocks over the network (every rank of a node pulls the same blocks). `"inter-node-first"`:
+   * pull the rail's shards over the network (each rank only its GPU index's), then relay them
+   * over NVLink (`./all-gather-inter-first.ts`): `1/G` of the network bytes.
+   */
+  readonly order?: "intra-node-first" | "inter-node-first";
 }
 
 function intervalsOverlap(a: Region, b: Region, axis: number): boolean {
@@ -46,8 +54,14 @@ export function allGatherHierarchical(o: HierarchicalAllGatherOptions): ChunkPla
   if (ctx.mesh.shape.length !== 2 || N === undefined || G === undefined) {
     throw new PlanError("invalid-mesh", `the hierarchical AllGather needs a mesh [nodes, gpusPerNode]; got [${ctx.mesh.shape.join(", ")}]`);
   }
-  const S = ctx.split;
   const schedule = o.schedule ?? "staged";
+  const order = o.order ?? "intra-node-first";
+  if (order === "inter-node-first")
+    return interNodeFirstAllGather(ctx, N, G, schedule, o.name ?? `all-gather-hierarchical-inter-first-${schedule}`);
+  if (order !== "intra-node-first") {
+    throw new PlanError("invalid-option", `order "${String(order)}": use "intra-node-first" or "inter-node-first"`);
+  }
+  const S = ctx.split;
   // Every op that moves chunk j of shard q (or of node block m) holds the same frozen region,
   // as its src and as its dst: one region per chunk, not two per op.
   const chunksOfShard = ctx.ranks.map((q) => splitChunks(ctx.shard(q), S, ctx.splitAxis).map(frozenRegion));

@@ -17,6 +17,7 @@ export {
   type SwizzleAllGatherOptions,
 } from "./all-gather.js";
 export { allGatherHierarchical, type HierarchicalAllGatherOptions } from "./all-gather-hierarchical.js";
+export { reduceScatterHierarchical, type HierarchicalReduceScatterOptions } from "./reduce-scatter-hierarchical.js";
 export {
   reduceScatterRing,
   reduceScatterDirect,

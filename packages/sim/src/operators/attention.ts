@@ -2,7 +2,8 @@
 // by a push-swizzled AllGather while a flash-attention body consumes kv chunks as they land.
 import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
 import type { CommBackend } from "../simulate/comm.js";
-import { type HardwareModel, resolveHardware } from "../simulate/hardware.js";
+import type { HardwareModel } from "../simulate/hardware.js";
+import { resolveHardware } from "../simulate/registry.js";
 import { SimulateError } from "../simulate/errors.js";
 import { ATTENTION_BODY } from "./calibration.js";
 import { chunkPipeline, type OperatorPrediction, operatorPrediction, slabArrivals } from "./prediction.js";

@@ -2,7 +2,8 @@
 // simulator: AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce (partitioned and
 // tile-wise), and AllToAll+GEMM (the AG+GEMM consumer over an all-to-all plan).
 import { allToAll, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
-import { type HardwareModel, resolveHardware } from "../simulate/hardware.js";
+import type { HardwareModel } from "../simulate/hardware.js";
+import { resolveHardware } from "../simulate/registry.js";
 import { simulate } from "../simulate/simulate.js";
 import { SimulateError } from "../simulate/errors.js";
 import { candidatePlan, candidateSchedule } from "../tune/build.js";

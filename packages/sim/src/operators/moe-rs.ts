@@ -7,7 +7,9 @@
 // warp-specialised body: h permuted into block order first, then the producer, a local TopK-sum,
 // one notify, and the reducer on every SM pulling token rows).
 import { tileMs, hbmPassMs, portGBps, reduceKernelGBps } from "../simulate/cost.js";
-import { type HardwareModel, resolveHardware } from "../simulate/hardware.js";
+import { ranksPerNode } from "../simulate/network.js";
+import type { HardwareModel } from "../simulate/hardware.js";
+import { resolveHardware } from "../simulate/registry.js";
 import { SimulateError } from "../simulate/errors.js";
 import { MOE_RS_BODY } from "./calibration.js";
 import { type MoeProblem, moeBlocks, moeRouting, checkMoe } from "./moe.js";
@@ -39,14 +41,19 @@ export function moeRsProducerMs(hw: HardwareModel, p: MoeProblem, blocks: number
 
 /**
  * One owner's pulls of `tokens` token rows of `rowsPerToken` rows each from every rank (its own
- * read locally) and its writes of the summed rows (ms): the remote bytes over its NVLink port, all
- * bytes through the reducer's `programs` (the rs-reduce calibration), whichever is slower.
+ * read locally) and its writes of the summed rows (ms): the remote bytes of its node's ranks over
+ * its NVLink port, those of other nodes' ranks (a multi-node model) over its NIC, all bytes
+ * through the reducer's `programs` (the rs-reduce calibration), whichever is slowest.
  */
 function pullMs(hw: HardwareModel, tokens: number, rowsPerToken: number, hidden: number, world: number, programs: number): number {
   const row = hidden * BYTES;
-  const remote = (world - 1) * tokens * rowsPerToken * row;
+  const local = ranksPerNode(hw, world);
+  const remote = (local - 1) * tokens * rowsPerToken * row;
+  const network = (world - local) * tokens * rowsPerToken * row;
   const all = world * tokens * rowsPerToken * row + tokens * row;
-  return Math.max((remote / (portGBps(hw) * 1e9)) * 1e3, (all / (reduceKernelGBps(hw, programs) * 1e9)) * 1e3);
+  const net = hw.topology?.network;
+  const networkMs = network > 0 && net !== undefined ? net.latencyUs * 1e-3 + (network / (net.nicGBps * 1e9)) * 1e3 : 0;
+  return Math.max((remote / (portGBps(hw) * 1e9)) * 1e3, networkMs, (all / (reduceKernelGBps(hw, programs) * 1e9)) * 1e3);
 }
 
 /**

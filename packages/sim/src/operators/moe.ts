@@ -1,11 +1,13 @@
 // MoE part 1 (TileLink's AG + Gather + GroupGEMM): every rank's tokens gathered by a
 // push-swizzled AllGather while the grouped GEMM runs over expert blocks of token slots,
 // each block waiting on the slabs its token rows come from.
-import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
+import { allGatherHierarchical, allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
 import type { CommBackend } from "../simulate/comm.js";
-import { type HardwareModel, resolveHardware } from "../simulate/hardware.js";
+import type { HardwareModel } from "../simulate/hardware.js";
+import { resolveHardware } from "../simulate/registry.js";
 import { tileMs } from "../simulate/cost.js";
 import { SimulateError } from "../simulate/errors.js";
+import { nodesSpanned } from "../simulate/network.js";
 import { MOE_BODY } from "./calibration.js";
 import { type OperatorPrediction, operatorPrediction, slabArrivals } from "./prediction.js";
 
@@ -131,7 +133,17 @@ function checkTiling(t: MoeTiling): void {
  */
 export function predictAgMoe(
   problem: MoeProblem,
-  options: { readonly hardware: HardwareModel | string; readonly backend?: CommBackend; readonly tiling?: MoeTiling },
+  options: {
+    readonly hardware: HardwareModel | string;
+    readonly backend?: CommBackend;
+    readonly tiling?: MoeTiling;
+    /**
+     * The token AllGather: `"flat"` (the push-swizzled one over all ranks) or `"hierarchical"`
+     * (inter-node first, pipelined, on mesh `[nodes, gpusPerNode]`). Default: hierarchical when
+     * the ranks span nodes of a multi-node model, flat otherwise.
+     */
+    readonly gather?: "flat" | "hierarchical";
+  },
 ): OperatorPrediction {
   const hw = resolveHardware(options.hardware);
   checkMoe(problem);
@@ -141,8 +153,21 @@ export function predictAgMoe(
   const blocks = moeBlocks(moeRouting(problem), problem.experts, tiling.BM);
   const nTiles = Math.ceil(problem.intermediate / world / tiling.BN);
   const per = moeProgramsPerSm(tiling);
+  const X = { name: "X", shape: [tokens, hidden], dtype: "bf16" } as const;
+  const G = hw.topology?.gpusPerNode ?? world;
+  const spans =
+    nodesSpanned(
+      hw,
+      Array.from({ length: world }, (_, r) => r),
+    ) > 1;
+  const gather = options.gather ?? (spans ? "hierarchical" : "flat");
+  if (gather === "hierarchical" && (!spans || world % G !== 0)) {
+    throw new SimulateError("bad-option", `gather "hierarchical" needs ranks on several whole nodes: world ${world}, gpusPerNode ${G}`);
+  }
   const plan = planSignals(
-    allGatherSwizzle({ tensor: { name: "X", shape: [tokens, hidden], dtype: "bf16" }, axis: 0, mesh: [world], split: 1, side: "push" }),
+    gather === "hierarchical"
+      ? allGatherHierarchical({ tensor: X, axis: 0, mesh: [world / G, G], split: 1, schedule: "pipelined", order: "inter-node-first" })
+      : allGatherSwizzle({ tensor: X, axis: 0, mesh: [world], split: 1, side: "push" }),
   );
   const backend = options.backend ?? "copy-engine";
   const alone = slabArrivals(plan, "X", hw, backend, false);

@@ -1,8 +1,11 @@
 // Predictions for the non-overlapped path (a GEMM, then or after an NCCL-like collective),
 // the baseline an overlapped operator must beat and the path to choose when it would lose.
 import { type CollectiveKind, type DType, DTYPE_BYTES } from "@ovl/chunk-plan";
-import { type HardwareModel, resolveHardware } from "./hardware.js";
-import { collectiveMs, type GemmProblem, gemmMs } from "./cost.js";
+import type { HardwareModel } from "./hardware.js";
+import { resolveHardware } from "./registry.js";
+import { type GemmProblem, gemmMs } from "./cost.js";
+import { fabricCollective, type FabricCollective } from "./collective-fabric.js";
+import { modelGpus } from "./network.js";
 import { SimulateError } from "./errors.js";
 
 /** Inputs of {@link predictBaselines}. */
@@ -25,6 +28,8 @@ export interface BaselinePrediction {
   readonly notOverlappedMs: number;
   /** `max(gemmMs, collectiveMs)`: what a perfectly overlapped operator at these speeds takes. */
   readonly boundMs: number;
+  /** Multi-node models only: the collective's algorithm on the two-level fabric (`fabricCollective`). */
+  readonly collectiveAlgorithm?: FabricCollective["algorithm"];
 }
 
 /** Predict the non-overlapped path: GEMM alone, the collective alone, their sum and the bound. */
@@ -38,6 +43,18 @@ export function predictBaselines(input: BaselineInput): BaselinePrediction {
     throw new SimulateError("bad-problem", `collective.shape [${input.collective.shape.join(", ")}]: give positive integer extents`);
   }
   const g = gemmMs(hw, input.problem, input.efficiency === undefined ? {} : { efficiency: input.efficiency });
-  const c = collectiveMs(hw, input.collective.kind, elements * DTYPE_BYTES[input.collective.dtype], input.world);
-  return { gemmMs: g, collectiveMs: c, notOverlappedMs: g + c, boundMs: Math.max(g, c) };
+  if (input.world > modelGpus(hw)) {
+    throw new SimulateError("bad-problem", `world = ${input.world}: hardware model ${hw.name} has ${modelGpus(hw)} GPUs`);
+  }
+  // On a multi-node model the collective runs on the two-level fabric (one node: the measured fit).
+  const ranks = Array.from({ length: input.world }, (_, r) => r);
+  const fabric = fabricCollective(hw, input.collective.kind, elements * DTYPE_BYTES[input.collective.dtype], ranks);
+  const c = fabric.ms;
+  return {
+    gemmMs: g,
+    collectiveMs: c,
+    notOverlappedMs: g + c,
+    boundMs: Math.max(g, c),
+    ...(hw.topology === undefined ? {} : { collectiveAlgorithm: fabric.algorithm }),
+  };
 }

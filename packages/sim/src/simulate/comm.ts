@@ -1,11 +1,14 @@
 // Discrete-event simulation of a chunk plan's communication on every rank at once: each
 // op passes launch → data → signal on its stream; concurrent transfers share the NVLink
 // ports of their source and destination and, with SM copies, the rank's copy SMs (which
-// then also drive its local copies).
+// then also drive its local copies); transfers between nodes share the two ranks' NICs.
 import { type ChunkPlan, type Op, type Region, regionBytes, type TensorDecl } from "@ovl/chunk-plan";
 import type { HardwareModel } from "./hardware.js";
-import { collectiveMs, copyLaunchMs, hbmPassMs, portGBps, smCopyGBps, streamWriteMs } from "./cost.js";
+import { copyLaunchMs, hbmPassMs, portGBps, smCopyGBps, streamWriteMs } from "./cost.js";
+import { fabricCollectiveMs } from "./collective-fabric.js";
 import { SimulateError } from "./errors.js";
+import { crossesNodes, nicOf, ranksPerNode } from "./network.js";
+import { dataRates, type MovingOp } from "./rates.js";
 
 /** How transfers are realised (AutoOverlap Fig. 7): host-launched copy engine, or load/store on dedicated SMs. */
 export type CommBackend = "copy-engine" | "sm";
@@ -56,14 +59,23 @@ export interface CommSimInput {
    * still orders what depends on it.
    */
   readonly readInPlace?: string;
+  /**
+   * When an op may start besides its dependencies (ms; absent: no further condition). The
+   * simulator uses it for a network transfer that reads a sum its source rank is still reducing.
+   */
+  readonly readyAfter?: (rank: number, stream: number, index: number) => number;
 }
 
-interface OpState {
+interface OpState extends MovingOp {
   readonly t: { rank: number; stream: number; index: number; op: Op; bytes: number; label: string };
   readonly src: number;
   readonly dst: number;
-  /** A transfer between two ranks: shares NVLink ports. */
+  /** A transfer between two ranks: shares NVLink ports, or, between nodes, NICs. */
   readonly linked: boolean;
+  /** A transfer between nodes: over the NICs of `src` and `dst` (`srcNic`, `dstNic`), not NVLink, copy engines or copy SMs. */
+  readonly network: boolean;
+  readonly srcNic: number;
+  readonly dstNic: number;
   /** Its data moves at a shared rate (peer transfers; local copies driven by copy SMs), not in a fixed time. */
   readonly shared: boolean;
   phase: "wait" | "launch" | "data" | "signal" | "done";
@@ -88,17 +100,25 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   const decls = new Map<string, TensorDecl>(plan.tensors.map((t) => [t.name, t]));
   const streams: OpState[][][] = plan.ranks.map((rp) =>
     rp.streams.map((ops, s) =>
-      ops.map((op, i) => initState(rp.rank, s, i, op, decls, backend, op.kind === "local-copy" && op.src.tensor === input.readInPlace)),
+      ops.map((op, i) => initState(rp.rank, s, i, op, decls, backend, op.kind === "local-copy" && op.src.tensor === input.readInPlace, hw)),
     ),
   );
   const notify = plan.signals?.notify;
+  // Host-side costs grow with the processes sharing one host: the plan's ranks on one node.
+  const hostRanks = ranksPerNode(hw, world);
+  const netLatency = (hw.topology?.network.latencyUs ?? 0) * 1e-3;
   const signalCost = (r: number, s: number, i: number): number =>
     notify !== undefined && notify[r]?.[s]?.[i] == null
       ? 0
       : backend === "copy-engine"
-        ? streamWriteMs(hw, world)
+        ? streamWriteMs(hw, hostRanks)
         : hw.signal.deviceNotifyUs * 1e-3;
-  const launchCost = (op: Op): number => (op.kind === "collective" ? 0 : backend === "copy-engine" ? copyLaunchMs(hw, world) : 0);
+  // A transfer between nodes also pays one network message latency before its first byte lands.
+  const launchCost = (st: OpState): number =>
+    (st.t.op.kind === "collective" ? 0 : backend === "copy-engine" ? copyLaunchMs(hw, hostRanks) : 0) + (st.network ? netLatency : 0);
+  // Copy engines move data inside a node only; the NIC's RDMA engine moves it between nodes.
+  const usesEngine = (st: OpState): boolean => backend === "copy-engine" && st.t.op.kind !== "collective" && !st.network;
+  const nic = (hw.topology?.network.nicGBps ?? 0) * 1e6;
   const firstStart = backend === "sm" ? hw.smCopy.launchUs * 1e-3 : 0;
   const port = portGBps(hw) * 1e6; // bytes per ms
   const engine = hw.copyEngine.bandwidthGBps * 1e6;
@@ -127,7 +147,10 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
   let remainingOps = streams.flat(2).length;
 
   const readyAt = (st: OpState): number | null => {
-    st.computeReady ??= Math.max(0, ...st.t.op.deps.map((d) => (d.kind === "compute" ? input.computeDone(d.rank, d.region) : 0)));
+    st.computeReady ??= Math.max(
+      input.readyAfter?.(st.t.rank, st.t.stream, st.t.index) ?? 0,
+      ...st.t.op.deps.map((d) => (d.kind === "compute" ? input.computeDone(d.rank, d.region) : 0)),
+    );
     let deps = st.computeReady;
     for (const dep of st.t.op.deps) {
       if (dep.kind === "compute") continue;
@@ -154,20 +177,22 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
         if (st === undefined || st.phase !== "wait") continue;
         const due = readyAt(st);
         if (due === null) continue;
-        const usesEngine = backend === "copy-engine" && st.t.op.kind !== "collective";
+        const engine = usesEngine(st);
         if (due > now + EPS) nextDue = Math.min(nextDue, due);
-        else if (!usesEngine || engines[r]! < hw.copyEngine.count) {
-          if (usesEngine) engines[r]!++;
+        else if (!engine || engines[r]! < hw.copyEngine.count) {
+          if (engine) engines[r]!++;
           st.start = now;
           st.phase = "launch";
-          const from = usesEngine ? Math.max(st.depsAt, enqueuedFrom[r]![s] ?? now) : now;
-          st.phaseEnd = Math.max(now, from + launchCost(st.t.op));
+          // The host enqueues every copy of a stream ahead, a network transfer's too (its proxy posts it).
+          const piped = backend === "copy-engine" && st.t.op.kind !== "collective";
+          const from = piped ? Math.max(st.depsAt, enqueuedFrom[r]![s] ?? now) : now;
+          st.phaseEnd = Math.max(now, from + launchCost(st));
           active.push(st);
         }
       }
     }
     // Advance to the next phase change.
-    const rates = dataRates(active, port, engineCap, smPoolOf, hbm, backend);
+    const rates = dataRates(active, { port, nic, engine: engineCap, smPool: smPoolOf, hbm, backend });
     let next = nextDue;
     // A kernel's end changes the copy-engine rate of transfers touching its rank.
     for (const u of until) if (u > now + EPS && u < next && active.length > 0) next = u;
@@ -196,7 +221,7 @@ export function simulateComm(input: CommSimInput): OpTiming[] {
       } else if (st.phase === "data") {
         st.phase = "signal";
         st.dataEnd = now;
-        if (backend === "copy-engine" && st.t.op.kind !== "collective") engines[st.t.rank]!--;
+        if (usesEngine(st)) engines[st.t.rank]!--;
         st.phaseEnd = now + signalCost(st.t.rank, st.t.stream, st.t.index);
       } else if (st.phase === "signal") {
         st.phase = "done";
@@ -232,6 +257,7 @@ function initState(
   decls: Map<string, TensorDecl>,
   backend: CommBackend,
   inPlace: boolean,
+  hw: HardwareModel,
 ): OpState {
   const moved = op.kind === "collective" && op.collective === "reduce-scatter" ? op.src : op.dst;
   const decl = decls.get(moved.tensor);
@@ -243,11 +269,15 @@ function initState(
   const dst = op.kind === "p2p" ? (op.side === "push" ? op.peer : rank) : rank;
   const label = op.label ?? (op.kind === "p2p" ? `${op.side} ${src}→${dst}` : op.kind === "collective" ? op.collective : "local copy");
   const linked = op.kind === "p2p" && src !== dst;
+  const network = linked && crossesNodes(hw, src, dst);
   return {
     t: { rank, stream, index, op, bytes, label },
     src,
     dst,
     linked,
+    network,
+    srcNic: nicOf(hw, src),
+    dstNic: nicOf(hw, dst),
     // With SM copies a local copy is load/store on the same copy SMs as the peer transfers.
     shared: !inPlace && (linked || (backend === "sm" && op.kind !== "collective")),
     phase: "wait",
@@ -267,46 +297,9 @@ function fixedDataMs(st: OpState, hw: HardwareModel, world: number): number {
   const op = st.t.op;
   if (st.shared) return 0;
   if (op.kind === "collective") {
-    // `bytes` is the gathered output (all-gather) or the full input (reduce-scatter), as the model expects.
-    return collectiveMs(hw, op.collective, st.t.bytes, op.ranks.length || world);
+    // `bytes` is the gathered output (all-gather) or the full input (reduce-scatter), as the model expects;
+    // a collective whose ranks span nodes is priced on the two-level fabric.
+    return fabricCollectiveMs(hw, op.collective, st.t.bytes, op.ranks.length > 0 ? op.ranks : Array.from({ length: world }, (_, r) => r));
   }
   return hbmPassMs(hw, st.t.bytes * (op.reduce ? 2 : 1), st.t.bytes);
-}
-
-/**
- * Bytes per ms of every shared-rate op now moving. A peer transfer: its engine's cap (lower
- * beside a GEMM) or, with SM copies, an equal share of the initiating rank's copy SMs; and an
- * equal share of its source's egress and its destination's ingress port. A local copy on
- * copy SMs: its share of those SMs, at most an HBM pass (read + write, or read ×2 + write
- * when it accumulates).
- */
-function dataRates(
-  active: readonly OpState[],
-  port: number,
-  engine: (st: OpState) => number,
-  smPool: (st: OpState) => { key: string; bytesPerMs: number },
-  hbm: number,
-  backend: CommBackend,
-): Map<OpState, number> {
-  const out = new Map<number, number>();
-  const inn = new Map<number, number>();
-  const byPool = new Map<string, number>();
-  const moving = active.filter((st) => st.phase === "data" && st.shared);
-  const pools = new Map(moving.map((st) => [st, smPool(st)] as const));
-  for (const st of moving) {
-    if (st.linked) {
-      out.set(st.src, (out.get(st.src) ?? 0) + 1);
-      inn.set(st.dst, (inn.get(st.dst) ?? 0) + 1);
-    }
-    const { key } = pools.get(st)!;
-    byPool.set(key, (byPool.get(key) ?? 0) + 1);
-  }
-  const rates = new Map<OpState, number>();
-  for (const st of moving) {
-    const pool = pools.get(st)!;
-    const cap = backend === "copy-engine" ? engine(st) : pool.bytesPerMs / byPool.get(pool.key)!;
-    if (st.linked) rates.set(st, Math.min(cap, port / out.get(st.src)!, port / inn.get(st.dst)!));
-    else rates.set(st, Math.min(cap, hbm / (st.t.op.reduce === undefined ? 2 : 3)));
-  }
-  return rates;
 }

@@ -3,7 +3,7 @@
 // which file; `H200_SXM` is calibrated from the GPU runs of 2026-11-22 (evidence: `results/runs/baselines-h200-2026-11-22`).
 import { TARGETS } from "@ovl/primitives";
 import { z } from "zod";
-import { SimulateError } from "./errors.js";
+import { NodeTopology } from "./network.js";
 
 const Pos = z.number().positive();
 const NonNeg = z.number().nonnegative();
@@ -104,6 +104,13 @@ export const HardwareModel = z.object({
      */
     copyBandwidthUnderCompute: z.number().positive().max(1).optional(),
   }),
+  /**
+   * Several nodes (absent: one node, any number of ranks, every transfer over NVLink): ranks
+   * `n · gpusPerNode … (n + 1) · gpusPerNode − 1` form node `n`; a transfer between nodes goes
+   * over the NICs of its two ranks (`./network.ts`), one inside a node over NVLink as above.
+   * `multiNode` builds one from a single-node model.
+   */
+  topology: NodeTopology.optional(),
   /** Where each number came from: measured (file, date) or derived (from what). */
   source: z.record(z.string(), z.string()),
 });
@@ -242,23 +249,3 @@ export const H100_SXM: HardwareModel = {
 
 /** The built-in models by name. */
 export const HARDWARE_MODELS: Readonly<Record<string, HardwareModel>> = { H100_SXM, H200_SXM };
-
-/** Parse a hardware model (a built-in's name or a plain object), with a message naming the bad field. */
-export function resolveHardware(input: HardwareModel | string): HardwareModel {
-  if (typeof input === "string") {
-    const model = HARDWARE_MODELS[input];
-    if (model === undefined) {
-      throw new SimulateError(
-        "bad-hardware",
-        `unknown hardware model "${input}": use one of ${Object.keys(HARDWARE_MODELS).join(", ")} or pass a HardwareModel object`,
-      );
-    }
-    return model;
-  }
-  const parsed = HardwareModel.safeParse(input);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new SimulateError("bad-hardware", `hardware.${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`);
-  }
-  return parsed.data;
-}

@@ -1,7 +1,28 @@
 // Barrel of the simulate module: the discrete-event simulator, the cost model under it,
 // the built-in hardware models and the result format.
 export { SimulateError, type SimulateErrorCode } from "./errors.js";
-export { HardwareModel, H100_SXM, H200_SXM, HARDWARE_MODELS, resolveHardware, TRITON_GEMM_2026_11_22 } from "./hardware.js";
+export { HardwareModel, H100_SXM, H200_SXM, HARDWARE_MODELS, TRITON_GEMM_2026_11_22 } from "./hardware.js";
+export { resolveHardware } from "./registry.js";
+export {
+  NetworkModel,
+  NodeTopology,
+  type HasTopology,
+  nodeOf,
+  nicOf,
+  crossesNodes,
+  ranksPerNode,
+  nodesSpanned,
+  modelGpus,
+} from "./network.js";
+export {
+  multiNode,
+  type MultiNodeOptions,
+  NDR400_PER_GPU,
+  NETWORK_SOURCE,
+  H200_SXM_2x8,
+  H200_SXM_4x8,
+  MULTI_NODE_MODELS,
+} from "./multi-node.js";
 export {
   type GemmProblem,
   tileMs,

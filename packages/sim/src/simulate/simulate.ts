@@ -1,19 +1,13 @@
 // The simulator's entry point: a plan, its tile schedule and a backend on a hardware model
 // → per-rank predicted latency, the non-overlapped time, the perfect-overlap bound,
 // TileLink's overlap ratio and a per-rank timeline.
-import {
-  type ChunkPlan,
-  formatRegion,
-  intersect,
-  planSignals,
-  type Region,
-  regionBytes,
-  type TensorDecl,
-  type TileSchedule,
-} from "@ovl/chunk-plan";
-import { type HardwareModel, resolveHardware } from "./hardware.js";
+import { type ChunkPlan, planSignals, type TileSchedule } from "@ovl/chunk-plan";
+import type { HardwareModel } from "./hardware.js";
+import { resolveHardware } from "./registry.js";
 import { portGBps, reduceKernelGBps, SM_STORE_BYTES_PER_US, smCopyGBps, tileMs } from "./cost.js";
 import { type CommBackend, type OpTiming, simulateComm } from "./comm.js";
+import { networkSumReads, opEnds, reductionPass, reductionWork, settleComm } from "./reduction.js";
+import { modelGpus } from "./network.js";
 import { type ComputeTiming, regionDoneAt, simulateCompute } from "./compute.js";
 import { SimulateError } from "./errors.js";
 import { type RankSimulation, type SimulationResult, SIM_RESULT_SCHEMA, type TimelineEvent } from "./result.js";
@@ -145,6 +139,12 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
       `reduceKernel.programs = ${reducePrograms}: give a positive integer (the reduction kernel's persistent grid)`,
     );
   }
+  if (plan.ranks.length > modelGpus(hw)) {
+    throw new SimulateError(
+      "bad-hardware",
+      `plan "${plan.name}" has ${plan.ranks.length} ranks; hardware model ${hw.name} has ${modelGpus(hw)} GPUs (nodes × gpusPerNode): use a larger model (multiNode)`,
+    );
+  }
   const signalled = plan.signals === undefined ? planSignals(plan) : plan;
   const tMs = tileMs(
     hw,
@@ -176,7 +176,17 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
   const ranks = plan.ranks.map((r) => r.rank);
   const idle: Busy = [];
   const alone = ranks.map((r) => computeOf(r, hw.smCount, () => 0, idle, 0));
-  const commAloneOps = simulateComm({ ...comm, computeDone: () => 0 });
+  // Network transfers that send a sum wait for the reduction kernel to write it (`settleComm`).
+  const work = reductionWork(signalled);
+  const reduceGBps = reduceKernelGBps(hw, reducePrograms);
+  const reduceLaunchMs = (hw.reduceKernel?.launchUs ?? hw.gemm.launchUs) * 1e-3;
+  const waits = networkSumReads(signalled, hw, work);
+  const concurrent = options.reduceKernel?.concurrent === true;
+  const settle = (reduceStart: (rank: number) => number) => ({ work, waits, reduceStart, launchMs: reduceLaunchMs, gbps: reduceGBps });
+  const commAloneOps = settleComm(
+    { ...comm, computeDone: () => 0 },
+    settle(() => 0),
+  );
 
   let ops: OpTiming[];
   let compute: ComputeTiming[];
@@ -189,22 +199,17 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     // Compute gates communication; a second pass prices the copies' contention on compute.
     compute = ranks.map((r) => computeOf(r, computeSms, () => 0, idle, 0));
     const first = compute;
-    ops = simulateComm({
-      ...comm,
-      computeDone: (r, region) => regionDoneAt(schedule, first[r]!, region),
-      computeUntil: first.map((c) => c.computeEnd),
-    });
+    ops = settleComm(
+      { ...comm, computeDone: (r, region) => regionDoneAt(schedule, first[r]!, region), computeUntil: first.map((c) => c.computeEnd) },
+      settle((r) => (concurrent ? startMs : first[r]!.computeEnd)),
+    );
     compute = ranks.map((r) => computeOf(r, computeSms, () => 0, busyOf(ops, r), hw.contention.copySlowdown));
     const final = compute;
-    ops = simulateComm({
-      ...comm,
-      computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region),
-      computeUntil: final.map((c) => c.computeEnd),
-    });
+    ops = settleComm(
+      { ...comm, computeDone: (r, region) => regionDoneAt(schedule, final[r]!, region), computeUntil: final.map((c) => c.computeEnd) },
+      settle((r) => (concurrent ? startMs : final[r]!.computeEnd)),
+    );
   }
-  const work = reductionWork(signalled);
-  const reduceGBps = reduceKernelGBps(hw, reducePrograms);
-  const reduceLaunchMs = (hw.reduceKernel?.launchUs ?? hw.gemm.launchUs) * 1e-3;
   const overlappedEnds = opEnds(ops);
   const aloneEnds = opEnds(commAloneOps);
 
@@ -213,7 +218,7 @@ export function simulate(plan: ChunkPlan, schedule: TileSchedule, options: Simul
     const commEnd = Math.max(0, ...mine.map((o) => o.end));
     const computeEnd = compute[r]!.computeEnd;
     // The reduction kernel follows the compute kernel on its stream, or runs beside it.
-    const reduceStart = options.reduceKernel?.concurrent === true ? startMs : computeEnd;
+    const reduceStart = concurrent ? startMs : computeEnd;
     const reduce = reductionPass(work[r] ?? [], reduceStart, reduceLaunchMs, reduceGBps, overlappedEnds);
     const latencyMs = Math.max(computeEnd, commEnd, reduce?.end ?? 0);
     const computeAloneMs = alone[r]!.computeEnd;
@@ -306,83 +311,6 @@ function busyOf(ops: readonly OpTiming[], rank: number): Busy {
     else merged.push([a, b]);
   }
   return merged;
-}
-
-/** One piece of a rank's reduction: a region accumulated into, its pass bytes and the ops landing in it. */
-interface ReduceSegment {
-  readonly region: Region;
-  /** Read and written by the pass: every accumulated partial, the rank's own partial, the result. */
-  readonly bytes: number;
-  /** Keys (`rank/stream/index`) of the ops whose data lands in the region. */
-  readonly ops: readonly string[];
-}
-
-const opKey = (rank: number, stream: number, index: number): string => `${rank}/${stream}/${index}`;
-
-function opEnds(ops: readonly OpTiming[]): Map<string, number> {
-  return new Map(ops.map((o) => [opKey(o.rank, o.stream, o.index), o.end]));
-}
-
-/**
- * What the reduction kernel does on each rank. Transfers that accumulate (`reduce`) land as
- * partials (a copy engine can only copy; the emitted SM pushes copy too), and a memory kernel
- * sums them: per region accumulated into, it reads every partial delivered there plus the
- * rank's own and writes the result once (`(W + 1)` region sizes for a direct
- * ReduceScatter over W ranks). Regions in row-major order, the order the kernel visits them.
- */
-function reductionWork(plan: ChunkPlan): ReduceSegment[][] {
-  const decls = new Map<string, TensorDecl>(plan.tensors.map((t) => [t.name, t]));
-  const landing = plan.ranks.map(() => [] as { key: string; region: Region; reduce: boolean }[]);
-  for (const rp of plan.ranks) {
-    rp.streams.forEach((ops, s) =>
-      ops.forEach((op, i) => {
-        if (op.kind === "collective") return;
-        const dst = op.kind === "p2p" && op.side === "push" ? op.peer : rp.rank;
-        landing[dst]?.push({ key: opKey(rp.rank, s, i), region: op.dst, reduce: op.reduce !== undefined });
-      }),
-    );
-  }
-  return landing.map((ops) => {
-    const regions = new Map<string, Region>();
-    for (const o of ops) if (o.reduce) regions.set(formatRegion(o.region), o.region);
-    const segments = [...regions.values()].map((region): ReduceSegment => {
-      const decl = decls.get(region.tensor)!;
-      const meeting = ops.filter((o) => intersect(o.region, region) !== undefined);
-      const partials = meeting.filter((o) => o.reduce).reduce((a, o) => a + regionBytes(intersect(o.region, region)!, decl), 0);
-      return { region, bytes: partials + 2 * regionBytes(region, decl), ops: meeting.map((o) => o.key) };
-    });
-    return segments.sort((a, b) => compareOffsets(a.region.offsets, b.region.offsets));
-  });
-}
-
-function compareOffsets(a: readonly number[], b: readonly number[]): number {
-  for (let d = 0; d < Math.max(a.length, b.length); d++) {
-    const diff = (a[d] ?? 0) - (b[d] ?? 0);
-    if (diff !== 0) return diff;
-  }
-  return 0;
-}
-
-/**
- * The reduction kernel on one rank: it starts at `start` (after the compute kernel on the
- * same stream), pays its fixed cost, then streams through its regions in order at
- * `gbps`, each region once every op landing in it has ended (the kernel waits per chunk).
- * Null when the rank reduces nothing.
- */
-function reductionPass(
-  segments: readonly ReduceSegment[],
-  start: number,
-  launchMs: number,
-  gbps: number,
-  ends: Map<string, number>,
-): { start: number; end: number } | null {
-  if (segments.length === 0) return null;
-  let t = start + launchMs;
-  for (const seg of segments) {
-    const ready = Math.max(0, ...seg.ops.map((k) => ends.get(k) ?? 0));
-    t = Math.max(t, ready) + seg.bytes / (gbps * 1e6);
-  }
-  return { start, end: t };
 }
 
 function timeline(

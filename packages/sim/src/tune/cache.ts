@@ -20,6 +20,9 @@ export const StoredCandidate = z.discriminatedUnion("path", [
     tile: Tile,
     groupSizeM: z.number().int().positive(),
     allReduce: z.enum(["partitioned", "tilewise"]).optional(),
+    plan: z
+      .enum(["flat", "intra-node-first/staged", "intra-node-first/pipelined", "inter-node-first/staged", "inter-node-first/pipelined"])
+      .optional(),
   }),
   z.object({ path: z.literal("sequential") }),
 ]);

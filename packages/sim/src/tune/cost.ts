@@ -2,7 +2,7 @@
 // built-in one: the discrete-event simulator for overlapped candidates and the NCCL +
 // cuBLAS prediction for the non-overlapped path, both on one hardware model.
 import type { HardwareModel } from "../simulate/hardware.js";
-import { resolveHardware } from "../simulate/hardware.js";
+import { resolveHardware } from "../simulate/registry.js";
 import { allReduceOptions, simulate } from "../simulate/simulate.js";
 import { predictBaselines } from "../simulate/baselines.js";
 import type { BuiltCandidate } from "./build.js";

@@ -9,6 +9,8 @@ export {
   type TuneProblemInput,
   type TuneTile,
   type TuneBackend,
+  TUNE_PLANS,
+  type TunePlan,
   type TuneSpace,
   type Candidate,
   type OverlappedCandidate,

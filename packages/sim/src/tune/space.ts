@@ -14,6 +14,11 @@ export const TuneProblem = z.object({
   K: z.number().int().positive(),
   world: z.number().int().min(2),
   dtype: z.enum(["bf16", "fp16", "fp32"]).default("bf16"),
+  /**
+   * GPUs per node when the ranks span nodes: the hierarchical plans (`TunePlan`) run on mesh
+   * `[world / gpusPerNode, gpusPerNode]` (absent: one node; only the flat plan applies).
+   */
+  gpusPerNode: z.number().int().positive().optional(),
 });
 export type TuneProblem = z.infer<typeof TuneProblem>;
 /** A problem as callers write it (`dtype` may be left out). */
@@ -29,6 +34,23 @@ export interface TuneTile {
 /** How transfers are realised: host-launched copy engine, or load/store on dedicated SMs. */
 export type TuneBackend = "copy-engine" | "sm";
 
+/**
+ * The chunk plan's shape across nodes: `flat` (the one-level template over all ranks, as on one
+ * node) or a two-level plan on mesh `[world / gpusPerNode, gpusPerNode]`, its stage order and its
+ * schedule (`staged`: one stream; `pipelined`: a stream per stage). AllGather+GEMM takes every
+ * order (`allGatherHierarchical`); GEMM+ReduceScatter only `intra-node-first`
+ * (`reduceScatterHierarchical`: reduce in the node, then across).
+ */
+export const TUNE_PLANS = [
+  "flat",
+  "intra-node-first/staged",
+  "intra-node-first/pipelined",
+  "inter-node-first/staged",
+  "inter-node-first/pipelined",
+] as const;
+/** A plan shape of the search space. */
+export type TunePlan = (typeof TUNE_PLANS)[number];
+
 /** One point of the overlapped space. */
 export interface OverlappedCandidate {
   readonly path: "overlapped";
@@ -42,6 +64,8 @@ export interface OverlappedCandidate {
   readonly groupSizeM: number;
   /** `gemm-ar` only: the AllReduce's realisation (`./all-reduce.ts`). */
   readonly allReduce?: "partitioned" | "tilewise";
+  /** The plan's shape across nodes (absent: `flat`). */
+  readonly plan?: TunePlan;
 }
 
 /** The non-overlapped path: the collective on its own (NCCL), then the GEMM (or the reverse). */
@@ -62,6 +86,8 @@ export interface TuneSpace {
   readonly groupSizesM: readonly number[];
   /** Whether the non-overlapped path competes (default true). */
   readonly sequential?: boolean;
+  /** Plan shapes tried (default: the flat plan only, as on one node). */
+  readonly plans?: readonly TunePlan[];
 }
 
 /**
@@ -86,7 +112,8 @@ export const DEFAULT_TUNE_SPACE: TuneSpace = {
 export function candidateKey(c: Candidate): string {
   if (c.path === "sequential") return "sequential";
   const ar = c.allReduce === undefined ? "" : ` ${c.allReduce}`;
-  return `overlapped${ar} split=${c.split} ${c.backend} sms=${c.commSms} tile=${c.tile.BM}x${c.tile.BN}x${c.tile.BK} group=${c.groupSizeM}`;
+  const plan = c.plan === undefined || c.plan === "flat" ? "" : ` plan=${c.plan}`;
+  return `overlapped${ar} split=${c.split} ${c.backend} sms=${c.commSms} tile=${c.tile.BM}x${c.tile.BN}x${c.tile.BK} group=${c.groupSizeM}${plan}`;
 }
 
 function positiveInts(name: string, values: readonly number[]): void {
@@ -103,13 +130,22 @@ export function enumerateCandidates(space: TuneSpace): Candidate[] {
   if (space.tiles.length === 0)
     throw new TuneError("bad-space", "space.tiles is empty: give at least one tile, e.g. { BM: 128, BN: 256, BK: 64 }");
   for (const t of space.tiles) positiveInts("tiles", [t.BM, t.BN, t.BK]);
+  for (const p of space.plans ?? []) {
+    if (!TUNE_PLANS.includes(p)) throw new TuneError("bad-space", `space.plans lists "${String(p)}": use ${TUNE_PLANS.join(", ")}`);
+  }
   const out: Candidate[] = [];
-  for (const split of space.splits) {
-    for (const backend of space.backends) {
-      const sms = backend === "sm" ? space.commSms : [0];
-      for (const commSms of sms) {
-        for (const tile of space.tiles) {
-          for (const groupSizeM of space.groupSizesM) out.push({ path: "overlapped", split, backend, commSms, tile, groupSizeM });
+  // Without `plans` a candidate names no plan (the flat one), so its key is what it always was.
+  const plans: readonly (TunePlan | undefined)[] = space.plans ?? [undefined];
+  for (const plan of plans) {
+    for (const split of space.splits) {
+      for (const backend of space.backends) {
+        const sms = backend === "sm" ? space.commSms : [0];
+        for (const commSms of sms) {
+          for (const tile of space.tiles) {
+            for (const groupSizeM of space.groupSizesM) {
+              out.push({ path: "overlapped", split, backend, commSms, tile, groupSizeM, ...(plan === undefined ? {} : { plan }) });
+            }
+          }
         }
       }
     }

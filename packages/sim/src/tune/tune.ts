@@ -17,6 +17,7 @@ import {
   enumerateCandidates,
   TuneProblem,
   type Candidate,
+  type TunePlan,
   type TuneProblemInput,
   type TuneSpace,
 } from "./space.js";
@@ -133,16 +134,17 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
   const space = options.space ?? DEFAULT_TUNE_SPACE;
   const candidates = problem.operator === "gemm-ar" ? allReduceCandidates(problem, space) : enumerateCandidates(space);
   const numSms = options.numSms ?? DEFAULT_TARGET.smCount;
-  const plans = new Map<number, ChunkPlan | Error>();
-  const planAt = (split: number): ChunkPlan => {
-    let p = plans.get(split);
+  const plans = new Map<string, ChunkPlan | Error>();
+  const planAt = (split: number, shape: TunePlan = "flat"): ChunkPlan => {
+    const key = `${split}|${shape}`;
+    let p = plans.get(key);
     if (p === undefined) {
       try {
-        p = candidatePlan(problem, split);
+        p = candidatePlan(problem, split, shape);
       } catch (e) {
         p = e instanceof Error ? e : new Error(String(e));
       }
-      plans.set(split, p);
+      plans.set(key, p);
     }
     if (p instanceof Error) throw p;
     return p;
@@ -163,7 +165,7 @@ export function rankCandidates(problemInput: TuneProblemInput, options: RankOpti
       if (candidate.path === "sequential") {
         estimate = options.cost({ problem, candidate });
       } else {
-        const plan = planAt(candidate.split);
+        const plan = planAt(candidate.split, candidate.plan);
         const built: BuiltCandidate = { plan, schedule: candidateSchedule(problem, plan, candidate, numSms - candidate.commSms) };
         estimate = options.cost({ problem, candidate, built });
       }
