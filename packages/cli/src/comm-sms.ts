@@ -6,7 +6,8 @@ import { UsageError } from "./errors.js";
 import type { Problem } from "./problem.js";
 
 /** The hardware model of a target the simulator has one for. */
-const MODELS: Partial<Record<TargetName, HardwareModel>> = { h100: H100_SXM, h200: H200_SXM };
+/** The simulator's model of each target with one (what `ovl emit` prices its choices on). */
+export const MODELS: Partial<Record<TargetName, HardwareModel>> = { h100: H100_SXM, h200: H200_SXM };
 
 /** The push kernel's SMs and why, or undefined where the emitter's default stands. */
 export interface CommSmsDecision {

@@ -126,7 +126,10 @@ export type {
   WarpSpecialization,
   AttentionProblem,
   TlxNotifier,
+  RowsRequest,
 } from "./core/operator.js";
+export { instantiateRows, servesRows } from "./core/manifest/rows.js";
+export { minRowsPerRank, ROWS_VARIABLE } from "./operators/ag-gemm/rows.js";
 export { DEFAULT_GROUP_M, DEFAULT_TILE, TLX_NOTIFIERS } from "./core/operator.js";
 export type { EmitResult, EmittedFile } from "./core/result.js";
 export {

@@ -9,6 +9,7 @@ import { positiveInt } from "../options.js";
 import { parseOperator, resolveProblem, TEMPLATES, type ProblemFlags } from "../problem.js";
 import { parseTargetFlag, TARGET_NAMES } from "../target.js";
 import { emitCommand, readKernelFile } from "./emit.js";
+import { rowsRequest } from "./rows.js";
 import { emitAttentionCommand, type AttentionFlags } from "./emit-attention.js";
 import { emitMoeCommand, type MoeFlags } from "./emit-moe.js";
 import { emitMoeRsCommand } from "./emit-moe-rs.js";
@@ -17,7 +18,18 @@ import { emitAgGemmSiluCommand, emitMlpCommand } from "./emit-mlp.js";
 /** Every flag an `ovl emit <operator>` may carry, as commander hands them over. */
 export type EmitFlags = ProblemFlags &
   AttentionFlags &
-  MoeFlags & { out?: string; tlx?: boolean; json?: boolean; kernel?: string; plan?: string; target?: string; commSms?: number };
+  MoeFlags & {
+    out?: string;
+    tlx?: boolean;
+    json?: boolean;
+    kernel?: string;
+    plan?: string;
+    target?: string;
+    commSms?: number;
+    anyRows?: boolean;
+    minRows?: number;
+    maxRows?: number;
+  };
 
 /** How each shared option is declared: once for every operator that takes it. */
 const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefinition) => Command>> = {
@@ -77,7 +89,11 @@ async function emitGemm(name: string, o: EmitFlags): Promise<CommandOutput> {
     ...(o.plan === undefined ? {} : { planFile: o.plan }),
     ...(target === undefined ? {} : { target }),
     ...(o.commSms === undefined ? {} : { commSms: o.commSms }),
+    ...(o.anyRows === true ? { rows: rowsRequest(p, o, target) } : {}),
   };
+  if (o.anyRows !== true && (o.minRows !== undefined || o.maxRows !== undefined)) {
+    throw new CliError("usage", "--min-rows and --max-rows go with --any-rows");
+  }
   return emitCommand(p, o.out ?? `ovl-emit/${p.operator}`, o.tlx === true, sources);
 }
 

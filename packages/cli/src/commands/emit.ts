@@ -15,6 +15,7 @@ import {
   type KernelBody,
   type Operator,
   type OperatorInput,
+  type RowsRequest,
 } from "@ovl/tlx-emitter";
 import type { TargetName } from "@ovl/primitives";
 import { buildPlan, consumes, gemmTiling } from "../build.js";
@@ -65,6 +66,8 @@ export interface EmitSources {
   readonly target?: TargetName;
   /** `--comm-sms`: programs of the SM push kernel (with `--backend sm`; default `decideCommSms`'s). */
   readonly commSms?: number;
+  /** `--any-rows`: one operator for every row count of a range (ag-gemm). */
+  readonly rows?: RowsRequest;
 }
 
 /**
@@ -84,6 +87,7 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
     plan,
     body,
     problem: { M: p.M, N: p.N, K: p.K },
+    ...(sources.rows === undefined ? {} : { rows: sources.rows }),
     ...(p.named.tile || tilewise(p) ? { tile: { ...p.tile } } : {}),
     ...(p.named.tile || p.named.groupM ? { groupM: p.groupSizeM } : {}),
     // The tile-wise AllReduce moves strided tiles, which only SM pushes do.

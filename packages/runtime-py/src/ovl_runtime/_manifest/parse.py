@@ -36,6 +36,7 @@ from .types import (
     RankHostOps,
     ReferenceSpec,
     RoutingInit,
+    RowsSpec,
     Segment,
     SignalsSpec,
     SignalWrite,
@@ -332,13 +333,38 @@ def parse_manifest(data: Any, base_dir: Path | None = None) -> Manifest:
         wait_timeout_ns=int_(get(o, "waitTimeoutNs", ""), "waitTimeoutNs", 1),
         base_dir=base_dir,
         raw=o,
+        rows=None if o.get("rows") is None else _rows(o["rows"], "rows", world),
     )
     check_references(m)
     return m
 
 
-def load_manifest(path: str | Path) -> Manifest:
-    """Load a manifest JSON file; kernel sources resolve relative to its folder."""
+def _rows(v: Any, path: str, world: int) -> RowsSpec:
+    """The ``rows`` section's scalars (its expressions are read when the manifest is instantiated)."""
+    o = obj(v, path)
+    rng = obj(get(o, "range", path), f"{path}.range")
+    fb = o.get("fallbackBelow")
+    reason = o.get("fallbackReason")
+    spec = RowsSpec(
+        variable=ident(get(o, "variable", path), f"{path}.variable"),
+        min=int_(get(rng, "min", f"{path}.range"), f"{path}.range.min", 1),
+        max=int_(get(rng, "max", f"{path}.range"), f"{path}.range.max", 1),
+        multiple=int_(get(o, "multiple", path), f"{path}.multiple", 1),
+        at=int_(get(o, "at", path), f"{path}.at", 1),
+        fallback_below=None if fb is None else int_(fb, f"{path}.fallbackBelow", 1),
+        fallback_reason=None if reason is None else str(reason),
+    )
+    if spec.min > spec.max or not spec.serves(spec.at) or spec.multiple % world:
+        raise ManifestError(
+            path, f"serves {spec.min}..{spec.max} in multiples of {spec.multiple} (of the world {world}) and describes {spec.at}"
+        )
+    return spec
+
+
+def load_manifest(path: str | Path, rows: int | None = None, symbolic: bool = False) -> Manifest:
+    """Load a manifest JSON file; kernel sources resolve relative to its folder. A manifest whose row count is a
+    run-time argument is made concrete at ``rows`` (default: the M it describes), or kept as it is with
+    ``symbolic`` (for a runner that binds it to each call's M)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -351,4 +377,13 @@ def load_manifest(path: str | Path) -> Manifest:
     from .schema import check_manifest_schema
 
     check_manifest_schema(data)
-    return parse_manifest(data, p.resolve().parent)
+    m = parse_manifest(data, p.resolve().parent)
+    if m.rows is None:
+        if rows is not None and rows != m.reference.M:
+            raise ManifestError("rows", f"{p} is compiled for M = {m.reference.M}; it takes no other row count")
+        return m
+    if symbolic:
+        return m
+    from .rows import instantiate
+
+    return instantiate(m, m.rows.at if rows is None else rows)

@@ -43,6 +43,7 @@ ARG_KINDS = (
     "timeout-ns",
     "error-buffer",
     "num-programs",
+    "rows",
 )
 
 
@@ -204,6 +205,24 @@ class SignalsSpec:
 
 
 @dataclass(frozen=True)
+class RowsSpec:
+    """A manifest whose row count M is a run-time argument (``rows``): the M it serves, the M its other fields
+    describe, and below which M the operator should not overlap (the runner's plain path), with the reason.
+    ``instantiate`` makes it concrete at an M (:mod:`ovl_runtime._manifest.rows`)."""
+
+    variable: str
+    min: int
+    max: int
+    multiple: int
+    at: int
+    fallback_below: int | None = None
+    fallback_reason: str | None = None
+
+    def serves(self, M: int) -> bool:
+        return self.min <= M <= self.max and M % self.multiple == 0
+
+
+@dataclass(frozen=True)
 class ReferenceSpec:
     operator: str
     M: int
@@ -241,6 +260,8 @@ class Manifest:
     wait_timeout_ns: int
     base_dir: Path | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    #: Set where the row count is a run-time argument (the other fields then describe ``rows.at`` rows).
+    rows: RowsSpec | None = None
 
     def buffer(self, name: str) -> BufferSpec:
         for b in self.buffers:

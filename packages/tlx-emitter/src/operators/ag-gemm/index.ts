@@ -14,12 +14,26 @@ export const agGemm: OperatorDefinition = {
   summary: "AllGather, then GEMM: A's rows gathered over a swizzle or ring while the GEMM consumes the chunks that arrived",
   kind: "ag-gemm",
   cli: {
-    options: [],
+    options: [
+      {
+        name: "any-rows",
+        type: "switch",
+        help: "one operator for every row count M from --min-rows to --max-rows (M a run-time argument; --m is then the shape the manifest describes and the tuned table looks up)",
+      },
+      {
+        name: "min-rows",
+        type: "positive-int",
+        value: "<M>",
+        help: "with --any-rows: the fewest rows served (default: what whole m-block chunks need)",
+      },
+      { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
+    ],
     shared: [...GEMM_SHARED, "tlx"],
     templates: ["swizzle", "ring", "hierarchical", "direct"],
     examples: [
       "ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx",
       "ovl emit ag-gemm --shape MLP-1 --world 4 --kernel my_matmul.py --plan my_plan.json",
+      "ovl emit ag-gemm --n 2752 --k 4096 --m 8192 --world 4 --any-rows --out ag-any",
     ],
   },
   compute: {

@@ -1,0 +1,113 @@
+"""A manifest whose row count is a run-time argument, made concrete for one M (``instantiate``).
+
+The compiler writes such a manifest (``rows``: the M it serves, buffer rows, host copies and m-block count as
+``@ovl/mapping`` expressions of M) and checks its plan at every M it serves; the runner instantiates it for each M
+a call brings, as ``@ovl/tlx-emitter``'s ``instantiateRows`` does: each row-scaled buffer gets its rows, the host
+ops their offsets and lengths, a ``rows`` kernel argument and the row variable of the tile programs' maps M, the
+reference M. Pure Python: JSON in, a parsed manifest out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ManifestError, UsageError
+from .expr import check_expr, evaluate
+from .types import Manifest
+
+
+def _bind(e: Any, var: str, M: int) -> Any:
+    """The expression ``e`` with variable ``var`` replaced by the constant ``M`` (its range checked)."""
+    if not isinstance(e, dict):
+        return e
+    op = e.get("op")
+    if op == "var" and e.get("name") == var:
+        lo, hi = e["range"]["min"], e["range"]["max"]
+        if not lo <= M <= hi:
+            raise ManifestError("rows", f"{var} = {M} is outside its declared range [{lo}, {hi}]")
+        return {"op": "const", "value": M}
+    if op in ("add", "mul", "min", "max"):
+        return {"op": op, "args": [_bind(a, var, M) for a in e["args"]]}
+    if op in ("floorDiv", "ceilDiv", "mod"):
+        return {"op": op, "dividend": _bind(e["dividend"], var, M), "divisor": _bind(e["divisor"], var, M)}
+    return e
+
+
+def _map(m: Any, var: str, M: int) -> Any:
+    if not isinstance(m, dict):
+        return m
+    if m.get("kind") == "static":
+        return {**m, "expr": _bind(m["expr"], var, M)}
+    if m.get("kind") == "dynamic":
+        return {**m, "index": _bind(m["index"], var, M)}
+    return m
+
+
+def instantiate(m: Manifest, M: int) -> Manifest:
+    """``m`` at ``M`` rows: an ordinary manifest. ``UsageError`` when ``m`` does not serve ``M``."""
+    from .parse import parse_manifest
+
+    spec = m.rows
+    if spec is None:
+        raise UsageError(f"{m.name} is compiled for M = {m.reference.M}; it takes no other row count")
+    if not spec.serves(M):
+        raise UsageError(f"{m.name} serves row counts {spec.min}..{spec.max} in multiples of {spec.multiple}, not {M}")
+    raw = m.raw
+    rows = raw["rows"]
+    env = {spec.variable: M}
+
+    def value(e: Any, where: str, positive: bool) -> int:
+        check_expr(e, where)
+        v = evaluate(e, env, where)
+        if positive and v < 1:
+            raise ManifestError(where, f"is {v} at M = {M}")
+        return v
+
+    buffers = []
+    for b in raw["buffers"]:
+        e = rows["buffers"].get(b["name"])
+        buffers.append(b if e is None else {**b, "shape": [value(e, f"rows.buffers.{b['name']}", True), *b["shape"][1:]]})
+    host_ops = []
+    for i, r in enumerate(rows["hostOps"]):
+        streams = []
+        for j, s in enumerate(r["streams"]):
+            ops = []
+            for k, op in enumerate(s["ops"]):
+                where = f"rows.hostOps[{i}].streams[{j}].ops[{k}]"
+
+                def seg(x: Any, end: str, where: str = where) -> dict[str, Any]:
+                    return {
+                        "buffer": x["buffer"],
+                        "rank": x["rank"],
+                        "offset": value(x["offset"], f"{where}.{end}.offset", False),
+                        "length": value(x["length"], f"{where}.{end}.length", True),
+                    }
+
+                ops.append({**op, "src": seg(op["src"], "src"), "dst": seg(op["dst"], "dst")})
+            streams.append({"name": s["name"], "ops": ops})
+        host_ops.append({"rank": r["rank"], "streams": streams})
+    num_pid_m = value(rows["numPidM"], "rows.numPidM", True)
+    kernels = []
+    for k in raw["kernels"]:
+        takes_rows = any(a["value"]["kind"] == "rows" for a in k["args"])
+        out = {
+            **k,
+            "args": [a if a["value"]["kind"] != "rows" else {"name": a["name"], "value": {"kind": "int", "value": M}} for a in k["args"]],
+        }
+        if takes_rows and "M" in k["template"]["params"]:
+            out["template"] = {**k["template"], "params": {**k["template"]["params"], "M": M}}
+        tp = k.get("tileProgram")
+        if tp is not None:
+            out["tileProgram"] = {
+                **tp,
+                "order": _map(tp["order"], spec.variable, M),
+                "slots": [_map(s, spec.variable, M) for s in tp["slots"]],
+                "numPidM": num_pid_m,
+            }
+        kernels.append(out)
+    ref = {**raw["reference"], "M": M}
+    if "rowsPerRank" in ref:
+        ref["rowsPerRank"] = M // m.world
+    data = {k: v for k, v in raw.items() if k != "rows"}
+    data.update(buffers=buffers, hostOps=host_ops, kernels=kernels, reference=ref)
+    return parse_manifest(data, m.base_dir)
