@@ -87,7 +87,6 @@ def host_us(fn: Any) -> float:
 
 def measure(mode: str) -> dict[str, Any]:
     import torch
-
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
