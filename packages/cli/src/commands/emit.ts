@@ -15,6 +15,7 @@ import {
   type KernelBody,
   type Operator,
   type OperatorInput,
+  type Manifest,
   type RowsRequest,
 } from "@ovl/tlx-emitter";
 import type { TargetName } from "@ovl/primitives";
@@ -251,12 +252,21 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
       `${e.name}: ${describeProblem(p)}${sources.kernelFile === undefined ? "" : ` — body ${sources.kernelFile}`}${sources.planFile === undefined ? "" : ` — plan ${sources.planFile}`}`,
       `  compute: ${describeCompute(e.operator, e.compute)}`,
       ...(comm === undefined ? [] : [`  push kernel: ${comm.commSms} SMs (${comm.why})`]),
+      ...rowsLines(e.result.manifest.rows),
       ...(t === undefined ? [] : [`  tlx: ${describeTlx(t)}; build the cubin with tlx-aot-compile.py ${join(t.dir, "manifest.json")}`]),
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...[...e.files, ...tlxFiles].map((f) => `wrote ${f}`),
       `run it: ovl run ${e.manifestPath} --emulate    (or on GPUs: ovl run ${e.manifestPath} --gpus ${p.world})`,
     ],
   };
+}
+
+/** What an any-row-count operator serves, and where it does not overlap. */
+function rowsLines(rows: Manifest["rows"]): string[] {
+  if (rows === undefined) return [];
+  const serves = `  rows: every M from ${rows.range.min} to ${rows.range.max} in multiples of ${rows.multiple} (described at ${rows.at})`;
+  if (rows.fallbackBelow === undefined) return [serves];
+  return [serves, `  not overlapped below ${rows.fallbackBelow} rows: ${rows.fallbackReason ?? "the plain sequence is faster there"}`];
 }
 
 /** One line naming the compiled tile and where it came from, e.g. `tile 128x128x64, group 8 (tuned h100 table, exact shape)`. */

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._emulate.engine import ENGINES
-from .._kernels.library import LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, ensure_compiled
+from .._kernels.library import LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, call_key, ensure_compiled
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from .._report.outcome import RunOutcome
@@ -68,6 +68,11 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument("--experts", type=int, default=0, help="ag-moe / moe-rs: experts E")
     kernels.add_argument("--topk", type=int, default=0, help="ag-moe / moe-rs: experts per token k")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
+    kernels.add_argument(
+        "--per-m",
+        action="store_true",
+        help="ag-gemm: the operator of this row count alone, not the one for every row count the torch API uses by default",
+    )
     kernels.add_argument(
         "--target",
         choices=LIBRARY_TARGETS,
@@ -350,7 +355,9 @@ def _chain(args: argparse.Namespace) -> int:
 def _kernels(args: argparse.Namespace) -> int:
     """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
     try:
-        key = KernelKey(
+        # The key the torch API looks up for this call (AllGather+GEMM: the operator for every row count), unless --per-m.
+        make = KernelKey if args.per_m else call_key
+        key = make(
             args.op,
             args.world,
             args.m,

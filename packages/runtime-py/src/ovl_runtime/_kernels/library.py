@@ -218,18 +218,19 @@ class KernelKey:
         ]
 
 
-def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16") -> KernelKey:
+def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16", target: str | None = None) -> KernelKey:
     """The key of ``op`` compiled once for every row count up to ``ROWS_MAX`` (described, and tuned, at ``ROWS_AT``
     rounded to the world)."""
     top = ROWS_MAX - ROWS_MAX % world
-    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top)
+    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top, target=target)
 
 
 def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", **routing: Any) -> KernelKey:
     """The key the torch API compiles for a call of ``op`` at ``m`` rows: the operator for every row count where
     ``op`` has one and ``m`` is in its range (``OVL_ANY_ROWS`` not 0), else the operator for ``m`` alone."""
-    if ANY_ROWS and op in ROWS_OPERATORS and not routing and m <= ROWS_MAX - ROWS_MAX % world:
-        return rows_key(op, world, n, k, dtype)
+    given = {name: v for name, v in routing.items() if v}
+    if ANY_ROWS and op in ROWS_OPERATORS and not given and m <= ROWS_MAX - ROWS_MAX % world:
+        return rows_key(op, world, n, k, dtype, target=routing.get("target"))
     return KernelKey(op, world, m, n, k, dtype, **routing)
 
 
@@ -278,7 +279,8 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
             f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
             f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
             f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
-            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''} --into <dir>, "
+            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''}"
+            f"{' --per-m' if key.op in ROWS_OPERATORS and not key.rows else ''} --into <dir>, "
             "then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)
