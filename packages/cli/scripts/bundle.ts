@@ -48,6 +48,9 @@ export async function bundleCli(out: string): Promise<BundleResult> {
     target: "node20",
     // `canvas` is an optional dependency of vega that SVG output never loads.
     external: ["canvas"],
+    // tr46 (under vega's node-fetch) requires Node's builtin punycode, which Node >= 21 (the Python
+    // wheel's Node is 24) warns about on every run; the same code from npm is silent.
+    alias: { punycode: "punycode/punycode.js" },
     define: { __OVL_ASSETS__: JSON.stringify(ASSETS) },
     // CommonJS dependencies call require() for Node's builtins, which an ES module lacks.
     banner: { js: "import { createRequire as __ovlRequire } from 'node:module'; const require = __ovlRequire(import.meta.url);" },
