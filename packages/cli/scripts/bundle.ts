@@ -9,7 +9,8 @@
 //   node OUT/ovl.mjs emit ag-gemm --m 256 --n 256 --k 512 --world 2 --out m/
 //
 // The Python runtime ships this folder in its wheel (packages/runtime-py/scripts/build-compiler.sh).
-// `ovl run` and `ovl demo` still need the Python runner: on PYTHONPATH, or installed.
+// `ovl run` and `ovl demo` from it start the Python runner with `python3`: ovl-runtime installed, or
+// its sources on PYTHONPATH.
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
