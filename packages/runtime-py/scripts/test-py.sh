@@ -15,6 +15,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 # Type check (mypy), lint and format of the runner's Python (configured in pyproject.toml) before its tests.
 .venv/bin/python -m mypy
-.venv/bin/python -m ruff check src tests tests_gpu examples
-.venv/bin/python -m ruff format --check src tests tests_gpu examples
+.venv/bin/python -m ruff check src tests tests_gpu examples scripts
+.venv/bin/python -m ruff format --check src tests tests_gpu examples scripts
 exec .venv/bin/python -m pytest "$@"

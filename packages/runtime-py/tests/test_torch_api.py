@@ -14,12 +14,20 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ovl_runtime import ops  # noqa: E402
+from ovl_runtime._compiler import bundled  # noqa: E402
 from ovl_runtime._kernels import library as lib  # noqa: E402
 from ovl_runtime.errors import ManifestError, UsageError  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
 
 CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
 needs_cli = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
+
+
+def _no_compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compiler anywhere: no OVL_CLI, no bundle in this install (a built one is hidden), no `ovl` on the PATH."""
+    monkeypatch.delenv("OVL_CLI", raising=False)
+    monkeypatch.setattr(bundled, "BUNDLE", tmp_path / "no-bundle" / "ovl.mjs")
+    monkeypatch.setenv("PATH", str(tmp_path))
 
 
 def test_keys_name_their_directory_and_refuse_bad_shapes():
@@ -62,8 +70,7 @@ def test_a_target_names_the_tuned_table_and_the_directory(tmp_path, monkeypatch)
     assert lib.KernelKey("a2a-gemm", 2, 256, 128, 64).target == "h100"
     monkeypatch.setenv("OVL_KERNELS", "")
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OVL_CLI", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
+    _no_compiler(tmp_path, monkeypatch)
     with pytest.raises(lib.KernelNotCompiled, match="--target h100 --into"):
         lib.manifest_for(lib.KernelKey("ag-gemm", 2, 256, 128, 64))
 
@@ -86,8 +93,7 @@ def test_a_targeted_key_compiles_with_that_gpus_table(tmp_path, monkeypatch):
 def test_search_path_and_a_missing_kernel_without_a_compiler(tmp_path, monkeypatch):
     monkeypatch.setenv("OVL_KERNELS", os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OVL_CLI", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))  # no `ovl` on it
+    _no_compiler(tmp_path, monkeypatch)
     assert lib.search_path() == [tmp_path / "a", tmp_path / "b", tmp_path / "cache"]
     key = lib.KernelKey("ag-gemm", 2, 256, 128, 64)
     assert lib.find(key) is None
@@ -335,8 +341,7 @@ def test_the_kernels_command_builds_an_attention_library_entry(tmp_path, monkeyp
 def test_a_missing_attention_kernel_names_the_command_with_its_heads(tmp_path, monkeypatch):
     monkeypatch.setenv("OVL_KERNELS", "")
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OVL_CLI", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
+    _no_compiler(tmp_path, monkeypatch)
     key = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
     with pytest.raises(lib.KernelNotCompiled, match="kernels ag-attention --world 2 --m 256 --n 128 --k 128 --heads 4 --causal --into"):
         lib.manifest_for(key)

@@ -149,6 +149,7 @@ export {
 } from "./compute/configs.js";
 export { builtinOf, describeTable, resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./compute/tuned.js";
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./core/builtin.js";
+export { assetFiles, assetRoot } from "./core/assets.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./core/bind.js";
 export { STREAM_K_BUFFERS, STREAM_K_PARAMS, STREAM_K_SLOTS, streamKScratch, type StreamKScratch } from "./schedule/stream-k.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./operators/ag-gemm/triton.js";

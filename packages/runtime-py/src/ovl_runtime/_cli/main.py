@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     kernels = sub.add_parser(
         "kernels",
-        help="compile an operator of the torch API for one shape into a kernel library (needs ovl's CLI: OVL_CLI or `ovl` on the PATH)",
+        help="compile an operator of the torch API for one shape into a kernel library (needs ovl's compiler: OVL_CLI, the one bundled with this package, or `ovl` on the PATH)",
     )
     kernels.add_argument("op", choices=LIBRARY_OPERATORS, help="the operator")
     kernels.add_argument("--world", type=int, required=True, help="ranks of the group")

