@@ -18,8 +18,9 @@ if not torch.cuda.is_initialized():
 
 from .._kernels.library import KernelKey, manifest_for
 from .._runner.bound import BoundOperator
+from .._runner.emulated import EmulatedOperator
 from ..errors import UsageError
-from ..groups import DistGroup, Group, resolve_group
+from ..groups import DistGroup, EmulatedGroup, Group, resolve_group
 from .tensors import empty_rows, fast_layout
 
 _operators: dict[tuple[str, str], BoundOperator] = {}
@@ -41,6 +42,10 @@ def same_everywhere(g: Group, signature: tuple[Any, ...], what: str) -> None:
 def bound_operator(key: KernelKey, g: Group, what: str) -> BoundOperator:
     op = _operators.get((key.dirname, g.name))
     if op is None or op.closed:
+        if isinstance(g, EmulatedGroup):  # the manifest through the CPU emulation: one process, no CUDA
+            op = EmulatedOperator(manifest_for(key), g)
+            _operators[(key.dirname, g.name)] = op
+            return op
         if torch.cuda.is_current_stream_capturing():
             raise UsageError(
                 f"{what}: the first call of a shape compiles and loads its kernels and allocates its buffers, which a "
