@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "src" / "ovl_runtime"
 PACKAGE = "ovl_runtime"
 #: The public faces: the package's API, which its own modules never import.
-FACES = ("ovl_runtime.ops", "ovl_runtime.nn")
+FACES = ("ovl_runtime.ops", "ovl_runtime.nn", "ovl_runtime.models")
 
 
 def _modules() -> dict[str, Path]:

@@ -18,8 +18,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import ops
 from ..groups import Group
+from ..operators.ag_gemm.api import all_gather_matmul
+from ..operators.ag_moe.api import moe_all_gather_grouped_matmul
+from ..operators.gemm_ar.api import matmul_all_reduce
+from ..operators.gemm_rs.api import matmul_reduce_scatter
+from ..operators.mlp.api import tp_mlp
+from ..operators.moe_rs.api import moe_grouped_matmul_reduce_scatter
 from . import comm
 from .plan import AttentionPlan, MlpPlan, MoePlan
 from .step import Step, attend, pad_rows, rope
@@ -48,16 +53,16 @@ def row_parallel(h: torch.Tensor, w: torch.Tensor, step: Step) -> torch.Tensor:
     token, replicated (ovl's GEMM+AllReduce, or a plain sum)."""
     g = step.group
     if step.rows:
-        return ops.matmul_reduce_scatter(pad_rows(h, step.padded), w, g)
+        return matmul_reduce_scatter(pad_rows(h, step.padded), w, g)
     if step.ovl_all_reduce:
-        return comm.collapse(ops.matmul_all_reduce(h.contiguous(), w, g), g)
+        return comm.collapse(matmul_all_reduce(h.contiguous(), w, g), g)
     return comm.reduce_out(h @ w, g)
 
 
 def column_parallel(x: torch.Tensor, w: torch.Tensor, step: Step) -> torch.Tensor:
     """``X @ w`` with X every token: AllGather+GEMM of the rows (padding dropped), or a local GEMM."""
     if step.rows:
-        return ops.all_gather_matmul(x, w, step.group)[..., : step.tokens, :]
+        return all_gather_matmul(x, w, step.group)[..., : step.tokens, :]
     return comm.replicated_in(x, step.group) @ w
 
 
@@ -99,7 +104,7 @@ class ParallelMLP(nn.Module):
 
     def forward(self, h: torch.Tensor, step: Step) -> torch.Tensor:
         if step.rows and self.b_gate_up is None:
-            return ops.tp_mlp(h, self.w_gate_up, self.w_down, step.group)
+            return tp_mlp(h, self.w_gate_up, self.w_down, step.group)
         gu = _bias(self.b_gate_up, column_parallel(h, self.w_gate_up, step))
         y = row_parallel(F.silu(gu[..., : self.inter]) * gu[..., self.inter :], self.w_down, step)
         return y if self.b_down is None else y + replicated_param(self.b_down, step)
@@ -125,9 +130,9 @@ class ParallelMoE(nn.Module):
         if step.rows:  # this rank's rows routed; every rank's routing gathered for the operators
             ids_all = comm.gather_rows(ids, g)
             weights_all = comm.gather_rows(weights, g)
-            c = ops.moe_all_gather_grouped_matmul(h, ids_all, self.w_gate_up, g)  # [*lead, padded·k, 2·I/W]
+            c = moe_all_gather_grouped_matmul(h, ids_all, self.w_gate_up, g)  # [*lead, padded·k, 2·I/W]
             act = (F.silu(c[..., : self.inter]) * c[..., self.inter :]).contiguous()
-            return ops.moe_grouped_matmul_reduce_scatter(act, ids_all, weights_all, self.w_down, g)
+            return moe_grouped_matmul_reduce_scatter(act, ids_all, weights_all, self.w_down, g)
         return comm.reduce_out(self._experts(comm.replicated_in(h, g), ids, comm.replicated_in(weights, g), g), g)
 
     def _experts(self, x: torch.Tensor, ids: torch.Tensor, weights: torch.Tensor, g: Group) -> torch.Tensor:

@@ -46,10 +46,11 @@ class ParallelLayer(nn.Module):
 
         self.input_norm = nn.Parameter(tensors["input_norm"])
         self.post_norm = nn.Parameter(tensors["post_norm"])
-        self.eps_in = float(lp.input_norm.variance_epsilon)
-        self.eps_post = float(lp.post_norm.variance_epsilon)
+        self.eps_in, self.eps_post = lp.input_eps, lp.post_eps
         self.attn = ParallelAttention(lp.attn, world, sub("attn"))
-        self.mlp: nn.Module = ParallelMLP(lp.mlp, world, sub("mlp")) if isinstance(lp.mlp, MlpPlan) else ParallelMoE(lp.mlp, world, sub("mlp"))
+        self.mlp: nn.Module = (
+            ParallelMLP(lp.mlp, world, sub("mlp")) if isinstance(lp.mlp, MlpPlan) else ParallelMoE(lp.mlp, world, sub("mlp"))
+        )
 
     def forward(self, x: torch.Tensor, step: Step, past: KV | None) -> tuple[torch.Tensor, KV]:
         a, kv = self.attn(rms_norm(x, replicated_param(self.input_norm, step), self.eps_in), step, past)
@@ -80,7 +81,7 @@ class ParallelCausalLM(nn.Module):
             for i in range(len(plan.layers))
         )
         self.norm = nn.Parameter(tensors["norm"])
-        self.eps = float(plan.norm.variance_epsilon)
+        self.eps = plan.norm_eps
         self.lm_head = None if plan.tied else nn.Parameter(tensors["lm_head"])
         self.rotary = rotary
 
@@ -97,7 +98,9 @@ class ParallelCausalLM(nn.Module):
     # ---- the pieces ----
     def _ids(self, input_ids: torch.Tensor) -> torch.Tensor:
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() not in (1, 2) or input_ids.dtype not in (torch.int32, torch.int64):
-            raise UsageError(f"{self.arch}: input_ids must be an integer tensor [batch, seq] or [seq], got {getattr(input_ids, 'shape', input_ids)}")
+            raise UsageError(
+                f"{self.arch}: input_ids must be an integer tensor [batch, seq] or [seq], got {getattr(input_ids, 'shape', input_ids)}"
+            )
         return input_ids.to(self.embed.device).reshape(input_ids.shape[0] if input_ids.dim() == 2 else 1, -1)
 
     def _embed(self, ids: torch.Tensor, step: Step) -> torch.Tensor:

@@ -73,8 +73,8 @@ class MoePlan:
 @dataclass(frozen=True)
 class LayerPlan:
     name: str
-    input_norm: nn.Module
-    post_norm: nn.Module
+    input_eps: float
+    post_eps: float
     attn: AttentionPlan
     mlp: MlpPlan | MoePlan
 
@@ -85,10 +85,8 @@ class ModelPlan:
     hidden: int
     vocab: int
     dtype: torch.dtype
-    embed: nn.Embedding
     layers: tuple[LayerPlan, ...]
-    norm: nn.Module
-    lm_head: nn.Linear
+    norm_eps: float
     rotary: nn.Module
     tied: bool
 
@@ -129,6 +127,10 @@ def _linear(refuse: _Refusals, parent: nn.Module, pname: str, child: str, shape:
     return lin.bias is not None
 
 
+def _eps(norm: object) -> float:
+    return float(getattr(norm, "variance_epsilon", 0.0))
+
+
 def _norm(refuse: _Refusals, m: object, name: str, hidden: int) -> None:
     if _kind(m) not in NORMS or not isinstance(m, nn.Module):
         refuse.add(name, f"{_kind(m)} is not an RMSNorm ovl knows ({', '.join(NORMS)})")
@@ -157,7 +159,7 @@ def _attention(refuse: _Refusals, attn: nn.Module, name: str, config: object, hi
     ob = _linear(refuse, attn, name, "o_proj", (hidden, heads * d))
     if not qb == kb == vb:
         refuse.add(name, "q, k and v projections must all have biases or none")
-    window = getattr(attn, "sliding_window") if hasattr(attn, "sliding_window") else getattr(config, "sliding_window", None)
+    window = getattr(attn, "sliding_window", None) if hasattr(attn, "sliding_window") else getattr(config, "sliding_window", None)
     scaling = float(getattr(attn, "scaling", d**-0.5))
     return AttentionPlan(name, attn, heads, kv_heads, d, scaling, int(window) if window else None, qb, ob)
 
@@ -245,9 +247,10 @@ def plan_model(model: nn.Module, world: int, dtypes: tuple[torch.dtype, ...]) ->
         attn = _attention(refuse, layer.self_attn, f"{name}.self_attn", config, hidden, world)
         mlp = _mlp(refuse, layer.mlp, f"{name}.mlp", config, hidden, world)
         if attn is not None and mlp is not None:
-            layers.append(LayerPlan(name, layer.input_layernorm, layer.post_attention_layernorm, attn, mlp))
+            layers.append(LayerPlan(name, _eps(layer.input_layernorm), _eps(layer.post_attention_layernorm), attn, mlp))
     refuse.raise_any(world)
-    assert inner is not None
-    tied = model.lm_head.weight is inner.embed_tokens.weight
-    dtype = next(iter(found))
-    return ModelPlan(arch, hidden, vocab, dtype, inner.embed_tokens, tuple(layers), inner.norm, model.lm_head, inner.rotary_emb, tied)
+    assert isinstance(inner, nn.Module)
+    tied = getattr(model.lm_head, "weight", None) is getattr(inner.embed_tokens, "weight", None)
+    rotary = inner.rotary_emb
+    assert isinstance(rotary, nn.Module)
+    return ModelPlan(arch, hidden, vocab, next(iter(found)), tuple(layers), _eps(inner.norm), rotary, tied)

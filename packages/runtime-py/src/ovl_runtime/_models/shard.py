@@ -56,7 +56,7 @@ def _attention_specs(prefix: str, plan: ModelPlan, i: int, world: int) -> list[S
     if a.qkv_bias:
         specs.append(ShardSpec(f"{prefix}.b_qkv", False, lambda get, r: qkv(get, r, "bias").contiguous()))
     if a.o_bias:
-        specs.append(ShardSpec(f"{prefix}.b_o", True, lambda get, r: get(f"{name}.o_proj.bias")))
+        specs.append(_same(f"{prefix}.b_o", f"{name}.o_proj.bias"))
     return specs
 
 
@@ -72,7 +72,7 @@ def _mlp_specs(prefix: str, m: MlpPlan, world: int) -> list[ShardSpec]:
     ]
     if m.bias:
         specs.append(ShardSpec(f"{prefix}.b_gate_up", False, lambda get, r: gate_up(get, r, "bias").contiguous()))
-        specs.append(ShardSpec(f"{prefix}.b_down", True, lambda get, r: get(f"{name}.down_proj.bias")))
+        specs.append(_same(f"{prefix}.b_down", f"{name}.down_proj.bias"))
     return specs
 
 
@@ -84,12 +84,19 @@ def _moe_specs(prefix: str, m: MoePlan, world: int) -> list[ShardSpec]:
         return torch.cat([up[:, r * n : (r + 1) * n], up[:, inter + r * n : inter + (r + 1) * n]], dim=1).transpose(1, 2).contiguous()
 
     return [
-        ShardSpec(f"{prefix}.router", True, lambda get, r: get(f"{name}.gate.weight")),
+        _same(f"{prefix}.router", f"{name}.gate.weight"),
         ShardSpec(f"{prefix}.w_gate_up", False, gate_up),
         ShardSpec(
-            f"{prefix}.w_down", False, lambda get, r: get(f"{name}.experts.down_proj")[:, :, r * n : (r + 1) * n].transpose(1, 2).contiguous()
+            f"{prefix}.w_down",
+            False,
+            lambda get, r: get(f"{name}.experts.down_proj")[:, :, r * n : (r + 1) * n].transpose(1, 2).contiguous(),
         ),
     ]
+
+
+def _same(name: str, dense: str) -> ShardSpec:
+    """A replicated parameter: the dense tensor ``dense`` itself."""
+    return ShardSpec(name, True, lambda get, r: get(dense))
 
 
 def shard_specs(plan: ModelPlan, world: int) -> list[ShardSpec]:
@@ -98,12 +105,12 @@ def shard_specs(plan: ModelPlan, world: int) -> list[ShardSpec]:
     specs = [ShardSpec("embed", False, lambda get, r: _rows(get("model.embed_tokens.weight"), r, vl).contiguous())]
     for i, layer in enumerate(plan.layers):
         p = f"layers.{i}"
-        specs.append(ShardSpec(f"{p}.input_norm", True, lambda get, r, n=layer.name: get(f"{n}.input_layernorm.weight")))
-        specs.append(ShardSpec(f"{p}.post_norm", True, lambda get, r, n=layer.name: get(f"{n}.post_attention_layernorm.weight")))
+        specs.append(_same(f"{p}.input_norm", f"{layer.name}.input_layernorm.weight"))
+        specs.append(_same(f"{p}.post_norm", f"{layer.name}.post_attention_layernorm.weight"))
         specs += _attention_specs(f"{p}.attn", plan, i, world)
         mlp = layer.mlp
         specs += _mlp_specs(f"{p}.mlp", mlp, world) if isinstance(mlp, MlpPlan) else _moe_specs(f"{p}.mlp", mlp, world)
-    specs.append(ShardSpec("norm", True, lambda get, r: get("model.norm.weight")))
+    specs.append(_same("norm", "model.norm.weight"))
     if not plan.tied:
         specs.append(ShardSpec("lm_head", False, lambda get, r: _rows(get("lm_head.weight"), r, vl).t().contiguous()))
     return specs

@@ -35,10 +35,11 @@ def _as_tensor(buf: Any) -> torch.Tensor:
 class EmulatedOperator(BoundOperator):
     """One compiled operator on an emulated group: every launch runs on the CPU emulator (see the module docstring)."""
 
-    def __init__(self, m: Manifest, group: EmulatedGroup) -> None:  # noqa: D107 - no GPU state: BoundOperator's is not built
+    def __init__(self, m: Manifest, group: EmulatedGroup) -> None:
         if m.world != group.world:
             raise UsageError(f"{m.name} is compiled for {m.world} ranks, but the group has {group.world}")
-        self.m, self.group = m, group
+        self.m = m
+        self.group = group  # type: ignore[assignment]  # BoundOperator's GPU groups, widened by this subclass
         self.stacked = True
         self.emu: Any = make_emulator(m, engine=group.engine)
         engine_buffers = self.emu.world.buffers if hasattr(self.emu, "world") else self.emu.buffers
@@ -58,7 +59,7 @@ class EmulatedOperator(BoundOperator):
         ref = self.m.reference
         for key, buffer in ref.inputs.items():
             for r, x in enumerate(inputs[key].unbind(0)):
-                self._put(r, buffer, x)
+                self._put_rank(r, buffer, x)
         self.emu.launch()
         for r, out in enumerate(output.unbind(0)):
             full = self.buffers[r][ref.output]
@@ -68,7 +69,7 @@ class EmulatedOperator(BoundOperator):
             out.copy_(torch.from_numpy(np.ascontiguousarray(mine)).reshape(out.shape))
         self.calls += 1
 
-    def _put(self, rank: int, buffer: str, x: torch.Tensor) -> None:
+    def _put_rank(self, rank: int, buffer: str, x: torch.Tensor) -> None:
         """``x`` (one rank's input) into ``buffer``: the whole buffer, or this rank's slab of a buffer of every rank's rows."""
         flat = self.buffers[rank][buffer].view(-1)
         n = x.numel()

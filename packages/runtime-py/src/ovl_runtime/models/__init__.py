@@ -10,6 +10,7 @@
     logits, cache = tp.prefill(input_ids)
     logits, cache = tp.decode(next_ids, cache)    # one step per call, on the KV cache
     grads = tp.shard_dense(dict(model.named_parameters()))  # the dense tensors cut as tp's parameters are
+    keys = kernel_keys(model, world, [seq])       # the compiled operators it runs (to compile them elsewhere)
 
 ``group`` is any group of :mod:`ovl_runtime.groups`: under torchrun a process group (each rank builds the same
 dense model and keeps its shards), a ``OneGpuGroup`` (every rank's shards stacked ``[world, ...]`` in this
@@ -27,18 +28,21 @@ in plain torch). Decode steps run replicated, plain GEMMs and sums (no overlap t
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 from torch import nn
 
+from .._kernels.library import KernelKey
+from .._models.kernels import model_keys
 from .._models.model import KVCache, ParallelCausalLM
 from .._models.plan import DECODERS, plan_model
 from .._models.shard import cut, shard_specs
 from .._torch_api.tensors import EMULATED_DTYPES, GPU_DTYPES
 from ..groups import DistGroup, EmulatedGroup, resolve_group
 
-__all__ = ["SUPPORTED", "KVCache", "ParallelCausalLM", "parallelize"]
+__all__ = ["SUPPORTED", "KVCache", "ParallelCausalLM", "kernel_keys", "parallelize"]
 
 #: The ``transformers`` model classes :func:`parallelize` takes.
 SUPPORTED = tuple(DECODERS)
@@ -64,3 +68,13 @@ def parallelize(model: nn.Module, group: Any, *, sequence_parallel: bool = True,
         tensors = {s.name: cut(s, lambda n: dense[n].detach(), g.world, g.stacked, rank).to(device=device, copy=True) for s in specs}
         rotary = copy.deepcopy(plan.rotary).to(device)
     return ParallelCausalLM(plan, g, specs, tensors, rotary, sequence_parallel)
+
+
+def kernel_keys(
+    model: nn.Module, world: int, tokens: Iterable[int], *, training: bool = False, sequence_parallel: bool = True
+) -> list[KernelKey]:
+    """The compiled operators :func:`parallelize`'s model of ``model`` runs at ``world`` ranks for prefills of
+    ``tokens`` (batch × seq each; decode steps run none), with ``training`` their backward's too: compile them where
+    ovl's CLI is (``ovl_runtime._kernels.library.ensure_compiled(key, into)``) and point ``OVL_KERNELS`` there."""
+    plan = plan_model(model, world, EMULATED_DTYPES)
+    return model_keys(plan, world, tokens, training, sequence_parallel)
