@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from .._kernels.library import KernelKey
 from .._torch_api.tensors import RS_ROW_BLOCK
 from .plan import MlpPlan, ModelPlan
+from .step import row_multiple
 
 
 def _ceil(n: int, block: int) -> int:
@@ -24,8 +25,8 @@ def _ceil(n: int, block: int) -> int:
 class _Keys:
     """Keys in first-use order, each once; a GEMM operator's dual added with it when training."""
 
-    def __init__(self, world: int, training: bool) -> None:
-        self.world, self.training = world, training
+    def __init__(self, world: int, multiple: int, training: bool) -> None:
+        self.world, self.multiple, self.training = world, multiple, training
         self.keys: dict[str, KernelKey] = {}
 
     def add(self, op: str, m: int, n: int, k: int, experts: int = 0, topk: int = 0) -> None:
@@ -34,28 +35,26 @@ class _Keys:
 
     def ag_gemm(self, tokens: int, n: int, k: int) -> None:
         """AllGather+GEMM on every padded token; its input gradient is a GEMM+ReduceScatter."""
-        self.add("ag-gemm", _padded(tokens, self.world), n, k)
+        self.add("ag-gemm", self.padded(tokens), n, k)
         if self.training:
-            self.add("gemm-rs", _rs_rows(tokens, self.world), k, n)
+            self.add("gemm-rs", self.rs_rows(tokens), k, n)
 
     def gemm_rs(self, tokens: int, n: int, k: int) -> None:
         """GEMM+ReduceScatter on slabs of whole row blocks; its input gradient is an AllGather+GEMM."""
-        self.add("gemm-rs", _rs_rows(tokens, self.world), n, k)
+        self.add("gemm-rs", self.rs_rows(tokens), n, k)
         if self.training:
-            self.add("ag-gemm", _padded(tokens, self.world), k, n)
+            self.add("ag-gemm", self.padded(tokens), k, n)
 
+    def padded(self, tokens: int) -> int:
+        return _ceil(tokens, self.multiple)
 
-def _padded(tokens: int, world: int) -> int:
-    return _ceil(tokens, world)
-
-
-def _rs_rows(tokens: int, world: int) -> int:
-    return world * _ceil(_padded(tokens, world) // world, RS_ROW_BLOCK)
+    def rs_rows(self, tokens: int) -> int:
+        return self.world * _ceil(self.padded(tokens) // self.world, RS_ROW_BLOCK)
 
 
 def model_keys(plan: ModelPlan, world: int, tokens: Iterable[int], training: bool, sequence_parallel: bool) -> list[KernelKey]:
     """Every kernel key of ``plan``'s prefills of ``tokens`` (batch × seq) tokens at ``world`` ranks, in first-use order."""
-    ks = _Keys(world, training)
+    ks = _Keys(world, row_multiple(plan, world), training)
     h = plan.hidden
     for t in tokens:
         if not sequence_parallel:  # replicated: the row-parallel halves by GEMM+AllReduce, the rest plain
@@ -75,10 +74,10 @@ def model_keys(plan: ModelPlan, world: int, tokens: Iterable[int], training: boo
                 if training or mlp.bias:
                     ks.ag_gemm(t, 2 * inter, h)
                 else:
-                    ks.add("ag-gemm-silu", _padded(t, world), inter, h)
+                    ks.add("ag-gemm-silu", ks.padded(t), inter, h)
                 ks.gemm_rs(t, h, inter)
             else:
-                ks.add("ag-moe", _padded(t, world), 2 * inter, h, experts=mlp.experts, topk=mlp.topk)
-                ks.add("moe-rs", _padded(t, world), h, inter, experts=mlp.experts, topk=mlp.topk)
+                ks.add("ag-moe", ks.padded(t), 2 * inter, h, experts=mlp.experts, topk=mlp.topk)
+                ks.add("moe-rs", ks.padded(t), h, inter, experts=mlp.experts, topk=mlp.topk)
         ks.ag_gemm(t, plan.vocab // world, h)
     return list(ks.keys.values())

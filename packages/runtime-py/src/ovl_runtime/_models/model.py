@@ -24,7 +24,7 @@ from . import comm
 from .layers import KV, ParallelAttention, ParallelMLP, ParallelMoE, column_parallel, replicated_param
 from .plan import MlpPlan, ModelPlan
 from .shard import Get, ShardSpec, cut
-from .step import Step, rms_norm
+from .step import Step, rms_norm, row_multiple
 
 
 @dataclass
@@ -84,6 +84,7 @@ class ParallelCausalLM(nn.Module):
         self.eps = plan.norm_eps
         self.lm_head = None if plan.tied else nn.Parameter(tensors["lm_head"])
         self.rotary = rotary
+        self.multiple = row_multiple(plan, group.world)
 
     @property
     def rank(self) -> int:
@@ -133,7 +134,7 @@ class ParallelCausalLM(nn.Module):
         cos, sin = self.rotary(self.embed, torch.arange(past, past + seq, device=ids.device).unsqueeze(0))
         # Prefill: sequence-parallel rows, or replicated with ovl's GEMM+AllReduce; decode: replicated, plain sums.
         rows = prefill and self.sequence_parallel
-        step = Step(self.group, rows, batch, seq, past, cos, sin, ovl_all_reduce=prefill and not rows)
+        step = Step(self.group, rows, batch, seq, past, cos, sin, multiple=self.multiple, ovl_all_reduce=prefill and not rows)
         x = self._embed(ids, step)
         new = KVCache(length=past + step.seq, batch=step.batch)
         for i, layer in enumerate(self.layers):

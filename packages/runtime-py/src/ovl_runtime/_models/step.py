@@ -14,12 +14,14 @@ Two layouts of the residual stream ``x``:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from ..groups import Group
+from .plan import ModelPlan, MoePlan
 
 
 @dataclass
@@ -31,6 +33,8 @@ class Step:
     past: int
     cos: torch.Tensor
     sin: torch.Tensor
+    #: Rows layout: the tokens are padded to a multiple of this (:func:`row_multiple`).
+    multiple: int = 1
     #: Replicated layout: reduce row-parallel results with ovl's GEMM+AllReduce (prefill) instead of a plain sum.
     ovl_all_reduce: bool = False
 
@@ -40,8 +44,14 @@ class Step:
 
     @property
     def padded(self) -> int:
-        w = self.group.world
-        return -(-self.tokens // w) * w
+        return -(-self.tokens // self.multiple) * self.multiple
+
+
+def row_multiple(plan: ModelPlan, world: int) -> int:
+    """What the rows layout pads the token count to a multiple of: the world (equal runs of rows), and with routed
+    experts so that every rank's int32 ``[tokens, k]`` routing in a stacked tensor starts 16-byte aligned."""
+    topks = [layer.mlp.topk for layer in plan.layers if isinstance(layer.mlp, MoePlan)]
+    return world * max((4 // math.gcd(4, k) for k in topks), default=1)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
