@@ -12,8 +12,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-#: Prefill tokens: not a power of two, a multiple of 8 (so the padding is none at every world), 2 sequences.
-BATCH, SEQ = 2, 500
+#: Prefill tokens: 2 sequences of 504, 1008 tokens: not a power of two, a multiple of 16 (no padding at any world).
+BATCH, SEQ = 2, 504
 DECODE_STEPS = 2
 
 
