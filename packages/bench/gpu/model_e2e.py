@@ -310,6 +310,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "variants": [],
     }
+    mesh = None
     for name in args.variants:
         if name != "ovl" and (args.one_gpu or args.model != "llama"):
             result["variants"].append(
@@ -324,7 +325,7 @@ def main() -> None:
             else:
                 from torch.distributed.device_mesh import init_device_mesh
 
-                mesh = init_device_mesh("cuda", (world,))
+                mesh = mesh or init_device_mesh("cuda", (world,))
                 model = torch_tp(copy.deepcopy(dense), mesh, sequence_parallel=True)
                 fwd: Any = lambda ids, m=model: hf_forward(m, ids)  # noqa: E731
                 decode = None

@@ -5,7 +5,7 @@ the CPU emulation in float32, compared with the dense model: prefill logits at l
 transformers' own cache, and the refusals (before anything is sharded, the caller's model untouched).
 
 The kernels are compiled by ovl's CLI into a cache of this module's own; the shapes are chosen so that every model
-here shares most of them (hidden 64, 4 heads of 16, 2 kv heads, intermediate 128, vocabulary 256, 22 padded tokens).
+here shares most of them (hidden 64, 4 heads of 16, 2 kv heads, intermediate 128, vocabulary 256, 24 padded tokens).
 """
 
 from __future__ import annotations
@@ -75,11 +75,11 @@ def test_prefill_gradients_and_a_training_step_match_the_dense_model(arch):
     dense = build(arch)
     g = EmulatedGroup(2)
     tp = parallelize(dense, g)
-    x = ids(1, 21)  # 21 tokens: padded to 22 rows, 11 per rank
+    x = ids(1, 23)  # 23 tokens: padded to 24 rows, 12 per rank
     want = dense(x).logits
     got = tp(x)
-    assert got.shape == (1, 21, 256) and rel(got, want) < 1e-5
-    target = ids(1, 21, seed=2)
+    assert got.shape == (1, 23, 256) and rel(got, want) < 1e-5
+    target = ids(1, 23, seed=2)
     loss_d = torch.nn.functional.cross_entropy(want.reshape(-1, 256), target.reshape(-1))
     loss_p = torch.nn.functional.cross_entropy(got.reshape(-1, 256), target.reshape(-1))
     loss_d.backward()
@@ -95,8 +95,8 @@ def test_prefill_gradients_and_a_training_step_match_the_dense_model(arch):
     after = tp.shard_dense(dict(dense.named_parameters(remove_duplicate=False)))
     for n, p in tp.named_parameters():
         assert rel(p.detach(), after[n].detach()) < 1e-5, n
-    # The operators bound are exactly those kernel_keys lists for a training prefill of 21 tokens.
-    assert bound_keys(g) == {k.dirname for k in kernel_keys(dense, 2, [21], training=True)}
+    # The operators bound are exactly those kernel_keys lists for a training prefill of 23 tokens.
+    assert bound_keys(g) == {k.dirname for k in kernel_keys(dense, 2, [23], training=True)}
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "mistral", "mixtral"])
@@ -104,18 +104,18 @@ def test_batched_prefill_and_decode_steps_match_transformers_cache(arch):
     dense = build(arch, seed=3).eval()
     g = EmulatedGroup(2)
     tp = parallelize(dense, g)
-    x = ids(2, 11, seed=4)  # two sequences of 11: 22 rows
+    x = ids(2, 12, seed=4)  # two sequences of 12: 24 rows
     with torch.no_grad():
         out = dense(x, use_cache=True)
         logits, cache = tp.prefill(x)
-        assert rel(logits, out.logits) < 1e-5 and cache.length == 11
+        assert rel(logits, out.logits) < 1e-5 and cache.length == 12
         past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1)
         for step in range(3):  # past the sliding window of 8 for mistral
             ref = dense(nxt[:, None], past_key_values=past, use_cache=True)
             logits, cache = tp.decode(nxt, cache)
             assert logits.shape == (2, 1, 256) and rel(logits, ref.logits) < 1e-5, step
             past, nxt = ref.past_key_values, ref.logits[:, -1].argmax(-1)
-    assert cache.length == 14
+    assert cache.length == 15
     # Greedy generation continues exactly as the dense model's.
     with torch.no_grad():
         seq, tokens = x[:1], []
@@ -145,7 +145,7 @@ def test_without_sequence_parallelism_the_row_parallel_halves_run_gemm_all_reduc
 def test_the_interpreter_engine_runs_the_emitted_source():
     dense = build("llama", seed=7).eval()
     tp = parallelize(dense, EmulatedGroup(2, engine="interpret"))
-    x = ids(1, 21, seed=8)
+    x = ids(1, 23, seed=8)
     with torch.no_grad():
         assert rel(tp(x), dense(x).logits) < 3e-2  # the interpreter computes in the kernels' bf16
 
@@ -197,10 +197,10 @@ def test_an_unknown_module_or_model_is_refused_by_name():
 
 def test_the_emulated_group_runs_operators_on_cpu_tensors_and_the_gpu_groups_refuse_them():
     g = EmulatedGroup(2)
-    x, w = torch.randn(2, 11, 64), torch.randn(2, 64, 64)
+    x, w = torch.randn(2, 12, 64), torch.randn(2, 64, 64)
     assert rel(ops.all_gather_matmul(x, w, g), torch.cat(list(x)) @ w) < 1e-6
-    h, w2 = torch.randn(2, 22, 64), torch.randn(2, 64, 64)
-    assert rel(ops.matmul_reduce_scatter(h, w2, g), (h @ w2).sum(0).reshape(2, 11, 64)) < 1e-6
+    h, w2 = torch.randn(2, 24, 64), torch.randn(2, 64, 64)
+    assert rel(ops.matmul_reduce_scatter(h, w2, g), (h @ w2).sum(0).reshape(2, 12, 64)) < 1e-6
     bf = ops.all_gather_matmul(x.bfloat16(), w.bfloat16(), g)
     assert bf.dtype == torch.bfloat16 and rel(bf, torch.cat(list(x)) @ w) < 2e-2
     with pytest.raises(UsageError, match="the operators run on CUDA tensors"):

@@ -3,8 +3,8 @@
 keys they need, and one check of a parallel model against the dense one.
 
 The dense model and the parallel one run in bf16; both are compared with the dense model in float32 (same
-weights): the parallel model's error must stay within twice the dense bf16 model's own error plus a small floor
-(bf16 tolerance, whatever the GEMMs' summation order), for the prefill logits, every parameter's gradient after
+weights): the parallel model's error must stay within three times the dense bf16 model's own error plus 5e-3
+(bf16 tolerance, whatever the GEMMs' summation order or a near-tie routed to another expert), for the prefill logits, every parameter's gradient after
 one backward, and the logits of two decode steps."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def check(dense: Any, parallel: Any, ids: Any, targets: Any) -> list[str]:
 
     def compare(what: str, got: Any, bf16: Any, fp32: Any) -> None:
         e, base = rel(got, fp32), rel(bf16, fp32)
-        if not e <= 2 * base + 2e-3:
+        if not e <= 3 * base + 5e-3:
             failures.append(f"{what}: parallel rel error {e:.3g} vs the dense bf16 model's {base:.3g}")
 
     def loss(logits: Any) -> Any:

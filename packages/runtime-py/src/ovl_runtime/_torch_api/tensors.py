@@ -30,7 +30,7 @@ def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Te
         raise UsageError(f"{what} must have {want} dimensions, {lead}; got shape {tuple(t.shape)}")
     if g.stacked and t.shape[0] != g.world:
         raise UsageError(f"{what} must carry {g.world} ranks along dimension 0; got shape {tuple(t.shape)}")
-    accepted = EMULATED_DTYPES if isinstance(g, EmulatedGroup) else GPU_DTYPES
+    accepted = accepted_dtypes(g)
     if t.dtype not in accepted:
         raise UsageError(f"{what} is {t.dtype}; the compiled operators take {', '.join(str(d) for d in accepted)}")
     check_device(t, g, what)
@@ -41,6 +41,11 @@ def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Te
         if v.data_ptr() % 16:
             raise UsageError(f"{what} (rank {r}) starts at an address that is not 16-byte aligned, which the kernels' TMA loads need")
     return views
+
+
+def accepted_dtypes(g: Group) -> tuple[torch.dtype, ...]:
+    """The tensor dtypes ``g``'s operators take: bf16, and float32 too on an emulated group."""
+    return EMULATED_DTYPES if isinstance(g, EmulatedGroup) else GPU_DTYPES
 
 
 def check_device(t: torch.Tensor, g: Group, what: str) -> None:

@@ -39,7 +39,7 @@ from .._models.kernels import model_keys
 from .._models.model import KVCache, ParallelCausalLM
 from .._models.plan import DECODERS, plan_model
 from .._models.shard import cut, shard_specs
-from .._torch_api.tensors import EMULATED_DTYPES, GPU_DTYPES
+from .._torch_api.tensors import EMULATED_DTYPES, accepted_dtypes
 from ..groups import DistGroup, EmulatedGroup, resolve_group
 
 __all__ = ["SUPPORTED", "KVCache", "ParallelCausalLM", "kernel_keys", "parallelize"]
@@ -58,7 +58,7 @@ def parallelize(model: nn.Module, group: Any, *, sequence_parallel: bool = True,
     emulated group)."""
     g = resolve_group(group)
     emulated = isinstance(g, EmulatedGroup)
-    plan = plan_model(model, g.world, EMULATED_DTYPES if emulated else GPU_DTYPES)
+    plan = plan_model(model, g.world, accepted_dtypes(g))
     if device is None:
         device = torch.device("cpu") if emulated else torch.device("cuda", torch.cuda.current_device())
     rank = g.rank if isinstance(g, DistGroup) else 0
