@@ -10,6 +10,8 @@ process (``OneGpuGroup``: a correctness run, its times are not performance figur
     OVL_KERNELS=kernels/ python examples/parallel_llama.py --world 8
     # 3. Under torchrun, one rank per GPU:
     OVL_KERNELS=kernels/ torchrun --nproc_per_node=8 examples/parallel_llama.py --torchrun
+    # Without a GPU: a tiny config, every rank emulated on the CPU in float32 (the CLI compiles the kernels):
+    OVL_CLI="node packages/cli/dist/bin.js" python examples/parallel_llama.py --emulate --tiny --seq 21 --batch 1
 """
 
 from __future__ import annotations
@@ -33,20 +35,22 @@ def parse(doc: str) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--seq", type=int, default=500, help="prefill length (any: rows are padded to a multiple of the world)")
     p.add_argument("--decode-steps", type=int, default=8)
+    p.add_argument("--emulate", action="store_true", help="an EmulatedGroup on the CPU, float32 (no GPU)")
+    p.add_argument("--tiny", action="store_true", help="hidden 64, 4 heads, vocabulary 256: for --emulate")
     return p.parse_args()
 
 
-def run(doc: str, make: Callable[[int], Any]) -> None:
-    """``make(layers)`` builds the dense model (on the current device)."""
+def run(doc: str, make: Callable[[int, bool], Any]) -> None:
+    """``make(layers, tiny)`` builds the dense model (on the current device)."""
     args = parse(doc)
     from ovl_runtime import ops
     from ovl_runtime._kernels.library import ensure_compiled
-    from ovl_runtime.groups import OneGpuGroup
+    from ovl_runtime.groups import EmulatedGroup, OneGpuGroup
     from ovl_runtime.models import kernel_keys, parallelize
 
     if args.prepare is not None:
         with torch.device("meta"):
-            model = make(args.layers)
+            model = make(args.layers, args.tiny)
         for training in (False, True):
             for key in kernel_keys(model, args.world, [args.batch * args.seq], training=training):
                 print(ensure_compiled(key, args.prepare))
@@ -62,21 +66,22 @@ def run(doc: str, make: Callable[[int], Any]) -> None:
         world = dist.get_world_size()
     else:
         world = args.world
-        group = OneGpuGroup(world)
+        group = EmulatedGroup(world) if args.emulate else OneGpuGroup(world)
     say = print if rank == 0 else (lambda *a, **k: None)
+    device, dtype = ("cpu", torch.float32) if args.emulate else ("cuda", torch.bfloat16)
     torch.manual_seed(0)  # the same weights and ids on every rank
-    with torch.device("cuda"):
-        dense = make(args.layers).to(torch.bfloat16)
+    with torch.device(device):
+        dense = make(args.layers, args.tiny).to(dtype)
     tp = parallelize(dense, group)
     vocab = dense.config.vocab_size
-    ids = torch.randint(0, vocab, (args.batch, args.seq), device="cuda")
+    ids = torch.randint(0, vocab, (args.batch, args.seq), device=device)
     say(f"{type(dense).__name__}: {args.layers} layers, world {world}, batch {args.batch} x {args.seq} tokens")
 
     with torch.no_grad():
         want = dense(ids).logits.float()
         t0 = time.perf_counter()
         got = tp(ids).float()
-        torch.cuda.synchronize()
+        ops.synchronize()
         say(f"prefill: {time.perf_counter() - t0:.3f} s (first call: compiles/loads), rel error vs dense {rel(got, want):.2e}")
         tokens = tp.generate(ids, args.decode_steps)
         seq, ref = ids, []
@@ -88,7 +93,7 @@ def run(doc: str, make: Callable[[int], Any]) -> None:
         say(f"decode: {args.decode_steps} greedy steps, {same:.0%} of the tokens equal the dense model's (bf16 ties may differ)")
 
     opt = torch.optim.AdamW(tp.parameters(), lr=1e-4)
-    targets = torch.randint(0, vocab, (args.batch, args.seq), device="cuda")
+    targets = torch.randint(0, vocab, (args.batch, args.seq), device=device)
     for step in range(2):
         loss = torch.nn.functional.cross_entropy(tp(ids).float().reshape(-1, vocab), targets.reshape(-1))
         opt.zero_grad()

@@ -8,8 +8,20 @@ from __future__ import annotations
 from model_example import run
 
 
-def make(layers: int):
+def make(layers: int, tiny: bool):
     from transformers import LlamaConfig, LlamaForCausalLM
+
+    if tiny:
+        return LlamaForCausalLM(
+            LlamaConfig(
+                hidden_size=64,
+                intermediate_size=128,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                num_hidden_layers=layers,
+                vocab_size=256,
+            )
+        )
 
     config = LlamaConfig(
         hidden_size=4096,

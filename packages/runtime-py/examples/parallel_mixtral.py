@@ -9,8 +9,12 @@ from __future__ import annotations
 from model_example import run
 
 
-def make(layers: int):
+def make(layers: int, tiny: bool):
     from transformers import MixtralConfig, MixtralForCausalLM
+
+    if tiny:
+        small = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, vocab_size=256)
+        return MixtralForCausalLM(MixtralConfig(**small, num_hidden_layers=layers, num_local_experts=4, num_experts_per_tok=2))
 
     config = MixtralConfig(
         hidden_size=4096,

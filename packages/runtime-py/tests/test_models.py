@@ -49,6 +49,12 @@ def build(arch: str, seed: int = 0, **extra):
     t = transformers
     if arch == "llama":
         model = t.LlamaForCausalLM(t.LlamaConfig(**SIZES, **extra))
+    elif arch == "llama-bias":  # biases on every projection: q/k/v and gate/up sharded, o and down replicated
+        model = t.LlamaForCausalLM(t.LlamaConfig(**SIZES, attention_bias=True, mlp_bias=True, **extra))
+        with torch.no_grad():  # transformers starts biases at zero: make them count
+            for name, p in model.named_parameters():
+                if name.endswith(".bias"):
+                    p.normal_(0.0, 0.1)
     elif arch == "qwen2":  # q/k/v biases, the output projection tied to the embedding
         model = t.Qwen2ForCausalLM(t.Qwen2Config(**SIZES, tie_word_embeddings=True, **extra))
     elif arch == "mistral":  # a sliding window shorter than the sequences
@@ -70,7 +76,7 @@ def bound_keys(g) -> set[str]:
     return {dirname for (dirname, name), op in registry._operators.items() if name == g.name and not op.closed}
 
 
-@pytest.mark.parametrize("arch", ["llama", "mixtral"])
+@pytest.mark.parametrize("arch", ["llama", "llama-bias", "mixtral"])
 def test_prefill_gradients_and_a_training_step_match_the_dense_model(arch):
     dense = build(arch)
     g = EmulatedGroup(2)
@@ -99,7 +105,7 @@ def test_prefill_gradients_and_a_training_step_match_the_dense_model(arch):
     assert bound_keys(g) == {k.dirname for k in kernel_keys(dense, 2, [23], training=True)}
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2", "mistral", "mixtral"])
+@pytest.mark.parametrize("arch", ["llama", "llama-bias", "qwen2", "mistral", "mixtral"])
 def test_batched_prefill_and_decode_steps_match_transformers_cache(arch):
     dense = build(arch, seed=3).eval()
     g = EmulatedGroup(2)
