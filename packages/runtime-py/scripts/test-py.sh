@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Python runner's tests in a package-local venv, creating it on first use. The
-# `interpret` extra (torch 2.11.0, triton 3.6.0; CPU use only) runs the interpreter emulation tests.
+# `interpret` extra (torch 2.11.0, triton 3.6.0; CPU use only) runs the interpreter emulation tests, the
+# `models` extra (transformers) the parallelized models' tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
@@ -10,7 +11,7 @@ fi
 stamp=.venv/.ovl-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,interpret]'
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,interpret,models]'
   touch "$stamp"
 fi
 # Type check (mypy), lint and format of the runner's Python (configured in pyproject.toml) before its tests.

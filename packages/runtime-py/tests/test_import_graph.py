@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "src" / "ovl_runtime"
 PACKAGE = "ovl_runtime"
 #: The public faces: the package's API, which its own modules never import.
-FACES = ("ovl_runtime.ops", "ovl_runtime.nn")
+FACES = ("ovl_runtime.ops", "ovl_runtime.nn", "ovl_runtime.models")
 #: The compiler bundle's files (scripts/build-compiler.sh): data, not modules, though its kernels end in .py.
 BUNDLE = ROOT / "_compiler" / "bundle"
 

@@ -19,9 +19,10 @@ if not torch.cuda.is_initialized():
 from .._kernels.library import KernelKey, manifest_for
 from .._runner.agreement import same_everywhere
 from .._runner.bound import BoundOperator
+from .._runner.emulated import EmulatedOperator
 from .._runner.rows import RowsOperator
 from ..errors import UsageError
-from ..groups import Group, resolve_group
+from ..groups import EmulatedGroup, Group, resolve_group
 from .tensors import empty_rows, fast_layout
 
 #: A bound operator: one compiled for one row count, or one serving every row count of a range.
@@ -33,6 +34,10 @@ _operators: dict[tuple[str, str], Bound] = {}
 def bound_operator(key: KernelKey, g: Group, what: str) -> Bound:
     op = _operators.get((key.dirname, g.name))
     if op is None or op.closed:
+        if isinstance(g, EmulatedGroup):  # the manifest through the CPU emulation: one process, no CUDA
+            op = RowsOperator(manifest_for(key), g) if key.rows else EmulatedOperator(manifest_for(key), g)
+            _operators[(key.dirname, g.name)] = op
+            return op
         if torch.cuda.is_current_stream_capturing():
             raise UsageError(
                 f"{what}: the first call of a shape compiles and loads its kernels and allocates its buffers, which a "

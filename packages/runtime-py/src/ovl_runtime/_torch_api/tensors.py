@@ -6,12 +6,17 @@ from __future__ import annotations
 import torch
 
 from ..errors import UsageError
-from ..groups import Group, resolve_group
+from ..groups import EmulatedGroup, Group, resolve_group
 
 #: Tensor types a checked signature's fast path accepts (a model's weights are parameters).
 PLAIN = (torch.Tensor, torch.nn.Parameter)
 
-DTYPES = {torch.bfloat16: "bf16"}
+#: The compiled kernels' element type for each tensor dtype an operator may take. The GPU groups take bf16
+#: (``GPU_DTYPES``); an :class:`~ovl_runtime.groups.EmulatedGroup` also takes float32, running the bf16 kernels'
+#: manifest through the CPU emulation, which computes in float32 whatever the kernels' type.
+DTYPES = {torch.bfloat16: "bf16", torch.float32: "bf16"}
+GPU_DTYPES = (torch.bfloat16,)
+EMULATED_DTYPES = (torch.bfloat16, torch.float32)
 
 #: ReduceScatter slabs are padded to whole blocks of this many rows.
 RS_ROW_BLOCK = 128
@@ -28,10 +33,10 @@ def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Te
         raise UsageError(f"{what} must have {want} dimensions, {lead}; got shape {tuple(t.shape)}")
     if g.stacked and t.shape[0] != g.world:
         raise UsageError(f"{what} must carry {g.world} ranks along dimension 0; got shape {tuple(t.shape)}")
-    if t.dtype not in DTYPES:
-        raise UsageError(f"{what} is {t.dtype}; the compiled operators take {', '.join(str(d) for d in DTYPES)}")
-    if not t.is_cuda:
-        raise UsageError(f"{what} is on {t.device}; the operators run on CUDA tensors")
+    accepted = accepted_dtypes(g)
+    if t.dtype not in accepted:
+        raise UsageError(f"{what} is {t.dtype}; the compiled operators take {', '.join(str(d) for d in accepted)}")
+    check_device(t, g, what)
     if not t.is_contiguous():
         raise UsageError(f"{what} must be contiguous (row-major); call .contiguous() first")
     views = list(t.unbind(0)) if g.stacked else [t]
@@ -39,6 +44,20 @@ def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Te
         if v.data_ptr() % 16:
             raise UsageError(f"{what} (rank {r}) starts at an address that is not 16-byte aligned, which the kernels' TMA loads need")
     return views
+
+
+def accepted_dtypes(g: Group) -> tuple[torch.dtype, ...]:
+    """The tensor dtypes ``g``'s operators take: bf16, and float32 too on an emulated group."""
+    return EMULATED_DTYPES if isinstance(g, EmulatedGroup) else GPU_DTYPES
+
+
+def check_device(t: torch.Tensor, g: Group, what: str) -> None:
+    """``t`` is where ``g`` runs: on the CPU for an emulated group, on a CUDA device for the others."""
+    if isinstance(g, EmulatedGroup):
+        if t.device.type != "cpu":
+            raise UsageError(f"{what} is on {t.device}; an emulated group runs on CPU tensors")
+    elif not t.is_cuda:
+        raise UsageError(f"{what} is on {t.device}; the operators run on CUDA tensors")
 
 
 def fast_layout(tensors: tuple[torch.Tensor, ...]) -> bool:

@@ -7,7 +7,7 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, empty_rows, rank_views
+from ..._torch_api.tensors import DTYPES, check_device, empty_rows, rank_views
 from ...errors import UsageError
 from ...groups import Group, resolve_group
 
@@ -21,8 +21,9 @@ def routing_topk(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) ->
     if topk_ids.dim() != want or topk_ids.shape[-2] != tokens or (g.stacked and topk_ids.shape[0] != g.world):
         lead = f"[{g.world}, {tokens}, k]" if g.stacked else f"[{tokens}, k]"
         raise UsageError(f"{what} must be {lead} (every rank's tokens, k experts each), got {tuple(topk_ids.shape)}")
-    if not topk_ids.is_cuda or not topk_ids.is_contiguous():
-        raise UsageError(f"{what} must be a contiguous CUDA tensor")
+    check_device(topk_ids, g, what)
+    if not topk_ids.is_contiguous():
+        raise UsageError(f"{what} must be contiguous")
     k = int(topk_ids.shape[-1])
     if not 1 <= k <= experts:
         raise UsageError(f"{what}: top-k ({k}) must be between 1 and the number of experts ({experts})")
