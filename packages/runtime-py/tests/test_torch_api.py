@@ -71,7 +71,7 @@ def test_a_target_names_the_tuned_table_and_the_directory(tmp_path, monkeypatch)
     monkeypatch.setenv("OVL_KERNELS", "")
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
     _no_compiler(tmp_path, monkeypatch)
-    with pytest.raises(lib.KernelNotCompiled, match="--target h100 --into"):
+    with pytest.raises(lib.KernelNotCompiled, match="--target h100 --per-m --into"):
         lib.manifest_for(lib.KernelKey("ag-gemm", 2, 256, 128, 64))
 
 
