@@ -8,13 +8,49 @@ import torch
 from ..errors import UsageError
 from ..groups import Group, resolve_group
 
-DTYPES = {torch.bfloat16: "bf16"}
+#: The element types the compiled operators take, by torch dtype: the names the compiler takes (``ovl emit --dtype``),
+#: which the kernel library keys carry (``LIBRARY_DTYPES``). Every floating tensor of one call has the same one.
+DTYPES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 #: ReduceScatter slabs are padded to whole blocks of this many rows.
 RS_ROW_BLOCK = 128
 
 
 # ---- checks ----
+def supported_dtypes() -> str:
+    """The element types the operators take, for messages: ``torch.bfloat16 (bf16) or torch.float16 (fp16)``."""
+    return " or ".join(f"{d} ({n})" for d, n in DTYPES.items())
+
+
+def call_dtype(what: str, **tensors: object) -> None:
+    """Check the element types of a call whose floating operands are ``tensors`` (by argument name): each one the
+    operators take (``DTYPES``), all the same (:func:`same_dtype`). Checked after each tensor's dimensions (which the
+    callers check first) and before devices, layouts or a kernel are looked at, so a mixed or unsupported call is
+    refused before any launch; arguments that are not tensors are left to the dimension checks, which name them."""
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor) and t.dtype not in DTYPES:
+            raise UsageError(
+                f"{what}: {name} is {t.dtype}; the operator takes {supported_dtypes()}: "
+                f"convert it with {name}.to(torch.bfloat16) or {name}.to(torch.float16)"
+            )
+    same_dtype(what, **tensors)
+
+
+def same_dtype(what: str, **tensors: object) -> None:
+    """Refuse a call whose tensors (by argument name, the first setting the type) do not share one element type."""
+    first: tuple[str, torch.dtype] | None = None
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            continue
+        if first is None:
+            first = (name, t.dtype)
+        elif t.dtype != first[1]:
+            raise UsageError(
+                f"{what}: {first[0]} is {first[1]} but {name} is {t.dtype}; one call's tensors share one element type "
+                f"({' or '.join(DTYPES.values())}): convert {name} with {name}.to({first[1]})"
+            )
+
+
 def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Tensor]:
     """The per-rank views of ``t``: ``[world, ...]`` rows for a one-GPU group, ``t`` itself otherwise."""
     if not isinstance(t, torch.Tensor):
@@ -26,7 +62,7 @@ def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Te
     if g.stacked and t.shape[0] != g.world:
         raise UsageError(f"{what} must carry {g.world} ranks along dimension 0; got shape {tuple(t.shape)}")
     if t.dtype not in DTYPES:
-        raise UsageError(f"{what} is {t.dtype}; the compiled operators take {', '.join(str(d) for d in DTYPES)}")
+        raise UsageError(f"{what} is {t.dtype}; the compiled operators take {supported_dtypes()}")
     if not t.is_cuda:
         raise UsageError(f"{what} is on {t.device}; the operators run on CUDA tensors")
     if not t.is_contiguous():
@@ -62,14 +98,15 @@ def local_shape(t: torch.Tensor, g: Group, what: str, dims: int) -> tuple[int, .
 
 
 def gemm_operands(x: torch.Tensor, w: torch.Tensor, g: Group, what: str) -> tuple[list[torch.Tensor], list[torch.Tensor], int, int, int]:
-    """Each rank's ``x`` ``[rows, k]`` and ``w`` ``[k, n]``, checked, with ``rows, k, n``."""
+    """Each rank's ``x`` ``[rows, k]`` and ``w`` ``[k, n]``, checked (their dimensions, then their element types, then
+    the rest), with ``rows, k, n``."""
+    local_shape(x, g, "x", 2), local_shape(w, g, "w", 2)
+    call_dtype(what, x=x, w=w)
     xs, ws = rank_views(x, g, "x", 2), rank_views(w, g, "w", 2)
     rows, k = xs[0].shape
     k2, n = ws[0].shape
     if k != k2:
         raise UsageError(f"{what}: x is [{rows}, {k}] but w is [{k2}, {n}]; their inner dimensions differ")
-    if w.dtype != x.dtype:
-        raise UsageError(f"{what}: x is {x.dtype} but w is {w.dtype}")
     return xs, ws, rows, k, n
 
 
