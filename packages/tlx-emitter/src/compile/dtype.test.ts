@@ -15,6 +15,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_TOLERANCE, OPERATOR_DTYPES, type OperatorDtype } from "../core/dtype.js";
 import { TL_DTYPE, type ElementType } from "../core/device/index.js";
 import type { Manifest } from "../core/manifest/schema.js";
+import type { BuiltinBodyName } from "../core/builtin.js";
 import type { OperatorInput } from "../core/operator.js";
 import type { EmitResult } from "../core/result.js";
 import {
@@ -46,7 +47,7 @@ function scatter(dtype: ElementType, world: number, name: string, shape: number[
   return planSignals(reduceScatterDirect({ tensor, src: `${name}_partial`, axis: 0, mesh: [world], split: 1, afterCompute: true }));
 }
 
-function gemm(kind: OperatorInput["kind"], plan: ChunkPlan, body: string, dtype: ElementType, extra: Partial<OperatorInput> = {}) {
+function gemm(kind: OperatorInput["kind"], plan: ChunkPlan, body: BuiltinBodyName, dtype: ElementType, extra: Partial<OperatorInput> = {}) {
   return {
     name: kind.replaceAll("-", "_"),
     kind,
