@@ -25,6 +25,7 @@ export {
   HOPPER_SHARED_BYTES,
   type ResolvedOptions,
 } from "./core/options.js";
+export { DEFAULT_TOLERANCE, isOperatorDtype, OPERATOR_DTYPES, type OperatorDtype } from "./core/dtype.js";
 export { planHostOps, commStreamName } from "./schedule/host-ops.js";
 export { mBlockTables, type MBlockTables } from "./schedule/m-block-tables.js";
 export { producerOrder } from "./schedule/producer-order.js";

@@ -26,6 +26,7 @@ import { decideCommSms } from "../comm-sms.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeProblem, type Problem } from "../problem.js";
+import { dtypeSuffix } from "../dtype.js";
 
 /** What `emitProblem` wrote. */
 export interface EmittedOperator {
@@ -53,7 +54,7 @@ export function operatorName(p: Problem): string {
           ? "_sm"
           : "_ce"
         : "";
-  return `${p.operator.replace("-", "_")}_${shape}_w${p.world}${backend}_s${p.split}`;
+  return `${p.operator.replace("-", "_")}_${shape}${dtypeSuffix(p.dtype, "_")}_w${p.world}${backend}_s${p.split}`;
 }
 
 /** Where the operator's communication plan and compute body come from (default: the template and ovl's built-in body). */
@@ -93,6 +94,7 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
     ...(p.named.tile || p.named.groupM ? { groupM: p.groupSizeM } : {}),
     // The tile-wise AllReduce moves strided tiles, which only SM pushes do.
     options: {
+      dtype: p.dtype,
       backend: tilewise(p) ? "sm" : p.backend,
       ...(sources.commSms === undefined ? {} : { commSms: sources.commSms }),
       ...(sources.timing ? { timing: sources.timing } : {}),
@@ -226,6 +228,7 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
       files: [...e.files, ...tlxFiles],
       kernels,
       world: p.world,
+      dtype: p.dtype,
       ...(comm === undefined ? {} : { commSms: comm.commSms }),
       compute: {
         ...e.operator.tile,

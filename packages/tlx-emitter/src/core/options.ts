@@ -4,6 +4,7 @@ import { checkIdentifier, EmitError } from "./writer/index.js";
 import { checkLaunch, checkPositive, type LaunchOptions } from "../backends/triton/kernels/common.js";
 import { alignmentUnit } from "../backends/triton/kernels/sm-comm.js";
 import type { ElementType } from "./device/index.js";
+import { DEFAULT_TOLERANCE } from "./dtype.js";
 import { TARGETS } from "@ovl/primitives";
 
 /** Programs of the SM communication kernels when `EmitOptions.commSms` does not name them (what `ovl simulate` prices too). */
@@ -44,7 +45,7 @@ export interface EmitOptions {
   readonly waitTimeoutNs?: number;
   /** Timing protocol (default 5 warm-up, 20 reps, 3 checked runs). */
   readonly timing?: { readonly warmup: number; readonly reps: number; readonly checkRuns: number };
-  /** Relative Frobenius error allowed against the reference (default 2e-2). */
+  /** Relative Frobenius error allowed against the reference (default per dtype: `DEFAULT_TOLERANCE`, 2e-2 for bf16, 5e-3 for fp16). */
   readonly tolerance?: number;
 }
 
@@ -82,7 +83,7 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
     throw new EmitError("bad-param", "timing.warmup must be a non-negative integer");
   checkPositive(timing.reps, "timing.reps");
   checkPositive(timing.checkRuns, "timing.checkRuns");
-  const tolerance = o.tolerance ?? 2e-2;
+  const tolerance = o.tolerance ?? DEFAULT_TOLERANCE[dtype];
   if (!Number.isFinite(tolerance) || tolerance <= 0)
     throw new EmitError("bad-param", `tolerance must be a positive number, got ${tolerance}`);
   return {

@@ -20,12 +20,14 @@ export interface OptionDeclaration {
 
 /**
  * Options several operators share, declared once by the CLI: the named MLP shape, the explicit
- * GEMM sizes `--m --n --k`, the mesh, the plan template and its knobs, the tile, the tuned
+ * GEMM sizes `--m --n --k`, the element type `--dtype` (one of `OPERATOR_DTYPES`; every
+ * operator `ovl emit` offers takes it), the mesh, the plan template and its knobs, the tile, the tuned
  * table's target, the TLX backend, a user's kernel or plan file, the push kernel's SMs.
  */
 export const SHARED_OPTIONS = [
   "shape",
   "gemm-sizes",
+  "dtype",
   "world",
   "mesh",
   "template",

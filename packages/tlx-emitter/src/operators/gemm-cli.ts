@@ -2,10 +2,11 @@
 // they share the GEMM problem's options, so their registry entries share this declaration.
 import type { OptionDeclaration, SharedOption } from "../core/registry.js";
 
-/** Shared options of every fused GEMM operator: the shape, mesh, template and its knobs, the tiling, the body and plan files. */
+/** Shared options of every fused GEMM operator: the shape and element type, mesh, template and its knobs, the tiling, the body and plan files. */
 export const GEMM_SHARED: readonly SharedOption[] = [
   "shape",
   "gemm-sizes",
+  "dtype",
   "world",
   "mesh",
   "template",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._emulate.engine import ENGINES
-from .._kernels.library import LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, call_key, ensure_compiled
+from .._kernels.library import LIBRARY_DTYPES, LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, call_key, ensure_compiled
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from .._report.outcome import RunOutcome
@@ -65,6 +65,7 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument("--k", type=int, required=True, help="depth K of this rank's GEMM")
     kernels.add_argument("--heads", type=int, default=0, help="ag-attention: query heads H (N = H x head_dim)")
     kernels.add_argument("--causal", action="store_true", help="ag-attention: causal masking")
+    kernels.add_argument("--dtype", choices=LIBRARY_DTYPES, default="bf16", help="element type of the tensors (default bf16)")
     kernels.add_argument("--experts", type=int, default=0, help="ag-moe / moe-rs: experts E")
     kernels.add_argument("--topk", type=int, default=0, help="ag-moe / moe-rs: experts per token k")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
@@ -363,6 +364,7 @@ def _kernels(args: argparse.Namespace) -> int:
             args.m,
             args.n,
             args.k,
+            args.dtype,
             experts=args.experts,
             topk=args.topk,
             heads=args.heads,

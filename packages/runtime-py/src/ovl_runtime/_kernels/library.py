@@ -42,8 +42,8 @@ from ..errors import ManifestError, UsageError
 LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu", "moe-rs")
 #: Operators whose key carries a routing (``experts``, ``topk``).
 ROUTED_OPERATORS = ("ag-moe", "moe-rs")
-#: Element types the compiler emits for them.
-LIBRARY_DTYPES = ("bf16",)
+#: Element types the compiler emits for them (``ovl emit --dtype``; the torch API's ``DTYPES``).
+LIBRARY_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
@@ -134,7 +134,7 @@ class KernelKey:
         if self.op not in LIBRARY_OPERATORS:
             raise UsageError(f"no compiled operator {self.op!r}: the torch API runs {', '.join(LIBRARY_OPERATORS)}")
         if self.dtype not in LIBRARY_DTYPES:
-            raise UsageError(f"{self.op} is compiled for {', '.join(LIBRARY_DTYPES)}, not {self.dtype}")
+            raise UsageError(f"{self.op} is compiled for {' or '.join(LIBRARY_DTYPES)}, not {self.dtype!r}")
         for name in ("world", "m", "n", "k"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -188,15 +188,17 @@ class KernelKey:
         return 2
 
     def cli_args(self, out: Path) -> list[str]:
-        """The ``ovl`` arguments that compile this key into ``out``."""
+        """The ``ovl`` arguments that compile this key into ``out`` (its dtype one of ``LIBRARY_DTYPES``, checked when the
+        key was made: no other text reaches the command line)."""
+        dtype = ["--dtype", self.dtype]
         if self.op == "ag-attention":
             d = self.n // self.heads
             shape = ["--seq", str(self.m), "--heads", str(self.heads), "--kv-heads", str(self.k // (2 * d)), "--head-dim", str(d)]
             causal = ["--causal"] if self.causal else []
-            return ["emit", self.op, *shape, *causal, "--world", str(self.world), "--split", str(self.split), "--out", str(out)]
+            return ["emit", self.op, *shape, *causal, *dtype, "--world", str(self.world), "--split", str(self.split), "--out", str(out)]
         if self.op == "moe-rs":
             sizes = ["--m", str(self.m), "--n", str(self.n), "--k", str(self.k), "--world", str(self.world), "--split", str(self.split)]
-            return ["emit", self.op, *sizes, "--experts", str(self.experts), "--topk", str(self.topk), "--out", str(out)]
+            return ["emit", self.op, *sizes, *dtype, "--experts", str(self.experts), "--topk", str(self.topk), "--out", str(out)]
         return [
             "emit",
             self.op,
@@ -206,6 +208,7 @@ class KernelKey:
             str(self.n),
             "--k",
             str(self.k),
+            *dtype,
             "--world",
             str(self.world),
             "--split",
@@ -292,7 +295,7 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
             f"({', '.join(str(d) for d in search_path())}), and {no_compiler_reason()}. "
             f"Or compile it where there is one: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
             f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''}"
-            f"{' --per-m' if key.op in ROWS_OPERATORS and not key.rows else ''} --into <dir>, "
+            f"{f' --dtype {key.dtype}' if key.dtype != 'bf16' else ''}{' --per-m' if key.op in ROWS_OPERATORS and not key.rows else ''} --into <dir>, "
             "then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)

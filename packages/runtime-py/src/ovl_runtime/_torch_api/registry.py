@@ -70,8 +70,8 @@ def run_moving(
     return out, moved
 
 
-#: Checked calls by signature (operator, group, shapes, dtype, device): a repeated call skips the shape checks
-#: and the kernel key (see :func:`checked_call`).
+#: Checked calls by signature (operator, group, shapes, dtype, device; and every tensor's element type): a repeated
+#: call skips the shape checks and the kernel key (see :func:`checked_call`).
 _calls: dict[tuple[Any, ...], tuple[Bound, Any]] = {}
 
 
@@ -81,7 +81,10 @@ def checked_call(
     """The bound operator (and what ``build`` derived with it) of a call whose ``signature`` was seen before, or
     ``build()``'s: the full checks, the key, the operator bound. A seen signature fixes everything but the tensors'
     layout and addresses, which are checked here on every call (:func:`~ovl_runtime._torch_api.tensors.fast_layout`);
-    a call that fails them goes through ``build`` again, whose checks name the problem."""
+    a call that fails them goes through ``build`` again, whose checks name the problem. Every tensor's element type is
+    part of the signature: a call whose ``w`` alone changed dtype is checked (and refused) anew, never launched on a
+    kernel compiled for another."""
+    signature = (signature, tuple(t.dtype for t in tensors))
     hit = _calls.get(signature)
     if hit is not None and not hit[0].closed and fast_layout(tensors):
         return hit

@@ -58,7 +58,7 @@ def parallelize(model: nn.Module, group: Any, *, sequence_parallel: bool = True,
     emulated group)."""
     g = resolve_group(group)
     emulated = isinstance(g, EmulatedGroup)
-    plan = plan_model(model, g.world, accepted_dtypes(g))
+    plan = plan_model(model, g.world, tuple(accepted_dtypes(g)))
     if device is None:
         device = torch.device("cpu") if emulated else torch.device("cuda", torch.cuda.current_device())
     rank = g.rank if isinstance(g, DistGroup) else 0
@@ -76,5 +76,5 @@ def kernel_keys(
     """The compiled operators :func:`parallelize`'s model of ``model`` runs at ``world`` ranks for prefills of
     ``tokens`` (batch × seq each; decode steps run none), with ``training`` their backward's too: compile them where
     ovl's CLI is (``ovl_runtime._kernels.library.ensure_compiled(key, into)``) and point ``OVL_KERNELS`` there."""
-    plan = plan_model(model, world, EMULATED_DTYPES)
+    plan = plan_model(model, world, tuple(EMULATED_DTYPES))
     return model_keys(plan, world, tokens, training, sequence_parallel)

@@ -9,7 +9,7 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, check_device, empty_rows, rank_views
+from ..._torch_api.tensors import DTYPES, call_dtype, check_device, empty_rows, local_shape, rank_views
 from ...errors import UsageError
 from ...groups import Group, resolve_group
 from .kernels import check_moe_rs
@@ -31,13 +31,13 @@ def _routing(t: Any, g: Group, tokens: int, what: str, dtype: torch.dtype | None
 
 def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
+    local_shape(h, g, "h", 2), local_shape(w, g, "w", 3)
+    call_dtype(WHAT, g, h=h, w=w)
     hs, ws = rank_views(h, g, "h", 2), rank_views(w, g, "w", 3)
     slots, inter = hs[0].shape
     experts, inter2, hidden = ws[0].shape
     if inter != inter2:
         raise UsageError(f"{WHAT}: h is [{slots}, {inter}] but w is [{experts}, {inter2}, {hidden}]; the intermediate sizes differ")
-    if w.dtype != h.dtype:
-        raise UsageError(f"{WHAT}: h is {h.dtype} but w is {w.dtype}")
     if not isinstance(topk_ids, torch.Tensor) or topk_ids.dim() != (3 if g.stacked else 2):
         raise UsageError(f"{WHAT}: topk_ids must be {'[W, T, k]' if g.stacked else '[T, k]'}, got {tuple(getattr(topk_ids, 'shape', ()))}")
     tokens, k = int(topk_ids.shape[-2]), int(topk_ids.shape[-1])
