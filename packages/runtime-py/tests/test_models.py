@@ -171,7 +171,7 @@ def unchanged(model, before) -> bool:
         (lambda: build("llama"), 3, "emulated", r"model\.layers\.0\.self_attn: attention heads \(4\) do not split over 3 ranks"),
         (lambda: build("llama"), 4, "emulated", r"model\.layers\.1\.self_attn: kv heads \(2\) do not split over 4 ranks"),
         (lambda: build("llama", hidden_act="gelu"), 2, "emulated", r"model\.layers\.0\.mlp: activation 'gelu'"),
-        (lambda: build("llama").half(), 2, "emulated", r"LlamaForCausalLM: parameters are \['torch.float16'\]"),
+        (lambda: build("llama").double(), 2, "emulated", r"LlamaForCausalLM: parameters are \['torch.float64'\]"),
         (lambda: build("llama"), 2, "one-gpu", r"parameters are \['torch.float32'\]; this group runs one of torch.bfloat16"),
         (lambda: build("llama", attention_dropout=0.1), 2, "emulated", r"self_attn: attention dropout"),
         (lambda: build("mixtral", router_jitter_noise=0.1), 2, "emulated", r"model\.layers\.0\.mlp: router jitter noise"),
@@ -211,7 +211,7 @@ def test_the_emulated_group_runs_operators_on_cpu_tensors_and_the_gpu_groups_ref
     assert bf.dtype == torch.bfloat16 and rel(bf, torch.cat(list(x)) @ w) < 2e-2
     with pytest.raises(UsageError, match="the operators run on CUDA tensors"):
         ops.all_gather_matmul(x.bfloat16(), w.bfloat16(), OneGpuGroup(2))
-    with pytest.raises(UsageError, match="x is torch.float16"):
-        ops.all_gather_matmul(x.half(), w.half(), g)
+    with pytest.raises(UsageError, match="x is torch.float64"):
+        ops.all_gather_matmul(x.double(), w.double(), g)
     with pytest.raises(UsageError, match="engine numpy or interpret"):
         EmulatedGroup(2, engine="gpu")

@@ -384,7 +384,7 @@ def test_fp16_keys_name_their_directory_and_compile_with_dtype(tmp_path, monkeyp
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("OVL_CLI", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(lib.KernelNotCompiled, match="kernels ag-gemm --world 2 --m 256 --n 128 --k 64 --dtype fp16 --into"):
+    with pytest.raises(lib.KernelNotCompiled, match="kernels ag-gemm --world 2 --m 256 --n 128 --k 64 --dtype fp16 --per-m --into"):
         lib.manifest_for(k)
 
 
