@@ -47,7 +47,11 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   },
   side: (c) => c.option("--side <side>", "push or pull transfers (ring and swizzle; default push)"),
   split: (c) => c.option("--split <chunks>", "chunks per shard transfer (default 2)", positiveInt("--split")),
-  backend: (c) => c.option("--backend <backend>", "transfer backend: copy-engine or sm (default copy-engine)"),
+  backend: (c) =>
+    c.option(
+      "--backend <backend>",
+      "transfer backend: copy-engine, sm or nvshmem (default copy-engine; nvshmem: ag-gemm and gemm-rs emit)",
+    ),
   tile: (c) =>
     c.option("--tile <BMxBNxBK>", "the compute tile (default: the tuned configuration of the shape, else the operator's default)"),
   "group-m": (c) =>
