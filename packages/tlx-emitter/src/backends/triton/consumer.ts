@@ -5,14 +5,13 @@
 // boundaries). The operators differ only in the buffers, tables and bindings the body reads
 // beyond the gathered operand, and in the reference.
 import type { TileSchedule } from "@ovl/chunk-plan";
-import { checkGemmParams, checkNvshmemRows, type GemmParams, nvshmemPushSource, nvshmemSlot, nvshmemSlotCount } from "./kernels/index.js";
-import { NVSHMEM_SEGMENTS, nvshmemPushKernel } from "./nvshmem.js";
-import { nvshmemPlanRows } from "../../schedule/nvshmem-rows.js";
+import { checkGemmParams, type GemmParams, nvshmemSlot, nvshmemSlotCount } from "./kernels/index.js";
+import { nvshmemTransfers } from "./nvshmem.js";
 import { MANIFEST_SCHEMA, type Buffer, type Reference, type Table } from "../../core/manifest/schema.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER } from "./common.js";
 import type { EmitResult } from "../../core/result.js";
-import { planHostOps, type PlanSignals } from "../../schedule/host-ops.js";
-import { gemmLaunch, resolveOptions, type ResolvedOptions } from "../../core/options.js";
+import { planHostOps } from "../../schedule/host-ops.js";
+import { gemmLaunch, resolveOptions } from "../../core/options.js";
 import { validated } from "../../core/manifest/validate.js";
 import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
 import { EmitError } from "../../core/writer/index.js";
@@ -117,7 +116,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
   });
   const planSlots = Math.max(1, ...signals.slots.map((e) => e.slots.length));
   const slotCount = nvshmem ? nvshmemSlotCount(planSlots) : planSlots;
-  const transfers = nvshmem ? nvshmemTransfers(op, signals, world, tensor.name, o, slotCount) : undefined;
+  const transfers = nvshmem ? nvshmemTransfers(op.plan, signals, world, tensor.name, o, slotCount) : undefined;
   const names = kernel.params.map((p) => p.name);
   const scratch = streamKScratch(names, params.BLOCK_M, params.BLOCK_N);
   const buffers: Buffer[] = [
@@ -183,30 +182,6 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
   const files = [{ path: entry.source, text: t.source }];
   if (transfers !== undefined) files.push(transfers.file);
   return { files, manifest };
-}
-
-/**
- * The `nvshmem` realisation of an AllGather plan's transfers into `gathered`: one `nvshmem-push`
- * row per push (`nvshmemPlanRows`), the table padded to one length over the ranks, and the kernel.
- * @throws {EmitError} as `nvshmemPlanRows`, and for a plan that puts another tensor than `gathered`.
- */
-function nvshmemTransfers(op: Operator, signals: PlanSignals, world: number, gathered: string, o: ResolvedOptions, slots: number) {
-  const { src, dst, rows } = nvshmemPlanRows(op.plan, signals, world);
-  if (src !== gathered || dst !== gathered)
-    throw new EmitError(
-      "bad-plan",
-      `plan "${op.plan.name}" puts ${src} into ${dst}; an AllGather+GEMM over NVSHMEM gathers ${gathered} in place`,
-    );
-  const count = Math.max(1, ...rows.map((r) => r.length));
-  // Rows of length 0 with no wait and no signal pad every rank's table to one length.
-  const values = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
-  for (const v of values) checkNvshmemRows(v, slots);
-  const table: Table = { name: NVSHMEM_SEGMENTS, dtype: "int64", values };
-  return {
-    table,
-    kernel: nvshmemPushKernel(o, gathered, gathered, count),
-    file: { path: "nvshmem_push.py", text: nvshmemPushSource({ dtype: o.dtype }) },
-  };
 }
 
 /** The one 2-D tensor an AllGather plan gathers. */
