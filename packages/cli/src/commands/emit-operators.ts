@@ -68,7 +68,7 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   "comm-sms": (c) =>
     c.option(
       "--comm-sms <n>",
-      "with --backend sm: programs of the push kernel, SMs the GEMM leaves free (gemm-rs default: the simulator's choice of 4, 8 or 16 for the target; else 16)",
+      "with --backend sm or nvshmem: programs of the push kernel, SMs the GEMM leaves free (gemm-rs over sm: the simulator's choice of 4, 8 or 16 for the target; else 16)",
       positiveInt("--comm-sms"),
     ),
 };

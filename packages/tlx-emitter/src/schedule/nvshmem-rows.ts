@@ -4,7 +4,7 @@
 // parallel (the kernel's programs stride over them), so only what a row itself waits on orders
 // it: a push that forwards a chunk (a push ring) waits on the issuing rank's own slot for it.
 import type { ChunkPlan, Op, SignalRef, SignalSlot } from "@ovl/chunk-plan";
-import { nvshmemSlot } from "../backends/triton/kernels/index.js";
+import { NVSHMEM_PUSH_FIELDS, nvshmemSlot } from "../backends/triton/kernels/index.js";
 import { EmitError } from "../core/writer/index.js";
 import { collectiveAlternative, type PlanSignals } from "./host-ops.js";
 import { elementRuns, pairRuns } from "./segments.js";
@@ -132,5 +132,50 @@ export function nvshmemPlanRows(plan: ChunkPlan, signals: PlanSignals, world: nu
       "bad-plan",
       `plan "${plan.name}" moves between tensors ${[...tensors.src].join(", ")} and ${[...tensors.dst].join(", ")}; the nvshmem kernel puts from one tensor into one`,
     );
-  return { src, dst, rows };
+  return { src, dst, rows: byDepth(rows) };
+}
+
+/**
+ * Each rank's rows stably sorted by their depth in the wait graph (0: waits on nothing; d: waits on a
+ * slot signalled by rows of depth at most d − 1). A program of the kernel takes its rows in table
+ * order, so a forward listed before the put it waits for could hold a program that a peer's put
+ * needs: in depth order every table lists a row after the rows its wait depends on, and the
+ * programs always move on (as long as every program of the launch runs, as the reserved SMs
+ * ensure on a GPU).
+ * @throws {EmitError} `unsupported-dependency` for a wait no put signals, or a cycle of waits.
+ */
+function byDepth(rows: number[][][]): number[][][] {
+  const at = (f: (typeof NVSHMEM_PUSH_FIELDS)[number]) => NVSHMEM_PUSH_FIELDS.indexOf(f);
+  // The rows (with the rank issuing each) that signal slot `rank:slot`.
+  const producers = new Map<string, { rank: number; row: number[] }[]>();
+  rows.forEach((rs, rank) => {
+    for (const row of rs) {
+      const key = `${row[at("dst_rank")]}:${row[at("notify_at")]}`;
+      producers.set(key, [...(producers.get(key) ?? []), { rank, row }]);
+    }
+  });
+  const depth = new Map<number[], number>();
+  const visiting = new Set<number[]>();
+  const depthOf = (rank: number, r: number[]): number => {
+    const known = depth.get(r);
+    if (known !== undefined) return known;
+    const wait = r[at("wait_at")]!;
+    if (wait < 0) return 0;
+    if (visiting.has(r))
+      throw new EmitError("unsupported-dependency", `rank ${rank}: the puts wait on each other in a cycle (slot ${wait})`);
+    const from = producers.get(`${rank}:${wait}`);
+    if (from === undefined)
+      throw new EmitError("unsupported-dependency", `rank ${rank}: a put waits on slot ${wait}, which no put signals`);
+    visiting.add(r);
+    const d = 1 + Math.max(...from.map((p) => depthOf(p.rank, p.row)));
+    visiting.delete(r);
+    depth.set(r, d);
+    return d;
+  };
+  return rows.map((rs, rank) =>
+    rs
+      .map((r, i) => ({ r, i, d: depthOf(rank, r) }))
+      .sort((a, b) => a.d - b.d || a.i - b.i)
+      .map((x) => x.r),
+  );
 }

@@ -57,6 +57,31 @@ function waited(m: Manifest, table: "mblock_wait_slot" | "rs_arrival_slot"): Map
   return out;
 }
 
+/**
+ * Whether every row of every rank runs when each rank's `programs` programs take rows `p, p + programs, …`
+ * in order and a row waits until its slot has `wait_arrivals` signals (one launch, slots from zero).
+ */
+function completes(m: Manifest, programs: number): boolean {
+  const tables = rows(m);
+  const slots = new Map<string, number>();
+  const next = tables.map(() => Array.from({ length: programs }, (_, p) => p));
+  let progress = true;
+  while (progress) {
+    progress = false;
+    tables.forEach((rs, rank) =>
+      next[rank]!.forEach((i, p) => {
+        const r = rs[i];
+        if (r === undefined) return;
+        if (r.wait_at >= 0 && (slots.get(`${rank}:${r.wait_at}`) ?? 0) < r.wait_arrivals) return;
+        if (r.notify_at >= 0) slots.set(`${r.dst_rank}:${r.notify_at}`, (slots.get(`${r.dst_rank}:${r.notify_at}`) ?? 0) + 1);
+        next[rank]![p] = i + programs;
+        progress = true;
+      }),
+    );
+  }
+  return next.every((ps, rank) => ps.every((i) => i >= tables[rank]!.length));
+}
+
 describe("the nvshmem-push kernel", () => {
   it("is the segment loop with ovl's bounded wait, then one NVSHMEM put with signal per row", async () => {
     await expect(nvshmemPushSource()).toMatchFileSnapshot("./__golden__/nvshmem_push.py");
@@ -91,6 +116,8 @@ describe("the nvshmem transfer backend", () => {
         expect(signalled(m)).toEqual(waited(m, "mblock_wait_slot"));
         expect(m.hostOps).toEqual([]);
         for (const rs of rows(m)) for (const r of rs) if (r.wait_at >= 0) expect(r.wait_at % 2).toBe(0); // a forward waits on a chunk
+        // Rows in depth order: a ring's forwards never hold a program another rank's put needs.
+        for (const programs of [1, 2, 3]) expect(completes(m, programs)).toBe(true);
       }),
       { numRuns: 24 },
     );
