@@ -3,7 +3,7 @@
 // options it names (declared once, here); its action is the operator's emission routine.
 import type { Command } from "commander";
 import { OPERATOR_REGISTRY, type OperatorDefinition, type OptionDeclaration, type SharedOption } from "@ovl/tlx-emitter";
-import { CliError } from "../errors.js";
+import { CliError, UsageError } from "../errors.js";
 import { printOutput, type CommandOutput, type Io } from "../io.js";
 import { positiveInt } from "../options.js";
 import { parseOperator, resolveProblem, TEMPLATES, type ProblemFlags } from "../problem.js";
@@ -88,6 +88,11 @@ const body = (o: EmitFlags) => (o.kernel === undefined ? undefined : readKernelF
 async function emitGemm(name: string, o: EmitFlags): Promise<CommandOutput> {
   const target = parseTargetFlag(o.target);
   const p = resolveProblem(parseOperator(name), o);
+  if (o.anyRows === true && p.backend === "nvshmem")
+    throw new UsageError(
+      "unsupported",
+      "--any-rows moves chunks with host copies instantiated per M; drop --backend nvshmem or --any-rows",
+    );
   const sources = {
     ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),
     ...(o.plan === undefined ? {} : { planFile: o.plan }),
