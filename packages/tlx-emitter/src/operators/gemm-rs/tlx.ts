@@ -120,7 +120,10 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
  */
 export function emitTlxGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions & TlxProducerOptions = {}): TlxEmitResult {
   if (options.backend === "nvshmem")
-    throw new EmitError("unsupported-op", 'the TLX GEMM+RS is built over copy-engine or SM pushes; emitGemmRs builds options.backend "nvshmem"');
+    throw new EmitError(
+      "unsupported-op",
+      'the TLX GEMM+RS is built over copy-engine or SM pushes; emitGemmRs builds options.backend "nvshmem"',
+    );
   const { stages, consumerRegisters, consumerSchedule, epilogueSplit, notifier, clusterM, ...emit } = options;
   const knobs = {
     ...(clusterM === undefined ? {} : { clusterM }),
