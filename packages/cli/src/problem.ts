@@ -21,8 +21,8 @@ export const EMIT_OPERATORS = [...GEMM_OPERATORS, "a2a-gemm"] as const;
 export const TEMPLATES = ["ring", "swizzle", "hierarchical", "direct", "tilewise"] as const;
 /** A template name. */
 export type TemplateName = (typeof TEMPLATES)[number];
-/** Transfer backends. */
-export const BACKENDS = ["copy-engine", "sm"] as const;
+/** Transfer backends (`nvshmem`: ag-gemm and gemm-rs, emitted only: the simulator has no NVSHMEM model). */
+export const BACKENDS = ["copy-engine", "sm", "nvshmem"] as const;
 /** A backend name. */
 export type Backend = (typeof BACKENDS)[number];
 

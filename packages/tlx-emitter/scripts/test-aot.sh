@@ -11,6 +11,11 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import triton" 2>/dev
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet triton==3.6.0 numpy
 fi
+# NVSHMEM's device bitcode for the nvshmem-push kernels (31 MB of the ~80 MB wheel; 3.4.5 is what torch 2.11 pins).
+if ! "$venv/bin/python" -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('purelib'), 'nvidia/nvshmem/lib/libnvshmem_device.bc')))"; then
+  echo "installing nvidia-nvshmem-cu13==3.4.5 into $venv" >&2
+  "$venv/bin/pip" install --quiet --no-deps nvidia-nvshmem-cu13==3.4.5
+fi
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cd "$here"

@@ -23,7 +23,10 @@ export {
   gemmLaunch,
   gemmLaunchDefaults,
   HOPPER_SHARED_BYTES,
+  NVSHMEM_OPERATORS,
   type ResolvedOptions,
+  TRANSFER_BACKENDS,
+  type TransferBackend,
 } from "./core/options.js";
 export { DEFAULT_TOLERANCE, isOperatorDtype, OPERATOR_DTYPES, type OperatorDtype } from "./core/dtype.js";
 export { planHostOps, commStreamName } from "./schedule/host-ops.js";

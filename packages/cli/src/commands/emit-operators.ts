@@ -4,7 +4,7 @@
 import type { Command } from "commander";
 import { OPERATOR_DTYPES, OPERATOR_REGISTRY, type OperatorDefinition, type OptionDeclaration, type SharedOption } from "@ovl/tlx-emitter";
 import { DEFAULT_DTYPE, parseDtypeFlag } from "../dtype.js";
-import { CliError } from "../errors.js";
+import { CliError, UsageError } from "../errors.js";
 import { printOutput, type CommandOutput, type Io } from "../io.js";
 import { positiveInt } from "../options.js";
 import { parseOperator, resolveProblem, TEMPLATES, type ProblemFlags } from "../problem.js";
@@ -50,7 +50,11 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   },
   side: (c) => c.option("--side <side>", "push or pull transfers (ring and swizzle; default push)"),
   split: (c) => c.option("--split <chunks>", "chunks per shard transfer (default 2)", positiveInt("--split")),
-  backend: (c) => c.option("--backend <backend>", "transfer backend: copy-engine or sm (default copy-engine)"),
+  backend: (c) =>
+    c.option(
+      "--backend <backend>",
+      "transfer backend: copy-engine, sm or nvshmem (default copy-engine; nvshmem: ag-gemm and gemm-rs emit)",
+    ),
   tile: (c) =>
     c.option("--tile <BMxBNxBK>", "the compute tile (default: the tuned configuration of the shape, else the operator's default)"),
   "group-m": (c) =>
@@ -67,7 +71,7 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   "comm-sms": (c) =>
     c.option(
       "--comm-sms <n>",
-      "with --backend sm: programs of the push kernel, SMs the GEMM leaves free (gemm-rs default: the simulator's choice of 4, 8 or 16 for the target; else 16)",
+      "with --backend sm or nvshmem: programs of the push kernel, SMs the GEMM leaves free (gemm-rs over sm: the simulator's choice of 4, 8 or 16 for the target; else 16)",
       positiveInt("--comm-sms"),
     ),
 };
@@ -87,6 +91,11 @@ const body = (o: EmitFlags) => (o.kernel === undefined ? undefined : readKernelF
 async function emitGemm(name: string, o: EmitFlags): Promise<CommandOutput> {
   const target = parseTargetFlag(o.target);
   const p = resolveProblem(parseOperator(name), o);
+  if (o.anyRows === true && p.backend === "nvshmem")
+    throw new UsageError(
+      "unsupported",
+      "--any-rows moves chunks with host copies instantiated per M; drop --backend nvshmem or --any-rows",
+    );
   const sources = {
     ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),
     ...(o.plan === undefined ? {} : { planFile: o.plan }),

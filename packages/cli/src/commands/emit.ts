@@ -49,11 +49,13 @@ export function operatorName(p: Problem): string {
   const backend =
     p.operator === "gemm-ar" && p.template === "tilewise"
       ? "_tw"
-      : p.operator === "gemm-rs" || p.operator === "gemm-ar"
-        ? p.backend === "sm"
-          ? "_sm"
-          : "_ce"
-        : "";
+      : p.backend === "nvshmem"
+        ? "_nvshmem"
+        : p.operator === "gemm-rs" || p.operator === "gemm-ar"
+          ? p.backend === "sm"
+            ? "_sm"
+            : "_ce"
+          : "";
   return `${p.operator.replace("-", "_")}_${shape}${dtypeSuffix(p.dtype, "_")}_w${p.world}${backend}_s${p.split}`;
 }
 
@@ -130,6 +132,18 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
     throw new UsageError(
       "unsupported",
       `${p.operator === "ag-gemm" ? "AG+GEMM" : "A2A+GEMM"} is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)`,
+    );
+  }
+  if (p.backend === "nvshmem" && p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
+    throw new UsageError(
+      "unsupported",
+      `--backend nvshmem realises ag-gemm's chunk pushes and gemm-rs's slab pushes; ${p.operator} takes --backend copy-engine${p.operator === "gemm-ar" ? " or sm" : ""}`,
+    );
+  }
+  if (p.backend === "nvshmem" && sources.rows !== undefined) {
+    throw new UsageError(
+      "unsupported",
+      "--any-rows moves chunks with host copies instantiated per M; drop --backend nvshmem or --any-rows",
     );
   }
   if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {

@@ -24,7 +24,7 @@ from .._kernels.library import LIBRARY_DTYPES, LIBRARY_OPERATORS, LIBRARY_TARGET
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from .._report.outcome import RunOutcome
-from .._runner.env import set_safe_env
+from .._runner.env import SYMM_CHOICES, select_symm_backend, set_safe_env, symm_backend_for
 from ..errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -114,7 +114,13 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         help="emulation only: bound of every wait in seconds, from the waited slot's last change in the numpy engine (default: waitTimeoutNs)",
     )
-    run.add_argument("--symm-backend", choices=("cuda", "nvshmem"), default="cuda", help="PyTorch symmetric-memory backend (GPU mode)")
+    run.add_argument(
+        "--symm-backend",
+        choices=SYMM_CHOICES,
+        default="auto",
+        help="PyTorch symmetric-memory backend under torchrun (default auto: NVSHMEM when a manifest puts through NVSHMEM, "
+        "else CUDA; one process runs one backend)",
+    )
     run.add_argument(
         "--ranks-on-one-gpu",
         action="store_true",
@@ -166,7 +172,6 @@ def main(argv: list[str] | None = None) -> int:
         return _kernels(args)
     if args.command == "chain":
         return _chain(args)
-    set_safe_env(args.symm_backend)
     paths: list[str] = args.manifests
     if args.epochs is not None and args.epochs < 1:
         return _usage("--epochs must be >= 1")
@@ -196,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
             emit(event)
             return exc.exit_code
         manifests.append(m)
+    try:
+        _select_backend(args, manifests)
+    except UsageError as exc:
+        return _usage(str(exc))
     if args.out_dir is not None and _is_rank0():
         try:
             Path(args.out_dir).mkdir(parents=True, exist_ok=True)
@@ -212,6 +221,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.out_dir is None:
         return _run_one(args, manifests[0], emulated)
     return _run_many(args, manifests, paths, names, emulated)
+
+
+def _select_backend(args: argparse.Namespace, manifests: list[Manifest]) -> None:
+    """The environment of the run, before torch is imported for the GPU: the multicast switches, and under torchrun
+    the symmetric-memory backend the manifests need (``--symm-backend``, default NVSHMEM when one puts through NVSHMEM).
+    Emulation and the one-GPU mode allocate nothing through it. A ``UsageError`` when it cannot be had: a manifest
+    that needs NVSHMEM under ``--symm-backend cuda``, or torch imported with another backend on a machine with a GPU."""
+    if args.emulate or args.engine != "auto" or args.ranks_on_one_gpu:
+        set_safe_env("cuda")
+        return
+    backend = symm_backend_for(manifests, args.symm_backend)
+    try:
+        select_symm_backend(backend)
+    except UsageError:
+        if gpu_available():
+            raise
+        set_safe_env("cuda")  # no GPU: the run is emulated, and needs no symmetric memory
 
 
 def _one_gpu_usage(args: argparse.Namespace) -> str | None:

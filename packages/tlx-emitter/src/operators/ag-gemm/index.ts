@@ -28,7 +28,7 @@ export const agGemm: OperatorDefinition = {
       },
       { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
     ],
-    shared: [...GEMM_SHARED, "tlx"],
+    shared: [...GEMM_SHARED, "tlx", "comm-sms"],
     templates: ["swizzle", "ring", "hierarchical", "direct"],
     examples: [
       "ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx",
