@@ -6,6 +6,8 @@
 // exactly as `ovl emit` with its flags would compile it, so a configuration the operator cannot
 // take (a tile off its chunks' row blocks, a body rows mode cannot run) is refused here, with the
 // compiler's reason, instead of failing on the GPU machine.
+import { join } from "node:path";
+import type { ChunkPlan } from "@ovl/chunk-plan";
 import { TARGETS, type TargetName } from "@ovl/primitives";
 import {
   computeKey,
@@ -33,6 +35,7 @@ import {
 import { decideCommSms } from "./comm-sms.js";
 import { problemOperator, type EmitSources } from "./commands/emit.js";
 import { rowsRequest } from "./commands/rows.js";
+import { writeEmitted } from "./commands/write-emitted.js";
 import { UsageError } from "./errors.js";
 import type { Problem } from "./problem.js";
 
@@ -55,6 +58,8 @@ export interface ComputeCandidate {
   readonly flags: readonly string[];
   /** `nearest`: the measured shape whose winner it is, and its distance from the query (`lookupComputeConfig`'s). */
   readonly entry?: { readonly M: number; readonly N: number; readonly K: number; readonly distance: number };
+  /** With `out`: the folder its compiled operator was written to. */
+  readonly dir?: string;
 }
 
 /** What `computeCandidates` answers. */
@@ -83,6 +88,11 @@ export interface CandidateOptions {
   readonly commSms?: number;
   /** `--any-rows` (ag-gemm): candidates must compile for every row count up to `maxRows`. */
   readonly anyRows?: { readonly minRows?: number; readonly maxRows?: number };
+  /**
+   * Write each candidate's compiled operator (kernels, manifest, plan: what `ovl emit` with its
+   * flags writes) into `<out>/c<rank>`, so a tuner need not compile it a second time.
+   */
+  readonly out?: string;
 }
 
 /** The `ovl emit` flags of a configuration. */
@@ -126,12 +136,20 @@ function pinned(p: Problem, sources: EmitSources, c: ComputeConfig): { p: Proble
   };
 }
 
-/** Compile `p` in memory as `ovl emit` would (its rows range per its own tile); the realised configuration or why not. */
-async function compiles(p: Problem, sources: EmitSources, o: CandidateOptions): Promise<ComputeConfig | string> {
+/** A candidate compiled in memory: its realised configuration, and what `ovl emit` would write for it. */
+interface Compiled {
+  readonly config: ComputeConfig;
+  readonly result: EmitResult;
+  readonly plan: ChunkPlan;
+}
+
+/** Compile `p` in memory as `ovl emit` would (its rows range and crossover per its own tile), or say why not. */
+async function compiles(p: Problem, sources: EmitSources, o: CandidateOptions): Promise<Compiled | string> {
   try {
     const rows = o.anyRows === undefined ? {} : { rows: rowsRequest(p, o.anyRows, o.target) };
-    const r = await compileOperator(problemOperator(p, { ...sources, ...rows }), tritonBackend, { target: o.target });
-    return realisedConfig(r.result);
+    const input = problemOperator(p, { ...sources, ...rows });
+    const r = await compileOperator(input, tritonBackend, { target: o.target });
+    return { config: realisedConfig(r.result), result: r.result, plan: input.plan };
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
   }
@@ -222,18 +240,22 @@ export async function computeCandidates(p: Problem, o: CandidateOptions): Promis
       return Number.NaN; // a body the model does not know: measured all the same
     }
   };
-  const accept = (source: CandidateSource, c: ComputeConfig, entry?: ComputeCandidate["entry"]) => {
+  const accept = (source: CandidateSource, got: Compiled, entry?: ComputeCandidate["entry"]) => {
+    const rank = candidates.length;
+    const c = got.config;
+    const dir = o.out === undefined ? undefined : writeEmitted(join(o.out, `c${rank}`), got.result, got.plan).dir;
     candidates.push({
-      rank: candidates.length,
+      rank,
       source,
       key: computeKey(c),
       config: c,
       predictedMs: predicted(c),
       flags: configFlags(c),
       ...(entry === undefined ? {} : { entry }),
+      ...(dir === undefined ? {} : { dir }),
     });
   };
-  seen.add(computeKey(pick));
+  seen.add(computeKey(pick.config));
   accept(choice.source === "table" ? "table" : "default", pick);
 
   // Then the other sources; each configuration compiled as its flags would compile it.
@@ -266,12 +288,12 @@ export async function computeCandidates(p: Problem, o: CandidateOptions): Promis
       refused.push({ key, source: q.source, reason: got });
       continue;
     }
-    if (computeKey(got) !== key) {
-      refused.push({ key, source: q.source, reason: `compiled as ${computeKey(got)}` });
+    if (computeKey(got.config) !== key) {
+      refused.push({ key, source: q.source, reason: `compiled as ${computeKey(got.config)}` });
       continue;
     }
     if (q.source === "nearest") nearestTaken += 1;
-    accept(q.source, q.config, q.entry);
+    accept(q.source, got, q.entry);
   }
   return {
     operator: p.operator,

@@ -22,6 +22,7 @@ export interface CandidatesFlags extends ProblemFlags {
   anyRows?: boolean;
   minRows?: number;
   maxRows?: number;
+  out?: string;
   json?: boolean;
 }
 
@@ -50,6 +51,7 @@ export function candidatesOutput(p: Problem, list: CandidateList, topK: number, 
       (c) =>
         `  ${String(c.rank).padEnd(3)}${c.source.padEnd(9)}${fmt(c.predictedMs).padStart(10)}  ${c.key}${c.entry === undefined ? "" : `  (won at M=${c.entry.M} N=${c.entry.N} K=${c.entry.K})`}`,
     ),
+    ...list.candidates.flatMap((c) => (c.dir === undefined ? [] : [`wrote ${c.dir}`])),
     ...list.refused.map((r) => `  refused ${r.key} (${r.source}): ${r.reason}`),
   ];
   return { json, lines };
@@ -72,6 +74,7 @@ export async function candidatesCommand(operator: string, o: CandidatesFlags): P
     ...(o.nearest === undefined ? {} : { nearest: o.nearest }),
     ...(o.commSms === undefined ? {} : { commSms: o.commSms }),
     ...(anyRows === undefined ? {} : { anyRows }),
+    ...(o.out === undefined ? {} : { out: o.out }),
   });
   const rows = anyRows === undefined ? undefined : { max: anyRows.maxRows ?? 32768 - (32768 % p.world) };
   return candidatesOutput(p, list, topK, rows);
@@ -90,6 +93,7 @@ export function registerCandidatesCommand(program: Command, io: Io): void {
     .option("--any-rows", "ag-gemm: candidates of the operator compiled for every row count (as ovl emit --any-rows)")
     .option("--min-rows <M>", "with --any-rows: the fewest rows served", positiveInt("--min-rows"))
     .option("--max-rows <M>", "with --any-rows: the most rows served (default 32768)", positiveInt("--max-rows"))
+    .option("--out <dir>", "also write each candidate's compiled operator (as ovl emit with its flags) into <dir>/c<rank>")
     .option("--json", `print ${CANDIDATES_SCHEMA} JSON`)
     .addHelpText(
       "after",

@@ -35,6 +35,7 @@ from typing import Any
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from ..errors import ManifestError, UsageError
+from .compute_config import CONFIG_OPERATORS, ComputeConfig, compute_kernel_config
 
 #: Operators the torch API compiles, by their manifest/CLI name.
 LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu", "moe-rs")
@@ -120,6 +121,9 @@ class KernelKey:
     #: Non-zero: one operator serving every row count up to this many (``ovl emit --any-rows``; ``m`` is then the
     #: row count its manifest describes and its tuned configuration is looked up at, :func:`rows_key`).
     rows: int = 0
+    #: A compute configuration named explicitly (``ag-gemm``, ``gemm-rs``): compiled exactly, in a directory of its
+    #: own (the on-device tuner's candidates, :mod:`ovl_runtime._tune`); ``None``: the tuned table's pick.
+    config: ComputeConfig | None = None
 
     def __post_init__(self) -> None:
         if self.target is None:
@@ -148,6 +152,8 @@ class KernelKey:
             _check_attention_key(self)
         elif self.heads or self.causal:
             raise UsageError(f"{self.op} takes no heads or causal")
+        if self.config is not None and (self.op not in CONFIG_OPERATORS or not isinstance(self.config, ComputeConfig)):
+            raise UsageError(f"{self.op}: a compute config is named for {', '.join(CONFIG_OPERATORS)} only, as a ComputeConfig")
         if self.rows and (self.op not in ROWS_OPERATORS or self.rows % self.world or self.rows < self.m):
             raise UsageError(
                 f"{self.op}: rows {self.rows} — any row count is compiled for {', '.join(ROWS_OPERATORS)}, up to a multiple of the world >= M"
@@ -172,7 +178,8 @@ class KernelKey:
             routing = f"-h{self.heads}{'-causal' if self.causal else ''}"
         target = f"-{self.target}" if self.target else ""
         m = f"rows{self.rows}" if self.rows else f"m{self.m}"
-        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}"
+        config = f"-{self.config.tag}" if self.config is not None else ""
+        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}{config}"
 
     @property
     def split(self) -> int:
@@ -213,16 +220,17 @@ class KernelKey:
             *(["--experts", str(self.experts), "--topk", str(self.topk)] if self.op == "ag-moe" else []),
             *(["--target", self.target] if self.target else []),
             *(["--any-rows", "--max-rows", str(self.rows)] if self.rows else []),
+            *(self.config.cli_flags() if self.config is not None else []),
             "--out",
             str(out),
         ]
 
 
-def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16") -> KernelKey:
+def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16", target: str | None = None) -> KernelKey:
     """The key of ``op`` compiled once for every row count up to ``ROWS_MAX`` (described, and tuned, at ``ROWS_AT``
     rounded to the world)."""
     top = ROWS_MAX - ROWS_MAX % world
-    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top)
+    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, target=target, rows=top)
 
 
 def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", **routing: Any) -> KernelKey:
@@ -330,6 +338,10 @@ def check_manifest(m: Manifest, key: KernelKey, path: Path) -> None:
         names = ("operator", "world", "M", "N", "K", "dtype", "experts", "topk", "heads", "causal")
         diff = ", ".join(f"{n} {g!r} (wanted {w!r})" for n, g, w in zip(names, got, want) if g != w)
         raise ManifestError(str(path), f"is not the compiled {key.dirname}: {diff}; delete it or recompile")
+    realised = compute_kernel_config(m.kernels) if key.config is not None else None
+    if key.config is not None and realised != key.config:
+        runs = realised.label if realised is not None else "no known configuration"
+        raise ManifestError(str(path), f"is not the compiled {key.dirname}: its GEMM runs {runs}; delete it or recompile")
 
 
 def _routing_of(m: Manifest) -> tuple[int, int]:
