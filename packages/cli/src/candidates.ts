@@ -80,7 +80,7 @@ export interface CandidateList {
 /** Options of {@link computeCandidates}. */
 export interface CandidateOptions {
   readonly target: TargetName;
-  /** How many candidates at most, the table pick included (default 6). */
+  /** How many candidates at most, the table pick included (default 5). */
   readonly topK?: number;
   /** Of them, at most this many winners of the table's nearest other shapes (default 2). */
   readonly nearest?: number;
@@ -210,7 +210,7 @@ export async function computeCandidates(p: Problem, o: CandidateOptions): Promis
       `candidates are timed for the operators whose compute a tuned table decides and the model prices: ${CANDIDATE_OPERATORS.join(", ")}, not ${p.operator}`,
     );
   if (p.named.tile || p.named.groupM) throw new UsageError("usage", "candidates vary the tile and grouping: drop --tile and --group-m");
-  const topK = o.topK ?? 6;
+  const topK = o.topK ?? 5;
   const role: ComputeRole = p.operator === "ag-gemm" ? "consumer" : "producer";
   const comm = decideCommSms(p, o.commSms, o.target);
   const commSms = p.operator === "gemm-rs" && p.backend === "sm" ? (comm?.commSms ?? DEFAULT_COMM_SMS) : undefined;

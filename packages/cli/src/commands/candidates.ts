@@ -67,7 +67,7 @@ export async function candidatesCommand(operator: string, o: CandidatesFlags): P
     o.anyRows === true
       ? { ...(o.minRows === undefined ? {} : { minRows: o.minRows }), ...(o.maxRows === undefined ? {} : { maxRows: o.maxRows }) }
       : undefined;
-  const topK = o.topK ?? 6;
+  const topK = o.topK ?? 5;
   const list = await computeCandidates(p, {
     target,
     topK,
@@ -87,7 +87,7 @@ export function registerCandidatesCommand(program: Command, io: Io): void {
       "the compute configurations worth timing on the device for an operator's per-rank GEMM: the tuned table's pick, the winners at its nearest measured shapes, the compute model's best; each compiled in memory, those the operator cannot take refused",
     )
     .option("--target <gpu>", `whose table and model: ${TARGET_NAMES.join(" | ")} (default ${DEFAULT_TARGET.name})`)
-    .option("--top-k <k>", "candidates at most, the table pick included (default 6)", positiveInt("--top-k"))
+    .option("--top-k <k>", "candidates at most, the table pick included (default 5)", positiveInt("--top-k"))
     .option("--nearest <n>", "of them, winners of the table's nearest other shapes at most (default 2)", positiveInt("--nearest"))
     .option("--comm-sms <n>", "with --backend sm: the push kernel's SMs, as ovl emit takes it", positiveInt("--comm-sms"))
     .option("--any-rows", "ag-gemm: candidates of the operator compiled for every row count (as ovl emit --any-rows)")
@@ -97,7 +97,7 @@ export function registerCandidatesCommand(program: Command, io: Io): void {
     .option("--json", `print ${CANDIDATES_SCHEMA} JSON`)
     .addHelpText(
       "after",
-      "\nExamples:\n  ovl candidates ag-gemm --m 24576 --n 2560 --k 5120 --world 3 --top-k 6\n  ovl candidates gemm-rs --m 8192 --n 7168 --k 3200 --world 6 --backend sm --json",
+      "\nExamples:\n  ovl candidates ag-gemm --m 24576 --n 2560 --k 5120 --world 3 --top-k 5\n  ovl candidates gemm-rs --m 8192 --n 7168 --k 3200 --world 6 --backend sm --json",
     )
     .action(async (operator: string, o: CandidatesFlags) => {
       printOutput(io, await candidatesCommand(operator, o), o.json === true);

@@ -138,7 +138,10 @@ export function computePins(operator: string, o: Pick<EmitFlags, "numWarps" | "n
     throw new UsageError("usage", `--body ${o.body}: ${operator}'s built-in bodies are ${family.join(", ") || "none"}`);
   if (o.kernel !== undefined) throw new UsageError("usage", "--body names a built-in body; --kernel brings your own: give one of them");
   if (o.tile === undefined)
-    throw new UsageError("usage", `--body ${o.body} pins a configuration: give its --tile too (without --tile the tuned table picks the body)`);
+    throw new UsageError(
+      "usage",
+      `--body ${o.body} pins a configuration: give its --tile too (without --tile the tuned table picks the body)`,
+    );
   return {
     body,
     ...(o.numWarps === undefined ? {} : { numWarps: o.numWarps }),

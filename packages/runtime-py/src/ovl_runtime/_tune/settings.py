@@ -3,7 +3,7 @@
 
 - ``OVL_TUNE``: ``1`` tunes every AllGather+GEMM and GEMM+ReduceScatter shape the torch API binds whose choice
   is not cached yet; ``0`` or unset: the compiler's tuned table decides, as without this module.
-- ``OVL_TUNE_TOP_K``: candidates timed per shape, the table's pick included (default 6).
+- ``OVL_TUNE_TOP_K``: candidates timed per shape, the table's pick included (default 5).
 - ``OVL_TUNE_BUDGET_S``: seconds one shape may take (default 180): past it no further candidate is compiled or
   loaded, and the choice is made among those measured (the table's pick is always measured first).
 """
@@ -29,7 +29,7 @@ class TuneSettings:
     table's pick another candidate must measure to replace it (noise must not flip a choice)."""
 
     enabled: bool = False
-    top_k: int = 6
+    top_k: int = 5
     budget_s: float = 180.0
     reps: int = 10
     rounds: int = 3
