@@ -287,7 +287,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(tuner, "Cublas", lambda M, N, K: _FakeKernel("cublas"))
     state: dict = {"times": {}, "loads": [], "listed": 0}
 
-    def load(c, M, N, K, num_sms, pool):
+    def load(c, M, N, K, num_sms, pool, table=None):
         state["loads"].append(c.config.label)
         t = state["times"].get(c.config.label)
         return (None, "wrong result: relative error nan") if t is None else (_FakeKernel(c.config.label), None)
@@ -349,6 +349,23 @@ def test_noise_keeps_the_table_pick_and_an_untunable_shape_binds_it_with_a_warni
         assert tuner.tuned_key(other, None, TuneSettings(enabled=True)) == other
     assert "not tuned (no candidate ran correctly" in caplog.text
     assert tcache.entry_key(other, "NVIDIA H200") not in tcache.read_cache()  # nothing cached: tried again next process
+
+
+def test_an_any_row_count_candidate_must_overlap_every_row_count_the_table_pick_does():
+    from types import SimpleNamespace
+
+    from ovl_runtime._manifest.types import RowsSpec
+    from ovl_runtime._tune.tuner import _narrower
+
+    def m(lo: int, fallback: int | None = None) -> SimpleNamespace:
+        return SimpleNamespace(rows=RowsSpec("ovl_rows", lo, 32766, 3, 8190, fallback, None))
+
+    table = m(771)
+    assert _narrower(m(387), table) is None and _narrower(m(771), table) is None
+    assert _narrower(m(1539), table) == "serves 1539..32766 rows, the table's pick 771..32766"
+    assert _narrower(m(771, 4000), table) == "overlaps from 4000 rows, the table's pick from 771"
+    assert _narrower(m(771, 4000), m(771, 6000)) is None
+    assert _narrower(SimpleNamespace(rows=None), table) is None  # a per-M operator serves its one M
 
 
 def test_tuning_is_refused_while_a_cuda_graph_is_captured(fake_gpu, monkeypatch):

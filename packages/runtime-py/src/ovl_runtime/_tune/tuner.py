@@ -24,7 +24,8 @@ import torch
 
 from .._kernels.compute_config import CONFIG_OPERATORS
 from .._kernels.library import KernelKey, KernelNotCompiled, check_manifest, compiler, find
-from .._manifest.parse import load_manifest
+from .._manifest.parse import instantiate, load_manifest
+from .._manifest.types import Manifest
 from ..errors import RunnerError
 from ..groups import DistGroup, Group
 from . import settings as _settings
@@ -80,17 +81,19 @@ def tuned_key(key: KernelKey, group: Group | None = None, settings: TuneSettings
     if hit is not None:
         return hit
     cached = read_cache().get(entry)
-    if _agreed(group, None if cached is None else cached.chosen.label) and cached is not None and _bindable(cached, key):
-        chosen = key if cached.table_chosen else dataclasses.replace(key, config=cached.chosen)
+    usable = cached if cached is not None and _bindable(cached, key) else None
+    # Under torchrun every rank binds the cached choice, or none does (then all of them tune together).
+    if _agreed(group, None if usable is None else (usable.chosen.label, usable.table_chosen)) and usable is not None:
+        chosen = key if usable.table_chosen else dataclasses.replace(key, config=usable.chosen)
         log.info(
             "ovl tune: %s: %s (cached %s: %.3f of cuBLAS; the table's pick %s)",
             key.dirname,
-            cached.chosen.label,
-            cached.when,
-            cached.ratio,
-            _ratio(cached.table_ratio),
+            usable.chosen.label,
+            usable.when,
+            usable.ratio,
+            _ratio(usable.table_ratio),
         )
-        return _keep(entry, chosen, cached)
+        return _keep(entry, chosen, usable)
     try:
         rec = _tune(key, group, s, gpu, entry)
     except (TuneRefused, RunnerError) as exc:
@@ -173,6 +176,8 @@ def _tune(key: KernelKey, group: Group | None, s: TuneSettings, gpu: str, entry:
     M = _measured_rows(cands[0])
     num_sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
     pool = BufferPool()
+    table_path = find(cands[0].key)
+    table_m = load_manifest(table_path, symbolic=True) if table_path is not None else None
     kernels: list[ComputeKernel | None] = []
     errors: list[str | None] = []
     for i, c in enumerate(cands):
@@ -181,7 +186,7 @@ def _tune(key: KernelKey, group: Group | None, s: TuneSettings, gpu: str, entry:
             kernels.append(None)
             errors.append(f"not measured: the tuning budget of {s.budget_s:.0f} s was spent")
             continue
-        kernel, error = _load(c, M, N, K, num_sms, pool)
+        kernel, error = _load(c, M, N, K, num_sms, pool, None if i == 0 else table_m)
         kernels.append(kernel)
         errors.append(error)
     live = [(i, k) for i, k in enumerate(kernels) if k is not None]
@@ -216,15 +221,21 @@ def _tune(key: KernelKey, group: Group | None, s: TuneSettings, gpu: str, entry:
     )
 
 
-def _load(c: Candidate, M: int, N: int, K: int, num_sms: int, pool: BufferPool) -> tuple[ComputeKernel | None, str | None]:
-    """Candidate ``c``'s GEMM kernel loaded and checked on random operands (its first launch compiles it), or why not."""
+def _load(
+    c: Candidate, M: int, N: int, K: int, num_sms: int, pool: BufferPool, table: Manifest | None
+) -> tuple[ComputeKernel | None, str | None]:
+    """Candidate ``c``'s GEMM kernel loaded and checked on random operands (its first launch compiles it), or why not.
+    ``table``: the table pick's manifest, whose row counts an any-row-count candidate must serve as well."""
     try:
         path = find(c.key)
         if path is None:
             raise KernelNotCompiled(f"{c.key.dirname} is not in the library")
-        m = load_manifest(path, rows=M if c.key.rows else None)
-        check_manifest(m, c.key, path)
-        kernel = ComputeKernel(m, num_sms, pool)
+        sym = load_manifest(path, symbolic=True)
+        check_manifest(sym, c.key, path)
+        narrower = _narrower(sym, table)
+        if narrower is not None:
+            return None, narrower
+        kernel = ComputeKernel(instantiate(sym, M) if sym.rows is not None else sym, num_sms, pool)
         err = kernel.check(M, N, K)
     except Exception as exc:  # noqa: BLE001 - a candidate that cannot run is a result, not a failure of tuning
         log.info("ovl tune: %s: %s: %s", c.key.dirname, type(exc).__name__, str(exc)[:300])
@@ -232,6 +243,19 @@ def _load(c: Candidate, M: int, N: int, K: int, num_sms: int, pool: BufferPool) 
     if not err <= REL_TOLERANCE:  # NaN too: an element never written
         return None, f"wrong result: relative error {err:.3g} against the fp32 reference"
     return kernel, None
+
+
+def _narrower(m: Manifest, table: Manifest | None) -> str | None:
+    """Why an any-row-count candidate would overlap fewer row counts than the table's pick (a larger m-block needs
+    more rows per chunk; its crossover may lie higher), or None: tuning must not take overlap away from any M."""
+    if table is None or m.rows is None or table.rows is None:
+        return None
+    a, t = m.rows, table.rows
+    if a.min > t.min or a.max < t.max:
+        return f"serves {a.min}..{a.max} rows, the table's pick {t.min}..{t.max}"
+    if (a.fallback_below or 0) > (t.fallback_below or 0):
+        return f"overlaps from {a.fallback_below} rows, the table's pick from {t.fallback_below or t.min}"
+    return None
 
 
 def _measured_rows(table: Candidate) -> int:
