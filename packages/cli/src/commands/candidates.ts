@@ -97,7 +97,7 @@ export function registerCandidatesCommand(program: Command, io: Io): void {
     .option("--json", `print ${CANDIDATES_SCHEMA} JSON`)
     .addHelpText(
       "after",
-      "\nExamples:\n  ovl candidates ag-gemm --m 24576 --n 2560 --k 5120 --world 3 --top-k 5\n  ovl candidates gemm-rs --m 8192 --n 7168 --k 3200 --world 6 --backend sm --json",
+      "\nExamples:\n  ovl candidates ag-gemm --m 24576 --n 2560 --k 5120 --world 3 --top-k 5\n  ovl candidates gemm-rs --m 6144 --n 6144 --k 4096 --world 6 --backend sm --json",
     )
     .action(async (operator: string, o: CandidatesFlags) => {
       printOutput(io, await candidatesCommand(operator, o), o.json === true);
