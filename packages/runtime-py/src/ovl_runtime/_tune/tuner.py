@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import subprocess
 import time
 from typing import Any
 
@@ -100,7 +101,11 @@ def tuned_key(key: KernelKey, group: Group | None = None, settings: TuneSettings
         log.warning("ovl tune: %s: not tuned (%s); binding the table's pick", key.dirname, exc)
         return _keep(entry, key, None)
     chosen = key if rec.table_chosen else dataclasses.replace(key, config=rec.chosen)
-    path = write_record(rec)
+    try:
+        path: object = write_record(rec)
+    except OSError as exc:  # a read-only cache: the choice holds for this process, the next one tunes again
+        log.warning("ovl tune: %s: the choice could not be cached (%s)", key.dirname, exc)
+        path = "nowhere"
     log.info(
         "ovl tune: %s: %s, %.3f of cuBLAS at %d rows (the table's pick %s: %s); %s; %d candidates in %.0f s; cached in %s",
         key.dirname,
@@ -167,8 +172,9 @@ def _tune(key: KernelKey, group: Group | None, s: TuneSettings, gpu: str, entry:
     t0 = time.monotonic()
     try:
         cands: list[Candidate] | str = prepare_candidates(key, s.top_k, timeout_s=s.budget_s)
-    except (TuneRefused, RunnerError) as exc:
-        cands = str(exc)
+    except (RunnerError, OSError, ValueError, subprocess.SubprocessError) as exc:
+        # The compiler failed or said something unreadable, a library folder could not be written: not tuned.
+        cands = f"{type(exc).__name__}: {exc}"
     # Every rank must go on with the same candidates, or none does.
     if not _agreed(group, cands if isinstance(cands, str) else [c.config.label for c in cands]) or isinstance(cands, str):
         raise TuneRefused(cands if isinstance(cands, str) else "the ranks listed different candidates")
