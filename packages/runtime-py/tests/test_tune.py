@@ -382,3 +382,18 @@ def test_tuning_is_refused_while_a_cuda_graph_is_captured(fake_gpu, monkeypatch)
     # Operators with no configurations to choose among are never tuned.
     moe = lib.KernelKey("gemm-ar", 2, 512, 128, 64)
     assert tuner.tuned_key(moe, None, TuneSettings(enabled=True)) == moe
+
+
+def test_the_kernels_command_names_the_any_row_count_key_and_refuses_m_with_it(monkeypatch, tmp_path, capsys):
+    from ovl_runtime._cli.main import main
+
+    monkeypatch.delenv("OVL_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    base = ["kernels", "ag-gemm", "--world", "4", "--n", "2560", "--k", "5120"]
+    assert main([*base, "--m", "8192", "--any-rows"]) == 2
+    assert "drop --m" in capsys.readouterr().err
+    assert main(base) == 2
+    assert "give --m (or --any-rows" in capsys.readouterr().err
+    # No compiler here: the any-row-count key is the one named (what the torch API binds by default).
+    assert main([*base, "--any-rows", "--candidates", "5"]) == 2
+    assert "no compiled ag-gemm for world 4, M=8192, N=2560, K=5120" in capsys.readouterr().err

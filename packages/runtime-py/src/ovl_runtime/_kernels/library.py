@@ -286,7 +286,8 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
             f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
             f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
             f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
-            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''} --into <dir>, "
+            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''}"
+            f"{' --candidates 5' if key.config is not None else ''} --into <dir>, "
             "then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)
