@@ -17,6 +17,7 @@ import {
   type OperatorInput,
   type Manifest,
   type RowsRequest,
+  type BuiltinBodyName,
 } from "@ovl/tlx-emitter";
 import type { TargetName } from "@ovl/primitives";
 import { buildPlan, consumes, gemmTiling } from "../build.js";
@@ -72,7 +73,14 @@ export interface EmitSources {
   readonly commSms?: number;
   /** `--any-rows`: one operator for every row count of a range (ag-gemm). */
   readonly rows?: RowsRequest;
+  /** `--body`, `--num-warps`, `--num-stages`: compute knobs the flags name (`computePins`). */
+  readonly body?: BuiltinBodyName;
+  readonly numWarps?: number;
+  readonly numStages?: number;
 }
+
+/** The compute knobs beside the tile that flags may name. */
+export type ComputePins = Pick<EmitSources, "body" | "numWarps" | "numStages">;
 
 /**
  * The Operator of `p`: its plan (template or file), its body (built-in or file), its backend
@@ -82,9 +90,9 @@ export interface EmitSources {
 export function problemOperator(p: Problem, sources: EmitSources = {}): OperatorInput {
   const plan = sources.planFile === undefined ? buildPlan(p) : withSignals(readPlanFile(sources.planFile));
   const body =
-    sources.kernelFile === undefined
-      ? builtinBody(consumes(p) ? "gemm_tma_persistent" : "gemm_producer")
-      : readKernelFile(sources.kernelFile);
+    sources.kernelFile !== undefined
+      ? readKernelFile(sources.kernelFile)
+      : builtinBody(sources.body ?? (consumes(p) ? "gemm_tma_persistent" : "gemm_producer"));
   return {
     name: operatorName(p),
     kind: p.operator === "ag-gemm" || p.operator === "gemm-ar" || p.operator === "a2a-gemm" ? p.operator : "gemm-rs",
@@ -100,6 +108,9 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
       backend: tilewise(p) ? "sm" : p.backend,
       ...(sources.commSms === undefined ? {} : { commSms: sources.commSms }),
       ...(sources.timing ? { timing: sources.timing } : {}),
+      // Named warps and stages win over the tuned entry's (`resolveCompute` keeps what the operator names).
+      ...(sources.numWarps === undefined ? {} : { numWarps: sources.numWarps }),
+      ...(sources.numStages === undefined ? {} : { numStages: sources.numStages }),
     },
   };
 }

@@ -22,6 +22,13 @@ export const GEMM_SHARED: readonly SharedOption[] = [
 ];
 
 /**
+ * The compute knobs beside the tile that a tuned operator's configuration holds (warps, stages,
+ * the body variant of its family): the operators whose compute a tuned table decides declare them,
+ * so `ovl emit` can compile one exact configuration (what an on-device tuner times).
+ */
+export const COMPUTE_SHARED: readonly SharedOption[] = ["num-warps", "num-stages", "body"];
+
+/**
  * The ag-moe and moe-rs routing options: tokens, hidden, intermediate, experts, top-k, the
  * experts a checked run draws from; `hidden` and `intermediate` alias the GEMM size flags named.
  */

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._emulate.engine import ENGINES
-from .._kernels.library import LIBRARY_DTYPES, LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, call_key, ensure_compiled
+from .._kernels.library import LIBRARY_DTYPES, LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, call_key, ensure_compiled, rows_key
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from .._report.outcome import RunOutcome
@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     )
     kernels.add_argument("op", choices=LIBRARY_OPERATORS, help="the operator")
     kernels.add_argument("--world", type=int, required=True, help="ranks of the group")
-    kernels.add_argument("--m", type=int, required=True, help="rows M of the GEMM (ag-gemm: gathered; gemm-rs: before the scatter)")
+    kernels.add_argument("--m", type=int, help="rows M of the GEMM (ag-gemm: gathered; gemm-rs: before the scatter); not with --any-rows")
     kernels.add_argument("--n", type=int, required=True, help="columns N of this rank's GEMM")
     kernels.add_argument("--k", type=int, required=True, help="depth K of this rank's GEMM")
     kernels.add_argument("--heads", type=int, default=0, help="ag-attention: query heads H (N = H x head_dim)")
@@ -78,6 +78,19 @@ def parser() -> argparse.ArgumentParser:
         "--target",
         choices=LIBRARY_TARGETS,
         help="whose tuned table decides ag-gemm / gemm-rs / gemm-ar / a2a-gemm tiles (default: $OVL_TARGET, else the compiler's default)",
+    )
+    kernels.add_argument(
+        "--any-rows",
+        action="store_true",
+        help="ag-gemm: the operator for every row count the torch API binds by default (OVL_ANY_ROWS), instead of one M",
+    )
+    kernels.add_argument(
+        "--candidates",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also the on-device tuner's K candidate configurations (ovl candidates) and their list, so OVL_TUNE=1 runs "
+        "where no compiler is (ag-gemm, gemm-rs)",
     )
     chain = sub.add_parser("chain", help="run an ovl.chain/v1 (operators back to back, e.g. `ovl emit mlp`) emulated on the CPU")
     chain.add_argument("chain", help="path of the chain JSON file")
@@ -382,25 +395,38 @@ def _chain(args: argparse.Namespace) -> int:
 def _kernels(args: argparse.Namespace) -> int:
     """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
     try:
-        # The key the torch API looks up for this call (AllGather+GEMM: the operator for every row count), unless --per-m.
-        make = KernelKey if args.per_m else call_key
-        key = make(
-            args.op,
-            args.world,
-            args.m,
-            args.n,
-            args.k,
-            args.dtype,
-            experts=args.experts,
-            topk=args.topk,
-            heads=args.heads,
-            causal=args.causal,
-            target=args.target,
-        )
-        path = ensure_compiled(key, Path(args.into) if args.into else None)
+        if args.any_rows:
+            if args.m is not None:
+                raise UsageError("--any-rows compiles for every row count: drop --m")
+            key = rows_key(args.op, args.world, args.n, args.k, args.dtype, target=args.target)
+        elif args.m is None:
+            raise UsageError("give --m (or --any-rows for ag-gemm)")
+        else:
+            # The key the torch API looks up for this call (AllGather+GEMM: the operator for every row count), unless --per-m.
+            make = KernelKey if args.per_m else call_key
+            key = make(
+                args.op,
+                args.world,
+                args.m,
+                args.n,
+                args.k,
+                args.dtype,
+                experts=args.experts,
+                topk=args.topk,
+                heads=args.heads,
+                causal=args.causal,
+                target=args.target,
+            )
+        into = Path(args.into) if args.into else None
+        path = ensure_compiled(key, into)
+        print(path)
+        if args.candidates:
+            from .._tune.candidates import prepare_candidates
+
+            for c in prepare_candidates(key, args.candidates, into):
+                print(f"{c.source:8s} {c.config.label:48s} {c.key.dirname}")
     except RunnerError as exc:
         return _usage(str(exc))
-    print(path)
     return EXIT_OK
 
 

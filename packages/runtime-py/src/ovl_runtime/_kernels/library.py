@@ -37,6 +37,7 @@ from .._compiler.bundled import bundled_compiler, bundled_status
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from ..errors import ManifestError, UsageError
+from .compute_config import CONFIG_OPERATORS, ComputeConfig, compute_kernel_config
 
 #: Operators the torch API compiles, by their manifest/CLI name.
 LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu", "moe-rs")
@@ -122,6 +123,9 @@ class KernelKey:
     #: Non-zero: one operator serving every row count up to this many (``ovl emit --any-rows``; ``m`` is then the
     #: row count its manifest describes and its tuned configuration is looked up at, :func:`rows_key`).
     rows: int = 0
+    #: A compute configuration named explicitly (``ag-gemm``, ``gemm-rs``): compiled exactly, in a directory of its
+    #: own (the on-device tuner's candidates, :mod:`ovl_runtime._tune`); ``None``: the tuned table's pick.
+    config: ComputeConfig | None = None
 
     def __post_init__(self) -> None:
         if self.target is None:
@@ -150,6 +154,8 @@ class KernelKey:
             _check_attention_key(self)
         elif self.heads or self.causal:
             raise UsageError(f"{self.op} takes no heads or causal")
+        if self.config is not None and (self.op not in CONFIG_OPERATORS or not isinstance(self.config, ComputeConfig)):
+            raise UsageError(f"{self.op}: a compute config is named for {', '.join(CONFIG_OPERATORS)} only, as a ComputeConfig")
         if self.rows and (self.op not in ROWS_OPERATORS or self.rows % self.world or self.rows < self.m):
             raise UsageError(
                 f"{self.op}: rows {self.rows} — any row count is compiled for {', '.join(ROWS_OPERATORS)}, up to a multiple of the world >= M"
@@ -174,7 +180,8 @@ class KernelKey:
             routing = f"-h{self.heads}{'-causal' if self.causal else ''}"
         target = f"-{self.target}" if self.target else ""
         m = f"rows{self.rows}" if self.rows else f"m{self.m}"
-        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}"
+        config = f"-{self.config.tag}" if self.config is not None else ""
+        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}{config}"
 
     @property
     def split(self) -> int:
@@ -218,6 +225,7 @@ class KernelKey:
             *(["--experts", str(self.experts), "--topk", str(self.topk)] if self.op == "ag-moe" else []),
             *(["--target", self.target] if self.target else []),
             *(["--any-rows", "--max-rows", str(self.rows)] if self.rows else []),
+            *(self.config.cli_flags() if self.config is not None else []),
             "--out",
             str(out),
         ]
@@ -295,7 +303,8 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
             f"({', '.join(str(d) for d in search_path())}), and {no_compiler_reason()}. "
             f"Or compile it where there is one: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
             f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''}"
-            f"{f' --dtype {key.dtype}' if key.dtype != 'bf16' else ''}{' --per-m' if key.op in ROWS_OPERATORS and not key.rows else ''} --into <dir>, "
+            f"{f' --dtype {key.dtype}' if key.dtype != 'bf16' else ''}{' --per-m' if key.op in ROWS_OPERATORS and not key.rows else ''}"
+            f"{' --candidates 5' if key.config is not None else ''} --into <dir>, "
             "then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)
@@ -347,6 +356,10 @@ def check_manifest(m: Manifest, key: KernelKey, path: Path) -> None:
         names = ("operator", "world", "M", "N", "K", "dtype", "experts", "topk", "heads", "causal")
         diff = ", ".join(f"{n} {g!r} (wanted {w!r})" for n, g, w in zip(names, got, want) if g != w)
         raise ManifestError(str(path), f"is not the compiled {key.dirname}: {diff}; delete it or recompile")
+    realised = compute_kernel_config(m.kernels) if key.config is not None else None
+    if key.config is not None and realised != key.config:
+        runs = realised.label if realised is not None else "no known configuration"
+        raise ManifestError(str(path), f"is not the compiled {key.dirname}: its GEMM runs {runs}; delete it or recompile")
 
 
 def _routing_of(m: Manifest) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from .._runner.agreement import same_everywhere
 from .._runner.bound import BoundOperator
 from .._runner.emulated import EmulatedOperator
 from .._runner.rows import RowsOperator
+from .._tune.tuner import tuned_key
 from ..errors import UsageError
 from ..groups import EmulatedGroup, Group, resolve_group
 from .tensors import empty_rows, fast_layout
@@ -44,7 +45,9 @@ def bound_operator(key: KernelKey, g: Group, what: str) -> Bound:
                 "CUDA graph capture cannot do: call the operator once before capturing"
             )
         same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk, key.heads, key.causal), what)
-        op = RowsOperator(manifest_for(key), g) if key.rows else BoundOperator(manifest_for(key), g)
+        # With on-device tuning on (OVL_TUNE=1, ops.tune()), the configuration measured fastest here; else `key`.
+        chosen = tuned_key(key, g)
+        op = RowsOperator(manifest_for(chosen), g) if chosen.rows else BoundOperator(manifest_for(chosen), g)
         _operators[(key.dirname, g.name)] = op
     return op
 
