@@ -50,9 +50,9 @@ def rand(*shape: int, seed: int = 0, dtype: Any = None) -> Any:
 
 def dtypes() -> list[Any]:
     """The torch dtypes the operators take (bf16, fp16), for tests parametrized over them (ids: their names)."""
-    from ovl_runtime._torch_api.tensors import DTYPES
+    from ovl_runtime._torch_api.tensors import GPU_DTYPES
 
-    return list(DTYPES)
+    return list(GPU_DTYPES)
 
 
 def prepare_main(script: str, all_keys: Callable[[], Sequence[lib.KernelKey]]) -> None:
