@@ -2,10 +2,14 @@
 // place the charts touch the charting library's runtime.
 import * as vega from "vega";
 import { compile, type TopLevelSpec } from "vega-lite";
+import type { VegaLiteSpec } from "./spec.js";
 
-/** Compile a Vega-Lite spec and render it to a standalone SVG document. */
-export async function renderSvg(spec: TopLevelSpec): Promise<string> {
-  const view = new vega.View(vega.parse(compile(spec).spec), { renderer: "none" });
+/**
+ * Compile a Vega-Lite spec and render it to a standalone SVG document. The spec is typed as JSON
+ * (`VegaLiteSpec`, see spec.ts), so it becomes vega-lite's `TopLevelSpec` here, where vega-lite checks it.
+ */
+export async function renderSvg(spec: VegaLiteSpec): Promise<string> {
+  const view = new vega.View(vega.parse(compile(spec as unknown as TopLevelSpec).spec), { renderer: "none" });
   try {
     return await view.toSVG();
   } finally {
