@@ -1,6 +1,7 @@
 // @ovl/primitives README: one stage of TileLink's GEMM + ring ReduceScatter (Figure 4).
 import {
   allocateSlots,
+  assertPrimitive,
   blockChannel,
   consumerTileWait,
   epochTarget,
@@ -38,9 +39,9 @@ same(reached(2, 0xffff_fffe), true, "a wrapped counter is ahead");
 same(reached(0xffff_fffe, 2), false, "and not behind");
 
 try {
-  consumerTileWait({ tile: [0], slot: { index: 0, arrivals: 1, width: 32 }, order: "release" } as never);
-  throw new Error("a release wait was built");
+  assertPrimitive({ ...program.primitives[1], order: "release" }, channel);
+  throw new Error("assertPrimitive passed a release wait");
 } catch (e) {
-  holds(e instanceof PrimitiveError, "builders throw PrimitiveError");
+  holds(e instanceof PrimitiveError && e.code === "release-on-wait", "assertPrimitive throws PrimitiveError with the first code");
 }
 console.log("@ovl/primitives: README example ok");
