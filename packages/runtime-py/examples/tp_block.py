@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ovl_runtime import ops
-from ovl_runtime._kernels.library import KernelKey, ensure_compiled
+from ovl_runtime._kernels.library import KernelKey, call_key, ensure_compiled
 from ovl_runtime.groups import DistGroup, Group, OneGpuGroup
 from ovl_runtime.nn import TensorParallelMLP
 
@@ -62,7 +62,7 @@ class Config:
         """The compiled operators a block over ``world`` ranks calls (``train``: its backward's too)."""
         q, kv, inter = self.heads // world, self.kv_heads // world, self.intermediate // world
         forward = [
-            KernelKey("ag-gemm", world, self.seq, (q + 2 * kv) * self.head_dim, self.hidden),
+            call_key("ag-gemm", world, self.seq, (q + 2 * kv) * self.head_dim, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, q * self.head_dim),
             KernelKey("ag-gemm-silu", world, self.seq, inter, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, inter),
@@ -72,7 +72,7 @@ class Config:
         # Where autograd records, the gate/up projection is an AllGather+GEMM (its product kept for the backward);
         # each input gradient runs the dual operator: AllGather+GEMM's a GEMM+ReduceScatter and the reverse.
         return forward + [
-            KernelKey("ag-gemm", world, self.seq, 2 * inter, self.hidden),  # gate/up where autograd records
+            call_key("ag-gemm", world, self.seq, 2 * inter, self.hidden),  # gate/up where autograd records
             KernelKey("gemm-rs", world, self.seq, self.hidden, (q + 2 * kv) * self.head_dim),
             KernelKey("ag-gemm", world, self.seq, q * self.head_dim, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, 2 * inter),

@@ -49,7 +49,7 @@ def all_keys() -> list[lib.KernelKey]:
         lib.KernelKey("ag-moe", W, M, N, K, "bf16", experts=EXPERTS, topk=TOPK),
         lib.KernelKey("moe-rs", W, M, HID, INTER, "bf16", experts=EXPERTS, topk=TOPK),
     ]
-    return [lib.KernelKey(*k) for k in KEYS] + attention + moe
+    return [lib.call_key(*k) for k in KEYS] + attention + moe
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")

@@ -66,17 +66,24 @@ def _example():
 
 def all_keys() -> list[lib.KernelKey]:
     block = _example().Config()
-    return [lib.KernelKey(*k) for k in KEYS] + [attention_key(*a) for a in ATTENTION] + block.keys(2) + block.keys(8)
+    # AllGather+GEMM both ways: the any-row-count operator (the default) and the one of each row count (the tests that
+    # need the overlapped kernel at shapes where the any-row-count one runs the plain sequence).
+    own = [lib.KernelKey(*k) for k in KEYS if k[0] == "ag-gemm"]
+    return [lib.call_key(*k) for k in KEYS] + own + [attention_key(*a) for a in ATTENTION] + block.keys(2) + block.keys(8)
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
 
 
+@pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
 @pytest.mark.parametrize(("world", "m", "n", "k"), [(2, 128, 256, 512), (4, 100, 256, 512), (8, 128, 256, 512)])
-def test_all_gather_matmul_matches_torch(world, m, n, k):
+def test_all_gather_matmul_matches_torch(world, m, n, k, any_rows, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
+    # Both operators: the any-row-count one (the plain sequence at these small shapes, as the compiler's simulated
+    # crossover says) and the overlapped one compiled for this row count.
+    monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
     g = OneGpuGroup(world)
     for step in range(3):  # fresh inputs each call, one compiled operator
         x, w = rand(world, m, k, seed=step) / 8, rand(world, k, n, seed=10 + step) / 8
@@ -213,9 +220,12 @@ def test_the_sequence_parallel_attention_layer_matches_dense_attention(world):
     assert rel(y.reshape(seq, hidden), want) < 0.03
 
 
-def test_a_captured_graph_replays_correctly_many_times():
+def test_a_captured_graph_replays_correctly_many_times(monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
+
+    # The overlapped operator of this row count: the any-row-count one runs the plain sequence at this small shape.
+    monkeypatch.setattr(lib, "ANY_ROWS", False)
 
     world, m, n, k = 8, 128, 256, 512
     g = OneGpuGroup(world)
@@ -237,11 +247,13 @@ def test_a_captured_graph_replays_correctly_many_times():
     del graph
 
 
-def test_eager_calls_after_replays_wait_for_their_own_epoch():
+def test_eager_calls_after_replays_wait_for_their_own_epoch(monkeypatch):
     """A replay advances the device's epoch word, not the host's count: eager calls after replays (a model that
     prefills eagerly and decodes from a graph) still signal and wait for the same epoch."""
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
+
+    monkeypatch.setattr(lib, "ANY_ROWS", False)  # the overlapped operator of this row count
 
     world, m, n, k = 8, 128, 256, 512
     g = OneGpuGroup(world)
@@ -337,7 +349,7 @@ def test_a_wait_never_notified_times_out_naming_it_and_the_gpu_stays_usable(tmp_
     op = BoundOperator(load_manifest(broken / "manifest.json"), g)
     x, w, out = rand(2, 128, 512), rand(2, 512, 256), torch.empty(2, 256, 256, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(WaitTimeout) as exc:
-        op.run([{"A": x[r], "B": w[r]} for r in range(2)], list(out.unbind(0)))
+        op.run({"A": x, "B": w}, out)
         op.check()
     assert exc.value.rank == dropped["signal"]["rank"] and exc.value.slot == dropped["signal"]["slot"]
     op.close()

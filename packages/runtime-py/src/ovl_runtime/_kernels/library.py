@@ -30,6 +30,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
@@ -43,6 +44,13 @@ ROUTED_OPERATORS = ("ag-moe", "moe-rs")
 LIBRARY_DTYPES = ("bf16",)
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
+#: Operators compiled once for every row count of a range (``KernelKey.rows``).
+ROWS_OPERATORS = ("ag-gemm",)
+#: The most rows an any-row-count operator serves by default, and the row count it is described at.
+ROWS_MAX = 32768
+ROWS_AT = 8192
+#: ``OVL_ANY_ROWS=0``: compile AllGather+GEMM per row count, as before any-row-count operators.
+ANY_ROWS = os.environ.get("OVL_ANY_ROWS", "1") != "0"
 #: Operators whose tile, grouping and launch the target's tuned table decides.
 TARGETED_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe")
 
@@ -109,6 +117,9 @@ class KernelKey:
     #: Whose tuned table decides the tile (``ovl emit --target``); ``None``: ``library_target()`` for the
     #: operators a table tunes (``TARGETED_OPERATORS``), ``""`` for the others and the compiler's default.
     target: str | None = None
+    #: Non-zero: one operator serving every row count up to this many (``ovl emit --any-rows``; ``m`` is then the
+    #: row count its manifest describes and its tuned configuration is looked up at, :func:`rows_key`).
+    rows: int = 0
 
     def __post_init__(self) -> None:
         if self.target is None:
@@ -137,6 +148,10 @@ class KernelKey:
             _check_attention_key(self)
         elif self.heads or self.causal:
             raise UsageError(f"{self.op} takes no heads or causal")
+        if self.rows and (self.op not in ROWS_OPERATORS or self.rows % self.world or self.rows < self.m):
+            raise UsageError(
+                f"{self.op}: rows {self.rows} — any row count is compiled for {', '.join(ROWS_OPERATORS)}, up to a multiple of the world >= M"
+            )
 
     @property
     def backend(self) -> str:
@@ -156,7 +171,8 @@ class KernelKey:
         if self.op == "ag-attention":
             routing = f"-h{self.heads}{'-causal' if self.causal else ''}"
         target = f"-{self.target}" if self.target else ""
-        return f"{self.op}{backend}-w{self.world}-m{self.m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}"
+        m = f"rows{self.rows}" if self.rows else f"m{self.m}"
+        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}"
 
     @property
     def split(self) -> int:
@@ -196,9 +212,25 @@ class KernelKey:
             self.backend,
             *(["--experts", str(self.experts), "--topk", str(self.topk)] if self.op == "ag-moe" else []),
             *(["--target", self.target] if self.target else []),
+            *(["--any-rows", "--max-rows", str(self.rows)] if self.rows else []),
             "--out",
             str(out),
         ]
+
+
+def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16") -> KernelKey:
+    """The key of ``op`` compiled once for every row count up to ``ROWS_MAX`` (described, and tuned, at ``ROWS_AT``
+    rounded to the world)."""
+    top = ROWS_MAX - ROWS_MAX % world
+    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top)
+
+
+def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", **routing: Any) -> KernelKey:
+    """The key the torch API compiles for a call of ``op`` at ``m`` rows: the operator for every row count where
+    ``op`` has one and ``m`` is in its range (``OVL_ANY_ROWS`` not 0), else the operator for ``m`` alone."""
+    if ANY_ROWS and op in ROWS_OPERATORS and not routing and m <= ROWS_MAX - ROWS_MAX % world:
+        return rows_key(op, world, n, k, dtype)
+    return KernelKey(op, world, m, n, k, dtype, **routing)
 
 
 def cache_dir() -> Path:
@@ -280,8 +312,12 @@ def ensure_compiled(key: KernelKey, into: Path | None = None) -> Path:
 def manifest_for(key: KernelKey) -> Manifest:
     """The loaded, checked manifest of ``key``: found on the search path or compiled into the cache."""
     path = ensure_compiled(key)
-    m = load_manifest(path)
+    m = load_manifest(path, symbolic=key.rows > 0)
     check_manifest(m, key, path)
+    if key.rows and (m.rows is None or m.rows.max != key.rows):
+        raise ManifestError(
+            str(path), f"is not the compiled {key.dirname}: it serves no row counts up to {key.rows}; delete it or recompile"
+        )
     return m
 
 

@@ -8,6 +8,7 @@ peer access only to symmetric buffers, tables of one row per rank. Errors name t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..errors import ManifestError
 from .checks import check_references
 from .fields import RELATIVE, SOURCE, TEMPLATE_KIND, bool_, enum, get, ident, int_, list_, obj, row_counts
 from .index_maps import parse_tile_program
+from .rows import instantiate_data, rows_args
 from .types import (
     ARG_KINDS,
     BUFFER_DTYPES,
@@ -384,6 +386,10 @@ def load_manifest(path: str | Path, rows: int | None = None, symbolic: bool = Fa
         return m
     if symbolic:
         return m
-    from .rows import instantiate
-
     return instantiate(m, m.rows.at if rows is None else rows)
+
+
+def instantiate(m: Manifest, M: int) -> Manifest:
+    """``m`` (whose row count is a run-time argument) at ``M`` rows: an ordinary manifest, its row-count
+    arguments named (``rows_args``). ``UsageError`` when ``m`` does not serve ``M``."""
+    return replace(parse_manifest(instantiate_data(m, M), m.base_dir), rows_args=rows_args(m))

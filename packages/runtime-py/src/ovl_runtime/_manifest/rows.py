@@ -1,4 +1,4 @@
-"""A manifest whose row count is a run-time argument, made concrete for one M (``instantiate``).
+"""A manifest whose row count is a run-time argument, made concrete for one M (``instantiate_data``).
 
 The compiler writes such a manifest (``rows``: the M it serves, buffer rows, host copies and m-block count as
 ``@ovl/mapping`` expressions of M) and checks its plan at every M it serves; the runner instantiates it for each M
@@ -43,10 +43,9 @@ def _map(m: Any, var: str, M: int) -> Any:
     return m
 
 
-def instantiate(m: Manifest, M: int) -> Manifest:
-    """``m`` at ``M`` rows: an ordinary manifest. ``UsageError`` when ``m`` does not serve ``M``."""
-    from .parse import parse_manifest
-
+def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
+    """The JSON of ``m`` at ``M`` rows (an ordinary manifest's; ``_manifest.parse.instantiate`` parses it).
+    ``UsageError`` when ``m`` does not serve ``M``."""
     spec = m.rows
     if spec is None:
         raise UsageError(f"{m.name} is compiled for M = {m.reference.M}; it takes no other row count")
@@ -110,4 +109,9 @@ def instantiate(m: Manifest, M: int) -> Manifest:
         ref["rowsPerRank"] = M // m.world
     data = {k: v for k, v in raw.items() if k != "rows"}
     data.update(buffers=buffers, hostOps=host_ops, kernels=kernels, reference=ref)
-    return parse_manifest(data, m.base_dir)
+    return data
+
+
+def rows_args(m: Manifest) -> frozenset[str]:
+    """The kernel arguments of ``m`` that take the row count."""
+    return frozenset(a["name"] for k in m.raw["kernels"] for a in k["args"] if a["value"]["kind"] == "rows")

@@ -262,6 +262,9 @@ class Manifest:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     #: Set where the row count is a run-time argument (the other fields then describe ``rows.at`` rows).
     rows: RowsSpec | None = None
+    #: Of a manifest instantiated from one whose rows are a run-time argument: the kernel arguments that take the
+    #: row count (one compiled kernel serves every M: these must not be specialised on their value).
+    rows_args: frozenset[str] = frozenset()
 
     def buffer(self, name: str) -> BufferSpec:
         for b in self.buffers:

@@ -230,7 +230,8 @@ class RankState:
         missing = [p for p in params if p not in static and p not in dynamic and p not in extra and p not in ("num_warps", "num_stages")]
         if missing:
             raise ManifestError(f"kernels[{index}].args", f"{k.entry} takes {', '.join(missing)}, which neither args nor constexprs give")
-        _no_epoch_specialisation(fn, set(dynamic))
+        # Epoch arguments change every launch; a row count every call of an operator serving any M.
+        _no_epoch_specialisation(fn, set(dynamic) | (set(self.m.rows_args) & set(static)))
         return {"spec": k, "fn": fn, "grid": grid, "static": static, "dynamic": dynamic, "extra": extra}
 
     def _resolve(self, a: Any, where: str) -> Any:

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
+from .tensors import PLAIN
+
 R = TypeVar("R")
 
 
@@ -22,7 +24,7 @@ def direct(tensors: tuple[torch.Tensor, ...]) -> bool:
     if torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None or torch.autograd.profiler._is_profiler_enabled:
         return False
     grad = torch.is_grad_enabled()
-    return all(type(t) is torch.Tensor and t.is_cuda and not (grad and t.requires_grad) for t in tensors)
+    return all(type(t) in PLAIN and t.is_cuda and not (grad and t.requires_grad) for t in tensors)
 
 
 def call(op: Callable[..., R], impl: Callable[..., R], *args: Any) -> R:

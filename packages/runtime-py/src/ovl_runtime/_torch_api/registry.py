@@ -17,28 +17,20 @@ if not torch.cuda.is_initialized():
     os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", str(MAX_CONNECTIONS))
 
 from .._kernels.library import KernelKey, manifest_for
+from .._runner.agreement import same_everywhere
 from .._runner.bound import BoundOperator
+from .._runner.rows import RowsOperator
 from ..errors import UsageError
-from ..groups import DistGroup, Group, resolve_group
+from ..groups import Group, resolve_group
 from .tensors import empty_rows, fast_layout
 
-_operators: dict[tuple[str, str], BoundOperator] = {}
+#: A bound operator: one compiled for one row count, or one serving every row count of a range.
+Bound = BoundOperator | RowsOperator
+
+_operators: dict[tuple[str, str], Bound] = {}
 
 
-def same_everywhere(g: Group, signature: tuple[Any, ...], what: str) -> None:
-    """Under torchrun: every rank passes the same shapes (checked once per operator, before it is built)."""
-    if not isinstance(g, DistGroup):
-        return
-    import torch.distributed as dist
-
-    seen: list[Any] = [None] * g.world
-    dist.all_gather_object(seen, signature, group=g.pg)
-    differ = [r for r, s in enumerate(seen) if s != signature]
-    if differ:
-        raise UsageError(f"{what}: ranks pass different shapes: " + "; ".join(f"rank {r}: {s}" for r, s in enumerate(seen)))
-
-
-def bound_operator(key: KernelKey, g: Group, what: str) -> BoundOperator:
+def bound_operator(key: KernelKey, g: Group, what: str) -> Bound:
     op = _operators.get((key.dirname, g.name))
     if op is None or op.closed:
         if torch.cuda.is_current_stream_capturing():
@@ -47,7 +39,7 @@ def bound_operator(key: KernelKey, g: Group, what: str) -> BoundOperator:
                 "CUDA graph capture cannot do: call the operator once before capturing"
             )
         same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk, key.heads, key.causal), what)
-        op = BoundOperator(manifest_for(key), g)
+        op = RowsOperator(manifest_for(key), g) if key.rows else BoundOperator(manifest_for(key), g)
         _operators[(key.dirname, g.name)] = op
     return op
 
@@ -58,7 +50,7 @@ OPERAND_BUFFER = "A"
 
 
 def run_moving(
-    op: BoundOperator, g: Group, x: torch.Tensor, w: torch.Tensor, shape: tuple[int, int, int], keep: bool
+    op: Bound, g: Group, x: torch.Tensor, w: torch.Tensor, shape: tuple[int, int, int], keep: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One launch of an operator that moves ``x`` before its GEMM (AllGather, AllToAll) on ``x`` and ``w``
     (``shape``: rows, n, k): its ``[rows, n]`` output and, with ``keep``, a copy of its ``[rows, k]`` operand
@@ -75,12 +67,12 @@ def run_moving(
 
 #: Checked calls by signature (operator, group, shapes, dtype, device): a repeated call skips the shape checks
 #: and the kernel key (see :func:`checked_call`).
-_calls: dict[tuple[Any, ...], tuple[BoundOperator, Any]] = {}
+_calls: dict[tuple[Any, ...], tuple[Bound, Any]] = {}
 
 
 def checked_call(
-    signature: tuple[Any, ...], tensors: tuple[torch.Tensor, ...], build: Callable[[], tuple[BoundOperator, Any]]
-) -> tuple[BoundOperator, Any]:
+    signature: tuple[Any, ...], tensors: tuple[torch.Tensor, ...], build: Callable[[], tuple[Bound, Any]]
+) -> tuple[Bound, Any]:
     """The bound operator (and what ``build`` derived with it) of a call whose ``signature`` was seen before, or
     ``build()``'s: the full checks, the key, the operator bound. A seen signature fixes everything but the tensors'
     layout and addresses, which are checked here on every call (:func:`~ovl_runtime._torch_api.tensors.fast_layout`);
@@ -93,7 +85,7 @@ def checked_call(
     return hit
 
 
-def operators() -> list[BoundOperator]:
+def operators() -> list[Bound]:
     """Every operator bound so far in this process (for inspection and tests)."""
     return [op for op in _operators.values() if not op.closed]
 
@@ -114,6 +106,6 @@ def close_all(force: bool = False) -> None:
     _calls.clear()
 
 
-def bound_items(prefix: str) -> list[BoundOperator]:
+def bound_items(prefix: str) -> list[Bound]:
     """The open operators whose kernel directory starts with ``prefix`` (an operator's name: ``moe-rs``)."""
     return [op for (dirname, _group), op in list(_operators.items()) if dirname.startswith(prefix) and not op.closed]

@@ -8,6 +8,9 @@ import torch
 from ..errors import UsageError
 from ..groups import Group, resolve_group
 
+#: Tensor types a checked signature's fast path accepts (a model's weights are parameters).
+PLAIN = (torch.Tensor, torch.nn.Parameter)
+
 DTYPES = {torch.bfloat16: "bf16"}
 
 #: ReduceScatter slabs are padded to whole blocks of this many rows.
@@ -43,7 +46,7 @@ def fast_layout(tensors: tuple[torch.Tensor, ...]) -> bool:
     contiguous, 16-byte aligned (the per-rank views of a contiguous stacked tensor are aligned when it is and
     its per-rank size is, which the signature's shapes fixed)."""
     for t in tensors:
-        if type(t) is not torch.Tensor or not t.is_contiguous() or t.data_ptr() % 16:
+        if type(t) not in PLAIN or not t.is_contiguous() or t.data_ptr() % 16:
             return False
     return True
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._runner.bound import BoundOperator
-from ..._torch_api.registry import bound_operator, checked_call, run_moving
+from ..._torch_api.registry import Bound, bound_operator, checked_call, run_moving
 from ..._torch_api.tensors import DTYPES, gemm_operands, local_shape
 from ...errors import UsageError
 from ...groups import resolve_group
@@ -19,7 +18,7 @@ def _all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: 
     g = resolve_group(group_name)
     what = "all_to_all_matmul"
 
-    def build() -> tuple[BoundOperator, tuple[int, int, int]]:
+    def build() -> tuple[Bound, tuple[int, int, int]]:
         rows = local_shape(x, g, "x", 2)[0]
         if rows % g.world:
             raise UsageError(f"{what}: x's {rows} rows do not split into {g.world} equal slabs, one per rank")

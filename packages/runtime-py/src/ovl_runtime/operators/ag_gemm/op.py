@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from ..._kernels.library import KernelKey
-from ..._runner.bound import BoundOperator
-from ..._torch_api.registry import bound_operator, checked_call, run_moving
+from ..._kernels.library import call_key
+from ..._torch_api.registry import Bound, bound_operator, checked_call, run_moving
 from ..._torch_api.tensors import DTYPES, fake_rows, gemm_operands
 from ...groups import resolve_group
 
@@ -17,10 +16,11 @@ def _all_gather_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: 
     """The output, and with ``keep`` a copy of the gathered ``cat(x over ranks)`` the launch left in its buffer."""
     g = resolve_group(group_name)
 
-    def build() -> tuple[BoundOperator, tuple[int, int, int]]:
+    def build() -> tuple[Bound, tuple[int, int, int]]:
         _xs, _ws, m, k, n = gemm_operands(x, w, g, "all_gather_matmul")
-        key = KernelKey("ag-gemm", g.world, g.world * m, n, k, DTYPES[x.dtype])
-        return bound_operator(key, g, "all_gather_matmul"), (g.world * m, n, k)
+        M = g.world * m
+        # One operator for every row count where it serves M (no compile for a new M), else one for this M.
+        return bound_operator(call_key("ag-gemm", g.world, M, n, k, DTYPES[x.dtype]), g, "all_gather_matmul"), (M, n, k)
 
     op, shape = checked_call(("ag-gemm", g.name, x.shape, w.shape, x.dtype, x.device), (x, w), build)
     return run_moving(op, g, x, w, shape, keep)

@@ -8,8 +8,7 @@ import math
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._runner.bound import BoundOperator
-from ..._torch_api.registry import bound_operator, checked_call
+from ..._torch_api.registry import Bound, bound_operator, checked_call
 from ..._torch_api.tensors import DTYPES, RS_ROW_BLOCK, empty_rows, gemm_operands, pad_rows
 from ...groups import resolve_group
 
@@ -18,7 +17,7 @@ def _matmul_all_reduce_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -
     g = resolve_group(group_name)
     what = "matmul_all_reduce"
 
-    def build() -> tuple[BoundOperator, tuple[int, int, int]]:
+    def build() -> tuple[Bound, tuple[int, int, int]]:
         _xs, _ws, rows, k, n = gemm_operands(x, w, g, what)
         # Each rank owns (reduces and sends) M / world rows in whole 128-row blocks: zero rows pad
         # the tail (their sums are dropped).

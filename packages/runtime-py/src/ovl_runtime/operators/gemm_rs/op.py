@@ -8,8 +8,7 @@ import math
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._runner.bound import BoundOperator
-from ..._torch_api.registry import bound_operator, checked_call
+from ..._torch_api.registry import Bound, bound_operator, checked_call
 from ..._torch_api.tensors import DTYPES, RS_ROW_BLOCK, empty_rows, fake_rows, gemm_operands
 from ...errors import UsageError
 from ...groups import resolve_group
@@ -18,7 +17,7 @@ from ...groups import resolve_group
 def _matmul_reduce_scatter_impl(x: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
 
-    def build() -> tuple[BoundOperator, tuple[int, int, int, int]]:
+    def build() -> tuple[Bound, tuple[int, int, int, int]]:
         _xs, _ws, rows, k, n = gemm_operands(x, w, g, "matmul_reduce_scatter")
         if rows % g.world:
             raise UsageError(f"matmul_reduce_scatter: {rows} rows do not split over {g.world} ranks (scatter along rows needs a multiple)")

@@ -6,8 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..._kernels.library import KernelKey
-from ..._runner.bound import BoundOperator
-from ..._torch_api.registry import bound_operator, checked_call
+from ..._torch_api.registry import Bound, bound_operator, checked_call
 from ..._torch_api.tensors import DTYPES, empty_rows, gemm_operands
 from ...errors import UsageError
 from ...groups import resolve_group
@@ -24,7 +23,7 @@ def intermediate(w_gate_up: torch.Tensor) -> int:
 def _ag_silu_impl(x: torch.Tensor, w_gate_up: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
 
-    def build() -> tuple[BoundOperator, tuple[int, int]]:
+    def build() -> tuple[Bound, tuple[int, int]]:
         _xs, _ws, m, k, _n2 = gemm_operands(x, w_gate_up, g, "all_gather_matmul_silu_mul")
         inter = intermediate(w_gate_up)
         key = KernelKey("ag-gemm-silu", g.world, g.world * m, inter, k, DTYPES[x.dtype])

@@ -1,0 +1,150 @@
+"""One compiled operator serving every row count of a range (``ovl emit ag-gemm --any-rows``), bound to a group.
+
+A call brings its row count M. Where the compiler says overlapping does not pay at M (``rows.fallbackBelow``, the
+simulator's crossover) or M is outside what the operator serves, the call runs the plain sequence instead — the
+group's gather, then one matmul — and the operator records why (:meth:`RowsOperator.path`). Otherwise the manifest
+is made concrete at M (``_manifest.rows.instantiate``) and bound (:class:`~ovl_runtime._runner.bound.BoundOperator`):
+the kernel is the same compiled one for every M (its row-count arguments are not specialised, so no new Triton
+compile), the buffers and the own graph are per M. The most recently used row counts stay bound; older ones are
+freed. Imports torch: GPU only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from .._manifest.parse import instantiate
+from .._manifest.types import Manifest
+from ..errors import UsageError
+from ..groups import DistGroup, OneGpuGroup
+from .agreement import same_everywhere
+from .bound import BoundOperator
+
+log = logging.getLogger("ovl_runtime")
+
+#: Row counts kept bound per operator (each holds its buffers and its own graph).
+KEEP = 4
+
+
+class RowsOperator:
+    """An AllGather+GEMM for every row count of ``m.rows`` on ``group`` (see the module docstring)."""
+
+    def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup) -> None:
+        if m.rows is None:
+            raise UsageError(f"{m.name} is compiled for one row count; bind it with BoundOperator")
+        if m.reference.operator != "ag-gemm":
+            raise UsageError(f"{m.name}: any row count is run for ag-gemm, not {m.reference.operator}")
+        self.m, self.group, self.rows = m, group, m.rows
+        self.stacked = isinstance(group, OneGpuGroup)
+        self.bound: OrderedDict[int, BoundOperator] = OrderedDict()
+        self.closed = False
+        self.calls = 0
+        self.fallbacks = 0
+        self._told: set[str] = set()
+        self._gathered: torch.Tensor | None = None
+
+    def path(self, M: int) -> str:
+        """How a call of ``M`` rows runs: ``"overlapped"``, or ``"not overlapped: <why>"``."""
+        r = self.rows
+        if not r.serves(M):
+            return f"not overlapped: {M} rows are outside the {r.min}..{r.max} (multiples of {r.multiple}) the operator serves"
+        if r.fallback_below is not None and M < r.fallback_below:
+            return f"not overlapped below {r.fallback_below} rows: {r.fallback_reason or 'the compiler says overlapping loses there'}"
+        return "overlapped"
+
+    # ---- one call ----
+    def run(self, inputs: Mapping[str, torch.Tensor], output: torch.Tensor) -> None:
+        """Enqueue one call (the tensors as :meth:`BoundOperator.run` takes them)."""
+        if self.closed:
+            raise UsageError(f"{self.m.name}: this operator was closed; its buffers are freed")
+        x = inputs["A"]
+        M = x.shape[-2] * self.m.world
+        path = self.path(M)
+        self.calls += 1
+        if path != "overlapped":
+            if path not in self._told:
+                self._told.add(path)
+                log.info("%s at %d rows: %s", self.m.name, M, path)
+            self.fallbacks += 1
+            self._plain(x, inputs["B"], output)
+            return
+        self._gathered = None
+        self._at(M).run(inputs, output)
+
+    def _at(self, M: int) -> BoundOperator:
+        op = self.bound.get(M)
+        if op is not None and not op.closed:
+            self.bound.move_to_end(M)
+            return op
+        if torch.cuda.is_current_stream_capturing():
+            raise UsageError(
+                f"{self.m.name}: the first call at {M} rows binds the operator there (buffers, a warm-up launch), which a "
+                "CUDA graph capture cannot do: call it once at this row count before capturing"
+            )
+        same_everywhere(self.group, ("rows", self.m.name, M), self.m.name)
+        if len(self.bound) >= KEEP:
+            # The least recently used row count a caller's graph cannot replay (those stay until the operator closes).
+            for key, old in list(self.bound.items()):
+                if not old.captured:
+                    del self.bound[key]
+                    old.close()
+                    break
+        op = BoundOperator(instantiate(self.m, M), self.group)
+        self.bound[M] = op
+        return op
+
+    def _plain(self, x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
+        """The sequence without overlap: every rank's rows gathered, then one matmul per rank."""
+        if self.stacked:
+            gathered = x.reshape(-1, x.shape[-1])
+            torch.matmul(gathered.unsqueeze(0), w, out=out)
+            self._gathered = gathered.unsqueeze(0).expand(self.m.world, *gathered.shape)
+            return
+        import torch.distributed as dist
+
+        assert isinstance(self.group, DistGroup)
+        gathered = x.new_empty((x.shape[0] * self.m.world, x.shape[1]))
+        dist.all_gather_into_tensor(gathered, x, group=self.group.pg)
+        torch.matmul(gathered, w, out=out)
+        self._gathered = gathered
+
+    def copy_buffer(self, buffer: str, output: torch.Tensor) -> None:
+        """The moved operand of the last call (``A``: every rank's rows), as :meth:`BoundOperator.copy_buffer`."""
+        if self._gathered is not None and buffer == "A":
+            output.copy_(self._gathered.view(output.shape))
+            return
+        last = next(reversed(self.bound.values()), None)
+        if last is None:
+            raise UsageError(f"{self.m.name}: no call has run yet")
+        last.copy_buffer(buffer, output)
+
+    # ---- lifecycle (as BoundOperator) ----
+    @property
+    def captured(self) -> bool:
+        return any(op.captured for op in self.bound.values())
+
+    def check(self) -> None:
+        for op in self.bound.values():
+            if not op.closed:
+                op.check()
+
+    def close(self, force: bool = False) -> None:
+        for op in self.bound.values():
+            op.close(force=force)
+        self.bound.clear()
+        self.closed = True
+
+    def describe(self) -> dict[str, Any]:
+        """What ran so far: the row counts bound, the calls, the calls that did not overlap and why."""
+        return {
+            "name": self.m.name,
+            "bound": list(self.bound),
+            "calls": self.calls,
+            "notOverlapped": self.fallbacks,
+            "why": sorted(self._told),
+        }
