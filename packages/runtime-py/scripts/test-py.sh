@@ -1,20 +1,8 @@
 #!/usr/bin/env bash
-# Runs the Python runner's tests in a package-local venv, creating it on first use. The
-# `interpret` extra (torch 2.11.0, triton 3.6.0; CPU use only) runs the interpreter emulation tests.
+# Runs the Python runner's tests (pytest, on the CPU) in the package-local venv
+# (scripts/python-env.sh makes it on first use; the `interpret` extra, torch 2.11.0 and triton
+# 3.6.0, runs the interpreter emulation tests). The static checks are scripts/check-py.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$py" -m venv .venv
-fi
-stamp=.venv/.ovl-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,interpret]'
-  touch "$stamp"
-fi
-# Type check (mypy), lint and format of the runner's Python (configured in pyproject.toml) before its tests.
-.venv/bin/python -m mypy
-.venv/bin/python -m ruff check src tests tests_gpu examples
-.venv/bin/python -m ruff format --check src tests tests_gpu examples
-exec .venv/bin/python -m pytest "$@"
+py="$(bash scripts/python-env.sh)"
+exec "$py" -m pytest "$@"
