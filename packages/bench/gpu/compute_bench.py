@@ -8,6 +8,12 @@ times it and `torch.matmul` (cuBLAS) with CUDA events, the L2 flushed before eve
 
     PYTHONPATH=packages/runtime-py/src python3 packages/bench/gpu/compute_bench.py DIR --json OUT.json
 
+A ``tune`` file (``emit-compute.ts tune``: per shape the candidates the runtime's on-device tuner times, the
+table's pick first) is measured in interleaved rounds (default 4); per shape the pick is made as the runtime
+makes it (its own rule, ``ovl_runtime._tune.select.choose``) on the first half of the rounds and reported, with
+the table's pick, on the second half, so the reported gain carries no selection bias. A shape may carry a
+``reserve``: SMs left to another kernel (a GEMM+RS producer's push kernel), its grid min(SMs - reserve, tiles).
+
 Kernels are compiled first by a pool of processes (the Triton cache on disk is shared), so the
 timed process only loads them.
 """
@@ -199,12 +205,15 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
         "label",
         "kind",
         "role",
+        "source",
         "entry",
         "config",
         "warpSpecialization",
         "predictedMs",
         "modelRank",
     )
+    # Programs of the persistent grid: the whole GPU, less what another kernel keeps (a push kernel's SMs).
+    sms = sms - shape.get("reserve", 0)
     rows, runs = [], []
     for case in shape["cases"]:
         row = {k: case[k] for k in keys if k in case}
@@ -230,7 +239,8 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
         torch.matmul(a, b, out=c)
 
     times = {id(row): [] for row, _ in runs}
-    cublas_times, cublas_rounds = [], []
+    per_round = {id(row): [] for row, _ in runs}
+    cublas_times, cublas_rounds, cublas_per_round = [], [], []
     rng = random.Random(zlib.crc32(shape["name"].encode()))
     members = [None, *runs]  # None: cuBLAS
     for _ in range(rounds):
@@ -240,25 +250,33 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
         for member in visit:
             if member is None:
                 t = timed(cublas, flush, reps)
+                cublas_per_round.append(t["all"])
                 cublas_times += t.pop("all")
                 cublas_rounds.append(t)
                 continue
             row, go = member
             try:
-                times[id(row)] += timed(go, flush, reps)["all"]
+                t = timed(go, flush, reps)["all"]
+                times[id(row)] += t
+                per_round[id(row)].append(t)
             except Exception as exc:  # noqa: BLE001
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     for row, _ in runs:
         if times[id(row)] and "error" not in row:
             row.update(stats(times[id(row)]))
             row["tflops"] = flops / row["ms"] / 1e9
+            row["roundsMs"] = per_round[id(row)]
     cub = stats(cublas_times)
     return {
-        **{k: shape[k] for k in ("name", "op", "role", "mlp", "world", "M", "N", "K", "dtype")},
+        **{
+            k: shape[k] for k in ("name", "op", "role", "mlp", "world", "M", "N", "K", "dtype", "reserve", "control", "table") if k in shape
+        },
+        "sms": sms,
         "flops": flops,
         "cublas": {
             **cub,
             "rounds": cublas_rounds,
+            "roundsMs": cublas_per_round,
             "tflops": flops / cub["ms"] / 1e9,
             "relErr": cublas_err,
         },
@@ -323,8 +341,8 @@ def main():
     ap.add_argument(
         "--rounds",
         type=int,
-        default=1,
-        help="interleaved rounds over cuBLAS and the cases",
+        default=None,
+        help="interleaved rounds over cuBLAS and the cases (default 1; a tune file: 4, half to pick, half to report)",
     )
     ap.add_argument(
         "--order",
@@ -343,6 +361,10 @@ def main():
     t_start = time.time()
     with open(os.path.join(args.dir, "compute.json")) as f:
         bench = json.load(f)
+    if args.rounds is None:
+        args.rounds = 4 if bench["mode"] == "tune" else 1
+    if bench["mode"] == "tune" and args.rounds < 2:
+        sys.exit("a tune file needs --rounds >= 2: the pick is made on half of the rounds and reported on the other half")
     base = os.path.abspath(args.dir)
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
@@ -413,6 +435,13 @@ def main():
     print(f"\n{result['device']} torch {result['torch']} triton {result['triton']}  {result['seconds']:.0f} s")
     if bench["mode"] == "bench":
         summary_bench(result)
+        return
+    if bench["mode"] == "tune":
+        from tune_summary import summary_tune
+
+        result["tune"] = summary_tune(result)
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
         return
     print(f"{'shape':12s} {'cuBLAS TF/s':>11s} {'best TF/s':>9s} {'ratio':>6s}  config")
     ratios = []

@@ -30,7 +30,7 @@ function moved(p: Problem): { name: string; shape: number[] } {
 /** The plan of `p` from its template, without signals. */
 export function templatePlan(p: Problem): ChunkPlan {
   const { name, shape } = moved(p);
-  const tensor = { name, shape, dtype: "bf16" as const };
+  const tensor = { name, shape, dtype: p.dtype };
   const base = { tensor, axis: 0, mesh: [...p.mesh], split: p.split };
   switch (p.operator) {
     case "ag-gemm":

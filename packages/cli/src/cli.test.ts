@@ -133,7 +133,7 @@ describe("ovl emit", () => {
     });
     const ce = await ovl(["emit", "gemm-rs", "--shape", "MLP-5", "--world", "2", "--comm-sms", "8", "--out", temp()]);
     expect(ce.status).not.toBe(0);
-    expect(ce.stderr).toContain("--comm-sms sets the SM push kernel's programs; add --backend sm");
+    expect(ce.stderr).toContain("--comm-sms sets the push kernel's programs; add --backend sm or nvshmem");
   });
 
   it("takes the tuned configuration of the shape unless --tile names one", async () => {

@@ -12,6 +12,7 @@ import { runCommand, type RunFlags } from "./commands/run.js";
 import { reportCommand } from "./commands/report.js";
 import { registerModelCommands } from "./commands/register-model.js";
 import { registerEmitCommands } from "./commands/emit-operators.js";
+import { registerCandidatesCommand } from "./commands/candidates.js";
 import { runDemo } from "./demo.js";
 
 /** Build the `ovl` program writing to `io`; `setExit` receives a command's own exit status. */
@@ -52,6 +53,8 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   registerEmitCommands(program, io);
 
   registerModelCommands(program, io);
+
+  registerCandidatesCommand(program, io);
 
   program
     .command("run")

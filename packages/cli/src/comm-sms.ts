@@ -16,15 +16,15 @@ export interface CommSmsDecision {
 }
 
 /**
- * `--comm-sms` when given (only with `--backend sm`), else for GEMM+RS and the partitioned GEMM+AllReduce
+ * `--comm-sms` when given (only with `--backend sm` or `nvshmem`), else for GEMM+RS and the partitioned GEMM+AllReduce
  * over SM pushes the simulator's choice on the target's model (`chooseCommSms`: the fewest of 4, 8, 16
  * that move a rank's partial rows while its GEMM runs); otherwise undefined (the emitter's default, 16).
- * @throws {UsageError} `--comm-sms` without `--backend sm`.
+ * @throws {UsageError} `--comm-sms` with the copy engine.
  */
 export function decideCommSms(p: Problem, given: number | undefined, target: TargetName | undefined): CommSmsDecision | undefined {
   if (given !== undefined) {
-    if (p.backend !== "sm")
-      throw new UsageError("usage", `--comm-sms sets the SM push kernel's programs; add --backend sm (got --backend ${p.backend})`);
+    if (p.backend === "copy-engine")
+      throw new UsageError("usage", `--comm-sms sets the push kernel's programs; add --backend sm or nvshmem (got --backend ${p.backend})`);
     return { commSms: given, why: "named by --comm-sms" };
   }
   const hw = MODELS[target ?? DEFAULT_TARGET.name];

@@ -2,6 +2,8 @@
 // TileLink Table 4 by name, or explicit M, N, K), a mesh, a template and its knobs. This
 // module turns raw flags into a checked `Problem`, with messages that say what to type.
 import { MLP_SHAPES, type MlpShapeName } from "@ovl/sim";
+import type { OperatorDtype } from "@ovl/tlx-emitter";
+import { DEFAULT_DTYPE, dtypeSuffix } from "./dtype.js";
 import { UsageError } from "./errors.js";
 import { closest, unknownNameMessage } from "./suggest.js";
 
@@ -19,8 +21,8 @@ export const EMIT_OPERATORS = [...GEMM_OPERATORS, "a2a-gemm"] as const;
 export const TEMPLATES = ["ring", "swizzle", "hierarchical", "direct", "tilewise"] as const;
 /** A template name. */
 export type TemplateName = (typeof TEMPLATES)[number];
-/** Transfer backends. */
-export const BACKENDS = ["copy-engine", "sm"] as const;
+/** Transfer backends (`nvshmem`: ag-gemm and gemm-rs, emitted only: the simulator has no NVSHMEM model). */
+export const BACKENDS = ["copy-engine", "sm", "nvshmem"] as const;
 /** A backend name. */
 export type Backend = (typeof BACKENDS)[number];
 
@@ -53,6 +55,8 @@ export interface Problem {
   readonly M: number;
   readonly N: number;
   readonly K: number;
+  /** Element type of the operator's tensors (`--dtype`; default bf16). */
+  readonly dtype: OperatorDtype;
   readonly mesh: readonly number[];
   readonly world: number;
   readonly template: TemplateName;
@@ -77,6 +81,8 @@ export interface ProblemFlags {
   m?: number;
   n?: number;
   k?: number;
+  /** `--dtype`, already checked by its parser (`parseDtypeFlag`). */
+  dtype?: OperatorDtype;
   world?: number;
   mesh?: string;
   split?: number;
@@ -230,6 +236,7 @@ export function resolveProblem(operator: Operator, flags: ProblemFlags): Problem
   return {
     operator,
     ...shape,
+    dtype: flags.dtype ?? DEFAULT_DTYPE,
     mesh,
     world,
     template,
@@ -249,5 +256,5 @@ export function describeProblem(p: Problem): string {
   const mesh = p.mesh.length > 1 ? `mesh ${p.mesh.join("x")}` : `${p.world} ranks`;
   // Only AllGather templates take a side; ReduceScatter's direction is fixed by the template.
   const sided = (p.operator === "ag-gemm" || p.operator === "all-gather") && (p.template === "swizzle" || p.template === "ring");
-  return `${p.operator} ${shape} on ${mesh}, ${p.template}${sided ? `/${p.side}` : ""}, split ${p.split}`;
+  return `${p.operator} ${shape} on ${mesh}, ${p.template}${sided ? `/${p.side}` : ""}, split ${p.split}${dtypeSuffix(p.dtype, ", ")}`;
 }

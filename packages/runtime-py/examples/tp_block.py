@@ -74,9 +74,9 @@ class Config:
         return forward + [
             call_key("ag-gemm", world, self.seq, 2 * inter, self.hidden),  # gate/up where autograd records
             KernelKey("gemm-rs", world, self.seq, self.hidden, (q + 2 * kv) * self.head_dim),
-            KernelKey("ag-gemm", world, self.seq, q * self.head_dim, self.hidden),
+            call_key("ag-gemm", world, self.seq, q * self.head_dim, self.hidden),
             KernelKey("gemm-rs", world, self.seq, self.hidden, 2 * inter),
-            KernelKey("ag-gemm", world, self.seq, inter, self.hidden),
+            call_key("ag-gemm", world, self.seq, inter, self.hidden),
         ]
 
 

@@ -7,5 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 py="$(bash scripts/python-env.sh)"
 "$py" -m mypy
-"$py" -m ruff check src tests tests_gpu examples
-"$py" -m ruff format --check src tests tests_gpu examples
+"$py" -m ruff check src tests tests_gpu examples scripts
+"$py" -m ruff format --check src tests tests_gpu examples scripts

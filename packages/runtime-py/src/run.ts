@@ -37,8 +37,8 @@ export interface RunManifestOptions {
   timeoutS?: number;
   /** GPU mode: processes to start under `torch.distributed.run` (one per GPU; the manifest's world). */
   nproc?: number;
-  /** GPU mode: PyTorch symmetric-memory backend (default `cuda`). */
-  symmBackend?: "cuda" | "nvshmem";
+  /** GPU mode: PyTorch symmetric-memory backend (default `auto`: NVSHMEM for manifests that put through NVSHMEM, else CUDA). */
+  symmBackend?: "auto" | "cuda" | "nvshmem";
   /**
    * Run every rank of the manifest in one process on one GPU (`--ranks-on-one-gpu`; no
    * torchrun, so `nproc` is ignored): a correctness check, its times are not performance.

@@ -147,6 +147,53 @@ def test_matmul_all_reduce_backward_is_the_row_parallel_layers(reference_kernels
     torch.testing.assert_close(w.grad, wr.grad)
 
 
+#: The launches of a forward and backward with every gradient: the GEMM operators' duals (AllToAll+GEMM's input
+#: gradient is a plain collective, not a launch).
+DUAL_LAUNCHES = {
+    "all_gather_matmul": {"_all_gather_matmul_gathered_impl", "_matmul_reduce_scatter_impl"},
+    "matmul_reduce_scatter": {"_matmul_reduce_scatter_impl", "_all_gather_matmul_gathered_impl"},
+    "all_to_all_matmul": {"_all_to_all_matmul_exchanged_impl"},
+    "all_gather_matmul_silu_mul": {"_all_gather_matmul_gathered_impl", "_matmul_reduce_scatter_impl"},
+}
+
+
+@pytest.mark.parametrize("operator", OPERATORS[:4], ids=[o[0] for o in OPERATORS[:4]])
+def test_an_fp16_forward_and_backward_stay_in_fp16_through_the_dual_operators(reference_kernels, monkeypatch, operator):
+    """fp16 leaves: every operator launch, forward and backward (the dual overlapped operator), takes fp16 tensors, so
+    it runs an fp16 kernel of the library (a bf16 or fp32 one would be another key or refused); the gradients are fp16
+    and match the float64 dense gradients to fp16's rounding."""
+    launched: list[tuple[str, torch.dtype, torch.dtype]] = []
+    for module, impl in (
+        (ag_gemm_op, "_all_gather_matmul_impl"),
+        (ag_gemm_op, "_all_gather_matmul_gathered_impl"),
+        (gemm_rs_op, "_matmul_reduce_scatter_impl"),
+        (a2a_gemm_op, "_all_to_all_matmul_impl"),
+        (a2a_gemm_op, "_all_to_all_matmul_exchanged_impl"),
+        (mlp_op, "_ag_silu_impl"),
+    ):
+        model = getattr(module, impl)
+
+        def recorded(x, w, name, model=model, impl=impl):
+            launched.append((impl, x.dtype, w.dtype))
+            return model(x, w, name)
+
+        monkeypatch.setattr(module, impl, recorded)
+    _name, call, rows, cols, dense = operator
+    world, m, k, n = 2, 4, 8, 6
+    g = OneGpuGroup(world)
+    x64 = _leaf(world, (world if rows == "world" else rows) * m, k, seed=31)
+    w64 = _leaf(world, k, cols * n, seed=32)
+    x, w = (t.detach().half().requires_grad_(True) for t in (x64, w64))
+    y, (dx, dw) = _grads(lambda x, w: call(x, w, g), x, w, seed=33)
+    assert {i for i, *_ in launched} == DUAL_LAUNCHES[_name]
+    assert {d for _impl, *ds in launched for d in ds} == {torch.float16}, launched
+    assert y.dtype == dx.dtype == dw.dtype == torch.float16
+    # The float64 references from the same fp16-rounded inputs: the fp16 path differs by its own rounding only.
+    y_ref, (dx_ref, dw_ref) = _dense_grads(dense, x.detach().double(), w.detach().double(), seed=33)
+    for got, want in ((y, y_ref), (dx, dx_ref), (dw, dw_ref)):
+        assert ((got.double() - want).norm() / want.norm()).item() < 5e-3
+
+
 def test_the_tp_mlp_layer_trains_like_the_dense_mlp(reference_kernels):
     """Both halves chained: every rank's gate/up and down weights get the dense MLP's gradients."""
     world, m, hidden, inter = 4, 3, 6, 5

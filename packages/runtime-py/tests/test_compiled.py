@@ -57,6 +57,8 @@ CASES = [
     # 6 ranks of 16 rows: M = 96 is 3 whole 32-row tiles, each spanning two ranks' shards.
     ("tutorial_w6", "ag-gemm", "tutorial", 6, 96, 32, 32, 1, (32, 32, 32), "bf16", False),
     ("producer_w2", "gemm-rs", "gemm_producer", 2, 128, 64, 64, 2, (32, 32, 32), "bf16", False),
+    # GEMM+ReduceScatter in fp16: the partials and their sums rounded to fp16, checked at fp16's tighter tolerance.
+    ("producer_w3_fp16", "gemm-rs", "gemm_producer", 3, 192, 64, 64, 1, (32, 32, 32), "fp16", False),
     # M not a multiple of the world: uneven shards (34, 33, 33 rows; 17 x4 and 16 x2 by a ring),
     # stated as the reference's rowCounts.
     ("tma_w3_uneven", "ag-gemm", "gemm_tma_persistent", 3, 100, 32, 32, 2, (32, 32, 32), "fp32", False),

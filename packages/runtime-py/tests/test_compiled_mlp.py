@@ -41,6 +41,7 @@ CASES = [
     # 3 ranks of 64 rows in 2 chunks each under 32-row tiles; two k-steps, two n-tiles.
     ("w3_split2", 3, 192, 64, 64, 2, (32, 32, 32), "bf16"),
     ("w4_fp32", 4, 128, 32, 64, 1, (32, 32, 32), "fp32"),
+    ("w2_fp16", 2, 128, 64, 64, 1, (32, 32, 32), "fp16"),
 ]
 
 
@@ -75,7 +76,7 @@ def test_ag_gemm_silu_is_correct_in_the_numpy_engine(compiled, case):
 
 
 @pytest.mark.skipif(interpret_unavailable() is not None, reason=str(interpret_unavailable()))
-@pytest.mark.parametrize("case", ["w2_bf16", "w3_split2"])
+@pytest.mark.parametrize("case", ["w2_bf16", "w3_split2", "w2_fp16"])
 def test_ag_gemm_silu_is_correct_running_its_own_source(compiled, case):
     out = emulate(
         load_manifest(compiled / case / "manifest.json"), epochs=1, seed=int(np.random.default_rng().integers(1 << 30)), engine="interpret"
@@ -109,6 +110,7 @@ CHAIN_CASES = [
     # name, world, M (all tokens), hidden, inter (per rank), split, tile, dtype
     ("mlp_w2", 2, 128, 64, 64, 1, (32, 32, 32), "bf16"),
     ("mlp_w4_split2", 4, 256, 64, 32, 2, (32, 32, 32), "bf16"),
+    ("mlp_w2_fp16", 2, 128, 64, 64, 1, (32, 32, 32), "fp16"),
 ]
 
 

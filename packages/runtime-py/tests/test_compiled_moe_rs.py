@@ -265,7 +265,7 @@ def test_library_keys_name_the_routing_and_refuse_a_manifest_of_another(compiled
     assert key.backend == "sm" and key.split == 2
     assert key.dirname == "moe-rs-sm-w4-m48-n24-k16-e5-top2-bf16"
     assert key.cli_args(tmp_path) == [
-        "emit", "moe-rs", "--m", "48", "--n", "24", "--k", "16", "--world", "4", "--split", "2",
+        "emit", "moe-rs", "--m", "48", "--n", "24", "--k", "16", "--world", "4", "--split", "2", "--dtype", "bf16",
         "--experts", "5", "--topk", "2", "--out", str(tmp_path),
     ]  # fmt: skip
     assert KernelKey("moe-rs", 4, 36, 24, 16, "bf16", experts=5, topk=2).split == 1  # 9 tokens a rank

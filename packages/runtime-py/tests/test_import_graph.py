@@ -16,13 +16,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "src" / "ovl_runtime"
 PACKAGE = "ovl_runtime"
 #: The public faces: the package's API, which its own modules never import.
-FACES = ("ovl_runtime.ops", "ovl_runtime.nn")
+FACES = ("ovl_runtime.ops", "ovl_runtime.nn", "ovl_runtime.models")
+#: The compiler bundle's files (scripts/build-compiler.sh): data, not modules, though its kernels end in .py.
+BUNDLE = ROOT / "_compiler" / "bundle"
 
 
 def _modules() -> dict[str, Path]:
     """Every module of the package by its dotted name (a package by its own name, for its ``__init__``)."""
     out: dict[str, Path] = {}
     for path in sorted(ROOT.rglob("*.py")):
+        if path.is_relative_to(BUNDLE):
+            continue
         parts = (PACKAGE, *path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]

@@ -14,12 +14,20 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ovl_runtime import ops  # noqa: E402
+from ovl_runtime._compiler import bundled  # noqa: E402
 from ovl_runtime._kernels import library as lib  # noqa: E402
 from ovl_runtime.errors import ManifestError, UsageError  # noqa: E402
 from ovl_runtime.groups import OneGpuGroup, resolve_group  # noqa: E402
 
 CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
 needs_cli = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
+
+
+def _no_compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compiler anywhere: no OVL_CLI, no bundle in this install (a built one is hidden), no `ovl` on the PATH."""
+    monkeypatch.delenv("OVL_CLI", raising=False)
+    monkeypatch.setattr(bundled, "BUNDLE", tmp_path / "no-bundle" / "ovl.mjs")
+    monkeypatch.setenv("PATH", str(tmp_path))
 
 
 def test_keys_name_their_directory_and_refuse_bad_shapes():
@@ -62,9 +70,8 @@ def test_a_target_names_the_tuned_table_and_the_directory(tmp_path, monkeypatch)
     assert lib.KernelKey("a2a-gemm", 2, 256, 128, 64).target == "h100"
     monkeypatch.setenv("OVL_KERNELS", "")
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OVL_CLI", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(lib.KernelNotCompiled, match="--target h100 --into"):
+    _no_compiler(tmp_path, monkeypatch)
+    with pytest.raises(lib.KernelNotCompiled, match="--target h100 --per-m --into"):
         lib.manifest_for(lib.KernelKey("ag-gemm", 2, 256, 128, 64))
 
 
@@ -86,8 +93,7 @@ def test_a_targeted_key_compiles_with_that_gpus_table(tmp_path, monkeypatch):
 def test_search_path_and_a_missing_kernel_without_a_compiler(tmp_path, monkeypatch):
     monkeypatch.setenv("OVL_KERNELS", os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OVL_CLI", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))  # no `ovl` on it
+    _no_compiler(tmp_path, monkeypatch)
     assert lib.search_path() == [tmp_path / "a", tmp_path / "b", tmp_path / "cache"]
     key = lib.KernelKey("ag-gemm", 2, 256, 128, 64)
     assert lib.find(key) is None
@@ -335,8 +341,7 @@ def test_the_kernels_command_builds_an_attention_library_entry(tmp_path, monkeyp
 def test_a_missing_attention_kernel_names_the_command_with_its_heads(tmp_path, monkeypatch):
     monkeypatch.setenv("OVL_KERNELS", "")
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OVL_CLI", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
+    _no_compiler(tmp_path, monkeypatch)
     key = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
     with pytest.raises(lib.KernelNotCompiled, match="kernels ag-attention --world 2 --m 256 --n 128 --k 128 --heads 4 --causal --into"):
         lib.manifest_for(key)
@@ -356,3 +361,145 @@ def test_every_operator_is_offered_by_ops_in_either_import_order():
     for first in ("ovl_runtime.ops", "ovl_runtime.operators.moe_rs.api", "ovl_runtime.operators.mlp.api"):
         r = subprocess.run([sys.executable, "-c", code.format(first=first)], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+# ---- fp16 beside bf16 ----
+def test_fp16_keys_name_their_directory_and_compile_with_dtype(tmp_path, monkeypatch):
+    monkeypatch.delenv("OVL_TARGET", raising=False)
+    k = lib.KernelKey("ag-gemm", 2, 256, 128, 64, "fp16")
+    assert k.dirname == "ag-gemm-w2-m256-n128-k64-fp16"
+    for key in (
+        k,
+        lib.KernelKey("ag-attention", 2, 512, 256, 256, "fp16", heads=4),
+        lib.KernelKey("moe-rs", 2, 64, 32, 32, "fp16", experts=4, topk=2),
+    ):
+        args = key.cli_args(Path("/o"))
+        assert args[args.index("--dtype") + 1] == "fp16", key.op
+    bf16 = lib.KernelKey("gemm-rs", 2, 1024, 64, 64).cli_args(Path("/o"))
+    assert bf16[bf16.index("--dtype") + 1] == "bf16"
+    for bad in ("fp32", "fp8", "float16", "fp16 --out /etc"):
+        with pytest.raises(UsageError, match="compiled for bf16 or fp16"):
+            lib.KernelKey("ag-gemm", 2, 256, 128, 64, bad)
+    monkeypatch.setenv("OVL_KERNELS", "")
+    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OVL_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(lib.KernelNotCompiled, match="kernels ag-gemm --world 2 --m 256 --n 128 --k 64 --dtype fp16 --per-m --into"):
+        lib.manifest_for(k)
+
+
+F16, BF16 = torch.float16, torch.bfloat16
+
+
+def _mixed(shape_x, shape_w, x_dtype=F16, w_dtype=BF16):
+    return torch.zeros(*shape_x, dtype=x_dtype), torch.zeros(*shape_w, dtype=w_dtype)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda g: ops.all_gather_matmul(*_mixed((2, 8, 16), (2, 16, 8)), g), "x is torch.float16 but w is torch.bfloat16"),
+        (lambda g: ops.matmul_reduce_scatter(*_mixed((2, 8, 16), (2, 16, 8)), g), "x is torch.float16 but w is torch.bfloat16"),
+        (lambda g: ops.matmul_all_reduce(*_mixed((2, 8, 16), (2, 16, 8), BF16, F16), g), "x is torch.bfloat16 but w is torch.float16"),
+        (lambda g: ops.all_to_all_matmul(*_mixed((2, 8, 16), (2, 16, 8)), g), "convert w with w.to\\(torch.float16\\)"),
+        (lambda g: ops.all_gather_matmul_silu_mul(*_mixed((2, 8, 16), (2, 16, 8)), g), "x is torch.float16 but w is torch.bfloat16"),
+        (
+            lambda g: ops.tp_mlp(torch.zeros(2, 8, 16, dtype=F16), torch.zeros(2, 16, 8, dtype=F16), torch.zeros(2, 4, 16, dtype=BF16), g),
+            "x is torch.float16 but w_down is torch.bfloat16",
+        ),
+        (
+            lambda g: ops.sequence_parallel_attention(torch.zeros(2, 8, 4, 16, dtype=F16), torch.zeros(2, 8, 2, 2, 16, dtype=BF16), g),
+            "q is torch.float16 but kv is torch.bfloat16",
+        ),
+        (
+            lambda g: ops.moe_all_gather_grouped_matmul(
+                torch.zeros(2, 8, 16, dtype=F16), torch.zeros(2, 16, 2, dtype=torch.int32), torch.zeros(2, 4, 16, 8, dtype=BF16), g
+            ),
+            "x is torch.float16 but w is torch.bfloat16",
+        ),
+        (
+            lambda g: ops.moe_grouped_matmul_reduce_scatter(
+                torch.zeros(2, 32, 8, dtype=BF16),
+                torch.zeros(2, 16, 2, dtype=torch.int32),
+                torch.zeros(2, 16, 2),
+                torch.zeros(2, 4, 8, 16, dtype=F16),
+                g,
+            ),
+            "h is torch.bfloat16 but w is torch.float16",
+        ),
+        # Unsupported element types name the supported ones.
+        (
+            lambda g: ops.all_gather_matmul(*_mixed((2, 8, 16), (2, 16, 8), torch.float32, torch.float32), g),
+            "bfloat16 \\(bf16\\) or torch.float16 \\(fp16\\)",
+        ),
+        (
+            lambda g: ops.matmul_reduce_scatter(*_mixed((2, 8, 16), (2, 16, 8), torch.float8_e4m3fn, torch.float8_e4m3fn), g),
+            "x is torch.float8_e4m3fn; the operator takes torch.bfloat16 \\(bf16\\) or torch.float16 \\(fp16\\)",
+        ),
+        (lambda g: ops.all_gather_matmul(*_mixed((2, 8, 16), (2, 16, 8), F16, torch.float32), g), "w is torch.float32; the operator takes"),
+    ],
+)
+def test_mixed_and_unsupported_dtypes_are_refused_before_anything_else(call, message):
+    # CPU tensors: the element types are checked before the device, the shapes and the kernel (no launch, no key).
+    with pytest.raises(UsageError, match=message):
+        call(OneGpuGroup(2))
+    assert ops.operators() == []
+
+
+def test_a_checked_call_is_checked_again_when_a_tensors_dtype_changes():
+    from ovl_runtime._torch_api.registry import checked_call
+
+    class Bound:
+        closed = False
+
+    built: list[tuple[torch.dtype, ...]] = []
+
+    def build(*tensors):
+        def go():
+            built.append(tuple(t.dtype for t in tensors))
+            return Bound(), None
+
+        return go
+
+    x, w = torch.zeros(8, 16, dtype=F16), torch.zeros(16, 8, dtype=F16)
+    sig = ("test-op", "g", x.shape, w.shape, x.dtype, x.device)
+    checked_call(sig, (x, w), build(x, w))
+    checked_call(sig, (x, w), build(x, w))  # seen: no checks again
+    w2 = w.to(BF16)
+    checked_call(sig, (x, w2), build(x, w2))  # only w changed dtype: built (checked) anew
+    assert built == [(F16, F16), (F16, BF16)]
+
+
+@needs_cli
+def test_the_kernels_command_and_on_demand_compiles_build_fp16(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("OVL_CLI", f"node {CLI}")
+    monkeypatch.delenv("OVL_TARGET", raising=False)
+    cmd = [sys.executable, "-m", "ovl_runtime", "kernels", "gemm-rs", "--world", "2", "--m", "512", "--n", "128", "--k", "64"]
+    done = subprocess.run([*cmd, "--dtype", "fp16", "--into", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    key = lib.KernelKey("gemm-rs", 2, 512, 128, 64, "fp16")
+    assert done.stdout.strip() == str(tmp_path / key.dirname / "manifest.json")
+    m = load_manifest_checked(key, tmp_path)
+    assert m.dtype == "fp16" and m.reference.tolerance == 5e-3
+    assert {b.dtype for b in m.buffers if b.name in (*m.reference.inputs.values(), m.reference.output)} == {"fp16"}
+    refused = subprocess.run([*cmd, "--dtype", "fp32", "--into", str(tmp_path)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and "bf16" in refused.stderr and "fp16" in refused.stderr
+    # A bf16 directory misplaced under the fp16 key's name is refused, not run.
+    bf16 = lib.KernelKey("gemm-rs", 2, 512, 128, 64)
+    lib.ensure_compiled(bf16, tmp_path)
+    shutil.rmtree(tmp_path / key.dirname)
+    shutil.copytree(tmp_path / bf16.dirname, tmp_path / key.dirname)
+    with pytest.raises(ManifestError, match="dtype 'bf16' .wanted 'fp16'."):
+        load_manifest_checked(key, tmp_path)
+
+
+def load_manifest_checked(key, root):
+    from ovl_runtime import load_manifest
+
+    path = root / key.dirname / "manifest.json"
+    m = load_manifest(path)
+    lib.check_manifest(m, key, path)
+    return m

@@ -40,12 +40,19 @@ def by_slot(ids: Any, per_expert: Callable[[int, Any], Any]) -> Any:
     return rows[torch.argsort(torch.cat([sl for _e, sl in groups]))]
 
 
-def rand(*shape: int, seed: int = 0) -> Any:
-    """A bf16 normal tensor on the GPU from its own seeded generator."""
+def rand(*shape: int, seed: int = 0, dtype: Any = None) -> Any:
+    """A normal tensor on the GPU (bf16 unless ``dtype`` names another) from its own seeded generator."""
     import torch
 
     g = torch.Generator(device="cuda").manual_seed(seed)
-    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16, generator=g)
+    return torch.randn(*shape, device="cuda", dtype=torch.bfloat16 if dtype is None else dtype, generator=g)
+
+
+def dtypes() -> list[Any]:
+    """The torch dtypes the operators take (bf16, fp16), for tests parametrized over them (ids: their names)."""
+    from ovl_runtime._torch_api.tensors import GPU_DTYPES
+
+    return list(GPU_DTYPES)
 
 
 def prepare_main(script: str, all_keys: Callable[[], Sequence[lib.KernelKey]]) -> None:

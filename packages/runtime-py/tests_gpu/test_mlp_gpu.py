@@ -21,7 +21,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import prepare_main, rand, rel, unavailable  # noqa: E402
+from support import dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 from ovl_runtime._kernels import library as lib  # noqa: E402
@@ -43,13 +43,14 @@ SUITE = {
 }
 
 
-def mlp_keys(world: int, tokens: int, hidden: int, inter: int) -> list[lib.KernelKey]:
+def mlp_keys(world: int, tokens: int, hidden: int, inter: int, dtype: str = "bf16") -> list[lib.KernelKey]:
     i = inter // world
-    return [lib.KernelKey("ag-gemm-silu", world, tokens, i, hidden), lib.KernelKey("gemm-rs", world, tokens, hidden, i)]
+    return [lib.KernelKey("ag-gemm-silu", world, tokens, i, hidden, dtype), lib.KernelKey("gemm-rs", world, tokens, hidden, i, dtype)]
 
 
 def all_keys() -> list[lib.KernelKey]:
-    return [k for s in [*MLPS, LAYER] for k in mlp_keys(*s)]
+    # The chain's correctness tests run in bf16 and fp16; the layer's (test_torch_api_gpu.py) in bf16.
+    return [k for s in MLPS for d in lib.LIBRARY_DTYPES for k in mlp_keys(*s, d)] + mlp_keys(*LAYER)
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
@@ -65,17 +66,18 @@ def _dense(x, w_gate_up, w_down):
     return (torch.nn.functional.silu(x.float() @ wg.float()) * (x.float() @ wu.float())) @ wd.float()
 
 
+@pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize(("world", "tokens", "hidden", "inter"), MLPS)
-def test_tp_mlp_matches_the_dense_mlp_eager_and_replayed(world, tokens, hidden, inter):
+def test_tp_mlp_matches_the_dense_mlp_eager_and_replayed(world, tokens, hidden, inter, dtype):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
     from ovl_runtime.ops import all_gather_matmul_silu_mul, tp_mlp
 
     g = OneGpuGroup(world)
     i = inter // world
-    x = rand(tokens, hidden, seed=1)
-    wgu = rand(world, hidden, 2 * i, seed=2) / 32
-    wd = rand(world, i, hidden, seed=3) / 32
+    x = rand(tokens, hidden, seed=1, dtype=dtype)
+    wgu = rand(world, hidden, 2 * i, seed=2, dtype=dtype) / 32
+    wd = rand(world, i, hidden, seed=3, dtype=dtype) / 32
     xs = x.view(world, tokens // world, hidden).contiguous()
     with torch.no_grad():
         h = all_gather_matmul_silu_mul(xs, wgu, g)
@@ -90,7 +92,7 @@ def test_tp_mlp_matches_the_dense_mlp_eager_and_replayed(world, tokens, hidden, 
         with torch.cuda.graph(graph):
             yg = tp_mlp(xs, wgu, wd, g)
         for step in range(3):
-            x2 = rand(tokens, hidden, seed=100 + step)
+            x2 = rand(tokens, hidden, seed=100 + step, dtype=dtype)
             xs.copy_(x2.view(world, tokens // world, hidden))
             graph.replay()
             ops.synchronize(g)

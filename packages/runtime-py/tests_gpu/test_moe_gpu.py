@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import prepare_main, rand, rel, unavailable  # noqa: E402
+from support import dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 from ovl_runtime._kernels import library as lib  # noqa: E402
@@ -29,7 +29,7 @@ SHAPES = [(2, 128, 256, 512, 8, 2), (4, 100, 128, 256, 4, 1), (8, 128, 256, 512,
 
 
 def all_keys() -> list[lib.KernelKey]:
-    return [lib.KernelKey("ag-moe", w, w * m, n, k, "bf16", experts=e, topk=t) for w, m, n, k, e, t in SHAPES]
+    return [lib.KernelKey("ag-moe", w, w * m, n, k, d, experts=e, topk=t) for w, m, n, k, e, t in SHAPES for d in lib.LIBRARY_DTYPES]
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
@@ -54,17 +54,18 @@ def want_of(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor
     return out
 
 
+@pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize(("world", "m", "n", "k", "experts", "topk"), SHAPES)
 @pytest.mark.parametrize("choices", [None, "skip-one", "one"])
-def test_moe_matches_torch(world, m, n, k, experts, topk, choices):
+def test_moe_matches_torch(world, m, n, k, experts, topk, choices, dtype):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
     pool = None if choices is None else list(range(1, experts)) if choices == "skip-one" else list(range(topk))
     g = OneGpuGroup(world)
-    w = rand(world, experts, k, n, seed=7) / 8
+    w = rand(world, experts, k, n, seed=7, dtype=dtype) / 8
     for step in range(3):  # a fresh routing and tokens per call, one compiled operator
-        x = rand(world, m, k, seed=step) / 8
+        x = rand(world, m, k, seed=step, dtype=dtype) / 8
         ids = routing(world, world * m, topk, experts, pool, seed=step)
         y = ops.moe_all_gather_grouped_matmul(x, ids, w, g)
         ops.synchronize(g)

@@ -16,9 +16,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import prepare_main, rand, rel, unavailable  # noqa: E402
+from support import dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime._kernels import library as lib  # noqa: E402
+from ovl_runtime._torch_api.tensors import DTYPES  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
 from ovl_runtime.operators.ag_moe.routing import draw_routing  # noqa: E402
 from ovl_runtime.operators.moe_rs import api as moe_ops  # noqa: E402
@@ -29,7 +30,7 @@ SHAPES = [(2, 256, 128, 256, 8, 2), (4, 400, 64, 512, 4, 1), (8, 1024, 192, 384,
 
 
 def all_keys() -> list[lib.KernelKey]:
-    return [lib.KernelKey("moe-rs", w, t, h, i, "bf16", experts=e, topk=k) for w, t, i, h, e, k in SHAPES]
+    return [lib.KernelKey("moe-rs", w, t, h, i, d, experts=e, topk=k) for w, t, i, h, e, k in SHAPES for d in lib.LIBRARY_DTYPES]
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
@@ -43,16 +44,17 @@ def routing(world: int, tokens: int, topk: int, experts: int, choices=None, seed
     return ids, wts
 
 
+@pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize(("world", "T", "inter", "H", "experts", "topk"), SHAPES)
 @pytest.mark.parametrize("choices", [None, "skip-one", "one"])
-def test_moe_rs_matches_torch(world, T, inter, H, experts, topk, choices):
+def test_moe_rs_matches_torch(world, T, inter, H, experts, topk, choices, dtype):
     from ovl_runtime.groups import OneGpuGroup
 
     pool = None if choices is None else list(range(1, experts)) if choices == "skip-one" else list(range(topk))
     g = OneGpuGroup(world)
-    w = rand(world, experts, inter, H, seed=7) / 8
+    w = rand(world, experts, inter, H, seed=7, dtype=dtype) / 8
     for step in range(3):  # a fresh routing and activations per call
-        h = rand(world, T * topk, inter, seed=step) / 8
+        h = rand(world, T * topk, inter, seed=step, dtype=dtype) / 8
         ids, wts = routing(world, T, topk, experts, pool, seed=step)
         y = moe_ops.moe_grouped_matmul_reduce_scatter(h, ids, wts, w, g)
         moe_ops.synchronize()
@@ -60,7 +62,7 @@ def test_moe_rs_matches_torch(world, T, inter, H, experts, topk, choices):
         assert rel(y, moe_rs_reference_torch(h, w, ids[0], wts[0])) < 0.01, step
     from ovl_runtime._torch_api.registry import _operators
 
-    key = lib.KernelKey("moe-rs", world, T, H, inter, "bf16", experts=experts, topk=topk)
+    key = lib.KernelKey("moe-rs", world, T, H, inter, DTYPES[dtype], experts=experts, topk=topk)
     op = _operators[(key.dirname, g.name)]
     for s in op.ranks:  # every owned slab collected exactly its target's notifies (32-bit words, wrapping)
         expect = s.tensors["moe_slab_expect"].long() & 0xFFFFFFFF

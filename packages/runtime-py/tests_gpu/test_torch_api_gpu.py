@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import prepare_main, rand, rel, unavailable  # noqa: E402
+from support import dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 from ovl_runtime._kernels import library as lib  # noqa: E402
@@ -51,8 +51,8 @@ ATTENTION = [
 ]
 
 
-def attention_key(world: int, seq: int, heads: int, kv_heads: int, d: int, causal: bool) -> lib.KernelKey:
-    return lib.KernelKey("ag-attention", world, seq, heads * d, 2 * kv_heads * d, heads=heads, causal=causal)
+def attention_key(world: int, seq: int, heads: int, kv_heads: int, d: int, causal: bool, dtype: str = "bf16") -> lib.KernelKey:
+    return lib.KernelKey("ag-attention", world, seq, heads * d, 2 * kv_heads * d, dtype, heads=heads, causal=causal)
 
 
 def _example():
@@ -66,18 +66,26 @@ def _example():
 
 def all_keys() -> list[lib.KernelKey]:
     block = _example().Config()
-    # AllGather+GEMM both ways: the any-row-count operator (the default) and the one of each row count (the tests that
-    # need the overlapped kernel at shapes where the any-row-count one runs the plain sequence).
-    own = [lib.KernelKey(*k) for k in KEYS if k[0] == "ag-gemm"]
-    return [lib.call_key(*k) for k in KEYS] + own + [attention_key(*a) for a in ATTENTION] + block.keys(2) + block.keys(8)
+    # The numerics tests run in every dtype the operators take (bf16, fp16); the block's in bf16. AllGather+GEMM both
+    # ways: the any-row-count operator (the default) and the one of each row count (the tests that need the overlapped
+    # kernel at shapes where the any-row-count one runs the plain sequence).
+    operators = [lib.call_key(*k, d) for k in KEYS for d in lib.LIBRARY_DTYPES]
+    own = [lib.KernelKey(*k, d) for k in KEYS if k[0] == "ag-gemm" for d in lib.LIBRARY_DTYPES]
+    attention = [attention_key(*a, dtype=d) for a in ATTENTION for d in lib.LIBRARY_DTYPES]
+    return operators + own + attention + block.keys(2) + block.keys(8)
+
+
+#: Parametrizes a numerics test over the dtypes the operators take.
+over_dtypes = pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
 
 
+@over_dtypes
 @pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
 @pytest.mark.parametrize(("world", "m", "n", "k"), [(2, 128, 256, 512), (4, 100, 256, 512), (8, 128, 256, 512)])
-def test_all_gather_matmul_matches_torch(world, m, n, k, any_rows, monkeypatch):
+def test_all_gather_matmul_matches_torch(world, m, n, k, any_rows, dtype, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
@@ -86,31 +94,33 @@ def test_all_gather_matmul_matches_torch(world, m, n, k, any_rows, monkeypatch):
     monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
     g = OneGpuGroup(world)
     for step in range(3):  # fresh inputs each call, one compiled operator
-        x, w = rand(world, m, k, seed=step) / 8, rand(world, k, n, seed=10 + step) / 8
+        x, w = rand(world, m, k, seed=step, dtype=dtype) / 8, rand(world, k, n, seed=10 + step, dtype=dtype) / 8
         y = ops.all_gather_matmul(x, w, g)
         full = x.reshape(world * m, k).float()
         want = torch.stack([full @ w[r].float() for r in range(world)])
         ops.synchronize(g)
-        assert y.shape == (world, world * m, n) and rel(y, want) < 0.01
+        assert y.shape == (world, world * m, n) and y.dtype == dtype and rel(y, want) < 0.01
     assert len(ops.operators()) == 1
 
 
+@over_dtypes
 @pytest.mark.parametrize(("world", "rows"), [(2, 1024), (8, 1024), (8, 800)])
-def test_matmul_reduce_scatter_matches_torch(world, rows):
+def test_matmul_reduce_scatter_matches_torch(world, rows, dtype):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
     g = OneGpuGroup(world)
-    x, w = rand(world, rows, 256, seed=1) / 8, rand(world, 256, 512, seed=2) / 8
+    x, w = rand(world, rows, 256, seed=1, dtype=dtype) / 8, rand(world, 256, 512, seed=2, dtype=dtype) / 8
     y = ops.matmul_reduce_scatter(x, w, g)
     total = sum(x[r].float() @ w[r].float() for r in range(world))
     want = total.view(world, rows // world, 512)
     ops.synchronize(g)
-    assert y.shape == (world, rows // world, 512) and rel(y, want) < 0.01
+    assert y.shape == (world, rows // world, 512) and y.dtype == dtype and rel(y, want) < 0.01
 
 
+@over_dtypes
 @pytest.mark.parametrize(("world", "rows"), [(2, 1024), (4, 1000), (8, 1024)])
-def test_matmul_all_reduce_matches_torch_and_captures(world, rows):
+def test_matmul_all_reduce_matches_torch_and_captures(world, rows, dtype):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
@@ -120,7 +130,7 @@ def test_matmul_all_reduce_matches_torch_and_captures(world, rows):
         return sum(x[r].float() @ w[r].float() for r in range(world)).expand(world, rows, 256)
 
     for step in range(3):
-        x, w = rand(world, rows, 256, seed=20 + step) / 8, rand(world, 256, 256, seed=30 + step) / 8
+        x, w = rand(world, rows, 256, seed=20 + step, dtype=dtype) / 8, rand(world, 256, 256, seed=30 + step, dtype=dtype) / 8
         y = ops.matmul_all_reduce(x, w, g)
         ops.synchronize(g)
         assert y.shape == (world, rows, 256) and rel(y, want(x, w)) < 0.01, step
@@ -129,7 +139,7 @@ def test_matmul_all_reduce_matches_torch_and_captures(world, rows):
     with torch.cuda.graph(graph):
         yg = ops.matmul_all_reduce(x, w, g)
     for step in range(4):
-        x.copy_(rand(world, rows, 256, seed=60 + step) / 8)
+        x.copy_(rand(world, rows, 256, seed=60 + step, dtype=dtype) / 8)
         graph.replay()
         ops.synchronize(g)
         assert rel(yg, want(x, w)) < 0.01, step
@@ -143,13 +153,14 @@ def _all_to_all_reference(x, w):
     return torch.stack([received[q].float() @ w[q].float() for q in range(world)])
 
 
+@over_dtypes
 @pytest.mark.parametrize("world", [2, 4, 8])
-def test_all_to_all_matmul_matches_torch_and_captures(world):
+def test_all_to_all_matmul_matches_torch_and_captures(world, dtype):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
     g = OneGpuGroup(world)
-    x, w = rand(world, 1024, 256, seed=40) / 8, rand(world, 256, 256, seed=41) / 8
+    x, w = rand(world, 1024, 256, seed=40, dtype=dtype) / 8, rand(world, 256, 256, seed=41, dtype=dtype) / 8
     y = ops.all_to_all_matmul(x, w, g)
     ops.synchronize(g)
     assert y.shape == (world, 1024, 256) and rel(y, _all_to_all_reference(x, w)) < 0.01
@@ -157,15 +168,16 @@ def test_all_to_all_matmul_matches_torch_and_captures(world):
     with torch.cuda.graph(graph):
         yg = ops.all_to_all_matmul(x, w, g)
     for step in range(5):
-        x.copy_(rand(world, 1024, 256, seed=50 + step) / 8)
+        x.copy_(rand(world, 1024, 256, seed=50 + step, dtype=dtype) / 8)
         graph.replay()
         ops.synchronize(g)
         assert rel(yg, _all_to_all_reference(x, w)) < 0.01, step
     del graph
 
 
+@over_dtypes
 @pytest.mark.parametrize(("world", "seq", "heads", "kv_heads", "d", "causal"), ATTENTION)
-def test_sequence_parallel_attention_matches_sdpa(world, seq, heads, kv_heads, d, causal):
+def test_sequence_parallel_attention_matches_sdpa(world, seq, heads, kv_heads, d, causal, dtype):
     from ovl_runtime import ops
     from ovl_runtime.errors import UsageError
     from ovl_runtime.groups import OneGpuGroup
@@ -173,7 +185,7 @@ def test_sequence_parallel_attention_matches_sdpa(world, seq, heads, kv_heads, d
     g = OneGpuGroup(world)
     s = seq // world
     for step in range(2):
-        q, kv = rand(world, s, heads, d, seed=60 + step), rand(world, s, 2, kv_heads, d, seed=70 + step)
+        q, kv = rand(world, s, heads, d, seed=60 + step, dtype=dtype), rand(world, s, 2, kv_heads, d, seed=70 + step, dtype=dtype)
         try:
             o = ops.sequence_parallel_attention(q, kv, g, causal=causal)
         except UsageError as exc:

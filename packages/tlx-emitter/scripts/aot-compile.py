@@ -7,13 +7,14 @@ argument kinds (buffers by dtype, tables, peer-pointer tables, ints, the timeout
 constexprs, compile for GPUTarget("cuda", 90, 32) with the kernel's num_warps/num_stages,
 and check the PTX holds what the kernel is for (wgmma + TMA for GEMMs, acquire loads for
 waits, release atomics for notifies, the TMA store completion before a notify after TMA
-stores). The kernels import ovl_runtime.language: the runner's src must be on PYTHONPATH.
+stores, NVSHMEM's put with signal linked from its device bitcode for kernels that require it). The kernels import ovl_runtime.language: the runner's src must be on PYTHONPATH.
 Exits non-zero on the first failure.
 """
 import json
 import os
 import re
 import sys
+import sysconfig
 import time
 
 import triton
@@ -38,12 +39,24 @@ EXPECT = {
     "ring-reduce": [WAIT, NOTIFY, VLOAD, VSTORE],
     "ar-reduce-broadcast": [WAIT, NOTIFY, VLOAD, VSTORE],
     "slot-wait": [WAIT],
+    # NVSHMEM's put with signal, linked from its device bitcode, after ovl's bounded wait.
+    "nvshmem-push": [WAIT, r"nvshmemi_transfer_put_signal"],
     # Transformed local bodies: tensor-core MMAs, whatever loads the body itself uses.
     "local-consumer": [r"wgmma", WAIT],
     "local-producer": [r"wgmma", NOTIFY],
 }
 
 
+
+
+def nvshmem_device_library():
+    """NVSHMEM's device bitcode (`libnvshmem_device.bc`, the nvidia-nvshmem-cu13 wheel): $NVSHMEM_LIB_DIR, else this venv's."""
+    lib_dir = os.environ.get("NVSHMEM_LIB_DIR") or os.path.join(sysconfig.get_path("purelib"), "nvidia", "nvshmem", "lib")
+    path = os.path.join(lib_dir, "libnvshmem_device.bc")
+    if not os.path.exists(path):
+        print(f"FAIL: an NVSHMEM kernel needs {path} (pip install nvidia-nvshmem-cu13==3.4.5, or set NVSHMEM_LIB_DIR)", file=sys.stderr)
+        sys.exit(1)
+    return path
 
 
 def compile_manifest(path):
@@ -55,7 +68,10 @@ def compile_manifest(path):
     for k in manifest["kernels"]:
         t0 = time.time()
         src, _, _ = kernel_source(triton, base, k, buffers, tables, "ovl_aot_")
-        compiled = triton.compile(src, target=TARGET, options={"num_warps": k["numWarps"], "num_stages": k["numStages"]})
+        options = {"num_warps": k["numWarps"], "num_stages": k["numStages"]}
+        if "nvshmem" in k.get("requires", []):  # as the runner launches it: through torch's requires_nvshmem
+            options["extern_libs"] = (("libnvshmem_device", nvshmem_device_library()),)
+        compiled = triton.compile(src, target=TARGET, options=options)
         ptx = compiled.asm["ptx"]
         missing = [p for p in EXPECT.get(k["template"]["kind"], []) if not re.search(p, ptx)]
         where = f"{path}: {k['name']} ({k['template']['kind']})"

@@ -8,6 +8,12 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="$(bash "$here/../runtime-py/scripts/python-env.sh")"
+# NVSHMEM's device bitcode for the nvshmem-push kernels: torch 2.11 depends on nvidia-nvshmem-cu13 3.4.5, so the
+# runner's venv has it already; installed here only if a venv lacks it (31 MB of the ~80 MB wheel).
+if ! "$python" -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('purelib'), 'nvidia/nvshmem/lib/libnvshmem_device.bc')))"; then
+  echo "installing nvidia-nvshmem-cu13==3.4.5 into the runner's venv" >&2
+  "$python" -m pip install --quiet --no-deps nvidia-nvshmem-cu13==3.4.5
+fi
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cd "$here"

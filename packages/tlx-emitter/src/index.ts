@@ -23,8 +23,12 @@ export {
   gemmLaunch,
   gemmLaunchDefaults,
   HOPPER_SHARED_BYTES,
+  NVSHMEM_OPERATORS,
   type ResolvedOptions,
+  TRANSFER_BACKENDS,
+  type TransferBackend,
 } from "./core/options.js";
+export { DEFAULT_TOLERANCE, isOperatorDtype, OPERATOR_DTYPES, type OperatorDtype } from "./core/dtype.js";
 export { planHostOps, commStreamName } from "./schedule/host-ops.js";
 export { mBlockTables, type MBlockTables } from "./schedule/m-block-tables.js";
 export { producerOrder } from "./schedule/producer-order.js";
@@ -149,6 +153,7 @@ export {
 } from "./compute/configs.js";
 export { builtinOf, describeTable, resolveCompute, type ComputeChoice, type ResolveComputeOptions } from "./compute/tuned.js";
 export { builtinBody, builtinBodyPath, BUILTIN_BODIES, type BuiltinBodyName } from "./core/builtin.js";
+export { assetFiles, assetRoot } from "./core/assets.js";
 export { bindGemm, type Binding, type GemmBindingInput } from "./core/bind.js";
 export { STREAM_K_BUFFERS, STREAM_K_PARAMS, STREAM_K_SLOTS, streamKScratch, type StreamKScratch } from "./schedule/stream-k.js";
 export { compileAgGemm, LOCAL_CONSUMER_KIND } from "./operators/ag-gemm/triton.js";

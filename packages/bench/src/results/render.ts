@@ -1,7 +1,7 @@
 // The generated views of the evidence tree, from every run's run.json: results/index.md (one
 // line per run), docs/performance.md (measured speed per operator, eager beside CUDA graph) and
 // the operator table written between the ovl:results markers of any markdown file.
-import { Operator, type Figure, type Mode, type Run } from "./schema.js";
+import { OPERATORS, Operator, type Figure, type Mode, type Run } from "./schema.js";
 
 export const BEGIN = "<!-- ovl:results:begin -->";
 export const END = "<!-- ovl:results:end -->";
@@ -104,21 +104,25 @@ export function performanceMarkdown(runs: readonly Run[]): string {
 }
 
 /**
- * The operator table between the markers: per operator, the newest run's figure of it (from a CUDA
- * graph before eager before the rest), linked with `prefix` (the runs folder seen from the file).
+ * The operator table between the markers: per operator of ovl (not its parts), the newest run's measured
+ * figure of it (from a CUDA graph before eager before the rest; a simulated one never), its run cited by a
+ * reference link defined under the table with `prefix` (the runs folder seen from the file).
  */
 export function operatorTable(runs: readonly Run[], prefix: string): string {
-  const order: Mode[] = ["graph", "eager", "kernel-alone", "one-gpu", "simulated", "cpu"];
+  const order: Mode[] = ["graph", "eager", "kernel-alone", "one-gpu"];
+  const measured = (f: Figure): boolean => f.unit === "×" && order.includes(f.mode);
   const lines = ["| operator | measured | against | where | evidence |", "| --- | --- | --- | --- | --- |"];
-  for (const op of Operator.options) {
-    const row = rowsOf(runs, op).find((r) => r.figures.some((f) => f.unit === "×"));
+  const cited = new Set<string>();
+  for (const op of OPERATORS) {
+    const row = rowsOf(runs, op).find((r) => r.figures.some(measured));
     if (row === undefined) continue;
-    const f = row.figures.filter((x) => x.unit === "×").sort((a, b) => order.indexOf(a.mode) - order.indexOf(b.mode))[0]!;
+    const f = row.figures.filter(measured).sort((a, b) => order.indexOf(a.mode) - order.indexOf(b.mode))[0]!;
     const where = `${f.world === undefined ? "" : `world ${f.world}, `}${row.run.meta.device}`;
     const cols = [op, `${figureText(f)} ${MODE_WORDS[f.mode]}`, f.baseline ?? "", where].map(cell);
-    lines.push(`| ${[...cols, link(row.run, prefix)].join(" | ")} |`);
+    lines.push(`| ${[...cols, `[${row.run.name}]`].join(" | ")} |`);
+    cited.add(row.run.name);
   }
-  return lines.join("\n");
+  return [...lines, "", ...[...cited].map((name) => `[${name}]: ${prefix}${name}/`)].join("\n");
 }
 
 /**

@@ -90,7 +90,8 @@ describe("the generated views", () => {
     const old: Run = { name: "a-2026-11-01", dir: "", meta: meta("2026-11-01", [{ ...fig, mode: "graph", value: 1.5 }]) };
     const now: Run = { name: "b-2026-11-02", dir: "", meta: meta("2026-11-02", [{ ...fig, mode: "eager", value: 0.9 }, { ...fig, mode: "graph", value: 1.2 }]) };
     const table = operatorTable([old, now], "results/runs/");
-    expect(table).toContain("| gemm-rs | 1.20× from a CUDA graph | NCCL | world 4, 4×H100 | [b-2026-11-02](results/runs/b-2026-11-02/) |");
+    expect(table).toContain("| gemm-rs | 1.20× from a CUDA graph | NCCL | world 4, 4×H100 | [b-2026-11-02] |");
+    expect(table).toContain("\n[b-2026-11-02]: results/runs/b-2026-11-02/");
     expect(table).not.toContain("1.50×");
     const doc = `# README\n\n${BEGIN}\nold table\n${END}\n\nmore\n`;
     const once = replaceMarkers(doc, table);
@@ -100,6 +101,24 @@ describe("the generated views", () => {
     expect(replaceMarkers("# no markers\n", table)).toBe("# no markers\n");
     const quoted = `between \`${BEGIN}\` and \`${END}\` of a file\n`;
     expect(replaceMarkers(quoted, table)).toBe(quoted);
+  });
+
+  it("never puts a simulated figure in the operator table, nor a part of an operator", () => {
+    const real: Run = { name: "a-2026-11-01", dir: "", meta: meta("2026-11-01", [{ ...fig, mode: "graph", value: 1.1 }]) };
+    const sim: Run = { name: "b-2026-11-02", dir: "", meta: meta("2026-11-02", [{ ...fig, mode: "simulated", value: 1.5 }]) };
+    const compute = { ...fig, operator: "compute", mode: "kernel-alone", value: 0.9 } as const;
+    const part: Run = { name: "c-2026-11-03", dir: "", meta: meta("2026-11-03", [compute]) };
+    const table = operatorTable([real, sim, part], "runs/");
+    expect(table).toContain("| gemm-rs | 1.10× from a CUDA graph | NCCL | world 4, 4×H100 | [a-2026-11-01] |");
+    expect(table).not.toContain("1.50×");
+    expect(table).not.toContain("compute");
+  });
+
+  it("keeps every line of the repository's operator table within 200 characters (the README's limit)", () => {
+    const long = operatorTable(runs, "results/runs/")
+      .split("\n")
+      .filter((line) => line.length > 200);
+    expect(long).toEqual([]);
   });
 
   it("refuses a run folder without run.json, or with one that does not parse", () => {

@@ -13,11 +13,21 @@ export const RUN_SCHEMA = "ovl.run/v1" as const;
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "../../../..");
 export const RUNS_DIR = join(REPO_ROOT, "results/runs");
 
+/** ovl's operators as runs name them (the MLP layer's training step, `mlp-train`, among them). */
+export const OPERATORS = [
+  "ag-gemm",
+  "gemm-rs",
+  "gemm-ar",
+  "a2a-gemm",
+  "ag-moe",
+  "moe-rs",
+  "ag-attention",
+  "ag-gemm-silu",
+  "mlp",
+  "mlp-train",
+] as const;
 /** What a run measured: an operator of ovl, a part of one, or a CPU-side package. */
-export const Operator = z.enum([
-  ...(["ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe", "moe-rs", "ag-attention", "ag-gemm-silu", "mlp", "mlp-train"] as const),
-  ...(["compute", "comm", "rs-reduce", "compile", "mapping", "chunk-plan"] as const),
-]);
+export const Operator = z.enum([...OPERATORS, ...(["compute", "comm", "rs-reduce", "compile", "mapping", "chunk-plan"] as const)]);
 export type Operator = z.infer<typeof Operator>;
 
 /**

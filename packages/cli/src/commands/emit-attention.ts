@@ -2,7 +2,8 @@
 // template (swizzle, ring — Mercury's ring-attention shift — or hierarchical) while ovl's
 // built-in flash-attention body (or --kernel) computes; kernels, manifest and plan written.
 import type { ChunkPlan } from "@ovl/chunk-plan";
-import { attentionGemmView, builtinBody, compile, type AttentionProblem, type OperatorInput } from "@ovl/tlx-emitter";
+import { attentionGemmView, builtinBody, compile, type AttentionProblem, type OperatorDtype, type OperatorInput } from "@ovl/tlx-emitter";
+import { DEFAULT_DTYPE, dtypeSuffix } from "../dtype.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
@@ -16,6 +17,8 @@ export interface AttentionFlags {
   kvHeads?: number;
   headDim?: number;
   causal?: boolean;
+  /** `--dtype` (checked by its parser; default bf16). */
+  dtype?: OperatorDtype;
   world?: number;
   mesh?: string;
   template?: string;
@@ -38,7 +41,7 @@ export function attentionOfFlags(f: AttentionFlags): AttentionProblem {
 
 /** The kv AllGather of the flags (`gatherPlan`). */
 export function attentionPlan(f: AttentionFlags, a: AttentionProblem): ChunkPlan {
-  return gatherPlan(f, { name: "kv", shape: [a.S, attentionGemmView(a).K], dtype: "bf16" }, "ag-attention", "kv");
+  return gatherPlan(f, { name: "kv", shape: [a.S, attentionGemmView(a).K], dtype: f.dtype ?? DEFAULT_DTYPE }, "ag-attention", "kv");
 }
 
 /** `--tile QxKV` (query rows × kv rows; a third number, if given, must be the head dimension). */
@@ -60,7 +63,8 @@ export async function emitAttentionCommand(
   const plan = attentionPlan(f, a);
   const tile = attentionTile(f.tile, a.headDim);
   const world = parseMesh(f).reduce((x, y) => x * y, 1);
-  const name = `ag_attention_s${a.S}_h${a.heads}_kv${a.kvHeads}_d${a.headDim}${a.causal ? "_causal" : ""}_w${world}`;
+  const dtype = f.dtype ?? DEFAULT_DTYPE;
+  const name = `ag_attention_s${a.S}_h${a.heads}_kv${a.kvHeads}_d${a.headDim}${a.causal ? "_causal" : ""}${dtypeSuffix(dtype, "_")}_w${world}`;
   const op: OperatorInput = {
     name,
     kind: "ag-attention",
@@ -69,15 +73,16 @@ export async function emitAttentionCommand(
     problem: attentionGemmView(a),
     attention: a,
     ...(tile === undefined ? {} : { tile }),
+    options: { dtype },
   };
   const result = await compile(op);
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const k = result.manifest.kernels[0];
   const blocks = `${String(k?.constexprs.BLOCK_M)}x${String(k?.constexprs.BLOCK_N)}`;
   return {
-    json: { name, dir, manifest, files, world, attention: result.manifest.reference.attention, blocks },
+    json: { name, dir, manifest, files, world, dtype, attention: result.manifest.reference.attention, blocks },
     lines: [
-      `${name}: attention over S=${a.S} (${a.heads} heads, ${a.kvHeads} kv heads, head dim ${a.headDim}${a.causal ? ", causal" : ""}), kv gathered by ${f.template ?? "swizzle"} on ${world} ranks`,
+      `${name}: attention over S=${a.S} (${a.heads} heads, ${a.kvHeads} kv heads, head dim ${a.headDim}${a.causal ? ", causal" : ""}${dtypeSuffix(dtype, ", ")}), kv gathered by ${f.template ?? "swizzle"} on ${world} ranks`,
       `  blocks ${blocks} (query rows x kv rows), body ${op.body.path}`,
       ...files.map((x) => `wrote ${x}`),
       `run it: ovl run ${manifest} --emulate --engine interpret    (or on GPUs: ovl run ${manifest} --gpus ${world})`,

@@ -5,7 +5,8 @@ import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { allGatherSwizzle, planSignals } from "@ovl/chunk-plan";
 import type { TargetName } from "@ovl/primitives";
-import { compile, compileMlp, gemmSiluMulBody, withSiluMulDefaults } from "@ovl/tlx-emitter";
+import { compile, compileMlp, gemmSiluMulBody, withSiluMulDefaults, type OperatorDtype } from "@ovl/tlx-emitter";
+import { DEFAULT_DTYPE, dtypeSuffix } from "../dtype.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
@@ -19,6 +20,8 @@ export interface MlpFlags {
   m?: number;
   n?: number;
   k?: number;
+  /** `--dtype` (checked by its parser; default bf16). */
+  dtype?: OperatorDtype;
   world?: number;
   mesh?: string;
   split?: number;
@@ -52,7 +55,8 @@ export async function emitMlpCommand(f: MlpFlags, outDir: string): Promise<Comma
   if (mesh.length !== 1) throw new UsageError("unsupported", "ovl emit mlp runs on a flat world (--world), not a mesh");
   const world = mesh[0]!;
   const tile = tileOf(f.tile);
-  const name = `mlp_t${M}_h${hidden}_i${intermediate}_w${world}`;
+  const dtype = f.dtype ?? DEFAULT_DTYPE;
+  const name = `mlp_t${M}_h${hidden}_i${intermediate}${dtypeSuffix(dtype, "_")}_w${world}`;
   const r = await compileMlp({
     name,
     world,
@@ -62,6 +66,7 @@ export async function emitMlpCommand(f: MlpFlags, outDir: string): Promise<Comma
     split: f.split ?? 1,
     ...(tile ? { upTile: tile, downTile: tile } : {}),
     ...(f.target === undefined ? {} : { target: f.target }),
+    options: { dtype },
   });
   const dir = resolve(outDir);
   const files: string[] = [];
@@ -76,9 +81,9 @@ export async function emitMlpCommand(f: MlpFlags, outDir: string): Promise<Comma
     kernels: s.result.manifest.kernels.map((k) => ({ name: k.name, stream: k.stream, template: k.template.kind })),
   }));
   return {
-    json: { name, dir, chain: chainPath, files, world, mlp: { tokens: M, hidden, intermediate }, stages },
+    json: { name, dir, chain: chainPath, files, world, dtype, mlp: { tokens: M, hidden, intermediate }, stages },
     lines: [
-      `${name}: X [${M}, ${hidden}] gathered on ${world} ranks → silu(X W_gate) * (X W_up) [${M}, ${intermediate}] per rank → @ W_down, reduce-scattered`,
+      `${name}: X [${M}, ${hidden}] gathered on ${world} ranks → silu(X W_gate) * (X W_up) [${M}, ${intermediate}] per rank → @ W_down, reduce-scattered${dtypeSuffix(dtype, ", ")}`,
       ...stages.map((s) => `  stage ${s.name} (${s.operator}): ${s.kernels.map((k) => k.name).join(", ")}`),
       ...files.map((x) => `wrote ${x}`),
       `run it: python -m ovl_runtime chain ${chainPath}    (every stage emulated on the CPU, checked end to end)`,
@@ -102,10 +107,11 @@ export async function emitAgGemmSiluCommand(f: AgGemmSiluFlags, outDir: string):
   if (mesh.length !== 1) throw new UsageError("unsupported", "ovl emit ag-gemm-silu runs on a flat world (--world), not a mesh");
   const world = mesh[0]!;
   const tile = tileOf(f.tile);
-  const name = `ag_gemm_silu_t${M}_h${hidden}_i${intermediate}_w${world}`;
+  const dtype = f.dtype ?? DEFAULT_DTYPE;
+  const name = `ag_gemm_silu_t${M}_h${hidden}_i${intermediate}${dtypeSuffix(dtype, "_")}_w${world}`;
   const plan = planSignals(
     allGatherSwizzle({
-      tensor: { name: "X", shape: [M, hidden], dtype: "bf16" },
+      tensor: { name: "X", shape: [M, hidden], dtype },
       axis: 0,
       mesh: [world],
       split: f.split ?? 2,
@@ -120,13 +126,14 @@ export async function emitAgGemmSiluCommand(f: AgGemmSiluFlags, outDir: string):
       body: gemmSiluMulBody(),
       problem: { M, N: intermediate, K: hidden },
       ...(tile ? { tile } : {}),
+      options: { dtype },
     }),
   );
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   return {
-    json: { name, dir, manifest, files, world, mlp: { tokens: M, hidden, intermediate } },
+    json: { name, dir, manifest, files, world, dtype, mlp: { tokens: M, hidden, intermediate } },
     lines: [
-      `${name}: X [${M}, ${hidden}] gathered on ${world} ranks → silu(X W_gate) * (X W_up) [${M}, ${intermediate}] per rank`,
+      `${name}: X [${M}, ${hidden}] gathered on ${world} ranks → silu(X W_gate) * (X W_up) [${M}, ${intermediate}] per rank${dtypeSuffix(dtype, ", ")}`,
       ...files.map((x) => `wrote ${x}`),
       `run it: ovl run ${manifest} --emulate`,
     ],

@@ -5,6 +5,7 @@
 import { planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
 import { builtinBody, compile, MOE_RS_DEFAULT_BODY, MOE_RS_DEFAULT_TILE, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
+import { DEFAULT_DTYPE, dtypeSuffix } from "../dtype.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
 import { moeSize, moeTile, parseChoices, type MoeFlags } from "./emit-moe.js";
@@ -60,7 +61,7 @@ export function moeRsPlan(f: MoeFlags, p: MoeRsFlagsProblem): ChunkPlan {
   const split = f.split ?? (perRank % 2 === 0 ? 2 : 1);
   if (perRank % split !== 0)
     throw new UsageError("bad-shape", `--split ${split} must divide each rank's ${perRank} tokens (a slab is whole tokens)`);
-  const tensor = { name: "moe_slots", shape: [p.tokens * p.topk, p.hidden], dtype: "bf16" as const };
+  const tensor = { name: "moe_slots", shape: [p.tokens * p.topk, p.hidden], dtype: f.dtype ?? DEFAULT_DTYPE };
   return planSignals(reduceScatterDirect({ tensor, src: "moe_slots_partial", axis: 0, mesh, split, afterCompute: true }));
 }
 
@@ -70,7 +71,8 @@ export async function emitMoeRsCommand(f: MoeFlags, outDir: string, kernelFile?:
   const plan = moeRsPlan(f, p);
   const tile = moeTile(f.tile, MOE_RS_DEFAULT_TILE);
   const world = parseMesh(f).reduce((x, y) => x * y, 1);
-  const name = `moe_rs_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${p.experts}_top${p.topk}_w${world}`;
+  const dtype = f.dtype ?? DEFAULT_DTYPE;
+  const name = `moe_rs_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${p.experts}_top${p.topk}${dtypeSuffix(dtype, "_")}_w${world}`;
   const op: OperatorInput = {
     name,
     kind: "moe-rs",
@@ -79,15 +81,16 @@ export async function emitMoeRsCommand(f: MoeFlags, outDir: string, kernelFile?:
     problem: { M: p.tokens, N: p.hidden, K: p.intermediate },
     moe: { experts: p.experts, topk: p.topk, ...(p.choices === undefined ? {} : { choices: p.choices }) },
     tile,
+    options: { dtype },
   };
   const result = await compile(op);
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   const slabs = result.manifest.signals.slots - 1;
   return {
-    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile, slabs } },
+    json: { name, dir, manifest, files, world, dtype, kernels, moe: { ...p, tile, slabs } },
     lines: [
-      `${name}: ${p.tokens} tokens (hidden ${p.hidden}) reduce-scattered over ${world} ranks in ${slabs} slabs, top-${p.topk} of ${p.experts} experts, intermediate ${p.intermediate} per rank`,
+      `${name}: ${p.tokens} tokens (hidden ${p.hidden}) reduce-scattered over ${world} ranks in ${slabs} slabs, top-${p.topk} of ${p.experts} experts, intermediate ${p.intermediate} per rank${dtypeSuffix(dtype, ", ")}`,
       `  tile ${tile.BM}x${tile.BN}x${tile.BK}, body ${op.body.path}; routing tables and slab targets computed on the device`,
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...files.map((x) => `wrote ${x}`),

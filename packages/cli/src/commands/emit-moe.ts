@@ -3,7 +3,16 @@
 // built-in gather + grouped GEMM body (or --kernel) computes each expert's rows.
 import type { ChunkPlan } from "@ovl/chunk-plan";
 import type { TargetName } from "@ovl/primitives";
-import { builtinBody, compileOperator, MOE_DEFAULT_TILE, tritonBackend, type MoeRouting, type OperatorInput } from "@ovl/tlx-emitter";
+import {
+  builtinBody,
+  compileOperator,
+  MOE_DEFAULT_TILE,
+  tritonBackend,
+  type MoeRouting,
+  type OperatorDtype,
+  type OperatorInput,
+} from "@ovl/tlx-emitter";
+import { DEFAULT_DTYPE, dtypeSuffix } from "../dtype.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeCompute } from "./emit.js";
@@ -22,6 +31,8 @@ export interface MoeFlags {
   m?: number;
   n?: number;
   k?: number;
+  /** `--dtype` (checked by its parser; default bf16). */
+  dtype?: OperatorDtype;
   world?: number;
   mesh?: string;
   template?: string;
@@ -82,7 +93,7 @@ export function parseChoices(text: string, experts: number): number[] {
 
 /** The token AllGather of the flags (`gatherPlan`). */
 export function moePlan(f: MoeFlags, p: MoeProblem): ChunkPlan {
-  return gatherPlan(f, { name: "X", shape: [p.tokens, p.hidden], dtype: "bf16" }, "ag-moe", "tokens");
+  return gatherPlan(f, { name: "X", shape: [p.tokens, p.hidden], dtype: f.dtype ?? DEFAULT_DTYPE }, "ag-moe", "tokens");
 }
 
 /** The `--tile BMxBNxBK` of a MoE command (`fallback` without one). */
@@ -112,7 +123,8 @@ export async function emitMoeCommand(
   const plan = moePlan(f, p);
   const world = parseMesh(f).reduce((x, y) => x * y, 1);
   const { experts, topk } = p.routing;
-  const name = `ag_moe_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${experts}_top${topk}_w${world}`;
+  const dtype = f.dtype ?? DEFAULT_DTYPE;
+  const name = `ag_moe_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${experts}_top${topk}${dtypeSuffix(dtype, "_")}_w${world}`;
   const input: OperatorInput = {
     name,
     kind: "ag-moe",
@@ -121,15 +133,16 @@ export async function emitMoeCommand(
     problem: { M: p.tokens, N: p.intermediate, K: p.hidden },
     moe: p.routing,
     ...(f.tile === undefined ? {} : { tile: moeTile(f.tile) }),
+    options: { dtype },
   };
   // compile() resolves the compute configuration once (`--tile`, else the tuned table of the shape and routing).
   const { operator: op, compute: choice, result } = await compileOperator(input, tritonBackend, target === undefined ? {} : { target });
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   return {
-    json: { name, dir, manifest, files, world, kernels, moe: { ...p, tile: op.tile, body: op.body.path }, compute: choice },
+    json: { name, dir, manifest, files, world, dtype, kernels, moe: { ...p, tile: op.tile, body: op.body.path }, compute: choice },
     lines: [
-      `${name}: ${p.tokens} tokens (hidden ${p.hidden}) gathered by ${f.template ?? "swizzle"} on ${world} ranks, top-${topk} of ${experts} experts, intermediate ${p.intermediate} per rank`,
+      `${name}: ${p.tokens} tokens (hidden ${p.hidden}) gathered by ${f.template ?? "swizzle"} on ${world} ranks, top-${topk} of ${experts} experts, intermediate ${p.intermediate} per rank${dtypeSuffix(dtype, ", ")}`,
       `  ${describeCompute(op, choice)}; routing tables computed on the device`,
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...files.map((x) => `wrote ${x}`),

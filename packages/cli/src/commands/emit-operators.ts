@@ -2,13 +2,14 @@
 // declares command-line options. Its flags are the entry's own declarations plus the shared
 // options it names (declared once, here); its action is the operator's emission routine.
 import type { Command } from "commander";
-import { OPERATOR_REGISTRY, type OperatorDefinition, type OptionDeclaration, type SharedOption } from "@ovl/tlx-emitter";
-import { CliError } from "../errors.js";
+import { OPERATOR_DTYPES, OPERATOR_REGISTRY, type OperatorDefinition, type OptionDeclaration, type SharedOption } from "@ovl/tlx-emitter";
+import { DEFAULT_DTYPE, parseDtypeFlag } from "../dtype.js";
+import { CliError, UsageError } from "../errors.js";
 import { printOutput, type CommandOutput, type Io } from "../io.js";
 import { positiveInt } from "../options.js";
 import { parseOperator, resolveProblem, TEMPLATES, type ProblemFlags } from "../problem.js";
 import { parseTargetFlag, TARGET_NAMES } from "../target.js";
-import { emitCommand, readKernelFile } from "./emit.js";
+import { emitCommand, readKernelFile, type ComputePins } from "./emit.js";
 import { rowsRequest } from "./rows.js";
 import { emitAttentionCommand, type AttentionFlags } from "./emit-attention.js";
 import { emitMoeCommand, type MoeFlags } from "./emit-moe.js";
@@ -29,6 +30,9 @@ export type EmitFlags = ProblemFlags &
     anyRows?: boolean;
     minRows?: number;
     maxRows?: number;
+    numWarps?: number;
+    numStages?: number;
+    body?: string;
   };
 
 /** How each shared option is declared: once for every operator that takes it. */
@@ -39,6 +43,8 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
       .option("--m <rows>", "explicit shape: rows M of the GEMM", positiveInt("--m"))
       .option("--n <cols>", "explicit shape: per-rank columns N", positiveInt("--n"))
       .option("--k <depth>", "explicit shape: depth K", positiveInt("--k")),
+  dtype: (c) =>
+    c.option("--dtype <type>", `element type of the tensors: ${OPERATOR_DTYPES.join(" | ")} (default ${DEFAULT_DTYPE})`, parseDtypeFlag),
   world: (c) => c.option("--world <ranks>", "ranks of the group (default 8)", positiveInt("--world")),
   mesh: (c) => c.option("--mesh <levels>", "mesh levels outermost first, e.g. 2x4 (instead of --world)"),
   template: (c, def) => {
@@ -47,7 +53,11 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   },
   side: (c) => c.option("--side <side>", "push or pull transfers (ring and swizzle; default push)"),
   split: (c) => c.option("--split <chunks>", "chunks per shard transfer (default 2)", positiveInt("--split")),
-  backend: (c) => c.option("--backend <backend>", "transfer backend: copy-engine or sm (default copy-engine)"),
+  backend: (c) =>
+    c.option(
+      "--backend <backend>",
+      "transfer backend: copy-engine, sm or nvshmem (default copy-engine; nvshmem: ag-gemm and gemm-rs emit)",
+    ),
   tile: (c) =>
     c.option("--tile <BMxBNxBK>", "the compute tile (default: the tuned configuration of the shape, else the operator's default)"),
   "group-m": (c) =>
@@ -64,8 +74,25 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   "comm-sms": (c) =>
     c.option(
       "--comm-sms <n>",
-      "with --backend sm: programs of the push kernel, SMs the GEMM leaves free (gemm-rs default: the simulator's choice of 4, 8 or 16 for the target; else 16)",
+      "with --backend sm or nvshmem: programs of the push kernel, SMs the GEMM leaves free (gemm-rs over sm: the simulator's choice of 4, 8 or 16 for the target; else 16)",
       positiveInt("--comm-sms"),
+    ),
+  "num-warps": (c) =>
+    c.option(
+      "--num-warps <n>",
+      "warps of the compute kernel (default: the tuned configuration of the shape, else the tile's default)",
+      positiveInt("--num-warps"),
+    ),
+  "num-stages": (c) =>
+    c.option(
+      "--num-stages <n>",
+      "pipeline stages of the compute kernel, at most 8 (default: the tuned configuration of the shape, else the tile's default)",
+      positiveInt("--num-stages"),
+    ),
+  body: (c, def) =>
+    c.option(
+      "--body <name>",
+      `the built-in body variant, with --tile: ${(def.compute?.bodies ?? []).join(", ")} (default: the tuned one, else ${def.compute?.bodies?.[0] ?? "the operator's"})`,
     ),
 };
 
@@ -84,17 +111,54 @@ const body = (o: EmitFlags) => (o.kernel === undefined ? undefined : readKernelF
 async function emitGemm(name: string, o: EmitFlags): Promise<CommandOutput> {
   const target = parseTargetFlag(o.target);
   const p = resolveProblem(parseOperator(name), o);
+  if (o.anyRows === true && p.backend === "nvshmem")
+    throw new UsageError(
+      "unsupported",
+      "--any-rows moves chunks with host copies instantiated per M; drop --backend nvshmem or --any-rows",
+    );
   const sources = {
     ...(o.kernel === undefined ? {} : { kernelFile: o.kernel }),
     ...(o.plan === undefined ? {} : { planFile: o.plan }),
     ...(target === undefined ? {} : { target }),
     ...(o.commSms === undefined ? {} : { commSms: o.commSms }),
     ...(o.anyRows === true ? { rows: rowsRequest(p, o, target) } : {}),
+    ...computePins(name, o),
   };
   if (o.anyRows !== true && (o.minRows !== undefined || o.maxRows !== undefined)) {
     throw new CliError("usage", "--min-rows and --max-rows go with --any-rows");
   }
   return emitCommand(p, o.out ?? `ovl-emit/${p.operator}`, o.tlx === true, sources);
+}
+
+/**
+ * `--num-warps`, `--num-stages` and `--body` as an `EmitSources` part: the compute knobs beside the
+ * tile that the flags name (the tuned configuration fills the rest). A body names one of the
+ * operator's built-in variants and, like the tile, pins a whole configuration, so it needs `--tile`.
+ * (The compiler checks the warps and stages themselves.)
+ * @throws {UsageError} a body outside the operator's family, a body without `--tile` or with `--kernel`.
+ */
+export function computePins(operator: string, o: Pick<EmitFlags, "numWarps" | "numStages" | "body" | "tile" | "kernel">): ComputePins {
+  if (o.body === undefined) {
+    return {
+      ...(o.numWarps === undefined ? {} : { numWarps: o.numWarps }),
+      ...(o.numStages === undefined ? {} : { numStages: o.numStages }),
+    };
+  }
+  const family = OPERATOR_REGISTRY.find((d) => d.name === operator)?.compute?.bodies ?? [];
+  const body = family.find((b) => b === o.body);
+  if (body === undefined)
+    throw new UsageError("usage", `--body ${o.body}: ${operator}'s built-in bodies are ${family.join(", ") || "none"}`);
+  if (o.kernel !== undefined) throw new UsageError("usage", "--body names a built-in body; --kernel brings your own: give one of them");
+  if (o.tile === undefined)
+    throw new UsageError(
+      "usage",
+      `--body ${o.body} pins a configuration: give its --tile too (without --tile the tuned table picks the body)`,
+    );
+  return {
+    body,
+    ...(o.numWarps === undefined ? {} : { numWarps: o.numWarps }),
+    ...(o.numStages === undefined ? {} : { numStages: o.numStages }),
+  };
 }
 
 /** Each registry operator's emission routine, by name (default output folder `./ovl-emit/<operator>`). */

@@ -15,7 +15,9 @@ import {
   type KernelBody,
   type Operator,
   type OperatorInput,
+  type Manifest,
   type RowsRequest,
+  type BuiltinBodyName,
 } from "@ovl/tlx-emitter";
 import type { TargetName } from "@ovl/primitives";
 import { buildPlan, consumes, gemmTiling } from "../build.js";
@@ -25,6 +27,7 @@ import { decideCommSms } from "../comm-sms.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeProblem, type Problem } from "../problem.js";
+import { dtypeSuffix } from "../dtype.js";
 
 /** What `emitProblem` wrote. */
 export interface EmittedOperator {
@@ -47,12 +50,14 @@ export function operatorName(p: Problem): string {
   const backend =
     p.operator === "gemm-ar" && p.template === "tilewise"
       ? "_tw"
-      : p.operator === "gemm-rs" || p.operator === "gemm-ar"
-        ? p.backend === "sm"
-          ? "_sm"
-          : "_ce"
-        : "";
-  return `${p.operator.replace("-", "_")}_${shape}_w${p.world}${backend}_s${p.split}`;
+      : p.backend === "nvshmem"
+        ? "_nvshmem"
+        : p.operator === "gemm-rs" || p.operator === "gemm-ar"
+          ? p.backend === "sm"
+            ? "_sm"
+            : "_ce"
+          : "";
+  return `${p.operator.replace("-", "_")}_${shape}${dtypeSuffix(p.dtype, "_")}_w${p.world}${backend}_s${p.split}`;
 }
 
 /** Where the operator's communication plan and compute body come from (default: the template and ovl's built-in body). */
@@ -68,7 +73,14 @@ export interface EmitSources {
   readonly commSms?: number;
   /** `--any-rows`: one operator for every row count of a range (ag-gemm). */
   readonly rows?: RowsRequest;
+  /** `--body`, `--num-warps`, `--num-stages`: compute knobs the flags name (`computePins`). */
+  readonly body?: BuiltinBodyName;
+  readonly numWarps?: number;
+  readonly numStages?: number;
 }
+
+/** The compute knobs beside the tile that flags may name. */
+export type ComputePins = Pick<EmitSources, "body" | "numWarps" | "numStages">;
 
 /**
  * The Operator of `p`: its plan (template or file), its body (built-in or file), its backend
@@ -78,9 +90,9 @@ export interface EmitSources {
 export function problemOperator(p: Problem, sources: EmitSources = {}): OperatorInput {
   const plan = sources.planFile === undefined ? buildPlan(p) : withSignals(readPlanFile(sources.planFile));
   const body =
-    sources.kernelFile === undefined
-      ? builtinBody(consumes(p) ? "gemm_tma_persistent" : "gemm_producer")
-      : readKernelFile(sources.kernelFile);
+    sources.kernelFile !== undefined
+      ? readKernelFile(sources.kernelFile)
+      : builtinBody(sources.body ?? (consumes(p) ? "gemm_tma_persistent" : "gemm_producer"));
   return {
     name: operatorName(p),
     kind: p.operator === "ag-gemm" || p.operator === "gemm-ar" || p.operator === "a2a-gemm" ? p.operator : "gemm-rs",
@@ -92,9 +104,13 @@ export function problemOperator(p: Problem, sources: EmitSources = {}): Operator
     ...(p.named.tile || p.named.groupM ? { groupM: p.groupSizeM } : {}),
     // The tile-wise AllReduce moves strided tiles, which only SM pushes do.
     options: {
+      dtype: p.dtype,
       backend: tilewise(p) ? "sm" : p.backend,
       ...(sources.commSms === undefined ? {} : { commSms: sources.commSms }),
       ...(sources.timing ? { timing: sources.timing } : {}),
+      // Named warps and stages win over the tuned entry's (`resolveCompute` keeps what the operator names).
+      ...(sources.numWarps === undefined ? {} : { numWarps: sources.numWarps }),
+      ...(sources.numStages === undefined ? {} : { numStages: sources.numStages }),
     },
   };
 }
@@ -127,6 +143,18 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
     throw new UsageError(
       "unsupported",
       `${p.operator === "ag-gemm" ? "AG+GEMM" : "A2A+GEMM"} is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)`,
+    );
+  }
+  if (p.backend === "nvshmem" && p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
+    throw new UsageError(
+      "unsupported",
+      `--backend nvshmem realises ag-gemm's chunk pushes and gemm-rs's slab pushes; ${p.operator} takes --backend copy-engine${p.operator === "gemm-ar" ? " or sm" : ""}`,
+    );
+  }
+  if (p.backend === "nvshmem" && sources.rows !== undefined) {
+    throw new UsageError(
+      "unsupported",
+      "--any-rows moves chunks with host copies instantiated per M; drop --backend nvshmem or --any-rows",
     );
   }
   if (sources.planFile === undefined && p.template === "direct" && p.operator === "ag-gemm") {
@@ -225,6 +253,7 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
       files: [...e.files, ...tlxFiles],
       kernels,
       world: p.world,
+      dtype: p.dtype,
       ...(comm === undefined ? {} : { commSms: comm.commSms }),
       compute: {
         ...e.operator.tile,
@@ -251,12 +280,21 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
       `${e.name}: ${describeProblem(p)}${sources.kernelFile === undefined ? "" : ` — body ${sources.kernelFile}`}${sources.planFile === undefined ? "" : ` — plan ${sources.planFile}`}`,
       `  compute: ${describeCompute(e.operator, e.compute)}`,
       ...(comm === undefined ? [] : [`  push kernel: ${comm.commSms} SMs (${comm.why})`]),
+      ...rowsLines(e.result.manifest.rows),
       ...(t === undefined ? [] : [`  tlx: ${describeTlx(t)}; build the cubin with tlx-aot-compile.py ${join(t.dir, "manifest.json")}`]),
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...[...e.files, ...tlxFiles].map((f) => `wrote ${f}`),
       `run it: ovl run ${e.manifestPath} --emulate    (or on GPUs: ovl run ${e.manifestPath} --gpus ${p.world})`,
     ],
   };
+}
+
+/** What an any-row-count operator serves, and where it does not overlap. */
+function rowsLines(rows: Manifest["rows"]): string[] {
+  if (rows === undefined) return [];
+  const serves = `  rows: every M from ${rows.range.min} to ${rows.range.max} in multiples of ${rows.multiple} (described at ${rows.at})`;
+  if (rows.fallbackBelow === undefined) return [serves];
+  return [serves, `  not overlapped below ${rows.fallbackBelow} rows: ${rows.fallbackReason ?? "the plain sequence is faster there"}`];
 }
 
 /** One line naming the compiled tile and where it came from, e.g. `tile 128x128x64, group 8 (tuned h100 table, exact shape)`. */

@@ -34,7 +34,8 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
   if (min % p.world || max % p.world || min > max) {
     throw new UsageError("usage", `--min-rows ${min} and --max-rows ${max} must be multiples of --world ${p.world}, min <= max`);
   }
-  const request: RowsRequest = { min, max, split: p.split };
+  // The emitter raises the least rows to what its resolved tile needs: a --min-rows not given is left to it.
+  const request: RowsRequest = { ...(o.minRows === undefined ? {} : { min }), max, split: p.split };
   const hw = MODELS[target ?? DEFAULT_TARGET.name];
   if (hw === undefined) return request;
   const sweep = rowSweep(min, max, p.world).map((M) => ({ M, speedup: predict({ ...p, M }, hw.name).speedup }));

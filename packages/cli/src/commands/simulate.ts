@@ -50,27 +50,34 @@ export function predict(p: Problem, device: string, commSms?: number, notifyAt: 
       `ovl simulate predicts fused operators (ag-gemm, gemm-rs, gemm-ar), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`,
     );
   }
+  if (p.backend === "nvshmem") {
+    throw new UsageError(
+      "unsupported",
+      "the simulator has no model of NVSHMEM puts; simulate --backend sm (device-initiated stores, as close as it models) or copy-engine, and measure nvshmem on GPUs",
+    );
+  }
   // The tile-wise AllReduce is priced as the tuner prices it: the partitioned plan at one
   // chunk per m-block, reduced on its communication SMs beside the GEMM (SM pushes).
   const tilewise = p.operator === "gemm-ar" && p.template === "tilewise";
   const rows = p.M / p.world;
-  const priced: Problem = tilewise ? { ...p, template: "direct", split: Math.max(1, Math.floor(rows / p.tile.BM)), backend: "sm" } : p;
+  const backend = tilewise ? "sm" : p.backend;
+  const priced: Problem = tilewise ? { ...p, template: "direct", split: Math.max(1, Math.floor(rows / p.tile.BM)), backend } : p;
   const plan = buildPlan(priced);
   // GEMM+RS and the partitioned GEMM+AR over SM pushes get the push SMs `ovl emit` gives them (chooseCommSms on
   // this model), unless named; other SM kernels the emitter's default.
   const hw = HARDWARE_MODELS[device];
   const sms = commSms ?? (hw === undefined ? undefined : modelCommSms(p, hw)?.commSms) ?? DEFAULT_COMM_SMS;
   // Over SM pushes the emitted producer leaves the push kernel's SMs free: its persistent grid is smaller.
-  const pushSms = priced.backend === "sm" ? sms : 0;
+  const pushSms = backend === "sm" ? sms : 0;
   const schedule = buildSchedule({ ...priced, numSms: Math.max(1, priced.numSms - pushSms) }, plan);
   // The fused GEMM is what ovl emits: the Triton kernel, priced by the model's calibration of it.
   const triton = hw?.tritonGemm !== undefined;
   const sim = simulate(plan, schedule, {
     hardware: device,
-    backend: priced.backend,
-    ...(priced.backend === "sm" || commSms !== undefined ? { commSms: sms } : {}),
+    backend,
+    ...(backend === "sm" || commSms !== undefined ? { commSms: sms } : {}),
     ...(triton ? { computeKernel: { kind: "triton" as const } } : {}),
-    ...(p.operator === "gemm-ar" ? allReduceOptions(tilewise ? "tilewise" : "partitioned", priced.backend, sms) : {}),
+    ...(p.operator === "gemm-ar" ? allReduceOptions(tilewise ? "tilewise" : "partitioned", backend, sms) : {}),
     notifyAt,
   });
   const ag = p.operator === "ag-gemm";

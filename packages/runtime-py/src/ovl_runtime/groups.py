@@ -5,6 +5,9 @@
   written for one rank runs all ranks at once when the ops around it broadcast over that
   dimension (matmul, elementwise, norms, attention over a batch). For checking correctness
   on single-GPU machines; its timings are not performance figures.
+- :class:`EmulatedGroup`: every rank of a world in this process on the CPU, tensors stacked like a
+  one-GPU group's; each operator runs its compiled manifest through the CPU emulation
+  (:mod:`ovl_runtime._runner.emulated`). For tests without a GPU: CPU tensors, float32 or bf16.
 - :class:`DistGroup`: a ``torch.distributed`` process group, one rank per process (torchrun);
   tensors are this rank's own.
 
@@ -22,9 +25,9 @@ from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["DistGroup", "Group", "OneGpuGroup", "resolve_group"]
+__all__ = ["DistGroup", "EmulatedGroup", "Group", "OneGpuGroup", "resolve_group"]
 
-_registry: dict[str, OneGpuGroup] = {}
+_registry: dict[str, OneGpuGroup | EmulatedGroup] = {}
 _dist: dict[str, DistGroup] = {}
 _ids = itertools.count()
 
@@ -47,6 +50,42 @@ class OneGpuGroup:
             raise UsageError(f"a one-GPU group needs a positive world size, got {self.world!r}")
         if not self.name:
             self.name = f"onegpu{self.world}-{next(_ids)}"
+        if self.name in _registry and _registry[self.name] is not self:
+            raise UsageError(f"a group named {self.name!r} exists already")
+        _registry[self.name] = self
+
+    @property
+    def stacked(self) -> bool:
+        """Tensors carry every rank, stacked along dimension 0."""
+        return True
+
+
+#: The CPU emulation engines an :class:`EmulatedGroup` runs the manifests with.
+EMULATION_ENGINES = ("numpy", "interpret")
+
+
+@dataclass(eq=False)
+class EmulatedGroup:
+    """``world`` ranks in this process on the CPU: each operator's compiled manifest (found or compiled as for
+    the GPU groups) runs through the CPU emulation on the caller's tensors.
+
+    Tensors carry the rank first (``[world, ...]``), as a :class:`OneGpuGroup`'s, and are CPU tensors, float32
+    or bf16: the emulation computes in float32 whatever the kernels' element type. ``engine``: ``numpy`` (the
+    kernel templates re-implemented, fast) or ``interpret`` (the emitted Triton source under Triton's
+    interpreter; needs the ``interpret`` extra). ``name``: as a one-GPU group's (default ``emulated<world>-<n>``)."""
+
+    world: int
+    engine: str = "numpy"
+    name: str = ""
+    kind: str = field(default="emulated", init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.world, int) or isinstance(self.world, bool) or self.world < 1:
+            raise UsageError(f"an emulated group needs a positive world size, got {self.world!r}")
+        if self.engine not in EMULATION_ENGINES:
+            raise UsageError(f"an emulated group runs the engine {' or '.join(EMULATION_ENGINES)}, not {self.engine!r}")
+        if not self.name:
+            self.name = f"emulated{self.world}-{next(_ids)}"
         if self.name in _registry and _registry[self.name] is not self:
             raise UsageError(f"a group named {self.name!r} exists already")
         _registry[self.name] = self
@@ -83,12 +122,12 @@ class DistGroup:
         return g
 
 
-Group = OneGpuGroup | DistGroup
+Group = OneGpuGroup | DistGroup | EmulatedGroup
 
 
 def resolve_group(group: Any) -> Group:
-    """The group ``group`` names: a group object, a one-GPU group's name, a process group or its name."""
-    if isinstance(group, (OneGpuGroup, DistGroup)):
+    """The group ``group`` names: a group object, a one-GPU or emulated group's name, a process group or its name."""
+    if isinstance(group, (OneGpuGroup, DistGroup, EmulatedGroup)):
         return group
     if isinstance(group, str):
         if group in _registry:
@@ -110,4 +149,6 @@ def resolve_group(group: Any) -> Group:
             return DistGroup.of(group)
     except ImportError:
         pass
-    raise UsageError(f"a group is a OneGpuGroup, a torch.distributed ProcessGroup or the name of either, not {type(group).__name__}")
+    raise UsageError(
+        f"a group is a OneGpuGroup, an EmulatedGroup, a torch.distributed ProcessGroup or the name of one, not {type(group).__name__}"
+    )

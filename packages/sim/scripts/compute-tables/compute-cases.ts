@@ -53,7 +53,7 @@ export function shapeOperator(s: Pick<ComputeShape, "name" | "op" | "world" | "M
 }
 
 /** `op` pinned to configuration `c` (explicit tile, grouping, launch and body). */
-function pinned(op: OperatorInput, c: ComputeConfig, name: string): OperatorInput {
+export function pinned(op: OperatorInput, c: ComputeConfig, name: string): OperatorInput {
   return {
     ...op,
     name,
@@ -74,7 +74,7 @@ export function emittedCase(
   label: string,
   config: ComputeConfig,
   role: NonNullable<ComputeCase["role"]>,
-  s: ComputeShape,
+  s: Pick<ComputeShape, "M" | "N">,
 ): ComputeCase {
   const k = r.manifest.kernels.find((x) => COMPUTE_KINDS.includes(x.template.kind));
   if (k === undefined) throw new Error(`${label}: no compute kernel in the manifest`);

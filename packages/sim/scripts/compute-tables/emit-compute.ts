@@ -3,6 +3,10 @@
 //   tsx scripts/compute-tables/emit-compute.ts sweep <out-dir> [--k 16] [--target h200]
 //                                                          the model's best k configurations
 //                                                          of every built-in body variant, per shape
+//   tsx scripts/compute-tables/emit-compute.ts tune <out-dir> [--top-k 5] [--shapes shapes.json] [--target h200]
+//                                                          per shape off the tables (tune-shapes.ts), the
+//                                                          candidates `ovl candidates` lists for the torch
+//                                                          API's key (the table's pick first), emitted
 //   tsx scripts/compute-tables/emit-compute.ts bench <out-dir> [--sweep results.json --alternatives 3]
 //                                [--model-k 12 --model-roles producer] [--target h200]
 //                                [--bodies gemm_tma_persistent_streamk] [--ops ag-gemm]
@@ -12,7 +16,7 @@
 // (default: compile()'s default target) names the GPU: the model of the sweep, and the table
 // whose configurations bench's tuned cases take, as compile(op, backend, { target }) would;
 // compute.json records it, and compute_bench.py copies it into its results.
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_TARGET, TARGETS, type TargetName } from "@ovl/primitives";
 import {
@@ -35,6 +39,8 @@ import {
 } from "@ovl/tlx-emitter";
 import { benchCases } from "./compute-cases.js";
 import { computeShapes, type ComputeShape } from "./compute-shapes.js";
+import { tuneCases, type TuneBenchFile } from "./tune-cases.js";
+import { shapesFromJson, tuneShapes } from "./tune-shapes.js";
 
 /** An argument of a timed kernel, as compute_bench.py binds it. */
 export type CaseArg =
@@ -60,8 +66,13 @@ export interface ComputeCase {
   readonly constexprs: Readonly<Record<string, number>>;
   /** Tiles of the problem: the persistent grid is min(SMs, tiles). */
   readonly tiles: number;
-  /** In a bench run: the tuned kernel, its plain body, the previous default, another configuration, a plain TLX GEMM, or the TLX backend's kernel. */
-  readonly role?: "tuned" | "tuned-plain" | "previous" | "alternative" | "tlx" | "tlx-emitted";
+  /**
+   * In a bench run: the tuned kernel, its plain body, the previous default, another configuration, a plain TLX GEMM, or the TLX backend's kernel.
+   * In a tune run: the table's pick (what the torch API binds without tuning) or another of the candidates an on-device tuner times.
+   */
+  readonly role?: "tuned" | "tuned-plain" | "previous" | "alternative" | "tlx" | "tlx-emitted" | "table" | "candidate";
+  /** A tune run: where `ovl candidates` took the configuration from (table, default, nearest, model). */
+  readonly source?: string;
   /** TLX cases: the consumer schedule and ring of the kernel. */
   readonly warpSpecialization?: WarpSpecialization;
   /** A precompiled kernel (TLX): its cubin and metadata, relative to the directory; `file` is its source. */
@@ -180,9 +191,9 @@ export function targetArg(argv: readonly string[]): TargetName {
 
 async function main(): Promise<void> {
   const [mode, out] = [process.argv[2], process.argv[3]];
-  if ((mode !== "sweep" && mode !== "bench") || out === undefined) {
+  if ((mode !== "sweep" && mode !== "bench" && mode !== "tune") || out === undefined) {
     console.error(
-      "usage: tsx scripts/compute-tables/emit-compute.ts sweep <out-dir> [--k 24] [--target h200] | bench <out-dir> [--sweep results.json --alternatives 3] [--target h200] [--bodies <body,...>] [--ops ag-gemm,...]",
+      "usage: tsx scripts/compute-tables/emit-compute.ts sweep <out-dir> [--k 24] [--target h200] | bench <out-dir> [--sweep results.json --alternatives 3] [--target h200] [--bodies <body,...>] [--ops ag-gemm,...] | tune <out-dir> [--top-k 5] [--shapes shapes.json] [--target h200] [--cli packages/cli/dist/bin.js]",
     );
     process.exit(2);
   }
@@ -202,18 +213,28 @@ async function main(): Promise<void> {
   const ri = process.argv.indexOf("--model-roles");
   const bi = process.argv.indexOf("--bodies");
   const oi = process.argv.indexOf("--ops");
-  const { file, bodies } =
-    mode === "sweep"
-      ? sweepFile(k, target)
-      : await benchCases(out, {
+  const ti = process.argv.indexOf("--top-k");
+  const shi = process.argv.indexOf("--shapes");
+  const ci = process.argv.indexOf("--cli");
+  const { file, bodies }: { file: ComputeBenchFile | TuneBenchFile; bodies: Set<string> } =
+    mode === "tune"
+      ? await tuneCases(out, {
           target,
-          ...(si >= 0 ? { sweep: process.argv[si + 1]! } : {}),
-          ...(ai >= 0 ? { alternatives: Number(process.argv[ai + 1]) } : {}),
-          ...(mi >= 0 ? { modelK: Number(process.argv[mi + 1]) } : {}),
-          ...(ri >= 0 ? { modelRoles: process.argv[ri + 1]!.split(",") } : {}),
-          ...(bi >= 0 ? { bodies: process.argv[bi + 1]!.split(",") } : {}),
-          ...(oi >= 0 ? { ops: process.argv[oi + 1]!.split(",") } : {}),
-        });
+          topK: ti >= 0 ? Number(process.argv[ti + 1]) : 5,
+          shapes: shi >= 0 ? shapesFromJson(JSON.parse(readFileSync(process.argv[shi + 1]!, "utf8"))) : tuneShapes(),
+          ...(ci >= 0 ? { cli: process.argv[ci + 1]! } : {}),
+        })
+      : mode === "sweep"
+        ? sweepFile(k, target)
+        : await benchCases(out, {
+            target,
+            ...(si >= 0 ? { sweep: process.argv[si + 1]! } : {}),
+            ...(ai >= 0 ? { alternatives: Number(process.argv[ai + 1]) } : {}),
+            ...(mi >= 0 ? { modelK: Number(process.argv[mi + 1]) } : {}),
+            ...(ri >= 0 ? { modelRoles: process.argv[ri + 1]!.split(",") } : {}),
+            ...(bi >= 0 ? { bodies: process.argv[bi + 1]!.split(",") } : {}),
+            ...(oi >= 0 ? { ops: process.argv[oi + 1]!.split(",") } : {}),
+          });
   copyBodies(out, bodies);
   writeFileSync(join(out, "compute.json"), `${JSON.stringify(file, null, 1)}\n`);
   const n = file.shapes.reduce((a, s) => a + s.cases.length, 0);

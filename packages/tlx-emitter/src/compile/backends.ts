@@ -4,24 +4,42 @@
 import type { TargetName } from "@ovl/primitives";
 import { BACKEND_SPECIFICATION, type Backend } from "../core/backend.js";
 import { EmitError } from "../core/writer/index.js";
+import { isOperatorDtype } from "../core/dtype.js";
 import { computeConfigs, lookupComputeConfig } from "../compute/configs.js";
 import { builtinOf } from "../compute/tuned.js";
 import { operatorDefinition } from "../operators/index.js";
 import type { TlxTarget } from "../backends/tlx/gemm.js";
+import type { Operator } from "../core/operator.js";
+import { NVSHMEM_OPERATORS } from "../core/options.js";
 
 /** Triton: the operator's local body, transformed (any annotated Triton kernel), by its registry entry's realisation. */
 export const tritonBackend: Backend = {
   specificationVersion: BACKEND_SPECIFICATION,
   name: "triton",
-  refusal: (op) =>
-    op.rows !== undefined && operatorDefinition(op.kind).realiseRows === undefined
-      ? `${op.kind} is compiled for one row count: leave rows out (rows as a run-time argument: ag-gemm)`
-      : undefined,
+  refusal: (op) => {
+    if (op.rows !== undefined && operatorDefinition(op.kind).realiseRows === undefined)
+      return `${op.kind} is compiled for one row count: leave rows out (rows as a run-time argument: ag-gemm)`;
+    return nvshmemRefusal(op);
+  },
   realise: (op) => {
     const def = operatorDefinition(op.kind);
     return op.rows !== undefined && def.realiseRows !== undefined ? def.realiseRows(op) : def.realise(op);
   },
 };
+
+/**
+ * Why the `nvshmem` transfer backend cannot realise `op`, or undefined (also when `op` does not ask
+ * for it): it realises AllGather+GEMM's chunk pushes and GEMM+RS's partial-slab pushes, for one
+ * row count (a rows manifest's transfers are host copies instantiated per M).
+ */
+export function nvshmemRefusal(op: Operator): string | undefined {
+  if (op.options?.backend !== "nvshmem") return undefined;
+  if (!(NVSHMEM_OPERATORS as readonly string[]).includes(op.kind))
+    return `the nvshmem transfer backend realises ${NVSHMEM_OPERATORS.join(" and ")}; compile ${op.kind} with options.backend "copy-engine" or "sm"`;
+  if (op.rows !== undefined)
+    return 'an operator serving any row count moves its chunks with host copies instantiated per M; compile one row count for options.backend "nvshmem", or drop it';
+  return undefined;
+}
 
 /** Options of {@link tlxBackend}. */
 export interface TlxBackendOptions {
@@ -51,8 +69,14 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
       if (builtinOf(op) === undefined) {
         return `the TLX backend assembles its own warp-specialised GEMM and cannot transform ${op.body.path}; use the triton backend for a local body`;
       }
+      // wgmma takes 2-byte operands; fp32 would need a TF32 GEMM of its own.
+      const dtype = op.options?.dtype ?? "bf16";
+      if (!isOperatorDtype(dtype))
+        return `the TLX GEMM's wgmma takes bf16 or fp16 operands, not ${dtype}; compile ${dtype} with the triton backend`;
       if ((options.target ?? "sm_90a") !== "sm_90a")
         return 'TLX operators are emitted for sm_90a only: use tlxBackend({ target: "sm_90a" }), or the triton backend';
+      if (op.options?.backend === "nvshmem")
+        return 'the TLX backend does not build the nvshmem transfer backend\'s kernels; compile options.backend "nvshmem" with the triton backend';
       if (op.kind === "gemm-rs" && options.comm !== undefined)
         return "the comm option is AllGather+GEMM's transport; GEMM+ReduceScatter takes options.backend (copy-engine or sm)";
       return undefined;
@@ -70,7 +94,8 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
  * own shape holds a TLX configuration that ran faster than the entry's Triton kernel in the
  * same run (`tlx.ms < ms`), the operator names no tile and the TLX backend can build it (a
  * built-in body of AllGather+GEMM or GEMM+ReduceScatter), except GEMM+ReduceScatter over SM
- * pushes; Triton otherwise. TLX kernels are precompiled: the result's `expect` and
+ * pushes and fp32 (which the TLX GEMM does not take); Triton otherwise. fp16 reads bf16's
+ * entries (`lookupComputeConfig`: same bytes, same tensor-core rate). TLX kernels are precompiled: the result's `expect` and
  * scripts/tlx-aot-compile.py make their cubins. The choice is the faster kernel alone, on one
  * GPU; end to end on two H200s the two backends' operators over the copy engine measured within
  * a few percent of each other per MLP shape (evidence: `results/runs/h200x2-2026-11-28`),
@@ -86,6 +111,8 @@ export function fastestBackend(options: TlxBackendOptions = {}): Backend {
     select(op, target: TargetName) {
       if (op.tile !== undefined || (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") || builtinOf(op) === undefined) return tritonBackend;
       if (op.kind === "gemm-rs" && op.options?.backend === "sm") return tritonBackend;
+      if (!isOperatorDtype(op.options?.dtype ?? "bf16")) return tritonBackend;
+      if (op.options?.backend === "nvshmem") return tritonBackend;
       const table = computeConfigs(target);
       const found =
         table === null ? undefined : lookupComputeConfig(table, { op: op.kind, ...op.problem, dtype: op.options?.dtype ?? "bf16" });

@@ -7,7 +7,8 @@ import { TARGETS, type TargetName } from "@ovl/primitives";
 import { z } from "zod";
 import { TLX_NOTIFIERS } from "../core/operator.js";
 import { EmitError } from "../core/writer/index.js";
-import { BUILTIN_BODIES, packageRoot } from "../core/builtin.js";
+import { assetRoot } from "../core/assets.js";
+import { BUILTIN_BODIES } from "../core/builtin.js";
 
 /** Schema id of a configuration table. */
 export const COMPUTE_CONFIGS_SCHEMA = "ovl.compute-configs/v1" as const;
@@ -151,7 +152,7 @@ const cache = new Map<string, ComputeConfigTable | null>();
 
 /** Path of a target's table in the package (`configs/<target>.json`), or in `dir` when given. */
 export function computeConfigPath(target: TargetName, dir?: string): string {
-  return join(dir ?? join(packageRoot(), "configs"), `${target}.json`);
+  return join(dir ?? join(assetRoot(), "configs"), `${target}.json`);
 }
 
 /**

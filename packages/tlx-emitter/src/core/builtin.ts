@@ -1,8 +1,8 @@
 // ovl's built-in compute bodies: ordinary annotated Triton kernels shipped as `.py` files in
 // the package's `kernels/` folder, read and compiled exactly as a user's kernel is.
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { assetRoot } from "./assets.js";
 import { EmitError } from "./writer/index.js";
 import type { KernelBody } from "./operator.js";
 
@@ -29,20 +29,9 @@ export const BUILTIN_BODIES = [
 ] as const;
 export type BuiltinBodyName = (typeof BUILTIN_BODIES)[number];
 
-/** The folder holding `kernels/`: the package root, found from this module (src/ or dist/). */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, "package.json"))) {
-    const up = dirname(dir);
-    if (up === dir) throw new EmitError("bad-param", "cannot find @ovl/tlx-emitter's package root to read its built-in kernels");
-    dir = up;
-  }
-  return dir;
-}
-
 /** Path of a built-in body's file. */
 export function builtinBodyPath(name: BuiltinBodyName): string {
-  return join(packageRoot(), "kernels", `${name}.py`);
+  return join(assetRoot(), "kernels", `${name}.py`);
 }
 
 /**

@@ -4,10 +4,18 @@ import { checkIdentifier, EmitError } from "./writer/index.js";
 import { checkLaunch, checkPositive, type LaunchOptions } from "../backends/triton/kernels/common.js";
 import { alignmentUnit } from "../backends/triton/kernels/sm-comm.js";
 import type { ElementType } from "./device/index.js";
+import { DEFAULT_TOLERANCE } from "./dtype.js";
 import { TARGETS } from "@ovl/primitives";
 
 /** Programs of the SM communication kernels when `EmitOptions.commSms` does not name them (what `ovl simulate` prices too). */
 export const DEFAULT_COMM_SMS = 16;
+
+/** How an operator's transfers are realised: host copies, SM stores through peer pointers, or NVSHMEM puts. */
+export const TRANSFER_BACKENDS = ["copy-engine", "sm", "nvshmem"] as const;
+export type TransferBackend = (typeof TRANSFER_BACKENDS)[number];
+
+/** The operators the `nvshmem` transfer backend realises (chunk pushes of AllGather+GEMM, partial-slab pushes of GEMM+RS). */
+export const NVSHMEM_OPERATORS = ["ag-gemm", "gemm-rs"] as const;
 
 /** Options of `emitAgGemm` and `emitGemmRs`. */
 export interface EmitOptions {
@@ -23,8 +31,13 @@ export interface EmitOptions {
   readonly numWarps?: number;
   /** Pipeline stages of the GEMM kernel (default per tile: `gemmLaunchDefaults`). */
   readonly numStages?: number;
-  /** Data movement of GEMM+RS: `copy-engine` (host ops, default) or `sm` (an `sm-push` kernel). */
-  readonly backend?: "copy-engine" | "sm";
+  /**
+   * How transfers are realised (the plan is the same): `copy-engine` (host ops, default), `sm` (an
+   * `sm-push` kernel storing through peer pointers: GEMM+RS, GEMM+AR) or `nvshmem` (an `nvshmem-push`
+   * kernel of NVSHMEM puts with signal, addressing peers by PE: AllGather+GEMM and GEMM+RS; for
+   * multi-node runs, see the package README).
+   */
+  readonly backend?: TransferBackend;
   /**
    * Programs of the SM communication kernel (default {@link DEFAULT_COMM_SMS}). The SM defaults are measured: on four
    * H100s GEMM+RS's SM pushes at MLP-1/3 took 1.2–1.4 ms with 8 programs of 4 warps moving 2048
@@ -44,7 +57,7 @@ export interface EmitOptions {
   readonly waitTimeoutNs?: number;
   /** Timing protocol (default 5 warm-up, 20 reps, 3 checked runs). */
   readonly timing?: { readonly warmup: number; readonly reps: number; readonly checkRuns: number };
-  /** Relative Frobenius error allowed against the reference (default 2e-2). */
+  /** Relative Frobenius error allowed against the reference (default per dtype: `DEFAULT_TOLERANCE`, 2e-2 for bf16, 5e-3 for fp16). */
   readonly tolerance?: number;
 }
 
@@ -54,7 +67,7 @@ export interface ResolvedOptions {
   /** Given warps and stages of the GEMM (`undefined`: the tile's defaults, `gemmLaunch`). */
   readonly numWarps: number | undefined;
   readonly numStages: number | undefined;
-  readonly backend: "copy-engine" | "sm";
+  readonly backend: TransferBackend;
   readonly commSms: number;
   readonly commBlock: number;
   readonly commWarps: number;
@@ -75,14 +88,14 @@ export function resolveOptions(o: EmitOptions): ResolvedOptions {
   checkLaunch({ numWarps: o.numWarps ?? 8, numStages: o.numStages ?? 3 });
   const launch = { numWarps: o.numWarps, numStages: o.numStages };
   const backend = o.backend ?? "copy-engine";
-  if (backend !== "copy-engine" && backend !== "sm")
-    throw new EmitError("bad-param", `backend must be "copy-engine" or "sm", got ${String(backend)}`);
+  if (!TRANSFER_BACKENDS.includes(backend))
+    throw new EmitError("bad-param", `backend must be one of ${TRANSFER_BACKENDS.map((b) => `"${b}"`).join(", ")}, got ${String(backend)}`);
   const timing = o.timing ?? { warmup: 5, reps: 20, checkRuns: 3 };
   if (!Number.isSafeInteger(timing.warmup) || timing.warmup < 0)
     throw new EmitError("bad-param", "timing.warmup must be a non-negative integer");
   checkPositive(timing.reps, "timing.reps");
   checkPositive(timing.checkRuns, "timing.checkRuns");
-  const tolerance = o.tolerance ?? 2e-2;
+  const tolerance = o.tolerance ?? DEFAULT_TOLERANCE[dtype];
   if (!Number.isFinite(tolerance) || tolerance <= 0)
     throw new EmitError("bad-param", `tolerance must be a positive number, got ${tolerance}`);
   return {

@@ -20,12 +20,16 @@ export interface OptionDeclaration {
 
 /**
  * Options several operators share, declared once by the CLI: the named MLP shape, the explicit
- * GEMM sizes `--m --n --k`, the mesh, the plan template and its knobs, the tile, the tuned
- * table's target, the TLX backend, a user's kernel or plan file, the push kernel's SMs.
+ * GEMM sizes `--m --n --k`, the element type `--dtype` (one of `OPERATOR_DTYPES`; every
+ * operator `ovl emit` offers takes it), the mesh, the plan template and its knobs, the tile, the tuned
+ * table's target, the TLX backend, a user's kernel or plan file, the push kernel's SMs, and the
+ * rest of a compute configuration beside the tile (warps, pipeline stages, the built-in body
+ * variant), which an on-device tuner names to compile one candidate exactly.
  */
 export const SHARED_OPTIONS = [
   "shape",
   "gemm-sizes",
+  "dtype",
   "world",
   "mesh",
   "template",
@@ -40,6 +44,9 @@ export const SHARED_OPTIONS = [
   "kernel",
   "plan",
   "comm-sms",
+  "num-warps",
+  "num-stages",
+  "body",
 ] as const;
 /** A shared option's name. */
 export type SharedOption = (typeof SHARED_OPTIONS)[number];

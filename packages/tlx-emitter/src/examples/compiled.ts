@@ -12,7 +12,8 @@ import { rsPlan } from "./rs-plan.js";
 import type { EmitResult } from "../core/result.js";
 import type { ExampleShape } from "./templates.js";
 import { compile } from "../compile/compile.js";
-import { builtinBody, packageRoot } from "../core/builtin.js";
+import { assetRoot } from "../core/assets.js";
+import { builtinBody } from "../core/builtin.js";
 import { attentionGemmView } from "../operators/ag-attention/triton.js";
 import { gemmSiluMulBody, withSiluMulDefaults } from "../operators/ag-gemm-silu/triton.js";
 import type { KernelBody, OperatorInput } from "../core/operator.js";
@@ -21,7 +22,7 @@ import type { KernelBody, OperatorInput } from "../core/operator.js";
 export function tutorialMatmulBody(): KernelBody {
   return {
     path: "tutorial_matmul.py",
-    source: readFileSync(join(packageRoot(), "examples", "user-kernels", "tutorial_matmul.py"), "utf8"),
+    source: readFileSync(join(assetRoot(), "examples", "user-kernels", "tutorial_matmul.py"), "utf8"),
   };
 }
 

@@ -1,6 +1,6 @@
 // Small worked examples of the emitters (also what the tests and the AOT check emit):
 // AllGather+GEMM over a push-swizzled and a push-ring AllGather, and GEMM+ReduceScatter
-// over a direct ReduceScatter with the copy engine and with SM pushes.
+// over a direct ReduceScatter with the copy engine and with SM pushes; each also with NVSHMEM puts.
 import { allGatherRing, allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
 import { rsPlan } from "./rs-plan.js";
 import { emitAgGemm } from "../operators/ag-gemm/template.js";
@@ -35,5 +35,15 @@ export function examples(shape: ExampleShape = DEFAULT): Record<string, EmitResu
     ag_gemm_ring: emitAgGemm(ring, lowerToTileSchedule(ring, tiling("A"), { role: "consumer" }), { name: "ag_gemm_ring" }),
     gemm_rs_ce: emitGemmRs(rs, rsSchedule, { name: "gemm_rs_ce", backend: "copy-engine" }),
     gemm_rs_sm: emitGemmRs(rs, rsSchedule, { name: "gemm_rs_sm", backend: "sm" }),
+    // The nvshmem transfer backend: the same plans, each chunk one NVSHMEM put with signal.
+    ag_gemm_swizzle_nvshmem: emitAgGemm(swizzle, lowerToTileSchedule(swizzle, tiling("A"), { role: "consumer" }), {
+      name: "ag_gemm_swizzle_nvshmem",
+      backend: "nvshmem",
+    }),
+    ag_gemm_ring_nvshmem: emitAgGemm(ring, lowerToTileSchedule(ring, tiling("A"), { role: "consumer" }), {
+      name: "ag_gemm_ring_nvshmem",
+      backend: "nvshmem",
+    }),
+    gemm_rs_nvshmem: emitGemmRs(rs, rsSchedule, { name: "gemm_rs_nvshmem", backend: "nvshmem" }),
   };
 }

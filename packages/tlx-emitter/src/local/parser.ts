@@ -2,8 +2,8 @@
 // no native build). Loading is async and costly, so the parser is made once and shared. Its
 // trees are opaque outside the package: the public types name ovl's, not web-tree-sitter's
 // (whose declarations need Emscripten's global types, which a strict downstream project lacks).
-import { createRequire } from "node:module";
 import { Language, Parser, type Node, type Tree } from "web-tree-sitter";
+import { wasmPath } from "../core/assets.js";
 import { LocalKernelError } from "./errors.js";
 
 export type { Node as SyntaxNode, Tree as SyntaxTree } from "web-tree-sitter";
@@ -29,8 +29,8 @@ export function syntaxTree(tree: PythonSyntaxTree): Tree {
 let cached: Promise<PythonParser> | undefined;
 
 /**
- * The Python parser, loaded once per process. The wasm files are resolved from the installed
- * packages (not bundled), so this works from `src/` under vitest and from `dist/` alike.
+ * The Python parser, loaded once per process. The wasm files are the installed packages' (from
+ * `src/` under vitest and from `dist/` alike) or the CLI bundle's copies (`wasmPath`).
  */
 export function loadPythonParser(): Promise<PythonParser> {
   cached ??= load().catch((e: unknown) => {
@@ -42,10 +42,9 @@ export function loadPythonParser(): Promise<PythonParser> {
 }
 
 async function load(): Promise<PythonParser> {
-  const require = createRequire(import.meta.url);
-  const runtime = require.resolve("web-tree-sitter/tree-sitter.wasm");
+  const runtime = wasmPath("tree-sitter.wasm");
   await Parser.init({ locateFile: () => runtime });
-  const language = await Language.load(require.resolve("tree-sitter-python/tree-sitter-python.wasm"));
+  const language = await Language.load(wasmPath("tree-sitter-python.wasm"));
   const parser = new Parser();
   parser.setLanguage(language);
   return {

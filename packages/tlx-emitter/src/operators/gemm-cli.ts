@@ -2,10 +2,11 @@
 // they share the GEMM problem's options, so their registry entries share this declaration.
 import type { OptionDeclaration, SharedOption } from "../core/registry.js";
 
-/** Shared options of every fused GEMM operator: the shape, mesh, template and its knobs, the tiling, the body and plan files. */
+/** Shared options of every fused GEMM operator: the shape and element type, mesh, template and its knobs, the tiling, the body and plan files. */
 export const GEMM_SHARED: readonly SharedOption[] = [
   "shape",
   "gemm-sizes",
+  "dtype",
   "world",
   "mesh",
   "template",
@@ -19,6 +20,13 @@ export const GEMM_SHARED: readonly SharedOption[] = [
   "kernel",
   "plan",
 ];
+
+/**
+ * The compute knobs beside the tile that a tuned operator's configuration holds (warps, stages,
+ * the body variant of its family): the operators whose compute a tuned table decides declare them,
+ * so `ovl emit` can compile one exact configuration (what an on-device tuner times).
+ */
+export const COMPUTE_SHARED: readonly SharedOption[] = ["num-warps", "num-stages", "body"];
 
 /**
  * The ag-moe and moe-rs routing options: tokens, hidden, intermediate, experts, top-k, the

@@ -60,6 +60,8 @@ describe("operator registry", () => {
       expect(d.cli!.templates === undefined, d.name).toBe(!d.cli!.shared.includes("template"));
       expect(d.cli!.examples.length, d.name).toBeGreaterThan(0);
       for (const e of d.cli!.examples) expect(e.startsWith(`ovl emit ${d.name} `), e).toBe(true);
+      // Every operator is offered in every element type (`--dtype`).
+      expect(d.cli!.shared, d.name).toContain("dtype");
       // --tlx only where the entry has a TLX realisation.
       expect(d.cli!.shared.includes("tlx"), d.name).toBe(d.realiseTlx !== undefined);
     }

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from .._emulate.engine import ENGINES
-from .._kernels.library import LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, ensure_compiled
+from .._kernels.library import LIBRARY_DTYPES, LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, call_key, ensure_compiled, rows_key
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from .._report.outcome import RunOutcome
-from .._runner.env import set_safe_env
+from .._runner.env import SYMM_CHOICES, select_symm_backend, set_safe_env, symm_backend_for
 from ..errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -56,22 +56,41 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     kernels = sub.add_parser(
         "kernels",
-        help="compile an operator of the torch API for one shape into a kernel library (needs ovl's CLI: OVL_CLI or `ovl` on the PATH)",
+        help="compile an operator of the torch API for one shape into a kernel library (needs ovl's compiler: OVL_CLI, the one bundled with this package, or `ovl` on the PATH)",
     )
     kernels.add_argument("op", choices=LIBRARY_OPERATORS, help="the operator")
     kernels.add_argument("--world", type=int, required=True, help="ranks of the group")
-    kernels.add_argument("--m", type=int, required=True, help="rows M of the GEMM (ag-gemm: gathered; gemm-rs: before the scatter)")
+    kernels.add_argument("--m", type=int, help="rows M of the GEMM (ag-gemm: gathered; gemm-rs: before the scatter); not with --any-rows")
     kernels.add_argument("--n", type=int, required=True, help="columns N of this rank's GEMM")
     kernels.add_argument("--k", type=int, required=True, help="depth K of this rank's GEMM")
     kernels.add_argument("--heads", type=int, default=0, help="ag-attention: query heads H (N = H x head_dim)")
     kernels.add_argument("--causal", action="store_true", help="ag-attention: causal masking")
+    kernels.add_argument("--dtype", choices=LIBRARY_DTYPES, default="bf16", help="element type of the tensors (default bf16)")
     kernels.add_argument("--experts", type=int, default=0, help="ag-moe / moe-rs: experts E")
     kernels.add_argument("--topk", type=int, default=0, help="ag-moe / moe-rs: experts per token k")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")
     kernels.add_argument(
+        "--per-m",
+        action="store_true",
+        help="ag-gemm: the operator of this row count alone, not the one for every row count the torch API uses by default",
+    )
+    kernels.add_argument(
         "--target",
         choices=LIBRARY_TARGETS,
         help="whose tuned table decides ag-gemm / gemm-rs / gemm-ar / a2a-gemm tiles (default: $OVL_TARGET, else the compiler's default)",
+    )
+    kernels.add_argument(
+        "--any-rows",
+        action="store_true",
+        help="ag-gemm: the operator for every row count the torch API binds by default (OVL_ANY_ROWS), instead of one M",
+    )
+    kernels.add_argument(
+        "--candidates",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also the on-device tuner's K candidate configurations (ovl candidates) and their list, so OVL_TUNE=1 runs "
+        "where no compiler is (ag-gemm, gemm-rs)",
     )
     chain = sub.add_parser("chain", help="run an ovl.chain/v1 (operators back to back, e.g. `ovl emit mlp`) emulated on the CPU")
     chain.add_argument("chain", help="path of the chain JSON file")
@@ -108,7 +127,13 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         help="emulation only: bound of every wait in seconds, from the waited slot's last change in the numpy engine (default: waitTimeoutNs)",
     )
-    run.add_argument("--symm-backend", choices=("cuda", "nvshmem"), default="cuda", help="PyTorch symmetric-memory backend (GPU mode)")
+    run.add_argument(
+        "--symm-backend",
+        choices=SYMM_CHOICES,
+        default="auto",
+        help="PyTorch symmetric-memory backend under torchrun (default auto: NVSHMEM when a manifest puts through NVSHMEM, "
+        "else CUDA; one process runs one backend)",
+    )
     run.add_argument(
         "--ranks-on-one-gpu",
         action="store_true",
@@ -160,7 +185,6 @@ def main(argv: list[str] | None = None) -> int:
         return _kernels(args)
     if args.command == "chain":
         return _chain(args)
-    set_safe_env(args.symm_backend)
     paths: list[str] = args.manifests
     if args.epochs is not None and args.epochs < 1:
         return _usage("--epochs must be >= 1")
@@ -190,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
             emit(event)
             return exc.exit_code
         manifests.append(m)
+    try:
+        _select_backend(args, manifests)
+    except UsageError as exc:
+        return _usage(str(exc))
     if args.out_dir is not None and _is_rank0():
         try:
             Path(args.out_dir).mkdir(parents=True, exist_ok=True)
@@ -206,6 +234,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.out_dir is None:
         return _run_one(args, manifests[0], emulated)
     return _run_many(args, manifests, paths, names, emulated)
+
+
+def _select_backend(args: argparse.Namespace, manifests: list[Manifest]) -> None:
+    """The environment of the run, before torch is imported for the GPU: the multicast switches, and under torchrun
+    the symmetric-memory backend the manifests need (``--symm-backend``, default NVSHMEM when one puts through NVSHMEM).
+    Emulation and the one-GPU mode allocate nothing through it. A ``UsageError`` when it cannot be had: a manifest
+    that needs NVSHMEM under ``--symm-backend cuda``, or torch imported with another backend on a machine with a GPU."""
+    if args.emulate or args.engine != "auto" or args.ranks_on_one_gpu:
+        set_safe_env("cuda")
+        return
+    backend = symm_backend_for(manifests, args.symm_backend)
+    try:
+        select_symm_backend(backend)
+    except UsageError:
+        if gpu_available():
+            raise
+        set_safe_env("cuda")  # no GPU: the run is emulated, and needs no symmetric memory
 
 
 def _one_gpu_usage(args: argparse.Namespace) -> str | None:
@@ -350,22 +395,38 @@ def _chain(args: argparse.Namespace) -> int:
 def _kernels(args: argparse.Namespace) -> int:
     """``kernels``: the manifest of one key, compiled into ``--into`` unless already there; prints its path."""
     try:
-        key = KernelKey(
-            args.op,
-            args.world,
-            args.m,
-            args.n,
-            args.k,
-            experts=args.experts,
-            topk=args.topk,
-            heads=args.heads,
-            causal=args.causal,
-            target=args.target,
-        )
-        path = ensure_compiled(key, Path(args.into) if args.into else None)
+        if args.any_rows:
+            if args.m is not None:
+                raise UsageError("--any-rows compiles for every row count: drop --m")
+            key = rows_key(args.op, args.world, args.n, args.k, args.dtype, target=args.target)
+        elif args.m is None:
+            raise UsageError("give --m (or --any-rows for ag-gemm)")
+        else:
+            # The key the torch API looks up for this call (AllGather+GEMM: the operator for every row count), unless --per-m.
+            make = KernelKey if args.per_m else call_key
+            key = make(
+                args.op,
+                args.world,
+                args.m,
+                args.n,
+                args.k,
+                args.dtype,
+                experts=args.experts,
+                topk=args.topk,
+                heads=args.heads,
+                causal=args.causal,
+                target=args.target,
+            )
+        into = Path(args.into) if args.into else None
+        path = ensure_compiled(key, into)
+        print(path)
+        if args.candidates:
+            from .._tune.candidates import prepare_candidates
+
+            for c in prepare_candidates(key, args.candidates, into):
+                print(f"{c.source:8s} {c.config.label:48s} {c.key.dirname}")
     except RunnerError as exc:
         return _usage(str(exc))
-    print(path)
     return EXIT_OK
 
 

@@ -23,7 +23,7 @@ from .._manifest.types import CommStream, CopyOp, KernelSpec, Manifest
 from .._reference.arrays import relative_error
 from .._reference.on_cpu import output_view, references
 from .._report.outcome import CheckRecord, RunOutcome
-from .._signals.board import SignalWorld, epoch_target
+from .._signals.board import SignalBoard, SignalWorld, epoch_target
 from ..errors import CheckFailed, KernelFault, ManifestError, RunnerError, UsageError
 from ..operators.ag_moe.emulate import ALIGN_TEMPLATES
 from ..operators.gemm_ar.emulate import AR_TEMPLATES
@@ -31,10 +31,20 @@ from ..operators.moe_rs.emulate import MOE_RS_TEMPLATES
 from .comm import COMM_TEMPLATES
 from .kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
 from .local import LOCAL_TEMPLATES
+from .nvshmem import NVSHMEM_TEMPLATES
 from .stall import Stalled, StallMonitor, host_thread, kernel_thread, slot_writers
 from .tlx import TLX_TEMPLATES
 
-TEMPLATES = {**GEMM_TEMPLATES, **COMM_TEMPLATES, **AR_TEMPLATES, **TLX_TEMPLATES, **LOCAL_TEMPLATES, **ALIGN_TEMPLATES, **MOE_RS_TEMPLATES}
+TEMPLATES = {
+    **GEMM_TEMPLATES,
+    **COMM_TEMPLATES,
+    **NVSHMEM_TEMPLATES,
+    **AR_TEMPLATES,
+    **TLX_TEMPLATES,
+    **LOCAL_TEMPLATES,
+    **ALIGN_TEMPLATES,
+    **MOE_RS_TEMPLATES,
+}
 _NP_DTYPES: dict[str, Any] = {
     "bf16": np.float32,
     "fp16": np.float32,
@@ -64,6 +74,17 @@ class EmulatedWorld:
 
     def flat(self, rank: int, name: str) -> np.ndarray:
         return self.buffers[rank][name].reshape(-1)
+
+    def symmetric(self, name: str, rank: int) -> np.ndarray:
+        """Rank ``rank``'s copy of symmetric buffer ``name``, flat (the NVSHMEM heap, ``_emulate.nvshmem``)."""
+        if not self.manifest.buffer(name).symmetric:
+            raise KernelFault(f"buffer {name!r} is not symmetric: no PE can address it")
+        return self.flat(rank, name)
+
+    def signal_board(self, rank: int) -> SignalBoard:
+        """Rank ``rank``'s signal slots."""
+        assert self.signals is not None
+        return self.signals.board(rank)
 
     def init(self, rng: np.random.Generator) -> None:
         """Fill buffers per their ``init`` before a checked launch; signals are never touched."""
@@ -206,7 +227,7 @@ class Emulator:
             def body() -> None:
                 for k in ks:
                     args = _resolve_args(self.world, k, rank, self.epoch, device_target_zero=False)
-                    TEMPLATES[k.template_kind](KernelContext(k, rank, args, self.timeout_s, abort, monitor, thread))
+                    TEMPLATES[k.template_kind](KernelContext(k, rank, args, self.timeout_s, abort, monitor, thread, heap=self.world))
 
             return body
 

@@ -22,6 +22,9 @@ This engine does that with ``TRITON_INTERPRET=1`` (triton 3.6, CPU torch tensors
   record a timeout ``(1, rank, slot, seen, expected)`` in the rank's error buffer. After a
   launch the runner raises those as ``WaitTimeout``. Host-side waits are bounded likewise.
   When a thread fails, every wait still spinning returns at once.
+- **NVSHMEM.** Kernels of the ``nvshmem`` backend call ``ovl_runtime.nvshmem.put_signal_add``; in interpreter
+  mode it puts into the emulated world installed for the launch (``_emulate.interpret_nvshmem``): the
+  local symmetric address translated to the PE's copy, then a 64-bit signal add there.
 - **The interpreter** is patched while emulating (``_emulate.interpret_patch``): per-thread program
   ids, ``tl`` patched once, no write-back of shared storages, bf16 dots.
 
@@ -48,6 +51,7 @@ from .._report.outcome import CheckRecord
 from .._signals.board import epoch_target, reached, signed32
 from ..errors import KernelFault, ManifestError, RunnerError, WaitTimeout
 from .interpret_load import interpret_unavailable, interpreter_mode, load_interpreted_entry
+from .interpret_nvshmem import InterpretedHeap, nvshmem_world
 from .stall import Stalled
 
 DEFAULT_NUM_SMS = 4
@@ -126,6 +130,8 @@ class InterpretEmulator:
             if b.symmetric
         }
         self.tables = [{t.name: torch.tensor(list(t.values[r]), dtype=dtypes[t.dtype]) for t in m.tables} for r in range(m.world)]
+        # Kernels that call NVSHMEM put into the PE's copy of a symmetric buffer (``interpret_nvshmem``).
+        self.heap = InterpretedHeap(m, self.buffers) if m.requires_nvshmem else None
         self.kernels = [self._prepare(k, i) for i, k in enumerate(m.kernels)]
 
     # ---- setup ----
@@ -233,7 +239,7 @@ class InterpretEmulator:
                 name = f"rank{r}/host/{s.name}"
                 threads.append(threading.Thread(target=guard(r, name, self._host_body(s, r, abort)), name=name))
         lang.set_interpreter_abort(False)
-        with patched():
+        with patched(), nvshmem_world(self.heap):
             for t in threads:
                 t.start()
             for t in threads:

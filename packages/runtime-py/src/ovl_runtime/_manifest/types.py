@@ -156,6 +156,9 @@ class NumSms:
 
 GridDim = int | NumSms
 PRECOMPILED_TARGETS = ("sm_90a", "sm_100a")
+#: ``kernels[i].requires`` of a kernel that calls NVSHMEM's device API (the ``nvshmem`` transfer backend).
+NVSHMEM = "nvshmem"
+KERNEL_REQUIREMENTS = (NVSHMEM,)
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ class KernelSpec:
     precompiled: PrecompiledSpec | None = None
     # The tile program of a compiled local body (index_maps.TileProgram), if any.
     tile_program: Any = None
+    #: What the runner must provide before it launches the kernel (``kernels[i].requires``), e.g. ``("nvshmem",)``.
+    requires: tuple[str, ...] = ()
 
     def arg(self, name: str) -> KernelArg:
         for n, a in self.args:
@@ -265,6 +270,12 @@ class Manifest:
     #: Of a manifest instantiated from one whose rows are a run-time argument: the kernel arguments that take the
     #: row count (one compiled kernel serves every M: these must not be specialised on their value).
     rows_args: frozenset[str] = frozenset()
+
+    @property
+    def requires_nvshmem(self) -> bool:
+        """Whether a kernel calls NVSHMEM (the ``nvshmem`` transfer backend): symmetric buffers must then come from
+        PyTorch's NVSHMEM backend, one process per GPU (``_runner.nvshmem_env``)."""
+        return any(NVSHMEM in k.requires for k in self.kernels)
 
     def buffer(self, name: str) -> BufferSpec:
         for b in self.buffers:

@@ -4,7 +4,7 @@ A launch issues, per rank, copies and signal writes on side streams, kernels on 
 that join them: hundreds of microseconds of Python and driver calls on the host. Captured into a graph
 once (the epoch already lives on the device, the operator's buffers are fixed), a call costs one graph
 launch plus rewriting the kernel parameters that hold the caller's tensors' addresses
-(:class:`~ovl_runtime.graph_params.GraphParams`). The replay is enqueued on the caller's current stream,
+(:class:`~ovl_runtime._runner.graph_params.GraphParams`). The replay is enqueued on the caller's current stream,
 so it is ordered like any other work there. Imports torch: GPU only.
 """
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .._manifest.fill import checked_init, draw_buffer, random_fill, replicated_seed, routing_seed
-from .._manifest.types import BufferSpec, CopyOp, KernelSpec, Manifest, NumSms
+from .._manifest.types import NVSHMEM, BufferSpec, CopyOp, KernelSpec, Manifest, NumSms
 from .._signals.board import epoch_target, signed32
 from ..errors import ManifestError
 from .memops import DriverOps
@@ -128,17 +128,24 @@ class RankState:
         # Host ops' copies and signals through the driver (None: through torch).
         self.driver = DriverOps.load()
 
-    def connect(self, peers: PeerViews, grids: Sequence[tuple[int, ...]]) -> None:
-        """Tables, peer-pointer tables, kernels (with ``grids``, one per manifest kernel) and host ops."""
+    def connect(self, peers: PeerViews, grids: Sequence[tuple[int, ...]], peer_views: bool = True) -> None:
+        """Tables, peer-pointer tables, kernels (with ``grids``, one per manifest kernel) and host ops.
+        ``peer_views=False`` (an NVSHMEM process, which has none: ``_runner.nvshmem``): no peer's view or
+        pointer is asked for; the manifest then has no host ops and no peer-pointer arguments."""
         m, rank = self.m, self.rank
         dev = self.err.device
         self.peers = peers
         self.grids = list(grids)
-        self.peer_sig32 = [self._flat(m.signals.buffer, p).view(torch.uint32) if m.signals.bits == 32 else None for p in range(self.world)]
+        self.peer_sig32 = [
+            self._flat(m.signals.buffer, p).view(torch.uint32) if m.signals.bits == 32 and (peer_views or p == rank) else None
+            for p in range(self.world)
+        ]
         # Host-op signals are 4-byte device copies of the epoch word into the slot.
         self.peer_sig_i32 = [None if s is None else s.view(torch.int32) for s in self.peer_sig32]
         self.tables = {t.name: torch.tensor(list(t.values[rank]), dtype=TORCH_DTYPES[t.dtype], device=dev) for t in m.tables}
-        self.peer_ptrs = {b.name: torch.tensor(peers.pointers(b.name), dtype=torch.int64, device=dev) for b in m.buffers if b.symmetric}
+        self.peer_ptrs = {
+            b.name: torch.tensor(peers.pointers(b.name), dtype=torch.int64, device=dev) for b in m.buffers if b.symmetric and peer_views
+        }
         self.kernels = [self._prepare_kernel(k, i) for i, k in enumerate(m.kernels)]
         self.host_ops = [(s.name, self._prepare_ops(s.ops, s.name)) for s in m.streams_of(rank)]
 
@@ -232,6 +239,10 @@ class RankState:
             raise ManifestError(f"kernels[{index}].args", f"{k.entry} takes {', '.join(missing)}, which neither args nor constexprs give")
         # Epoch arguments change every launch; a row count every call of an operator serving any M.
         _no_epoch_specialisation(fn, set(dynamic) | (set(self.m.rows_args) & set(static)))
+        if NVSHMEM in k.requires:  # linked with NVSHMEM's device library, its module initialised by PyTorch
+            from .nvshmem import nvshmem_launcher
+
+            fn = nvshmem_launcher(fn, k.name)
         return {"spec": k, "fn": fn, "grid": grid, "static": static, "dynamic": dynamic, "extra": extra}
 
     def _resolve(self, a: Any, where: str) -> Any:

@@ -21,9 +21,10 @@ import torch
 from .._manifest.parse import instantiate
 from .._manifest.types import Manifest
 from ..errors import UsageError
-from ..groups import DistGroup, OneGpuGroup
+from ..groups import DistGroup, EmulatedGroup, OneGpuGroup
 from .agreement import same_everywhere
 from .bound import BoundOperator
+from .emulated import EmulatedOperator
 
 log = logging.getLogger("ovl_runtime")
 
@@ -34,13 +35,13 @@ KEEP = 4
 class RowsOperator:
     """An AllGather+GEMM for every row count of ``m.rows`` on ``group`` (see the module docstring)."""
 
-    def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup) -> None:
+    def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup | EmulatedGroup) -> None:
         if m.rows is None:
             raise UsageError(f"{m.name} is compiled for one row count; bind it with BoundOperator")
         if m.reference.operator != "ag-gemm":
             raise UsageError(f"{m.name}: any row count is run for ag-gemm, not {m.reference.operator}")
         self.m, self.group, self.rows = m, group, m.rows
-        self.stacked = isinstance(group, OneGpuGroup)
+        self.stacked = not isinstance(group, DistGroup)
         self.bound: OrderedDict[int, BoundOperator] = OrderedDict()
         self.closed = False
         self.calls = 0
@@ -81,7 +82,7 @@ class RowsOperator:
         if op is not None and not op.closed:
             self.bound.move_to_end(M)
             return op
-        if torch.cuda.is_current_stream_capturing():
+        if not isinstance(self.group, EmulatedGroup) and torch.cuda.is_current_stream_capturing():
             raise UsageError(
                 f"{self.m.name}: the first call at {M} rows binds the operator there (buffers, a warm-up launch), which a "
                 "CUDA graph capture cannot do: call it once at this row count before capturing"
@@ -94,7 +95,8 @@ class RowsOperator:
                     del self.bound[key]
                     old.close()
                     break
-        op = BoundOperator(instantiate(self.m, M), self.group)
+        concrete = instantiate(self.m, M)
+        op = EmulatedOperator(concrete, self.group) if isinstance(self.group, EmulatedGroup) else BoundOperator(concrete, self.group)
         self.bound[M] = op
         return op
 

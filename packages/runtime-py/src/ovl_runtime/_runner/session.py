@@ -19,6 +19,7 @@ import torch.distributed._symmetric_memory as symm_mem
 
 from .._manifest.types import BufferSpec, Manifest
 from ..errors import ManifestError, UsageError, WaitTimeout
+from .nvshmem import check_nvshmem_session
 from .rank import ERR_WORDS, TORCH_DTYPES, RankState, load_entry, whole_device_grids
 
 __all__ = ["ERR_WORDS", "TORCH_DTYPES", "GpuSession", "SymmetricPeers", "check_world", "load_entry"]
@@ -27,10 +28,12 @@ __all__ = ["ERR_WORDS", "TORCH_DTYPES", "GpuSession", "SymmetricPeers", "check_w
 class SymmetricPeers:
     """Peer views through the symmetric-memory handles of this process's buffers."""
 
-    def __init__(self, rank: int, group: Any = None, bound: frozenset[str] = frozenset()) -> None:
+    def __init__(self, rank: int, group: Any = None, bound: frozenset[str] = frozenset(), views: bool = True) -> None:
+        """``views=False``: the NVSHMEM backend, which gives no peer views (``_runner.nvshmem``)."""
         self.rank = rank
         self.group: Any = group if group is not None else dist.group.WORLD
         self.bound = bound
+        self.views = views
         self.handles: dict[str, Any] = {}
         self.tensors: dict[str, torch.Tensor] = {}
 
@@ -50,9 +53,13 @@ class SymmetricPeers:
             raise ManifestError("hostOps", f"rank {self.rank} addresses non-symmetric buffer {buffer!r} on rank {rank}")
         if rank == self.rank:
             return t.view(-1)
+        if not self.views:
+            raise ManifestError("hostOps", f"rank {self.rank} addresses {buffer!r} on rank {rank}: an NVSHMEM process has no peer views")
         return self.handles[buffer].get_buffer(rank, [t.numel()], t.dtype, 0)
 
     def pointers(self, buffer: str) -> list[int]:
+        if not self.views:
+            raise ManifestError("kernels", f"peer pointers of {buffer!r}: an NVSHMEM process has no peer views (kernels address PEs)")
         return list(self.handles[buffer].buffer_ptrs)
 
 
@@ -61,12 +68,15 @@ class GpuSession(RankState):
 
     def __init__(self, m: Manifest, rank: int, num_sms: int, group: Any = None, bound: frozenset[str] = frozenset()) -> None:
         """``group``: the process group of the ranks (default: the world); ``bound``: buffers
-        the caller passes per launch (``RankState.bind``), given no memory here."""
-        peers = SymmetricPeers(rank, group, bound)
+        the caller passes per launch (``RankState.bind``), given no memory here. Under the NVSHMEM
+        symmetric-memory backend (a manifest that puts through NVSHMEM selects it), a manifest that
+        needs peer views is refused before anything is allocated (``_runner.nvshmem``)."""
+        views = not check_nvshmem_session(m, group)
+        peers = SymmetricPeers(rank, group, bound, views)
         self.group = peers.group
         super().__init__(m, rank, num_sms, peers.allocate)
         self.handles = peers.handles
-        self.connect(peers, whole_device_grids(m, num_sms))
+        self.connect(peers, whole_device_grids(m, num_sms), peer_views=views)
         self.host_streams = [(name, torch.cuda.Stream(), ops) for name, ops in self.host_ops]
         self.comm_kernel_stream = torch.cuda.Stream()
         self.stream_waits = None

@@ -18,7 +18,7 @@ from typing import Any
 from .._manifest.types import Manifest
 from .._report.outcome import CheckRecord, RunOutcome
 from ..errors import CheckFailed, DeviceError, RunnerError, UsageError
-from .env import set_safe_env
+from .env import select_symm_backend, symm_backend_for
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -52,7 +52,7 @@ def run_gpu(
     epochs: int | None = None,
     seed: int = 0,
     baselines: bool = False,
-    symm_backend: str = "cuda",
+    symm_backend: str = "auto",
     on_progress: ProgressFn | None = None,
 ) -> RunOutcome:
     """Run ``m`` on this process's GPU: warm-up, checked launches, timed launches, baselines.
@@ -75,7 +75,7 @@ def run_gpu_many(
     epochs: int | None = None,
     seed: int = 0,
     baselines: bool = False,
-    symm_backend: str = "cuda",
+    symm_backend: str = "auto",
     progress_for: Callable[[int, Manifest], ProgressFn] | None = None,
 ) -> Iterator[RunOutcome | RunnerError]:
     """Run every manifest in turn in one process group, initialised once and destroyed once.
@@ -95,7 +95,8 @@ def run_gpu_many(
     worlds = sorted({m.world for m in manifests})
     if len(worlds) > 1:
         raise UsageError(f"one process group runs one world, but these manifests are for worlds {', '.join(map(str, worlds))}")
-    set_safe_env(symm_backend)
+    # Before torch: PyTorch reads TORCH_SYMMMEM when it is imported (NVSHMEM for manifests that put through it).
+    select_symm_backend(symm_backend_for(manifests, symm_backend))
     import torch
     import torch.distributed as dist
     import triton

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 SEGMENT_FIELDS: dict[str, tuple[str, ...]] = {
     "sm-push": ("src_offset", "dst_rank", "dst_offset", "length", "wait_at", "wait_arrivals", "notify_at"),
+    # The NVSHMEM push (``kernels/nvshmem-comm.ts``): sm-push's rows, each moved by one put with signal.
+    "nvshmem-push": ("src_offset", "dst_rank", "dst_offset", "length", "wait_at", "wait_arrivals", "notify_at"),
     "sm-pull": ("src_rank", "src_offset", "dst_offset", "length", "wait_at", "wait_arrivals", "notify_at"),
     "ring-reduce": ("recv_offset", "acc_offset", "length", "wait_at", "wait_arrivals", "fwd_rank", "fwd_offset", "notify_at"),
     "tile-push": ("src_offset", "dst_rank", "dst_offset", "rows", "cols", "wait_at", "wait_arrivals", "notify_at"),
@@ -33,7 +35,7 @@ def notified_slot(kind: str, row: dict[str, int], rank: int) -> tuple[int, int] 
     slot = row.get("notify_at", -1)
     if slot < 0:
         return None
-    if kind in ("sm-push", "tile-push"):
+    if kind in ("sm-push", "tile-push", "nvshmem-push"):
         return (row["dst_rank"], slot)
     if kind == "ring-reduce" and row["fwd_rank"] >= 0:
         return (row["fwd_rank"], slot)

@@ -19,9 +19,11 @@ if not torch.cuda.is_initialized():
 from .._kernels.library import KernelKey, manifest_for
 from .._runner.agreement import same_everywhere
 from .._runner.bound import BoundOperator
+from .._runner.emulated import EmulatedOperator
 from .._runner.rows import RowsOperator
+from .._tune.tuner import tuned_key
 from ..errors import UsageError
-from ..groups import Group, resolve_group
+from ..groups import EmulatedGroup, Group, resolve_group
 from .tensors import empty_rows, fast_layout
 
 #: A bound operator: one compiled for one row count, or one serving every row count of a range.
@@ -33,13 +35,19 @@ _operators: dict[tuple[str, str], Bound] = {}
 def bound_operator(key: KernelKey, g: Group, what: str) -> Bound:
     op = _operators.get((key.dirname, g.name))
     if op is None or op.closed:
+        if isinstance(g, EmulatedGroup):  # the manifest through the CPU emulation: one process, no CUDA
+            op = RowsOperator(manifest_for(key), g) if key.rows else EmulatedOperator(manifest_for(key), g)
+            _operators[(key.dirname, g.name)] = op
+            return op
         if torch.cuda.is_current_stream_capturing():
             raise UsageError(
                 f"{what}: the first call of a shape compiles and loads its kernels and allocates its buffers, which a "
                 "CUDA graph capture cannot do: call the operator once before capturing"
             )
         same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk, key.heads, key.causal), what)
-        op = RowsOperator(manifest_for(key), g) if key.rows else BoundOperator(manifest_for(key), g)
+        # With on-device tuning on (OVL_TUNE=1, ops.tune()), the configuration measured fastest here; else `key`.
+        chosen = tuned_key(key, g)
+        op = RowsOperator(manifest_for(chosen), g) if chosen.rows else BoundOperator(manifest_for(chosen), g)
         _operators[(key.dirname, g.name)] = op
     return op
 
@@ -65,8 +73,8 @@ def run_moving(
     return out, moved
 
 
-#: Checked calls by signature (operator, group, shapes, dtype, device): a repeated call skips the shape checks
-#: and the kernel key (see :func:`checked_call`).
+#: Checked calls by signature (operator, group, shapes, dtype, device; and every tensor's element type): a repeated
+#: call skips the shape checks and the kernel key (see :func:`checked_call`).
 _calls: dict[tuple[Any, ...], tuple[Bound, Any]] = {}
 
 
@@ -76,7 +84,10 @@ def checked_call(
     """The bound operator (and what ``build`` derived with it) of a call whose ``signature`` was seen before, or
     ``build()``'s: the full checks, the key, the operator bound. A seen signature fixes everything but the tensors'
     layout and addresses, which are checked here on every call (:func:`~ovl_runtime._torch_api.tensors.fast_layout`);
-    a call that fails them goes through ``build`` again, whose checks name the problem."""
+    a call that fails them goes through ``build`` again, whose checks name the problem. Every tensor's element type is
+    part of the signature: a call whose ``w`` alone changed dtype is checked (and refused) anew, never launched on a
+    kernel compiled for another."""
+    signature = (signature, tuple(t.dtype for t in tensors))
     hit = _calls.get(signature)
     if hit is not None and not hit[0].closed and fast_layout(tensors):
         return hit

@@ -58,6 +58,11 @@ with zero rows and the padding dropped from the result. Inputs are checked befor
 launch: dtype, device, contiguity, 16-byte alignment, shapes; under torchrun, the first
 call of a shape also checks that every rank passes the same shapes.
 
+On-device tuning (off unless asked): :func:`tune` (or ``OVL_TUNE=1``) makes the first call of each AllGather+GEMM
+and GEMM+ReduceScatter shape time the compiler's candidate compute configurations on this GPU against cuBLAS and bind
+the fastest, cached per shape and GPU (:func:`tuned_cache`) so later processes bind it at once; :func:`tuned` says
+what it chose.
+
 Every operator has a backward pass (each operator's ``autograd`` module under :mod:`ovl_runtime.operators`: AllGather+GEMM's input gradient is a
 GEMM+ReduceScatter and the reverse; attention's and the MoE operators' are plain torch and collectives).
 
@@ -73,6 +78,7 @@ operators.
 from __future__ import annotations
 
 from .._torch_api.registry import close_all, operators, synchronize
+from .._tune.api import tune, tuned, tuned_cache
 from ..operators.a2a_gemm.api import all_to_all_matmul
 from ..operators.ag_attention.api import sequence_parallel_attention
 from ..operators.ag_gemm.api import all_gather_matmul, fused_all_gather_matmul
@@ -97,4 +103,7 @@ __all__ = [
     "sequence_parallel_attention",
     "synchronize",
     "tp_mlp",
+    "tune",
+    "tuned",
+    "tuned_cache",
 ]

@@ -90,6 +90,39 @@ describe("TLX kernels", () => {
     expect(Object.entries(result).filter(([, v]) => v !== "ok")).toEqual([]);
   });
 
+  it("fp16 changes a TLX GEMM's text only where bf16 names its element type: the shared rings and the epilogue stores", () => {
+    const variants = {
+      cooperative: {},
+      pingpong: { consumerSchedule: "pingpong" },
+      sm100: { target: "sm_100a" },
+    } as const;
+    const changed: string[] = [];
+    for (const [name, options] of Object.entries(variants)) {
+      const text = (dtype: "bf16" | "fp16") =>
+        emitTlxGemm({ M: 512, N: 256, K: 128 }, TILE, { ...options, dtype }).files[0]!.text.split("\n");
+      const [bf16, fp16] = [text("bf16"), text("fp16")];
+      expect(fp16.length, name).toBe(bf16.length);
+      fp16.forEach((line, i) => {
+        if (line !== bf16[i]) changed.push(`${name}: ${line.trim()}`);
+      });
+    }
+    expect(changed).toMatchInlineSnapshot(`
+      [
+        "cooperative: a_ring = tlx.local_alloc((SPLIT_M, BLOCK_K), tl.float16, NUM_STAGES * NUM_CONSUMERS)",
+        "cooperative: b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), tl.float16, NUM_STAGES)",
+        "cooperative: c_desc.store([offs_am + cid * SPLIT_M, offs_bn], acc0.to(tl.float16))",
+        "cooperative: c_desc.store([offs_am + cid * SPLIT_M, offs_bn + EPI_N], acc1.to(tl.float16))",
+        "pingpong: a_ring = tlx.local_alloc((BLOCK_M, BLOCK_K), tl.float16, NUM_STAGES)",
+        "pingpong: b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), tl.float16, NUM_STAGES)",
+        "pingpong: c_desc.store([offs_am, offs_bn], acc0.to(tl.float16))",
+        "pingpong: c_desc.store([offs_am, offs_bn + EPI_N], acc1.to(tl.float16))",
+        "sm100: a_ring = tlx.local_alloc((BLOCK_M, BLOCK_K), tl.float16, NUM_STAGES)",
+        "sm100: b_ring = tlx.local_alloc((BLOCK_K, BLOCK_N), tl.float16, NUM_STAGES)",
+        "sm100: c_desc.store([offs_am, offs_bn + e * EPILOGUE_N], part.to(tl.float16))",
+      ]
+    `);
+  });
+
   it("writes the MIMW structure: producer, replicated consumers with a register budget, a communication task", () => {
     const src = tlxExamples().tlx_ag_gemm_push!.files[0]!.text;
     const lines = src.split("\n").map((l) => l.trim());

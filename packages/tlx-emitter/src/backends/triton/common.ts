@@ -114,6 +114,7 @@ export function kernelEntry(
     args,
     constexprs: { ...k.constexprs },
     template: { kind: info.kind, params: { ...k.params } },
+    ...(k.requires === undefined ? {} : { requires: [...k.requires] }),
   };
 }
 

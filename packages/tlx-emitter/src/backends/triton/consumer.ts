@@ -5,7 +5,8 @@
 // boundaries). The operators differ only in the buffers, tables and bindings the body reads
 // beyond the gathered operand, and in the reference.
 import type { TileSchedule } from "@ovl/chunk-plan";
-import { checkGemmParams, type GemmParams } from "./kernels/index.js";
+import { checkGemmParams, type GemmParams, nvshmemSlot, nvshmemSlotCount } from "./kernels/index.js";
+import { nvshmemTransfers } from "./nvshmem.js";
 import { MANIFEST_SCHEMA, type Buffer, type Reference, type Table } from "../../core/manifest/schema.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER } from "./common.js";
 import type { EmitResult } from "../../core/result.js";
@@ -94,7 +95,17 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
   });
   const { numPidM, numTiles } = sched.grid;
-  const { cols, width } = copyEngineColumns(sched, numPidM, "m-block");
+  const nvshmem = o.backend === "nvshmem";
+  if (nvshmem && spec.operator !== "ag-gemm")
+    throw new EmitError(
+      "unsupported-op",
+      `the nvshmem transfer backend realises AllGather+GEMM's pushes; ${spec.title} takes copy-engine transfers`,
+    );
+  const { cols: planCols, width } = copyEngineColumns(sched, numPidM, "m-block");
+  // Under NVSHMEM a chunk's slot s is the low half of the 64-bit signal word at int32 slot 2s.
+  const cols = nvshmem
+    ? planCols.map((c) => ({ ...c, slots: c.slots.map((col) => col.map((x) => (x < 0 ? x : nvshmemSlot(x)))) }))
+    : planCols;
   const { order, slots } = consumerMaps(cols, width);
   const mapTables = tablesOf([order, ...slots]);
   const t = transformLocalKernel(kernel, {
@@ -103,7 +114,9 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     slots: slots.map((s) => s.map),
     tables: mapTables.map((x) => x.name),
   });
-  const slotCount = Math.max(1, ...signals.slots.map((e) => e.slots.length));
+  const planSlots = Math.max(1, ...signals.slots.map((e) => e.slots.length));
+  const slotCount = nvshmem ? nvshmemSlotCount(planSlots) : planSlots;
+  const transfers = nvshmem ? nvshmemTransfers(op.plan, signals, world, tensor.name, o, slotCount) : undefined;
   const names = kernel.params.map((p) => p.name);
   const scratch = streamKScratch(names, params.BLOCK_M, params.BLOCK_N);
   const buffers: Buffer[] = [
@@ -111,11 +124,11 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     ...(spec.sources?.(tensor.name) ?? []),
     spec.b,
     spec.c,
-    signalBuffer(slotCount, true),
+    signalBuffer(slotCount, !nvshmem),
     ...scratch.buffers,
   ];
   checkDistinctBuffers(buffers);
-  const tables = [...mapTables, ...(spec.tables?.(world) ?? [])];
+  const tables = [...mapTables, ...(spec.tables?.(world) ?? []), ...(transfers === undefined ? [] : [transfers.table])];
   const tableNames = new Set<string>();
   for (const x of tables) {
     if (tableNames.has(x.name)) throw new EmitError("bad-param", `table ${x.name} is declared twice`);
@@ -133,7 +146,9 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     name: op.name,
     kind: LOCAL_CONSUMER_KIND,
     stream: "compute",
-    grid: kernel.persistent ? [{ kind: "num-sms", cap: numTiles }] : [numTiles],
+    // Beside the NVSHMEM kernel the persistent GEMM leaves it its SMs: a GEMM program spinning on
+    // a chunk must not hold the SM the put of that chunk needs.
+    grid: kernel.persistent ? [{ kind: "num-sms", cap: numTiles, ...(nvshmem ? { reserve: o.commSms } : {}) }] : [numTiles],
     ...gemmLaunch(o, params),
     own,
     inserted,
@@ -158,13 +173,15 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     buffers,
     signals: { buffer: SIGNAL_BUFFER, slots: slotCount, bits: 32 },
     tables,
-    kernels: [entry],
-    hostOps: planHostOps(op.plan, signals),
+    kernels: transfers === undefined ? [entry] : [entry, transfers.kernel],
+    hostOps: transfers === undefined ? planHostOps(op.plan, signals) : [],
     reference: spec.reference(tensor.name, world, o.tolerance, params),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
-  return { files: [{ path: entry.source, text: t.source }], manifest };
+  const files = [{ path: entry.source, text: t.source }];
+  if (transfers !== undefined) files.push(transfers.file);
+  return { files, manifest };
 }
 
 /** The one 2-D tensor an AllGather plan gathers. */

@@ -131,7 +131,7 @@ export type KernelArg = z.infer<typeof KernelArg>;
 /**
  * A kernel template kind: an identifier that may also contain `-` (the template kinds are
  * kebab-case: `ag-gemm-consumer`, `gemm-producer`, `rs-reduce`, `sm-push`, `sm-pull`,
- * `ring-reduce`). Added so those kinds validate; every identifier is still accepted.
+ * `ring-reduce`, `nvshmem-push`). Added so those kinds validate; every identifier is still accepted.
  */
 export const TemplateKind = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]*$/, "must match ^[A-Za-z_][A-Za-z0-9_-]*$");
 
@@ -215,6 +215,10 @@ export const TileProgramSpec = z.object({
 });
 export type TileProgramSpec = z.infer<typeof TileProgramSpec>;
 
+/** Something a kernel needs from the runner beyond a GPU (see `Kernel.requires`). */
+export const KernelRequirement = z.enum(["nvshmem"]);
+export type KernelRequirement = z.infer<typeof KernelRequirement>;
+
 /**
  * A kernel launch. `source` is a Python file relative to the manifest; `entry` the
  * `@triton.jit` function in it. `template` names the kernel template and its parameters so
@@ -238,6 +242,14 @@ export const Kernel = z.object({
   precompiled: Precompiled.optional(),
   /** Optional (additive): the tile program of a transformed local body or a TLX kernel. */
   tileProgram: TileProgramSpec.optional(),
+  /**
+   * Optional (additive): what the runner must provide before it can launch this kernel.
+   * `nvshmem`: the kernel calls NVSHMEM's device API (`ovl_runtime.nvshmem`, the `nvshmem`
+   * transfer backend): the runner allocates the manifest's symmetric buffers through PyTorch's
+   * NVSHMEM symmetric-memory backend, one process per GPU, and launches the kernel with NVSHMEM's
+   * device library linked and its module initialised. A runner that cannot refuses the manifest.
+   */
+  requires: z.array(KernelRequirement).min(1).optional(),
 });
 export type Kernel = z.infer<typeof Kernel>;
 

@@ -18,7 +18,7 @@ export const agAttention: OperatorDefinition = {
       { name: "head-dim", type: "positive-int", value: "<D>", help: "head dimension (16 ... 256, a power of two)" },
       { name: "causal", type: "switch", help: "the query at position i attends keys at positions <= i" },
     ],
-    shared: ["world", "mesh", "template", "side", "split", "backend", "tile", "kernel"],
+    shared: ["dtype", "world", "mesh", "template", "side", "split", "backend", "tile", "kernel"],
     templates: ["swizzle", "ring", "hierarchical"],
     examples: ["ovl emit ag-attention --seq 16384 --heads 32 --head-dim 128 --causal --world 8 --template ring"],
   },

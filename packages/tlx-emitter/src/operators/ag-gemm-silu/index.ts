@@ -12,7 +12,7 @@ export const agGemmSilu: OperatorDefinition = {
   kind: "ag-gemm-silu",
   cli: {
     options: MLP_OPTIONS,
-    shared: ["gemm-sizes", "world", "mesh", "split", "backend", "tile"],
+    shared: ["gemm-sizes", "dtype", "world", "mesh", "split", "backend", "tile"],
     examples: ["ovl emit ag-gemm-silu --tokens 4096 --hidden 4096 --intermediate 1376 --world 2"],
   },
   compute: { tuned: false, defaultTile: () => ({ ...DEFAULT_TILE }) },

@@ -3,7 +3,7 @@
 // the warp-specialised GEMM with chunk waits before a tile's loads).
 import type { OperatorDefinition } from "../../core/registry.js";
 import { DEFAULT_TILE } from "../../core/operator.js";
-import { GEMM_SHARED } from "../gemm-cli.js";
+import { COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
 import { realiseTlxAgGemm } from "./tlx.js";
 import { compileAgGemmRows } from "./rows-compile.js";
 import { compileAgGemm } from "./triton.js";
@@ -28,7 +28,7 @@ export const agGemm: OperatorDefinition = {
       },
       { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
     ],
-    shared: [...GEMM_SHARED, "tlx"],
+    shared: [...GEMM_SHARED, "tlx", "comm-sms", ...COMPUTE_SHARED],
     templates: ["swizzle", "ring", "hierarchical", "direct"],
     examples: [
       "ovl emit ag-gemm --shape MLP-1 --world 4 --out mlp1 --tlx",

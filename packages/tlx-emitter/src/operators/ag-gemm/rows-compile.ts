@@ -7,6 +7,7 @@ import { checkGemmParams } from "../../backends/triton/kernels/index.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { LOCAL_CONSUMER_KIND } from "../../backends/triton/consumer.js";
 import { bindGemm } from "../../core/bind.js";
+import { builtinBody } from "../../core/builtin.js";
 import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest/schema.js";
 import { instantiateRows } from "../../core/manifest/rows.js";
 import { validated } from "../../core/manifest/validate.js";
@@ -18,6 +19,9 @@ import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
 import { consumerInsertedArgs } from "../../schedule/maps.js";
 import type { RowsRequest } from "../../core/operator.js";
 import { agRowsHostOps, agRowsMaps, agRowsTileMaps, checkAgGemmRows, ROWS_VARIABLE, rowsShape } from "./rows.js";
+
+/** ovl's stream-K body, which the any-row-count operator swaps for the flattened one (see compileAgGemmRows). */
+const STREAM_K_BODY = "gemm_tma_persistent_streamk.py";
 
 /** The plan template a rows-generic AllGather+GEMM realises at every M. */
 export const ROWS_PLAN = "all-gather-swizzle-push";
@@ -36,18 +40,21 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
   if (op.plan.name !== ROWS_PLAN) {
     throw new EmitError("bad-param", `rows mode realises the ${ROWS_PLAN} plan at every row count; plan "${op.plan.name}" is another`);
   }
-  const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
+  // Stream-K cuts the last wave's tiles by k-steps, a split fixed by M's tile count: the any-row-count operator runs
+  // the same configuration on the flattened persistent body instead.
+  const body = op.body.path === STREAM_K_BODY ? builtinBody("gemm_tma_persistent_flat") : op.body;
+  const kernel = await parseLocalKernel(body.source, body.path, body.entry);
   if (kernel.role !== "consumer" || kernel.waitsPer === "kv-block") {
-    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a GEMM consumer body (# ovl: consumer gather=<param>, tile m=)`);
+    throw new EmitError("bad-param", `${body.path}: rows mode needs a GEMM consumer body (# ovl: consumer gather=<param>, tile m=)`);
   }
   if (kernel.shape.tileLoop === undefined) {
-    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a persistent body (# ovl: tile-loop): its grid cannot depend on M`);
+    throw new EmitError("bad-param", `${body.path}: rows mode needs a persistent body (# ovl: tile-loop): its grid cannot depend on M`);
   }
   const names = kernel.params.map((p) => p.name);
   if (!names.includes("M")) {
     throw new EmitError(
       "bad-param",
-      `${op.body.path}: rows mode binds the call's row count to the body's parameter M, which ${kernel.entry} lacks`,
+      `${body.path}: rows mode binds the call's row count to the body's parameter M, which ${kernel.entry} lacks`,
     );
   }
   const params = checkGemmParams({
@@ -96,7 +103,7 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
     inserted: { ...consumerInsertedArgs([]), [ROWS_VARIABLE]: { kind: "rows" } },
     params: {
       ...params,
-      body: op.body.path,
+      body: body.path,
       entry: kernel.entry,
       operator: "ag-gemm",
       slotColumns: slots.length,

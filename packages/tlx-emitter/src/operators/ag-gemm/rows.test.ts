@@ -81,3 +81,12 @@ describe("AllGather+GEMM for any row count", () => {
     expect(() => checkAgGemmRows(s, maps, bad)).toThrow(/over 520 rows: the copy of rows .* signals slot 0/);
   });
 });
+
+describe("AllGather+GEMM for any row count, on the stream-K body's configuration", () => {
+  it("runs the configuration on the flattened persistent body (stream-K's split is fixed by one M's tiles)", async () => {
+    const o = { ...op(4, 1024, { min: 544, max: 4096 }), body: builtinBody("gemm_tma_persistent_streamk") };
+    const { manifest } = await compile(o);
+    expect(manifest.kernels[0]!.template.params.body).toBe("gemm_tma_persistent_flat.py");
+    expect(manifest.rows?.range).toEqual({ min: 544, max: 4096 });
+  });
+});

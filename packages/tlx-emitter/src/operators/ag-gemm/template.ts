@@ -2,7 +2,15 @@
 // on the copy engine with stream-written chunk signals, and the `ag-gemm-consumer` kernel
 // visiting m-blocks in the schedule's arrival order, waiting per tile on its chunk slot.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
-import { AG_GEMM_CONSUMER, agGemmConsumerSource, checkGemmParams, type GemmParams } from "../../backends/triton/kernels/index.js";
+import {
+  AG_GEMM_CONSUMER,
+  agGemmConsumerSource,
+  checkGemmParams,
+  type GemmParams,
+  nvshmemSlot,
+  nvshmemSlotCount,
+} from "../../backends/triton/kernels/index.js";
+import { nvshmemTransfers } from "../../backends/triton/nvshmem.js";
 import { MANIFEST_SCHEMA, type Buffer, type Table } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
 import {
@@ -25,7 +33,9 @@ import type { EmitResult } from "../../core/result.js";
  * consumer schedule. Buffers: the plan tensor `A` (symmetric), `gemm_b`, `gemm_c`
  * (poisoned), `signals`. Host ops: each P2P op of rank r, stream s becomes `copy` ops on
  * rank r's stream `comm<s>`, the last signalling `(rank, slot)` of the chunk; the kernel
- * reads per rank the m-block visit order and per-m-block wait slot (`-1` = local).
+ * reads per rank the m-block visit order and per-m-block wait slot (`-1` = local). With
+ * `options.backend` `nvshmem` the pushes are rows of an `nvshmem-push` kernel instead (one NVSHMEM
+ * put with signal per chunk, `nvshmemTransfers`), and chunk slot s is int32 slot 2s.
  * @throws {EmitError} for a schedule that is not row-blocked (a tile on two slots, an
  *   m-block on two), chunk slots with several writers, collectives or reductions in the
  *   plan, dependencies a host stream cannot wait on, or bad options.
@@ -62,23 +72,33 @@ export function emitAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: Emi
         return arrivals;
       }),
     );
-  const hostOps = planHostOps(plan, signals);
-  const slots = Math.max(1, ...signals.slots.map((e) => e.slots.length));
+  const nvshmem = o.backend === "nvshmem";
+  const planSlots = Math.max(1, ...signals.slots.map((e) => e.slots.length));
+  // Under NVSHMEM a chunk's slot s is the low half of the 64-bit signal word at int32 slot 2s.
+  const slots = nvshmem ? nvshmemSlotCount(planSlots) : planSlots;
+  const transfers = nvshmem ? nvshmemTransfers(plan, signals, world, tensor.name, o, slots) : undefined;
+  const hostOps = transfers === undefined ? planHostOps(plan, signals) : [];
   const buffers: Buffer[] = [
     { name: tensor.name, shape: [M, K], dtype: o.dtype, symmetric: true, init: "random" },
     { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
     { name: "gemm_c", shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
-    signalBuffer(slots, true),
+    signalBuffer(slots, !nvshmem),
   ];
   checkDistinctBuffers(buffers);
   const tables: Table[] = [
     { name: "mblock_order", dtype: "int32", values: perRank.map((t) => t.order) },
-    { name: "mblock_wait_slot", dtype: "int32", values: perRank.map((t) => t.slot) },
+    {
+      name: "mblock_wait_slot",
+      dtype: "int32",
+      values: perRank.map((t) => (nvshmem ? t.slot.map((x) => (x < 0 ? x : nvshmemSlot(x))) : t.slot)),
+    },
+    ...(transfers === undefined ? [] : [transfers.table]),
   ];
   const kernel = kernelEntry(AG_GEMM_CONSUMER, {
     name: "ag_gemm_consumer",
     stream: "compute",
-    grid: [{ kind: "num-sms", cap: numTiles }],
+    // Beside the NVSHMEM kernel the persistent GEMM leaves it its SMs (a GEMM program spinning on a chunk must not hold them).
+    grid: [{ kind: "num-sms", cap: numTiles, ...(nvshmem ? { reserve: o.commSms } : {}) }],
     ...gemmLaunch(o, params),
     args: {
       a_ptr: { kind: "buffer", name: tensor.name },
@@ -106,11 +126,12 @@ export function emitAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     buffers,
     signals: { buffer: SIGNAL_BUFFER, slots, bits: 32 },
     tables,
-    kernels: [kernel],
+    kernels: transfers === undefined ? [kernel] : [kernel, transfers.kernel],
     hostOps,
     reference: agGemmReference(tensor.name, { M, N, K }, world, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
-  return { files: [{ path: kernel.source, text: agGemmConsumerSource(params, { dtype: o.dtype }) }], manifest };
+  const files = [{ path: kernel.source, text: agGemmConsumerSource(params, { dtype: o.dtype }) }];
+  return { files: transfers === undefined ? files : [...files, transfers.file], manifest };
 }

@@ -78,6 +78,11 @@ export function emitGemmArPartitioned(
   options: EmitOptions = {},
   producer?: ProducerFactory,
 ): EmitResult {
+  if (options.backend === "nvshmem")
+    throw new EmitError(
+      "unsupported-op",
+      'the nvshmem transfer backend realises AllGather+GEMM and GEMM+ReduceScatter; compile GEMM+AllReduce with options.backend "copy-engine" or "sm"',
+    );
   const s = gemmRsStages(reduceScatter, schedule, options, producer, {
     nearest: `use ${AR_PLANS.partitioned} (a ReduceScatter of whole slabs), or ${AR_PLANS.tilewise}, which takes any M`,
     operator: "gemm-ar",

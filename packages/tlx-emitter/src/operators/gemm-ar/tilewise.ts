@@ -73,6 +73,11 @@ export function firstOwned(r: number, numPidM: number, world: number): number {
  *   the kernels cannot take, `bad-plan` for a tensor that does not match.
  */
 export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options: EmitOptions, producer: ProducerFactory): EmitResult {
+  if (options.backend === "nvshmem")
+    throw new EmitError(
+      "unsupported-op",
+      'the nvshmem transfer backend realises AllGather+GEMM and GEMM+ReduceScatter; a tile-wise AllReduce takes options.backend "sm"',
+    );
   if (options.backend === "copy-engine") {
     throw new EmitError(
       "unsupported-op",

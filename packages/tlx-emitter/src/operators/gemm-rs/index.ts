@@ -3,7 +3,7 @@
 // (Triton: the local body transformed; TLX: the warp-specialised GEMM with tile-done notifies).
 import type { OperatorDefinition } from "../../core/registry.js";
 import { DEFAULT_TILE } from "../../core/operator.js";
-import { GEMM_SHARED } from "../gemm-cli.js";
+import { COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
 import { realiseTlxGemmRs } from "./tlx.js";
 import { compileGemmRs } from "./triton.js";
 
@@ -15,7 +15,7 @@ export const gemmRs: OperatorDefinition = {
   kind: "gemm-rs",
   cli: {
     options: [],
-    shared: [...GEMM_SHARED, "tlx", "comm-sms"],
+    shared: [...GEMM_SHARED, "tlx", "comm-sms", ...COMPUTE_SHARED],
     templates: ["direct", "ring"],
     examples: ["ovl emit gemm-rs --shape MLP-1 --world 8 --out rs --tlx", "ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm"],
   },

@@ -295,6 +295,6 @@ describe("emitGemmRs", () => {
     const ragged = rsPlan(2, 192, 64, 1);
     expect(codeOf(() => emitGemmRs(ragged, schedule(ragged, 192, 64, 64)))).toBe("bad-param");
     const plan = rsPlan(2, 256, 64, 1);
-    expect(codeOf(() => emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "nvshmem" as "sm" }))).toBe("bad-param");
+    expect(codeOf(() => emitGemmRs(plan, schedule(plan, 256, 64, 64), { backend: "nccl" as "sm" }))).toBe("bad-param");
   });
 });

@@ -5,6 +5,7 @@
 import type { ChunkPlan, TensorDecl, TileSchedule } from "@ovl/chunk-plan";
 import {
   checkGemmParams,
+  checkNvshmemRows,
   checkRsReduceParams,
   checkSegmentAlignment,
   checkSmCommParams,
@@ -12,6 +13,9 @@ import {
   type GemmParams,
   gemmProducerSource,
   type LaunchOptions,
+  nvshmemPushSource,
+  nvshmemSlot,
+  nvshmemSlotCount,
   RS_REDUCE,
   type RsReduceParams,
   rsReduceBlockN,
@@ -41,6 +45,7 @@ import {
   SIGNAL_BUFFER,
 } from "../../backends/triton/common.js";
 import type { EmittedFile } from "../../core/result.js";
+import { nvshmemPushKernel } from "../../backends/triton/nvshmem.js";
 import { commStreamName } from "../../schedule/host-ops.js";
 import { mBlockTables } from "../../schedule/m-block-tables.js";
 import { type EmitOptions, gemmLaunch, resolveOptions, type ResolvedOptions } from "../../core/options.js";
@@ -84,6 +89,9 @@ export type ProducerFactory = (ctx: ProducerContext) => {
   /** A precompiled producer's PTX expectations (the AOT check). */
   expect?: readonly string[];
 };
+
+/** The manifest-name suffix of each transfer backend. */
+const BACKEND_TAG = { "copy-engine": "ce", sm: "sm", nvshmem: "nvshmem" } as const;
 
 /** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
 export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials", out: "rs_out" } as const;
@@ -169,7 +177,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
   const files: EmittedFile[] = [...s.files, { path: "rs_reduce.py", text: rsReduceSource(s.reduce, { dtype: o.dtype }) }];
   const manifest = validated({
     $schema: MANIFEST_SCHEMA,
-    name: options.name ?? `gemm_rs_${o.backend === "sm" ? "sm" : "ce"}`,
+    name: options.name ?? `gemm_rs_${BACKEND_TAG[o.backend]}`,
     world,
     dtype: o.dtype,
     buffers,
@@ -246,7 +254,10 @@ export function gemmRsStages(
   }
   const rowsPerRank = M / world;
   const blocksPerSlab = rowsPerRank / params.BLOCK_M;
-  const tileDoneBase = world * blocksPerSlab;
+  const nvshmem = o.backend === "nvshmem";
+  // Arrival slot s is int32 slot 2s under NVSHMEM (the low half of a 64-bit signal word, `nvshmemSlot`).
+  const arrivalAt = (slot: number) => (nvshmem ? nvshmemSlot(slot) : slot);
+  const tileDoneBase = nvshmem ? nvshmemSlotCount(world * blocksPerSlab) : world * blocksPerSlab;
   const { numPidM, numTiles } = schedule.grid;
   const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
   const perRank = ranks.map((r) =>
@@ -270,20 +281,24 @@ export function gemmRsStages(
   const buffers: Buffer[] = [
     { name: GEMM_RS_BUFFERS.a, shape: [M, K], dtype: o.dtype, symmetric: false, init: "random" },
     { name: GEMM_RS_BUFFERS.b, shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
-    { name: tensor.name, shape: [M, N], dtype: o.dtype, symmetric: false, init: "poison" },
+    // NVSHMEM puts read their source from the symmetric heap: a network transport reaches only
+    // memory registered with it.
+    { name: tensor.name, shape: [M, N], dtype: o.dtype, symmetric: nvshmem, init: "poison" },
     { name: GEMM_RS_BUFFERS.partials, shape: [world, rowsPerRank, N], dtype: o.dtype, symmetric: true, init: "poison" },
   ];
   const tables: Table[] = [
     {
       name: "rs_arrival_slot",
       dtype: "int32",
-      values: ranks.map((r) => arrivalSlotTable(peerDeliveries, r.rank, world, blocksPerSlab, o.backend === "sm")),
+      values: ranks.map((r) =>
+        arrivalSlotTable(peerDeliveries, r.rank, world, blocksPerSlab, o.backend !== "copy-engine").map((x) => (x < 0 ? x : arrivalAt(x))),
+      ),
     },
   ];
   const gemm = gemmLaunch(o, params);
   // With SM pushes the producer leaves the communication kernel's SMs to it: a persistent
   // program that found no SM free would start only when another finished all its tiles.
-  const reserve = o.backend === "sm" ? { reserve: o.commSms } : {};
+  const reserve = o.backend === "copy-engine" ? {} : { reserve: o.commSms };
   const notifyPerMBlock = perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
   const made = producer?.({
     order,
@@ -299,7 +314,8 @@ export function gemmRsStages(
     options: o,
     operator: stage.operator ?? "gemm-rs",
     // With SM pushes only this rank's sm-push kernel waits on the tile-done slots, and it
-    // releases what it moves at system scope itself; a copy-engine delivery waits on a host stream.
+    // releases what it moves at system scope itself; a copy-engine delivery waits on a host
+    // stream, and an NVSHMEM put may be read by a network adapter.
     notifyScope: o.backend === "sm" ? "gpu" : "sys",
   });
   if (made === undefined) {
@@ -363,7 +379,6 @@ export function gemmRsStages(
       };
     });
   } else {
-    const comm = checkSmCommParams({ BLOCK: o.commBlock });
     // One segment per m-block: the push programs then share a chunk between them.
     const rows = ranks.map((r) =>
       peerDeliveries
@@ -377,16 +392,26 @@ export function gemmRsStages(
           const w = d.waits[0]!;
           return Array.from({ length: d.blocks }, (_, k) => {
             const at = where({ from: d.from, to: d.to, mBlock: d.mBlock + k });
-            return [at.src, d.to, at.dst, rowsElems, tileDoneBase + w.slot, w.arrivals, at.slot];
+            return [at.src, d.to, at.dst, rowsElems, tileDoneBase + w.slot, w.arrivals, arrivalAt(at.slot)];
           });
         }),
     );
-    for (const r of rows) checkSegmentAlignment(r.flat(), SM_PUSH_FIELDS, ["src_offset", "dst_offset"], o.dtype);
     const count = Math.max(1, ...rows.map((r) => r.length));
     // Rows of length 0 with no wait and no notify pad every rank's table to one length.
     const padded = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
     tables.push({ name: "push_segments", dtype: "int64", values: padded });
     hostOps = [];
+    if (nvshmem) {
+      for (const r of padded) checkNvshmemRows(r, slots);
+      kernels.push(nvshmemPushKernel(o, tensor.name, GEMM_RS_BUFFERS.partials, count));
+      files.push({ path: "nvshmem_push.py", text: nvshmemPushSource({ dtype: o.dtype }) });
+    }
+  }
+  if (o.backend === "sm") {
+    const comm = checkSmCommParams({ BLOCK: o.commBlock });
+    const rows = tables.find((t) => t.name === "push_segments")!.values;
+    for (const r of rows) checkSegmentAlignment(r, SM_PUSH_FIELDS, ["src_offset", "dst_offset"], o.dtype);
+    const count = rows[0]!.length / SM_PUSH_FIELDS.length;
     kernels.push(
       kernelEntry(SM_PUSH, {
         name: "sm_push",

@@ -119,6 +119,11 @@ export function tlxProducerFactory(options: TlxProducerOptions = {}): ProducerFa
  * @throws {EmitError} as `emitGemmRs` and `tlxProducerFactory`.
  */
 export function emitTlxGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions & TlxProducerOptions = {}): TlxEmitResult {
+  if (options.backend === "nvshmem")
+    throw new EmitError(
+      "unsupported-op",
+      'the TLX GEMM+RS is built over copy-engine or SM pushes; emitGemmRs builds options.backend "nvshmem"',
+    );
   const { stages, consumerRegisters, consumerSchedule, epilogueSplit, notifier, clusterM, ...emit } = options;
   const knobs = {
     ...(clusterM === undefined ? {} : { clusterM }),

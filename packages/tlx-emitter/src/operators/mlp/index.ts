@@ -9,7 +9,7 @@ export const mlp: OperatorDefinition = {
   summary: "the tensor-parallel MLP as a chain: AllGather + gate/up GEMM + SiLU-mul, then GEMM + ReduceScatter",
   cli: {
     options: MLP_OPTIONS,
-    shared: ["gemm-sizes", "world", "mesh", "split", "tile", "target"],
+    shared: ["gemm-sizes", "dtype", "world", "mesh", "split", "tile", "target"],
     examples: ["ovl emit mlp --tokens 8192 --hidden 4096 --intermediate 1792 --world 8"],
   },
 };

@@ -12,7 +12,7 @@ export const moeRs: OperatorDefinition = {
   kind: "moe-rs",
   cli: {
     options: moeOptions("--n", "--k"),
-    shared: ["gemm-sizes", "world", "mesh", "template", "side", "split", "backend", "tile", "kernel"],
+    shared: ["gemm-sizes", "dtype", "world", "mesh", "template", "side", "split", "backend", "tile", "kernel"],
     templates: ["direct"],
     examples: ["ovl emit moe-rs --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8"],
   },

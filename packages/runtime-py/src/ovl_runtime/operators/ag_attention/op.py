@@ -6,7 +6,7 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, local_shape, rank_views
+from ..._torch_api.tensors import DTYPES, call_dtype, local_shape, rank_views
 from ...errors import UsageError
 from ...groups import Group, resolve_group
 
@@ -24,8 +24,7 @@ def _attention_shapes(q: torch.Tensor, kv: torch.Tensor, g: Group) -> tuple[int,
         raise UsageError(f"{what}: q {[s, heads, d]} and kv {[s2, two, kv_heads, d2]} need every size >= 1")
     if heads % kv_heads:
         raise UsageError(f"{what}: {heads} query heads do not share {kv_heads} kv heads evenly (heads must be a multiple of kv_heads)")
-    if kv.dtype != q.dtype:
-        raise UsageError(f"{what}: q is {q.dtype} but kv is {kv.dtype}")
+    call_dtype(what, g, q=q, kv=kv)  # before the device and layout checks of rank_views
     return s, heads, kv_heads, d
 
 

@@ -7,7 +7,7 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, empty_rows, rank_views
+from ..._torch_api.tensors import DTYPES, call_dtype, check_device, empty_rows, local_shape, rank_views
 from ...errors import UsageError
 from ...groups import Group, resolve_group
 
@@ -21,8 +21,9 @@ def routing_topk(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) ->
     if topk_ids.dim() != want or topk_ids.shape[-2] != tokens or (g.stacked and topk_ids.shape[0] != g.world):
         lead = f"[{g.world}, {tokens}, k]" if g.stacked else f"[{tokens}, k]"
         raise UsageError(f"{what} must be {lead} (every rank's tokens, k experts each), got {tuple(topk_ids.shape)}")
-    if not topk_ids.is_cuda or not topk_ids.is_contiguous():
-        raise UsageError(f"{what} must be a contiguous CUDA tensor")
+    check_device(topk_ids, g, what)
+    if not topk_ids.is_contiguous():
+        raise UsageError(f"{what} must be contiguous")
     k = int(topk_ids.shape[-1])
     if not 1 <= k <= experts:
         raise UsageError(f"{what}: top-k ({k}) must be between 1 and the number of experts ({experts})")
@@ -32,13 +33,13 @@ def routing_topk(topk_ids: torch.Tensor, g: Group, tokens: int, experts: int) ->
 def _moe_impl(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_name: str, validate: bool) -> torch.Tensor:
     g = resolve_group(group_name)
     what = "moe_all_gather_grouped_matmul"
+    local_shape(x, g, "x", 2), local_shape(w, g, "w", 3)
+    call_dtype(what, g, x=x, w=w)
     xs, ws = rank_views(x, g, "x", 2), rank_views(w, g, "w", 3)
     rows, hidden = xs[0].shape
     experts, hidden2, n = ws[0].shape
     if hidden != hidden2:
         raise UsageError(f"{what}: x is [{rows}, {hidden}] but w is [{experts}, {hidden2}, {n}]; the hidden sizes differ")
-    if w.dtype != x.dtype:
-        raise UsageError(f"{what}: x is {x.dtype} but w is {w.dtype}")
     topk = routing_topk(topk_ids, g, g.world * rows, experts)
     if validate:  # a host sync: the ids are read back before the launch
         bad = ((topk_ids < 0) | (topk_ids >= experts)).nonzero()

@@ -12,7 +12,7 @@ laid out as ``[W_gate | W_up]`` (its I intermediate columns of each); ``w_down``
 ``[I, hidden]``. Returns this rank's ``m`` rows of ``Σ_r (silu(X W_gate,r) ⊙ (X W_up,r)) W_down,r``
 with X every rank's rows. The first launch (``ag-gemm-silu``, the built-in ``gemm_silu_mul``
 body) gathers X behind the GEMM and writes ``silu(gate) * up`` in its epilogue (fp32
-accumulators, silu in fp32, one bf16 rounding); its output is passed as the second launch's A
+accumulators, silu in fp32, one rounding to x's dtype); its output is passed as the second launch's A
 (``matmul_reduce_scatter`` binds it, no copy, unless its slabs need padding to whole row blocks).
 Tensors, groups, checks and CUDA-graph capture are as ``ovl_runtime.ops`` describes.
 """
@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from ..._torch_api.dispatch import call
+from ..._torch_api.tensors import local_shape, same_dtype
 from ...groups import resolve_group
 from ..ag_gemm.api import all_gather_matmul
 from ..gemm_rs.api import matmul_reduce_scatter
@@ -51,5 +52,11 @@ def all_gather_matmul_silu_mul(x: torch.Tensor, w_gate_up: torch.Tensor, group: 
 
 
 def tp_mlp(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, group: Any) -> torch.Tensor:
-    """This rank's rows of the tensor-parallel MLP (see the module docstring): two launches."""
+    """This rank's rows of the tensor-parallel MLP (see the module docstring): two launches. The three tensors' dimensions
+    and shared element type are checked first, so a ``w_down`` of another dtype is refused before the first launch, not
+    after it (each launch checks that its tensors' type is one the operators take)."""
+    g = resolve_group(group)
+    for t, what in ((x, "x"), (w_gate_up, "w_gate_up"), (w_down, "w_down")):
+        local_shape(t, g, what, 2)
+    same_dtype("tp_mlp", x=x, w_gate_up=w_gate_up, w_down=w_down)
     return matmul_reduce_scatter(all_gather_matmul_silu_mul(x, w_gate_up, group), w_down, group)

@@ -34,8 +34,7 @@ import torch
 
 from ..._torch_api.dispatch import call
 from ..._torch_api.registry import bound_items
-from ..._torch_api.tensors import DTYPES
-from ...errors import UsageError
+from ..._torch_api.tensors import call_dtype
 from ...groups import resolve_group
 from . import autograd as _autograd  # noqa: F401 - the op and its backward, registered
 from .op import WHAT, _impl
@@ -48,9 +47,9 @@ def moe_grouped_matmul_reduce_scatter(
 ) -> torch.Tensor:
     """MoE down-projection: each token slot's rows multiplied by its expert, weighted, summed over the token's k
     experts and over the ranks, each rank keeping its ``T/W`` token rows (see the module docstring)."""
-    if h.dtype not in DTYPES:
-        raise UsageError(f"{WHAT}: h is {h.dtype}; the operator takes {', '.join(str(d) for d in DTYPES)}")
-    return call(torch.ops.ovl.moe_grouped_matmul_reduce_scatter, _impl, h, topk_ids, topk_weights, w, resolve_group(group).name)
+    g = resolve_group(group)
+    call_dtype(WHAT, g, h=h)  # w, with the rest, in the op's checks
+    return call(torch.ops.ovl.moe_grouped_matmul_reduce_scatter, _impl, h, topk_ids, topk_weights, w, g.name)
 
 
 def synchronize() -> None:

@@ -9,40 +9,40 @@ import torch
 
 from ..._kernels.library import KernelKey
 from ..._torch_api.registry import bound_operator
-from ..._torch_api.tensors import DTYPES, empty_rows, rank_views
+from ..._torch_api.tensors import DTYPES, call_dtype, check_device, empty_rows, local_shape, rank_views
 from ...errors import UsageError
-from ...groups import resolve_group
+from ...groups import Group, resolve_group
 from .kernels import check_moe_rs
 
 WHAT = "moe_grouped_matmul_reduce_scatter"
 
 
-def _routing(t: Any, world: int | None, tokens: int, what: str, dtype: torch.dtype | None) -> None:
+def _routing(t: Any, g: Group, tokens: int, what: str, dtype: torch.dtype | None) -> None:
     if not isinstance(t, torch.Tensor) or (dtype is not None and t.dtype != dtype):
         raise UsageError(f"{WHAT}: {what} must be a {dtype or 'floating'} torch.Tensor, got {getattr(t, 'dtype', type(t).__name__)}")
-    lead = () if world is None else (world,)
+    lead = (g.world,) if g.stacked else ()
     if tuple(t.shape[:-1]) != (*lead, tokens):
         want = ", ".join(str(x) for x in (*lead, tokens, "k"))
         raise UsageError(f"{WHAT}: {what} must be [{want}] (the routing of all tokens, on every rank), got {tuple(t.shape)}")
-    if not t.is_cuda or not t.is_contiguous():
-        raise UsageError(f"{WHAT}: {what} must be a contiguous CUDA tensor")
+    check_device(t, g, f"{WHAT}: {what}")
+    if not t.is_contiguous():
+        raise UsageError(f"{WHAT}: {what} must be contiguous")
 
 
 def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w: torch.Tensor, group_name: str) -> torch.Tensor:
     g = resolve_group(group_name)
+    local_shape(h, g, "h", 2), local_shape(w, g, "w", 3)
+    call_dtype(WHAT, g, h=h, w=w)
     hs, ws = rank_views(h, g, "h", 2), rank_views(w, g, "w", 3)
     slots, inter = hs[0].shape
     experts, inter2, hidden = ws[0].shape
     if inter != inter2:
         raise UsageError(f"{WHAT}: h is [{slots}, {inter}] but w is [{experts}, {inter2}, {hidden}]; the intermediate sizes differ")
-    if w.dtype != h.dtype:
-        raise UsageError(f"{WHAT}: h is {h.dtype} but w is {w.dtype}")
-    lead = g.world if g.stacked else None
     if not isinstance(topk_ids, torch.Tensor) or topk_ids.dim() != (3 if g.stacked else 2):
         raise UsageError(f"{WHAT}: topk_ids must be {'[W, T, k]' if g.stacked else '[T, k]'}, got {tuple(getattr(topk_ids, 'shape', ()))}")
     tokens, k = int(topk_ids.shape[-2]), int(topk_ids.shape[-1])
-    _routing(topk_ids, lead, tokens, "topk_ids", torch.int32)
-    _routing(topk_weights, lead, tokens, "topk_weights", None)
+    _routing(topk_ids, g, tokens, "topk_ids", torch.int32)
+    _routing(topk_weights, g, tokens, "topk_weights", None)
     if not topk_weights.is_floating_point() or topk_weights.shape != topk_ids.shape:
         raise UsageError(
             f"{WHAT}: topk_weights must be floating point and shaped like topk_ids, got {topk_weights.dtype} {tuple(topk_weights.shape)}"

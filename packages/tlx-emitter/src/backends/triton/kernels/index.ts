@@ -49,3 +49,14 @@ export {
   type TileCommParams,
 } from "./tile-comm.js";
 export { SLOT_WAIT, SLOT_WAIT_FIELDS, slotWaitSource } from "./slot-wait.js";
+export {
+  checkNvshmemRows,
+  NVSHMEM_FUNCTIONS,
+  NVSHMEM_MODULE,
+  NVSHMEM_PUSH,
+  NVSHMEM_PUSH_FIELDS,
+  NVSHMEM_REQUIREMENT,
+  nvshmemPushSource,
+  nvshmemSlot,
+  nvshmemSlotCount,
+} from "./nvshmem-comm.js";

@@ -4,6 +4,9 @@ import { DEVICE_FUNCTIONS } from "../../../core/device/index.js";
 import {
   AG_GEMM_CONSUMER,
   agGemmConsumerSource,
+  arReduceBroadcastSource,
+  arReduceSource,
+  arTileReduceSource,
   checkGemmParams,
   checkLaunch,
   checkRsReduceParams,
@@ -22,6 +25,8 @@ import {
   SM_PUSH_FIELDS,
   smPullSource,
   smPushSource,
+  slotWaitSource,
+  tilePushSource,
 } from "./index.js";
 import { codeOf } from "../../../testing/errors.js";
 
@@ -98,6 +103,41 @@ describe("kernel templates", () => {
     expect(smPullSource({ BLOCK: 1024 })).toContain("peer_base(src_ptrs, src_rank, dst_ptr)");
     expect(ringReduceSource({ BLOCK: 1024 })).toContain("peer_base(recv_ptrs, fwd_rank, recv_ptr)");
     expect(codeOf(() => agGemmConsumerSource(GEMM, { dtype: "int8" as "bf16" }))).toBe("bad-param");
+  });
+
+  it("fp16 changes a template's text only where bf16 names its element type", () => {
+    const TILE = { BLOCK_R: 16, BLOCK_C: 128, WORLD: 4 };
+    const templates: Record<string, (dtype: "bf16" | "fp16") => string> = {
+      ag_gemm_consumer: (dtype) => agGemmConsumerSource(GEMM, { dtype }),
+      gemm_producer: (dtype) => gemmProducerSource(GEMM, { dtype }),
+      rs_reduce: (dtype) => rsReduceSource(RS, { dtype }),
+      sm_push: (dtype) => smPushSource({ BLOCK: 2048 }, { dtype }),
+      sm_pull: (dtype) => smPullSource({ BLOCK: 2048 }, { dtype }),
+      ring_reduce: (dtype) => ringReduceSource({ BLOCK: 2048 }, { dtype }),
+      ar_reduce: (dtype) => arReduceSource(RS, { dtype }),
+      ar_reduce_broadcast: (dtype) => arReduceBroadcastSource(RS, { dtype }),
+      tile_push: (dtype) => tilePushSource(TILE, { dtype }),
+      ar_tile_reduce: (dtype) => arTileReduceSource(TILE, { dtype }),
+      slot_wait: (dtype) => slotWaitSource({ dtype }),
+    };
+    const changed: string[] = [];
+    for (const [name, source] of Object.entries(templates)) {
+      const [bf16, fp16] = [source("bf16").split("\n"), source("fp16").split("\n")];
+      expect(fp16.length, name).toBe(bf16.length);
+      fp16.forEach((line, i) => {
+        if (line !== bf16[i]) changed.push(`${name}: ${line.trim()}`);
+      });
+    }
+    // The stores of the fp32 accumulators, and nothing else (the copies and sums take their pointers' element type).
+    expect(changed).toMatchInlineSnapshot(`
+      [
+        "ag_gemm_consumer: c_desc.store([pid_m * BLOCK_M, offs_bn], acc.to(tl.float16))",
+        "gemm_producer: tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(tl.float16), mask=mask)",
+        "rs_reduce: tl.store(out_ptr + off, acc.to(tl.float16), mask=mask)",
+        "ar_reduce: tl.store(out_base + off, acc.to(tl.float16), mask=mask)",
+        "ar_reduce_broadcast: total = acc.to(tl.float16)",
+      ]
+    `);
   });
 
   it("imports the device primitives it calls from ovl_runtime.language, and defines none", () => {

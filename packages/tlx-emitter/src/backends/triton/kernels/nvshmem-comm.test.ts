@@ -1,0 +1,180 @@
+import { type ChunkPlan, allGatherRing, allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { compile } from "../../../compile/compile.js";
+import { tlxBackend } from "../../../compile/backends.js";
+import type { Manifest } from "../../../core/manifest/schema.js";
+import { builtinBody, emitAgGemm, emitGemmArPartitioned, emitGemmRs } from "../../../index.js";
+import { rsPlan } from "../../../examples/rs-plan.js";
+import { codeOf } from "../../../testing/errors.js";
+import { checkNvshmemRows, NVSHMEM_PUSH_FIELDS, nvshmemPushSource, nvshmemSlot } from "./index.js";
+
+const TILE = { BM: 64, BN: 64, BK: 32 };
+
+function gatherPlan(world: number, split: number, ring: boolean, M: number, K = 64): ChunkPlan {
+  const o = { tensor: { name: "A", shape: [M, K], dtype: "bf16" as const }, axis: 0, mesh: [world], split, side: "push" as const };
+  return planSignals(ring ? allGatherRing(o) : allGatherSwizzle(o));
+}
+
+function schedule(plan: ChunkPlan, tensor: string, role: "consumer" | "producer", M: number, N = 64, K = 64) {
+  return lowerToTileSchedule(plan, { tensor, problem: { M, N, K }, tile: TILE, persistent: { numSms: 8 }, groupSizeM: 2 }, { role });
+}
+
+/** Every rank's `nvshmem-push` rows, as field records. */
+function rows(m: Manifest): Record<(typeof NVSHMEM_PUSH_FIELDS)[number], number>[][] {
+  const k = m.kernels.find((x) => x.template.kind === "nvshmem-push");
+  if (k === undefined) throw new Error("no nvshmem-push kernel");
+  const table = m.tables.find((t) => t.name === "push_segments")!;
+  const n = NVSHMEM_PUSH_FIELDS.length;
+  return table.values.map(
+    (flat) =>
+      Array.from({ length: flat.length / n }, (_, r) =>
+        Object.fromEntries(NVSHMEM_PUSH_FIELDS.map((f, i) => [f, flat[r * n + i]!])),
+      ) as Record<(typeof NVSHMEM_PUSH_FIELDS)[number], number>[],
+  );
+}
+
+/** Signal adds per launch, by `rank:slot`, of every rank's rows. */
+function signalled(m: Manifest): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const rs of rows(m))
+    for (const r of rs) {
+      if (r.notify_at < 0) continue;
+      const key = `${r.dst_rank}:${r.notify_at}`;
+      out.set(key, (out.get(key) ?? 0) + 1);
+    }
+  return out;
+}
+
+/** What the receiving kernels wait for per launch, by `rank:slot`: their arrivals (the consumer's table or rs-reduce's). */
+function waited(m: Manifest, table: "mblock_wait_slot" | "rs_arrival_slot"): Map<string, number> {
+  const out = new Map<string, number>();
+  m.tables
+    .find((t) => t.name === table)!
+    .values.forEach((slots, rank) => {
+      for (const s of slots) if (s >= 0) out.set(`${rank}:${s}`, 1);
+    });
+  return out;
+}
+
+/**
+ * Whether every row of every rank runs when each rank's `programs` programs take rows `p, p + programs, …`
+ * in order and a row waits until its slot has `wait_arrivals` signals (one launch, slots from zero).
+ */
+function completes(m: Manifest, programs: number): boolean {
+  const tables = rows(m);
+  const slots = new Map<string, number>();
+  const next = tables.map(() => Array.from({ length: programs }, (_, p) => p));
+  let progress = true;
+  while (progress) {
+    progress = false;
+    tables.forEach((rs, rank) =>
+      next[rank]!.forEach((i, p) => {
+        const r = rs[i];
+        if (r === undefined) return;
+        if (r.wait_at >= 0 && (slots.get(`${rank}:${r.wait_at}`) ?? 0) < r.wait_arrivals) return;
+        if (r.notify_at >= 0) slots.set(`${r.dst_rank}:${r.notify_at}`, (slots.get(`${r.dst_rank}:${r.notify_at}`) ?? 0) + 1);
+        next[rank]![p] = i + programs;
+        progress = true;
+      }),
+    );
+  }
+  return next.every((ps, rank) => ps.every((i) => i >= tables[rank]!.length));
+}
+
+describe("the nvshmem-push kernel", () => {
+  it("is the segment loop with ovl's bounded wait, then one NVSHMEM put with signal per row", async () => {
+    await expect(nvshmemPushSource()).toMatchFileSnapshot("./__golden__/nvshmem_push.py");
+    const src = nvshmemPushSource({ dtype: "fp32" });
+    expect(src).toContain("from ovl_runtime.nvshmem import put_signal_add");
+    expect(src).toContain("wait_slot(sig_ptr, wait_at.to(tl.int32), target, err_ptr, rank, timeout_ns)");
+    // No peer-pointers table: NVSHMEM names the PE and the local symmetric address.
+    expect(src).not.toContain("peer_base");
+  });
+
+  it("spreads slot s to the low half of the 64-bit signal word at int32 slot 2s", () => {
+    expect([0, 1, 5].map(nvshmemSlot)).toEqual([0, 2, 10]);
+    expect(codeOf(() => nvshmemSlot(-1))).toBe("bad-param");
+    // length 4, signal at slot 2 of 4: fine; at an odd slot, past the end, or none: refused.
+    expect(() => checkNvshmemRows([0, 1, 0, 4, -1, 0, 2], 4)).not.toThrow();
+    expect(codeOf(() => checkNvshmemRows([0, 1, 0, 4, -1, 0, 1], 4))).toBe("bad-param");
+    expect(codeOf(() => checkNvshmemRows([0, 1, 0, 4, -1, 0, 4], 4))).toBe("bad-param");
+    expect(codeOf(() => checkNvshmemRows([0, 1, 0, 4, -1, 0, -1], 4))).toBe("bad-param");
+    expect(() => checkNvshmemRows([0, 0, 0, 0, -1, 0, -1], 4)).not.toThrow(); // padding
+  });
+});
+
+describe("the nvshmem transfer backend", () => {
+  it("signals every chunk slot AllGather+GEMM waits on exactly once per launch, for any world, split and plan", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 3 }), fc.boolean(), (world, split, ring) => {
+        const M = 64 * world * split;
+        const plan = gatherPlan(world, split, ring, M);
+        const m = emitAgGemm(plan, schedule(plan, "A", "consumer", M), { backend: "nvshmem" }).manifest;
+        // The consumer waits for arrivals 1 (epoch-target), once per slot of its table.
+        expect(m.kernels[0]!.args.find((a) => a.name === "target")!.value).toEqual({ kind: "epoch-target", arrivals: 1 });
+        expect(signalled(m)).toEqual(waited(m, "mblock_wait_slot"));
+        expect(m.hostOps).toEqual([]);
+        for (const rs of rows(m)) for (const r of rs) if (r.wait_at >= 0) expect(r.wait_at % 2).toBe(0); // a forward waits on a chunk
+        // Rows in depth order: a ring's forwards never hold a program another rank's put needs.
+        for (const programs of [1, 2, 3]) expect(completes(m, programs)).toBe(true);
+      }),
+      { numRuns: 24 },
+    );
+  });
+
+  it("signals every partial slab m-block GEMM+RS reduces exactly once per launch, for any world and split", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 3 }), (world, split) => {
+        const M = 64 * world * split;
+        const plan = rsPlan(world, M, 64, split);
+        const m = emitGemmRs(plan, schedule(plan, "C_partial", "producer", M), { backend: "nvshmem" }).manifest;
+        expect(signalled(m)).toEqual(waited(m, "rs_arrival_slot"));
+        // The sources are symmetric (an NVSHMEM put reads the symmetric heap), the signal buffer int32.
+        expect(m.buffers.find((b) => b.name === "C_partial")!.symmetric).toBe(true);
+        expect(m.buffers.find((b) => b.name === "signals")!.dtype).toBe("int32");
+        const push = m.kernels.find((k) => k.name === "nvshmem_push")!;
+        expect(push.requires).toEqual(["nvshmem"]);
+        // Each row waits on the tile-done slot of its m-block, after the spread arrival slots.
+        for (const rs of rows(m)) for (const r of rs) if (r.length > 0) expect(r.wait_at).toBeGreaterThanOrEqual(2 * world * split);
+      }),
+      { numRuns: 24 },
+    );
+  });
+
+  it("leaves the other backends' manifests as they were", () => {
+    const plan = rsPlan(2, 256, 64, 2);
+    const sched = schedule(plan, "C_partial", "producer", 256);
+    for (const backend of ["copy-engine", "sm"] as const) {
+      const m = emitGemmRs(plan, sched, { backend }).manifest;
+      expect(m.kernels.some((k) => k.requires !== undefined)).toBe(false);
+      expect(m.buffers.find((b) => b.name === "C_partial")!.symmetric).toBe(false);
+    }
+  });
+
+  it("refuses what it cannot realise, naming the nearest plan or backend", async () => {
+    const pull = planSignals(
+      allGatherSwizzle({ tensor: { name: "A", shape: [256, 64], dtype: "bf16" }, axis: 0, mesh: [2], split: 1, side: "pull" }),
+    );
+    expect(() => emitAgGemm(pull, schedule(pull, "A", "consumer", 256), { backend: "nvshmem" })).toThrow(/pulls from rank .*side: 'push'/);
+    const rs = rsPlan(2, 256, 64, 1);
+    expect(codeOf(() => emitGemmArPartitioned(rs, schedule(rs, "C_partial", "producer", 256), [], { backend: "nvshmem" }))).toBe(
+      "unsupported-op",
+    );
+    const op = {
+      name: "ag",
+      kind: "ag-gemm" as const,
+      plan: gatherPlan(2, 1, false, 256),
+      body: builtinBody("gemm_tma_persistent"),
+      problem: { M: 256, N: 64, K: 64 },
+      tile: TILE,
+      options: { backend: "nvshmem" as const },
+    };
+    const compiled = await compile(op);
+    expect(compiled.manifest.kernels.map((k) => k.template.kind)).toEqual(["local-consumer", "nvshmem-push"]);
+    expect(compiled.manifest.kernels[0]!.grid).toEqual([{ kind: "num-sms", cap: 4, reserve: 16 }]);
+    await expect(compile(op, tlxBackend())).rejects.toThrow(/TLX backend does not build the nvshmem/);
+    await expect(compile({ ...op, kind: "ag-grouped-gemm" })).rejects.toThrow(/nvshmem transfer backend realises ag-gemm and gemm-rs/);
+    await expect(compile({ ...op, rows: {} })).rejects.toThrow(/one row count/);
+  });
+});
