@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
-# AOT check of the emitted kernels for sm_90a, no GPU needed: makes .venv-triton (upstream
-# triton 3.6.0) when missing, emits the example manifests into a temp dir, compiles every
-# kernel and checks its PTX (scripts/aot-compile.py). The kernels import their device
-# primitives from ovl_runtime.language: the runner's sources go on PYTHONPATH (not installed).
+# AOT check of the emitted kernels for sm_90a, no GPU needed: uses the runner's venv
+# (packages/runtime-py/.venv, whose interpret extra is upstream triton 3.6.0; made on first use
+# by its scripts/python-env.sh, so triton is downloaded once for both packages), emits the
+# example manifests into a temp dir, compiles every kernel and checks its PTX
+# (scripts/aot-compile.py). The kernels import their device primitives from
+# ovl_runtime.language: the runner's sources go on PYTHONPATH.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$here/.venv-triton"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import triton" 2>/dev/null; then
-  echo "creating $venv (pip install triton==3.6.0 numpy)" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet triton==3.6.0 numpy
-fi
-# NVSHMEM's device bitcode for the nvshmem-push kernels (31 MB of the ~80 MB wheel; 3.4.5 is what torch 2.11 pins).
-if ! "$venv/bin/python" -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('purelib'), 'nvidia/nvshmem/lib/libnvshmem_device.bc')))"; then
-  echo "installing nvidia-nvshmem-cu13==3.4.5 into $venv" >&2
-  "$venv/bin/pip" install --quiet --no-deps nvidia-nvshmem-cu13==3.4.5
+python="$(bash "$here/../runtime-py/scripts/python-env.sh")"
+# NVSHMEM's device bitcode for the nvshmem-push kernels: torch 2.11 depends on nvidia-nvshmem-cu13 3.4.5, so the
+# runner's venv has it already; installed here only if a venv lacks it (31 MB of the ~80 MB wheel).
+if ! "$python" -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path('purelib'), 'nvidia/nvshmem/lib/libnvshmem_device.bc')))"; then
+  echo "installing nvidia-nvshmem-cu13==3.4.5 into the runner's venv" >&2
+  "$python" -m pip install --quiet --no-deps nvidia-nvshmem-cu13==3.4.5
 fi
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cd "$here"
 npx --no-install tsx scripts/emit-examples.ts "$out" > /dev/null
-# A private cache so a stale kernel from another run cannot pass for this one.
-export TRITON_CACHE_DIR="$out/.triton-cache"
+# Triton's cache, kept between runs (git-ignored): its keys hash everything a compile reads (the
+# kernel's source and every device function it calls, the signature, constexprs, options, target,
+# and Triton's own sources), so a kernel changed in any way recompiles and only an identical
+# one is reused; unchanged kernels are not compiled again on every run. OVL_AOT_CACHE overrides it.
+export TRITON_CACHE_DIR="${OVL_AOT_CACHE:-$here/.triton-aot-cache}/triton"
 export PYTHONPATH="$here/../runtime-py/src${PYTHONPATH:+:$PYTHONPATH}"
-"$venv/bin/python" scripts/aot-compile.py "$out"/*/manifest.json "$out"/*/kernels.json
+"$python" scripts/aot-compile.py "$out"/*/manifest.json "$out"/*/kernels.json

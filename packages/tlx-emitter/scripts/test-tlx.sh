@@ -18,6 +18,9 @@ cd "$here"
 npx --no-install tsx scripts/tlx-emit-examples.ts "$out" > /dev/null
 # The kernels import their device primitives from ovl_runtime.language: the runner's sources go on PYTHONPATH.
 export PYTHONPATH="$here/../runtime-py/src${PYTHONPATH:+:$PYTHONPATH}"
-# A private cache so a stale kernel from another run cannot pass for this one.
-export TRITON_CACHE_DIR="$out/.triton-cache"
+# Triton's cache, kept between runs (git-ignored): its keys hash everything a compile reads (the
+# kernel's source and every device function it calls, the signature, constexprs, options, target,
+# and the fork's own sources), so a kernel changed in any way recompiles and only an identical
+# one is reused; unchanged kernels are not compiled again on every run. OVL_AOT_CACHE overrides it.
+export TRITON_CACHE_DIR="${OVL_AOT_CACHE:-$here/.triton-aot-cache}/tlx"
 "$venv/bin/python" scripts/tlx-aot-compile.py "$out"/*/manifest.json

@@ -14,9 +14,8 @@ from ._manifest.types import MANIFEST_SCHEMA, Manifest
 from ._report.outcome import Baseline, CheckRecord, RunOutcome
 from ._report.report import REPORT_SCHEMA, build_report
 from ._signals.board import SignalBoard, SignalError, SignalTimeout, SignalWorld, epoch_target, reached
+from ._version import __version__
 from .errors import CheckFailed, DeviceError, KernelFault, ManifestError, RunnerError, UsageError, WaitTimeout
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ENGINES",

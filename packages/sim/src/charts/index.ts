@@ -1,5 +1,6 @@
 // Barrel of the charts module: timelines and latency bar charts as SVG, via Vega-Lite.
 export { renderSvg } from "./svg.js";
+export type { VegaLiteSpec } from "./spec.js";
 export {
   timelineChart,
   timelineSpec,

@@ -1,6 +1,6 @@
 // Bar charts of operator latency against baselines, per case: ovl (measured or
 // predicted) beside cuBLAS + NCCL not overlapped, PyTorch async-TP and the bound.
-import type { TopLevelSpec } from "vega-lite";
+import type { VegaLiteSpec } from "./spec.js";
 import { renderSvg } from "./svg.js";
 
 /** One bar: a case (e.g. `mlp1_w2_ag_gemm_s1`), the series it belongs to (`ovl`, `not overlapped`, …) and its time. */
@@ -21,7 +21,7 @@ export interface LatencyBarChartOptions {
 }
 
 /** The Vega-Lite spec of the grouped bar chart. */
-export function latencyBarSpec(rows: readonly LatencyRow[], options: LatencyBarChartOptions = {}): TopLevelSpec {
+export function latencyBarSpec(rows: readonly LatencyRow[], options: LatencyBarChartOptions = {}): VegaLiteSpec {
   for (const r of rows) {
     if (!Number.isFinite(r.ms) || r.ms < 0) {
       throw new RangeError(
@@ -49,7 +49,7 @@ export function latencyBarSpec(rows: readonly LatencyRow[], options: LatencyBarC
         { field: "ms", type: "quantitative", format: ".3f" },
       ],
     },
-  } as TopLevelSpec;
+  };
 }
 
 /** The grouped bar chart as an SVG document a browser opens. */

@@ -1,7 +1,7 @@
 // A per-rank timeline of a simulated (or measured) overlapped operator: one row per rank
 // and lane (compute, waits, each communication stream), bars for waves or tiles, waits,
 // the reduction pass, copy launches, transfers and signal writes.
-import type { TopLevelSpec } from "vega-lite";
+import type { VegaLiteSpec } from "./spec.js";
 import { renderSvg } from "./svg.js";
 
 /** One interval on a lane; the shape of `TimelineEvent` in the simulator's `ovl.sim-result/v1`. */
@@ -36,7 +36,7 @@ const KINDS = ["wave", "tile", "wait", "reduce", "launch", "transfer", "collecti
 const COLORS = ["#4c78a8", "#72b7b2", "#e45756", "#b279a2", "#bab0ac", "#f58518", "#eeca3b", "#54a24b"];
 
 /** The Vega-Lite spec of the timeline (for callers that embed or restyle it). */
-export function timelineSpec(sim: TimelineChartInput, options: TimelineChartOptions = {}): TopLevelSpec {
+export function timelineSpec(sim: TimelineChartInput, options: TimelineChartOptions = {}): VegaLiteSpec {
   const keep = options.ranks === undefined ? null : new Set(options.ranks);
   const values = sim.ranks
     .filter((r) => keep === null || keep.has(r.rank))
@@ -93,7 +93,7 @@ export function timelineSpec(sim: TimelineChartInput, options: TimelineChartOpti
         },
       },
     ],
-  } as TopLevelSpec;
+  };
 }
 
 /** The timeline as an SVG document a browser opens. */

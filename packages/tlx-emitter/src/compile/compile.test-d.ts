@@ -1,22 +1,27 @@
 // Type tests of the compile path's public API: what a user (or a downstream compiler) writes
-// against compile(), Operator, Backend and the local-kernel functions.
+// against compile(), Operator, Backend and the local-kernel functions. The package imports
+// itself, so these check the published declarations (dist/index.d.ts), not the sources.
 import type { ChunkPlan } from "@ovl/chunk-plan";
-import { describe, expectTypeOf, it } from "vitest";
-import type { EmitResult } from "../core/result.js";
-import type { Manifest } from "../core/manifest/schema.js";
-import { parseLocalKernel, transformLocalKernel, type LocalKernel, type LocalKernelOutput, type TileProgram } from "../local/index.js";
 import {
   builtinBody,
   compile,
+  parseLocalKernel,
   resolveCompute,
   tlxBackend,
+  transformLocalKernel,
   tritonBackend,
   type Backend,
   type ComputeChoice,
+  type EmitResult,
   type KernelBody,
+  type LocalKernel,
+  type LocalKernelOutput,
+  type Manifest,
   type Operator,
   type OperatorInput,
-} from "../index.js";
+  type TileProgram,
+} from "@ovl/tlx-emitter";
+import { describe, expectTypeOf, it } from "vitest";
 
 describe("compile path types", () => {
   it("compile takes an operator (its tile optional) and an optional Backend and resolves to kernels plus a manifest", () => {
