@@ -46,7 +46,6 @@ os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-
 from ovl_runtime import ops  # noqa: E402 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 
 
