@@ -32,6 +32,15 @@ _dist: dict[str, DistGroup] = {}
 _ids = itertools.count()
 
 
+def _register(g: OneGpuGroup | EmulatedGroup, prefix: str) -> None:
+    """Name ``g`` (``<prefix><world>-<n>`` unless named) and register it, so ops find it by name; a name is one group's."""
+    if not g.name:
+        g.name = f"{prefix}{g.world}-{next(_ids)}"
+    if g.name in _registry and _registry[g.name] is not g:
+        raise UsageError(f"a group named {g.name!r} exists already")
+    _registry[g.name] = g
+
+
 @dataclass(eq=False)
 class OneGpuGroup:
     """``world`` ranks in this process on the current GPU.
@@ -48,11 +57,7 @@ class OneGpuGroup:
     def __post_init__(self) -> None:
         if not isinstance(self.world, int) or isinstance(self.world, bool) or self.world < 1:
             raise UsageError(f"a one-GPU group needs a positive world size, got {self.world!r}")
-        if not self.name:
-            self.name = f"onegpu{self.world}-{next(_ids)}"
-        if self.name in _registry and _registry[self.name] is not self:
-            raise UsageError(f"a group named {self.name!r} exists already")
-        _registry[self.name] = self
+        _register(self, "onegpu")
 
     @property
     def stacked(self) -> bool:
@@ -84,11 +89,7 @@ class EmulatedGroup:
             raise UsageError(f"an emulated group needs a positive world size, got {self.world!r}")
         if self.engine not in EMULATION_ENGINES:
             raise UsageError(f"an emulated group runs the engine {' or '.join(EMULATION_ENGINES)}, not {self.engine!r}")
-        if not self.name:
-            self.name = f"emulated{self.world}-{next(_ids)}"
-        if self.name in _registry and _registry[self.name] is not self:
-            raise UsageError(f"a group named {self.name!r} exists already")
-        _registry[self.name] = self
+        _register(self, "emulated")
 
     @property
     def stacked(self) -> bool:

@@ -68,14 +68,7 @@ def same_dtype(what: str, **tensors: object) -> None:
 
 def rank_views(t: torch.Tensor, g: Group, what: str, dims: int) -> list[torch.Tensor]:
     """The per-rank views of ``t``: ``[world, ...]`` rows for a one-GPU group, ``t`` itself otherwise."""
-    if not isinstance(t, torch.Tensor):
-        raise UsageError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
-    want = dims + (1 if g.stacked else 0)
-    if t.dim() != want:
-        lead = f"[{g.world}, ...] (the rank first, for a one-GPU group)" if g.stacked else "this rank's tensor"
-        raise UsageError(f"{what} must have {want} dimensions, {lead}; got shape {tuple(t.shape)}")
-    if g.stacked and t.shape[0] != g.world:
-        raise UsageError(f"{what} must carry {g.world} ranks along dimension 0; got shape {tuple(t.shape)}")
+    local_shape(t, g, what, dims)
     if t.dtype not in accepted_dtypes(g):
         raise UsageError(f"{what} is {t.dtype}; the compiled operators take {supported_dtypes(g)}")
     check_device(t, g, what)
