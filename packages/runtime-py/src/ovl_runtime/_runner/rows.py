@@ -20,6 +20,7 @@ import torch
 
 from .._manifest.parse import instantiate
 from .._manifest.types import Manifest
+from .._torch_api.collectives import gather_rows
 from ..errors import UsageError
 from ..groups import DistGroup, EmulatedGroup, OneGpuGroup
 from .agreement import same_everywhere
@@ -41,7 +42,6 @@ class RowsOperator:
         if m.reference.operator != "ag-gemm":
             raise UsageError(f"{m.name}: any row count is run for ag-gemm, not {m.reference.operator}")
         self.m, self.group, self.rows = m, group, m.rows
-        self.stacked = not isinstance(group, DistGroup)
         self.bound: OrderedDict[int, BoundOperator] = OrderedDict()
         self.closed = False
         self.calls = 0
@@ -101,17 +101,9 @@ class RowsOperator:
         return op
 
     def _plain(self, x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
-        """The sequence without overlap: every rank's rows gathered, then one matmul per rank."""
-        if self.stacked:
-            gathered = x.reshape(-1, x.shape[-1])
-            torch.matmul(gathered.unsqueeze(0), w, out=out)
-            self._gathered = gathered.unsqueeze(0).expand(self.m.world, *gathered.shape)
-            return
-        import torch.distributed as dist
-
-        assert isinstance(self.group, DistGroup)
-        gathered = x.new_empty((x.shape[0] * self.m.world, x.shape[1]))
-        dist.all_gather_into_tensor(gathered, x, group=self.group.pg)
+        """The sequence without overlap: every rank's rows gathered (the group's plain collective), then one matmul
+        per rank."""
+        gathered = gather_rows(x, self.group)
         torch.matmul(gathered, w, out=out)
         self._gathered = gathered
 
