@@ -149,6 +149,17 @@ def test_bad_inputs_are_refused_before_any_launch(x, w, message):
     assert ops.operators() == []
 
 
+@pytest.mark.parametrize("op", ["all_gather_matmul", "matmul_reduce_scatter"])
+def test_a_call_of_no_rows_is_refused_before_anything_is_compiled(op):
+    from ovl_runtime.groups import EmulatedGroup
+
+    g = EmulatedGroup(2)
+    x, w = torch.zeros(2, 0, 64, dtype=torch.bfloat16), torch.randn(2, 64, 32, dtype=torch.bfloat16)
+    with pytest.raises(UsageError, match="m must be a positive integer, got 0"):
+        getattr(ops, op)(x, w, g)
+    assert ops.operators() == []
+
+
 def test_the_ops_trace_as_single_torch_library_ops():
     from torch.fx.experimental.proxy_tensor import make_fx
 

@@ -242,6 +242,8 @@ def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", *
     """The key the torch API compiles for a call of ``op`` at ``m`` rows: the operator for every row count where
     ``op`` has one and ``m`` is in its range (``OVL_ANY_ROWS`` not 0), else the operator for ``m`` alone."""
     given = {name: v for name, v in routing.items() if v}
+    if m < 1:  # before the operator for every row count is picked: a call of no rows is refused, not compiled
+        raise UsageError(f"{op}: m must be a positive integer, got {m} (a call needs at least one row per rank)")
     if ANY_ROWS and op in ROWS_OPERATORS and not given and m <= ROWS_MAX - ROWS_MAX % world:
         return rows_key(op, world, n, k, dtype, target=routing.get("target"))
     return KernelKey(op, world, m, n, k, dtype, **routing)
