@@ -284,3 +284,86 @@ def test_the_launcher_links_nvshmem_and_initialises_each_module_before_its_launc
     assert heap.modules == [11, 22] and previous == ["new", "elsewhere"]  # the hook before ours still runs
     with pytest.raises(RuntimeError, match="kernel cache has no entry"):
         hook(key="missing", fn=types.SimpleNamespace(jit_function=jit), compile={"device": 0})
+
+
+# ---- DirectNvshmem over a stand-in nvshmem4py ----
+
+
+class FakeNv:
+    """The parts of ``nvshmem.core`` the runner calls, recording them; ``pe`` is what ``my_pe`` answers."""
+
+    def __init__(self, bitcode: str, pe: int | None = None) -> None:
+        self.bitcode, self.pe = bitcode, pe
+        self.calls: list[Any] = []
+        self.NvshmemKernelObject = types.SimpleNamespace(from_handle=lambda h: ("kernel-object", h))
+
+    def get_unique_id(self, empty: bool = False) -> FakeUid:
+        return FakeUid() if empty else FakeUid(fill=bytes(range(128)))
+
+    def init(self, **kw: Any) -> None:
+        self.calls.append(("init", kw["rank"], kw["nranks"], kw["initializer_method"], uid_bytes(kw["uid"]) == bytes(range(128))))
+        self.rank, self.world = kw["rank"], kw["nranks"]
+
+    def my_pe(self) -> int:
+        return self.rank if self.pe is None else self.pe
+
+    def n_pes(self) -> int:
+        return self.world
+
+    def find_device_bitcode_library(self) -> str:
+        return self.bitcode
+
+    def module_init(self, obj: Any) -> None:
+        self.calls.append(("module_init", obj))
+
+    def finalize(self) -> None:
+        self.calls.append("finalize")
+
+
+def _install_fake_nvshmem4py(monkeypatch: pytest.MonkeyPatch, nv: FakeNv) -> list[int]:
+    devices: list[int] = []
+
+    class Device:
+        def __init__(self, index: int) -> None:
+            self.index = index
+
+        def set_current(self) -> None:
+            devices.append(self.index)
+
+    monkeypatch.setitem(sys.modules, "nvshmem", types.ModuleType("nvshmem"))
+    monkeypatch.setitem(sys.modules, "nvshmem.core", nv)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
+    monkeypatch.setitem(sys.modules, "cuda.core", types.SimpleNamespace(Device=Device))  # type: ignore[arg-type]
+    monkeypatch.delenv("NVSHMEM_LIB_DIR", raising=False)
+    return devices
+
+
+def test_direct_nvshmem_bootstraps_every_rank_over_the_store_and_finalizes_only_with_its_peers(tmp_path, monkeypatch):
+    from ovl_runtime._runner.nvshmem_direct import DirectNvshmem
+
+    bc = tmp_path / "libnvshmem_device.bc"
+    bc.write_bytes(b"BC")
+    store = FakeStore()
+    for rank in (0, 1):  # rank 0 first: it publishes the id the other rank waits for
+        nv = FakeNv(str(bc))
+        devices = _install_fake_nvshmem4py(monkeypatch, nv)
+        heap = DirectNvshmem.start(rank, 2, 0, store, timeout_s=5)
+        assert devices == [0] and nv.calls == [("init", rank, 2, "uid", True)]
+        assert heap.extern_libs == {"libnvshmem_device": str(bc)}
+        kernel = types.SimpleNamespace(module=77, _init_handles=lambda: None)
+        heap.init_module(kernel)
+        heap.init_module(kernel)  # once per module
+        assert nv.calls[1:] == [("module_init", ("kernel-object", 77))]
+        heap.finalize(peers_alive=rank == 0)
+        heap.finalize(peers_alive=True)  # once
+        assert nv.calls[2:] == (["finalize"] if rank == 0 else [])
+
+
+def test_direct_nvshmem_refuses_a_pe_that_is_not_this_rank(tmp_path, monkeypatch):
+    from ovl_runtime._runner.nvshmem_direct import DirectNvshmem
+
+    bc = tmp_path / "libnvshmem_device.bc"
+    bc.write_bytes(b"BC")
+    _install_fake_nvshmem4py(monkeypatch, FakeNv(str(bc), pe=1))
+    with pytest.raises(DeviceError, match="NVSHMEM init gave PE 1 of 2, but this process is rank 0 of 2"):
+        DirectNvshmem.start(0, 2, 0, FakeStore(), timeout_s=5)

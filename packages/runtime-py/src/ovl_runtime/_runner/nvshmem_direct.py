@@ -101,7 +101,10 @@ class DirectNvshmem:
 
     def tensor(self, shape: tuple[int, ...], dtype: Any) -> Any:
         """A symmetric tensor (collective: every PE allocates the same shapes in the same order)."""
-        return self.nv.tensor(tuple(int(s) for s in shape), dtype=dtype)
+        t = self.nv.tensor(tuple(int(s) for s in shape), dtype=dtype)
+        if t is None:  # nvshmem4py returns None when it found no torch at its import
+            raise DeviceError("nvshmem4py allocated no tensor: its torch interop is off (torch did not import inside nvshmem4py)")
+        return t
 
     def free(self, t: Any) -> None:
         """Free a symmetric tensor of :meth:`tensor` (collective, like the allocation)."""
