@@ -5,9 +5,17 @@ the nvidia-nvshmem-cu13 wheel, triton, nvshmem4py (``ovl-runtime[nvshmem]``) and
     node packages/cli/dist/bin.js emit ag-gemm --m 1024 --n 512 --k 512 --world W --backend nvshmem --out out-nvd/wW/ag-gemm
     node packages/cli/dist/bin.js emit gemm-rs --m 1024 --n 512 --k 512 --world W --backend nvshmem --out out-nvd/wW/gemm-rs
 
+    # for a GPU machine without jsonschema (nvshmem_mpg.sh adds it to PYTHONPATH only when missing):
+    python3 -m pip install --target out-nvd/deps --python-version 3.12 --only-binary=:all: \
+        --platform manylinux2014_x86_64 --implementation cp jsonschema
+
     python3 packages/runtime-py/tests_gpu/nvshmem_mpg.py out-nvd OUT [--worlds 2 4] [--epochs 6]
 
-(``nvshmem_mpg.sh`` sets the environment and runs this.) For each world W: every ``out-nvd/wW/*/manifest.json`` in one
+``nvshmem_mpg.sh`` sets the environment (nvshmem4py from ``out-vendor/nvshmem4py``, unpacked from PyPI's
+``nvshmem4py-cu13``) and runs this; on the device machine, carrying ``out-vendor`` and ``out-nvd``:
+
+    bash packages/runtime-py/tests_gpu/nvshmem_mpg.sh out-nvd "$OUT" -- --timeout-s 170
+ For each world W: every ``out-nvd/wW/*/manifest.json`` in one
 ``torchrun --nproc_per_node=W -m ovl_runtime run --epochs E`` with every process on GPU 0 (so the runner picks a gloo
 group and direct NVSHMEM by itself), each epoch on fresh random bf16 inputs checked against the runner's float32
 reference; reports in ``OUT/reports/wW``. Then the fault case (``nvshmem_mpg_fault.py``): rank 1 skips a launch, rank
