@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import os
 import subprocess
 import sys
 import types
@@ -210,13 +211,17 @@ class _Stack:
         stack = self
 
         class Session:
-            def __init__(self, m: Any, rank: int, num_sms: int) -> None:
-                stack.calls.append(f"session {m.name} (alive before: {stack.alive})")
+            def __init__(self, m: Any, rank: int, num_sms: int, nvshmem: Any = None) -> None:
+                stack.calls.append(f"session {m.name} (alive before: {stack.alive})" + (f" on {nvshmem}" if nvshmem else ""))
                 stack.alive += 1  # __del__ runs also when __init__ raises
                 if m.name.startswith("bad_kernel"):
                     raise ManifestError("kernels[0].source", "cannot import it")
-                self.m, self.rank = m, rank
+                self.m, self.rank, self.nvshmem = m, rank, nvshmem
                 self.cycle = self  # as a session and its precompiled kernels refer to each other
+
+            def close(self) -> None:
+                if self.nvshmem is not None:
+                    stack.calls.append(f"close {self.m.name}")
 
             def __del__(self) -> None:
                 stack.alive -= 1
@@ -224,13 +229,19 @@ class _Stack:
         cuda = types.SimpleNamespace(
             set_device=lambda i: self.calls.append(f"set_device {i}"),
             current_device=lambda: 0,
+            synchronize=lambda: None,
             get_device_properties=lambda i: types.SimpleNamespace(multi_processor_count=132),
             get_device_name=lambda: "Stand-in GPU",
             empty_cache=lambda: self.calls.append("empty_cache"),
         )
         self.dist = types.ModuleType("torch.distributed")
-        self.dist.init_process_group = lambda backend, device_id=None: self.calls.append(f"init {backend}")  # type: ignore[attr-defined]
-        self.dist.get_rank = lambda: 0  # type: ignore[attr-defined]
+        self.dist.init_process_group = lambda backend, device_id=None, timeout=None: self.calls.append(  # type: ignore[attr-defined]
+            f"init {backend}" + (f" timeout {timeout.total_seconds():g}s" if timeout is not None else "")
+        )
+        self.dist.get_rank = lambda: int(os.environ["RANK"])  # type: ignore[attr-defined]
+        self.dist.get_world_size = lambda: int(os.environ["WORLD_SIZE"])  # type: ignore[attr-defined]
+        self.store = object()
+        self.dist.distributed_c10d = types.SimpleNamespace(_get_default_store=lambda: self.store)  # type: ignore[attr-defined]
         self.dist.barrier = lambda: self.calls.append("barrier")  # type: ignore[attr-defined]
         self.dist.destroy_process_group = lambda: self.calls.append("destroy")  # type: ignore[attr-defined]
         self.torch = types.ModuleType("torch")
@@ -259,6 +270,8 @@ class _Stack:
             monkeypatch.setitem(sys.modules, name, mod)
         for k, v in {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}.items():
             monkeypatch.setenv(k, v)
+        for k in ("LOCAL_WORLD_SIZE", "OVL_NVSHMEM", "OVL_HOST_TIMEOUT_S"):  # one process per GPU unless a test says otherwise
+            monkeypatch.delenv(k, raising=False)
 
 
 def _checked_and_timed(stack: _Stack):
@@ -360,3 +373,134 @@ def test_run_gpu_is_run_gpu_many_of_one(tmp_path, monkeypatch):
     with pytest.raises(DeviceError, match="illegal memory access"):
         gpu.run_gpu(crash)
     assert stack.calls.count("init nccl") == stack.calls.count("destroy") == 3
+
+
+# ---- processes sharing a GPU: gloo, and NVSHMEM bootstrapped by ovl (stand-in nvshmem4py runtime) ----
+
+
+class _StandInNvshmem:
+    """Records ``DirectNvshmem.start`` and ``finalize`` in the stand-in stack's calls."""
+
+    def __init__(self, stack: _Stack) -> None:
+        self.stack = stack
+
+    def start(self, rank: int, world: int, device: int, store: Any, timeout_s: float) -> _StandInNvshmem:
+        assert store is self.stack.store
+        self.stack.calls.append(f"nvshmem start pe {rank}/{world} gpu {device} bound {timeout_s:g}s")
+        return self
+
+    def finalize(self, peers_alive: bool) -> None:
+        self.stack.calls.append(f"nvshmem finalize (peers alive: {peers_alive})")
+
+    def __str__(self) -> str:
+        return "direct-nvshmem"
+
+
+def _nvshmem_manifest(name: str) -> Any:
+    return types.SimpleNamespace(name=name, world=2, requires_nvshmem=True)
+
+
+def _shared_gpu(monkeypatch: pytest.MonkeyPatch, stack: _Stack, local_rank: int) -> None:
+    from ovl_runtime._runner import nvshmem_direct
+
+    monkeypatch.setattr(nvshmem_direct, "DirectNvshmem", _StandInNvshmem(stack))
+    for k, v in {"RANK": str(local_rank), "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": "2", "CUDA_VISIBLE_DEVICES": "0"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("OVL_HOST_TIMEOUT_S", "40")
+
+
+def test_two_processes_on_one_gpu_run_nvshmem_manifests_on_ovls_own_nvshmem_over_gloo(tmp_path, monkeypatch):
+    from ovl_runtime._runner import torchrun as gpu
+
+    stack = _Stack()
+    stack.install(monkeypatch)
+    _shared_gpu(monkeypatch, stack, local_rank=1)
+    monkeypatch.setattr(gpu, "_checked_and_timed", _checked_and_timed(stack))
+    results = list(gpu.run_gpu_many([_nvshmem_manifest("nv1"), _nvshmem_manifest("nv2")]))
+    assert [r.ok for r in results] == [True, True]
+    assert results[0].backend == "NVSHMEM (nvshmem4py)" and results[0].extra["note"] == gpu.SHARED_NOTE
+    assert os.environ["TORCH_SYMMMEM"] == "CUDA"  # PyTorch must not bootstrap a second NVSHMEM
+    assert stack.calls == [
+        "set_device 0",  # local rank 1 on the one visible GPU
+        "init gloo timeout 40s",
+        "check_world 2",
+        "nvshmem start pe 1/2 gpu 0 bound 40s",
+        "set_allocator",
+        "session nv1 (alive before: 0) on direct-nvshmem",
+        "run nv1",
+        "close nv1",
+        "empty_cache",
+        "barrier",
+        "session nv2 (alive before: 0) on direct-nvshmem",
+        "run nv2",
+        "close nv2",
+        "empty_cache",
+        "barrier",
+        "barrier",  # the bounded barrier before NVSHMEM's collective finalize
+        "nvshmem finalize (peers alive: True)",
+        "destroy",
+    ]
+
+
+def test_a_peer_gone_before_teardown_skips_nvshmems_collective_finalize(tmp_path, monkeypatch):
+    from ovl_runtime._runner import torchrun as gpu
+
+    stack = _Stack()
+    stack.install(monkeypatch)
+    _shared_gpu(monkeypatch, stack, local_rank=0)
+    monkeypatch.setattr(gpu, "_checked_and_timed", _checked_and_timed(stack))
+
+    def barrier() -> None:
+        raise RuntimeError("[gloo] Timed out waiting 40000ms for recv operation")
+
+    stack.dist.barrier = barrier  # type: ignore[attr-defined]
+    gen = gpu.run_gpu_many([_nvshmem_manifest("nv")])
+    assert next(gen).ok
+    with pytest.raises(RuntimeError, match="Timed out"):  # the barrier between manifests: the group is broken
+        next(gen)
+    assert stack.calls[-2:] == ["nvshmem finalize (peers alive: False)", "destroy"]
+
+
+def test_one_process_per_gpu_keeps_nccl_and_pytorchs_nvshmem(tmp_path, monkeypatch):
+    from ovl_runtime._runner import torchrun as gpu
+
+    stack = _Stack()
+    stack.install(monkeypatch)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setattr(gpu, "_checked_and_timed", _checked_and_timed(stack))
+
+    def select(backend: str) -> None:  # the real one refuses NVSHMEM here: the stand-in torch is imported already
+        stack.calls.append(f"symm {backend}")
+        monkeypatch.setenv("TORCH_SYMMMEM", backend.upper())
+
+    monkeypatch.setattr(gpu, "select_symm_backend", select)
+    (r,) = gpu.run_gpu_many([_nvshmem_manifest("nv")])
+    assert isinstance(r, RunOutcome) and r.ok and r.backend == "NVSHMEM"
+    assert stack.calls[:3] == ["symm nvshmem", "set_device 0", "init nccl"]
+    assert not any(c.startswith("nvshmem") for c in stack.calls)
+
+
+@pytest.mark.parametrize(
+    ("env", "baselines", "match"),
+    [
+        (
+            {"OVL_NVSHMEM": "torch"},
+            False,
+            "OVL_NVSHMEM=torch, but 2 processes share 1 GPU.*limited multiple-processes-per-GPU.*nvshmem-mpg-h200",
+        ),
+        ({"OVL_NVSHMEM": "shmem"}, False, "OVL_NVSHMEM='shmem': use one of auto, direct, torch"),
+        ({}, True, "--baselines times NCCL collectives.*2 processes share 1 GPU"),
+    ],
+)
+def test_what_cannot_run_on_a_shared_gpu_is_refused_before_the_process_group(tmp_path, monkeypatch, env, baselines, match):
+    from ovl_runtime._runner import torchrun as gpu
+
+    stack = _Stack()
+    stack.install(monkeypatch)
+    _shared_gpu(monkeypatch, stack, local_rank=0)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(UsageError, match=match):
+        list(gpu.run_gpu_many([_nvshmem_manifest("nv")], baselines=baselines))
+    assert stack.calls == []

@@ -204,7 +204,9 @@ def test_the_one_gpu_mode_refuses_nvshmem_manifests_by_name(emitted):
     from ovl_runtime._runner import onegpu
 
     m = load_manifest(emitted / "rs_w2" / "manifest.json")
-    with pytest.raises(UsageError, match=rf"{m.name} puts through NVSHMEM.*one GPU per process.*torchrun --nproc_per_node=2"):
+    with pytest.raises(
+        UsageError, match=rf"{m.name} puts through NVSHMEM.*torchrun --nproc_per_node=2.*CUDA_VISIBLE_DEVICES=0.*nvshmem4py"
+    ):
         onegpu._run_one(m, 132, 1, 0, None, lambda _e: None)
 
 

@@ -24,7 +24,7 @@ from .._kernels.library import LIBRARY_DTYPES, LIBRARY_OPERATORS, LIBRARY_TARGET
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from .._report.outcome import RunOutcome
-from .._runner.env import SYMM_CHOICES, select_symm_backend, set_safe_env, symm_backend_for
+from .._runner.env import SYMM_CHOICES, process_backends, select_symm_backend, set_safe_env
 from ..errors import EXIT_BAD_MANIFEST, EXIT_OK, DeviceError, RunnerError, UsageError
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -132,7 +132,9 @@ def parser() -> argparse.ArgumentParser:
         choices=SYMM_CHOICES,
         default="auto",
         help="PyTorch symmetric-memory backend under torchrun (default auto: NVSHMEM when a manifest puts through NVSHMEM, "
-        "else CUDA; one process runs one backend)",
+        "else CUDA; one process runs one backend). Processes sharing a GPU (CUDA_VISIBLE_DEVICES=0 torchrun --nproc_per_node=2) "
+        "run nvshmem manifests on NVSHMEM bootstrapped through nvshmem4py instead, PyTorch's staying on CUDA "
+        "(OVL_NVSHMEM=auto|direct|torch chooses; pip install 'ovl-runtime[nvshmem]')",
     )
     run.add_argument(
         "--ranks-on-one-gpu",
@@ -244,7 +246,8 @@ def _select_backend(args: argparse.Namespace, manifests: list[Manifest]) -> None
     if args.emulate or args.engine != "auto" or args.ranks_on_one_gpu:
         set_safe_env("cuda")
         return
-    backend = symm_backend_for(manifests, args.symm_backend)
+    # NVSHMEM bootstrapped by ovl (processes sharing a GPU, or OVL_NVSHMEM=direct) leaves PyTorch's on CUDA.
+    backend, _heap = process_backends(manifests, args.symm_backend)
     try:
         select_symm_backend(backend)
     except UsageError:

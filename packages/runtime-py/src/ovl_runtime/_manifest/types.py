@@ -274,7 +274,8 @@ class Manifest:
     @property
     def requires_nvshmem(self) -> bool:
         """Whether a kernel calls NVSHMEM (the ``nvshmem`` transfer backend): symmetric buffers must then come from
-        PyTorch's NVSHMEM backend, one process per GPU (``_runner.nvshmem_env``)."""
+        NVSHMEM's heap, through PyTorch's NVSHMEM backend (one process per GPU) or through nvshmem4py (processes sharing
+        a GPU: ``_runner.nvshmem_select``)."""
         return any(NVSHMEM in k.requires for k in self.kernels)
 
     def buffer(self, name: str) -> BufferSpec:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .._manifest.types import Manifest
 from ..errors import UsageError
@@ -58,3 +58,17 @@ def select_symm_backend(symm_backend: str) -> None:
             f"or set TORCH_SYMMMEM={want} before importing torch"
         )
     set_safe_env(symm_backend)
+
+
+def process_backends(
+    manifests: Sequence[Manifest], requested: str = "auto", env: Mapping[str, str] | None = None
+) -> tuple[str, str | None]:
+    """``(symm_backend, nvshmem_heap)`` of a torchrun process running ``manifests``: the backend PyTorch's symmetric
+    memory is set to (``cuda`` / ``nvshmem``, ``TORCH_SYMMMEM``), and which NVSHMEM serves the manifests that put through
+    it (``torch``, ``direct`` or None: ``_runner.nvshmem_select``). With ``direct``, PyTorch's symmetric memory stays on
+    CUDA: NVSHMEM is ovl's own (nvshmem4py), and PyTorch must not bootstrap a second one."""
+    from .nvshmem_select import heap_from_env
+
+    backend = symm_backend_for(manifests, requested)
+    heap = heap_from_env(backend == "nvshmem" and any(m.requires_nvshmem for m in manifests), env)
+    return ("cuda" if heap == "direct" else backend), heap

@@ -7,7 +7,9 @@
   that the backend really is NVSHMEM, and that NVSHMEM is available in this build.
 - **One GPU per process.** NVSHMEM's PEs are processes of distinct GPUs here: with two processes on
   one GPU, NVSHMEM bootstrapped but torch's ``rendezvous`` failed ("Called NVSHMEM API not
-  supported with limited MPG runs"), so the one-GPU mode refuses these manifests.
+  supported with limited MPG runs"). Processes sharing a GPU therefore bootstrap NVSHMEM themselves
+  through nvshmem4py (``_runner.nvshmem_select``, ``_runner.nvshmem_direct``); the one-GPU mode (every
+  rank in one process) refuses these manifests.
 - **No peer views.** Under NVSHMEM, PyTorch's ``get_buffer`` of a peer's view raised "-1 is not a
   valid device", so host copies and peer-pointer tables (the copy-engine and SM backends) are not
   available in an NVSHMEM process: an NVSHMEM session refuses manifests that need them (run those in

@@ -313,9 +313,9 @@ def run_one_gpu_many(
 def _run_one(m: Manifest, num_sms: int, epochs: int | None, seed: int, reserve: int | None, progress: ProgressFn) -> RunOutcome:
     if m.requires_nvshmem:
         raise UsageError(
-            f"manifest {m.name} puts through NVSHMEM, whose PEs need one GPU per process (two processes on one GPU: torch's "
-            "rendezvous failed with 'Called NVSHMEM API not supported with limited MPG runs'), and this mode runs every rank "
-            f"on one GPU: run it with torchrun --nproc_per_node={m.world} -m ovl_runtime run, or --emulate on the CPU"
+            f"manifest {m.name} puts through NVSHMEM, whose PEs are processes, and this mode runs every rank in one process: "
+            f"run it with torchrun --nproc_per_node={m.world} -m ovl_runtime run (on one GPU: CUDA_VISIBLE_DEVICES=0, NVSHMEM then "
+            "bootstrapped through nvshmem4py, pip install 'ovl-runtime[nvshmem]'), or --emulate on the CPU"
         )
     import torch
     import triton

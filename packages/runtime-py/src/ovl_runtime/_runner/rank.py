@@ -106,6 +106,11 @@ def whole_device_grids(m: Manifest, num_sms: int) -> list[tuple[int, ...]]:
 class RankState:
     """The state of one rank: allocate, connect to the peers, then launch epoch after epoch."""
 
+    #: How kernels that call NVSHMEM are wrapped for launch, ``(fn, name) -> kernel``: None for PyTorch's
+    #: ``requires_nvshmem`` (``_runner.nvshmem``); a session on directly bootstrapped NVSHMEM sets its heap's launcher
+    #: (``DirectNvshmem.launcher``) before ``connect``.
+    nvshmem_launcher: Callable[[Any, str], Any] | None = None
+
     def __init__(self, m: Manifest, rank: int, num_sms: int, allocate: Allocate) -> None:
         self.m, self.rank, self.world = m, rank, m.world
         self.num_sms = num_sms
@@ -239,10 +244,13 @@ class RankState:
             raise ManifestError(f"kernels[{index}].args", f"{k.entry} takes {', '.join(missing)}, which neither args nor constexprs give")
         # Epoch arguments change every launch; a row count every call of an operator serving any M.
         _no_epoch_specialisation(fn, set(dynamic) | (set(self.m.rows_args) & set(static)))
-        if NVSHMEM in k.requires:  # linked with NVSHMEM's device library, its module initialised by PyTorch
-            from .nvshmem import nvshmem_launcher
+        if NVSHMEM in k.requires:  # linked with NVSHMEM's device library, its module initialised by the heap in use
+            launcher = self.nvshmem_launcher
+            if launcher is None:
+                from .nvshmem import nvshmem_launcher
 
-            fn = nvshmem_launcher(fn, k.name)
+                launcher = nvshmem_launcher
+            fn = launcher(fn, k.name)
         return {"spec": k, "fn": fn, "grid": grid, "static": static, "dynamic": dynamic, "extra": extra}
 
     def _resolve(self, a: Any, where: str) -> Any:

@@ -1,9 +1,11 @@
 """One rank's GPU session under torchrun: a :class:`~ovl_runtime._runner.rank.RankState` on
 symmetric memory, launched in this process's streams and synchronised through NCCL.
 
-Built after ``torch.distributed`` is up (one process per GPU). Symmetric buffers come from
-``torch.distributed._symmetric_memory`` (``empty`` + ``rendezvous``), and the peer views and
-peer-pointer tables from its handles. A launch enqueues the comm kernels, then the compute
+Built after ``torch.distributed`` is up. Symmetric buffers come from
+``torch.distributed._symmetric_memory`` (``empty`` + ``rendezvous``; one process per GPU), and the peer views and
+peer-pointer tables from its handles; or, for manifests of the ``nvshmem`` backend in a process that bootstrapped
+NVSHMEM itself (several processes on one GPU: ``_runner.nvshmem_select``), from NVSHMEM's heap through nvshmem4py
+(``_runner.nvshmem_peers``), with no peer views. A launch enqueues the comm kernels, then the compute
 kernels, then the host ops (their Python overhead must not delay the GEMM), then joins the
 side streams; ``wait`` host ops are stream memory waits (``_runner.streamwait``), bounded from
 the host.
@@ -19,6 +21,7 @@ import torch.distributed._symmetric_memory as symm_mem
 
 from .._manifest.types import BufferSpec, Manifest
 from ..errors import ManifestError, UsageError, WaitTimeout
+from .host_gather import collective_device, gather_rows
 from .nvshmem import check_nvshmem_session
 from .rank import ERR_WORDS, TORCH_DTYPES, RankState, load_entry, whole_device_grids
 
@@ -66,16 +69,32 @@ class SymmetricPeers:
 class GpuSession(RankState):
     """The state of this process's rank: allocate once, then launch epoch after epoch."""
 
-    def __init__(self, m: Manifest, rank: int, num_sms: int, group: Any = None, bound: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, m: Manifest, rank: int, num_sms: int, group: Any = None, bound: frozenset[str] = frozenset(), nvshmem: Any = None
+    ) -> None:
         """``group``: the process group of the ranks (default: the world); ``bound``: buffers
         the caller passes per launch (``RankState.bind``), given no memory here. Under the NVSHMEM
         symmetric-memory backend (a manifest that puts through NVSHMEM selects it), a manifest that
-        needs peer views is refused before anything is allocated (``_runner.nvshmem``)."""
-        views = not check_nvshmem_session(m, group)
-        peers = SymmetricPeers(rank, group, bound, views)
-        self.group = peers.group
+        needs peer views is refused before anything is allocated (``_runner.nvshmem``). ``nvshmem``: this
+        process's directly bootstrapped NVSHMEM (a ``DirectNvshmem``), which then allocates the symmetric buffers
+        and launches the NVSHMEM kernels instead of PyTorch's symmetric memory (``_runner.nvshmem_peers``)."""
+        self.direct_peers: Any = None
+        peers: Any
+        if nvshmem is not None:
+            from .nvshmem_peers import DirectPeers, check_direct_session
+
+            check_direct_session(m, group is None or group == dist.group.WORLD)
+            peers = self.direct_peers = DirectPeers(nvshmem, rank, bound)
+            self.nvshmem_launcher = nvshmem.launcher
+            self.group = group if group is not None else dist.group.WORLD
+            self.handles: dict[str, Any] = {}
+            views = False
+        else:
+            views = not check_nvshmem_session(m, group)
+            peers = SymmetricPeers(rank, group, bound, views)
+            self.group = peers.group
+            self.handles = peers.handles
         super().__init__(m, rank, num_sms, peers.allocate)
-        self.handles = peers.handles
         self.connect(peers, whole_device_grids(m, num_sms), peer_views=views)
         self.host_streams = [(name, torch.cuda.Stream(), ops) for name, ops in self.host_ops]
         self.comm_kernel_stream = torch.cuda.Stream()
@@ -128,13 +147,12 @@ class GpuSession(RankState):
 
     def raise_wait_errors(self) -> None:
         """After a sync: if any rank's waits timed out, raise the same WaitTimeout on every rank."""
-        flag = torch.tensor([int(self.err[0].item() != 0)], device="cuda")
+        # On the CPU under gloo (processes sharing a GPU), which reduces and gathers no CUDA tensors.
+        flag = torch.tensor([int(self.err[0].item() != 0)], device=collective_device(self.group))
         dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
         if not flag.item():
             return
-        every = torch.empty(self.world * ERR_WORDS, dtype=torch.int32, device="cuda")
-        dist.all_gather_into_tensor(every, self.err, group=self.group)
-        rows = every.view(self.world, ERR_WORDS).tolist()
+        rows = [r.tolist() for r in gather_rows(self.err, self.group)]
         for r, e in enumerate(rows):
             if e[0]:
                 raise WaitTimeout(
@@ -146,6 +164,16 @@ class GpuSession(RankState):
         super().init_buffers(gen)
         torch.cuda.synchronize()
         dist.barrier(group=self.group)  # no peer may push into a buffer this rank is still filling
+
+    def close(self) -> None:
+        """Give back NVSHMEM memory of a direct session (collective: every rank closes its session, after a bounded
+        barrier; a rank whose peers are gone keeps it, and its exit releases it). Other sessions free on deletion."""
+        if self.direct_peers is None:
+            return
+        torch.cuda.synchronize()
+        dist.barrier(group=self.group)  # bounded by the process group's timeout: raises if a peer is gone
+        self.direct_peers.free()
+        self.tensors.clear()
 
 
 def check_world(m: Manifest) -> None:
