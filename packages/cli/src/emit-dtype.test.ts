@@ -119,7 +119,8 @@ describe("--dtype", () => {
       let out = "";
       const status = await runCli(["emit", d.name, "--help"], { out: (t) => (out += t), err: () => undefined, interactive: false });
       expect(status, d.name).toBe(0);
-      const values = d.name === "ag-gemm" ? /bf16 \| fp16 \| fp8e4m3\s+\(default bf16; fp8e4m3: fp8 A and B/ : /bf16 \| fp16 \(default bf16\)/;
+      const values =
+        d.name === "ag-gemm" ? /bf16 \| fp16 \| fp8e4m3\s+\(default bf16; fp8e4m3: fp8 A and B/ : /bf16 \| fp16 \(default bf16\)/;
       expect(out, d.name).toMatch(new RegExp(`--dtype <type>\\s+element type of the tensors: ${values.source}`));
     }
     const dir = join(temp(), "out");
