@@ -62,6 +62,7 @@ describe("fp8e4m3 AllGather+GEMM", () => {
     expect(args.get("b_ptr")).toEqual({ kind: "buffer", name: "gemm_bt" });
     expect(args.get("scale_a_ptr")).toEqual({ kind: "buffer", name: "scale_a" });
     expect(args.get("scale_b_ptr")).toEqual({ kind: "buffer", name: "scale_b" });
+    expect(m.kernels[0]!.template.params).toMatchObject({ b: "gemm_bt", bLayout: "nk", scaleA: "scale_a", scaleB: "scale_b" });
     // The fp8 tile keeps four stages of 1-byte A and Bt blocks beside the bf16 C tile.
     expect(m.kernels[0]!.numStages).toBe(gemmLaunchDefaults({ BLOCK_M: 128, BLOCK_N: 128, BLOCK_K: 128 }, "fp8e4m3").numStages);
     expect(m.kernels[0]!.numStages).toBe(4);
@@ -106,7 +107,7 @@ describe("fp8e4m3 AllGather+GEMM", () => {
 
   it("serves any row count: rows mode keeps Bt, the scales and the bf16 C, instantiated at every M", async () => {
     const { manifest } = await compile(agGemm(4, 1024, 128, 256, { tile: { BM: 64, BN: 64, BK: 64 }, rows: { min: 544, max: 4096 } }));
-    expect(manifest.kernels[0]!.template.params.body).toBe(`${FP8_BODY}.py`);
+    expect(manifest.kernels[0]!.template.params).toMatchObject({ body: `${FP8_BODY}.py`, bLayout: "nk", scaleA: "scale_a" });
     const m = instantiateRows(manifest, 2052);
     expect(m.buffers.find((b) => b.name === "gemm_c")).toMatchObject({ shape: [2052, 128], dtype: "bf16" });
     expect(m.buffers.find((b) => b.name === "gemm_bt")).toMatchObject({ shape: [128, 256], dtype: "fp8e4m3" });

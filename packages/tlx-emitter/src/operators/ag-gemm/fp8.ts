@@ -90,6 +90,12 @@ export function fp8Buffers(problem: { readonly M: number; readonly N: number; re
   };
 }
 
+/**
+ * What the fp8 kernel's `template.params` add, for the engines that model its arithmetic (the
+ * numpy engine): B's buffer is [N, K] (`bLayout` `nk`), and the buffers of the two scales.
+ */
+export const FP8_TEMPLATE_PARAMS = { bLayout: "nk", scaleA: SCALE_A, scaleB: SCALE_B } as const;
+
 /** Bindings of the body's scale parameters to the scale buffers. */
 export function scaleBindings(): Record<string, Binding> {
   return Object.fromEntries(

@@ -19,7 +19,7 @@ import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
 import { consumerInsertedArgs } from "../../schedule/maps.js";
 import type { RowsRequest } from "../../core/operator.js";
 import { isFp8 } from "../../core/dtype.js";
-import { checkFp8, fp8Buffers, SCALE_A, SCALE_B, scaleBindings } from "./fp8.js";
+import { checkFp8, FP8_TEMPLATE_PARAMS, fp8Buffers, SCALE_A, SCALE_B, scaleBindings } from "./fp8.js";
 import { agRowsHostOps, agRowsMaps, agRowsTileMaps, checkAgGemmRows, ROWS_VARIABLE, rowsShape } from "./rows.js";
 
 /** ovl's stream-K body, which the any-row-count operator swaps for the flattened one (see compileAgGemmRows). */
@@ -116,6 +116,7 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
       a: tensor,
       b: b.name,
       c: c.name,
+      ...(fp8 === undefined ? {} : FP8_TEMPLATE_PARAMS),
     },
     tileProgram: { role: "consumer", order, slots, numPidM: Math.ceil(at / params.BLOCK_M), numPidN: Math.ceil(N / params.BLOCK_N) },
   });

@@ -8,7 +8,7 @@ import { resolveOptions } from "../../core/options.js";
 import { compileConsumer, type ConsumerSpec } from "../../backends/triton/consumer.js";
 import type { Operator } from "../../core/operator.js";
 import { isFp8 } from "../../core/dtype.js";
-import { checkFp8, FP8_B_BUFFER, fp8Buffers, SCALE_A, SCALE_B, scaleBindings } from "./fp8.js";
+import { checkFp8, FP8_B_BUFFER, FP8_TEMPLATE_PARAMS, fp8Buffers, SCALE_A, SCALE_B, scaleBindings } from "./fp8.js";
 
 export { LOCAL_CONSUMER_KIND } from "../../backends/triton/consumer.js";
 
@@ -32,6 +32,7 @@ export async function compileAgGemm(op: Operator, schedule?: TileSchedule): Prom
       c,
       inputs: scales,
       byName: scaleBindings(),
+      params: FP8_TEMPLATE_PARAMS,
       reference: (a, world, tolerance) =>
         agGemmReference(a, { M, N, K }, world, tolerance, { B: FP8_B_BUFFER, scale_a: SCALE_A, scale_b: SCALE_B }),
     };
