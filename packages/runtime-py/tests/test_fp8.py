@@ -204,3 +204,15 @@ def test_an_fp8_call_on_cpu_tensors_is_refused_on_a_gpu_group():
     x, w = _fp8()
     with pytest.raises(UsageError, match="x is on cpu; the operators run on CUDA tensors"):
         ops.all_gather_matmul(x, w, OneGpuGroup(2), scale_a=ONE, scale_b=ONE)
+
+
+def test_a_one_gpu_groups_scales_are_copied_per_rank_at_16_byte_rows_and_the_plain_product_reads_their_first():
+    from ovl_runtime._torch_api.fp8 import SCALE_ROW, per_rank_scale, scaled_matmul
+
+    s = per_rank_scale(torch.tensor(3.0), OneGpuGroup(4))
+    assert s.shape == (4, SCALE_ROW) and s.stride(0) * s.element_size() == 16 and bool((s == 3.0).all())
+    assert per_rank_scale(torch.tensor(3.0), EmulatedGroup(4)).shape == (4,)
+    x, w = _operands(4, 8, 16, 32, seed=2)
+    out = torch.empty(4, 32, 16, dtype=torch.bfloat16)
+    scaled_matmul(x.reshape(1, 32, 32).expand(4, 32, 32), w.transpose(-1, -2), s, per_rank_scale(torch.tensor(0.5), OneGpuGroup(4)), out)
+    assert _rel(out, _reference(x, w, 1.5)) < FP8_TOLERANCE

@@ -47,6 +47,8 @@ ROUTED_OPERATORS = ("ag-moe", "moe-rs")
 #: operators of ``FP8_OPERATORS`` only (fp8 A and B with per-tensor scales, a bf16 output).
 LIBRARY_DTYPES = ("bf16", "fp16", "fp8e4m3")
 FP8_OPERATORS = ("ag-gemm",)
+#: The element types every operator of ``LIBRARY_OPERATORS`` is compiled for.
+COMMON_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).

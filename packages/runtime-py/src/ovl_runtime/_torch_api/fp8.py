@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import UsageError
-from ..groups import Group
+from ..groups import EmulatedGroup, Group
 from .tensors import FP8, check_device, local_shape
 
 #: The kernels' element type of an fp8 call (the library key's dtype).
@@ -73,18 +73,31 @@ def fp8_operands(
     return bt, per_rank_scale(scale_a, g), per_rank_scale(scale_b, g), rows, k, n
 
 
+#: Floats per rank of a one-GPU group's scale copy: each rank's scale starts 16-byte aligned, as Triton specializes
+#: pointer arguments (one compiled kernel for every rank).
+SCALE_ROW = 4
+
+
 def per_rank_scale(s: torch.Tensor, g: Group) -> torch.Tensor:
-    """``s`` as the operator binds it: ``[1]`` (a view of the caller's tensor) for one rank, ``[world]`` (a copy of
-    the current value, one address per rank) for a one-GPU or emulated group."""
+    """``s`` as the operator binds it: ``[1]`` (a view of the caller's tensor) for one rank; for a one-GPU group a
+    ``[world, SCALE_ROW]`` copy of the current value (each rank's row at an address of its own; the kernel reads
+    its first element), for an emulated one ``[world]``."""
     one = s.reshape(1)
-    return one.expand(g.world).contiguous() if g.stacked else one
+    if not g.stacked:
+        return one
+    if isinstance(g, EmulatedGroup):
+        return one.expand(g.world).contiguous()
+    return one.reshape(1, 1).expand(g.world, SCALE_ROW).contiguous()
 
 
 def scaled_matmul(a: torch.Tensor, bt: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, out: torch.Tensor) -> None:
     """``out = (a @ btᵀ) · scale_a · scale_b`` computed in float32 from the fp8 values (``torch._scaled_mm``'s
-    semantics, for any leading dimensions): the plain path without overlap and the CPU reference. The scales are
-    per rank (``[world]`` or ``[1]``), broadcast over each rank's rows."""
-    scale = (scale_a.float() * scale_b.float()).reshape(-1, *([1] * (a.dim() - 1)))
+    semantics): the plain path without overlap. ``a`` is ``[rows, k]`` with ``[1]`` scales (one rank), or stacked
+    ``[world, rows, k]`` with the scales of :func:`per_rank_scale` (each rank's first), broadcast over its rows."""
+    out.copy_((a.float() @ bt.float().transpose(-1, -2)) * (_per_rank(scale_a, a) * _per_rank(scale_b, a)))
+
+
+def _per_rank(s: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     if a.dim() == 2:
-        scale = scale.reshape(())
-    out.copy_((a.float() @ bt.float().transpose(-1, -2)) * scale)
+        return s.reshape(-1)[0].float()
+    return s.reshape(a.shape[0], -1)[:, 0].float().reshape(-1, 1, 1)
