@@ -97,13 +97,21 @@ interface WrittenManifest {
 }
 
 describe("--dtype", () => {
-  it("parses bf16 and fp16 and refuses anything else, naming what it takes", () => {
+  it("parses bf16, fp16 and fp8e4m3 and refuses anything else, naming what it takes", () => {
     expect(parseDtypeFlag("bf16")).toBe("bf16");
     expect(parseDtypeFlag("fp16")).toBe("fp16");
-    expect(() => parseDtypeFlag("fp32")).toThrow("unknown dtype 'fp32'; use one of: bf16, fp16");
-    expect(() => parseDtypeFlag("fp8")).toThrow("use one of: bf16, fp16");
-    expect(() => parseDtypeFlag("FP16")).toThrow("did you mean 'fp16'? (one of: bf16, fp16)");
-    expect(() => parseDtypeFlag("float16'); import os #")).toThrow("use one of: bf16, fp16");
+    expect(parseDtypeFlag("fp8e4m3", "ag-gemm")).toBe("fp8e4m3");
+    expect(() => parseDtypeFlag("fp32")).toThrow("unknown dtype 'fp32'; use one of: bf16, fp16, fp8e4m3");
+    expect(() => parseDtypeFlag("fp8")).toThrow("use one of: bf16, fp16, fp8e4m3");
+    expect(() => parseDtypeFlag("FP16")).toThrow("did you mean 'fp16'? (one of: bf16, fp16, fp8e4m3)");
+    expect(() => parseDtypeFlag("float16'); import os #")).toThrow("use one of: bf16, fp16, fp8e4m3");
+  });
+
+  it("takes fp8e4m3 for ag-gemm only: every other operator refuses it, naming ag-gemm", () => {
+    for (const d of OPERATOR_REGISTRY.filter((e) => e.cli !== undefined && e.name !== "ag-gemm"))
+      expect(() => parseDtypeFlag("fp8e4m3", d.name), d.name).toThrow(
+        `${d.name} does not take fp8e4m3: fp8 operands (per-tensor scales, bf16 output) are taken by ag-gemm; use one of: bf16, fp16`,
+      );
   });
 
   it("is a flag of every ovl emit subcommand, and a bad value exits 2 before anything is written", async () => {
@@ -111,12 +119,42 @@ describe("--dtype", () => {
       let out = "";
       const status = await runCli(["emit", d.name, "--help"], { out: (t) => (out += t), err: () => undefined, interactive: false });
       expect(status, d.name).toBe(0);
-      expect(out, d.name).toMatch(/--dtype <type>\s+element type of the tensors: bf16 \| fp16 \(default bf16\)/);
+      const values =
+        d.name === "ag-gemm" ? /bf16 \| fp16 \| fp8e4m3\s+\(default bf16; fp8e4m3: fp8 A and B/ : /bf16 \| fp16 \(default bf16\)/;
+      expect(out, d.name).toMatch(new RegExp(`--dtype <type>\\s+element type of the tensors: ${values.source}`));
     }
     const dir = join(temp(), "out");
     const r = await ovl(["emit", "gemm-rs", "--m", "256", "--n", "64", "--k", "64", "--world", "2", "--dtype", "fp32", "--out", dir]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain("unknown dtype 'fp32'; use one of: bf16, fp16");
+    expect(r.stderr).toContain("unknown dtype 'fp32'; use one of: bf16, fp16, fp8e4m3");
+    const fp8 = await ovl(["emit", "gemm-rs", "--m", "256", "--n", "64", "--k", "64", "--world", "2", "--dtype", "fp8e4m3", "--out", dir]);
+    expect(fp8.status).toBe(2);
+    expect(fp8.stderr).toContain("gemm-rs does not take fp8e4m3");
+  }, 60_000);
+
+  it("emits ag-gemm in fp8e4m3: fp8 A and Bt, fp32 scales, a bf16 C, the fp8 body, named so", async () => {
+    const dir = temp();
+    const args = ["--m", "256", "--n", "64", "--k", "128", "--world", "2", "--tile", "64x64x64", "--dtype", "fp8e4m3"];
+    const r = await ovl(["emit", "ag-gemm", ...args, "--out", dir, "--json"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ name: "ag_gemm_m256n64k128_fp8e4m3_w2_s2", dtype: "fp8e4m3" });
+    const m = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")) as WrittenManifest;
+    expect(m.dtype).toBe("fp8e4m3");
+    expect(m.reference.tolerance).toBe(DEFAULT_TOLERANCE.fp8e4m3);
+    const dtypes = Object.fromEntries(m.buffers.map((b) => [b.name, b.dtype]));
+    expect(m.reference.inputs).toEqual({ A: "A", B: "gemm_bt", scale_a: "scale_a", scale_b: "scale_b" });
+    expect([dtypes.A, dtypes.gemm_bt, dtypes.scale_a, dtypes.scale_b, dtypes[m.reference.output]]).toEqual([
+      "fp8e4m3",
+      "fp8e4m3",
+      "fp32",
+      "fp32",
+      "bf16",
+    ]);
+    const kernel = readFileSync(join(dir, "ag_gemm_m256n64k128_fp8e4m3_w2_s2.py"), "utf8");
+    expect(kernel).toContain("(acc * scale).to(out_dtype)");
+    const tlx = await ovl(["emit", "ag-gemm", ...args, "--tlx", "--out", temp()]);
+    expect(tlx.status).not.toBe(0);
+    expect(tlx.stderr).toMatch(/bf16 or fp16 operands, not fp8e4m3/);
   }, 60_000);
 
   it("writes fp16 buffers, reference and tolerance, and names the operator so", async () => {

@@ -50,7 +50,7 @@ def mlp_keys(world: int, tokens: int, hidden: int, inter: int, dtype: str = "bf1
 
 def all_keys() -> list[lib.KernelKey]:
     # The chain's correctness tests run in bf16 and fp16; the layer's (test_torch_api_gpu.py) in bf16.
-    return [k for s in MLPS for d in lib.LIBRARY_DTYPES for k in mlp_keys(*s, d)] + mlp_keys(*LAYER)
+    return [k for s in MLPS for d in lib.COMMON_DTYPES for k in mlp_keys(*s, d)] + mlp_keys(*LAYER)
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")

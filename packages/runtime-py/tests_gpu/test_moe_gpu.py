@@ -29,7 +29,7 @@ SHAPES = [(2, 128, 256, 512, 8, 2), (4, 100, 128, 256, 4, 1), (8, 128, 256, 512,
 
 
 def all_keys() -> list[lib.KernelKey]:
-    return [lib.KernelKey("ag-moe", w, w * m, n, k, d, experts=e, topk=t) for w, m, n, k, e, t in SHAPES for d in lib.LIBRARY_DTYPES]
+    return [lib.KernelKey("ag-moe", w, w * m, n, k, d, experts=e, topk=t) for w, m, n, k, e, t in SHAPES for d in lib.COMMON_DTYPES]
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")

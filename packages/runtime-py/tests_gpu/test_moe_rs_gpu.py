@@ -30,7 +30,7 @@ SHAPES = [(2, 256, 128, 256, 8, 2), (4, 400, 64, 512, 4, 1), (8, 1024, 192, 384,
 
 
 def all_keys() -> list[lib.KernelKey]:
-    return [lib.KernelKey("moe-rs", w, t, h, i, d, experts=e, topk=k) for w, t, i, h, e, k in SHAPES for d in lib.LIBRARY_DTYPES]
+    return [lib.KernelKey("moe-rs", w, t, h, i, d, experts=e, topk=k) for w, t, i, h, e, k in SHAPES for d in lib.COMMON_DTYPES]
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")

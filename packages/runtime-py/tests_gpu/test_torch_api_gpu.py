@@ -40,6 +40,8 @@ KEYS = [
     ("a2a-gemm", 4, 1024, 256, 256),
     ("a2a-gemm", 8, 1024, 256, 256),
 ]
+#: (operator, world, M, N, K) of the fp8 (e4m3, per-tensor scales) AllGather+GEMM tests, compiled in fp8e4m3.
+FP8_KEYS = [("ag-gemm", 2, 1024, 256, 512), ("ag-gemm", 4, 1024, 256, 512)]
 #: (world, sequence, heads, kv heads, head dim, causal) of the sequence-parallel attention tests.
 ATTENTION = [
     (2, 1024, 4, 4, 64, True),
@@ -66,13 +68,14 @@ def _example():
 
 def all_keys() -> list[lib.KernelKey]:
     block = _example().Config()
-    # The numerics tests run in every dtype the operators take (bf16, fp16); the block's in bf16. AllGather+GEMM both
+    # The numerics tests run in every dtype the operators take (bf16, fp16; fp8 for AllGather+GEMM); the block's in bf16. AllGather+GEMM both
     # ways: the any-row-count operator (the default) and the one of each row count (the tests that need the overlapped
     # kernel at shapes where the any-row-count one runs the plain sequence).
-    operators = [lib.call_key(*k, d) for k in KEYS for d in lib.LIBRARY_DTYPES]
-    own = [lib.KernelKey(*k, d) for k in KEYS if k[0] == "ag-gemm" for d in lib.LIBRARY_DTYPES]
-    attention = [attention_key(*a, dtype=d) for a in ATTENTION for d in lib.LIBRARY_DTYPES]
-    return operators + own + attention + block.keys(2) + block.keys(8)
+    operators = [lib.call_key(*k, d) for k in KEYS for d in lib.COMMON_DTYPES]
+    own = [lib.KernelKey(*k, d) for k in KEYS if k[0] == "ag-gemm" for d in lib.COMMON_DTYPES]
+    attention = [attention_key(*a, dtype=d) for a in ATTENTION for d in lib.COMMON_DTYPES]
+    fp8 = [key for k in FP8_KEYS for key in (lib.call_key(*k, "fp8e4m3"), lib.KernelKey(*k, "fp8e4m3"))]
+    return operators + own + attention + fp8 + block.keys(2) + block.keys(8)
 
 
 #: Parametrizes a numerics test over the dtypes the operators take.
@@ -256,6 +259,95 @@ def test_a_captured_graph_replays_correctly_many_times(monkeypatch):
     (op,) = ops.operators()
     with pytest.raises(Exception, match="CUDA graph captured"):
         op.close()
+    del graph
+
+
+# ---- fp8 e4m3 AllGather+GEMM (per-tensor scales, bf16 out) ----
+def _fp8_operands(world: int, m: int, n: int, k: int, seed: int):
+    """Fresh fp8 ``x`` [world, m, k] and column-major fp8 ``w`` [world, k, n] (as torch._scaled_mm takes it)."""
+    x = (rand(world, m, k, seed=seed, dtype=torch.float32) / 2).to(torch.float8_e4m3fn)
+    bt = (rand(world, n, k, seed=50 + seed, dtype=torch.float32) / 2).to(torch.float8_e4m3fn)
+    return x, bt.transpose(-1, -2)
+
+
+def _fp8_references(x, w, sa, sb):
+    """Every rank's ``torch._scaled_mm(cat(x), w, sa, sb)`` (cuBLAS fp8, bf16 out) and the float32 product of the
+    same fp8 values."""
+    world, m, k = x.shape
+    full = x.reshape(world * m, k)
+    scaled = torch.stack([torch._scaled_mm(full, w[r], scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16) for r in range(world)])
+    exact = torch.stack([(full.float() @ w[r].float()) * (sa * sb) for r in range(world)])
+    return scaled, exact
+
+
+@pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
+@pytest.mark.parametrize(("world", "m", "n", "k"), [(2, 512, 256, 512), (4, 256, 256, 512)])
+def test_fp8_all_gather_matmul_matches_scaled_mm(world, m, n, k, any_rows, monkeypatch):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
+    g = OneGpuGroup(world)
+    for step in range(3):  # fresh inputs and scales each call, one compiled operator
+        x, w = _fp8_operands(world, m, n, k, seed=step)
+        sa = torch.tensor(0.5 + step, device="cuda")
+        sb = torch.tensor(1.0 / (1 + step), device="cuda")
+        y = ops.all_gather_matmul(x, w, g, scale_a=sa, scale_b=sb)
+        scaled, exact = _fp8_references(x, w, sa, sb)
+        ops.synchronize(g)
+        assert y.shape == (world, world * m, n) and y.dtype == torch.bfloat16
+        assert rel(y, exact) < 0.01 and rel(y, scaled) < 0.01, step
+    assert len(ops.operators()) == 1
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_fp8_eager_own_graph_calls_honour_a_changed_scale(world, monkeypatch):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    # The overlapped operator of this row count; eager calls from the second on replay its own graph, whose scale
+    # addresses are rewritten per call like every other input's.
+    monkeypatch.setattr(lib, "ANY_ROWS", False)
+    m, n, k = 1024 // world, 256, 512
+    g = OneGpuGroup(world)
+    x, w = _fp8_operands(world, m, n, k, seed=7)
+    sa, sb = torch.tensor(1.0, device="cuda"), torch.tensor(1.0, device="cuda")
+    outs = []
+    for step, (a, b) in enumerate([(1.0, 1.0), (2.0, 0.5), (0.25, 3.0), (-1.5, 2.0), (4.0, 4.0)]):
+        sa.fill_(a)  # the same tensors, new values in place
+        sb.fill_(b)
+        y = ops.all_gather_matmul(x, w, g, scale_a=sa, scale_b=sb)
+        _scaled, exact = _fp8_references(x, w, sa, sb)
+        ops.synchronize(g)
+        assert rel(y, exact) < 0.01, (step, a, b)
+        outs.append(y)
+    fresh = ops.all_gather_matmul(x, w, g, scale_a=torch.tensor(0.125, device="cuda"), scale_b=torch.tensor(2.0, device="cuda"))
+    ops.synchronize(g)
+    assert rel(fresh, outs[0] * 0.25) < 0.01  # new scale tensors (new addresses): their values
+    (op,) = ops.operators()
+    assert op.own is not None and op.direct_reason is None  # the calls after the second replayed the own graph
+
+
+def test_fp8_a_captured_graph_reads_the_scales_at_every_replay(monkeypatch):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    monkeypatch.setattr(lib, "ANY_ROWS", False)
+    world, m, n, k = 2, 512, 256, 512
+    g = OneGpuGroup(world)
+    x, w = _fp8_operands(world, m, n, k, seed=3)
+    sa, sb = torch.tensor(1.0, device="cuda"), torch.tensor(0.5, device="cuda")
+    ops.all_gather_matmul(x, w, g, scale_a=sa, scale_b=sb)  # the eager call compiles and loads the kernels
+    ops.synchronize(g)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.all_gather_matmul(x, w, g, scale_a=sa, scale_b=sb)
+    for step in range(5):
+        sb.fill_(0.5 * (step + 1))
+        graph.replay()
+        _scaled, exact = _fp8_references(x, w, sa, sb)
+        ops.synchronize(g)
+        assert rel(y, exact) < 0.01, step
     del graph
 
 

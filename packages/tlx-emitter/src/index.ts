@@ -28,7 +28,7 @@ export {
   TRANSFER_BACKENDS,
   type TransferBackend,
 } from "./core/options.js";
-export { DEFAULT_TOLERANCE, isOperatorDtype, OPERATOR_DTYPES, type OperatorDtype } from "./core/dtype.js";
+export { DEFAULT_TOLERANCE, FP8_OPERATORS, isOperatorDtype, OPERATOR_DTYPES, type OperatorDtype } from "./core/dtype.js";
 export { planHostOps, commStreamName } from "./schedule/host-ops.js";
 export { mBlockTables, type MBlockTables } from "./schedule/m-block-tables.js";
 export { producerOrder } from "./schedule/producer-order.js";

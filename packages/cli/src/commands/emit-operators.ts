@@ -2,8 +2,8 @@
 // declares command-line options. Its flags are the entry's own declarations plus the shared
 // options it names (declared once, here); its action is the operator's emission routine.
 import type { Command } from "commander";
-import { OPERATOR_DTYPES, OPERATOR_REGISTRY, type OperatorDefinition, type OptionDeclaration, type SharedOption } from "@ovl/tlx-emitter";
-import { DEFAULT_DTYPE, parseDtypeFlag } from "../dtype.js";
+import { OPERATOR_REGISTRY, type OperatorDefinition, type OptionDeclaration, type SharedOption } from "@ovl/tlx-emitter";
+import { dtypeHelp, parseDtypeFlag } from "../dtype.js";
 import { CliError, UsageError } from "../errors.js";
 import { printOutput, type CommandOutput, type Io } from "../io.js";
 import { positiveInt } from "../options.js";
@@ -43,8 +43,7 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
       .option("--m <rows>", "explicit shape: rows M of the GEMM", positiveInt("--m"))
       .option("--n <cols>", "explicit shape: per-rank columns N", positiveInt("--n"))
       .option("--k <depth>", "explicit shape: depth K", positiveInt("--k")),
-  dtype: (c) =>
-    c.option("--dtype <type>", `element type of the tensors: ${OPERATOR_DTYPES.join(" | ")} (default ${DEFAULT_DTYPE})`, parseDtypeFlag),
+  dtype: (c, def) => c.option("--dtype <type>", dtypeHelp(def.name), (v: string) => parseDtypeFlag(v, def.name)),
   world: (c) => c.option("--world <ranks>", "ranks of the group (default 8)", positiveInt("--world")),
   mesh: (c) => c.option("--mesh <levels>", "mesh levels outermost first, e.g. 2x4 (instead of --world)"),
   template: (c, def) => {

@@ -4,7 +4,7 @@
 import type { TargetName } from "@ovl/primitives";
 import { BACKEND_SPECIFICATION, type Backend } from "../core/backend.js";
 import { EmitError } from "../core/writer/index.js";
-import { isOperatorDtype } from "../core/dtype.js";
+import { isTlxDtype } from "../core/dtype.js";
 import { computeConfigs, lookupComputeConfig } from "../compute/configs.js";
 import { builtinOf } from "../compute/tuned.js";
 import { operatorDefinition } from "../operators/index.js";
@@ -69,9 +69,9 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
       if (builtinOf(op) === undefined) {
         return `the TLX backend assembles its own warp-specialised GEMM and cannot transform ${op.body.path}; use the triton backend for a local body`;
       }
-      // wgmma takes 2-byte operands; fp32 would need a TF32 GEMM of its own.
+      // wgmma takes 2-byte operands here; fp32 would need a TF32 GEMM of its own, fp8 a K-major B and scales.
       const dtype = op.options?.dtype ?? "bf16";
-      if (!isOperatorDtype(dtype))
+      if (!isTlxDtype(dtype))
         return `the TLX GEMM's wgmma takes bf16 or fp16 operands, not ${dtype}; compile ${dtype} with the triton backend`;
       if ((options.target ?? "sm_90a") !== "sm_90a")
         return 'TLX operators are emitted for sm_90a only: use tlxBackend({ target: "sm_90a" }), or the triton backend';
@@ -94,7 +94,7 @@ export function tlxBackend(options: TlxBackendOptions = {}): Backend {
  * own shape holds a TLX configuration that ran faster than the entry's Triton kernel in the
  * same run (`tlx.ms < ms`), the operator names no tile and the TLX backend can build it (a
  * built-in body of AllGather+GEMM or GEMM+ReduceScatter), except GEMM+ReduceScatter over SM
- * pushes and fp32 (which the TLX GEMM does not take); Triton otherwise. fp16 reads bf16's
+ * pushes and fp32 and fp8e4m3 (which the TLX GEMM does not take); Triton otherwise. fp16 reads bf16's
  * entries (`lookupComputeConfig`: same bytes, same tensor-core rate). TLX kernels are precompiled: the result's `expect` and
  * scripts/tlx-aot-compile.py make their cubins. The choice is the faster kernel alone, on one
  * GPU; end to end on two H200s the two backends' operators over the copy engine measured within
@@ -111,7 +111,7 @@ export function fastestBackend(options: TlxBackendOptions = {}): Backend {
     select(op, target: TargetName) {
       if (op.tile !== undefined || (op.kind !== "ag-gemm" && op.kind !== "gemm-rs") || builtinOf(op) === undefined) return tritonBackend;
       if (op.kind === "gemm-rs" && op.options?.backend === "sm") return tritonBackend;
-      if (!isOperatorDtype(op.options?.dtype ?? "bf16")) return tritonBackend;
+      if (!isTlxDtype(op.options?.dtype ?? "bf16")) return tritonBackend;
       if (op.options?.backend === "nvshmem") return tritonBackend;
       const table = computeConfigs(target);
       const found =

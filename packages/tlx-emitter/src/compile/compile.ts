@@ -12,6 +12,9 @@ import { decomposeCollectives, hasCollectives } from "../schedule/decompose.js";
 import { collectiveAlternative } from "../schedule/host-ops.js";
 import { realisableArPlan } from "../operators/gemm-ar/triton.js";
 import { tritonBackend } from "./backends.js";
+import { dtypeRefusal } from "../core/dtype.js";
+import { operatorDefinition } from "../operators/index.js";
+import { fp8Input } from "../operators/ag-gemm/fp8.js";
 
 /**
  * `op`'s plan with its collective ops decomposed into P2P transfers (`decomposeCollectives`;
@@ -109,8 +112,12 @@ export async function compileOperator(
       `plan "${op.plan.name}" does not validate (${report.errors.length} finding${report.errors.length === 1 ? "" : "s"}): ${first}`,
     );
   }
-  const plan = realisablePlan(op);
-  const decomposed = plan === op.plan ? op : { ...op, plan };
+  // fp8e4m3 is AllGather+GEMM's alone; there a built-in body is swapped for the fp8 one.
+  const refused = dtypeRefusal(op.kind, op.options?.dtype ?? "bf16");
+  if (refused !== undefined) throw new EmitError("unsupported-op", refused);
+  const input = op.kind === "ag-gemm" ? fp8Input(op, operatorDefinition(op.kind).compute.bodies ?? []) : op;
+  const plan = realisablePlan(input);
+  const decomposed = plan === input.plan ? input : { ...input, plan };
   const chosen = backend.select?.(decomposed, options.target ?? DEFAULT_TARGET.name) ?? backend;
   const target = options.target === undefined ? {} : { target: options.target };
   const tuning = chosen === tritonBackend ? target : chosen.name === "tlx" ? { ...target, backend: "tlx" as const } : { table: null };

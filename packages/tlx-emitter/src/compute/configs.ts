@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TARGETS, type TargetName } from "@ovl/primitives";
 import { z } from "zod";
+import { ELEMENT_BYTES } from "../core/device/index.js";
 import { TLX_NOTIFIERS } from "../core/operator.js";
 import { EmitError } from "../core/writer/index.js";
 import { assetRoot } from "../core/assets.js";
@@ -96,7 +97,7 @@ export interface ComputeQuery {
   readonly M: number;
   readonly N: number;
   readonly K: number;
-  readonly dtype: "bf16" | "fp16" | "fp32";
+  readonly dtype: "bf16" | "fp16" | "fp32" | "fp8e4m3";
   /** ag-moe: the routing (the distance counts its experts and top-k as it counts M, N and K). */
   readonly experts?: number;
   readonly topk?: number;
@@ -110,11 +111,10 @@ export interface ComputeMatch {
   readonly distance: number;
 }
 
-const ELEMENT_BYTES = { bf16: 2, fp16: 2, fp32: 4 } as const;
-
 /**
  * The entry of `table` for `q`. Only entries of the same operator and element size qualify
- * (bf16 entries serve fp16: the same shared memory and tensor-core rate; none serve fp32).
+ * (bf16 entries serve fp16: the same shared memory and tensor-core rate; none serve fp32 or
+ * fp8e4m3, whose operands are 4 and 1 bytes: they take their operator's default tile).
  * The entry of `q`'s own shape wins (its own dtype first); otherwise the nearest shape by
  * `|log2 M/M'| + |log2 N/N'| + |log2 K/K'|` (ag-moe: plus `|log2 E/E'| + |log2 k/k'|` of the
  * routing), ties to the earlier entry. Undefined when no entry qualifies.

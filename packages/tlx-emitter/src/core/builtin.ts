@@ -9,13 +9,14 @@ import type { KernelBody } from "./operator.js";
 /**
  * The built-in bodies, by name (the file is `kernels/<name>.py`). The `_flat`, `_streamk`
  * and `_tma` variants compute the same GEMM with another loop structure, tail schedule or
- * epilogue; the tuned
+ * epilogue (`_fp8`: fp8 e4m3 operands, B transposed, per-tensor scales); the tuned
  * configurations (`configs.ts`) choose among a family per shape.
  */
 export const BUILTIN_BODIES = [
   "gemm_tma_persistent",
   "gemm_tma_persistent_flat",
   "gemm_tma_persistent_streamk",
+  "gemm_tma_persistent_fp8",
   "gemm_producer",
   "gemm_producer_tma",
   "gemm_producer_tma_flat",

@@ -2,9 +2,8 @@
 // TMA GEMM per tile (`gemmLaunchDefaults`), and their checks.
 import { checkIdentifier, EmitError } from "./writer/index.js";
 import { checkLaunch, checkPositive, type LaunchOptions } from "../backends/triton/kernels/common.js";
-import { alignmentUnit } from "../backends/triton/kernels/sm-comm.js";
-import type { ElementType } from "./device/index.js";
-import { DEFAULT_TOLERANCE } from "./dtype.js";
+import { ELEMENT_BYTES, type ElementType } from "./device/index.js";
+import { DEFAULT_TOLERANCE, outputDtype } from "./dtype.js";
 import { TARGETS } from "@ovl/primitives";
 
 /** Programs of the SM communication kernels when `EmitOptions.commSms` does not name them (what `ovl simulate` prices too). */
@@ -83,7 +82,8 @@ export interface ResolvedOptions {
 export function resolveOptions(o: EmitOptions): ResolvedOptions {
   if (o.name !== undefined) checkIdentifier(o.name, "manifest name");
   const dtype = o.dtype ?? "bf16";
-  if (!["bf16", "fp16", "fp32"].includes(dtype)) throw new EmitError("bad-param", `dtype must be bf16, fp16 or fp32, got ${String(dtype)}`);
+  if (!["bf16", "fp16", "fp32", "fp8e4m3"].includes(dtype))
+    throw new EmitError("bad-param", `dtype must be bf16, fp16, fp32 or fp8e4m3, got ${String(dtype)}`);
   // Checked here, filled per tile by `gemmLaunch` once the tile is known.
   checkLaunch({ numWarps: o.numWarps ?? 8, numStages: o.numStages ?? 3 });
   const launch = { numWarps: o.numWarps, numStages: o.numStages };
@@ -135,9 +135,10 @@ export function gemmLaunchDefaults(
   sharedBytes = HOPPER_SHARED_BYTES,
   epilogue: GemmEpilogue = "shared",
 ): LaunchOptions {
-  const bytes = 16 / alignmentUnit(dtype);
+  const bytes = ELEMENT_BYTES[dtype];
   const ring = (tile.BLOCK_M * tile.BLOCK_K + tile.BLOCK_K * tile.BLOCK_N) * bytes;
-  const c = epilogue === "shared" ? tile.BLOCK_M * tile.BLOCK_N * bytes : 0;
+  // C is written in the output's type (bf16 for fp8 operands).
+  const c = epilogue === "shared" ? tile.BLOCK_M * tile.BLOCK_N * ELEMENT_BYTES[outputDtype(dtype)] : 0;
   const numStages = [4, 3].find((s) => s * ring + c <= sharedBytes) ?? 2;
   return { numWarps: tile.BLOCK_M * tile.BLOCK_N >= 128 * 256 ? 8 : 4, numStages };
 }

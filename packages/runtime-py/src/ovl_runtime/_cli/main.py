@@ -65,7 +65,12 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument("--k", type=int, required=True, help="depth K of this rank's GEMM")
     kernels.add_argument("--heads", type=int, default=0, help="ag-attention: query heads H (N = H x head_dim)")
     kernels.add_argument("--causal", action="store_true", help="ag-attention: causal masking")
-    kernels.add_argument("--dtype", choices=LIBRARY_DTYPES, default="bf16", help="element type of the tensors (default bf16)")
+    kernels.add_argument(
+        "--dtype",
+        choices=LIBRARY_DTYPES,
+        default="bf16",
+        help="element type of the tensors (default bf16; fp8e4m3: ag-gemm only, fp8 operands with per-tensor scales)",
+    )
     kernels.add_argument("--experts", type=int, default=0, help="ag-moe / moe-rs: experts E")
     kernels.add_argument("--topk", type=int, default=0, help="ag-moe / moe-rs: experts per token k")
     kernels.add_argument("--into", help="the library directory (default: the cache, $OVL_CACHE_DIR or ~/.cache/ovl/kernels)")

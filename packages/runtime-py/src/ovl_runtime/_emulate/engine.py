@@ -5,7 +5,8 @@ the rank on each side). Signal slots live in a ``SignalWorld`` that is never res
 launch ``k`` waits for ``k × arrivals`` exactly as on the GPU. Per launch, each rank runs
 its compute kernels on one thread, its comm kernels on another and each comm stream of
 host ops on its own; all waits are bounded, and the first failure stops the others.
-Floating buffers are float32 here whatever their dtype (bf16/fp16 are not emulated bitwise).
+Floating buffers are float32 here whatever their dtype (bf16/fp16 are not emulated bitwise; fp8e4m3
+buffers are drawn as values fp8 represents, then computed on in float32).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._manifest.fill import checked_init, draw_buffer, random_fill
+from .._manifest.fp8 import round_e4m3
 from .._manifest.types import CommStream, CopyOp, KernelSpec, Manifest
 from .._reference.arrays import relative_error
 from .._reference.on_cpu import output_view, references
@@ -49,6 +51,7 @@ _NP_DTYPES: dict[str, Any] = {
     "bf16": np.float32,
     "fp16": np.float32,
     "fp32": np.float32,
+    "fp8e4m3": np.float32,
     "int32": np.int32,
     "uint32": np.uint32,
     "int64": np.int64,
@@ -111,6 +114,8 @@ class EmulatedWorld:
                     arr.fill(np.nan if floating else np.iinfo(arr.dtype).max)
                 elif floating:
                     arr[...] = rng.standard_normal(arr.shape, dtype=np.float32)
+                    if b.dtype == "fp8e4m3":  # held as float32, holding only values fp8 represents
+                        arr[...] = round_e4m3(arr)
                 else:
                     arr[...] = rng.integers(0, 100, arr.shape).astype(arr.dtype)
 

@@ -109,6 +109,7 @@ class InterpretEmulator:
             "bf16": torch.bfloat16,
             "fp16": torch.float16,
             "fp32": torch.float32,
+            "fp8e4m3": torch.float8_e4m3fn,
             "int32": torch.int32,
             "uint32": torch.int32,
             "int64": torch.int64,
@@ -311,7 +312,7 @@ class InterpretEmulator:
 
     # ---- checked launches ----
     def _numpy(self, t: Any) -> np.ndarray:
-        if t.dtype in (self.torch.bfloat16, self.torch.float16):
+        if t.dtype in (self.torch.bfloat16, self.torch.float16, self.torch.float8_e4m3fn):
             t = t.float()
         return t.numpy().copy()
 

@@ -47,11 +47,27 @@ def _operands(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray, i
     if missing:
         raise ManifestError(f"kernel {ctx.kernel.name}.args", f"no argument is bound to buffer(s) {', '.join(sorted(missing))}")
     a = ctx.matrix(by_buffer[str(p["a"])], M, K)
-    # A grouped GEMM's B is [E, K, N], read here as E*K rows of N; `_weights` picks the expert.
-    # ag-gemm-silu's W is [K, 2N], gate columns then up columns.
-    b = ctx.matrix(by_buffer[str(p["b"])], K * _experts(ctx), 2 * N if _silu_mul(ctx) else N)
+    if p.get("bLayout") == "nk":  # fp8's B, held as Bt [N, K] (K-major)
+        b = ctx.matrix(by_buffer[str(p["b"])], N, K).T
+    else:
+        # A grouped GEMM's B is [E, K, N], read here as E*K rows of N; `_weights` picks the expert.
+        # ag-gemm-silu's W is [K, 2N], gate columns then up columns.
+        b = ctx.matrix(by_buffer[str(p["b"])], K * _experts(ctx), 2 * N if _silu_mul(ctx) else N)
     c = ctx.matrix(by_buffer[str(p["c"])], M, N)
     return a, b, c, int(p["BLOCK_M"]), int(p["BLOCK_N"])
+
+
+def _scale(ctx: KernelContext) -> float:
+    """The product of the per-tensor scales an fp8 body applies in its epilogue (``template.params.scaleA`` and
+    ``scaleB`` name their buffers; read at launch, as the kernel reads them), 1 for a body without scales."""
+    p = ctx.kernel.template_params
+    if "scaleA" not in p:
+        return 1.0
+    names = (str(p["scaleA"]), str(p["scaleB"]))
+    by_buffer = {b.name: n for n, b in ctx.kernel.args if b.kind == "buffer" and b.name in names}
+    if len(by_buffer) != 2:
+        raise ManifestError(f"kernel {ctx.kernel.name}.args", f"no argument is bound to the scale buffer(s) {', '.join(names)}")
+    return float(ctx.matrix(by_buffer[names[0]], 1, 1)[0, 0]) * float(ctx.matrix(by_buffer[names[1]], 1, 1)[0, 0])
 
 
 def _silu_mul(ctx: KernelContext) -> bool:
@@ -104,6 +120,7 @@ def local_consumer(ctx: KernelContext) -> None:
         return moe_consumer(ctx)
     tp = _program(ctx, "consumer")
     a, b, c, BM, BN = _operands(ctx)
+    scale = _scale(ctx)
     M, N = c.shape
     tables = ctx.map_tables((tp.order, *tp.slots))
     weights = _weights(ctx, b, tp.num_pid_m)
@@ -127,7 +144,7 @@ def local_consumer(ctx: KernelContext) -> None:
                 ups = slice(N + cols.start, N + cols.stop)
                 c[rows, cols] = silu_mul(a[rows, :] @ bm[:, cols], a[rows, :] @ bm[:, ups])
             else:
-                c[rows, cols] = a[rows, :] @ bm[:, cols]
+                c[rows, cols] = (a[rows, :] @ bm[:, cols]) * scale
 
 
 def local_producer(ctx: KernelContext) -> None:

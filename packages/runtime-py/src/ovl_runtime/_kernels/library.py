@@ -43,8 +43,12 @@ from .compute_config import CONFIG_OPERATORS, ComputeConfig, compute_kernel_conf
 LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu", "moe-rs")
 #: Operators whose key carries a routing (``experts``, ``topk``).
 ROUTED_OPERATORS = ("ag-moe", "moe-rs")
-#: Element types the compiler emits for them (``ovl emit --dtype``; the torch API's ``DTYPES``).
-LIBRARY_DTYPES = ("bf16", "fp16")
+#: Element types the compiler emits for them (``ovl emit --dtype``; the torch API's ``DTYPES``); ``fp8e4m3`` for the
+#: operators of ``FP8_OPERATORS`` only (fp8 A and B with per-tensor scales, a bf16 output).
+LIBRARY_DTYPES = ("bf16", "fp16", "fp8e4m3")
+FP8_OPERATORS = ("ag-gemm",)
+#: The element types every operator of ``LIBRARY_OPERATORS`` is compiled for.
+COMMON_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
@@ -139,6 +143,8 @@ class KernelKey:
             raise UsageError(f"no compiled operator {self.op!r}: the torch API runs {', '.join(LIBRARY_OPERATORS)}")
         if self.dtype not in LIBRARY_DTYPES:
             raise UsageError(f"{self.op} is compiled for {' or '.join(LIBRARY_DTYPES)}, not {self.dtype!r}")
+        if self.dtype == "fp8e4m3" and self.op not in FP8_OPERATORS:
+            raise UsageError(f"{self.op} is not compiled for fp8e4m3: fp8 operands are taken by {', '.join(FP8_OPERATORS)} only")
         for name in ("world", "m", "n", "k"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:

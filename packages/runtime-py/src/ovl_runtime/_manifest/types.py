@@ -14,8 +14,9 @@ from typing import Any
 from ..errors import ManifestError
 
 MANIFEST_SCHEMA = "ovl.manifest/v1"
-BUFFER_DTYPES = ("bf16", "fp16", "fp32", "int32", "uint32", "int64")
-FLOAT_DTYPES = ("bf16", "fp16", "fp32")
+BUFFER_DTYPES = ("bf16", "fp16", "fp32", "fp8e4m3", "int32", "uint32", "int64")
+#: A manifest's operand types; ``fp8e4m3`` (AllGather+GEMM): fp8 A and B (held as Bt ``[N, K]``), fp32 scales, a bf16 output.
+FLOAT_DTYPES = ("bf16", "fp16", "fp32", "fp8e4m3")
 OPERATORS = (
     "ag-gemm",
     "gemm-rs",

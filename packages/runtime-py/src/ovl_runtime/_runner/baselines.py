@@ -112,6 +112,25 @@ def _moe_baseline(m: Manifest, full: torch.Tensor, dtype: torch.dtype) -> tuple[
     return ("torch-moe-grouped-mm" if gmm is not None else "torch-moe-matmul-per-expert", step)
 
 
+def _fp8_ag_gemm_cases(M: int, N: int, K: int, rpr: int, padded_m: int) -> list[tuple[str, Callable[[], object]]]:
+    """fp8 AllGather+GEMM's plain parts: ``torch._scaled_mm`` (cuBLAS's fp8 GEMM, per-tensor scales, bf16 out) and
+    NCCL's gather of the fp8 rows (as bytes: NCCL has no fp8 type). PyTorch's async-TP takes no scales: left out."""
+    dev = "cuda"
+    shard = torch.randn(rpr, K, device=dev, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+    gathered = torch.empty(padded_m, K, device=dev, dtype=torch.float8_e4m3fn)
+    full = gathered[:M]
+    bt = torch.randn(N, K, device=dev, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+    one = torch.ones((), device=dev, dtype=torch.float32)
+
+    def gemm() -> object:
+        return torch._scaled_mm(full, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    def gather() -> object:
+        return dist.all_gather_into_tensor(gathered.view(torch.uint8), shard.view(torch.uint8))
+
+    return [("torch-scaled-mm", gemm), ("nccl-all-gather", gather), ("all-gather-then-gemm", lambda: (gather(), gemm()))]
+
+
 def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[Baseline]:
     """Time the operator's non-overlapped parts and PyTorch async-TP (median, max over ranks)."""
     ref = m.reference
@@ -129,7 +148,9 @@ def baselines(m: Manifest, dtype: torch.dtype, warmup: int, reps: int) -> list[B
     group_name = world.group_name
     cases: list[tuple[str, Callable[[], object]]] = []
     dev = "cuda"
-    if ref.operator == "ag-gemm":
+    if ref.operator == "ag-gemm" and dtype == torch.float8_e4m3fn:
+        cases = _fp8_ag_gemm_cases(M, N, K, rpr, padded_m)
+    elif ref.operator == "ag-gemm":
         shard = torch.randn(rpr, K, device=dev, dtype=dtype)
         gathered = torch.empty(padded_m, K, device=dev, dtype=dtype)
         full = gathered[:M]

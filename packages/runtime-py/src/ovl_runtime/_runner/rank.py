@@ -32,6 +32,7 @@ TORCH_DTYPES = {
     "bf16": torch.bfloat16,
     "fp16": torch.float16,
     "fp32": torch.float32,
+    "fp8e4m3": torch.float8_e4m3fn,
     "int32": torch.int32,
     "uint32": torch.uint32,
     "int64": torch.int64,

@@ -21,6 +21,7 @@ import torch
 from .._manifest.parse import instantiate
 from .._manifest.types import Manifest
 from .._torch_api.collectives import gather_rows
+from .._torch_api.fp8 import scaled_matmul
 from ..errors import UsageError
 from ..groups import DistGroup, EmulatedGroup, OneGpuGroup
 from .agreement import same_everywhere
@@ -72,6 +73,10 @@ class RowsOperator:
                 self._told.add(path)
                 log.info("%s at %d rows: %s", self.m.name, M, path)
             self.fallbacks += 1
+            if "scale_a" in inputs:  # fp8: B is Bt [N, K], the output scaled (torch._scaled_mm's semantics)
+                self._gathered = gather_rows(x.view(torch.uint8), self.group).view(x.dtype)
+                scaled_matmul(self._gathered, inputs["B"], inputs["scale_a"], inputs["scale_b"], output)
+                return
             self._plain(x, inputs["B"], output)
             return
         self._gathered = None

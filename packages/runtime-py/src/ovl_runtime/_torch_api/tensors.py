@@ -20,6 +20,9 @@ EMULATED_DTYPES = {**GPU_DTYPES, torch.float32: "bf16"}
 #: The kernels' element type of every tensor dtype some group takes (the key of a call's compiled operator).
 DTYPES = EMULATED_DTYPES
 
+#: fp8 e4m3 (OCP, ``float8_e4m3fn``): taken by AllGather+GEMM alone, with per-tensor scales (:mod:`.fp8`).
+FP8 = torch.float8_e4m3fn
+
 #: ReduceScatter slabs are padded to whole blocks of this many rows.
 RS_ROW_BLOCK = 128
 
@@ -44,8 +47,9 @@ def call_dtype(what: str, g: Group, **tensors: object) -> None:
     accepted = accepted_dtypes(g)
     for name, t in tensors.items():
         if isinstance(t, torch.Tensor) and t.dtype not in accepted:
+            fp8 = " (fp8 e4m3 operands, with per-tensor scales, are taken by all_gather_matmul only)" if t.dtype == FP8 else ""
             raise UsageError(
-                f"{what}: {name} is {t.dtype}; the operator takes {supported_dtypes(g)}: "
+                f"{what}: {name} is {t.dtype}; the operator takes {supported_dtypes(g)}{fp8}: "
                 f"convert it with {name}.to(torch.bfloat16) or {name}.to(torch.float16)"
             )
     same_dtype(what, **tensors)

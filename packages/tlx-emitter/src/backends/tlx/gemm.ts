@@ -21,6 +21,7 @@ import { tlxBlackwellKernel, tlxGemmBlackwell } from "./compute-blackwell.js";
 import type { TlxNotifier } from "../../core/operator.js";
 import { type TlxComputePart, tlxKernel, type TlxKernel } from "./parts.js";
 import { clcTiles, groupedTiles } from "./tile-order.js";
+import { refuseFp8Template } from "../../core/dtype.js";
 
 /** Compile targets of TLX kernels. */
 export type TlxTarget = "sm_90a" | "sm_100a";
@@ -166,6 +167,7 @@ export function emitTlxGemm(
   options: TlxEmitOptions = {},
 ): TlxEmitResult {
   const o = resolveOptions(options);
+  refuseFp8Template(o.dtype, "the TLX GEMM");
   refuseNotifier(options, "the plain TLX GEMM notifies nothing");
   const M = checkPositive(problem.M, "M");
   const N = checkPositive(problem.N, "N");

@@ -134,14 +134,20 @@ export function rowShards(M: number, world: number): Pick<Reference, "rowsPerRan
  * The reference of an AllGather+GEMM manifest: gathered `a` (the plan tensor) times the
  * buffer `gemm_b` into `gemm_c`, row-sharded as {@link rowShards} states.
  */
-export function agGemmReference(a: string, problem: { M: number; N: number; K: number }, world: number, tolerance: number): Reference {
+export function agGemmReference(
+  a: string,
+  problem: { M: number; N: number; K: number },
+  world: number,
+  tolerance: number,
+  inputs: Readonly<Record<string, string>> = { B: "gemm_b" },
+): Reference {
   const { M, N, K } = problem;
   return {
     operator: "ag-gemm",
     M,
     N,
     K,
-    inputs: { A: a, B: "gemm_b" },
+    inputs: { A: a, ...inputs },
     output: "gemm_c",
     ...rowShards(M, world),
     tolerance,

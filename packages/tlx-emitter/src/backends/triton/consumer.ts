@@ -43,6 +43,8 @@ export interface ConsumerSpec {
   readonly c: Buffer;
   /** Tables the body reads besides the compiler's maps, given the world (one row per rank). */
   readonly tables?: (world: number) => readonly Table[];
+  /** Local inputs the body reads besides `b` (fp8's scales), allocated per rank. */
+  readonly inputs?: readonly Buffer[];
   /** Bindings of body parameters by name, applied when the body has the parameter; `op.bind` wins. */
   readonly byName?: Readonly<Record<string, Binding>>;
   /** Checks the body's bound parameters (e.g. that one reads a table). */
@@ -123,6 +125,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
     { name: tensor.name, shape: [M, K], dtype: o.dtype, symmetric: true, init: spec.receivedInit ?? "random" },
     ...(spec.sources?.(tensor.name) ?? []),
     spec.b,
+    ...(spec.inputs ?? []),
     spec.c,
     signalBuffer(slotCount, !nvshmem),
     ...scratch.buffers,

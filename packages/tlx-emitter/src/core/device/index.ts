@@ -1,2 +1,2 @@
 // Barrel of the device-side primitive library.
-export { DEVICE_FUNCTIONS, TL_DTYPE, type ElementType } from "./library.js";
+export { DEVICE_FUNCTIONS, ELEMENT_BYTES, TL_DTYPE, type ElementType } from "./library.js";

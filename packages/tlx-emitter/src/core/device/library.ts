@@ -6,10 +6,17 @@
 // peer tile loads and stores through a peer-pointers table. Here: their names and the
 // element types kernels compute in.
 
-/** Element types kernels compute in, and their `tl` names. */
-export const TL_DTYPE = { bf16: "tl.bfloat16", fp16: "tl.float16", fp32: "tl.float32" } as const;
+/**
+ * Element types kernels compute in, and their `tl` names. `fp8e4m3` is OCP FP8 E4M3 (torch's
+ * `float8_e4m3fn`, Triton's `tl.float8e4nv`): operands only (AllGather+GEMM's A and B), whose
+ * product is accumulated in fp32 and written as bf16 (see `core/dtype.ts`).
+ */
+export const TL_DTYPE = { bf16: "tl.bfloat16", fp16: "tl.float16", fp32: "tl.float32", fp8e4m3: "tl.float8e4nv" } as const;
 /** An element type a kernel template accepts. */
 export type ElementType = keyof typeof TL_DTYPE;
+
+/** Bytes per element of each {@link ElementType}: the one table copies, TMA rows and tile lookups size by. */
+export const ELEMENT_BYTES: Readonly<Record<ElementType, number>> = { bf16: 2, fp16: 2, fp32: 4, fp8e4m3: 1 };
 
 /** Names `ovl_runtime.language` defines (its `DEVICE_FUNCTIONS`; a test checks both lists agree), so emitters refer to them by one spelling. */
 export const DEVICE_FUNCTIONS = [

@@ -20,7 +20,7 @@ const Count = z.number().int().nonnegative();
 const Positive = z.number().int().positive();
 
 /** Element types of buffers. `uint32`/`int32` are used for signal slots. */
-export const BufferDType = z.enum(["bf16", "fp16", "fp32", "int32", "uint32", "int64"]);
+export const BufferDType = z.enum(["bf16", "fp16", "fp32", "fp8e4m3", "int32", "uint32", "int64"]);
 export type BufferDType = z.infer<typeof BufferDType>;
 
 /**
@@ -378,7 +378,8 @@ export const Manifest = z.object({
   $schema: z.literal(MANIFEST_SCHEMA),
   name: Identifier,
   world: Positive,
-  dtype: z.enum(["bf16", "fp16", "fp32"]),
+  /** The operands' element type (`fp8e4m3`: A and B in fp8 with fp32 scales, C bf16). */
+  dtype: z.enum(["bf16", "fp16", "fp32", "fp8e4m3"]),
   buffers: z.array(Buffer).min(1),
   /** The signal buffer (a symmetric `uint32`/`int32` buffer in `buffers`) and its slot count. */
   signals: z.object({ buffer: Identifier, slots: Positive, bits: z.union([z.literal(32), z.literal(64)]) }),

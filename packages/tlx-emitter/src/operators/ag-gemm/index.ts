@@ -7,8 +7,10 @@ import { COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
 import { realiseTlxAgGemm } from "./tlx.js";
 import { compileAgGemmRows } from "./rows-compile.js";
 import { compileAgGemm } from "./triton.js";
+import { FP8_BODY, FP8_TILE } from "./fp8.js";
+import { isFp8 } from "../../core/dtype.js";
 
-/** `ag-gemm`: `C = AllGather(A) @ B`. */
+/** `ag-gemm`: `C = AllGather(A) @ B` (fp8e4m3: `C = (AllGather(A) @ B) · scale_a · scale_b`, see `fp8.ts`). */
 export const agGemm: OperatorDefinition = {
   name: "ag-gemm",
   summary: "AllGather, then GEMM: A's rows gathered over a swizzle or ring while the GEMM consumes the chunks that arrived",
@@ -38,8 +40,9 @@ export const agGemm: OperatorDefinition = {
   },
   compute: {
     tuned: true,
-    bodies: ["gemm_tma_persistent", "gemm_tma_persistent_flat", "gemm_tma_persistent_streamk"],
-    defaultTile: () => ({ ...DEFAULT_TILE }),
+    bodies: ["gemm_tma_persistent", "gemm_tma_persistent_flat", "gemm_tma_persistent_streamk", FP8_BODY],
+    // fp8 has no tuned entries (1-byte operands): its own default tile.
+    defaultTile: (op) => (isFp8(op.options?.dtype ?? "bf16") ? { ...FP8_TILE } : { ...DEFAULT_TILE }),
   },
   realise: (op) => compileAgGemm(op),
   realiseRows: (op) => compileAgGemmRows(op, op.rows ?? {}),

@@ -18,6 +18,8 @@ import { EmitError } from "../../core/writer/index.js";
 import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
 import { consumerInsertedArgs } from "../../schedule/maps.js";
 import type { RowsRequest } from "../../core/operator.js";
+import { isFp8 } from "../../core/dtype.js";
+import { checkFp8, FP8_TEMPLATE_PARAMS, fp8Buffers, SCALE_A, SCALE_B, scaleBindings } from "./fp8.js";
 import { agRowsHostOps, agRowsMaps, agRowsTileMaps, checkAgGemmRows, ROWS_VARIABLE, rowsShape } from "./rows.js";
 
 /** ovl's stream-K body, which the any-row-count operator swaps for the flattened one (see compileAgGemmRows). */
@@ -35,6 +37,7 @@ export const ROWS_PLAN = "all-gather-swizzle-push";
  */
 export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise<EmitResult> {
   const o = resolveOptions(op.options ?? {});
+  if (isFp8(o.dtype)) checkFp8(op);
   const { M: at, N, K } = op.problem;
   const world = op.plan.mesh.shape.reduce((a, b) => a * b, 1);
   if (op.plan.name !== ROWS_PLAN) {
@@ -79,11 +82,14 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
   checkAgGemmRows(shape, maps, hostOps);
   const { order, slots } = agRowsTileMaps(maps);
   const t = transformLocalKernel(kernel, { role: "consumer", order, slots, tables: [], scalars: [ROWS_VARIABLE] });
-  const b: Buffer = { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" };
-  const c: Buffer = { name: "gemm_c", shape: [at, N], dtype: o.dtype, symmetric: false, init: "poison" };
+  // fp8e4m3: Bt [N, K], a bf16 C and the two scales (`fp8.ts`).
+  const fp8 = isFp8(o.dtype) ? fp8Buffers({ M: at, N, K }, o.dtype) : undefined;
+  const b: Buffer = fp8?.b ?? { name: "gemm_b", shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" };
+  const c: Buffer = fp8?.c ?? { name: "gemm_c", shape: [at, N], dtype: o.dtype, symmetric: false, init: "poison" };
   const buffers: Buffer[] = [
     { name: tensor, shape: [at, K], dtype: o.dtype, symmetric: true, init: "random" },
     b,
+    ...(fp8?.scales ?? []),
     c,
     signalBuffer(world * shape.split, true),
   ];
@@ -91,7 +97,7 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
   const own = bindGemm(
     names,
     { buffers: { a: tensor, b: b.name, c: c.name }, params: { a: kernel.operand }, ...params },
-    { M: { kind: "arg", arg: { kind: "rows" } }, ...op.bind },
+    { M: { kind: "arg", arg: { kind: "rows" } }, ...(fp8 === undefined ? {} : scaleBindings()), ...op.bind },
   );
   const entry = localKernelEntry(t, {
     name: op.name,
@@ -110,6 +116,7 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
       a: tensor,
       b: b.name,
       c: c.name,
+      ...(fp8 === undefined ? {} : FP8_TEMPLATE_PARAMS),
     },
     tileProgram: { role: "consumer", order, slots, numPidM: Math.ceil(at / params.BLOCK_M), numPidN: Math.ceil(N / params.BLOCK_N) },
   });
@@ -123,7 +130,13 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
     tables: [],
     kernels: [entry],
     hostOps: [],
-    reference: agGemmReference(tensor, { M: at, N, K }, world, o.tolerance),
+    reference: agGemmReference(
+      tensor,
+      { M: at, N, K },
+      world,
+      o.tolerance,
+      fp8 === undefined ? undefined : { B: b.name, scale_a: SCALE_A, scale_b: SCALE_B },
+    ),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
     rows: {

@@ -26,6 +26,7 @@ import { mBlockTables } from "../../schedule/m-block-tables.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
 import { validated } from "../../core/manifest/validate.js";
 import type { EmitResult } from "../../core/result.js";
+import { refuseFp8Template } from "../../core/dtype.js";
 
 /**
  * Emit AllGather+GEMM `C[M,N] = AllGather(A)[M,K] @ B[K,N]` from an AllGather plan over
@@ -42,6 +43,7 @@ import type { EmitResult } from "../../core/result.js";
  */
 export function emitAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions = {}): EmitResult {
   const o = resolveOptions(options);
+  refuseFp8Template(o.dtype, "the AllGather+GEMM template kernel");
   const { signals, world, tensor } = checkPlanAndSchedule(plan, schedule, "consumer");
   const { M, N, K } = schedule.tiling.problem;
   if (tensor.shape[1] !== K)

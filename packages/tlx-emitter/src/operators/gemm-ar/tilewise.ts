@@ -34,6 +34,7 @@ import { AR_STREAMS, GEMM_AR_BUFFERS, gemmArReference } from "./partitioned.js";
 import type { ProducerFactory } from "../gemm-rs/template.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
 import { validated } from "../../core/manifest/validate.js";
+import { refuseFp8Template } from "../../core/dtype.js";
 
 /** The GEMM a tile-wise AllReduce reduces: the partial tensor, the problem, the body's tile. */
 export interface TilewiseGemm {
@@ -85,6 +86,7 @@ export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options:
     );
   }
   const o = resolveOptions({ ...options, backend: "sm" });
+  refuseFp8Template(o.dtype, "GEMM+AllReduce");
   const world = worldOf(plan);
   const tensor = plan.tensors.find((t) => t.name === gemm.src);
   const { M, N, K } = gemm.problem;

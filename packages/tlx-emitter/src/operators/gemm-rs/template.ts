@@ -52,6 +52,7 @@ import { type EmitOptions, gemmLaunch, resolveOptions, type ResolvedOptions } fr
 import { producerOrder } from "../../schedule/producer-order.js";
 import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "../../schedule/rs-movements.js";
 import { validated } from "../../core/manifest/validate.js";
+import { refuseFp8Template } from "../../core/dtype.js";
 
 /** What a GEMM+RS producer kernel is built from: per rank its m-block order and per m-block notify slot. */
 export interface ProducerContext {
@@ -234,6 +235,7 @@ export function gemmRsStages(
   stage: RsStageOptions = {},
 ): RsStages {
   const o = resolveOptions(options);
+  refuseFp8Template(o.dtype, "GEMM+ReduceScatter");
   const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
   const { M, N, K } = schedule.tiling.problem;
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);

@@ -12,6 +12,7 @@ import { tritonBackend } from "../../compile/backends.js";
 import type { TargetName } from "@ovl/primitives";
 import { builtinBody } from "../../core/builtin.js";
 import type { KernelBody, OperatorInput } from "../../core/operator.js";
+import { refuseFp8Template } from "../../core/dtype.js";
 
 /** The MLP's shape, its plans and compute choices. */
 export interface MlpInput {
@@ -61,6 +62,7 @@ export async function compileMlp(input: MlpInput): Promise<ChainResult> {
   if (M % world !== 0)
     throw new EmitError("bad-param", `mlp M (${M}) must be a multiple of the world (${world}): GEMM+ReduceScatter reduces equal slabs`);
   const o = resolveOptions(input.options ?? {});
+  refuseFp8Template(o.dtype, "the MLP chain");
   const split = input.split ?? 1;
   const dtype = o.dtype;
   const agPlan =

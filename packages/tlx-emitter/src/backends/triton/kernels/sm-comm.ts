@@ -1,7 +1,7 @@
 // SM communication kernels for the SM backends (AutoOverlap Table 2, "SM load/store on
 // dedicated SMs"): each program moves one contiguous segment listed in a per-rank
 // segment table, waiting before it and notifying after it with the device primitives.
-import type { ElementType } from "../../../core/device/index.js";
+import { ELEMENT_BYTES, type ElementType } from "../../../core/device/index.js";
 import { EmitError } from "../../../core/writer/index.js";
 import { checkBlock, type KernelTemplateInfo, kernelModule, signature, type SourceOptions } from "./common.js";
 
@@ -220,8 +220,6 @@ export function ringReduceSource(params: SmCommParams, options: SourceOptions = 
     );
   });
 }
-
-const ELEMENT_BYTES: Readonly<Record<ElementType, number>> = { bf16: 2, fp16: 2, fp32: 4 };
 
 /** Elements of `dtype` in 16 bytes: the alignment unit of SM copy segments. */
 export function alignmentUnit(dtype: ElementType): number {
