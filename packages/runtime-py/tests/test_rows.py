@@ -4,6 +4,7 @@ correctly in both CPU engines at row counts that are not powers of two; M outsid
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -132,3 +133,17 @@ def test_the_gemm_rs_rows_operator_overlaps_in_its_range_runs_the_plain_path_out
             op.run({"A": x, "B": ww}, torch.empty(2, max(1, x.shape[1] // 2), 64))
     assert op.describe()["calls"] == 4
     op.close()
+
+
+@needs_cli
+def test_a_rows_table_not_shaped_like_its_table_is_refused(rs_any_rows):
+    import dataclasses
+
+    from ovl_runtime._manifest.parse import instantiate
+    from ovl_runtime.errors import ManifestError
+
+    m = load_manifest(rs_any_rows, symbolic=True)
+    raw = json.loads(json.dumps(m.raw))
+    raw["rows"]["tables"]["push_segments"] = [r[1:] for r in raw["rows"]["tables"]["push_segments"]]
+    with pytest.raises(ManifestError, match="rows.tables.push_segments"):
+        instantiate(dataclasses.replace(m, raw=raw), 200)

@@ -56,6 +56,8 @@ describe("GEMM+ReduceScatter for any row count", () => {
       // Every rank pushes three peers' slabs: 3/4 of its partial product.
       for (let r = 0; r < 4; r++) expect(segmentsOf(m, r).reduce((n, s) => n + s[3]!, 0)).toBe((3 * M * N) / 4);
     }
+    const short = { ...manifest.rows!, tables: { push_segments: manifest.rows!.tables!.push_segments!.map((r) => r.slice(1)) } };
+    expect(() => instantiateRows({ ...manifest, rows: short }, 1000)).toThrow(/rows.tables.push_segments is not shaped like table/);
     expect(() => instantiateRows(manifest, 1002)).toThrow(/multiples of 4/);
     expect(() => instantiateRows(manifest, 4096)).toThrow(/260\.\.2048/);
   });
