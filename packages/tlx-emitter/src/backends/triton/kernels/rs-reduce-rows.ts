@@ -6,6 +6,7 @@
 import { toPython, type Expr } from "@ovl/mapping";
 import { EmitError } from "../../../core/writer/index.js";
 import { checkBlock, checkPositive, type KernelTemplateInfo, kernelModule, signature, type SourceOptions, tlType } from "./common.js";
+import type { Writer } from "./sm-comm.js";
 
 /** Argument names and constexprs of `rs-reduce-rows`. */
 export const RS_REDUCE_ROWS: KernelTemplateInfo = {
@@ -37,6 +38,32 @@ export interface RsReduceRowsParams {
  * Rows past m are masked. @throws {EmitError} `bad-param`.
  */
 export function rsReduceRowsSource(p: RsReduceRowsParams, options: SourceOptions = {}): string {
+  return kernelModule(
+    "rs-reduce-rows: out = sum over ranks of this rank's slab of M / WORLD rows, M a run-time argument (ovl_rows).",
+    options.dtype,
+    (w) =>
+      w.block(signature(RS_REDUCE_ROWS), (b) =>
+        writeRowsSlabReduce(b, p, options, { store: (l, sum) => l.line(`tl.store(out_ptr + off, ${sum}, mask=mask)`) }),
+      ),
+  );
+}
+
+/** What a kernel built on {@link writeRowsSlabReduce} does besides the reduction. */
+export interface RowsSlabReduceParts {
+  /** Lines after `rows_per_rank` and the slab's sizes are set, before the loop over its tiles. */
+  readonly before?: (w: Writer) => void;
+  /** Each tile's sum (`sum`: in the element type; the tile's offsets within a slab are `off`, its mask `mask`). */
+  readonly store: (w: Writer, sum: string) => void;
+  /** Lines after the loop. */
+  readonly after?: (w: Writer) => void;
+}
+
+/**
+ * The body `rs-reduce-rows` and `ar-reduce-broadcast-rows` share: the slab's sizes from the maps over `ovl_rows`, the
+ * persistent loop over its tiles, the waits per peer on the block's arrival slots and the fp32 sum.
+ * @throws {EmitError} `bad-param`.
+ */
+export function writeRowsSlabReduce(w: Writer, p: RsReduceRowsParams, options: SourceOptions, parts: RowsSlabReduceParts): void {
   checkPositive(p.WORLD, "WORLD");
   checkPositive(p.N, "N");
   checkBlock(p.BLOCK_M, "BLOCK_M");
@@ -44,42 +71,37 @@ export function rsReduceRowsSource(p: RsReduceRowsParams, options: SourceOptions
   if (p.slots.length === 0) throw new EmitError("bad-param", "rs-reduce-rows waits on at least one slot per block and peer");
   const dtype = tlType(options.dtype);
   const py = (e: Expr) => toPython(e, { dialect: "triton" });
-  return kernelModule(
-    "rs-reduce-rows: out = sum over ranks of this rank's slab of M / WORLD rows, M a run-time argument (ovl_rows).",
-    options.dtype,
-    (w) =>
-      w.block(signature(RS_REDUCE_ROWS), (b) => {
-        b.line(`rows_per_rank = ${py(p.rowsPerRank)}`);
-        b.line(`blocks = ${py(p.blocks)}`);
-        b.line("target = load_epoch_target(epoch_ptr, 1)");
-        b.line("num_pn = tl.cdiv(N, BLOCK_N)");
-        b.block("for t in range(tl.program_id(0), blocks * num_pn, tl.num_programs(0))", (body) => {
-          body.line("ovl_m = t // num_pn");
-          body.line("pn = t % num_pn");
-          body.line("rows = ovl_m * BLOCK_M + tl.arange(0, BLOCK_M)");
-          body.line("cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)");
-          body.line("mask = (rows[:, None] < rows_per_rank) & (cols[None, :] < N)");
-          body.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-          body.line("off = rows[:, None] * N + cols[None, :]");
-          body.block("for ovl_peer in tl.static_range(WORLD)", (l) => {
-            l.line("slab_off = ovl_peer * rows_per_rank * N");
-            l.line("src = part_ptr");
-            l.block("if ovl_peer == rank", (own) => own.line("src = own_ptr"));
-            l.block("else", (peer) => {
-              p.slots.forEach((slot, j) => {
-                peer.line(`slot${j} = ${py(slot)}`);
-                peer.block(`if slot${j} >= 0`, (x) => {
-                  x.line(`tok = wait_slot(sig_ptr, slot${j}, target, err_ptr, rank, timeout_ns)`);
-                  x.line("slab_off = consume_token(slab_off, tok)");
-                });
-              });
-            });
-            // Each slab starts p·m·N elements in: 16-byte aligned when a row is (the operator checks N).
-            l.line("slab = tl.multiple_of(src + slab_off, 16)");
-            l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
+  w.line(`rows_per_rank = ${py(p.rowsPerRank)}`);
+  w.line(`blocks = ${py(p.blocks)}`);
+  w.line("target = load_epoch_target(epoch_ptr, 1)");
+  w.line("num_pn = tl.cdiv(N, BLOCK_N)");
+  parts.before?.(w);
+  w.block("for t in range(tl.program_id(0), blocks * num_pn, tl.num_programs(0))", (body) => {
+    body.line("ovl_m = t // num_pn");
+    body.line("pn = t % num_pn");
+    body.line("rows = ovl_m * BLOCK_M + tl.arange(0, BLOCK_M)");
+    body.line("cols = pn * BLOCK_N + tl.arange(0, BLOCK_N)");
+    body.line("mask = (rows[:, None] < rows_per_rank) & (cols[None, :] < N)");
+    body.line("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+    body.line("off = rows[:, None] * N + cols[None, :]");
+    body.block("for ovl_peer in tl.static_range(WORLD)", (l) => {
+      l.line("slab_off = ovl_peer * rows_per_rank * N");
+      l.line("src = part_ptr");
+      l.block("if ovl_peer == rank", (own) => own.line("src = own_ptr"));
+      l.block("else", (peer) => {
+        p.slots.forEach((slot, j) => {
+          peer.line(`slot${j} = ${py(slot)}`);
+          peer.block(`if slot${j} >= 0`, (x) => {
+            x.line(`tok = wait_slot(sig_ptr, slot${j}, target, err_ptr, rank, timeout_ns)`);
+            x.line("slab_off = consume_token(slab_off, tok)");
           });
-          body.line(`tl.store(out_ptr + off, acc.to(${dtype}), mask=mask)`);
         });
-      }),
-  );
+      });
+      // Each slab starts p·m·N elements in: 16-byte aligned when a row is (the operator checks N).
+      l.line("slab = tl.multiple_of(src + slab_off, 16)");
+      l.line("acc += tl.load(slab + off, mask=mask).to(tl.float32)");
+    });
+    parts.store(body, `acc.to(${dtype})`);
+  });
+  parts.after?.(w);
 }
