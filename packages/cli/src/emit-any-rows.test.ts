@@ -20,7 +20,7 @@ async function run(args: string[]): Promise<{ status: number; out: string; err: 
 
 const small = ["--m", "256", "--n", "64", "--k", "64", "--world", "2", "--tile", "32x64x32"];
 
-describe("ovl emit gemm-rs --any-rows", () => {
+describe("ovl emit gemm-rs|gemm-ar --any-rows", () => {
   it("writes one operator for every row count, its partial rows moved by SM pushes", async () => {
     const dir = temp();
     const r = await run(["emit", "gemm-rs", ...small, "--any-rows", "--max-rows", "512", "--out", dir]);
@@ -32,17 +32,29 @@ describe("ovl emit gemm-rs --any-rows", () => {
     expect(readFileSync(join(dir, "rs_reduce_rows.py"), "utf8")).toContain("ovl_rows // 2");
   });
 
+  it("writes one partitioned GEMM+AllReduce for every row count", async () => {
+    const dir = temp();
+    const r = await run(["emit", "gemm-ar", ...small, "--any-rows", "--max-rows", "512", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.rows).toMatchObject({ range: { min: 130, max: 512 }, multiple: 2, at: 256 });
+    expect(m.kernels.map((k) => k.template.kind)).toEqual(["local-producer", "sm-push", "ar-reduce-broadcast-rows", "slot-wait"]);
+  });
+
   it("refuses another transfer backend and operators compiled per M, naming what works", async () => {
     const ce = await run(["emit", "gemm-rs", ...small, "--any-rows", "--backend", "copy-engine", "--out", temp()]);
     expect(ce.status).toBe(2);
     expect(ce.err).toContain("SM pushes; drop --backend copy-engine or --any-rows");
-    const ar = await run(["emit", "gemm-ar", ...small, "--any-rows", "--out", temp()]);
-    expect(ar.status).not.toBe(0);
-    expect(ar.err).toMatch(/unknown option '--any-rows'|compiles ag-gemm and gemm-rs for every row count/);
+    const tilewise = await run(["emit", "gemm-ar", ...small, "--any-rows", "--template", "tilewise", "--out", temp()]);
+    expect(tilewise.status).toBe(2);
+    expect(tilewise.err).toContain("partitioned GEMM+AllReduce (--template direct)");
+    const a2a = await run(["emit", "a2a-gemm", ...small, "--any-rows", "--out", temp()]);
+    expect(a2a.status).not.toBe(0);
+    expect(a2a.err).toMatch(/unknown option '--any-rows'|compiles ag-gemm, gemm-rs, gemm-ar for every row count/);
   });
 
   it("takes the range flags only with --any-rows, as a usage error (exit 2)", async () => {
-    for (const op of ["ag-gemm", "gemm-rs"]) {
+    for (const op of ["ag-gemm", "gemm-rs", "gemm-ar"]) {
       const r = await run(["emit", op, ...small, "--max-rows", "512", "--out", temp()]);
       expect(r.status).toBe(2);
       expect(r.err).toContain("--min-rows and --max-rows go with --any-rows");

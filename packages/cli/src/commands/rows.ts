@@ -1,4 +1,4 @@
-// `ovl emit ag-gemm|gemm-rs --any-rows`: the row counts one compiled operator serves, and where it should not
+// `ovl emit ag-gemm|gemm-rs|gemm-ar --any-rows`: the row counts one compiled operator serves, and where it should not
 // overlap at all. The crossover is the simulator's: at each of a sweep of row counts it prices the
 // emitted operator against the GEMM then the NCCL-like collective; below the smallest row count from
 // which overlapping wins at every larger point of the sweep, the runner runs the plain sequence.
@@ -10,7 +10,7 @@ import type { Problem } from "../problem.js";
 import { predict } from "./simulate.js";
 
 /** The operators `--any-rows` compiles for every row count. */
-export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs"];
+export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs", "gemm-ar"];
 
 /** The most rows an any-row-count operator serves without --max-rows: 32768, down to a multiple of the world. */
 export function defaultMaxRows(world: number): number {
@@ -31,21 +31,27 @@ export function anyRowsFlags(o: {
 }
 
 /**
- * The problem an any-row-count operator is compiled for: GEMM+ReduceScatter moves its partial rows with SM pushes
- * (`--backend sm`, its default under `--any-rows`).
- * @throws {UsageError} an operator compiled per M only, or a gemm-rs `--backend` other than sm.
+ * The problem an any-row-count operator is compiled for: GEMM+ReduceScatter and GEMM+AllReduce move their partial
+ * rows with SM pushes (`--backend sm`, their default under `--any-rows`); GEMM+AllReduce is the partitioned one.
+ * @throws {UsageError} an operator compiled per M only, a gemm-rs or gemm-ar `--backend` other than sm, or gemm-ar's
+ *   tile-wise template.
  */
 export function anyRowsProblem(p: Problem, backendFlag: string | undefined): Problem {
   if (!ANY_ROWS_OPERATORS.includes(p.operator))
     throw new UsageError(
       "unsupported",
-      `--any-rows compiles ${ANY_ROWS_OPERATORS.join(" and ")} for every row count; ${p.operator} is compiled per M`,
+      `--any-rows compiles ${ANY_ROWS_OPERATORS.join(", ")} for every row count; ${p.operator} is compiled per M`,
     );
-  if (p.operator !== "gemm-rs") return p;
+  if (p.operator === "ag-gemm") return p;
   if (backendFlag !== undefined && p.backend !== "sm")
     throw new UsageError(
       "unsupported",
-      `gemm-rs --any-rows delivers its partial rows with SM pushes; drop --backend ${p.backend} or --any-rows`,
+      `${p.operator} --any-rows delivers its partial rows with SM pushes; drop --backend ${p.backend} or --any-rows`,
+    );
+  if (p.operator === "gemm-ar" && p.template !== "direct")
+    throw new UsageError(
+      "unsupported",
+      `gemm-ar --any-rows is the partitioned GEMM+AllReduce (--template direct); --template ${p.template} is compiled per M`,
     );
   return { ...p, backend: "sm" };
 }
@@ -57,7 +63,7 @@ function leastRows(p: Problem): number {
 
 /**
  * The sweep the crossover is looked for on: about eight row counts from `min` to `max`, multiples of `multiple`
- * (the world; for gemm-rs, whole m-blocks per rank, the row counts its per-M plan is priced at). Empty when no
+ * (the world; for gemm-rs and gemm-ar, whole m-blocks per rank, the row counts their per-M plans are priced at). Empty when no
  * multiple lies in the range.
  */
 export function rowSweep(min: number, max: number, multiple: number): number[] {
@@ -79,7 +85,7 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
   if (!ANY_ROWS_OPERATORS.includes(p.operator))
     throw new UsageError(
       "unsupported",
-      `--any-rows compiles ${ANY_ROWS_OPERATORS.join(" and ")} for every row count; ${p.operator} is compiled per M`,
+      `--any-rows compiles ${ANY_ROWS_OPERATORS.join(", ")} for every row count; ${p.operator} is compiled per M`,
     );
   const least = leastRows(p);
   const min = o.minRows ?? least;
@@ -91,8 +97,8 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
   const request: RowsRequest = { ...(o.minRows === undefined ? {} : { min }), max, split: p.split };
   const hw = MODELS[target ?? DEFAULT_TARGET.name];
   if (hw === undefined) return request;
-  // GEMM+RS is priced by its per-M plan, which needs whole m-blocks per rank.
-  const multiple = p.operator === "gemm-rs" ? p.world * p.tile.BM : p.world;
+  // GEMM+RS and GEMM+AR are priced by their per-M plans, which need whole m-blocks per rank.
+  const multiple = p.operator === "ag-gemm" ? p.world : p.world * p.tile.BM;
   const sweep = rowSweep(min, max, multiple).map((M) => ({ M, speedup: predict({ ...p, M }, hw.name).speedup }));
   if (sweep.length === 0) return request;
   // The smallest point from which overlapping wins at every larger point of the sweep.
