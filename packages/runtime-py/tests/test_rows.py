@@ -147,3 +147,46 @@ def test_a_rows_table_not_shaped_like_its_table_is_refused(rs_any_rows):
     raw["rows"]["tables"]["push_segments"] = [r[1:] for r in raw["rows"]["tables"]["push_segments"]]
     with pytest.raises(ManifestError, match="rows.tables.push_segments"):
         instantiate(dataclasses.replace(m, raw=raw), 200)
+
+
+@pytest.fixture(scope="module")
+def ar_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ar-any")
+    # The partitioned GEMM+AllReduce over SM pushes and stores, 32-row m-blocks: served 130..768 at world 2.
+    cmd = ["node", str(CLI), "emit", "gemm-ar", "--n", "64", "--k", "64", "--m", "256", "--world", "2", "--tile", "32x64x32"]
+    cmd += ["--any-rows", "--max-rows", "768", "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out / "manifest.json"
+
+
+@needs_cli
+@pytest.mark.parametrize("M", [130, 322, 766])
+def test_one_gemm_ar_kernel_is_correct_at_row_counts_it_was_not_compiled_at(ar_any_rows, M):
+    m = load_manifest(ar_any_rows, rows=M)
+    assert m.reference.operator == "gemm-ar" and m.reference.M == M and m.buffer("ar_out").shape == (M, 64)
+    assert [k.template_kind for k in m.kernels] == ["local-producer", "sm-push", "ar-reduce-broadcast-rows", "slot-wait"]
+    out = emulate(m, epochs=2, seed=M, engine="numpy")
+    assert out.ok and out.failures == [] and len(out.checks) == 2
+    if interpret_unavailable() is None:
+        out = emulate(m, epochs=1, seed=M + 1, engine="interpret")
+        assert out.ok and out.failures == [], out.failures
+
+
+@needs_cli
+def test_the_gemm_ar_rows_operator_runs_the_plain_all_reduce_outside_its_range(ar_any_rows):
+    torch = pytest.importorskip("torch")
+    from ovl_runtime._runner.rows import RowsOperator
+    from ovl_runtime.groups import EmulatedGroup
+
+    m = load_manifest(ar_any_rows, symbolic=True)
+    op = RowsOperator(m, EmulatedGroup(2))
+    gen = torch.Generator().manual_seed(7)
+    w = torch.randn(2, 64, 64, generator=gen)
+    for M in (200, 64):  # in the range, below it
+        x = torch.randn(2, M, 64, generator=gen)
+        out = torch.empty(2, M, 64)
+        op.run({"A": x, "B": w}, out)
+        want = (x[0] @ w[0] + x[1] @ w[1]).expand(2, M, 64)
+        assert ((out - want).norm() / want.norm()).item() < 1e-5, M
+    assert op.path(64).startswith("not overlapped: 64 rows are outside")
+    op.close()

@@ -77,7 +77,7 @@ class RowsOperator:
         if path != "overlapped":
             if path not in self._told:
                 self._told.add(path)
-                log.info("%s at %d rows: %s", self.m.name, M, path)
+                log.info("%s at %d rows: %s; running %s", self.m.name, M, path, self.plain.what)
             self.fallbacks += 1
             self._gathered = self.plain.run(x, w, output, self.group)
             return

@@ -3,7 +3,8 @@ outside the row counts it serves), one per operator that has an any-row-count fo
 collectives (:mod:`ovl_runtime._torch_api.collectives`):
 
 - ``ag-gemm``: every rank's rows gathered, then one matmul (``A`` is this rank's ``[M / world, K]`` shard);
-- ``gemm-rs``: the rank's partial product, then the group's reduce-scatter by rows (``A`` is ``[M, K]``).
+- ``gemm-rs``: the rank's partial product, then the group's reduce-scatter by rows (``A`` is ``[M, K]``);
+- ``gemm-ar``: the rank's partial product, then the group's all-reduce (``A`` is ``[M, K]``).
 
 Imports torch: GPU only (or a stacked CPU group).
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._torch_api.collectives import gather_rows, reduce_scatter_rows
+from .._torch_api.collectives import all_reduce, gather_rows, reduce_scatter_rows
 from ..groups import Group
 
 
@@ -41,8 +42,13 @@ def _gemm_rs(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> N
     out.copy_(reduce_scatter_rows(torch.matmul(x, w), g))
 
 
+def _gemm_ar(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> None:
+    out.copy_(all_reduce(torch.matmul(x, w), g))
+
+
 #: The plain path of each operator with an any-row-count form (``_kernels.library.ROWS_OPERATORS``).
 PLAIN: dict[str, PlainPath] = {
     "ag-gemm": PlainPath(lambda x, world: x.shape[-2] * world, _ag_gemm, "gather, then matmul"),
     "gemm-rs": PlainPath(lambda x, world: x.shape[-2], _gemm_rs, "matmul, then reduce-scatter"),
+    "gemm-ar": PlainPath(lambda x, world: x.shape[-2], _gemm_ar, "matmul, then all-reduce"),
 }
