@@ -86,7 +86,7 @@ export interface CandidateOptions {
   readonly nearest?: number;
   /** `--comm-sms` as `ovl emit` takes it (GEMM+RS over SM pushes). */
   readonly commSms?: number;
-  /** `--any-rows` (ag-gemm): candidates must compile for every row count up to `maxRows`. */
+  /** `--any-rows` (ag-gemm, gemm-rs): candidates must compile for every row count up to `maxRows`. */
   readonly anyRows?: { readonly minRows?: number; readonly maxRows?: number };
   /**
    * Write each candidate's compiled operator (kernels, manifest, plan: what `ovl emit` with its

@@ -4,6 +4,7 @@ correctly in both CPU engines at row counts that are not powers of two; M outsid
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -58,3 +59,134 @@ def test_one_kernel_is_correct_at_row_counts_it_was_not_compiled_at(any_rows, M)
 def test_a_row_count_outside_the_range_is_refused_by_name(any_rows, M, why):
     with pytest.raises(UsageError, match=why):
         load_manifest(any_rows, rows=M)
+
+
+@pytest.fixture(scope="module")
+def rs_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rs-any")
+    # 32-row m-blocks, two chunks per rank: each rank needs at least 65 rows; served 130..768 at world 2.
+    cmd = ["node", str(CLI), "emit", "gemm-rs", "--n", "64", "--k", "64", "--m", "256", "--world", "2", "--tile", "32x64x32"]
+    cmd += ["--any-rows", "--max-rows", "768", "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out / "manifest.json"
+
+
+@needs_cli
+def test_one_gemm_rs_manifest_serves_a_range_with_its_push_segments_per_row_count(rs_any_rows):
+    m = load_manifest(rs_any_rows, symbolic=True)
+    assert m.rows is not None and (m.rows.min, m.rows.max, m.rows.multiple, m.rows.at) == (130, 768, 2, 256)
+    assert [k.template_kind for k in m.kernels] == ["local-producer", "sm-push", "rs-reduce-rows"]
+    lengths = {}
+    for M in (130, 482):
+        c = load_manifest(rs_any_rows, rows=M)
+        segments = c.table("push_segments").values
+        # Each rank pushes its peer's slab (two chunks): M / 2 rows of 64 columns.
+        lengths[M] = [sum(r[i + 3] for i in range(0, len(r), 7)) for r in segments]
+        assert c.buffer("rs_out").shape == (M // 2, 64) and c.buffer("partials").shape == (M, 64)
+    assert lengths == {130: [65 * 64, 65 * 64], 482: [241 * 64, 241 * 64]}
+
+
+@needs_cli
+@pytest.mark.parametrize("M", [130, 322, 766])
+def test_one_gemm_rs_kernel_is_correct_at_row_counts_it_was_not_compiled_at(rs_any_rows, M):
+    m = load_manifest(rs_any_rows, rows=M)
+    assert m.reference.M == M and m.reference.rows_per_rank == M // 2
+    assert dict(m.kernels[2].args)["ovl_rows"].value == M
+    out = emulate(m, epochs=2, seed=M, engine="numpy")
+    assert out.ok and out.failures == [] and len(out.checks) == 2
+    if interpret_unavailable() is None:
+        out = emulate(m, epochs=1, seed=M + 1, engine="interpret")
+        assert out.ok and out.failures == [], out.failures
+
+
+@needs_cli
+@pytest.mark.parametrize(("M", "why"), [(131, "multiples of 2"), (128, "130..768"), (770, "130..768")])
+def test_a_gemm_rs_row_count_outside_the_range_is_refused_by_name(rs_any_rows, M, why):
+    with pytest.raises(UsageError, match=why):
+        load_manifest(rs_any_rows, rows=M)
+
+
+@needs_cli
+def test_the_gemm_rs_rows_operator_overlaps_in_its_range_runs_the_plain_path_outside_and_refuses_bad_input(rs_any_rows):
+    torch = pytest.importorskip("torch")
+    from ovl_runtime._runner.rows import RowsOperator
+    from ovl_runtime.groups import EmulatedGroup
+
+    m = load_manifest(rs_any_rows, symbolic=True)
+    op = RowsOperator(m, EmulatedGroup(2))
+    gen = torch.Generator().manual_seed(5)
+    w = torch.randn(2, 64, 64, generator=gen)
+    for M in (130, 322, 128, 1000):  # two in the range, one below it, one above it
+        x = torch.randn(2, M, 64, generator=gen)
+        out = torch.empty(2, M // 2, 64)
+        op.run({"A": x, "B": w}, out)
+        want = (x[0] @ w[0] + x[1] @ w[1]).view(2, M // 2, 64)
+        assert ((out - want).norm() / want.norm()).item() < 1e-5, M
+        overlaps = m.rows is not None and m.rows.serves(M) and (m.rows.fallback_below is None or M >= m.rows.fallback_below)
+        assert (op.path(M) == "overlapped") == overlaps
+    assert op.path(128).startswith("not overlapped: 128 rows are outside the 130..768")
+    assert op.describe()["calls"] == 4 and op.describe()["notOverlapped"] >= 2
+    bad = [(torch.randn(2, 131, 64), w, "131 rows do not split over 2 ranks"), (torch.randn(2, 0, 64), w, "0 rows")]
+    bad.append((torch.randn(2, 130, 64, dtype=torch.float64), w, "A is torch.float64"))
+    for x, ww, why in bad:
+        with pytest.raises(UsageError, match=why):
+            op.run({"A": x, "B": ww}, torch.empty(2, max(1, x.shape[1] // 2), 64))
+    assert op.describe()["calls"] == 4
+    op.close()
+
+
+@needs_cli
+def test_a_rows_table_not_shaped_like_its_table_is_refused(rs_any_rows):
+    import dataclasses
+
+    from ovl_runtime._manifest.parse import instantiate
+    from ovl_runtime.errors import ManifestError
+
+    m = load_manifest(rs_any_rows, symbolic=True)
+    raw = json.loads(json.dumps(m.raw))
+    raw["rows"]["tables"]["push_segments"] = [r[1:] for r in raw["rows"]["tables"]["push_segments"]]
+    with pytest.raises(ManifestError, match="rows.tables.push_segments"):
+        instantiate(dataclasses.replace(m, raw=raw), 200)
+
+
+@pytest.fixture(scope="module")
+def ar_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ar-any")
+    # The partitioned GEMM+AllReduce over SM pushes and stores, 32-row m-blocks: served 130..768 at world 2.
+    cmd = ["node", str(CLI), "emit", "gemm-ar", "--n", "64", "--k", "64", "--m", "256", "--world", "2", "--tile", "32x64x32"]
+    cmd += ["--any-rows", "--max-rows", "768", "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out / "manifest.json"
+
+
+@needs_cli
+@pytest.mark.parametrize("M", [130, 322, 766])
+def test_one_gemm_ar_kernel_is_correct_at_row_counts_it_was_not_compiled_at(ar_any_rows, M):
+    m = load_manifest(ar_any_rows, rows=M)
+    assert m.reference.operator == "gemm-ar" and m.reference.M == M and m.buffer("ar_out").shape == (M, 64)
+    assert [k.template_kind for k in m.kernels] == ["local-producer", "sm-push", "ar-reduce-broadcast-rows", "slot-wait"]
+    out = emulate(m, epochs=2, seed=M, engine="numpy")
+    assert out.ok and out.failures == [] and len(out.checks) == 2
+    if interpret_unavailable() is None:
+        out = emulate(m, epochs=1, seed=M + 1, engine="interpret")
+        assert out.ok and out.failures == [], out.failures
+
+
+@needs_cli
+def test_the_gemm_ar_rows_operator_runs_the_plain_all_reduce_outside_its_range(ar_any_rows):
+    torch = pytest.importorskip("torch")
+    from ovl_runtime._runner.rows import RowsOperator
+    from ovl_runtime.groups import EmulatedGroup
+
+    m = load_manifest(ar_any_rows, symbolic=True)
+    op = RowsOperator(m, EmulatedGroup(2))
+    gen = torch.Generator().manual_seed(7)
+    w = torch.randn(2, 64, 64, generator=gen)
+    for M in (200, 64):  # in the range, below it
+        x = torch.randn(2, M, 64, generator=gen)
+        out = torch.empty(2, M, 64)
+        op.run({"A": x, "B": w}, out)
+        want = (x[0] @ w[0] + x[1] @ w[1]).expand(2, M, 64)
+        assert ((out - want).norm() / want.norm()).item() < 1e-5, M
+    assert op.path(64).startswith("not overlapped: 64 rows are outside")
+    op.close()

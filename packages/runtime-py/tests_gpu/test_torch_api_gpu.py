@@ -68,11 +68,12 @@ def _example():
 
 def all_keys() -> list[lib.KernelKey]:
     block = _example().Config()
-    # The numerics tests run in every dtype the operators take (bf16, fp16; fp8 for AllGather+GEMM); the block's in bf16. AllGather+GEMM both
-    # ways: the any-row-count operator (the default) and the one of each row count (the tests that need the overlapped
-    # kernel at shapes where the any-row-count one runs the plain sequence).
+    # The numerics tests run in every dtype the operators take (bf16, fp16; fp8 for AllGather+GEMM); the block's in
+    # bf16. AllGather+GEMM, GEMM+ReduceScatter and GEMM+AllReduce both ways: the any-row-count operator (the default)
+    # and the one of each row count (the tests that need the overlapped kernel at shapes where the any-row-count one
+    # runs the plain sequence).
     operators = [lib.call_key(*k, d) for k in KEYS for d in lib.COMMON_DTYPES]
-    own = [lib.KernelKey(*k, d) for k in KEYS if k[0] == "ag-gemm" for d in lib.COMMON_DTYPES]
+    own = [lib.KernelKey(*k, d) for k in KEYS if k[0] in lib.ROWS_OPERATORS for d in lib.COMMON_DTYPES]
     attention = [attention_key(*a, dtype=d) for a in ATTENTION for d in lib.COMMON_DTYPES]
     fp8 = [key for k in FP8_KEYS for key in (lib.call_key(*k, "fp8e4m3"), lib.KernelKey(*k, "fp8e4m3"))]
     return operators + own + attention + fp8 + block.keys(2) + block.keys(8)
@@ -107,11 +108,15 @@ def test_all_gather_matmul_matches_torch(world, m, n, k, any_rows, dtype, monkey
 
 
 @over_dtypes
+@pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
 @pytest.mark.parametrize(("world", "rows"), [(2, 1024), (8, 1024), (8, 800)])
-def test_matmul_reduce_scatter_matches_torch(world, rows, dtype):
+def test_matmul_reduce_scatter_matches_torch(world, rows, any_rows, dtype, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
+    # Both operators: the any-row-count one (the plain sequence below its range or the compiler's crossover) and the
+    # overlapped one compiled for this row count (its slabs padded to whole row blocks).
+    monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
     g = OneGpuGroup(world)
     x, w = rand(world, rows, 256, seed=1, dtype=dtype) / 8, rand(world, 256, 512, seed=2, dtype=dtype) / 8
     y = ops.matmul_reduce_scatter(x, w, g)
@@ -122,11 +127,77 @@ def test_matmul_reduce_scatter_matches_torch(world, rows, dtype):
 
 
 @over_dtypes
-@pytest.mark.parametrize(("world", "rows"), [(2, 1024), (4, 1000), (8, 1024)])
-def test_matmul_all_reduce_matches_torch_and_captures(world, rows, dtype):
+@pytest.mark.parametrize("op_name", ["gemm-rs", "gemm-ar"])
+def test_any_rows_reduction_compiles_nothing_for_a_new_row_count(op_name, dtype):
+    """One GEMM+ReduceScatter (GEMM+AllReduce) for every row count: after a warm-up at two row counts, calls at row
+    counts that are not powers of two run the same compiled kernels — 0 ovl compiles (the library's ``compile_key``)
+    and 0 Triton JIT compiles (``triton.knobs.runtime.jit_cache_hook``), counted as
+    ``packages/bench/gpu/rows_sweep.py`` counts them — each correct within bf16 tolerance. The compiler's crossover (a
+    performance call) is lifted so that every call runs the overlapped kernels."""
+    import dataclasses
+
+    import triton
+
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
+    # KEYS' world-2 shapes: their any-row-count operators are among all_keys().
+    world, n, k = (2, 512, 256) if op_name == "gemm-rs" else (2, 256, 256)
+    g = OneGpuGroup(world)
+    w = rand(world, k, n, seed=2, dtype=dtype) / 8
+    run = ops.matmul_reduce_scatter if op_name == "gemm-rs" else ops.matmul_all_reduce
+
+    def call(M: int, seed: int):
+        x = rand(world, M, k, seed=seed, dtype=dtype) / 8
+        y = run(x, w, g)
+        total = sum(x[r].float() @ w[r].float() for r in range(world))
+        want = total.view(world, M // world, n) if op_name == "gemm-rs" else total.expand(world, M, n)
+        return y, want
+
+    call(1024, 0)  # the first call compiles and loads the operator for every row count
+    op = next(o for o in ops.operators() if hasattr(o, "path"))
+    assert op.m.reference.operator == op_name
+    op.rows = dataclasses.replace(op.rows, fallback_below=None, fallback_reason=None)
+    lo = op.rows.min
+    for i, M in enumerate((lo + 2 * 64, lo + 2 * 300)):  # warm-up: the kernels' first launches
+        call(M, 10 + i)
+    ops.synchronize(g)
+    compiles = {"ovl": 0, "triton": 0}
+    real_compile = lib.compile_key
+
+    def counted(*a, **kw):
+        compiles["ovl"] += 1
+        return real_compile(*a, **kw)
+
+    def jit_hook(*_a, **_kw) -> bool:
+        compiles["triton"] += 1
+        return False
+
+    try:
+        lib.compile_key = counted
+        triton.knobs.runtime.jit_cache_hook = jit_hook
+        for i, M in enumerate((lo, lo + 2 * 101, lo + 2 * 517, 3006, 6002)):
+            assert op.path(M) == "overlapped", M
+            y, want = call(M, 20 + i)
+            ops.synchronize(g)
+            assert y.shape == want.shape and y.dtype == dtype and rel(y, want) < 0.01, M
+    finally:
+        lib.compile_key = real_compile
+        triton.knobs.runtime.jit_cache_hook = None
+    assert compiles == {"ovl": 0, "triton": 0}
+    assert len(ops.operators()) == 1
+
+
+@over_dtypes
+@pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
+@pytest.mark.parametrize(("world", "rows"), [(2, 1024), (4, 1000), (8, 1024)])
+def test_matmul_all_reduce_matches_torch_and_captures(world, rows, any_rows, dtype, monkeypatch):
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    # Both operators: the any-row-count one (the plain sequence below its range or the compiler's crossover, which a
+    # graph captures as well) and the one compiled for this row count.
+    monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
     g = OneGpuGroup(world)
 
     def want(x, w):

@@ -38,6 +38,8 @@ EXPECT = {
     "sm-pull": [WAIT, NOTIFY, VLOAD, VSTORE],
     "ring-reduce": [WAIT, NOTIFY, VLOAD, VSTORE],
     "ar-reduce-broadcast": [WAIT, NOTIFY, VLOAD, VSTORE],
+    "rs-reduce-rows": [WAIT, VLOAD, VSTORE],
+    "ar-reduce-broadcast-rows": [WAIT, NOTIFY, VLOAD, VSTORE],
     "slot-wait": [WAIT],
     # NVSHMEM's put with signal, linked from its device bitcode, after ovl's bounded wait.
     "nvshmem-push": [WAIT, r"nvshmemi_transfer_put_signal"],

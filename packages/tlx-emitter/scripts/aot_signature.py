@@ -9,7 +9,7 @@ import os
 import re
 
 POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32", "int32": "*i32", "uint32": "*u32", "int64": "*i64"}
-SCALAR = {"int": "i32", "rank": "i32", "world": "i32", "epoch": "i32", "epoch-target": "i32", "timeout-ns": "i64"}
+SCALAR = {"int": "i32", "rows": "i32", "rank": "i32", "world": "i32", "epoch": "i32", "epoch-target": "i32", "timeout-ns": "i64"}
 
 
 # Programs a `num-sms` grid resolves to when compiled ahead of time for sm_90a (H100/H200).

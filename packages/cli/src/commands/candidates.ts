@@ -4,11 +4,11 @@
 import type { Command } from "commander";
 import { DEFAULT_TARGET } from "@ovl/primitives";
 import { CANDIDATE_OPERATORS, computeCandidates, type CandidateList } from "../candidates.js";
-import { UsageError } from "../errors.js";
 import { printOutput, type CommandOutput, type Io } from "../io.js";
 import { positiveInt, problemOptions } from "../options.js";
 import { parseOperator, resolveProblem, type Problem, type ProblemFlags } from "../problem.js";
 import { parseTargetFlag, TARGET_NAMES } from "../target.js";
+import { anyRowsFlags, anyRowsProblem, defaultMaxRows } from "./rows.js";
 
 /** Schema id of the JSON `ovl candidates --json` prints. */
 export const CANDIDATES_SCHEMA = "ovl.compute-candidates/v1";
@@ -59,14 +59,10 @@ export function candidatesOutput(p: Problem, list: CandidateList, topK: number, 
 
 /** Run `ovl candidates`. */
 export async function candidatesCommand(operator: string, o: CandidatesFlags): Promise<CommandOutput> {
-  const p = resolveProblem(parseOperator(operator, CANDIDATE_OPERATORS), o);
+  const anyRows = anyRowsFlags(o);
+  const problem = resolveProblem(parseOperator(operator, CANDIDATE_OPERATORS), o);
+  const p = anyRows === undefined ? problem : anyRowsProblem(problem, o.backend);
   const target = parseTargetFlag(o.target) ?? DEFAULT_TARGET.name;
-  if (o.anyRows !== true && (o.minRows !== undefined || o.maxRows !== undefined))
-    throw new UsageError("usage", "--min-rows and --max-rows go with --any-rows");
-  const anyRows =
-    o.anyRows === true
-      ? { ...(o.minRows === undefined ? {} : { minRows: o.minRows }), ...(o.maxRows === undefined ? {} : { maxRows: o.maxRows }) }
-      : undefined;
   const topK = o.topK ?? 5;
   const list = await computeCandidates(p, {
     target,
@@ -76,7 +72,7 @@ export async function candidatesCommand(operator: string, o: CandidatesFlags): P
     ...(anyRows === undefined ? {} : { anyRows }),
     ...(o.out === undefined ? {} : { out: o.out }),
   });
-  const rows = anyRows === undefined ? undefined : { max: anyRows.maxRows ?? 32768 - (32768 % p.world) };
+  const rows = anyRows === undefined ? undefined : { max: anyRows.maxRows ?? defaultMaxRows(p.world) };
   return candidatesOutput(p, list, topK, rows);
 }
 
@@ -90,7 +86,7 @@ export function registerCandidatesCommand(program: Command, io: Io): void {
     .option("--top-k <k>", "candidates at most, the table pick included (default 5)", positiveInt("--top-k"))
     .option("--nearest <n>", "of them, winners of the table's nearest other shapes at most (default 2)", positiveInt("--nearest"))
     .option("--comm-sms <n>", "with --backend sm: the push kernel's SMs, as ovl emit takes it", positiveInt("--comm-sms"))
-    .option("--any-rows", "ag-gemm: candidates of the operator compiled for every row count (as ovl emit --any-rows)")
+    .option("--any-rows", "candidates of the operator compiled for every row count (as ovl emit --any-rows)")
     .option("--min-rows <M>", "with --any-rows: the fewest rows served", positiveInt("--min-rows"))
     .option("--max-rows <M>", "with --any-rows: the most rows served (default 32768)", positiveInt("--max-rows"))
     .option("--out <dir>", "also write each candidate's compiled operator (as ovl emit with its flags) into <dir>/c<rank>")

@@ -10,7 +10,7 @@ import { positiveInt } from "../options.js";
 import { parseOperator, resolveProblem, TEMPLATES, type ProblemFlags } from "../problem.js";
 import { parseTargetFlag, TARGET_NAMES } from "../target.js";
 import { emitCommand, readKernelFile, type ComputePins } from "./emit.js";
-import { rowsRequest } from "./rows.js";
+import { anyRowsFlags, anyRowsProblem, rowsRequest } from "./rows.js";
 import { emitAttentionCommand, type AttentionFlags } from "./emit-attention.js";
 import { emitMoeCommand, type MoeFlags } from "./emit-moe.js";
 import { emitMoeRsCommand } from "./emit-moe-rs.js";
@@ -109,8 +109,10 @@ const body = (o: EmitFlags) => (o.kernel === undefined ? undefined : readKernelF
 /** The fused GEMM operators' routine: a checked Problem (shape, mesh, template), then emitCommand. */
 async function emitGemm(name: string, o: EmitFlags): Promise<CommandOutput> {
   const target = parseTargetFlag(o.target);
-  const p = resolveProblem(parseOperator(name), o);
-  if (o.anyRows === true && p.backend === "nvshmem")
+  const range = anyRowsFlags(o);
+  const problem = resolveProblem(parseOperator(name), o);
+  const p = range === undefined ? problem : anyRowsProblem(problem, o.backend);
+  if (range !== undefined && p.backend === "nvshmem")
     throw new UsageError(
       "unsupported",
       "--any-rows moves chunks with host copies instantiated per M; drop --backend nvshmem or --any-rows",
@@ -120,12 +122,9 @@ async function emitGemm(name: string, o: EmitFlags): Promise<CommandOutput> {
     ...(o.plan === undefined ? {} : { planFile: o.plan }),
     ...(target === undefined ? {} : { target }),
     ...(o.commSms === undefined ? {} : { commSms: o.commSms }),
-    ...(o.anyRows === true ? { rows: rowsRequest(p, o, target) } : {}),
+    ...(range === undefined ? {} : { rows: rowsRequest(p, range, target) }),
     ...computePins(name, o),
   };
-  if (o.anyRows !== true && (o.minRows !== undefined || o.maxRows !== undefined)) {
-    throw new CliError("usage", "--min-rows and --max-rows go with --any-rows");
-  }
   return emitCommand(p, o.out ?? `ovl-emit/${p.operator}`, o.tlx === true, sources);
 }
 

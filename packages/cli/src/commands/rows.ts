@@ -1,4 +1,4 @@
-// `ovl emit ag-gemm --any-rows`: the row counts one compiled operator serves, and where it should not
+// `ovl emit ag-gemm|gemm-rs|gemm-ar --any-rows`: the row counts one compiled operator serves, and where it should not
 // overlap at all. The crossover is the simulator's: at each of a sweep of row counts it prices the
 // emitted operator against the GEMM then the NCCL-like collective; below the smallest row count from
 // which overlapping wins at every larger point of the sweep, the runner runs the plain sequence.
@@ -9,28 +9,87 @@ import { UsageError } from "../errors.js";
 import type { Problem } from "../problem.js";
 import { predict } from "./simulate.js";
 
+/** The operators `--any-rows` compiles for every row count. */
+export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs", "gemm-ar"];
+
+/** The most rows an any-row-count operator serves without --max-rows: 32768, down to a multiple of the world. */
+export function defaultMaxRows(world: number): number {
+  return 32768 - (32768 % world);
+}
+
+/** `--any-rows`'s range flags, or undefined without `--any-rows`. @throws {UsageError} `--min-rows`/`--max-rows` without `--any-rows`. */
+export function anyRowsFlags(o: {
+  anyRows?: boolean;
+  minRows?: number;
+  maxRows?: number;
+}): { minRows?: number; maxRows?: number } | undefined {
+  if (o.anyRows !== true) {
+    if (o.minRows !== undefined || o.maxRows !== undefined) throw new UsageError("usage", "--min-rows and --max-rows go with --any-rows");
+    return undefined;
+  }
+  return { ...(o.minRows === undefined ? {} : { minRows: o.minRows }), ...(o.maxRows === undefined ? {} : { maxRows: o.maxRows }) };
+}
+
+/**
+ * The problem an any-row-count operator is compiled for: GEMM+ReduceScatter and GEMM+AllReduce move their partial
+ * rows with SM pushes (`--backend sm`, their default under `--any-rows`); GEMM+AllReduce is the partitioned one.
+ * @throws {UsageError} an operator compiled per M only, a gemm-rs or gemm-ar `--backend` other than sm, or gemm-ar's
+ *   tile-wise template.
+ */
+export function anyRowsProblem(p: Problem, backendFlag: string | undefined): Problem {
+  if (!ANY_ROWS_OPERATORS.includes(p.operator))
+    throw new UsageError(
+      "unsupported",
+      `--any-rows compiles ${ANY_ROWS_OPERATORS.join(", ")} for every row count; ${p.operator} is compiled per M`,
+    );
+  if (p.operator === "ag-gemm") return p;
+  if (backendFlag !== undefined && p.backend !== "sm")
+    throw new UsageError(
+      "unsupported",
+      `${p.operator} --any-rows delivers its partial rows with SM pushes; drop --backend ${p.backend} or --any-rows`,
+    );
+  if (p.operator === "gemm-ar" && p.template !== "direct")
+    throw new UsageError(
+      "unsupported",
+      `gemm-ar --any-rows is the partitioned GEMM+AllReduce (--template direct); --template ${p.template} is compiled per M`,
+    );
+  return { ...p, backend: "sm" };
+}
+
 /** Chunks per rank and the m-block: two chunks of at least an m-block each (see the emitter's `minRowsPerRank`). */
 function leastRows(p: Problem): number {
   return p.world * (p.split * p.tile.BM + (p.split - 1) ** 2);
 }
 
-/** The sweep the crossover is looked for on: about eight row counts from `min` to `max`, multiples of the world. */
-export function rowSweep(min: number, max: number, world: number): number[] {
+/**
+ * The sweep the crossover is looked for on: about eight row counts from `min` to `max`, multiples of `multiple`
+ * (the world; for gemm-rs and gemm-ar, whole m-blocks per rank, the row counts their per-M plans are priced at). Empty when no
+ * multiple lies in the range.
+ */
+export function rowSweep(min: number, max: number, multiple: number): number[] {
+  const [lo, hi] = [Math.ceil(min / multiple) * multiple, Math.floor(max / multiple) * multiple];
   const out = new Set<number>();
+  if (lo > hi) return [];
   for (let i = 0; i <= 8; i++) {
-    const M = Math.round((min * (max / min) ** (i / 8)) / world) * world;
-    out.add(Math.min(max, Math.max(min, M)));
+    const M = Math.round((min * (max / min) ** (i / 8)) / multiple) * multiple;
+    out.add(Math.min(hi, Math.max(lo, M)));
   }
   return [...out].sort((a, b) => a - b);
 }
 
-/** `--any-rows`'s request: the range, and the simulator's crossover on the target's model (when it has one). */
+/**
+ * `--any-rows`'s request for `p` (as {@link anyRowsProblem} resolved it): the range, and the simulator's crossover on
+ * the target's model (when it has one).
+ */
 export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number }, target: TargetName | undefined): RowsRequest {
-  if (p.operator !== "ag-gemm")
-    throw new UsageError("unsupported", `--any-rows compiles ag-gemm for every row count; ${p.operator} is compiled per M`);
+  if (!ANY_ROWS_OPERATORS.includes(p.operator))
+    throw new UsageError(
+      "unsupported",
+      `--any-rows compiles ${ANY_ROWS_OPERATORS.join(", ")} for every row count; ${p.operator} is compiled per M`,
+    );
   const least = leastRows(p);
   const min = o.minRows ?? least;
-  const max = o.maxRows ?? 32768 - (32768 % p.world);
+  const max = o.maxRows ?? defaultMaxRows(p.world);
   if (min % p.world || max % p.world || min > max) {
     throw new UsageError("usage", `--min-rows ${min} and --max-rows ${max} must be multiples of --world ${p.world}, min <= max`);
   }
@@ -38,7 +97,10 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
   const request: RowsRequest = { ...(o.minRows === undefined ? {} : { min }), max, split: p.split };
   const hw = MODELS[target ?? DEFAULT_TARGET.name];
   if (hw === undefined) return request;
-  const sweep = rowSweep(min, max, p.world).map((M) => ({ M, speedup: predict({ ...p, M }, hw.name).speedup }));
+  // GEMM+RS and GEMM+AR are priced by their per-M plans, which need whole m-blocks per rank.
+  const multiple = p.operator === "ag-gemm" ? p.world : p.world * p.tile.BM;
+  const sweep = rowSweep(min, max, multiple).map((M) => ({ M, speedup: predict({ ...p, M }, hw.name).speedup }));
+  if (sweep.length === 0) return request;
   // The smallest point from which overlapping wins at every larger point of the sweep.
   let from = sweep.length;
   while (from > 0 && sweep[from - 1]!.speedup > 1) from -= 1;

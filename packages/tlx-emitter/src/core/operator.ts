@@ -119,12 +119,12 @@ export interface Operator {
   readonly rows?: RowsRequest;
 }
 
-/** What a rows-generic AllGather+GEMM is compiled for, the rows an operator serves when M is a run-time argument (`Operator.rows`). */
+/** What a rows-generic AllGather+GEMM or GEMM+ReduceScatter is compiled for, the rows an operator serves when M is a run-time argument (`Operator.rows`). */
 export interface RowsRequest {
   /** Smallest and largest M served (multiples of the world; default from `minRowsPerRank` to 32768 rows). */
   readonly min?: number;
   readonly max?: number;
-  /** Chunks per rank's shard (default 2). */
+  /** Chunks per rank's shard or slab (default 2). */
   readonly split?: number;
   /** Below this M the runner does not overlap, and says so with `fallbackReason`. */
   readonly fallbackBelow?: number;

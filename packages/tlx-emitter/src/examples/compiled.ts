@@ -66,6 +66,7 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
   const arTilewise = planSignals(allReduceTilewise({ ...C, tile: [tile.BM, tile.BN] }));
   const common = { problem: { M, N, K }, tile, groupM: 8 } as const;
   const producer = builtinBody("gemm_producer");
+  const anyRows = { split: 1, max: 4 * M };
   return {
     local_ag_tma: await compile({ name: "local_ag_tma", kind: "ag-gemm", plan: ag, body: builtinBody("gemm_tma_persistent"), ...common }),
     local_ag_tutorial: await compile({ name: "local_ag_tutorial", kind: "ag-gemm", plan: ag, body: tutorialMatmulBody(), ...common }),
@@ -80,6 +81,16 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
       ...common,
     }),
     local_gemm_ar_tilewise: await compile({ name: "local_gemm_ar_tilewise", kind: "gemm-ar", plan: arTilewise, body: producer, ...common }),
+    // One operator for every row count up to 4·M (one chunk per slab: the small shape's slabs hold two m-blocks).
+    local_gemm_rs_rows: await compile({ name: "local_gemm_rs_rows", kind: "gemm-rs", plan: rs, body: producer, rows: anyRows, ...common }),
+    local_gemm_ar_rows: await compile({
+      name: "local_gemm_ar_rows",
+      kind: "gemm-ar",
+      plan: arPartitioned,
+      body: producer,
+      rows: anyRows,
+      ...common,
+    }),
     local_ag_attention: await compile(attentionExample(world, M, split, tile.BM)),
     local_ag_grouped: await compile({
       name: "local_ag_grouped",

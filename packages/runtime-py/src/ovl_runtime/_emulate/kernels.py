@@ -245,8 +245,50 @@ def rs_reduce(ctx: KernelContext) -> None:
     reduce_slab(ctx, ctx.matrix("out_ptr", ctx.size("rows_per_rank"), ctx.size("N")))
 
 
+def reduce_slab_rows(
+    ctx: KernelContext, slab_of: Callable[[int], np.ndarray], after: Callable[[np.ndarray, slice], object] | None = None
+) -> None:
+    """``rs-reduce-rows``'s loop: this rank's slab of m = M / WORLD rows (M the ``ovl_rows`` argument) summed over
+    ranks, block by block, into ``slab_of(m)``: peer p's rows from ``partials`` at rows p·m once the arrival slots of
+    every chunk the block meets are filled (chunk c of the slab: rows c·cs … with cs = ⌈m / split⌉, slot
+    p·split + c), the rank's own in place from ``own_ptr`` (the producer's ``[M, N]`` output), no wait;
+    ``after(rows, cols)`` follows each stored tile."""
+    world, BM, BN, split = ctx.param("WORLD"), ctx.param("BLOCK_M"), ctx.param("BLOCK_N"), ctx.param("split")
+    N, M = ctx.size("N"), ctx.size("ovl_rows")
+    if M % world:
+        raise ManifestError(f"kernel {ctx.kernel.name}.args.ovl_rows", f"{M} rows do not split over {world} ranks")
+    m = M // world
+    cs = math.ceil(m / split)
+    part = ctx.matrix("part_ptr", M, N)
+    own = ctx.matrix("own_ptr", M, N)[ctx.rank * m : (ctx.rank + 1) * m]
+    out = slab_of(m)
+    sig = ctx.board("sig_ptr")
+    target = epoch_target(ctx.size("epoch_ptr"), 1, sig.bits)
+    for mb in range(math.ceil(m / BM)):
+        rows = np.arange(mb * BM, min((mb + 1) * BM, m))
+        for pn in range(math.ceil(N / BN)):
+            cols = slice(pn * BN, min(N, (pn + 1) * BN))
+            acc = np.zeros((len(rows), cols.stop - cols.start), dtype=np.float32)
+            for p in range(world):
+                if p == ctx.rank:
+                    acc += own[rows, cols]
+                    continue
+                for c in range(int(rows[0]) // cs, int(rows[-1]) // cs + 1):
+                    ctx.wait(sig, p * split + c, target)
+                acc += part[p * m + rows, cols]
+            out[rows, cols] = acc
+            if after is not None:
+                after(rows, cols)
+
+
+def rs_reduce_rows(ctx: KernelContext) -> None:
+    """``rs-reduce-rows``: ``out`` ``[m, N]`` = this rank's slab summed over ranks, as :func:`reduce_slab_rows`."""
+    reduce_slab_rows(ctx, lambda m: ctx.matrix("out_ptr", m, ctx.size("N")))
+
+
 GEMM_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
     "ag-gemm-consumer": ag_gemm_consumer,
     "gemm-producer": gemm_producer,
     "rs-reduce": rs_reduce,
+    "rs-reduce-rows": rs_reduce_rows,
 }

@@ -52,11 +52,12 @@ COMMON_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
-ROWS_OPERATORS = ("ag-gemm",)
+ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar")
 #: The most rows an any-row-count operator serves by default, and the row count it is described at.
 ROWS_MAX = 32768
 ROWS_AT = 8192
-#: ``OVL_ANY_ROWS=0``: compile AllGather+GEMM per row count, as before any-row-count operators.
+#: ``OVL_ANY_ROWS=0``: compile AllGather+GEMM, GEMM+ReduceScatter and GEMM+AllReduce per row count, as before any-row-count
+#: operators.
 ANY_ROWS = os.environ.get("OVL_ANY_ROWS", "1") != "0"
 #: Operators whose tile, grouping and launch the target's tuned table decides.
 TARGETED_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe")
@@ -192,9 +193,10 @@ class KernelKey:
     @property
     def split(self) -> int:
         """Chunks per rank's shard: 2, except where GEMM+ReduceScatter's producer, which notifies
-        per whole 128-row block, would get a chunk off a block boundary; ``moe-rs``: slabs per rank's
+        per whole 128-row block, would get a chunk off a block boundary (not for any row count, whose chunks
+        need no block boundary); ``moe-rs``: slabs per rank's
         tokens, 2 where they halve evenly."""
-        if self.op in ("gemm-rs", "gemm-ar") and (self.m // self.world) % (2 * 128):
+        if self.op in ("gemm-rs", "gemm-ar") and not self.rows and (self.m // self.world) % (2 * 128):
             return 1
         if self.op == "moe-rs" and (self.m // self.world) % 2:
             return 1

@@ -4,7 +4,7 @@ The compiler writes such a manifest (``rows``: the M it serves, buffer rows, hos
 ``@ovl/mapping`` expressions of M) and checks its plan at every M it serves; the runner instantiates it for each M
 a call brings, as ``@ovl/tlx-emitter``'s ``instantiateRows`` does: each row-scaled buffer gets its rows, the host
 ops their offsets and lengths, a ``rows`` kernel argument and the row variable of the tile programs' maps M, the
-reference M. Pure Python: JSON in, a parsed manifest out.
+reference M, each table of ``rows.tables`` its per-rank values. Pure Python: JSON in, a parsed manifest out.
 """
 
 from __future__ import annotations
@@ -85,6 +85,20 @@ def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
                 ops.append({**op, "src": seg(op["src"], "src"), "dst": seg(op["dst"], "dst")})
             streams.append({"name": s["name"], "ops": ops})
         host_ops.append({"rank": r["rank"], "streams": streams})
+    tables = []
+    for t in raw["tables"]:
+        per_rank = (rows.get("tables") or {}).get(t["name"])
+        if per_rank is None:
+            tables.append(t)
+            continue
+        where = f"rows.tables.{t['name']}"
+        if (
+            not isinstance(per_rank, list)
+            or len(per_rank) != len(t["values"])
+            or any(not isinstance(r, list) or len(r) != len(v) for r, v in zip(per_rank, t["values"], strict=False))
+        ):
+            raise ManifestError(where, f"is not shaped like table {t['name']}")
+        tables.append({**t, "values": [[value(e, f"{where}[{i}][{j}]", False) for j, e in enumerate(r)] for i, r in enumerate(per_rank)]})
     num_pid_m = value(rows["numPidM"], "rows.numPidM", True)
     kernels = []
     for k in raw["kernels"]:
@@ -108,7 +122,7 @@ def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
     if "rowsPerRank" in ref:
         ref["rowsPerRank"] = M // m.world
     data = {k: v for k, v in raw.items() if k != "rows"}
-    data.update(buffers=buffers, hostOps=host_ops, kernels=kernels, reference=ref)
+    data.update(buffers=buffers, tables=tables, hostOps=host_ops, kernels=kernels, reference=ref)
     return data
 
 

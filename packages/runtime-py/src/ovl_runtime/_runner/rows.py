@@ -1,8 +1,11 @@
-"""One compiled operator serving every row count of a range (``ovl emit ag-gemm --any-rows``), bound to a group.
+"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs --any-rows``), bound to a
+group.
 
 A call brings its row count M. Where the compiler says overlapping does not pay at M (``rows.fallbackBelow``, the
-simulator's crossover) or M is outside what the operator serves, the call runs the plain sequence instead — the
-group's gather, then one matmul — and the operator records why (:meth:`RowsOperator.path`). Otherwise the manifest
+simulator's crossover) or M is outside what the operator serves, the call runs the operator's plain sequence instead
+(:mod:`ovl_runtime._runner.rows_plain`: the group's gather then one matmul, or the matmul then the group's
+reduce-scatter) and the operator records why (:meth:`RowsOperator.path`). A row count the operator cannot take at
+all (not a multiple of the world, none) is refused before anything runs. Otherwise the manifest
 is made concrete at M (``_manifest.rows.instantiate``) and bound (:class:`~ovl_runtime._runner.bound.BoundOperator`):
 the kernel is the same compiled one for every M (its row-count arguments are not specialised, so no new Triton
 compile), the buffers and the own graph are per M. The most recently used row counts stay bound; older ones are
@@ -22,11 +25,13 @@ from .._manifest.parse import instantiate
 from .._manifest.types import Manifest
 from .._torch_api.collectives import gather_rows
 from .._torch_api.fp8 import scaled_matmul
+from .._torch_api.tensors import DTYPES, FP8, GPU_DTYPES
 from ..errors import UsageError
 from ..groups import DistGroup, EmulatedGroup, OneGpuGroup
 from .agreement import same_everywhere
 from .bound import BoundOperator
 from .emulated import EmulatedOperator
+from .rows_plain import PLAIN
 
 log = logging.getLogger("ovl_runtime")
 
@@ -35,14 +40,16 @@ KEEP = 4
 
 
 class RowsOperator:
-    """An AllGather+GEMM for every row count of ``m.rows`` on ``group`` (see the module docstring)."""
+    """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter) for every row count of ``m.rows`` on ``group``
+    (see the module docstring)."""
 
     def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup | EmulatedGroup) -> None:
         if m.rows is None:
             raise UsageError(f"{m.name} is compiled for one row count; bind it with BoundOperator")
-        if m.reference.operator != "ag-gemm":
-            raise UsageError(f"{m.name}: any row count is run for ag-gemm, not {m.reference.operator}")
-        self.m, self.group, self.rows = m, group, m.rows
+        plain = PLAIN.get(m.reference.operator)
+        if plain is None:
+            raise UsageError(f"{m.name}: any row count is run for {', '.join(PLAIN)}, not {m.reference.operator}")
+        self.m, self.group, self.rows, self.plain = m, group, m.rows, plain
         self.bound: OrderedDict[int, BoundOperator] = OrderedDict()
         self.closed = False
         self.calls = 0
@@ -64,20 +71,21 @@ class RowsOperator:
         """Enqueue one call (the tensors as :meth:`BoundOperator.run` takes them)."""
         if self.closed:
             raise UsageError(f"{self.m.name}: this operator was closed; its buffers are freed")
-        x = inputs["A"]
-        M = x.shape[-2] * self.m.world
+        x, w = inputs["A"], inputs["B"]
+        M = self.plain.rows(x, self.m.world)
+        self._check(x, w, M)
         path = self.path(M)
         self.calls += 1
         if path != "overlapped":
             if path not in self._told:
                 self._told.add(path)
-                log.info("%s at %d rows: %s", self.m.name, M, path)
+                log.info("%s at %d rows: %s; running %s", self.m.name, M, path, self.plain.what)
             self.fallbacks += 1
-            if "scale_a" in inputs:  # fp8: B is Bt [N, K], the output scaled (torch._scaled_mm's semantics)
+            if "scale_a" in inputs:  # fp8 AllGather+GEMM: B is Bt [N, K], the output scaled (torch._scaled_mm's semantics)
                 self._gathered = gather_rows(x.view(torch.uint8), self.group).view(x.dtype)
-                scaled_matmul(self._gathered, inputs["B"], inputs["scale_a"], inputs["scale_b"], output)
+                scaled_matmul(self._gathered, w, inputs["scale_a"], inputs["scale_b"], output)
                 return
-            self._plain(x, inputs["B"], output)
+            self._gathered = self.plain.run(x, w, output, self.group)
             return
         self._gathered = None
         self._at(M).run(inputs, output)
@@ -105,12 +113,17 @@ class RowsOperator:
         self.bound[M] = op
         return op
 
-    def _plain(self, x: torch.Tensor, w: torch.Tensor, out: torch.Tensor) -> None:
-        """The sequence without overlap: every rank's rows gathered (the group's plain collective), then one matmul
-        per rank."""
-        gathered = gather_rows(x, self.group)
-        torch.matmul(gathered, w, out=out)
-        self._gathered = gathered
+    def _check(self, x: torch.Tensor, w: torch.Tensor, M: int) -> None:
+        """Refuse a call no path can run, before any launch: no rows, rows that do not split over the ranks, or
+        operands of another element type than the operator's."""
+        world = self.m.world
+        if M <= 0 or M % world:
+            raise UsageError(f"{self.m.name}: {M} rows do not split over {world} ranks (M must be a positive multiple of {world})")
+        # An emulated group also takes float32 (the emulation computes in float32 whatever the kernels' type).
+        types = {**(DTYPES if isinstance(self.group, EmulatedGroup) else GPU_DTYPES), FP8: "fp8e4m3"}
+        for name, t in (("A", x), ("B", w)):
+            if types.get(t.dtype) != self.m.dtype:
+                raise UsageError(f"{self.m.name}: {name} is {t.dtype}; the operator is compiled for {self.m.dtype}")
 
     def copy_buffer(self, buffer: str, output: torch.Tensor) -> None:
         """The moved operand of the last call (``A``: every rank's rows), as :meth:`BoundOperator.copy_buffer`."""

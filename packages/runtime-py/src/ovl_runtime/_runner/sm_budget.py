@@ -48,6 +48,7 @@ WAITING_KINDS = frozenset(
     {
         "ag-gemm-consumer",
         "rs-reduce",
+        "rs-reduce-rows",
         "sm-push",
         "sm-pull",
         "ring-reduce",

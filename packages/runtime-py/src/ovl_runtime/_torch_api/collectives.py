@@ -1,5 +1,6 @@
-"""The plain collectives the operators' backward passes need beside the overlapped operators: the rows of
-every rank gathered, their sum scattered by rows, and the slab exchange of AllToAll — over a
+"""The plain collectives the operators' backward passes and the any-row-count operators' plain paths need beside the
+overlapped operators: the rows of every rank gathered, their sum scattered by rows or on every rank, and the slab
+exchange of AllToAll — over a
 ``torch.distributed`` group (NCCL) or, for a :class:`~ovl_runtime.groups.OneGpuGroup`, as views (and a sum)
 of the stacked ``[world, ...]`` tensors.
 
@@ -7,6 +8,8 @@ of the stacked ``[world, ...]`` tensors.
   ``[W, m, k]`` → ``[W, W·m, k]``, every rank's copy the same view).
 - :func:`reduce_scatter_rows`: slab r of the sum of every rank's ``x`` on rank r (``[world·s, ...]`` →
   ``[s, ...]``; stacked ``[W, W·s, ...]`` → ``[W, s, ...]``).
+- :func:`all_reduce`: the sum of every rank's ``x`` on every rank (stacked ``[W, ...]`` → ``[W, ...]``, every rank's
+  copy the same view).
 - :func:`exchange_slabs`: slab q (``rows / world`` rows) of each rank's ``x`` goes to rank q, received in rank
   order — AllToAll+GEMM's exchange, which is its own inverse.
 - :func:`on_each_rank`: a per-rank computation over the ranks this process holds (each rank of a stacked group,
@@ -44,6 +47,17 @@ def reduce_scatter_rows(x: torch.Tensor, g: Group) -> torch.Tensor:
 
     out = x.new_empty((x.shape[0] // g.world, *x.shape[1:]))
     dist.reduce_scatter_tensor(out, x.contiguous(), group=_pg(g))
+    return out
+
+
+def all_reduce(x: torch.Tensor, g: Group) -> torch.Tensor:
+    """The sum over the ranks of their ``x``, on every rank (``x`` itself is left as it was)."""
+    if g.stacked:
+        return x.sum(0, keepdim=True).expand(x.shape)
+    import torch.distributed as dist
+
+    out = x.contiguous().clone()
+    dist.all_reduce(out, group=_pg(g))
     return out
 
 

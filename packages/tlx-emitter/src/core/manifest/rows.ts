@@ -68,7 +68,15 @@ export function instantiateRows(m: Manifest, M: number): Manifest {
       ? {}
       : { tileProgram: { ...k.tileProgram, order: bindMap(k.tileProgram.order), slots: k.tileProgram.slots.map(bindMap), numPidM } }),
   }));
+  const tables = m.tables.map((t) => {
+    const e = rows.tables?.[t.name];
+    if (e === undefined) return t;
+    if (e.length !== t.values.length || e.some((r, i) => r.length !== t.values[i]!.length)) {
+      throw new EmitError("bad-manifest", `manifest ${m.name}: rows.tables.${t.name} is not shaped like table ${t.name}`);
+    }
+    return { ...t, values: e.map((r) => r.map((x) => evaluate(x, env))) };
+  });
   const { rows: _rows, ...rest } = m;
   const perRank = m.reference.rowsPerRank === undefined ? {} : { rowsPerRank: M / m.world };
-  return validated({ ...rest, buffers, hostOps, kernels, reference: { ...m.reference, M, ...perRank } });
+  return validated({ ...rest, buffers, tables, hostOps, kernels, reference: { ...m.reference, M, ...perRank } });
 }

@@ -346,7 +346,8 @@ export type RowsSegment = z.infer<typeof RowsSegment>;
  * M of `range` that is a multiple of `multiple`. The manifest's other fields describe it at `at` rows; for
  * another M the runner instantiates them (`instantiateRows`): each buffer of `buffers` gets `buffers[b]` rows,
  * the host ops become `hostOps` evaluated at M, a `rows` kernel argument and `variable` in the kernels' tile
- * programs take M, and every tile program has `numPidM` m-blocks. Expressions are `@ovl/mapping`'s, over the
+ * programs take M, every tile program has `numPidM` m-blocks, and each table of `tables` gets its per-rank values
+ * evaluated at M (its entry count the same at every M). Expressions are `@ovl/mapping`'s, over the
  * variable `variable`. `fallbackBelow`: below this M the runner does not overlap (the operator's plain
  * sequence runs instead), for `fallbackReason`.
  */
@@ -368,6 +369,8 @@ export const Rows = z.object({
     }),
   ),
   numPidM: ExprSchema,
+  /** Optional (additive): tables whose values depend on M, per rank (e.g. a push kernel's segments). */
+  tables: z.record(Identifier, z.array(z.array(ExprSchema))).optional(),
   fallbackBelow: Positive.optional(),
   fallbackReason: z.string().min(1).optional(),
 });

@@ -163,7 +163,7 @@ export function emitGemmArPartitioned(
  * realisation stores each reduced tile into every rank's output, so it realises exactly that one.
  * @throws {EmitError} `unsupported-op`.
  */
-function checkWholeSlabGathers(gathers: readonly Gather[], world: number, rowsPerRank: number): void {
+export function checkWholeSlabGathers(gathers: readonly Gather[], world: number, rowsPerRank: number): void {
   for (let q = 0; q < world; q++) {
     for (let r = 0; r < world; r++) {
       if (r === q) continue;

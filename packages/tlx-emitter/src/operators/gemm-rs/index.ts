@@ -5,6 +5,7 @@ import type { OperatorDefinition } from "../../core/registry.js";
 import { DEFAULT_TILE } from "../../core/operator.js";
 import { COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
 import { realiseTlxGemmRs } from "./tlx.js";
+import { compileGemmRsRows } from "./rows-compile.js";
 import { compileGemmRs } from "./triton.js";
 
 /** `gemm-rs`: `ReduceScatter(A @ B)`. */
@@ -14,10 +15,27 @@ export const gemmRs: OperatorDefinition = {
     "GEMM, then ReduceScatter: each tile's partial rows delivered to their owner (copy engine or SM pushes) as the GEMM finishes them",
   kind: "gemm-rs",
   cli: {
-    options: [],
+    options: [
+      {
+        name: "any-rows",
+        type: "switch",
+        help: "one operator for every row count M from --min-rows to --max-rows (M a run-time argument; SM pushes; --m is then the shape the manifest describes and the tuned table looks up)",
+      },
+      {
+        name: "min-rows",
+        type: "positive-int",
+        value: "<M>",
+        help: "with --any-rows: the fewest rows served (default: what whole m-block chunks need)",
+      },
+      { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
+    ],
     shared: [...GEMM_SHARED, "tlx", "comm-sms", ...COMPUTE_SHARED],
     templates: ["direct", "ring"],
-    examples: ["ovl emit gemm-rs --shape MLP-1 --world 8 --out rs --tlx", "ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm"],
+    examples: [
+      "ovl emit gemm-rs --shape MLP-1 --world 8 --out rs --tlx",
+      "ovl emit gemm-rs --shape MLP-2 --world 2 --backend sm",
+      "ovl emit gemm-rs --n 4096 --k 2752 --m 8192 --world 4 --any-rows --out rs-any",
+    ],
   },
   compute: {
     tuned: true,
@@ -25,5 +43,6 @@ export const gemmRs: OperatorDefinition = {
     defaultTile: () => ({ ...DEFAULT_TILE }),
   },
   realise: (op) => compileGemmRs(op),
+  realiseRows: (op) => compileGemmRsRows(op, op.rows ?? {}),
   realiseTlx: (op) => realiseTlxGemmRs(op),
 };

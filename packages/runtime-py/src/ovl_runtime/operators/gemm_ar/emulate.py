@@ -1,5 +1,5 @@
-"""GEMM+AllReduce kernels executed in numpy: ``ar-reduce``, ``ar-reduce-broadcast``, ``tile-push``,
-``ar-tile-reduce``.
+"""GEMM+AllReduce kernels executed in numpy: ``ar-reduce``, ``ar-reduce-broadcast`` (and its any-row-count form
+``ar-reduce-broadcast-rows``), ``tile-push``, ``ar-tile-reduce``.
 
 ``ar-reduce`` is ``rs-reduce`` storing into the rank's rows of the full output and notifying
 its m-block's slot per tile; ``ar-reduce-broadcast`` stores each tile into every rank's output
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..._emulate.comm import _flat, _peer, _peers, _rows, _wait
-from ..._emulate.kernels import KernelContext, reduce_slab
+from ..._emulate.kernels import KernelContext, reduce_slab, reduce_slab_rows
 from ...errors import KernelFault, ManifestError
 
 
@@ -59,6 +59,36 @@ def ar_reduce_broadcast(ctx: KernelContext) -> None:
     for p in range(world):
         if p != ctx.rank:
             ctx.notify(sigs[p], slot, stored)
+
+
+def ar_reduce_broadcast_rows(ctx: KernelContext) -> None:
+    """``ar-reduce-broadcast`` over a slab of m = M / WORLD rows (M the ``ovl_rows`` argument,
+    :func:`reduce_slab_rows`): each summed tile stored at this rank's rows of every rank's output, then the tiles
+    stored release-added to slot ``recv_base + rank`` of every peer."""
+    n, world, M = ctx.size("N"), ctx.param("WORLD"), ctx.size("ovl_rows")
+    outs, sigs = _peers(ctx, "out_ptrs"), _peers(ctx, "sig_ptrs")
+    if len(outs) != world or len(sigs) != world:
+        raise ManifestError(f"kernel {ctx.kernel.name}", f"WORLD is {world}, but the peer tables name {len(outs)} ranks")
+    m = M // world
+    slabs = []
+    for p, o in enumerate(outs):
+        if o.size < M * n:
+            raise KernelFault(f"rank {ctx.rank}: {ctx.where()} out_ptrs of rank {p} holds {o.size} elements, not {M}x{n}")
+        slabs.append(o.reshape(-1)[ctx.rank * m * n : (ctx.rank + 1) * m * n].reshape(m, n))
+    own = slabs[ctx.rank]
+    stored = 0
+
+    def broadcast(rows: np.ndarray, cols: slice) -> None:
+        nonlocal stored
+        for p in range(world):
+            if p != ctx.rank:
+                slabs[p][rows, cols] = own[rows, cols]
+        stored += 1
+
+    reduce_slab_rows(ctx, lambda _m: own, broadcast)
+    for p in range(world):
+        if p != ctx.rank:
+            ctx.notify(sigs[p], ctx.size("recv_base") + ctx.rank, stored)
 
 
 def _tile(ctx: KernelContext, flat: np.ndarray, offset: int, rows: int, cols: int, stride: int, what: str) -> np.ndarray:
@@ -120,6 +150,7 @@ def ar_tile_reduce(ctx: KernelContext) -> None:
 AR_TEMPLATES: dict[str, Callable[[KernelContext], None]] = {
     "ar-reduce": ar_reduce,
     "ar-reduce-broadcast": ar_reduce_broadcast,
+    "ar-reduce-broadcast-rows": ar_reduce_broadcast_rows,
     "tile-push": tile_push,
     "ar-tile-reduce": ar_tile_reduce,
 }

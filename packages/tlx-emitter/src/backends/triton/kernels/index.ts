@@ -21,6 +21,8 @@ export {
   rsReduceSource,
   type RsReduceParams,
 } from "./rs-reduce.js";
+export { RS_REDUCE_ROWS, rsReduceRowsSource, type RsReduceRowsParams } from "./rs-reduce-rows.js";
+export { AR_REDUCE_BROADCAST_ROWS, arReduceBroadcastRowsSource } from "./ar-reduce-rows.js";
 export {
   RING_REDUCE,
   RING_REDUCE_FIELDS,

@@ -1,0 +1,54 @@
+"""The plain sequence an any-row-count operator runs where it does not overlap (below the compiler's crossover, or
+outside the row counts it serves), one per operator that has an any-row-count form, built from the group's plain
+collectives (:mod:`ovl_runtime._torch_api.collectives`):
+
+- ``ag-gemm``: every rank's rows gathered, then one matmul (``A`` is this rank's ``[M / world, K]`` shard);
+- ``gemm-rs``: the rank's partial product, then the group's reduce-scatter by rows (``A`` is ``[M, K]``);
+- ``gemm-ar``: the rank's partial product, then the group's all-reduce (``A`` is ``[M, K]``).
+
+Imports torch: GPU only (or a stacked CPU group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .._torch_api.collectives import all_reduce, gather_rows, reduce_scatter_rows
+from ..groups import Group
+
+
+@dataclass(frozen=True)
+class PlainPath:
+    """How an operator's call is sized and run without overlap."""
+
+    #: The call's row count M from its ``A`` and the world.
+    rows: Callable[[torch.Tensor, int], int]
+    #: Runs ``out = op(A, B)`` on the group; returns the moved operand the call leaves (``A`` gathered), if any.
+    run: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Group], torch.Tensor | None]
+    #: The sequence, in words (for the log).
+    what: str
+
+
+def _ag_gemm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> torch.Tensor:
+    gathered = gather_rows(x, g)
+    torch.matmul(gathered, w, out=out)
+    return gathered
+
+
+def _gemm_rs(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> None:
+    out.copy_(reduce_scatter_rows(torch.matmul(x, w), g))
+
+
+def _gemm_ar(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> None:
+    out.copy_(all_reduce(torch.matmul(x, w), g))
+
+
+#: The plain path of each operator with an any-row-count form (``_kernels.library.ROWS_OPERATORS``).
+PLAIN: dict[str, PlainPath] = {
+    "ag-gemm": PlainPath(lambda x, world: x.shape[-2] * world, _ag_gemm, "gather, then matmul"),
+    "gemm-rs": PlainPath(lambda x, world: x.shape[-2], _gemm_rs, "matmul, then reduce-scatter"),
+    "gemm-ar": PlainPath(lambda x, world: x.shape[-2], _gemm_ar, "matmul, then all-reduce"),
+}

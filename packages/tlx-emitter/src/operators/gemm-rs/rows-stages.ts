@@ -1,0 +1,216 @@
+// The stages GEMM+ReduceScatter and the partitioned GEMM+AllReduce share when the row count is a run-time argument:
+// the producer body transformed with the tile order and notify slots of `rows.ts` over the inserted `ovl_rows`
+// parameter (the body's own `M` bound to the call's row count), and the SM pushes whose segment table is
+// instantiated per M, the plan's GEMM+RS half checked at every M served. What follows the deliveries (the reduction,
+// the output, the manifest) is the operator's.
+import type { Expr } from "@ovl/mapping";
+import { staticMap } from "@ovl/mapping";
+import { commGrid, kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
+import { checkGemmParams, checkSmCommParams, type GemmParams, SM_PUSH, smPushSource } from "../../backends/triton/kernels/index.js";
+import { alignmentUnit } from "../../backends/triton/kernels/sm-comm.js";
+import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
+import { bindGemm } from "../../core/bind.js";
+import { instantiateRows } from "../../core/manifest/rows.js";
+import type { Buffer, Kernel, Manifest, Table } from "../../core/manifest/schema.js";
+import { validated } from "../../core/manifest/validate.js";
+import { DEFAULT_GROUP_M, type Operator, type RowsRequest } from "../../core/operator.js";
+import { type ResolvedOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
+import type { EmittedFile } from "../../core/result.js";
+import { EmitError } from "../../core/writer/index.js";
+import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
+import { RANK_VAR } from "../../schedule/maps.js";
+import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
+import { checkGemmRsRows, type RsRowsMaps, type RsRowsShape, rsRowsMaps, rsRowsSegments, rsRowsShape, rsRowsSlots } from "./rows.js";
+import { GEMM_RS_BUFFERS } from "./template.js";
+import { LOCAL_PRODUCER_KIND } from "./triton.js";
+
+/** The segment table of the SM pushes (`sm-push`'s `push_segments`). */
+export const SEGMENTS = "push_segments";
+
+/** The shared stages over M rows (see the module comment); buffers, tables and rows expressions in manifest order. */
+export interface RsRowsStages {
+  readonly o: ResolvedOptions;
+  readonly world: number;
+  /** The M the manifest describes. */
+  readonly at: number;
+  readonly params: GemmParams;
+  readonly shape: RsRowsShape;
+  readonly maps: RsRowsMaps;
+  /** Signal slots of these stages (arrivals, then tile-done); later stages number theirs from here. */
+  readonly slots: number;
+  /** `gemm_a`, `gemm_b`, the partial product and `partials` (`[M, N]`: peer p's rows of this slab at rows p·m). */
+  readonly buffers: Buffer[];
+  /** Rows of the row-scaled buffers, over `ovl_rows`. */
+  readonly rowsBuffers: Record<string, Expr>;
+  /** The push segments (a placeholder shaped like them) and their per-rank expressions. */
+  readonly tables: Table[];
+  readonly rowsTables: Record<string, Expr[][]>;
+  /** The producer, then `sm_push`. */
+  readonly kernels: Kernel[];
+  readonly files: EmittedFile[];
+}
+
+/**
+ * The GEMM+RS stages of `op` (its plan checked by the caller) for every row count of `req`, moving partial rows with
+ * SM pushes (`options.backend` "sm" or unset). `partial`: the plan's partial tensor; `operator`: the producer's
+ * `template.params.operator`; `what`: the operator, in refusals.
+ * @throws {EmitError} `bad-param` for a body, backend or range rows mode cannot serve; `bad-schedule` when the
+ *   plan fails its check at some M (a bug, named with the M).
+ */
+export async function rsRowsStages(
+  op: Operator,
+  req: RowsRequest,
+  partial: string,
+  operator: "gemm-rs" | "gemm-ar",
+  what: string,
+): Promise<RsRowsStages> {
+  if (op.options?.backend !== undefined && op.options.backend !== "sm") {
+    throw new EmitError(
+      "bad-param",
+      `rows mode delivers ${what}'s partial rows with SM pushes; backend "${op.options.backend}" is another`,
+    );
+  }
+  const o = resolveOptions({ ...op.options, backend: "sm" });
+  const { M: at, N, K } = op.problem;
+  const world = op.plan.mesh.shape.reduce((a, b) => a * b, 1);
+  const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
+  if (kernel.role !== "producer" || kernel.rows !== undefined) {
+    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a GEMM producer body (# ovl: producer scatter=<param>)`);
+  }
+  if (kernel.shape.tileLoop === undefined) {
+    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a persistent body (# ovl: tile-loop): its grid cannot depend on M`);
+  }
+  const names = kernel.params.map((p) => p.name);
+  if (!names.includes("M")) {
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: rows mode binds the call's row count to the body's parameter M, which ${kernel.entry} lacks`,
+    );
+  }
+  const unit = alignmentUnit(o.dtype);
+  if (N % unit) {
+    throw new EmitError(
+      "bad-param",
+      `rows mode pushes whole rows 16-byte aligned at every M: N (${N}) must be a multiple of ${unit} ${o.dtype} elements`,
+    );
+  }
+  const params = checkGemmParams({
+    M: at,
+    N,
+    K,
+    BLOCK_M: op.tile.BM,
+    BLOCK_N: op.tile.BN,
+    BLOCK_K: op.tile.BK,
+    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
+  });
+  const shape = rsRowsShape(req, world, params.BLOCK_M, params.BLOCK_N, N);
+  const maps = rsRowsMaps(shape);
+  if (at < shape.min || at > shape.max || at % world) {
+    throw new EmitError(
+      "bad-param",
+      `the operator's M (${at}) must be one of the rows it serves (${shape.min}..${shape.max}, multiples of ${world})`,
+    );
+  }
+  const segments = rsRowsSegments(shape, maps);
+  checkGemmRsRows(shape, maps, segments, unit);
+
+  const order = staticMap(maps.order);
+  const notify = maps.notify.map((e) => staticMap(e));
+  const t = transformLocalKernel(kernel, {
+    role: "producer",
+    order,
+    slots: notify,
+    // Only this rank's sm-push kernel waits on the tile-done slots, and it releases what it moves itself.
+    notifyScope: "gpu",
+    notifyAt: "tile",
+    numPidN: shape.numPidN,
+    tables: [],
+    scalars: [ROWS_VARIABLE],
+  });
+  const own = bindGemm(
+    names,
+    { buffers: { a: GEMM_RS_BUFFERS.a, b: GEMM_RS_BUFFERS.b, c: partial }, params: { c: kernel.operand }, ...params },
+    { M: { kind: "arg", arg: { kind: "rows" } }, ...op.bind },
+  );
+  const producer = localKernelEntry(t, {
+    name: `${op.name}_producer`,
+    kind: LOCAL_PRODUCER_KIND,
+    stream: "compute",
+    // The producer leaves the push kernel's SMs to it; a program with no tile at this M ends at once.
+    grid: [{ kind: "num-sms", reserve: o.commSms }],
+    ...gemmLaunch(o, params),
+    own,
+    inserted: { [ROWS_VARIABLE]: { kind: "rows" }, ovl_sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER }, [RANK_VAR]: { kind: "rank" } },
+    params: {
+      ...params,
+      body: op.body.path,
+      entry: kernel.entry,
+      operator,
+      a: GEMM_RS_BUFFERS.a,
+      b: GEMM_RS_BUFFERS.b,
+      c: partial,
+    },
+    tileProgram: {
+      role: "producer",
+      order,
+      slots: notify,
+      numPidM: Math.ceil(at / params.BLOCK_M),
+      numPidN: shape.numPidN,
+    },
+  });
+  const count = (world - 1) * shape.split;
+  const comm = checkSmCommParams({ BLOCK: o.commBlock });
+  const push = kernelEntry(SM_PUSH, {
+    name: "sm_push",
+    stream: "comm",
+    grid: commGrid(o.commSms, count),
+    numWarps: o.commWarps,
+    numStages: 1,
+    args: {
+      src_ptr: { kind: "buffer", name: partial },
+      dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
+      sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+      sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
+      seg_ptr: { kind: "table", name: SEGMENTS },
+      num_segments: { kind: "int", value: count },
+      err_ptr: { kind: "error-buffer" },
+      rank: { kind: "rank" },
+      epoch_ptr: { kind: "epoch-word" },
+      timeout_ns: { kind: "timeout-ns" },
+    },
+    constexprs: { BLOCK: comm.BLOCK },
+    params: { BLOCK: comm.BLOCK, segments: count },
+  });
+  const buffers: Buffer[] = [
+    { name: GEMM_RS_BUFFERS.a, shape: [at, K], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: GEMM_RS_BUFFERS.b, shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
+    { name: partial, shape: [at, N], dtype: o.dtype, symmetric: false, init: "poison" },
+    // Peer p's partial rows of this rank's slab land at rows p·m (the rank's own stay unused: reduced in place).
+    { name: GEMM_RS_BUFFERS.partials, shape: [at, N], dtype: o.dtype, symmetric: true, init: "poison" },
+  ];
+  return {
+    o,
+    world,
+    at,
+    params,
+    shape,
+    maps,
+    slots: rsRowsSlots(shape),
+    buffers,
+    rowsBuffers: { [GEMM_RS_BUFFERS.a]: maps.M, [partial]: maps.M, [GEMM_RS_BUFFERS.partials]: maps.M },
+    // A placeholder shaped like the segments: instantiateRows fills it at every M.
+    tables: [{ name: SEGMENTS, dtype: "int64", values: segments.map((r) => r.flatMap((seg) => seg.map(() => 0))) }],
+    rowsTables: { [SEGMENTS]: segments.map((r) => r.flatMap((seg) => [...seg])) },
+    kernels: [producer, push],
+    files: [
+      { path: producer.source, text: t.source },
+      { path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) },
+    ],
+  };
+}
+
+/** `symbolic` (whose `rows` section is complete) as written: its concrete fields at `rows.at`, its kernels and `rows` kept. */
+export function rowsManifest(symbolic: Manifest): Manifest {
+  const concrete = instantiateRows(symbolic, symbolic.rows!.at);
+  return validated({ ...concrete, kernels: symbolic.kernels, rows: symbolic.rows });
+}
