@@ -36,7 +36,15 @@ export function templatePlan(p: Problem): ChunkPlan {
     case "ag-gemm":
     case "all-gather":
       if (p.template === "ring") return allGatherRing({ ...base, side: p.side });
-      if (p.template === "hierarchical") return allGatherHierarchical({ ...base, schedule: "pipelined" });
+      // Over NVSHMEM the rail's shards cross the network first and are relayed over NVLink: each
+      // relay forwards one chunk that arrived, which a put with one wait can (a node block of the
+      // intra-node-first order is several arrivals).
+      if (p.template === "hierarchical")
+        return allGatherHierarchical({
+          ...base,
+          schedule: "pipelined",
+          ...(p.backend === "nvshmem" ? { order: "inter-node-first" as const } : {}),
+        });
       if (p.template === "direct") return collectiveDirect({ tensor, axis: 0, mesh: [...p.mesh], collective: "all-gather" });
       return allGatherSwizzle({ ...base, side: p.side });
     case "gemm-rs":

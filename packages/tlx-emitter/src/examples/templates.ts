@@ -1,7 +1,8 @@
 // Small worked examples of the emitters (also what the tests and the AOT check emit):
 // AllGather+GEMM over a push-swizzled and a push-ring AllGather, and GEMM+ReduceScatter
-// over a direct ReduceScatter with the copy engine and with SM pushes; each also with NVSHMEM puts.
-import { allGatherRing, allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
+// over a direct ReduceScatter with the copy engine and with SM pushes; each also with NVSHMEM puts,
+// and (on an even world of 4 or more: 2 nodes) the hierarchical AllGather+GEMM with NVSHMEM puts.
+import { allGatherHierarchical, allGatherRing, allGatherSwizzle, lowerToTileSchedule, planSignals } from "@ovl/chunk-plan";
 import { rsPlan } from "./rs-plan.js";
 import { emitAgGemm } from "../operators/ag-gemm/template.js";
 import type { EmitResult } from "../core/result.js";
@@ -29,6 +30,13 @@ export function examples(shape: ExampleShape = DEFAULT): Record<string, EmitResu
   const swizzle = planSignals(allGatherSwizzle({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
   const ring = planSignals(allGatherRing({ tensor: a, axis: 0, mesh: [world], split, side: "push" }));
   const rs = rsPlan(world, M, N, split);
+  // Two nodes of world / 2 GPUs, the rail's shards across the network first, then relayed inside the node.
+  const twoNodes = world >= 4 && world % 2 === 0;
+  const hierarchical = twoNodes
+    ? planSignals(
+        allGatherHierarchical({ tensor: a, axis: 0, mesh: [2, world / 2], split, order: "inter-node-first", schedule: "pipelined" }),
+      )
+    : undefined;
   const rsSchedule = lowerToTileSchedule(rs, tiling("C_partial"), { role: "producer" });
   return {
     ag_gemm_swizzle: emitAgGemm(swizzle, lowerToTileSchedule(swizzle, tiling("A"), { role: "consumer" }), { name: "ag_gemm_swizzle" }),
@@ -45,5 +53,13 @@ export function examples(shape: ExampleShape = DEFAULT): Record<string, EmitResu
       backend: "nvshmem",
     }),
     gemm_rs_nvshmem: emitGemmRs(rs, rsSchedule, { name: "gemm_rs_nvshmem", backend: "nvshmem" }),
+    ...(hierarchical === undefined
+      ? {}
+      : {
+          ag_gemm_hierarchical_nvshmem: emitAgGemm(hierarchical, lowerToTileSchedule(hierarchical, tiling("A"), { role: "consumer" }), {
+            name: "ag_gemm_hierarchical_nvshmem",
+            backend: "nvshmem",
+          }),
+        }),
   };
 }
