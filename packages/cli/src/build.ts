@@ -11,6 +11,7 @@ import {
   lowerToTileSchedule,
   planSignals,
   reduceScatterDirect,
+  reduceScatterHierarchical,
   reduceScatterRing,
   type ChunkPlan,
   type ComputeTilingInput,
@@ -50,6 +51,7 @@ export function templatePlan(p: Problem): ChunkPlan {
     case "gemm-rs":
     case "reduce-scatter": {
       const o = { ...base, src: `${name}_partial`, afterCompute: p.operator === "gemm-rs" };
+      if (p.template === "hierarchical") return reduceScatterHierarchical({ ...o, schedule: "pipelined" });
       return p.template === "ring" ? reduceScatterRing(o) : reduceScatterDirect(o);
     }
     case "gemm-ar": {

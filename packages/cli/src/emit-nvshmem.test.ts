@@ -63,6 +63,28 @@ describe("ovl emit --backend nvshmem", () => {
     expect(ce.status, ce.err).toBe(0);
   });
 
+  it("emits the hierarchical GEMM+RS on 2 nodes x 2 GPUs: node sums inside the node, then over the rail", async () => {
+    const dir = temp();
+    const args = ["--m", "512", "--n", "256", "--k", "128", "--mesh", "2x2", "--tile", "64x128x64", "--template", "hierarchical"];
+    const r = await run(["emit", "gemm-rs", ...args, "--backend", "nvshmem", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.kernels.map((k) => `${k.name}:${k.template.kind}:${k.stream}`)).toEqual([
+      "gemm_rs_m512n256k128_w4_nvshmem_s2_producer:local-producer:compute",
+      "nvshmem_push:nvshmem-push:comm",
+      "node_sum:slab-sum:compute",
+      "nvshmem_push_net:nvshmem-push:comm",
+      "rs_reduce:slab-sum:compute",
+    ]);
+    for (const f of ["nvshmem_push.py", "nvshmem_push_net.py", "node_sum.py", "rs_reduce.py"])
+      expect(readFileSync(join(dir, f), "utf8")).toContain("@triton.jit");
+    // Over the network (net_segments) only node sums, each to the same GPU of the other node.
+    const net = m.tables.find((t) => t.name === "net_segments")!;
+    net.values.forEach((flat, rank) => {
+      for (let i = 0; i < flat.length; i += 7) if (flat[i + 6]! >= 0) expect(flat[i + 1]).toBe(rank ^ 2);
+    });
+  });
+
   it("is refused where it is not built, naming what works", async () => {
     const gemmAr = await run(["emit", "gemm-ar", ...small, "--backend", "nvshmem", "--out", temp()]);
     expect(gemmAr.status).toBe(2);
@@ -73,9 +95,28 @@ describe("ovl emit --backend nvshmem", () => {
     const sim = await run(["simulate", "ag-gemm", "--shape", "MLP-1", "--world", "8", "--backend", "nvshmem"]);
     expect(sim.status).toBe(2);
     expect(sim.err).toContain("the simulator has no model of NVSHMEM puts");
-    const rs = await run(["emit", "gemm-rs", ...small, "--template", "hierarchical", "--backend", "nvshmem", "--out", temp()]);
-    expect(rs.status).toBe(2);
-    expect(rs.err).toContain("hierarchical");
+    const rsSm = await run([
+      "emit",
+      "gemm-rs",
+      "--m",
+      "512",
+      "--n",
+      "256",
+      "--k",
+      "128",
+      "--mesh",
+      "2x2",
+      "--tile",
+      "64x128x64",
+      "--template",
+      "hierarchical",
+      "--backend",
+      "sm",
+      "--out",
+      temp(),
+    ]);
+    expect(rsSm.status).toBe(2);
+    expect(rsSm.err).toContain("which GEMM+RS builds on the nvshmem backend");
     const ce = await run(["emit", "ag-gemm", ...small, "--comm-sms", "4", "--out", temp()]);
     expect(ce.status).toBe(2);
     expect(ce.err).toContain("add --backend sm or nvshmem");

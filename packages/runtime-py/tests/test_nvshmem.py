@@ -46,6 +46,10 @@ CASES = {
     "ag_hier_2x4": ("ag-gemm", 8, 512, ["--mesh", "2x4", "--template", "hierarchical", "--comm-sms", "1"]),
     "rs_w2": ("gemm-rs", 2, 128, []),
     "rs_w4": ("gemm-rs", 4, 256, []),
+    # Hierarchical GEMM+RS: node peers' partials put inside the node, summed per rail (slab-sum), the node sums put
+    # over the rail and summed per slab: two nvshmem-push kernels, two slab-sums.
+    "rs_hier_2x2": ("gemm-rs", 4, 256, ["--mesh", "2x2", "--template", "hierarchical"]),
+    "rs_hier_2x4": ("gemm-rs", 8, 512, ["--mesh", "2x4", "--template", "hierarchical"]),
 }
 
 
@@ -77,7 +81,8 @@ def _copy(emitted: Path, name: str, to: Path, d: dict) -> Path:
 @pytest.mark.parametrize("name", list(CASES))
 def test_nvshmem_manifests_are_correct_over_three_epochs_in_the_numpy_engine(emitted, name):
     m = load_manifest(emitted / name / "manifest.json")
-    assert m.requires_nvshmem and [k.template_kind for k in m.kernels if k.requires] == ["nvshmem-push"]
+    pushes = 2 if name.startswith("rs_hier") else 1  # the hierarchical GEMM+RS: one push kernel per stage
+    assert m.requires_nvshmem and [k.template_kind for k in m.kernels if k.requires] == ["nvshmem-push"] * pushes
     assert all(not s.ops for h in m.host_ops for s in h.streams) and peer_view_need(m) is None
     out = emulate(m, epochs=3, seed=7, engine="numpy")
     out.raise_for_failure()
@@ -142,6 +147,29 @@ def test_a_hierarchical_relay_waits_bounded_on_the_chunk_it_forwards(emitted, mo
     assert not out.ok
     lost = [e for e in out.failures if isinstance(e, WaitTimeout) and (e.rank, e.slot) == (pe, slot)]
     assert lost and (lost[0].seen, lost[0].expected) == (0, 1) and f"slot {slot}" in str(lost[0])
+
+
+def test_a_lost_node_sum_is_a_wait_timeout_of_the_slab_sum_naming_rank_and_slot(emitted, monkeypatch):
+    """2 x 2 GEMM+RS: rank 0 puts its node's sum of rank 2's shard over the network (net_segments); that signal lost,
+    rank 2's final slab-sum waits on it, bounded, and names rank 2 and the slot; every other sum completes."""
+    d = _manifest(emitted, "rs_hier_2x2")
+    net = next(t for t in d["tables"] if t["name"] == "net_segments")["values"][0]
+    rows = [net[i : i + 7] for i in range(0, len(net), 7) if net[i + 6] >= 0]
+    assert {r[1] for r in rows} == {2} and all(r[4] >= 0 for r in rows)  # over the rail, each after its node sum
+    pe, slot = rows[0][1], rows[0][6]
+    final = next(t for t in d["tables"] if t["name"] == "net_arrival_slot")["values"][pe]
+    assert slot in final
+    add = nvshmem_np.signal_add
+
+    def lossy(ctx, board, s):
+        if (board.rank, s) != (pe, slot):
+            add(ctx, board, s)
+
+    monkeypatch.setattr(nvshmem_np, "signal_add", lossy)
+    out = emulate(parse_manifest(d), epochs=1, engine="numpy", timeout_s=1.0)
+    assert not out.ok
+    lost = [e for e in out.failures if isinstance(e, WaitTimeout) and (e.rank, e.slot) == (pe, slot)]
+    assert lost and (lost[0].seen, lost[0].expected) == (0, 1) and "slab-sum" in str(lost[0])
 
 
 @needs_interpreter
@@ -291,7 +319,7 @@ print(json.dumps({"put_signal": len(re.findall(r"nvshmemi_transfer_put_signal", 
 """
 
 
-@pytest.mark.parametrize("name", ["rs_w2", "ag_hier_2x2"])
+@pytest.mark.parametrize("name", ["rs_w2", "ag_hier_2x2", "rs_hier_2x2"])
 def test_the_nvshmem_kernel_compiles_for_sm90a_with_nvshmems_device_library(emitted, name):
     bc = Path(sysconfig.get_path("purelib")) / "nvidia" / "nvshmem" / "lib" / "libnvshmem_device.bc"
     if not bc.exists():

@@ -48,6 +48,7 @@ WAITING_KINDS = frozenset(
     {
         "ag-gemm-consumer",
         "rs-reduce",
+        "slab-sum",
         "sm-push",
         "sm-pull",
         "ring-reduce",

@@ -1,14 +1,7 @@
-import {
-  type ChunkPlan,
-  allGatherHierarchical,
-  lowerToTileSchedule,
-  planSignals,
-  reduceScatterHierarchical,
-  validatePlan,
-} from "@ovl/chunk-plan";
+import { type ChunkPlan, allGatherHierarchical, lowerToTileSchedule, planSignals, validatePlan } from "@ovl/chunk-plan";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { emitAgGemm, emitGemmRs } from "../../../index.js";
+import { emitAgGemm } from "../../../index.js";
 import { codeOf } from "../../../testing/errors.js";
 import { completes, nvshmemRows, rowsAsPlan, signalled, waited } from "../../../testing/nvshmem-rows.js";
 
@@ -118,25 +111,5 @@ describe("hierarchical AllGather+GEMM on the nvshmem backend", () => {
     flat[at] = -1;
     const v = validatePlan(rowsAsPlan(m, plan));
     expect(v.ok).toBe(false);
-  });
-
-  it("refuses the hierarchical GEMM+ReduceScatter on nvshmem by name: an NVSHMEM put cannot add the node sums", () => {
-    const M = 256;
-    const plan = planSignals(
-      reduceScatterHierarchical({
-        tensor: { name: "C", shape: [M, 64], dtype: "bf16" },
-        src: "C_partial",
-        axis: 0,
-        mesh: [2, 2],
-        split: 1,
-        afterCompute: true,
-      }),
-    );
-    const schedule = lowerToTileSchedule(
-      plan,
-      { tensor: "C_partial", problem: { M, N: 64, K: 64 }, tile: { BM: 64, BN: 64, BK: 32 }, persistent: { numSms: 8 }, groupSizeM: 2 },
-      { role: "producer" },
-    );
-    expect(() => emitGemmRs(plan, schedule, { backend: "nvshmem" })).toThrow(/reduceScatterDirect/);
   });
 });
