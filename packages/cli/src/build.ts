@@ -11,6 +11,7 @@ import {
   lowerToTileSchedule,
   planSignals,
   reduceScatterDirect,
+  reduceScatterHierarchical,
   reduceScatterRing,
   type ChunkPlan,
   type ComputeTilingInput,
@@ -36,12 +37,21 @@ export function templatePlan(p: Problem): ChunkPlan {
     case "ag-gemm":
     case "all-gather":
       if (p.template === "ring") return allGatherRing({ ...base, side: p.side });
-      if (p.template === "hierarchical") return allGatherHierarchical({ ...base, schedule: "pipelined" });
+      // Over NVSHMEM the rail's shards cross the network first and are relayed over NVLink: each
+      // relay forwards one chunk that arrived, which a put with one wait can (a node block of the
+      // intra-node-first order is several arrivals).
+      if (p.template === "hierarchical")
+        return allGatherHierarchical({
+          ...base,
+          schedule: "pipelined",
+          ...(p.backend === "nvshmem" ? { order: "inter-node-first" as const } : {}),
+        });
       if (p.template === "direct") return collectiveDirect({ tensor, axis: 0, mesh: [...p.mesh], collective: "all-gather" });
       return allGatherSwizzle({ ...base, side: p.side });
     case "gemm-rs":
     case "reduce-scatter": {
       const o = { ...base, src: `${name}_partial`, afterCompute: p.operator === "gemm-rs" };
+      if (p.template === "hierarchical") return reduceScatterHierarchical({ ...o, schedule: "pipelined" });
       return p.template === "ring" ? reduceScatterRing(o) : reduceScatterDirect(o);
     }
     case "gemm-ar": {

@@ -35,6 +35,56 @@ describe("ovl emit --backend nvshmem", () => {
     }
   });
 
+  it("emits the hierarchical AllGather+GEMM on 2 nodes x 2 GPUs: rail puts across nodes, relays inside them", async () => {
+    const dir = temp();
+    const args = ["--m", "512", "--n", "256", "--k", "128", "--mesh", "2x2", "--tile", "64x128x64", "--template", "hierarchical"];
+    const r = await run(["emit", "ag-gemm", ...args, "--backend", "nvshmem", "--comm-sms", "2", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.world).toBe(4);
+    expect(m.hostOps).toEqual([]);
+    const table = m.tables.find((t) => t.name === "push_segments")!;
+    const shard = (512 / 4) * 128;
+    table.values.forEach((flat, rank) => {
+      const rows = Array.from({ length: flat.length / 7 }, (_, i) => flat.slice(7 * i, 7 * i + 7)).filter((x) => x[6]! >= 0);
+      // Across nodes only this rank's own shard, to the same GPU of the other node (split 2: two puts).
+      const network = rows.filter((x) => Math.floor(x[1]! / 2) !== Math.floor(rank / 2));
+      expect(network.map((x) => [x[1], Math.floor(x[0]! / shard), x[4]])).toEqual([
+        [rank ^ 2, rank, -1],
+        [rank ^ 2, rank, -1],
+      ]);
+      // Inside the node: its own shard (no wait) and the relay of what arrived from the other node (a wait).
+      const relays = rows.filter((x) => x[1] === (rank ^ 1));
+      expect(relays.filter((x) => x[4] === -1).length).toBe(2);
+      expect(relays.filter((x) => x[4]! >= 0).map((x) => Math.floor(x[0]! / shard))).toEqual([rank ^ 2, rank ^ 2]);
+    });
+    // The copy engine emits the same template (its intra-node-first order, pulls by host copies).
+    const ce = await run(["emit", "ag-gemm", ...args, "--out", temp()]);
+    expect(ce.status, ce.err).toBe(0);
+  });
+
+  it("emits the hierarchical GEMM+RS on 2 nodes x 2 GPUs: node sums inside the node, then over the rail", async () => {
+    const dir = temp();
+    const args = ["--m", "512", "--n", "256", "--k", "128", "--mesh", "2x2", "--tile", "64x128x64", "--template", "hierarchical"];
+    const r = await run(["emit", "gemm-rs", ...args, "--backend", "nvshmem", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.kernels.map((k) => `${k.name}:${k.template.kind}:${k.stream}`)).toEqual([
+      "gemm_rs_m512n256k128_w4_nvshmem_s2_producer:local-producer:compute",
+      "nvshmem_push:nvshmem-push:comm",
+      "node_sum:slab-sum:compute",
+      "nvshmem_push_net:nvshmem-push:comm",
+      "rs_reduce:slab-sum:compute",
+    ]);
+    for (const f of ["nvshmem_push.py", "nvshmem_push_net.py", "node_sum.py", "rs_reduce.py"])
+      expect(readFileSync(join(dir, f), "utf8")).toContain("@triton.jit");
+    // Over the network (net_segments) only node sums, each to the same GPU of the other node.
+    const net = m.tables.find((t) => t.name === "net_segments")!;
+    net.values.forEach((flat, rank) => {
+      for (let i = 0; i < flat.length; i += 7) if (flat[i + 6]! >= 0) expect(flat[i + 1]).toBe(rank ^ 2);
+    });
+  });
+
   it("is refused where it is not built, naming what works", async () => {
     const gemmAr = await run(["emit", "gemm-ar", ...small, "--backend", "nvshmem", "--out", temp()]);
     expect(gemmAr.status).toBe(2);
@@ -45,6 +95,28 @@ describe("ovl emit --backend nvshmem", () => {
     const sim = await run(["simulate", "ag-gemm", "--shape", "MLP-1", "--world", "8", "--backend", "nvshmem"]);
     expect(sim.status).toBe(2);
     expect(sim.err).toContain("the simulator has no model of NVSHMEM puts");
+    const rsSm = await run([
+      "emit",
+      "gemm-rs",
+      "--m",
+      "512",
+      "--n",
+      "256",
+      "--k",
+      "128",
+      "--mesh",
+      "2x2",
+      "--tile",
+      "64x128x64",
+      "--template",
+      "hierarchical",
+      "--backend",
+      "sm",
+      "--out",
+      temp(),
+    ]);
+    expect(rsSm.status).toBe(2);
+    expect(rsSm.err).toContain("which GEMM+RS builds on the nvshmem backend");
     const ce = await run(["emit", "ag-gemm", ...small, "--comm-sms", "4", "--out", temp()]);
     expect(ce.status).toBe(2);
     expect(ce.err).toContain("add --backend sm or nvshmem");

@@ -30,7 +30,8 @@ export type Backend = (typeof BACKENDS)[number];
 export const OPERATOR_TEMPLATES: Readonly<Record<Operator, readonly TemplateName[]>> = {
   "ag-gemm": ["swizzle", "ring", "hierarchical", "direct"],
   "all-gather": ["swizzle", "ring", "hierarchical", "direct"],
-  "gemm-rs": ["direct", "ring"],
+  // hierarchical: emitted over --backend nvshmem (its node sums need the slab-sum kernel between the stages).
+  "gemm-rs": ["direct", "ring", "hierarchical"],
   // gemm-ar: direct = the partitioned AllReduce (direct ReduceScatter, swizzled AllGather); tilewise = DistFuse's.
   "gemm-ar": ["direct", "tilewise"],
   "reduce-scatter": ["direct", "ring"],

@@ -40,8 +40,16 @@ CASES = {
     # program waiting on a peer's put must not wait behind another program of that peer: one program here
     # (on a GPU every program of the push kernel runs at once, on the SMs the GEMM leaves it).
     "ag_ring_w4": ("ag-gemm", 4, 256, ["--template", "ring", "--comm-sms", "1"]),
+    # Hierarchical (2 nodes x 2 GPUs, 2 x 4): over NVSHMEM the rail's shards cross the network first, then each
+    # rank relays what arrived to its node peers, a put waiting on the arrival's slot (one program, as the ring).
+    "ag_hier_2x2": ("ag-gemm", 4, 256, ["--mesh", "2x2", "--template", "hierarchical", "--comm-sms", "1"]),
+    "ag_hier_2x4": ("ag-gemm", 8, 512, ["--mesh", "2x4", "--template", "hierarchical", "--comm-sms", "1"]),
     "rs_w2": ("gemm-rs", 2, 128, []),
     "rs_w4": ("gemm-rs", 4, 256, []),
+    # Hierarchical GEMM+RS: node peers' partials put inside the node, summed per rail (slab-sum), the node sums put
+    # over the rail and summed per slab: two nvshmem-push kernels, two slab-sums.
+    "rs_hier_2x2": ("gemm-rs", 4, 256, ["--mesh", "2x2", "--template", "hierarchical"]),
+    "rs_hier_2x4": ("gemm-rs", 8, 512, ["--mesh", "2x4", "--template", "hierarchical"]),
 }
 
 
@@ -73,7 +81,8 @@ def _copy(emitted: Path, name: str, to: Path, d: dict) -> Path:
 @pytest.mark.parametrize("name", list(CASES))
 def test_nvshmem_manifests_are_correct_over_three_epochs_in_the_numpy_engine(emitted, name):
     m = load_manifest(emitted / name / "manifest.json")
-    assert m.requires_nvshmem and [k.template_kind for k in m.kernels if k.requires] == ["nvshmem-push"]
+    pushes = 2 if name.startswith("rs_hier") else 1  # the hierarchical GEMM+RS: one push kernel per stage
+    assert m.requires_nvshmem and [k.template_kind for k in m.kernels if k.requires] == ["nvshmem-push"] * pushes
     assert all(not s.ops for h in m.host_ops for s in h.streams) and peer_view_need(m) is None
     out = emulate(m, epochs=3, seed=7, engine="numpy")
     out.raise_for_failure()
@@ -111,6 +120,56 @@ def test_a_lost_signal_is_a_wait_timeout_naming_rank_and_slot_in_the_numpy_engin
     exc = out.failures[0]
     assert isinstance(exc, WaitTimeout) and (exc.rank, exc.slot, exc.seen, exc.expected) == (pe, slot, 0, 1)
     assert f"rank {pe}" in str(exc) and f"slot {slot}" in str(exc)
+
+
+def _rows(d: dict, rank: int) -> list[list[int]]:
+    flat = next(t for t in d["tables"] if t["name"] == "push_segments")["values"][rank]
+    return [flat[i : i + 7] for i in range(0, len(flat), 7)]
+
+
+def test_a_hierarchical_relay_waits_bounded_on_the_chunk_it_forwards(emitted, monkeypatch):
+    """2 x 2: rank 0's network put lands on rank 2, which relays it to rank 3 after waiting on its slot. The put's
+    signal lost, rank 2's relay (and its consumer) time out naming rank 2 and that slot: nothing is forwarded unseen."""
+    d = _manifest(emitted, "ag_hier_2x2")
+    network = [r for r in _rows(d, 0) if r[6] >= 0 and r[1] // 2 != 0]
+    assert [r[1] for r in network] == [2, 2] and all(r[4] == -1 for r in network)
+    pe, slot = network[0][1], network[0][6]
+    relays = [r for r in _rows(d, pe) if r[4] == slot]
+    assert [r[1] for r in relays] == [3] and relays[0][0] == network[0][2]  # forwards the chunk that landed
+    add = nvshmem_np.signal_add
+
+    def lossy(ctx, board, s):
+        if (board.rank, s) != (pe, slot):
+            add(ctx, board, s)
+
+    monkeypatch.setattr(nvshmem_np, "signal_add", lossy)
+    out = emulate(parse_manifest(d), epochs=1, engine="numpy", timeout_s=1.0)
+    assert not out.ok
+    lost = [e for e in out.failures if isinstance(e, WaitTimeout) and (e.rank, e.slot) == (pe, slot)]
+    assert lost and (lost[0].seen, lost[0].expected) == (0, 1) and f"slot {slot}" in str(lost[0])
+
+
+def test_a_lost_node_sum_is_a_wait_timeout_of_the_slab_sum_naming_rank_and_slot(emitted, monkeypatch):
+    """2 x 2 GEMM+RS: rank 0 puts its node's sum of rank 2's shard over the network (net_segments); that signal lost,
+    rank 2's final slab-sum waits on it, bounded, and names rank 2 and the slot; every other sum completes."""
+    d = _manifest(emitted, "rs_hier_2x2")
+    net = next(t for t in d["tables"] if t["name"] == "net_segments")["values"][0]
+    rows = [net[i : i + 7] for i in range(0, len(net), 7) if net[i + 6] >= 0]
+    assert {r[1] for r in rows} == {2} and all(r[4] >= 0 for r in rows)  # over the rail, each after its node sum
+    pe, slot = rows[0][1], rows[0][6]
+    final = next(t for t in d["tables"] if t["name"] == "net_arrival_slot")["values"][pe]
+    assert slot in final
+    add = nvshmem_np.signal_add
+
+    def lossy(ctx, board, s):
+        if (board.rank, s) != (pe, slot):
+            add(ctx, board, s)
+
+    monkeypatch.setattr(nvshmem_np, "signal_add", lossy)
+    out = emulate(parse_manifest(d), epochs=1, engine="numpy", timeout_s=1.0)
+    assert not out.ok
+    lost = [e for e in out.failures if isinstance(e, WaitTimeout) and (e.rank, e.slot) == (pe, slot)]
+    assert lost and (lost[0].seen, lost[0].expected) == (0, 1) and "slab-sum" in str(lost[0])
 
 
 @needs_interpreter
@@ -262,13 +321,14 @@ print(json.dumps({"put_signal": len(re.findall(r"nvshmemi_transfer_put_signal", 
 """
 
 
-def test_the_nvshmem_kernel_compiles_for_sm90a_with_nvshmems_device_library(emitted):
+@pytest.mark.parametrize("name", ["rs_w2", "ag_hier_2x2", "rs_hier_2x2"])
+def test_the_nvshmem_kernel_compiles_for_sm90a_with_nvshmems_device_library(emitted, name):
     bc = Path(sysconfig.get_path("purelib")) / "nvidia" / "nvshmem" / "lib" / "libnvshmem_device.bc"
     if not bc.exists():
         pytest.skip(f"no NVSHMEM device bitcode at {bc} (the nvidia-nvshmem-cu13 wheel PyTorch installs)")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-    r = subprocess.run([sys.executable, "-c", _AOT, str(emitted / "rs_w2"), str(bc)], capture_output=True, text=True, timeout=600, env=env)
+    r = subprocess.run([sys.executable, "-c", _AOT, str(emitted / name), str(bc)], capture_output=True, text=True, timeout=600, env=env)
     if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
         pytest.skip("no ptxas with this Triton")
     assert r.returncode == 0, r.stderr[-3000:]

@@ -41,6 +41,8 @@ EXPECT = {
     "rs-reduce-rows": [WAIT, VLOAD, VSTORE],
     "ar-reduce-broadcast-rows": [WAIT, NOTIFY, VLOAD, VSTORE],
     "slot-wait": [WAIT],
+    # The hierarchical GEMM+RS's sums: staged rows after their wait, the node sums notified for stage 2.
+    "slab-sum": [WAIT, NOTIFY, VLOAD, VSTORE],
     # NVSHMEM's put with signal, linked from its device bitcode, after ovl's bounded wait.
     "nvshmem-push": [WAIT, r"nvshmemi_transfer_put_signal"],
     # Transformed local bodies: tensor-core MMAs, whatever loads the body itself uses.

@@ -1,22 +1,26 @@
-// The `nvshmem` backend of a gathering chunk plan's transfers: every push becomes one row of
-// the `nvshmem-push` kernel's segment table on the pushing rank, a put-with-signal of one
-// contiguous run that adds 1 to the destination's slot of the chunk. The rows of a rank run in
-// parallel (the kernel's programs stride over them), so only what a row itself waits on orders
-// it: a push that forwards a chunk (a push ring) waits on the issuing rank's own slot for it.
+// The `nvshmem` backend of a gathering chunk plan's transfers: every push, and every pull turned
+// into the holder's push (`nvshmem-issuer.ts` says why), becomes one row of the `nvshmem-push`
+// kernel's segment table on the rank that issues it, a put-with-signal of one contiguous run
+// that adds 1 to the destination's slot of the chunk. The rows of a rank run in parallel (the
+// kernel's programs stride over them), so only what a row itself waits on orders it: a put that
+// forwards a chunk (a push ring, a hierarchical plan's relay) waits on the issuing rank's own
+// slot for it, and reads nothing else that arrives there.
 import type { ChunkPlan, Op, SignalRef, SignalSlot } from "@ovl/chunk-plan";
 import { NVSHMEM_PUSH_FIELDS, nvshmemSlot } from "../backends/triton/kernels/index.js";
 import { EmitError } from "../core/writer/index.js";
 import { collectiveAlternative, type PlanSignals } from "./host-ops.js";
+import { checkSourceReady, issuedAs } from "./nvshmem-issuer.js";
 import { elementRuns, pairRuns } from "./segments.js";
 
 /** The nearest plans the `nvshmem` backend realises, for refusals. */
-const NEAREST = "allGatherSwizzle({ side: 'push' }) or allGatherRing({ side: 'push' })";
+const NEAREST =
+  "allGatherSwizzle({ side: 'push' }), allGatherRing({ side: 'push' }) or allGatherHierarchical({ order: 'inter-node-first' })";
 
 /** Every rank's `nvshmem-push` rows (`NVSHMEM_PUSH_FIELDS` each) and the one source and destination buffer they move between. */
 export interface NvshmemRows {
   readonly src: string;
   readonly dst: string;
-  /** `rows[rank]`: that rank's rows, streams in order, ops in order. */
+  /** `rows[rank]`: the rows that rank issues (its pushes and copies, its peers' pulls from it), in depth order. */
   readonly rows: number[][][];
 }
 
@@ -27,8 +31,16 @@ function slotOf(signals: PlanSignals, ref: SignalRef): SignalSlot {
   return slot;
 }
 
-/** The row of one op (`where` names it in errors), its slots spread to NVSHMEM signal words (`nvshmemSlot`). */
-function rowOfOp(plan: ChunkPlan, signals: PlanSignals, op: Op, rank: number, stream: number, index: number, where: string): number[] {
+/** The row of one op (`where` names it in errors) and the rank that issues it, its slots spread to NVSHMEM signal words (`nvshmemSlot`). */
+function rowOfOp(
+  plan: ChunkPlan,
+  signals: PlanSignals,
+  op: Op,
+  rank: number,
+  stream: number,
+  index: number,
+  where: string,
+): { issuer: number; row: number[] } {
   if (op.kind === "collective")
     throw new EmitError(
       "unsupported-op",
@@ -39,18 +51,15 @@ function rowOfOp(plan: ChunkPlan, signals: PlanSignals, op: Op, rank: number, st
       "unsupported-op",
       `${where} reduces (${op.reduce}) into its destination, and an NVSHMEM put cannot add: use ${NEAREST}`,
     );
-  if (op.kind === "p2p" && op.side === "pull")
-    throw new EmitError(
-      "unsupported-op",
-      `${where} pulls from rank ${op.peer}, and the nvshmem backend realises pushes (put with signal): use ${NEAREST}`,
-    );
+  // A pull by `rank` from its peer is the peer's put to `rank`: it waits on the peer's slots.
+  const { issuer, dstRank } = issuedAs(op, rank);
   const waits = op.deps.map((dep) => {
     if (dep.kind === "compute")
       throw new EmitError(
         "unsupported-dependency",
         `${where} waits on compute, and AllGather+GEMM's puts depend only on other transfers: gather an operand that exists before the GEMM (${NEAREST})`,
       );
-    if (dep.rank === rank && dep.stream === stream)
+    if (op.kind === "p2p" && op.side === "push" && dep.rank === rank && dep.stream === stream)
       throw new EmitError(
         "unsupported-dependency",
         `${where} depends on op ${dep.index} of its own stream, and the nvshmem kernel's rows run in parallel (only a slot orders them): use ${NEAREST}`,
@@ -61,18 +70,19 @@ function rowOfOp(plan: ChunkPlan, signals: PlanSignals, op: Op, rank: number, st
         "unsupported-dependency",
         `${where} depends on rank ${dep.rank} stream ${dep.stream} op ${dep.index}, whose completion signals no slot: call planSignals(plan) before compiling`,
       );
-    if (ref.rank !== rank)
+    if (ref.rank !== issuer)
       throw new EmitError(
         "unsupported-dependency",
-        `${where} waits on a slot of rank ${ref.rank}, and an nvshmem row waits on its own rank's slots: use ${NEAREST}`,
+        `${where} waits on a slot of rank ${ref.rank}, and its put is issued on rank ${issuer}, which waits on its own slots: use ${NEAREST}`,
       );
-    return { slot: nvshmemSlot(ref.slot), arrivals: slotOf(signals, ref).arrivals };
+    return { planSlot: ref.slot, slot: nvshmemSlot(ref.slot), arrivals: slotOf(signals, ref).arrivals };
   });
   if (waits.length > 1)
     throw new EmitError(
       "unsupported-dependency",
       `${where} waits on ${waits.length} slots, and an nvshmem row waits on one: use ${NEAREST}`,
     );
+  checkSourceReady(plan, signals, issuer, op.src, waits[0]?.planSlot, where, `use ${NEAREST}`);
   const decl = (name: string) => {
     const d = plan.tensors.find((t) => t.name === name);
     if (d === undefined) throw new EmitError("bad-plan", `${where} names tensor ${name}, which the plan does not declare`);
@@ -85,7 +95,6 @@ function rowOfOp(plan: ChunkPlan, signals: PlanSignals, op: Op, rank: number, st
       `${where} moves ${pairs.length} contiguous runs, and an NVSHMEM put with its one signal moves one: chunk the tensor by rows (${NEAREST})`,
     );
   const ref = signals.notify[rank]?.[stream]?.[index] ?? null;
-  const dstRank = op.kind === "local-copy" ? rank : op.peer;
   if (ref === null)
     throw new EmitError(
       "bad-plan",
@@ -98,32 +107,36 @@ function rowOfOp(plan: ChunkPlan, signals: PlanSignals, op: Op, rank: number, st
     );
   const p = pairs[0]!;
   const wait = waits[0] ?? { slot: -1, arrivals: 0 };
-  return [p.src.offset, dstRank, p.dst.offset, p.src.length, wait.slot, wait.arrivals, nvshmemSlot(ref.slot)];
+  return { issuer, row: [p.src.offset, dstRank, p.dst.offset, p.src.length, wait.slot, wait.arrivals, nvshmemSlot(ref.slot)] };
 }
 
 /**
- * The `nvshmem-push` rows of every rank of `plan` (pushes and local copies of one source and one
- * destination tensor, each one contiguous run, each signalling the slot of the rank it lands on,
- * each waiting on at most one slot of its own rank), slots spread to NVSHMEM signal words.
- * @throws {EmitError} `unsupported-op` (collectives, reductions, pulls, strided runs) or
- *   `unsupported-dependency` (compute, own-stream, peer-slot or several waits), `bad-plan` for
- *   a plan without signals; each message names the nearest plan that works.
+ * The `nvshmem-push` rows of every rank of `plan` (pushes, pulls as the holder's pushes, and local
+ * copies of one source and one destination tensor, each one contiguous run, each signalling the
+ * slot of the rank it lands on, each waiting on at most one slot of the rank issuing it and
+ * reading nothing else that arrives there), slots spread to NVSHMEM signal words.
+ * @throws {EmitError} `unsupported-op` (collectives, reductions, strided runs) or
+ *   `unsupported-dependency` (compute, own-stream, peer-slot or several waits, a source other
+ *   arrivals still write), `bad-plan` for a plan without signals; each message names the
+ *   nearest plan that works.
  */
 export function nvshmemPlanRows(plan: ChunkPlan, signals: PlanSignals, world: number): NvshmemRows {
   const tensors = { src: new Set<string>(), dst: new Set<string>() };
-  const rows = Array.from({ length: world }, (_, r) => plan.ranks.find((x) => x.rank === r) ?? { rank: r, streams: [] }).map((rp) =>
-    rp.streams.flatMap((ops, s) =>
-      ops.map((op, i) => {
+  const rows: number[][][] = Array.from({ length: world }, () => []);
+  for (const rp of [...plan.ranks].sort((x, y) => x.rank - y.rank))
+    rp.streams.forEach((ops, s) =>
+      ops.forEach((op, i) => {
         const where = `rank ${rp.rank} stream ${s} op ${i}${op.label === undefined ? "" : ` (${op.label})`}`;
-        const row = rowOfOp(plan, signals, op, rp.rank, s, i, where);
+        const { issuer, row } = rowOfOp(plan, signals, op, rp.rank, s, i, where);
         if (op.kind !== "collective") {
           tensors.src.add(op.src.tensor);
           tensors.dst.add(op.dst.tensor);
         }
-        return row;
+        const issued = rows[issuer];
+        if (issued === undefined) throw new EmitError("bad-plan", `${where} is issued by rank ${issuer}, outside the world of ${world}`);
+        issued.push(row);
       }),
-    ),
-  );
+    );
   const [src, ...moreSrc] = [...tensors.src];
   const [dst, ...moreDst] = [...tensors.dst];
   if (src === undefined || dst === undefined) throw new EmitError("bad-plan", `plan "${plan.name}" moves nothing`);

@@ -34,6 +34,7 @@ from .comm import COMM_TEMPLATES
 from .kernels import GEMM_TEMPLATES, Aborted, KernelContext, wait_slot
 from .local import LOCAL_TEMPLATES
 from .nvshmem import NVSHMEM_TEMPLATES
+from .slab_sum import SLAB_SUM_TEMPLATES
 from .stall import Stalled, StallMonitor, host_thread, kernel_thread, slot_writers
 from .tlx import TLX_TEMPLATES
 
@@ -41,6 +42,7 @@ TEMPLATES = {
     **GEMM_TEMPLATES,
     **COMM_TEMPLATES,
     **NVSHMEM_TEMPLATES,
+    **SLAB_SUM_TEMPLATES,
     **AR_TEMPLATES,
     **TLX_TEMPLATES,
     **LOCAL_TEMPLATES,

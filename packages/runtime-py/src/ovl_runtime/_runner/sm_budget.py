@@ -49,6 +49,7 @@ WAITING_KINDS = frozenset(
         "ag-gemm-consumer",
         "rs-reduce",
         "rs-reduce-rows",
+        "slab-sum",
         "sm-push",
         "sm-pull",
         "ring-reduce",

@@ -16,11 +16,19 @@ export const NVSHMEM_SEGMENTS = "push_segments";
 /**
  * The `nvshmem_push` kernel on the comm stream: `count` rows of table {@link NVSHMEM_SEGMENTS}, put
  * from buffer `src` into buffer `dst` (both symmetric) on `o.commSms` programs at most, marked as
- * requiring NVSHMEM (the runner allocates through NVSHMEM and links its device library).
+ * requiring NVSHMEM (the runner allocates through NVSHMEM and links its device library). A manifest
+ * with two such kernels (other buffers) names the second and its table (`as`); its source file is
+ * `<name>.py`.
  */
-export function nvshmemPushKernel(o: ResolvedOptions, src: string, dst: string, count: number): Kernel {
+export function nvshmemPushKernel(
+  o: ResolvedOptions,
+  src: string,
+  dst: string,
+  count: number,
+  as: { readonly name: string; readonly table: string } = { name: "nvshmem_push", table: NVSHMEM_SEGMENTS },
+): Kernel {
   return kernelEntry(NVSHMEM_PUSH, {
-    name: "nvshmem_push",
+    name: as.name,
     stream: "comm",
     grid: commGrid(o.commSms, count),
     numWarps: o.commWarps,
@@ -29,7 +37,7 @@ export function nvshmemPushKernel(o: ResolvedOptions, src: string, dst: string, 
       src_ptr: { kind: "buffer", name: src },
       dst_ptr: { kind: "buffer", name: dst },
       sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-      seg_ptr: { kind: "table", name: NVSHMEM_SEGMENTS },
+      seg_ptr: { kind: "table", name: as.table },
       num_segments: { kind: "int", value: count },
       err_ptr: { kind: "error-buffer" },
       rank: { kind: "rank" },

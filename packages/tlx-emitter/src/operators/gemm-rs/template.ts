@@ -12,7 +12,6 @@ import {
   GEMM_PRODUCER,
   type GemmParams,
   gemmProducerSource,
-  type LaunchOptions,
   nvshmemPushSource,
   nvshmemSlot,
   nvshmemSlotCount,
@@ -53,49 +52,17 @@ import { producerOrder } from "../../schedule/producer-order.js";
 import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "../../schedule/rs-movements.js";
 import { validated } from "../../core/manifest/validate.js";
 import { refuseFp8Template } from "../../core/dtype.js";
+import { sumsInsideNodes } from "../../schedule/rs-hierarchical.js";
+import { GEMM_RS_BUFFERS } from "./buffers.js";
+import { emitGemmRsHierarchical } from "./hierarchical.js";
+import type { ProducerFactory } from "./producer.js";
 
-/** What a GEMM+RS producer kernel is built from: per rank its m-block order and per m-block notify slot. */
-export interface ProducerContext {
-  /** `order[rank]`: m-blocks in computing order (sending order, own slab last). */
-  readonly order: readonly (readonly number[])[];
-  /** `notify[rank][m]`: the tile-done slot every tile of m-block m notifies (-1 = none). */
-  readonly notify: readonly (readonly number[])[];
-  readonly params: GemmParams;
-  readonly launch: LaunchOptions;
-  /** SMs the producer's persistent grid leaves to a communication kernel. */
-  readonly reserve: { readonly reserve?: number };
-  readonly numTiles: number;
-  readonly numPidN: number;
-  /** Buffer names: the partial product, A and B. */
-  readonly partial: string;
-  readonly a: string;
-  readonly b: string;
-  readonly options: ResolvedOptions;
-  /**
-   * Scope of the producer's notifies (default `sys`): `gpu` only when the tile-done slots are
-   * written by this producer alone and waited on only by kernels of the same device.
-   */
-  readonly notifyScope?: "gpu" | "sys";
-  /** `notifyTile[rank][t]`: the slot tile `t = m · numPidN + n` notifies, where tiles of one m-block differ (tile-wise AllReduce); default `notify` per m-block. */
-  readonly notifyTile?: readonly (readonly number[])[];
-  /** The operator the producer serves (`template.params.operator`; default `gemm-rs`). */
-  readonly operator?: "gemm-rs" | "gemm-ar";
-}
-
-/** A producer kernel in place of the `gemm-producer` template (a transformed local body). */
-export type ProducerFactory = (ctx: ProducerContext) => {
-  kernel: Kernel;
-  file: EmittedFile;
-  tables: Table[];
-  /** A precompiled producer's PTX expectations (the AOT check). */
-  expect?: readonly string[];
-};
+export type { ProducerContext, ProducerFactory } from "./producer.js";
 
 /** The manifest-name suffix of each transfer backend. */
 const BACKEND_TAG = { "copy-engine": "ce", sm: "sm", nvshmem: "nvshmem" } as const;
 
-/** Buffers of the GEMM+RS manifest besides the plan's partial tensor and the signals. */
-export const GEMM_RS_BUFFERS = { a: "gemm_a", b: "gemm_b", partials: "partials", out: "rs_out" } as const;
+export { GEMM_RS_BUFFERS } from "./buffers.js";
 
 /**
  * The stages GEMM+ReduceScatter and the partitioned GEMM+AllReduce share: the producer (the
@@ -150,10 +117,14 @@ export interface RsStageOptions {
  * The plan's local copy of a rank's own partial moves nothing: `rs-reduce` (compute stream,
  * after the producer) reads it in place, waits per peer q and m-block mb on table
  * `rs_arrival_slot`'s slot and sums into `rs_out` (`partials[r]` of rank r stays unused).
+ * A plan that sums partials into the partial tensor (`reduceScatterHierarchical`) is emitted by
+ * `emitGemmRsHierarchical` (the `nvshmem` backend).
  * @throws {EmitError} when M is not W slabs of whole m-blocks, the schedule is not row
  *   blocked, the plan is not a direct ReduceScatter after compute, or options are bad.
  */
 export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: EmitOptions = {}, producer?: ProducerFactory): EmitResult {
+  // A hierarchical ReduceScatter sums partials inside the node first: two reductions, not one.
+  if (sumsInsideNodes(plan)) return emitGemmRsHierarchical(plan, schedule, options, producer);
   const s = gemmRsStages(plan, schedule, options, producer);
   const { o, world, params } = s;
   const buffers: Buffer[] = [

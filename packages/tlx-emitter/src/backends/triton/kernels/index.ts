@@ -51,6 +51,7 @@ export {
   type TileCommParams,
 } from "./tile-comm.js";
 export { SLOT_WAIT, SLOT_WAIT_FIELDS, slotWaitSource } from "./slot-wait.js";
+export { checkSlabSumParams, SLAB_SUM, type SlabSumParams, slabSumGrid, slabSumSource } from "./slab-sum.js";
 export {
   checkNvshmemRows,
   NVSHMEM_FUNCTIONS,

@@ -3,11 +3,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compile } from "../../../compile/compile.js";
 import { tlxBackend } from "../../../compile/backends.js";
-import type { Manifest } from "../../../core/manifest/schema.js";
 import { builtinBody, emitAgGemm, emitGemmArPartitioned, emitGemmRs } from "../../../index.js";
 import { rsPlan } from "../../../examples/rs-plan.js";
 import { codeOf } from "../../../testing/errors.js";
-import { checkNvshmemRows, NVSHMEM_PUSH_FIELDS, nvshmemPushSource, nvshmemSlot } from "./index.js";
+import { completes, nvshmemRows as rows, signalled, waited } from "../../../testing/nvshmem-rows.js";
+import { checkNvshmemRows, nvshmemPushSource, nvshmemSlot } from "./index.js";
 
 const TILE = { BM: 64, BN: 64, BK: 32 };
 
@@ -18,68 +18,6 @@ function gatherPlan(world: number, split: number, ring: boolean, M: number, K = 
 
 function schedule(plan: ChunkPlan, tensor: string, role: "consumer" | "producer", M: number, N = 64, K = 64) {
   return lowerToTileSchedule(plan, { tensor, problem: { M, N, K }, tile: TILE, persistent: { numSms: 8 }, groupSizeM: 2 }, { role });
-}
-
-/** Every rank's `nvshmem-push` rows, as field records. */
-function rows(m: Manifest): Record<(typeof NVSHMEM_PUSH_FIELDS)[number], number>[][] {
-  const k = m.kernels.find((x) => x.template.kind === "nvshmem-push");
-  if (k === undefined) throw new Error("no nvshmem-push kernel");
-  const table = m.tables.find((t) => t.name === "push_segments")!;
-  const n = NVSHMEM_PUSH_FIELDS.length;
-  return table.values.map(
-    (flat) =>
-      Array.from({ length: flat.length / n }, (_, r) =>
-        Object.fromEntries(NVSHMEM_PUSH_FIELDS.map((f, i) => [f, flat[r * n + i]!])),
-      ) as Record<(typeof NVSHMEM_PUSH_FIELDS)[number], number>[],
-  );
-}
-
-/** Signal adds per launch, by `rank:slot`, of every rank's rows. */
-function signalled(m: Manifest): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const rs of rows(m))
-    for (const r of rs) {
-      if (r.notify_at < 0) continue;
-      const key = `${r.dst_rank}:${r.notify_at}`;
-      out.set(key, (out.get(key) ?? 0) + 1);
-    }
-  return out;
-}
-
-/** What the receiving kernels wait for per launch, by `rank:slot`: their arrivals (the consumer's table or rs-reduce's). */
-function waited(m: Manifest, table: "mblock_wait_slot" | "rs_arrival_slot"): Map<string, number> {
-  const out = new Map<string, number>();
-  m.tables
-    .find((t) => t.name === table)!
-    .values.forEach((slots, rank) => {
-      for (const s of slots) if (s >= 0) out.set(`${rank}:${s}`, 1);
-    });
-  return out;
-}
-
-/**
- * Whether every row of every rank runs when each rank's `programs` programs take rows `p, p + programs, …`
- * in order and a row waits until its slot has `wait_arrivals` signals (one launch, slots from zero).
- */
-function completes(m: Manifest, programs: number): boolean {
-  const tables = rows(m);
-  const slots = new Map<string, number>();
-  const next = tables.map(() => Array.from({ length: programs }, (_, p) => p));
-  let progress = true;
-  while (progress) {
-    progress = false;
-    tables.forEach((rs, rank) =>
-      next[rank]!.forEach((i, p) => {
-        const r = rs[i];
-        if (r === undefined) return;
-        if (r.wait_at >= 0 && (slots.get(`${rank}:${r.wait_at}`) ?? 0) < r.wait_arrivals) return;
-        if (r.notify_at >= 0) slots.set(`${r.dst_rank}:${r.notify_at}`, (slots.get(`${r.dst_rank}:${r.notify_at}`) ?? 0) + 1);
-        next[rank]![p] = i + programs;
-        progress = true;
-      }),
-    );
-  }
-  return next.every((ps, rank) => ps.every((i) => i >= tables[rank]!.length));
 }
 
 describe("the nvshmem-push kernel", () => {
@@ -152,11 +90,22 @@ describe("the nvshmem transfer backend", () => {
     }
   });
 
+  it("realises a pull as the holder's put, with the same signals as the push plan", () => {
+    const o = { tensor: { name: "A", shape: [512, 64], dtype: "bf16" as const }, axis: 0, mesh: [4], split: 2 };
+    const pull = planSignals(allGatherSwizzle({ ...o, side: "pull" }));
+    const pushed = planSignals(allGatherSwizzle({ ...o, side: "push" }));
+    const m = emitAgGemm(pull, schedule(pull, "A", "consumer", 512), { backend: "nvshmem" }).manifest;
+    const p = emitAgGemm(pushed, schedule(pushed, "A", "consumer", 512), { backend: "nvshmem" }).manifest;
+    expect(signalled(m)).toEqual(waited(m, "mblock_wait_slot"));
+    // Rank r's rows put r's own shard (rows 128r .. 128r + 128) to its peers: what the swizzle's pushes do.
+    const sorted = (x: typeof m) => rows(x).map((rs) => rs.map((r) => JSON.stringify(r)).sort());
+    expect(sorted(m)).toEqual(sorted(p));
+    rows(m).forEach((rs, rank) => {
+      for (const r of rs) expect(Math.floor(r.src_offset / (128 * 64))).toBe(rank);
+    });
+  });
+
   it("refuses what it cannot realise, naming the nearest plan or backend", async () => {
-    const pull = planSignals(
-      allGatherSwizzle({ tensor: { name: "A", shape: [256, 64], dtype: "bf16" }, axis: 0, mesh: [2], split: 1, side: "pull" }),
-    );
-    expect(() => emitAgGemm(pull, schedule(pull, "A", "consumer", 256), { backend: "nvshmem" })).toThrow(/pulls from rank .*side: 'push'/);
     const rs = rsPlan(2, 256, 64, 1);
     expect(codeOf(() => emitGemmArPartitioned(rs, schedule(rs, "C_partial", "producer", 256), [], { backend: "nvshmem" }))).toBe(
       "unsupported-op",
