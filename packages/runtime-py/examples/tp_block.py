@@ -63,9 +63,9 @@ class Config:
         q, kv, inter = self.heads // world, self.kv_heads // world, self.intermediate // world
         forward = [
             call_key("ag-gemm", world, self.seq, (q + 2 * kv) * self.head_dim, self.hidden),
-            KernelKey("gemm-rs", world, self.seq, self.hidden, q * self.head_dim),
+            call_key("gemm-rs", world, self.seq, self.hidden, q * self.head_dim),
             KernelKey("ag-gemm-silu", world, self.seq, inter, self.hidden),
-            KernelKey("gemm-rs", world, self.seq, self.hidden, inter),
+            call_key("gemm-rs", world, self.seq, self.hidden, inter),
         ]
         if not train:
             return forward
@@ -73,9 +73,9 @@ class Config:
         # each input gradient runs the dual operator: AllGather+GEMM's a GEMM+ReduceScatter and the reverse.
         return forward + [
             call_key("ag-gemm", world, self.seq, 2 * inter, self.hidden),  # gate/up where autograd records
-            KernelKey("gemm-rs", world, self.seq, self.hidden, (q + 2 * kv) * self.head_dim),
+            call_key("gemm-rs", world, self.seq, self.hidden, (q + 2 * kv) * self.head_dim),
             call_key("ag-gemm", world, self.seq, q * self.head_dim, self.hidden),
-            KernelKey("gemm-rs", world, self.seq, self.hidden, 2 * inter),
+            call_key("gemm-rs", world, self.seq, self.hidden, 2 * inter),
             call_key("ag-gemm", world, self.seq, inter, self.hidden),
         ]
 

@@ -45,7 +45,7 @@ SUITE = {
 
 def mlp_keys(world: int, tokens: int, hidden: int, inter: int, dtype: str = "bf16") -> list[lib.KernelKey]:
     i = inter // world
-    return [lib.KernelKey("ag-gemm-silu", world, tokens, i, hidden, dtype), lib.KernelKey("gemm-rs", world, tokens, hidden, i, dtype)]
+    return [lib.KernelKey("ag-gemm-silu", world, tokens, i, hidden, dtype), lib.call_key("gemm-rs", world, tokens, hidden, i, dtype)]
 
 
 def all_keys() -> list[lib.KernelKey]:
