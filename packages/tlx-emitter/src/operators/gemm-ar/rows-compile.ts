@@ -8,8 +8,8 @@ import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest
 import type { Operator, RowsRequest } from "../../core/operator.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
-import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
-import { rowsManifest, rsRowsStages } from "../gemm-rs/rows-stages.js";
+import { rsRowsStages } from "../gemm-rs/rows-stages.js";
+import { rowsManifest, rowsSection } from "../rows-mode.js";
 import { AR_PLANS, allReduceForm } from "./movements.js";
 import { AR_BROADCAST_BLOCK_N, AR_STREAMS, checkWholeSlabGathers, GEMM_AR_BUFFERS, gemmArReference } from "./partitioned.js";
 import { arRowsWaits, checkGemmArRows } from "./rows.js";
@@ -88,18 +88,12 @@ export async function compileGemmArRows(op: Operator, req: RowsRequest): Promise
     reference: gemmArReference(at, N, K, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
-    rows: {
-      variable: ROWS_VARIABLE,
-      range: { min: shape.min, max: shape.max },
-      multiple: world,
-      at,
+    rows: rowsSection(req, shape, world, at, {
       buffers: { ...s.rowsBuffers, [GEMM_AR_BUFFERS.out]: maps.M },
       hostOps: [],
       numPidM: maps.numPidM,
       tables: { ...s.rowsTables, [done.table.name]: waits },
-      ...(req.fallbackBelow === undefined ? {} : { fallbackBelow: req.fallbackBelow }),
-      ...(req.fallbackReason === undefined ? {} : { fallbackReason: req.fallbackReason }),
-    },
+    }),
   };
   const source = arReduceBroadcastRowsSource(
     {

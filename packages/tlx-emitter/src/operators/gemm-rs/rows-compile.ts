@@ -7,8 +7,8 @@ import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest
 import type { Operator, RowsRequest } from "../../core/operator.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
-import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
-import { rowsManifest, rsRowsStages } from "./rows-stages.js";
+import { rowsManifest, rowsSection } from "../rows-mode.js";
+import { rsRowsStages } from "./rows-stages.js";
 import { GEMM_RS_BUFFERS } from "./template.js";
 import { partialTensor } from "./triton.js";
 
@@ -81,18 +81,12 @@ export async function compileGemmRsRows(op: Operator, req: RowsRequest): Promise
     },
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
-    rows: {
-      variable: ROWS_VARIABLE,
-      range: { min: shape.min, max: shape.max },
-      multiple: world,
-      at,
+    rows: rowsSection(req, shape, world, at, {
       buffers: { ...s.rowsBuffers, [GEMM_RS_BUFFERS.out]: maps.rowsPerRank },
       hostOps: [],
       numPidM: maps.numPidM,
       tables: s.rowsTables,
-      ...(req.fallbackBelow === undefined ? {} : { fallbackBelow: req.fallbackBelow }),
-      ...(req.fallbackReason === undefined ? {} : { fallbackReason: req.fallbackReason }),
-    },
+    }),
   };
   const source = rsReduceRowsSource(
     {

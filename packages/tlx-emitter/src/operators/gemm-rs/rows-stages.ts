@@ -6,20 +6,19 @@
 import type { Expr } from "@ovl/mapping";
 import { staticMap } from "@ovl/mapping";
 import { commGrid, kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
-import { checkGemmParams, checkSmCommParams, type GemmParams, SM_PUSH, smPushSource } from "../../backends/triton/kernels/index.js";
+import { checkSmCommParams, type GemmParams, SM_PUSH, smPushSource } from "../../backends/triton/kernels/index.js";
 import { alignmentUnit } from "../../backends/triton/kernels/sm-comm.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { bindGemm } from "../../core/bind.js";
-import { instantiateRows } from "../../core/manifest/rows.js";
-import type { Buffer, Kernel, Manifest, Table } from "../../core/manifest/schema.js";
-import { validated } from "../../core/manifest/validate.js";
-import { DEFAULT_GROUP_M, type Operator, type RowsRequest } from "../../core/operator.js";
+import type { Buffer, Kernel, Table } from "../../core/manifest/schema.js";
+import type { Operator, RowsRequest } from "../../core/operator.js";
 import { type ResolvedOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
 import type { EmittedFile } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
 import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
 import { RANK_VAR } from "../../schedule/maps.js";
 import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
+import { checkRowsAt, checkRowsBody, rowsGemmParams } from "../rows-mode.js";
 import { checkGemmRsRows, type RsRowsMaps, type RsRowsShape, rsRowsMaps, rsRowsSegments, rsRowsShape, rsRowsSlots } from "./rows.js";
 import { GEMM_RS_BUFFERS } from "./template.js";
 import { LOCAL_PRODUCER_KIND } from "./triton.js";
@@ -77,16 +76,7 @@ export async function rsRowsStages(
   if (kernel.role !== "producer" || kernel.rows !== undefined) {
     throw new EmitError("bad-param", `${op.body.path}: rows mode needs a GEMM producer body (# ovl: producer scatter=<param>)`);
   }
-  if (kernel.shape.tileLoop === undefined) {
-    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a persistent body (# ovl: tile-loop): its grid cannot depend on M`);
-  }
-  const names = kernel.params.map((p) => p.name);
-  if (!names.includes("M")) {
-    throw new EmitError(
-      "bad-param",
-      `${op.body.path}: rows mode binds the call's row count to the body's parameter M, which ${kernel.entry} lacks`,
-    );
-  }
+  const names = checkRowsBody(kernel, op.body.path);
   const unit = alignmentUnit(o.dtype);
   if (N % unit) {
     throw new EmitError(
@@ -94,23 +84,10 @@ export async function rsRowsStages(
       `rows mode pushes whole rows 16-byte aligned at every M: N (${N}) must be a multiple of ${unit} ${o.dtype} elements`,
     );
   }
-  const params = checkGemmParams({
-    M: at,
-    N,
-    K,
-    BLOCK_M: op.tile.BM,
-    BLOCK_N: op.tile.BN,
-    BLOCK_K: op.tile.BK,
-    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
-  });
+  const params = rowsGemmParams(op);
   const shape = rsRowsShape(req, world, params.BLOCK_M, params.BLOCK_N, N);
   const maps = rsRowsMaps(shape);
-  if (at < shape.min || at > shape.max || at % world) {
-    throw new EmitError(
-      "bad-param",
-      `the operator's M (${at}) must be one of the rows it serves (${shape.min}..${shape.max}, multiples of ${world})`,
-    );
-  }
+  checkRowsAt(at, shape, world);
   const segments = rsRowsSegments(shape, maps);
   checkGemmRsRows(shape, maps, segments, unit);
 
@@ -207,10 +184,4 @@ export async function rsRowsStages(
       { path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) },
     ],
   };
-}
-
-/** `symbolic` (whose `rows` section is complete) as written: its concrete fields at `rows.at`, its kernels and `rows` kept. */
-export function rowsManifest(symbolic: Manifest): Manifest {
-  const concrete = instantiateRows(symbolic, symbolic.rows!.at);
-  return validated({ ...concrete, kernels: symbolic.kernels, rows: symbolic.rows });
 }
