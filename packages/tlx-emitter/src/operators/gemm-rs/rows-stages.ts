@@ -5,8 +5,8 @@
 // the output, the manifest) is the operator's.
 import type { Expr } from "@ovl/mapping";
 import { staticMap } from "@ovl/mapping";
-import { commGrid, kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
-import { checkSmCommParams, type GemmParams, SM_PUSH, smPushSource } from "../../backends/triton/kernels/index.js";
+import { SIGNAL_BUFFER } from "../../backends/triton/common.js";
+import { checkSmCommParams, type GemmParams, smPushSource } from "../../backends/triton/kernels/index.js";
 import { alignmentUnit } from "../../backends/triton/kernels/sm-comm.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { bindGemm } from "../../core/bind.js";
@@ -20,11 +20,8 @@ import { RANK_VAR } from "../../schedule/maps.js";
 import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
 import { checkRowsAt, checkRowsBody, rowsGemmParams } from "../rows-mode.js";
 import { checkGemmRsRows, type RsRowsMaps, type RsRowsShape, rsRowsMaps, rsRowsSegments, rsRowsShape, rsRowsSlots } from "./rows.js";
-import { GEMM_RS_BUFFERS } from "./template.js";
+import { GEMM_RS_BUFFERS, PUSH_SEGMENTS, smPushKernel } from "./template.js";
 import { LOCAL_PRODUCER_KIND } from "./triton.js";
-
-/** The segment table of the SM pushes (`sm-push`'s `push_segments`). */
-export const SEGMENTS = "push_segments";
 
 /** The shared stages over M rows (see the module comment); buffers, tables and rows expressions in manifest order. */
 export interface RsRowsStages {
@@ -137,27 +134,7 @@ export async function rsRowsStages(
   });
   const count = (world - 1) * shape.split;
   const comm = checkSmCommParams({ BLOCK: o.commBlock });
-  const push = kernelEntry(SM_PUSH, {
-    name: "sm_push",
-    stream: "comm",
-    grid: commGrid(o.commSms, count),
-    numWarps: o.commWarps,
-    numStages: 1,
-    args: {
-      src_ptr: { kind: "buffer", name: partial },
-      dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
-      sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-      sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
-      seg_ptr: { kind: "table", name: SEGMENTS },
-      num_segments: { kind: "int", value: count },
-      err_ptr: { kind: "error-buffer" },
-      rank: { kind: "rank" },
-      epoch_ptr: { kind: "epoch-word" },
-      timeout_ns: { kind: "timeout-ns" },
-    },
-    constexprs: { BLOCK: comm.BLOCK },
-    params: { BLOCK: comm.BLOCK, segments: count },
-  });
+  const push = smPushKernel(o, partial, count, comm);
   const buffers: Buffer[] = [
     { name: GEMM_RS_BUFFERS.a, shape: [at, K], dtype: o.dtype, symmetric: false, init: "random" },
     { name: GEMM_RS_BUFFERS.b, shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
@@ -176,8 +153,8 @@ export async function rsRowsStages(
     buffers,
     rowsBuffers: { [GEMM_RS_BUFFERS.a]: maps.M, [partial]: maps.M, [GEMM_RS_BUFFERS.partials]: maps.M },
     // A placeholder shaped like the segments: instantiateRows fills it at every M.
-    tables: [{ name: SEGMENTS, dtype: "int64", values: segments.map((r) => r.flatMap((seg) => seg.map(() => 0))) }],
-    rowsTables: { [SEGMENTS]: segments.map((r) => r.flatMap((seg) => [...seg])) },
+    tables: [{ name: PUSH_SEGMENTS, dtype: "int64", values: segments.map((r) => r.flatMap((seg) => seg.map(() => 0))) }],
+    rowsTables: { [PUSH_SEGMENTS]: segments.map((r) => r.flatMap((seg) => [...seg])) },
     kernels: [producer, push],
     files: [
       { path: producer.source, text: t.source },

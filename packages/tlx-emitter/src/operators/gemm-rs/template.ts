@@ -22,6 +22,7 @@ import {
   rsReduceSource,
   SM_PUSH,
   SM_PUSH_FIELDS,
+  type SmCommParams,
   smPushSource,
 } from "../../backends/triton/kernels/index.js";
 import {
@@ -171,6 +172,37 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     waitTimeoutNs: o.waitTimeoutNs,
   });
   return { files, manifest, ...(s.expect === undefined ? {} : { expect: s.expect }) };
+}
+
+/** The push kernels' segment table (`sm-push`'s and `nvshmem-push`'s `push_segments`). */
+export const PUSH_SEGMENTS = "push_segments";
+
+/**
+ * The `sm_push` kernel on the comm stream: `count` rows of table {@link PUSH_SEGMENTS}, copied from buffer `src`
+ * into the peers' `partials` with SM stores (and a signal each) on `o.commSms` programs at most.
+ */
+export function smPushKernel(o: ResolvedOptions, src: string, count: number, comm: SmCommParams): Kernel {
+  return kernelEntry(SM_PUSH, {
+    name: "sm_push",
+    stream: "comm",
+    grid: commGrid(o.commSms, count),
+    numWarps: o.commWarps,
+    numStages: 1,
+    args: {
+      src_ptr: { kind: "buffer", name: src },
+      dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
+      sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+      sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
+      seg_ptr: { kind: "table", name: PUSH_SEGMENTS },
+      num_segments: { kind: "int", value: count },
+      err_ptr: { kind: "error-buffer" },
+      rank: { kind: "rank" },
+      epoch_ptr: { kind: "epoch-word" },
+      timeout_ns: { kind: "timeout-ns" },
+    },
+    constexprs: { BLOCK: comm.BLOCK },
+    params: { BLOCK: comm.BLOCK, segments: count },
+  });
 }
 
 /**
@@ -372,7 +404,7 @@ export function gemmRsStages(
     const count = Math.max(1, ...rows.map((r) => r.length));
     // Rows of length 0 with no wait and no notify pad every rank's table to one length.
     const padded = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
-    tables.push({ name: "push_segments", dtype: "int64", values: padded });
+    tables.push({ name: PUSH_SEGMENTS, dtype: "int64", values: padded });
     hostOps = [];
     if (nvshmem) {
       for (const r of padded) checkNvshmemRows(r, slots);
@@ -382,32 +414,10 @@ export function gemmRsStages(
   }
   if (o.backend === "sm") {
     const comm = checkSmCommParams({ BLOCK: o.commBlock });
-    const rows = tables.find((t) => t.name === "push_segments")!.values;
+    const rows = tables.find((t) => t.name === PUSH_SEGMENTS)!.values;
     for (const r of rows) checkSegmentAlignment(r, SM_PUSH_FIELDS, ["src_offset", "dst_offset"], o.dtype);
     const count = rows[0]!.length / SM_PUSH_FIELDS.length;
-    kernels.push(
-      kernelEntry(SM_PUSH, {
-        name: "sm_push",
-        stream: "comm",
-        grid: commGrid(o.commSms, count),
-        numWarps: o.commWarps,
-        numStages: 1,
-        args: {
-          src_ptr: { kind: "buffer", name: tensor.name },
-          dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
-          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-          sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
-          seg_ptr: { kind: "table", name: "push_segments" },
-          num_segments: { kind: "int", value: count },
-          err_ptr: { kind: "error-buffer" },
-          rank: { kind: "rank" },
-          epoch_ptr: { kind: "epoch-word" },
-          timeout_ns: { kind: "timeout-ns" },
-        },
-        constexprs: { BLOCK: comm.BLOCK },
-        params: { BLOCK: comm.BLOCK, segments: count },
-      }),
-    );
+    kernels.push(smPushKernel(o, tensor.name, count, comm));
     files.push({ path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) });
   }
   const reduce = checkRsReduceParams({
