@@ -7,7 +7,6 @@
 // shard into the output. Every wait is ovl's bounded, named `wait_slot`.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import {
-  checkGemmParams,
   checkNvshmemRows,
   checkSlabSumParams,
   GEMM_PRODUCER,
@@ -21,16 +20,16 @@ import {
   slabSumGrid,
   slabSumSource,
 } from "../../backends/triton/kernels/index.js";
-import { checkDistinctBuffers, checkPlanAndSchedule, kernelEntry, SIGNAL_BUFFER, signalBuffer } from "../../backends/triton/common.js";
+import { checkDistinctBuffers, kernelEntry, SIGNAL_BUFFER, signalBuffer } from "../../backends/triton/common.js";
 import { nvshmemPushKernel } from "../../backends/triton/nvshmem.js";
 import { type Buffer, type Kernel, type KernelArg, MANIFEST_SCHEMA, type Table } from "../../core/manifest/schema.js";
 import { validated } from "../../core/manifest/validate.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
-import { mBlockTables } from "../../schedule/m-block-tables.js";
 import { checkHierarchicalRs, HIERARCHICAL_RS } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
+import { gemmRsReference, producerTables, rsProblem } from "./problem.js";
 import type { ProducerFactory } from "./producer.js";
 
 /** Buffers of the hierarchical GEMM+RS besides those of GEMM+RS. */
@@ -95,27 +94,10 @@ export function emitGemmRsHierarchical(
       "unsupported-op",
       `plan "${plan.name}" sums partials inside the node before the network (a hierarchical ReduceScatter), which GEMM+RS builds on the nvshmem backend (options.backend "nvshmem"); over "${o.backend}" use reduceScatterDirect({ afterCompute: true })`,
     );
-  const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
-  const { M, N, K } = schedule.tiling.problem;
-  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
-  const params = checkGemmParams({
-    M,
-    N,
-    K,
-    BLOCK_M: schedule.tiling.tile.BM,
-    BLOCK_N: schedule.tiling.tile.BN,
-    BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
-    GROUP_M: options.groupM ?? schedule.tiling.groupSizeM,
-  });
-  if (M % world !== 0 || (M / world) % params.BLOCK_M !== 0)
-    throw new EmitError("bad-param", `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows; ${HIERARCHICAL_RS}`);
-  const rowsPerRank = M / world;
+  const { world, tensor, M, N, K, params, rowsPerRank } = rsProblem(plan, schedule, options, o, HIERARCHICAL_RS);
   const L = checkHierarchicalRs(plan, schedule, tensor.name, rowsPerRank / params.BLOCK_M);
-  const { numPidM, numTiles } = schedule.grid;
-  const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
-  const tiles = ranks.map((r) =>
-    mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
-  );
+  const { numTiles } = schedule.grid;
+  const { ranks, tables: tiles } = producerTables(schedule);
   const { gpus: G, nodes, slabBlocks: B, railBlocks: R } = L;
   const nodeArrival = (from: number, i: number) => nvshmemSlot((from % G) * R + i);
   const netArrival = (fromNode: number, j: number) => nvshmemSlot(G * R + fromNode * B + j);
@@ -302,16 +284,7 @@ export function emitGemmRsHierarchical(
     tables,
     kernels,
     hostOps: [],
-    reference: {
-      operator: "gemm-rs",
-      M,
-      N,
-      K,
-      inputs: { A: a, B: b },
-      output: out,
-      rowsPerRank,
-      tolerance: o.tolerance,
-    },
+    reference: gemmRsReference(M, N, K, rowsPerRank, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });

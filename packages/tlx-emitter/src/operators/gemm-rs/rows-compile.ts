@@ -8,6 +8,7 @@ import type { Operator, RowsRequest } from "../../core/operator.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
 import { rowsManifest, rowsSection } from "../rows-mode.js";
+import { gemmRsReference } from "./problem.js";
 import { rsRowsStages } from "./rows-stages.js";
 import { GEMM_RS_BUFFERS } from "./template.js";
 import { partialTensor } from "./triton.js";
@@ -69,16 +70,7 @@ export async function compileGemmRsRows(op: Operator, req: RowsRequest): Promise
     tables: s.tables,
     kernels: [...s.kernels, reduce],
     hostOps: [],
-    reference: {
-      operator: "gemm-rs",
-      M: at,
-      N,
-      K,
-      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
-      output: GEMM_RS_BUFFERS.out,
-      rowsPerRank: at / world,
-      tolerance: o.tolerance,
-    },
+    reference: gemmRsReference(at, N, K, at / world, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
     rows: rowsSection(req, shape, world, at, {

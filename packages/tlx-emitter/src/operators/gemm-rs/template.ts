@@ -4,7 +4,6 @@
 // and `rs-reduce` summing the delivered slabs as each (rank, m-block) arrives.
 import type { ChunkPlan, TensorDecl, TileSchedule } from "@ovl/chunk-plan";
 import {
-  checkGemmParams,
   checkNvshmemRows,
   checkRsReduceParams,
   checkSegmentAlignment,
@@ -36,18 +35,10 @@ import {
 } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
 import type { EmitResult } from "../../core/result.js";
-import {
-  checkDistinctBuffers,
-  commGrid,
-  checkPlanAndSchedule,
-  kernelEntry,
-  signalBuffer,
-  SIGNAL_BUFFER,
-} from "../../backends/triton/common.js";
+import { checkDistinctBuffers, commGrid, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
 import type { EmittedFile } from "../../core/result.js";
 import { nvshmemPushKernel } from "../../backends/triton/nvshmem.js";
 import { commStreamName } from "../../schedule/host-ops.js";
-import { mBlockTables } from "../../schedule/m-block-tables.js";
 import { type EmitOptions, gemmLaunch, resolveOptions, type ResolvedOptions } from "../../core/options.js";
 import { producerOrder } from "../../schedule/producer-order.js";
 import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "../../schedule/rs-movements.js";
@@ -56,6 +47,7 @@ import { refuseFp8Template } from "../../core/dtype.js";
 import { sumsInsideNodes } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
 import { emitGemmRsHierarchical } from "./hierarchical.js";
+import { gemmRsReference, producerTables, rsProblem } from "./problem.js";
 import type { ProducerFactory } from "./producer.js";
 
 export type { ProducerContext, ProducerFactory } from "./producer.js";
@@ -158,16 +150,7 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     tables: s.tables,
     kernels,
     hostOps: s.hostOps,
-    reference: {
-      operator: "gemm-rs",
-      M: params.M,
-      N: params.N,
-      K: params.K,
-      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
-      output: GEMM_RS_BUFFERS.out,
-      rowsPerRank: s.rowsPerRank,
-      tolerance: o.tolerance,
-    },
+    reference: gemmRsReference(params.M, params.N, params.K, s.rowsPerRank, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
@@ -239,35 +222,14 @@ export function gemmRsStages(
 ): RsStages {
   const o = resolveOptions(options);
   refuseFp8Template(o.dtype, "GEMM+ReduceScatter");
-  const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
-  const { M, N, K } = schedule.tiling.problem;
-  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
-  const params = checkGemmParams({
-    M,
-    N,
-    K,
-    BLOCK_M: schedule.tiling.tile.BM,
-    BLOCK_N: schedule.tiling.tile.BN,
-    BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
-    GROUP_M: options.groupM ?? schedule.tiling.groupSizeM,
-  });
-  if (M % world !== 0 || (M / world) % params.BLOCK_M !== 0) {
-    throw new EmitError(
-      "bad-param",
-      `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows${stage.nearest === undefined ? "" : `; ${stage.nearest}`}`,
-    );
-  }
-  const rowsPerRank = M / world;
+  const { world, tensor, M, N, K, params, rowsPerRank } = rsProblem(plan, schedule, options, o, stage.nearest);
   const blocksPerSlab = rowsPerRank / params.BLOCK_M;
   const nvshmem = o.backend === "nvshmem";
   // Arrival slot s is int32 slot 2s under NVSHMEM (the low half of a 64-bit signal word, `nvshmemSlot`).
   const arrivalAt = (slot: number) => (nvshmem ? nvshmemSlot(slot) : slot);
   const tileDoneBase = nvshmem ? nvshmemSlotCount(world * blocksPerSlab) : world * blocksPerSlab;
   const { numPidM, numTiles } = schedule.grid;
-  const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
-  const perRank = ranks.map((r) =>
-    mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
-  );
+  const { ranks, tables: perRank } = producerTables(schedule);
   const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank, stage.nearest);
   // A rank's own partial is reduced where the producer wrote it: only peers' rows move.
   const peerDeliveries = deliveries.filter((d) => d.from !== d.to);
