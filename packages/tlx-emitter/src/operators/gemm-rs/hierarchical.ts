@@ -9,8 +9,6 @@ import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import {
   checkNvshmemRows,
   checkSlabSumParams,
-  GEMM_PRODUCER,
-  gemmProducerSource,
   nvshmemPushSource,
   nvshmemSlot,
   nvshmemSlotCount,
@@ -30,7 +28,7 @@ import { EmitError } from "../../core/writer/index.js";
 import { checkHierarchicalRs, HIERARCHICAL_RS } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
 import { gemmRsReference, producerTables, rsProblem } from "./problem.js";
-import type { ProducerFactory } from "./producer.js";
+import { type ProducerFactory, rsProducer } from "./producer.js";
 
 /** Buffers of the hierarchical GEMM+RS besides those of GEMM+RS. */
 export const HIERARCHICAL_RS_BUFFERS = { node: "node_partials", sums: "node_sums", net: "net_partials" } as const;
@@ -201,48 +199,28 @@ export function emitGemmRsHierarchical(
   const reserve = { reserve: o.commSms };
   const notify = tiles.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
   const gemm = gemmLaunch(o, params);
-  const made = producer?.({
-    order,
-    notify,
-    params,
-    launch: gemm,
-    reserve,
-    numTiles,
-    numPidN: schedule.grid.numPidN,
-    partial: tensor.name,
-    a,
-    b,
-    options: o,
-    operator: "gemm-rs",
-    // Read by the network adapter of an NVSHMEM put: released at system scope.
-    notifyScope: "sys",
-  });
-  if (made === undefined) {
-    tables.unshift({ name: "mblock_order", dtype: "int32", values: order }, { name: "mblock_notify_slot", dtype: "int32", values: notify });
-  } else {
-    tables.unshift(...made.tables);
-  }
+  const made = rsProducer(
+    {
+      order,
+      notify,
+      params,
+      launch: gemm,
+      reserve,
+      numTiles,
+      numPidN: schedule.grid.numPidN,
+      partial: tensor.name,
+      a,
+      b,
+      options: o,
+      operator: "gemm-rs",
+      // Read by the network adapter of an NVSHMEM put: released at system scope.
+      notifyScope: "sys",
+    },
+    producer,
+    tables,
+  );
   const kernels: Kernel[] = [
-    made?.kernel ??
-      kernelEntry(GEMM_PRODUCER, {
-        name: "gemm_producer",
-        stream: "compute",
-        grid: [{ kind: "num-sms", cap: numTiles, ...reserve }],
-        ...gemm,
-        args: {
-          a_ptr: { kind: "buffer", name: a },
-          b_ptr: { kind: "buffer", name: b },
-          c_ptr: { kind: "buffer", name: tensor.name },
-          order_ptr: { kind: "table", name: "mblock_order" },
-          notify_ptr: { kind: "table", name: "mblock_notify_slot" },
-          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-          M: { kind: "int", value: M },
-          N: { kind: "int", value: N },
-          K: { kind: "int", value: K },
-        },
-        constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
-        params: { ...params },
-      }),
+    made.kernel,
     nvshmemPushKernel(o, tensor.name, node, push1.count),
     kernelEntry(SLAB_SUM, {
       name: "node_sum",
@@ -268,7 +246,7 @@ export function emitGemmRsHierarchical(
   ];
   const push = nvshmemPushSource({ dtype: o.dtype });
   const files = [
-    made?.file ?? { path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) },
+    made.file,
     { path: "nvshmem_push.py", text: push },
     { path: "nvshmem_push_net.py", text: push },
     { path: "node_sum.py", text: slabSumSource(nodeSum, { dtype: o.dtype }) },
@@ -288,6 +266,5 @@ export function emitGemmRsHierarchical(
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
-  const expect = made?.expect === undefined ? undefined : { [made.kernel.name]: made.expect };
-  return { files, manifest, ...(expect === undefined ? {} : { expect }) };
+  return { files, manifest, ...(made.expect === undefined ? {} : { expect: made.expect }) };
 }

@@ -8,9 +8,7 @@ import {
   checkRsReduceParams,
   checkSegmentAlignment,
   checkSmCommParams,
-  GEMM_PRODUCER,
   type GemmParams,
-  gemmProducerSource,
   nvshmemPushSource,
   nvshmemSlot,
   nvshmemSlotCount,
@@ -48,7 +46,7 @@ import { sumsInsideNodes } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
 import { emitGemmRsHierarchical } from "./hierarchical.js";
 import { gemmRsReference, producerTables, rsProblem } from "./problem.js";
-import type { ProducerFactory } from "./producer.js";
+import { type ProducerFactory, rsProducer } from "./producer.js";
 
 export type { ProducerContext, ProducerFactory } from "./producer.js";
 
@@ -267,55 +265,30 @@ export function gemmRsStages(
   // program that found no SM free would start only when another finished all its tiles.
   const reserve = o.backend === "copy-engine" ? {} : { reserve: o.commSms };
   const notifyPerMBlock = perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
-  const made = producer?.({
-    order,
-    notify: notifyPerMBlock,
-    params,
-    launch: gemm,
-    reserve,
-    numTiles,
-    numPidN: schedule.grid.numPidN,
-    partial: tensor.name,
-    a: GEMM_RS_BUFFERS.a,
-    b: GEMM_RS_BUFFERS.b,
-    options: o,
-    operator: stage.operator ?? "gemm-rs",
-    // With SM pushes only this rank's sm-push kernel waits on the tile-done slots, and it
-    // releases what it moves at system scope itself; a copy-engine delivery waits on a host
-    // stream, and an NVSHMEM put may be read by a network adapter.
-    notifyScope: o.backend === "sm" ? "gpu" : "sys",
-  });
-  if (made === undefined) {
-    tables.unshift(
-      { name: "mblock_order", dtype: "int32", values: order },
-      { name: "mblock_notify_slot", dtype: "int32", values: notifyPerMBlock },
-    );
-  } else {
-    tables.unshift(...made.tables);
-  }
-  const kernels: Kernel[] = [
-    made?.kernel ??
-      kernelEntry(GEMM_PRODUCER, {
-        name: "gemm_producer",
-        stream: "compute",
-        grid: [{ kind: "num-sms", cap: numTiles, ...reserve }],
-        ...gemm,
-        args: {
-          a_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.a },
-          b_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.b },
-          c_ptr: { kind: "buffer", name: tensor.name },
-          order_ptr: { kind: "table", name: "mblock_order" },
-          notify_ptr: { kind: "table", name: "mblock_notify_slot" },
-          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-          M: { kind: "int", value: M },
-          N: { kind: "int", value: N },
-          K: { kind: "int", value: K },
-        },
-        constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
-        params: { ...params },
-      }),
-  ];
-  const files: EmittedFile[] = [made?.file ?? { path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) }];
+  const made = rsProducer(
+    {
+      order,
+      notify: notifyPerMBlock,
+      params,
+      launch: gemm,
+      reserve,
+      numTiles,
+      numPidN: schedule.grid.numPidN,
+      partial: tensor.name,
+      a: GEMM_RS_BUFFERS.a,
+      b: GEMM_RS_BUFFERS.b,
+      options: o,
+      operator: stage.operator ?? "gemm-rs",
+      // With SM pushes only this rank's sm-push kernel waits on the tile-done slots, and it
+      // releases what it moves at system scope itself; a copy-engine delivery waits on a host
+      // stream, and an NVSHMEM put may be read by a network adapter.
+      notifyScope: o.backend === "sm" ? "gpu" : "sys",
+    },
+    producer,
+    tables,
+  );
+  const kernels: Kernel[] = [made.kernel];
+  const files: EmittedFile[] = [made.file];
   let hostOps: RankHostOps[];
   if (o.backend === "copy-engine") {
     hostOps = ranks.map((r) => {
@@ -389,7 +362,7 @@ export function gemmRsStages(
     N,
     rows_per_rank: rowsPerRank,
   });
-  const expect = made?.expect === undefined ? undefined : { [made.kernel.name]: made.expect };
+  const { expect } = made;
   return {
     o,
     world,
