@@ -1,16 +1,22 @@
 // The stages GEMM+ReduceScatter and the partitioned GEMM+AllReduce share when the row count is a run-time argument:
 // the producer body transformed with the tile order and notify slots of `rows.ts` over the inserted `ovl_rows`
 // parameter (the body's own `M` bound to the call's row count), and the SM pushes whose segment table is
-// instantiated per M, the plan's GEMM+RS half checked at every M served. What follows the deliveries (the reduction,
-// the output, the manifest) is the operator's.
+// instantiated per M, the plan's GEMM+RS half checked at every M served; and the rows-generic reduction's parameters
+// and launch. What the reduction reads and writes, the output and the manifest are the operator's.
 import type { Expr } from "@ovl/mapping";
 import { staticMap } from "@ovl/mapping";
-import { SIGNAL_BUFFER } from "../../backends/triton/common.js";
-import { checkSmCommParams, type GemmParams, smPushSource } from "../../backends/triton/kernels/index.js";
+import { kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
+import {
+  checkSmCommParams,
+  type GemmParams,
+  type KernelTemplateInfo,
+  type RsReduceRowsParams,
+  smPushSource,
+} from "../../backends/triton/kernels/index.js";
 import { alignmentUnit } from "../../backends/triton/kernels/sm-comm.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { bindGemm } from "../../core/bind.js";
-import type { Buffer, Kernel, Table } from "../../core/manifest/schema.js";
+import type { Buffer, Kernel, KernelArg, Table } from "../../core/manifest/schema.js";
 import type { Operator, RowsRequest } from "../../core/operator.js";
 import { type ResolvedOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
 import type { EmittedFile } from "../../core/result.js";
@@ -161,4 +167,44 @@ export async function rsRowsStages(
       { path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) },
     ],
   };
+}
+
+/**
+ * The parameters of the rows-generic reduction over the stages `s` (`rs-reduce-rows`, `ar-reduce-broadcast-rows`:
+ * every m-block of the rank's slab summed over the peers' delivered rows), `blockN` columns a program.
+ */
+export function reduceRowsParams(s: RsRowsStages, blockN: number): RsReduceRowsParams {
+  return {
+    WORLD: s.world,
+    BLOCK_M: s.params.BLOCK_M,
+    BLOCK_N: blockN,
+    N: s.params.N,
+    rowsPerRank: s.maps.rowsPerRank,
+    blocks: s.maps.reduceBlocks,
+    slots: s.maps.reduceSlots,
+  };
+}
+
+/**
+ * The rows-generic reduction `info` as kernel `name` on the compute stream (on every SM, or `reducePrograms`
+ * programs), over the parameters `p` of the stages `s`; `args` its arguments, `extra` its further parameters.
+ */
+export function reduceRowsKernel(
+  info: KernelTemplateInfo,
+  name: string,
+  s: RsRowsStages,
+  p: RsReduceRowsParams,
+  args: Record<string, KernelArg>,
+  extra: Record<string, number> = {},
+): Kernel {
+  return kernelEntry(info, {
+    name,
+    stream: "compute",
+    grid: s.o.reducePrograms === undefined ? [{ kind: "num-sms" }] : [s.o.reducePrograms],
+    numWarps: 4,
+    numStages: 1,
+    args,
+    constexprs: { WORLD: p.WORLD, BLOCK_M: p.BLOCK_M, BLOCK_N: p.BLOCK_N },
+    params: { WORLD: p.WORLD, BLOCK_M: p.BLOCK_M, BLOCK_N: p.BLOCK_N, N: p.N, split: s.shape.split, ...extra },
+  });
 }
