@@ -27,7 +27,7 @@ import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
 import { checkHierarchicalRs, HIERARCHICAL_RS } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
-import { gemmRsReference, producerTables, rsProblem } from "./problem.js";
+import { gemmRsReference, producerTables, rsProblem, segmentTable } from "./problem.js";
 import { type ProducerFactory, rsProducer } from "./producer.js";
 
 /** Buffers of the hierarchical GEMM+RS besides those of GEMM+RS. */
@@ -38,10 +38,9 @@ type Row = [number, number, number, number, number, number, number];
 
 /** Padded, flattened, checked `nvshmem-push` tables of every rank's rows. */
 function pushTable(name: string, rows: Row[][], slots: number): { table: Table; count: number } {
-  const count = Math.max(1, ...rows.map((r) => r.length));
-  const values = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, (): Row => [0, 0, 0, 0, -1, 0, -1])].flat());
-  for (const v of values) checkNvshmemRows(v, slots);
-  return { table: { name, dtype: "int64", values }, count };
+  const push = segmentTable(name, rows);
+  for (const v of push.table.values) checkNvshmemRows(v, slots);
+  return push;
 }
 
 function slabSumArgs(part: string, own: string, out: string, slotTable: string, blockTable: string, p: SlabSumParams, doneBase: number) {

@@ -1,9 +1,11 @@
 // What the direct and the hierarchical GEMM+ReduceScatter (and its any-row-count operator) share before their
 // deliveries differ: the plan and producer schedule checked against each other, the GEMM's parameters, M cut into
-// slabs of whole m-blocks, the producer's per-m-block tile-done tables, and the manifest's reference.
+// slabs of whole m-blocks, the producer's per-m-block tile-done tables, the push kernels' segment tables, and the
+// manifest's reference.
 import type { ChunkPlan, RankTileSchedule, TensorDecl, TileSchedule } from "@ovl/chunk-plan";
 import { checkPlanAndSchedule } from "../../backends/triton/common.js";
 import { checkGemmParams, type GemmParams } from "../../backends/triton/kernels/index.js";
+import type { Table } from "../../core/manifest/schema.js";
 import type { EmitOptions, ResolvedOptions } from "../../core/options.js";
 import { EmitError } from "../../core/writer/index.js";
 import { type MBlockTables, mBlockTables } from "../../schedule/m-block-tables.js";
@@ -60,6 +62,17 @@ export function producerTables(schedule: TileSchedule): { ranks: RankTileSchedul
     mBlockTables(r, schedule.grid.numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
   );
   return { ranks, tables };
+}
+
+/**
+ * A push kernel's segment table `name` (`sm-push`'s or `nvshmem-push`'s: seven int64 fields a row, `SM_PUSH_FIELDS`)
+ * from each rank's `rows`, flattened; rows of length 0 with no wait and no notify pad every rank's table to one
+ * length, `count` rows (at least one).
+ */
+export function segmentTable(name: string, rows: readonly (readonly (readonly number[])[])[]): { table: Table; count: number } {
+  const count = Math.max(1, ...rows.map((r) => r.length));
+  const values = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
+  return { table: { name, dtype: "int64", values }, count };
 }
 
 /** The reference of a GEMM+RS manifest: `gemm_a` × `gemm_b` summed over the ranks, slab r of M rows into `rs_out`. */

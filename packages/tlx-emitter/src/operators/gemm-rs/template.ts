@@ -45,7 +45,7 @@ import { refuseFp8Template } from "../../core/dtype.js";
 import { sumsInsideNodes } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
 import { emitGemmRsHierarchical } from "./hierarchical.js";
-import { gemmRsReference, producerTables, rsProblem } from "./problem.js";
+import { gemmRsReference, producerTables, rsProblem, segmentTable } from "./problem.js";
 import { type ProducerFactory, rsProducer } from "./producer.js";
 
 export type { ProducerContext, ProducerFactory } from "./producer.js";
@@ -336,13 +336,11 @@ export function gemmRsStages(
           });
         }),
     );
-    const count = Math.max(1, ...rows.map((r) => r.length));
-    // Rows of length 0 with no wait and no notify pad every rank's table to one length.
-    const padded = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
-    tables.push({ name: PUSH_SEGMENTS, dtype: "int64", values: padded });
+    const { table, count } = segmentTable(PUSH_SEGMENTS, rows);
+    tables.push(table);
     hostOps = [];
     if (nvshmem) {
-      for (const r of padded) checkNvshmemRows(r, slots);
+      for (const r of table.values) checkNvshmemRows(r, slots);
       kernels.push(nvshmemPushKernel(o, tensor.name, GEMM_RS_BUFFERS.partials, count));
       files.push({ path: "nvshmem_push.py", text: nvshmemPushSource({ dtype: o.dtype }) });
     }
