@@ -3,15 +3,12 @@
 // `M` bound to the call's row count, the swizzle push AllGather as host ops over M, the whole plan
 // checked at every M served, and the manifest written at the operator's M with its `rows` section.
 import { agGemmReference, checkDistinctBuffers, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
-import { checkGemmParams } from "../../backends/triton/kernels/index.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { LOCAL_CONSUMER_KIND } from "../../backends/triton/consumer.js";
 import { bindGemm } from "../../core/bind.js";
 import { builtinBody } from "../../core/builtin.js";
 import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest/schema.js";
-import { instantiateRows } from "../../core/manifest/rows.js";
-import { validated } from "../../core/manifest/validate.js";
-import { DEFAULT_GROUP_M, type Operator } from "../../core/operator.js";
+import type { Operator } from "../../core/operator.js";
 import { gemmLaunch, resolveOptions } from "../../core/options.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
@@ -20,6 +17,7 @@ import { consumerInsertedArgs } from "../../schedule/maps.js";
 import type { RowsRequest } from "../../core/operator.js";
 import { isFp8 } from "../../core/dtype.js";
 import { checkFp8, FP8_TEMPLATE_PARAMS, fp8Buffers, SCALE_A, SCALE_B, scaleBindings } from "./fp8.js";
+import { checkRowsAt, checkRowsBody, rowsGemmParams, rowsManifest, rowsSection } from "../rows-mode.js";
 import { agRowsHostOps, agRowsMaps, agRowsTileMaps, checkAgGemmRows, ROWS_VARIABLE, rowsShape } from "./rows.js";
 
 /** ovl's stream-K body, which the any-row-count operator swaps for the flattened one (see compileAgGemmRows). */
@@ -50,33 +48,11 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
   if (kernel.role !== "consumer" || kernel.waitsPer === "kv-block") {
     throw new EmitError("bad-param", `${body.path}: rows mode needs a GEMM consumer body (# ovl: consumer gather=<param>, tile m=)`);
   }
-  if (kernel.shape.tileLoop === undefined) {
-    throw new EmitError("bad-param", `${body.path}: rows mode needs a persistent body (# ovl: tile-loop): its grid cannot depend on M`);
-  }
-  const names = kernel.params.map((p) => p.name);
-  if (!names.includes("M")) {
-    throw new EmitError(
-      "bad-param",
-      `${body.path}: rows mode binds the call's row count to the body's parameter M, which ${kernel.entry} lacks`,
-    );
-  }
-  const params = checkGemmParams({
-    M: at,
-    N,
-    K,
-    BLOCK_M: op.tile.BM,
-    BLOCK_N: op.tile.BN,
-    BLOCK_K: op.tile.BK,
-    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
-  });
+  const names = checkRowsBody(kernel, body.path);
+  const params = rowsGemmParams(op);
   const shape = rowsShape(req, world, params.BLOCK_M, K);
   const maps = agRowsMaps(shape);
-  if (at < shape.min || at > shape.max || at % world) {
-    throw new EmitError(
-      "bad-param",
-      `the operator's M (${at}) must be one of the rows it serves (${shape.min}..${shape.max}, multiples of ${world})`,
-    );
-  }
+  checkRowsAt(at, shape, world);
   const tensor = "A";
   const hostOps = agRowsHostOps(shape, maps, tensor);
   checkAgGemmRows(shape, maps, hostOps);
@@ -139,20 +115,7 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
     ),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
-    rows: {
-      variable: ROWS_VARIABLE,
-      range: { min: shape.min, max: shape.max },
-      multiple: world,
-      at,
-      buffers: { [tensor]: maps.M, [c.name]: maps.M },
-      hostOps,
-      numPidM: maps.numPidM,
-      ...(req.fallbackBelow === undefined ? {} : { fallbackBelow: req.fallbackBelow }),
-      ...(req.fallbackReason === undefined ? {} : { fallbackReason: req.fallbackReason }),
-    },
+    rows: rowsSection(req, shape, world, at, { buffers: { [tensor]: maps.M, [c.name]: maps.M }, hostOps, numPidM: maps.numPidM }),
   };
-  // The concrete fields are the instantiation at `at`; the kernels keep their row-count argument and maps over it.
-  const concrete = instantiateRows(symbolic, at);
-  const manifest = validated({ ...concrete, kernels: symbolic.kernels, rows: symbolic.rows });
-  return { files: [{ path: entry.source, text: t.source }], manifest };
+  return { files: [{ path: entry.source, text: t.source }], manifest: rowsManifest(symbolic) };
 }

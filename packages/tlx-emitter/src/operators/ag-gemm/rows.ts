@@ -47,11 +47,23 @@ export function minRowsPerRank(split: number, blockM: number): number {
   return split * blockM + (split - 1) ** 2;
 }
 
-/** The expressions of {@link AgRowsMaps} for `s`. @throws {EmitError} `bad-param` for a range the maps cannot serve. */
-export function agRowsMaps(s: AgRowsShape): AgRowsMaps {
+/** `1` where `a = b`, else `0` (integer expressions). */
+export const eq = (a: Expr, b: Expr) => sub(1, min(1, max(sub(a, b), sub(b, a))));
+
+/**
+ * The row count and rank variables of the maps over the rows `s` serves, once the range is checked: `min..max`
+ * multiples of the world, `min <= max` (with `safeIntegers`, both safe integers too), and `min` at least the world's
+ * {@link minRowsPerRank}.
+ * @throws {EmitError} `bad-param` for a range the maps cannot serve.
+ */
+export function rowsVariables(
+  s: Pick<AgRowsShape, "world" | "split" | "blockM" | "min" | "max">,
+  safeIntegers = false,
+): { M: VarExpr; rank: VarExpr } {
   const { world: W, split: S, blockM: BM } = s;
   const least = W * minRowsPerRank(S, BM);
-  if (s.min % W || s.max % W || s.min > s.max) {
+  const unsafe = safeIntegers && (!Number.isSafeInteger(s.min) || !Number.isSafeInteger(s.max));
+  if (unsafe || s.min % W || s.max % W || s.min > s.max) {
     throw new EmitError("bad-param", `rows ${s.min}..${s.max} must be multiples of the world (${W}), min <= max`);
   }
   if (s.min < least) {
@@ -60,8 +72,13 @@ export function agRowsMaps(s: AgRowsShape): AgRowsMaps {
       `rows from ${s.min}: with ${S} chunks per rank and ${BM}-row m-blocks, each rank needs at least ${least / W} rows (M >= ${least}); below that the operator falls back to not overlapping`,
     );
   }
-  const M = variable(ROWS_VARIABLE, { min: s.min, max: s.max });
-  const rank = variable(RANK_VARIABLE, { min: 0, max: W - 1 });
+  return { M: variable(ROWS_VARIABLE, { min: s.min, max: s.max }), rank: variable(RANK_VARIABLE, { min: 0, max: W - 1 }) };
+}
+
+/** The expressions of {@link AgRowsMaps} for `s`. @throws {EmitError} `bad-param` for a range the maps cannot serve. */
+export function agRowsMaps(s: AgRowsShape): AgRowsMaps {
+  const { world: W, split: S, blockM: BM } = s;
+  const { M, rank } = rowsVariables(s);
   const visit = variable(DOMAIN_VARIABLE.consumer, { min: 0, max: Math.ceil(s.max / BM) - 1 });
   const m = floorDiv(M, W);
   const cs = ceilDiv(m, S);
@@ -72,7 +89,6 @@ export function agRowsMaps(s: AgRowsShape): AgRowsMaps {
   const last = sub(min(add(first, BM), M), 1);
   const owner = (row: Expr) => floorDiv(row, m);
   const slotOf = (row: Expr) => add(mul(owner(row), S), floorDiv(mod(row, m), cs));
-  const eq = (a: Expr, b: Expr) => sub(1, min(1, max(sub(a, b), sub(b, a))));
   const never = W * S + 1; // subtracted where a slot must not be waited on: the result clamps to -1
   const g0 = slotOf(first);
   const g1 = slotOf(last);

@@ -2,14 +2,14 @@
 // `../gemm-rs/rows-stages.ts` over `ovl_rows`, `ar-reduce-broadcast-rows` storing each reduced tile into every rank's
 // output, `ar_done` waiting for every peer's slab (its table instantiated per M), the whole plan checked at every M
 // served, and the manifest written at the operator's M with its `rows` section.
-import { checkDistinctBuffers, kernelEntry, SIGNAL_BUFFER, signalBuffer, slotWaitStage } from "../../backends/triton/common.js";
+import { checkDistinctBuffers, SIGNAL_BUFFER, signalBuffer, slotWaitStage } from "../../backends/triton/common.js";
 import { AR_REDUCE_BROADCAST_ROWS, arReduceBroadcastRowsSource } from "../../backends/triton/kernels/index.js";
 import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest/schema.js";
 import type { Operator, RowsRequest } from "../../core/operator.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
-import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
-import { rowsManifest, rsRowsStages } from "../gemm-rs/rows-stages.js";
+import { reduceRowsKernel, reduceRowsParams, rsRowsStages } from "../gemm-rs/rows-stages.js";
+import { rowsManifest, rowsSection } from "../rows-mode.js";
 import { AR_PLANS, allReduceForm } from "./movements.js";
 import { AR_BROADCAST_BLOCK_N, AR_STREAMS, checkWholeSlabGathers, GEMM_AR_BUFFERS, gemmArReference } from "./partitioned.js";
 import { arRowsWaits, checkGemmArRows } from "./rows.js";
@@ -39,13 +39,13 @@ export async function compileGemmArRows(op: Operator, req: RowsRequest): Promise
   const recvBase = s.slots;
   const waits = arRowsWaits(shape, maps, blockN, recvBase);
   checkGemmArRows(shape, waits, blockN, recvBase);
-  const reduce = kernelEntry(AR_REDUCE_BROADCAST_ROWS, {
-    name: "ar_reduce_broadcast_rows",
-    stream: "compute",
-    grid: o.reducePrograms === undefined ? [{ kind: "num-sms" }] : [o.reducePrograms],
-    numWarps: 4,
-    numStages: 1,
-    args: {
+  const p = reduceRowsParams(s, blockN);
+  const reduce = reduceRowsKernel(
+    AR_REDUCE_BROADCAST_ROWS,
+    "ar_reduce_broadcast_rows",
+    s,
+    p,
+    {
       part_ptr: { kind: "buffer", name: GEMM_AR_BUFFERS.partials },
       own_ptr: { kind: "buffer", name: form.src },
       out_ptrs: { kind: "peer-pointers", buffer: GEMM_AR_BUFFERS.out },
@@ -59,9 +59,8 @@ export async function compileGemmArRows(op: Operator, req: RowsRequest): Promise
       ovl_rows: { kind: "rows" },
       recv_base: { kind: "int", value: recvBase },
     },
-    constexprs: { WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: blockN },
-    params: { WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: blockN, N, split: shape.split, recv_base: recvBase },
-  });
+    { recv_base: recvBase },
+  );
   // `ar_done` over a placeholder table shaped like the waits; instantiateRows fills it at every M.
   const done = slotWaitStage(
     AR_STREAMS.done,
@@ -88,31 +87,14 @@ export async function compileGemmArRows(op: Operator, req: RowsRequest): Promise
     reference: gemmArReference(at, N, K, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
-    rows: {
-      variable: ROWS_VARIABLE,
-      range: { min: shape.min, max: shape.max },
-      multiple: world,
-      at,
+    rows: rowsSection(req, shape, world, at, {
       buffers: { ...s.rowsBuffers, [GEMM_AR_BUFFERS.out]: maps.M },
       hostOps: [],
       numPidM: maps.numPidM,
       tables: { ...s.rowsTables, [done.table.name]: waits },
-      ...(req.fallbackBelow === undefined ? {} : { fallbackBelow: req.fallbackBelow }),
-      ...(req.fallbackReason === undefined ? {} : { fallbackReason: req.fallbackReason }),
-    },
+    }),
   };
-  const source = arReduceBroadcastRowsSource(
-    {
-      WORLD: world,
-      BLOCK_M: params.BLOCK_M,
-      BLOCK_N: blockN,
-      N,
-      rowsPerRank: maps.rowsPerRank,
-      blocks: maps.reduceBlocks,
-      slots: maps.reduceSlots,
-    },
-    { dtype: o.dtype },
-  );
+  const source = arReduceBroadcastRowsSource(p, { dtype: o.dtype });
   return {
     files: [...s.files, { path: "ar_reduce_broadcast_rows.py", text: source }, done.file],
     manifest: rowsManifest(symbolic),

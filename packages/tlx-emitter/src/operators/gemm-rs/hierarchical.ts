@@ -7,11 +7,8 @@
 // shard into the output. Every wait is ovl's bounded, named `wait_slot`.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import {
-  checkGemmParams,
   checkNvshmemRows,
   checkSlabSumParams,
-  GEMM_PRODUCER,
-  gemmProducerSource,
   nvshmemPushSource,
   nvshmemSlot,
   nvshmemSlotCount,
@@ -21,17 +18,17 @@ import {
   slabSumGrid,
   slabSumSource,
 } from "../../backends/triton/kernels/index.js";
-import { checkDistinctBuffers, checkPlanAndSchedule, kernelEntry, SIGNAL_BUFFER, signalBuffer } from "../../backends/triton/common.js";
+import { checkDistinctBuffers, kernelEntry, SIGNAL_BUFFER, signalBuffer } from "../../backends/triton/common.js";
 import { nvshmemPushKernel } from "../../backends/triton/nvshmem.js";
 import { type Buffer, type Kernel, type KernelArg, MANIFEST_SCHEMA, type Table } from "../../core/manifest/schema.js";
 import { validated } from "../../core/manifest/validate.js";
 import { type EmitOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
-import { mBlockTables } from "../../schedule/m-block-tables.js";
 import { checkHierarchicalRs, HIERARCHICAL_RS } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
-import type { ProducerFactory } from "./producer.js";
+import { gemmRsReference, producerTables, rsProblem, segmentTable } from "./problem.js";
+import { type ProducerFactory, rsProducer } from "./producer.js";
 
 /** Buffers of the hierarchical GEMM+RS besides those of GEMM+RS. */
 export const HIERARCHICAL_RS_BUFFERS = { node: "node_partials", sums: "node_sums", net: "net_partials" } as const;
@@ -41,10 +38,9 @@ type Row = [number, number, number, number, number, number, number];
 
 /** Padded, flattened, checked `nvshmem-push` tables of every rank's rows. */
 function pushTable(name: string, rows: Row[][], slots: number): { table: Table; count: number } {
-  const count = Math.max(1, ...rows.map((r) => r.length));
-  const values = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, (): Row => [0, 0, 0, 0, -1, 0, -1])].flat());
-  for (const v of values) checkNvshmemRows(v, slots);
-  return { table: { name, dtype: "int64", values }, count };
+  const push = segmentTable(name, rows);
+  for (const v of push.table.values) checkNvshmemRows(v, slots);
+  return push;
 }
 
 function slabSumArgs(part: string, own: string, out: string, slotTable: string, blockTable: string, p: SlabSumParams, doneBase: number) {
@@ -95,27 +91,10 @@ export function emitGemmRsHierarchical(
       "unsupported-op",
       `plan "${plan.name}" sums partials inside the node before the network (a hierarchical ReduceScatter), which GEMM+RS builds on the nvshmem backend (options.backend "nvshmem"); over "${o.backend}" use reduceScatterDirect({ afterCompute: true })`,
     );
-  const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
-  const { M, N, K } = schedule.tiling.problem;
-  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
-  const params = checkGemmParams({
-    M,
-    N,
-    K,
-    BLOCK_M: schedule.tiling.tile.BM,
-    BLOCK_N: schedule.tiling.tile.BN,
-    BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
-    GROUP_M: options.groupM ?? schedule.tiling.groupSizeM,
-  });
-  if (M % world !== 0 || (M / world) % params.BLOCK_M !== 0)
-    throw new EmitError("bad-param", `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows; ${HIERARCHICAL_RS}`);
-  const rowsPerRank = M / world;
+  const { world, tensor, M, N, K, params, rowsPerRank } = rsProblem(plan, schedule, options, o, HIERARCHICAL_RS);
   const L = checkHierarchicalRs(plan, schedule, tensor.name, rowsPerRank / params.BLOCK_M);
-  const { numPidM, numTiles } = schedule.grid;
-  const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
-  const tiles = ranks.map((r) =>
-    mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
-  );
+  const { numTiles } = schedule.grid;
+  const { ranks, tables: tiles } = producerTables(schedule);
   const { gpus: G, nodes, slabBlocks: B, railBlocks: R } = L;
   const nodeArrival = (from: number, i: number) => nvshmemSlot((from % G) * R + i);
   const netArrival = (fromNode: number, j: number) => nvshmemSlot(G * R + fromNode * B + j);
@@ -219,48 +198,28 @@ export function emitGemmRsHierarchical(
   const reserve = { reserve: o.commSms };
   const notify = tiles.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
   const gemm = gemmLaunch(o, params);
-  const made = producer?.({
-    order,
-    notify,
-    params,
-    launch: gemm,
-    reserve,
-    numTiles,
-    numPidN: schedule.grid.numPidN,
-    partial: tensor.name,
-    a,
-    b,
-    options: o,
-    operator: "gemm-rs",
-    // Read by the network adapter of an NVSHMEM put: released at system scope.
-    notifyScope: "sys",
-  });
-  if (made === undefined) {
-    tables.unshift({ name: "mblock_order", dtype: "int32", values: order }, { name: "mblock_notify_slot", dtype: "int32", values: notify });
-  } else {
-    tables.unshift(...made.tables);
-  }
+  const made = rsProducer(
+    {
+      order,
+      notify,
+      params,
+      launch: gemm,
+      reserve,
+      numTiles,
+      numPidN: schedule.grid.numPidN,
+      partial: tensor.name,
+      a,
+      b,
+      options: o,
+      operator: "gemm-rs",
+      // Read by the network adapter of an NVSHMEM put: released at system scope.
+      notifyScope: "sys",
+    },
+    producer,
+    tables,
+  );
   const kernels: Kernel[] = [
-    made?.kernel ??
-      kernelEntry(GEMM_PRODUCER, {
-        name: "gemm_producer",
-        stream: "compute",
-        grid: [{ kind: "num-sms", cap: numTiles, ...reserve }],
-        ...gemm,
-        args: {
-          a_ptr: { kind: "buffer", name: a },
-          b_ptr: { kind: "buffer", name: b },
-          c_ptr: { kind: "buffer", name: tensor.name },
-          order_ptr: { kind: "table", name: "mblock_order" },
-          notify_ptr: { kind: "table", name: "mblock_notify_slot" },
-          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-          M: { kind: "int", value: M },
-          N: { kind: "int", value: N },
-          K: { kind: "int", value: K },
-        },
-        constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
-        params: { ...params },
-      }),
+    made.kernel,
     nvshmemPushKernel(o, tensor.name, node, push1.count),
     kernelEntry(SLAB_SUM, {
       name: "node_sum",
@@ -286,7 +245,7 @@ export function emitGemmRsHierarchical(
   ];
   const push = nvshmemPushSource({ dtype: o.dtype });
   const files = [
-    made?.file ?? { path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) },
+    made.file,
     { path: "nvshmem_push.py", text: push },
     { path: "nvshmem_push_net.py", text: push },
     { path: "node_sum.py", text: slabSumSource(nodeSum, { dtype: o.dtype }) },
@@ -302,19 +261,9 @@ export function emitGemmRsHierarchical(
     tables,
     kernels,
     hostOps: [],
-    reference: {
-      operator: "gemm-rs",
-      M,
-      N,
-      K,
-      inputs: { A: a, B: b },
-      output: out,
-      rowsPerRank,
-      tolerance: o.tolerance,
-    },
+    reference: gemmRsReference(M, N, K, rowsPerRank, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
-  const expect = made?.expect === undefined ? undefined : { [made.kernel.name]: made.expect };
-  return { files, manifest, ...(expect === undefined ? {} : { expect }) };
+  return { files, manifest, ...(made.expect === undefined ? {} : { expect: made.expect }) };
 }

@@ -2,7 +2,8 @@
 // per rank its m-block order and notify slots, the tiling and launch, and the buffers it writes.
 import type { EmittedFile } from "../../core/result.js";
 import type { Kernel, Table } from "../../core/manifest/schema.js";
-import type { GemmParams, LaunchOptions } from "../../backends/triton/kernels/index.js";
+import { kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
+import { GEMM_PRODUCER, type GemmParams, gemmProducerSource, type LaunchOptions } from "../../backends/triton/kernels/index.js";
 import type { ResolvedOptions } from "../../core/options.js";
 
 /** What a GEMM+RS producer kernel is built from: per rank its m-block order and per m-block notify slot. */
@@ -41,3 +42,48 @@ export type ProducerFactory = (ctx: ProducerContext) => {
   /** A precompiled producer's PTX expectations (the AOT check). */
   expect?: readonly string[];
 };
+
+/**
+ * The producer of a GEMM+RS template for `ctx`: `producer`'s kernel (a transformed local body) or the built-in
+ * `gemm_producer` over the `mblock_order` and `mblock_notify_slot` tables, either one's tables put first in
+ * `tables`; its source file; and a precompiled producer's PTX expectations by kernel name, if any.
+ */
+export function rsProducer(
+  ctx: ProducerContext,
+  producer: ProducerFactory | undefined,
+  tables: Table[],
+): { kernel: Kernel; file: EmittedFile; expect?: Record<string, readonly string[]> } {
+  const made = producer?.(ctx);
+  const { params, options: o } = ctx;
+  if (made === undefined) {
+    tables.unshift(
+      { name: "mblock_order", dtype: "int32", values: ctx.order.map((r) => [...r]) },
+      { name: "mblock_notify_slot", dtype: "int32", values: ctx.notify.map((r) => [...r]) },
+    );
+  } else {
+    tables.unshift(...made.tables);
+  }
+  const kernel =
+    made?.kernel ??
+    kernelEntry(GEMM_PRODUCER, {
+      name: "gemm_producer",
+      stream: "compute",
+      grid: [{ kind: "num-sms", cap: ctx.numTiles, ...ctx.reserve }],
+      ...ctx.launch,
+      args: {
+        a_ptr: { kind: "buffer", name: ctx.a },
+        b_ptr: { kind: "buffer", name: ctx.b },
+        c_ptr: { kind: "buffer", name: ctx.partial },
+        order_ptr: { kind: "table", name: "mblock_order" },
+        notify_ptr: { kind: "table", name: "mblock_notify_slot" },
+        sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+        M: { kind: "int", value: params.M },
+        N: { kind: "int", value: params.N },
+        K: { kind: "int", value: params.K },
+      },
+      constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
+      params: { ...params },
+    });
+  const file = made?.file ?? { path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) };
+  return { kernel, file, ...(made?.expect === undefined ? {} : { expect: { [made.kernel.name]: made.expect } }) };
+}

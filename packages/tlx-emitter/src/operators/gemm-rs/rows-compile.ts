@@ -1,14 +1,15 @@
 // Compiling GEMM+ReduceScatter for any row count (`Operator.rows`): the shared stages of `rows-stages.ts` (the
 // producer and the SM pushes over `ovl_rows`, checked at every M served), then the rows-generic reduction
 // (`rs-reduce-rows`) into `rs_out`, and the manifest written at the operator's M with its `rows` section.
-import { checkDistinctBuffers, kernelEntry, SIGNAL_BUFFER, signalBuffer } from "../../backends/triton/common.js";
+import { checkDistinctBuffers, SIGNAL_BUFFER, signalBuffer } from "../../backends/triton/common.js";
 import { RS_REDUCE_ROWS, rsReduceBlockN, rsReduceRowsSource } from "../../backends/triton/kernels/index.js";
 import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest/schema.js";
 import type { Operator, RowsRequest } from "../../core/operator.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
-import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
-import { rowsManifest, rsRowsStages } from "./rows-stages.js";
+import { rowsManifest, rowsSection } from "../rows-mode.js";
+import { gemmRsReference } from "./problem.js";
+import { reduceRowsKernel, reduceRowsParams, rsRowsStages } from "./rows-stages.js";
 import { GEMM_RS_BUFFERS } from "./template.js";
 import { partialTensor } from "./triton.js";
 
@@ -31,27 +32,18 @@ export async function compileGemmRsRows(op: Operator, req: RowsRequest): Promise
   const s = await rsRowsStages(op, req, partial, "gemm-rs", "GEMM+ReduceScatter");
   const { o, world, at, params, shape, maps } = s;
   const { N, K } = params;
-  const reduceBlockN = o.reduceBlockN ?? rsReduceBlockN(params.BLOCK_M);
-  const reduce = kernelEntry(RS_REDUCE_ROWS, {
-    name: "rs_reduce_rows",
-    stream: "compute",
-    grid: o.reducePrograms === undefined ? [{ kind: "num-sms" }] : [o.reducePrograms],
-    numWarps: 4,
-    numStages: 1,
-    args: {
-      part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
-      own_ptr: { kind: "buffer", name: partial },
-      out_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.out },
-      sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-      err_ptr: { kind: "error-buffer" },
-      N: { kind: "int", value: N },
-      rank: { kind: "rank" },
-      epoch_ptr: { kind: "epoch-word" },
-      timeout_ns: { kind: "timeout-ns" },
-      ovl_rows: { kind: "rows" },
-    },
-    constexprs: { WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: reduceBlockN },
-    params: { WORLD: world, BLOCK_M: params.BLOCK_M, BLOCK_N: reduceBlockN, N, split: shape.split },
+  const p = reduceRowsParams(s, o.reduceBlockN ?? rsReduceBlockN(params.BLOCK_M));
+  const reduce = reduceRowsKernel(RS_REDUCE_ROWS, "rs_reduce_rows", s, p, {
+    part_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.partials },
+    own_ptr: { kind: "buffer", name: partial },
+    out_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.out },
+    sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+    err_ptr: { kind: "error-buffer" },
+    N: { kind: "int", value: N },
+    rank: { kind: "rank" },
+    epoch_ptr: { kind: "epoch-word" },
+    timeout_ns: { kind: "timeout-ns" },
+    ovl_rows: { kind: "rows" },
   });
   const buffers: Buffer[] = [
     ...s.buffers,
@@ -69,42 +61,16 @@ export async function compileGemmRsRows(op: Operator, req: RowsRequest): Promise
     tables: s.tables,
     kernels: [...s.kernels, reduce],
     hostOps: [],
-    reference: {
-      operator: "gemm-rs",
-      M: at,
-      N,
-      K,
-      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
-      output: GEMM_RS_BUFFERS.out,
-      rowsPerRank: at / world,
-      tolerance: o.tolerance,
-    },
+    reference: gemmRsReference(at, N, K, at / world, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
-    rows: {
-      variable: ROWS_VARIABLE,
-      range: { min: shape.min, max: shape.max },
-      multiple: world,
-      at,
+    rows: rowsSection(req, shape, world, at, {
       buffers: { ...s.rowsBuffers, [GEMM_RS_BUFFERS.out]: maps.rowsPerRank },
       hostOps: [],
       numPidM: maps.numPidM,
       tables: s.rowsTables,
-      ...(req.fallbackBelow === undefined ? {} : { fallbackBelow: req.fallbackBelow }),
-      ...(req.fallbackReason === undefined ? {} : { fallbackReason: req.fallbackReason }),
-    },
+    }),
   };
-  const source = rsReduceRowsSource(
-    {
-      WORLD: world,
-      BLOCK_M: params.BLOCK_M,
-      BLOCK_N: reduceBlockN,
-      N,
-      rowsPerRank: maps.rowsPerRank,
-      blocks: maps.reduceBlocks,
-      slots: maps.reduceSlots,
-    },
-    { dtype: o.dtype },
-  );
+  const source = rsReduceRowsSource(p, { dtype: o.dtype });
   return { files: [...s.files, { path: "rs_reduce_rows.py", text: source }], manifest: rowsManifest(symbolic) };
 }

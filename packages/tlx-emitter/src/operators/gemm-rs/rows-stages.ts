@@ -1,31 +1,33 @@
 // The stages GEMM+ReduceScatter and the partitioned GEMM+AllReduce share when the row count is a run-time argument:
 // the producer body transformed with the tile order and notify slots of `rows.ts` over the inserted `ovl_rows`
 // parameter (the body's own `M` bound to the call's row count), and the SM pushes whose segment table is
-// instantiated per M, the plan's GEMM+RS half checked at every M served. What follows the deliveries (the reduction,
-// the output, the manifest) is the operator's.
+// instantiated per M, the plan's GEMM+RS half checked at every M served; and the rows-generic reduction's parameters
+// and launch. What the reduction reads and writes, the output and the manifest are the operator's.
 import type { Expr } from "@ovl/mapping";
 import { staticMap } from "@ovl/mapping";
-import { commGrid, kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
-import { checkGemmParams, checkSmCommParams, type GemmParams, SM_PUSH, smPushSource } from "../../backends/triton/kernels/index.js";
+import { kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
+import {
+  checkSmCommParams,
+  type GemmParams,
+  type KernelTemplateInfo,
+  type RsReduceRowsParams,
+  smPushSource,
+} from "../../backends/triton/kernels/index.js";
 import { alignmentUnit } from "../../backends/triton/kernels/sm-comm.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { bindGemm } from "../../core/bind.js";
-import { instantiateRows } from "../../core/manifest/rows.js";
-import type { Buffer, Kernel, Manifest, Table } from "../../core/manifest/schema.js";
-import { validated } from "../../core/manifest/validate.js";
-import { DEFAULT_GROUP_M, type Operator, type RowsRequest } from "../../core/operator.js";
+import type { Buffer, Kernel, KernelArg, Table } from "../../core/manifest/schema.js";
+import type { Operator, RowsRequest } from "../../core/operator.js";
 import { type ResolvedOptions, gemmLaunch, resolveOptions } from "../../core/options.js";
 import type { EmittedFile } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
 import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
 import { RANK_VAR } from "../../schedule/maps.js";
 import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
+import { checkRowsAt, checkRowsBody, rowsGemmParams } from "../rows-mode.js";
 import { checkGemmRsRows, type RsRowsMaps, type RsRowsShape, rsRowsMaps, rsRowsSegments, rsRowsShape, rsRowsSlots } from "./rows.js";
-import { GEMM_RS_BUFFERS } from "./template.js";
+import { GEMM_RS_BUFFERS, PUSH_SEGMENTS, smPushKernel } from "./template.js";
 import { LOCAL_PRODUCER_KIND } from "./triton.js";
-
-/** The segment table of the SM pushes (`sm-push`'s `push_segments`). */
-export const SEGMENTS = "push_segments";
 
 /** The shared stages over M rows (see the module comment); buffers, tables and rows expressions in manifest order. */
 export interface RsRowsStages {
@@ -77,16 +79,7 @@ export async function rsRowsStages(
   if (kernel.role !== "producer" || kernel.rows !== undefined) {
     throw new EmitError("bad-param", `${op.body.path}: rows mode needs a GEMM producer body (# ovl: producer scatter=<param>)`);
   }
-  if (kernel.shape.tileLoop === undefined) {
-    throw new EmitError("bad-param", `${op.body.path}: rows mode needs a persistent body (# ovl: tile-loop): its grid cannot depend on M`);
-  }
-  const names = kernel.params.map((p) => p.name);
-  if (!names.includes("M")) {
-    throw new EmitError(
-      "bad-param",
-      `${op.body.path}: rows mode binds the call's row count to the body's parameter M, which ${kernel.entry} lacks`,
-    );
-  }
+  const names = checkRowsBody(kernel, op.body.path);
   const unit = alignmentUnit(o.dtype);
   if (N % unit) {
     throw new EmitError(
@@ -94,23 +87,10 @@ export async function rsRowsStages(
       `rows mode pushes whole rows 16-byte aligned at every M: N (${N}) must be a multiple of ${unit} ${o.dtype} elements`,
     );
   }
-  const params = checkGemmParams({
-    M: at,
-    N,
-    K,
-    BLOCK_M: op.tile.BM,
-    BLOCK_N: op.tile.BN,
-    BLOCK_K: op.tile.BK,
-    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
-  });
+  const params = rowsGemmParams(op);
   const shape = rsRowsShape(req, world, params.BLOCK_M, params.BLOCK_N, N);
   const maps = rsRowsMaps(shape);
-  if (at < shape.min || at > shape.max || at % world) {
-    throw new EmitError(
-      "bad-param",
-      `the operator's M (${at}) must be one of the rows it serves (${shape.min}..${shape.max}, multiples of ${world})`,
-    );
-  }
+  checkRowsAt(at, shape, world);
   const segments = rsRowsSegments(shape, maps);
   checkGemmRsRows(shape, maps, segments, unit);
 
@@ -160,27 +140,7 @@ export async function rsRowsStages(
   });
   const count = (world - 1) * shape.split;
   const comm = checkSmCommParams({ BLOCK: o.commBlock });
-  const push = kernelEntry(SM_PUSH, {
-    name: "sm_push",
-    stream: "comm",
-    grid: commGrid(o.commSms, count),
-    numWarps: o.commWarps,
-    numStages: 1,
-    args: {
-      src_ptr: { kind: "buffer", name: partial },
-      dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
-      sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-      sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
-      seg_ptr: { kind: "table", name: SEGMENTS },
-      num_segments: { kind: "int", value: count },
-      err_ptr: { kind: "error-buffer" },
-      rank: { kind: "rank" },
-      epoch_ptr: { kind: "epoch-word" },
-      timeout_ns: { kind: "timeout-ns" },
-    },
-    constexprs: { BLOCK: comm.BLOCK },
-    params: { BLOCK: comm.BLOCK, segments: count },
-  });
+  const push = smPushKernel(o, partial, count, comm);
   const buffers: Buffer[] = [
     { name: GEMM_RS_BUFFERS.a, shape: [at, K], dtype: o.dtype, symmetric: false, init: "random" },
     { name: GEMM_RS_BUFFERS.b, shape: [K, N], dtype: o.dtype, symmetric: false, init: "random" },
@@ -199,8 +159,8 @@ export async function rsRowsStages(
     buffers,
     rowsBuffers: { [GEMM_RS_BUFFERS.a]: maps.M, [partial]: maps.M, [GEMM_RS_BUFFERS.partials]: maps.M },
     // A placeholder shaped like the segments: instantiateRows fills it at every M.
-    tables: [{ name: SEGMENTS, dtype: "int64", values: segments.map((r) => r.flatMap((seg) => seg.map(() => 0))) }],
-    rowsTables: { [SEGMENTS]: segments.map((r) => r.flatMap((seg) => [...seg])) },
+    tables: [{ name: PUSH_SEGMENTS, dtype: "int64", values: segments.map((r) => r.flatMap((seg) => seg.map(() => 0))) }],
+    rowsTables: { [PUSH_SEGMENTS]: segments.map((r) => r.flatMap((seg) => [...seg])) },
     kernels: [producer, push],
     files: [
       { path: producer.source, text: t.source },
@@ -209,8 +169,42 @@ export async function rsRowsStages(
   };
 }
 
-/** `symbolic` (whose `rows` section is complete) as written: its concrete fields at `rows.at`, its kernels and `rows` kept. */
-export function rowsManifest(symbolic: Manifest): Manifest {
-  const concrete = instantiateRows(symbolic, symbolic.rows!.at);
-  return validated({ ...concrete, kernels: symbolic.kernels, rows: symbolic.rows });
+/**
+ * The parameters of the rows-generic reduction over the stages `s` (`rs-reduce-rows`, `ar-reduce-broadcast-rows`:
+ * every m-block of the rank's slab summed over the peers' delivered rows), `blockN` columns a program.
+ */
+export function reduceRowsParams(s: RsRowsStages, blockN: number): RsReduceRowsParams {
+  return {
+    WORLD: s.world,
+    BLOCK_M: s.params.BLOCK_M,
+    BLOCK_N: blockN,
+    N: s.params.N,
+    rowsPerRank: s.maps.rowsPerRank,
+    blocks: s.maps.reduceBlocks,
+    slots: s.maps.reduceSlots,
+  };
+}
+
+/**
+ * The rows-generic reduction `info` as kernel `name` on the compute stream (on every SM, or `reducePrograms`
+ * programs), over the parameters `p` of the stages `s`; `args` its arguments, `extra` its further parameters.
+ */
+export function reduceRowsKernel(
+  info: KernelTemplateInfo,
+  name: string,
+  s: RsRowsStages,
+  p: RsReduceRowsParams,
+  args: Record<string, KernelArg>,
+  extra: Record<string, number> = {},
+): Kernel {
+  return kernelEntry(info, {
+    name,
+    stream: "compute",
+    grid: s.o.reducePrograms === undefined ? [{ kind: "num-sms" }] : [s.o.reducePrograms],
+    numWarps: 4,
+    numStages: 1,
+    args,
+    constexprs: { WORLD: p.WORLD, BLOCK_M: p.BLOCK_M, BLOCK_N: p.BLOCK_N },
+    params: { WORLD: p.WORLD, BLOCK_M: p.BLOCK_M, BLOCK_N: p.BLOCK_N, N: p.N, split: s.shape.split, ...extra },
+  });
 }

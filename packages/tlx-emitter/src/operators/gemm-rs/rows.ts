@@ -11,7 +11,7 @@ import { add, ceilDiv, floorDiv, max, min, mod, mul, sub, toFunction, variable, 
 import { DOMAIN_VARIABLE, RANK_VARIABLE } from "../../local/program.js";
 import type { RowsRequest } from "../../core/operator.js";
 import { EmitError } from "../../core/writer/index.js";
-import { minRowsPerRank, ROWS_VARIABLE } from "../ag-gemm/rows.js";
+import { eq, minRowsPerRank, ROWS_VARIABLE, rowsVariables } from "../ag-gemm/rows.js";
 
 /** The reduction's variables: its m-block within the rank's slab, and the peer whose partial it adds. */
 export const REDUCE_VARIABLES = { block: "ovl_m", peer: "ovl_peer" } as const;
@@ -66,24 +66,10 @@ export function rsRowsSlots(s: Pick<RsRowsShape, "world" | "split">): number {
   return 2 * s.world * s.split;
 }
 
-/** `1` where `a = b`, else `0` (integer expressions). */
-const eq = (a: Expr, b: Expr) => sub(1, min(1, max(sub(a, b), sub(b, a))));
-
 /** The expressions of {@link RsRowsMaps} for `s`. @throws {EmitError} `bad-param` for a range the maps cannot serve. */
 export function rsRowsMaps(s: RsRowsShape): RsRowsMaps {
   const { world: W, split: S, blockM: BM, numPidN: P } = s;
-  const least = W * minRowsPerRank(S, BM);
-  if (!Number.isSafeInteger(s.min) || !Number.isSafeInteger(s.max) || s.min % W || s.max % W || s.min > s.max) {
-    throw new EmitError("bad-param", `rows ${s.min}..${s.max} must be multiples of the world (${W}), min <= max`);
-  }
-  if (s.min < least) {
-    throw new EmitError(
-      "bad-param",
-      `rows from ${s.min}: with ${S} chunks per rank and ${BM}-row m-blocks, each rank needs at least ${least / W} rows (M >= ${least}); below that the operator falls back to not overlapping`,
-    );
-  }
-  const M = variable(ROWS_VARIABLE, { min: s.min, max: s.max });
-  const rank = variable(RANK_VARIABLE, { min: 0, max: W - 1 });
+  const { M, rank } = rowsVariables(s, true);
   const maxBlocks = Math.ceil(s.max / BM);
   const visit = variable(DOMAIN_VARIABLE.consumer, { min: 0, max: maxBlocks - 1 });
   const tile = variable(DOMAIN_VARIABLE.producer, { min: 0, max: maxBlocks * P - 1 });

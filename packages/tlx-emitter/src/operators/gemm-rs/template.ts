@@ -4,14 +4,11 @@
 // and `rs-reduce` summing the delivered slabs as each (rank, m-block) arrives.
 import type { ChunkPlan, TensorDecl, TileSchedule } from "@ovl/chunk-plan";
 import {
-  checkGemmParams,
   checkNvshmemRows,
   checkRsReduceParams,
   checkSegmentAlignment,
   checkSmCommParams,
-  GEMM_PRODUCER,
   type GemmParams,
-  gemmProducerSource,
   nvshmemPushSource,
   nvshmemSlot,
   nvshmemSlotCount,
@@ -22,6 +19,7 @@ import {
   rsReduceSource,
   SM_PUSH,
   SM_PUSH_FIELDS,
+  type SmCommParams,
   smPushSource,
 } from "../../backends/triton/kernels/index.js";
 import {
@@ -35,18 +33,10 @@ import {
 } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
 import type { EmitResult } from "../../core/result.js";
-import {
-  checkDistinctBuffers,
-  commGrid,
-  checkPlanAndSchedule,
-  kernelEntry,
-  signalBuffer,
-  SIGNAL_BUFFER,
-} from "../../backends/triton/common.js";
+import { checkDistinctBuffers, commGrid, kernelEntry, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
 import type { EmittedFile } from "../../core/result.js";
 import { nvshmemPushKernel } from "../../backends/triton/nvshmem.js";
 import { commStreamName } from "../../schedule/host-ops.js";
-import { mBlockTables } from "../../schedule/m-block-tables.js";
 import { type EmitOptions, gemmLaunch, resolveOptions, type ResolvedOptions } from "../../core/options.js";
 import { producerOrder } from "../../schedule/producer-order.js";
 import { arrivalSlot, arrivalSlotTable, rsDeliveries } from "../../schedule/rs-movements.js";
@@ -55,7 +45,8 @@ import { refuseFp8Template } from "../../core/dtype.js";
 import { sumsInsideNodes } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
 import { emitGemmRsHierarchical } from "./hierarchical.js";
-import type { ProducerFactory } from "./producer.js";
+import { gemmRsReference, producerTables, rsProblem, segmentTable } from "./problem.js";
+import { type ProducerFactory, rsProducer } from "./producer.js";
 
 export type { ProducerContext, ProducerFactory } from "./producer.js";
 
@@ -157,20 +148,42 @@ export function emitGemmRs(plan: ChunkPlan, schedule: TileSchedule, options: Emi
     tables: s.tables,
     kernels,
     hostOps: s.hostOps,
-    reference: {
-      operator: "gemm-rs",
-      M: params.M,
-      N: params.N,
-      K: params.K,
-      inputs: { A: GEMM_RS_BUFFERS.a, B: GEMM_RS_BUFFERS.b },
-      output: GEMM_RS_BUFFERS.out,
-      rowsPerRank: s.rowsPerRank,
-      tolerance: o.tolerance,
-    },
+    reference: gemmRsReference(params.M, params.N, params.K, s.rowsPerRank, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });
   return { files, manifest, ...(s.expect === undefined ? {} : { expect: s.expect }) };
+}
+
+/** The push kernels' segment table (`sm-push`'s and `nvshmem-push`'s `push_segments`). */
+export const PUSH_SEGMENTS = "push_segments";
+
+/**
+ * The `sm_push` kernel on the comm stream: `count` rows of table {@link PUSH_SEGMENTS}, copied from buffer `src`
+ * into the peers' `partials` with SM stores (and a signal each) on `o.commSms` programs at most.
+ */
+export function smPushKernel(o: ResolvedOptions, src: string, count: number, comm: SmCommParams): Kernel {
+  return kernelEntry(SM_PUSH, {
+    name: "sm_push",
+    stream: "comm",
+    grid: commGrid(o.commSms, count),
+    numWarps: o.commWarps,
+    numStages: 1,
+    args: {
+      src_ptr: { kind: "buffer", name: src },
+      dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
+      sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
+      sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
+      seg_ptr: { kind: "table", name: PUSH_SEGMENTS },
+      num_segments: { kind: "int", value: count },
+      err_ptr: { kind: "error-buffer" },
+      rank: { kind: "rank" },
+      epoch_ptr: { kind: "epoch-word" },
+      timeout_ns: { kind: "timeout-ns" },
+    },
+    constexprs: { BLOCK: comm.BLOCK },
+    params: { BLOCK: comm.BLOCK, segments: count },
+  });
 }
 
 /**
@@ -207,35 +220,14 @@ export function gemmRsStages(
 ): RsStages {
   const o = resolveOptions(options);
   refuseFp8Template(o.dtype, "GEMM+ReduceScatter");
-  const { world, tensor } = checkPlanAndSchedule(plan, schedule, "producer");
-  const { M, N, K } = schedule.tiling.problem;
-  if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
-  const params = checkGemmParams({
-    M,
-    N,
-    K,
-    BLOCK_M: schedule.tiling.tile.BM,
-    BLOCK_N: schedule.tiling.tile.BN,
-    BLOCK_K: options.blockK ?? schedule.tiling.tile.BK,
-    GROUP_M: options.groupM ?? schedule.tiling.groupSizeM,
-  });
-  if (M % world !== 0 || (M / world) % params.BLOCK_M !== 0) {
-    throw new EmitError(
-      "bad-param",
-      `M (${M}) must be ${world} slabs of whole m-blocks of ${params.BLOCK_M} rows${stage.nearest === undefined ? "" : `; ${stage.nearest}`}`,
-    );
-  }
-  const rowsPerRank = M / world;
+  const { world, tensor, M, N, K, params, rowsPerRank } = rsProblem(plan, schedule, options, o, stage.nearest);
   const blocksPerSlab = rowsPerRank / params.BLOCK_M;
   const nvshmem = o.backend === "nvshmem";
   // Arrival slot s is int32 slot 2s under NVSHMEM (the low half of a 64-bit signal word, `nvshmemSlot`).
   const arrivalAt = (slot: number) => (nvshmem ? nvshmemSlot(slot) : slot);
   const tileDoneBase = nvshmem ? nvshmemSlotCount(world * blocksPerSlab) : world * blocksPerSlab;
   const { numPidM, numTiles } = schedule.grid;
-  const ranks = schedule.ranks.slice().sort((a, b) => a.rank - b.rank);
-  const perRank = ranks.map((r) =>
-    mBlockTables(r, numPidM, r.tables.notifySlot, (slot) => r.slots.find((s) => s.slot === slot)?.arrivals ?? 0),
-  );
+  const { ranks, tables: perRank } = producerTables(schedule);
   const deliveries = rsDeliveries(plan, schedule, tensor.name, rowsPerRank, stage.nearest);
   // A rank's own partial is reduced where the producer wrote it: only peers' rows move.
   const peerDeliveries = deliveries.filter((d) => d.from !== d.to);
@@ -273,55 +265,30 @@ export function gemmRsStages(
   // program that found no SM free would start only when another finished all its tiles.
   const reserve = o.backend === "copy-engine" ? {} : { reserve: o.commSms };
   const notifyPerMBlock = perRank.map((t) => t.slot.map((s) => (s < 0 ? -1 : tileDoneBase + s)));
-  const made = producer?.({
-    order,
-    notify: notifyPerMBlock,
-    params,
-    launch: gemm,
-    reserve,
-    numTiles,
-    numPidN: schedule.grid.numPidN,
-    partial: tensor.name,
-    a: GEMM_RS_BUFFERS.a,
-    b: GEMM_RS_BUFFERS.b,
-    options: o,
-    operator: stage.operator ?? "gemm-rs",
-    // With SM pushes only this rank's sm-push kernel waits on the tile-done slots, and it
-    // releases what it moves at system scope itself; a copy-engine delivery waits on a host
-    // stream, and an NVSHMEM put may be read by a network adapter.
-    notifyScope: o.backend === "sm" ? "gpu" : "sys",
-  });
-  if (made === undefined) {
-    tables.unshift(
-      { name: "mblock_order", dtype: "int32", values: order },
-      { name: "mblock_notify_slot", dtype: "int32", values: notifyPerMBlock },
-    );
-  } else {
-    tables.unshift(...made.tables);
-  }
-  const kernels: Kernel[] = [
-    made?.kernel ??
-      kernelEntry(GEMM_PRODUCER, {
-        name: "gemm_producer",
-        stream: "compute",
-        grid: [{ kind: "num-sms", cap: numTiles, ...reserve }],
-        ...gemm,
-        args: {
-          a_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.a },
-          b_ptr: { kind: "buffer", name: GEMM_RS_BUFFERS.b },
-          c_ptr: { kind: "buffer", name: tensor.name },
-          order_ptr: { kind: "table", name: "mblock_order" },
-          notify_ptr: { kind: "table", name: "mblock_notify_slot" },
-          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-          M: { kind: "int", value: M },
-          N: { kind: "int", value: N },
-          K: { kind: "int", value: K },
-        },
-        constexprs: { BLOCK_M: params.BLOCK_M, BLOCK_N: params.BLOCK_N, BLOCK_K: params.BLOCK_K, GROUP_M: params.GROUP_M },
-        params: { ...params },
-      }),
-  ];
-  const files: EmittedFile[] = [made?.file ?? { path: "gemm_producer.py", text: gemmProducerSource(params, { dtype: o.dtype }) }];
+  const made = rsProducer(
+    {
+      order,
+      notify: notifyPerMBlock,
+      params,
+      launch: gemm,
+      reserve,
+      numTiles,
+      numPidN: schedule.grid.numPidN,
+      partial: tensor.name,
+      a: GEMM_RS_BUFFERS.a,
+      b: GEMM_RS_BUFFERS.b,
+      options: o,
+      operator: stage.operator ?? "gemm-rs",
+      // With SM pushes only this rank's sm-push kernel waits on the tile-done slots, and it
+      // releases what it moves at system scope itself; a copy-engine delivery waits on a host
+      // stream, and an NVSHMEM put may be read by a network adapter.
+      notifyScope: o.backend === "sm" ? "gpu" : "sys",
+    },
+    producer,
+    tables,
+  );
+  const kernels: Kernel[] = [made.kernel];
+  const files: EmittedFile[] = [made.file];
   let hostOps: RankHostOps[];
   if (o.backend === "copy-engine") {
     hostOps = ranks.map((r) => {
@@ -369,45 +336,21 @@ export function gemmRsStages(
           });
         }),
     );
-    const count = Math.max(1, ...rows.map((r) => r.length));
-    // Rows of length 0 with no wait and no notify pad every rank's table to one length.
-    const padded = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
-    tables.push({ name: "push_segments", dtype: "int64", values: padded });
+    const { table, count } = segmentTable(PUSH_SEGMENTS, rows);
+    tables.push(table);
     hostOps = [];
     if (nvshmem) {
-      for (const r of padded) checkNvshmemRows(r, slots);
+      for (const r of table.values) checkNvshmemRows(r, slots);
       kernels.push(nvshmemPushKernel(o, tensor.name, GEMM_RS_BUFFERS.partials, count));
       files.push({ path: "nvshmem_push.py", text: nvshmemPushSource({ dtype: o.dtype }) });
     }
   }
   if (o.backend === "sm") {
     const comm = checkSmCommParams({ BLOCK: o.commBlock });
-    const rows = tables.find((t) => t.name === "push_segments")!.values;
+    const rows = tables.find((t) => t.name === PUSH_SEGMENTS)!.values;
     for (const r of rows) checkSegmentAlignment(r, SM_PUSH_FIELDS, ["src_offset", "dst_offset"], o.dtype);
     const count = rows[0]!.length / SM_PUSH_FIELDS.length;
-    kernels.push(
-      kernelEntry(SM_PUSH, {
-        name: "sm_push",
-        stream: "comm",
-        grid: commGrid(o.commSms, count),
-        numWarps: o.commWarps,
-        numStages: 1,
-        args: {
-          src_ptr: { kind: "buffer", name: tensor.name },
-          dst_ptrs: { kind: "peer-pointers", buffer: GEMM_RS_BUFFERS.partials },
-          sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
-          sig_ptrs: { kind: "peer-pointers", buffer: SIGNAL_BUFFER },
-          seg_ptr: { kind: "table", name: "push_segments" },
-          num_segments: { kind: "int", value: count },
-          err_ptr: { kind: "error-buffer" },
-          rank: { kind: "rank" },
-          epoch_ptr: { kind: "epoch-word" },
-          timeout_ns: { kind: "timeout-ns" },
-        },
-        constexprs: { BLOCK: comm.BLOCK },
-        params: { BLOCK: comm.BLOCK, segments: count },
-      }),
-    );
+    kernels.push(smPushKernel(o, tensor.name, count, comm));
     files.push({ path: "sm_push.py", text: smPushSource(comm, { dtype: o.dtype }) });
   }
   const reduce = checkRsReduceParams({
@@ -417,7 +360,7 @@ export function gemmRsStages(
     N,
     rows_per_rank: rowsPerRank,
   });
-  const expect = made?.expect === undefined ? undefined : { [made.kernel.name]: made.expect };
+  const { expect } = made;
   return {
     o,
     world,
