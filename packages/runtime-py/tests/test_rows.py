@@ -1,6 +1,7 @@
-"""One compiled AllGather+GEMM for every row count of a range (``ovl emit ag-gemm --any-rows``): the manifest is
-made concrete at each M (``load_manifest(rows=M)``, ``_manifest.rows.instantiate``) and the same emitted kernel runs
-correctly in both CPU engines at row counts that are not powers of two; M outside the range is refused by name."""
+"""One compiled operator for every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar --any-rows``): the
+manifest is made concrete at each M (``load_manifest(rows=M)``, ``_manifest.rows.instantiate``) and the same emitted
+kernels run correctly in both CPU engines at row counts that are not powers of two; M outside the range is refused by
+name; the rows operator runs the plain path outside its range."""
 
 from __future__ import annotations
 
@@ -19,14 +20,29 @@ CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
 needs_cli = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
 
 
-@pytest.fixture(scope="module")
-def any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ag-any")
-    # 32-row m-blocks, two chunks per rank: each rank needs at least 65 rows; served 130..512 at world 2.
-    cmd = ["node", str(CLI), "emit", "ag-gemm", "--n", "64", "--k", "64", "--m", "256", "--world", "2", "--tile", "32x64x32"]
-    cmd += ["--any-rows", "--max-rows", "512", "--out", str(out)]
+def emit_any_rows(tmp_path_factory: pytest.TempPathFactory, op: str, max_rows: int) -> Path:
+    """``op`` compiled once for every row count up to ``max_rows`` at world 2 (N = K = 64, 32-row m-blocks, two
+    chunks per rank: each rank needs at least 65 rows, so the range starts at 130)."""
+    out = tmp_path_factory.mktemp(f"{op}-any")
+    cmd = ["node", str(CLI), "emit", op, "--n", "64", "--k", "64", "--m", "256", "--world", "2", "--tile", "32x64x32"]
+    cmd += ["--any-rows", "--max-rows", str(max_rows), "--out", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     return out / "manifest.json"
+
+
+def assert_emulates(m, M: int) -> None:
+    """The concrete manifest at ``M`` runs correctly in the numpy engine (2 epochs) and, where it is available, the
+    interpreter (1 epoch)."""
+    out = emulate(m, epochs=2, seed=M, engine="numpy")
+    assert out.ok and out.failures == [] and len(out.checks) == 2
+    if interpret_unavailable() is None:
+        out = emulate(m, epochs=1, seed=M + 1, engine="interpret")
+        assert out.ok and out.failures == [], out.failures
+
+
+@pytest.fixture(scope="module")
+def any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return emit_any_rows(tmp_path_factory, "ag-gemm", 512)
 
 
 @needs_cli
@@ -47,11 +63,7 @@ def test_one_kernel_is_correct_at_row_counts_it_was_not_compiled_at(any_rows, M)
     m = load_manifest(any_rows, rows=M)
     assert m.reference.M == M and m.buffer("A").shape == (M, 64) and m.buffer("gemm_c").shape == (M, 64)
     assert dict(m.kernels[0].args)["M"].value == M
-    out = emulate(m, epochs=2, seed=M, engine="numpy")
-    assert out.ok and out.failures == [] and len(out.checks) == 2
-    if interpret_unavailable() is None:
-        out = emulate(m, epochs=1, seed=M + 1, engine="interpret")
-        assert out.ok and out.failures == [], out.failures
+    assert_emulates(m, M)
 
 
 @needs_cli
@@ -63,12 +75,7 @@ def test_a_row_count_outside_the_range_is_refused_by_name(any_rows, M, why):
 
 @pytest.fixture(scope="module")
 def rs_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("rs-any")
-    # 32-row m-blocks, two chunks per rank: each rank needs at least 65 rows; served 130..768 at world 2.
-    cmd = ["node", str(CLI), "emit", "gemm-rs", "--n", "64", "--k", "64", "--m", "256", "--world", "2", "--tile", "32x64x32"]
-    cmd += ["--any-rows", "--max-rows", "768", "--out", str(out)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return out / "manifest.json"
+    return emit_any_rows(tmp_path_factory, "gemm-rs", 768)
 
 
 @needs_cli
@@ -92,11 +99,7 @@ def test_one_gemm_rs_kernel_is_correct_at_row_counts_it_was_not_compiled_at(rs_a
     m = load_manifest(rs_any_rows, rows=M)
     assert m.reference.M == M and m.reference.rows_per_rank == M // 2
     assert dict(m.kernels[2].args)["ovl_rows"].value == M
-    out = emulate(m, epochs=2, seed=M, engine="numpy")
-    assert out.ok and out.failures == [] and len(out.checks) == 2
-    if interpret_unavailable() is None:
-        out = emulate(m, epochs=1, seed=M + 1, engine="interpret")
-        assert out.ok and out.failures == [], out.failures
+    assert_emulates(m, M)
 
 
 @needs_cli
@@ -151,12 +154,8 @@ def test_a_rows_table_not_shaped_like_its_table_is_refused(rs_any_rows):
 
 @pytest.fixture(scope="module")
 def ar_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ar-any")
-    # The partitioned GEMM+AllReduce over SM pushes and stores, 32-row m-blocks: served 130..768 at world 2.
-    cmd = ["node", str(CLI), "emit", "gemm-ar", "--n", "64", "--k", "64", "--m", "256", "--world", "2", "--tile", "32x64x32"]
-    cmd += ["--any-rows", "--max-rows", "768", "--out", str(out)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return out / "manifest.json"
+    # The partitioned GEMM+AllReduce over SM pushes and stores.
+    return emit_any_rows(tmp_path_factory, "gemm-ar", 768)
 
 
 @needs_cli
@@ -165,11 +164,7 @@ def test_one_gemm_ar_kernel_is_correct_at_row_counts_it_was_not_compiled_at(ar_a
     m = load_manifest(ar_any_rows, rows=M)
     assert m.reference.operator == "gemm-ar" and m.reference.M == M and m.buffer("ar_out").shape == (M, 64)
     assert [k.template_kind for k in m.kernels] == ["local-producer", "sm-push", "ar-reduce-broadcast-rows", "slot-wait"]
-    out = emulate(m, epochs=2, seed=M, engine="numpy")
-    assert out.ok and out.failures == [] and len(out.checks) == 2
-    if interpret_unavailable() is None:
-        out = emulate(m, epochs=1, seed=M + 1, engine="interpret")
-        assert out.ok and out.failures == [], out.failures
+    assert_emulates(m, M)
 
 
 @needs_cli
