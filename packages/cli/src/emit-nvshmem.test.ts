@@ -1,5 +1,5 @@
-// `--backend nvshmem`: ag-gemm and gemm-rs emit an nvshmem-push kernel (the same plan, NVSHMEM puts with
-// signal), every other operator and the simulator refuse it by name.
+// `--backend nvshmem`: ag-gemm, gemm-rs and the partitioned gemm-ar emit nvshmem-push kernels (the same plan,
+// NVSHMEM puts with signal), every other operator, the tile-wise gemm-ar and the simulator refuse it by name.
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +32,29 @@ describe("ovl emit --backend nvshmem", () => {
       expect(push.requires).toEqual(["nvshmem"]);
       expect(push.grid).toEqual([{ kind: "num-sms", cap: Math.min(4, (m.tables.at(-1)!.values[0]!.length / 7) | 0) }]);
       expect(readFileSync(join(dir, "nvshmem_push.py"), "utf8")).toContain("put_signal_add(");
+    }
+  });
+
+  it("emits the partitioned GEMM+AllReduce: the slab pushes and the reduced slabs' puts, no peer pointers, no host ops", async () => {
+    for (const world of ["2", "4"]) {
+      const dir = temp();
+      const args = ["--m", "1024", "--n", "512", "--k", "512", "--world", world, "--backend", "nvshmem", "--out", dir];
+      const r = await run(["emit", "gemm-ar", ...args]);
+      expect(r.status, r.err).toBe(0);
+      const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+      expect(m.name).toBe(`gemm_ar_m1024n512k512_w${world}_nvshmem_s2`);
+      expect(m.hostOps).toEqual([]);
+      expect(m.kernels.map((k) => `${k.name}:${k.template.kind}:${k.stream}`)).toEqual([
+        `gemm_ar_m1024n512k512_w${world}_nvshmem_s2_producer:local-producer:compute`,
+        "nvshmem_push:nvshmem-push:comm",
+        "nvshmem_push_ar:nvshmem-push:comm",
+        "ar_reduce:ar-reduce:compute",
+        "ar_done:slot-wait:compute",
+      ]);
+      expect(m.kernels.filter((k) => k.requires?.includes("nvshmem")).map((k) => k.name)).toEqual(["nvshmem_push", "nvshmem_push_ar"]);
+      expect(m.kernels.flatMap((k) => k.args).filter((a) => a.value.kind === "peer-pointers")).toEqual([]);
+      for (const f of ["nvshmem_push.py", "nvshmem_push_ar.py", "ar_reduce.py", "ar_done.py"])
+        expect(readFileSync(join(dir, f), "utf8")).toContain("@triton.jit");
     }
   });
 
@@ -86,9 +109,9 @@ describe("ovl emit --backend nvshmem", () => {
   });
 
   it("is refused where it is not built, naming what works", async () => {
-    const gemmAr = await run(["emit", "gemm-ar", ...small, "--backend", "nvshmem", "--out", temp()]);
+    const gemmAr = await run(["emit", "gemm-ar", ...small, "--template", "tilewise", "--backend", "nvshmem", "--out", temp()]);
     expect(gemmAr.status).toBe(2);
-    expect(gemmAr.err).toContain("--backend nvshmem realises ag-gemm's chunk pushes and gemm-rs's slab pushes; gemm-ar takes");
+    expect(gemmAr.err).toContain("--backend nvshmem realises the partitioned gemm-ar (--template direct); the tile-wise AllReduce");
     const rows = await run(["emit", "ag-gemm", "--shape", "MLP-1", "--world", "2", "--backend", "nvshmem", "--any-rows", "--out", temp()]);
     expect(rows.status).toBe(2);
     expect(rows.err).toContain("drop --backend nvshmem or --any-rows");

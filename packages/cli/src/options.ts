@@ -32,7 +32,10 @@ export function problemOptions(cmd: Command, { gemm, knobs = true }: { gemm: boo
     .option("--template <name>", `plan template: ${TEMPLATES.join(", ")} (default per operator)`)
     .option("--side <side>", "push or pull transfers (ring and swizzle; default push)")
     .option("--split <chunks>", "chunks per shard transfer (default 2)", positiveInt("--split"))
-    .option("--backend <backend>", "transfer backend: copy-engine, sm or nvshmem (default copy-engine; nvshmem: ag-gemm and gemm-rs emit)");
+    .option(
+      "--backend <backend>",
+      "transfer backend: copy-engine, sm or nvshmem (default copy-engine; nvshmem: ag-gemm, gemm-rs and the partitioned gemm-ar emit)",
+    );
   if (gemm) {
     cmd
       .option("--tile <BMxBNxBK>", "GEMM tile (emit: default the tuned configuration of the shape; plan, simulate: 128x256x64)")

@@ -21,7 +21,7 @@ export const EMIT_OPERATORS = [...GEMM_OPERATORS, "a2a-gemm"] as const;
 export const TEMPLATES = ["ring", "swizzle", "hierarchical", "direct", "tilewise"] as const;
 /** A template name. */
 export type TemplateName = (typeof TEMPLATES)[number];
-/** Transfer backends (`nvshmem`: ag-gemm and gemm-rs, emitted only: the simulator has no NVSHMEM model). */
+/** Transfer backends (`nvshmem`: ag-gemm, gemm-rs and the partitioned gemm-ar, emitted only: the simulator has no NVSHMEM model). */
 export const BACKENDS = ["copy-engine", "sm", "nvshmem"] as const;
 /** A backend name. */
 export type Backend = (typeof BACKENDS)[number];

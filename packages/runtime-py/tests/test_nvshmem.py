@@ -50,6 +50,10 @@ CASES = {
     # over the rail and summed per slab: two nvshmem-push kernels, two slab-sums.
     "rs_hier_2x2": ("gemm-rs", 4, 256, ["--mesh", "2x2", "--template", "hierarchical"]),
     "rs_hier_2x4": ("gemm-rs", 8, 512, ["--mesh", "2x4", "--template", "hierarchical"]),
+    # The partitioned GEMM+AllReduce: the slab pushes of GEMM+RS, ar-reduce into the rank's rows of ar_out, then a
+    # second nvshmem-push kernel putting each reduced m-block to every peer's ar_out, counted by ar_done.
+    "ar_w2": ("gemm-ar", 2, 128, []),
+    "ar_w4": ("gemm-ar", 4, 256, []),
 }
 
 
@@ -81,7 +85,8 @@ def _copy(emitted: Path, name: str, to: Path, d: dict) -> Path:
 @pytest.mark.parametrize("name", list(CASES))
 def test_nvshmem_manifests_are_correct_over_three_epochs_in_the_numpy_engine(emitted, name):
     m = load_manifest(emitted / name / "manifest.json")
-    pushes = 2 if name.startswith("rs_hier") else 1  # the hierarchical GEMM+RS: one push kernel per stage
+    # The hierarchical GEMM+RS: one push kernel per stage; GEMM+AllReduce: the slab pushes, then the reduced slabs.
+    pushes = 2 if name.startswith(("rs_hier", "ar_")) else 1
     assert m.requires_nvshmem and [k.template_kind for k in m.kernels if k.requires] == ["nvshmem-push"] * pushes
     assert all(not s.ops for h in m.host_ops for s in h.streams) and peer_view_need(m) is None
     out = emulate(m, epochs=3, seed=7, engine="numpy")
@@ -170,6 +175,33 @@ def test_a_lost_node_sum_is_a_wait_timeout_of_the_slab_sum_naming_rank_and_slot(
     assert not out.ok
     lost = [e for e in out.failures if isinstance(e, WaitTimeout) and (e.rank, e.slot) == (pe, slot)]
     assert lost and (lost[0].seen, lost[0].expected) == (0, 1) and "slab-sum" in str(lost[0])
+
+
+def test_a_lost_reduced_slab_put_is_a_wait_timeout_of_ar_done_naming_rank_and_slot(emitted, monkeypatch):
+    """World-2 GEMM+AllReduce: rank 0 puts each reduced m-block of its slab to rank 1 (ar_segments), each after
+    ar-reduce's done slot of the m-block; one signal lost, rank 1's ar_done waits on it, bounded, and names rank 1 and
+    the slot (one of B arrivals missing)."""
+    d = _manifest(emitted, "ar_w2")
+    flat = next(t for t in d["tables"] if t["name"] == "ar_segments")["values"][0]
+    rows = [flat[i : i + 7] for i in range(0, len(flat), 7) if flat[i + 6] >= 0]
+    assert {r[1] for r in rows} == {1} and all(r[4] >= 0 and r[5] >= 1 for r in rows)  # to the peer, after the reduction
+    pe, slot = rows[0][1], rows[0][6]
+    waits = next(t for t in d["tables"] if t["name"] == "ar_done_slots")["values"][pe]
+    assert [slot, len(rows)] == waits[:2]
+    add = nvshmem_np.signal_add
+    lost = []
+
+    def lossy(ctx, board, s):
+        if (board.rank, s) == (pe, slot) and not lost:
+            lost.append(s)
+            return
+        add(ctx, board, s)
+
+    monkeypatch.setattr(nvshmem_np, "signal_add", lossy)
+    out = emulate(parse_manifest(d), epochs=1, engine="numpy", timeout_s=1.0)
+    assert not out.ok
+    got = [e for e in out.failures if isinstance(e, WaitTimeout) and (e.rank, e.slot) == (pe, slot)]
+    assert got and (got[0].seen, got[0].expected) == (len(rows) - 1, len(rows)) and f"slot {slot}" in str(got[0])
 
 
 @needs_interpreter
@@ -310,7 +342,7 @@ sys.path.insert(0, sys.argv[1])
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-import nvshmem_push as k
+k = __import__(sys.argv[3])
 sig = {"src_ptr": "*bf16", "dst_ptr": "*bf16", "sig_ptr": "*i32", "seg_ptr": "*i64", "num_segments": "i32", "err_ptr": "*i32",
        "rank": "i32", "epoch_ptr": "*i32", "timeout_ns": "i64"}
 c = triton.compile(ASTSource(k.nvshmem_push, signature=sig, constexprs={}), target=GPUTarget("cuda", 90, 32),
@@ -321,16 +353,19 @@ print(json.dumps({"put_signal": len(re.findall(r"nvshmemi_transfer_put_signal", 
 """
 
 
-@pytest.mark.parametrize("name", ["rs_w2", "ag_hier_2x2", "rs_hier_2x2"])
+@pytest.mark.parametrize("name", ["rs_w2", "ag_hier_2x2", "rs_hier_2x2", "ar_w2"])
 def test_the_nvshmem_kernel_compiles_for_sm90a_with_nvshmems_device_library(emitted, name):
     bc = Path(sysconfig.get_path("purelib")) / "nvidia" / "nvshmem" / "lib" / "libnvshmem_device.bc"
     if not bc.exists():
         pytest.skip(f"no NVSHMEM device bitcode at {bc} (the nvidia-nvshmem-cu13 wheel PyTorch installs)")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-    r = subprocess.run([sys.executable, "-c", _AOT, str(emitted / name), str(bc)], capture_output=True, text=True, timeout=600, env=env)
-    if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
-        pytest.skip("no ptxas with this Triton")
-    assert r.returncode == 0, r.stderr[-3000:]
-    got = json.loads(r.stdout.strip().splitlines()[-1])
-    assert got["put_signal"] >= 1 and got["acquire"] >= 1 and got["cubin"] > 0
+    # Every nvshmem-push kernel of the manifest (GEMM+AllReduce's second one puts the reduced slabs), by its file.
+    for module in sorted({k["name"] for k in _manifest(emitted, name)["kernels"] if k.get("requires")}):
+        argv = [sys.executable, "-c", _AOT, str(emitted / name), str(bc), module]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+        if r.returncode != 0 and "ptxas" in r.stderr and "not found" in r.stderr:
+            pytest.skip("no ptxas with this Triton")
+        assert r.returncode == 0, r.stderr[-3000:]
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        assert got["put_signal"] >= 1 and got["acquire"] >= 1 and got["cubin"] > 0, module

@@ -55,7 +55,7 @@ const SHARED: Readonly<Record<SharedOption, (cmd: Command, def: OperatorDefiniti
   backend: (c) =>
     c.option(
       "--backend <backend>",
-      "transfer backend: copy-engine, sm or nvshmem (default copy-engine; nvshmem: ag-gemm and gemm-rs emit)",
+      "transfer backend: copy-engine, sm or nvshmem (default copy-engine; nvshmem: ag-gemm, gemm-rs and the partitioned gemm-ar emit)",
     ),
   tile: (c) =>
     c.option("--tile <BMxBNxBK>", "the compute tile (default: the tuned configuration of the shape, else the operator's default)"),

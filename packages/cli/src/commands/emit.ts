@@ -145,10 +145,16 @@ export async function emitProblem(p: Problem, outDir: string, sources: EmitSourc
       `${p.operator === "ag-gemm" ? "AG+GEMM" : "A2A+GEMM"} is emitted with copy-engine transfers only; drop --backend sm (GEMM+RS takes --backend sm)`,
     );
   }
-  if (p.backend === "nvshmem" && p.operator !== "ag-gemm" && p.operator !== "gemm-rs") {
+  if (p.backend === "nvshmem" && p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
     throw new UsageError(
       "unsupported",
-      `--backend nvshmem realises ag-gemm's chunk pushes and gemm-rs's slab pushes; ${p.operator} takes --backend copy-engine${p.operator === "gemm-ar" ? " or sm" : ""}`,
+      `--backend nvshmem realises ag-gemm's chunk pushes, gemm-rs's slab pushes and the partitioned gemm-ar's; ${p.operator} takes --backend copy-engine`,
+    );
+  }
+  if (p.backend === "nvshmem" && tilewise(p)) {
+    throw new UsageError(
+      "unsupported",
+      "--backend nvshmem realises the partitioned gemm-ar (--template direct); the tile-wise AllReduce pushes strided tiles with SM stores: drop --backend nvshmem, or use --template direct",
     );
   }
   if (p.backend === "nvshmem" && sources.rows !== undefined) {

@@ -35,7 +35,7 @@ export const tritonBackend: Backend = {
 export function nvshmemRefusal(op: Operator): string | undefined {
   if (op.options?.backend !== "nvshmem") return undefined;
   if (!(NVSHMEM_OPERATORS as readonly string[]).includes(op.kind))
-    return `the nvshmem transfer backend realises ${NVSHMEM_OPERATORS.join(" and ")}; compile ${op.kind} with options.backend "copy-engine" or "sm"`;
+    return `the nvshmem transfer backend realises ${NVSHMEM_OPERATORS.slice(0, -1).join(", ")} and ${NVSHMEM_OPERATORS.at(-1)}; compile ${op.kind} with options.backend "copy-engine" or "sm"`;
   if (op.rows !== undefined)
     return 'an operator serving any row count moves its chunks with host copies instantiated per M; compile one row count for options.backend "nvshmem", or drop it';
   return undefined;

@@ -13,8 +13,11 @@ export const DEFAULT_COMM_SMS = 16;
 export const TRANSFER_BACKENDS = ["copy-engine", "sm", "nvshmem"] as const;
 export type TransferBackend = (typeof TRANSFER_BACKENDS)[number];
 
-/** The operators the `nvshmem` transfer backend realises (chunk pushes of AllGather+GEMM, partial-slab pushes of GEMM+RS). */
-export const NVSHMEM_OPERATORS = ["ag-gemm", "gemm-rs"] as const;
+/**
+ * The operators the `nvshmem` transfer backend realises (chunk pushes of AllGather+GEMM, partial-slab pushes of GEMM+RS,
+ * and the partitioned GEMM+AllReduce's slab pushes and puts of the reduced slabs).
+ */
+export const NVSHMEM_OPERATORS = ["ag-gemm", "gemm-rs", "gemm-ar"] as const;
 
 /** Options of `emitAgGemm` and `emitGemmRs`. */
 export interface EmitOptions {

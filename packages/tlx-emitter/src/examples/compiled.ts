@@ -1,7 +1,7 @@
 // Worked examples of the compile path (what the tests, the AOT check and the runner's CPU
 // emulation compile): AllGather+GEMM from the built-in TMA body and from a user's
-// tutorial-style matmul, GEMM+ReduceScatter and GEMM+AllReduce (partitioned, copy engine and
-// SM pushes, and tile-wise) from the built-in producer body, AllGather+grouped GEMM (MoE
+// tutorial-style matmul, GEMM+ReduceScatter and GEMM+AllReduce (partitioned, copy engine,
+// SM pushes and NVSHMEM puts, and tile-wise) from the built-in producer body, AllGather+grouped GEMM (MoE
 // experts) from the built-in grouped body, and sequence-parallel attention (KV gathered) from
 // the built-in flash-attention body, and AllGather + MoE with its routing computed on the device
 // from the built-in gather + grouped GEMM body, and the MLP's AllGather + gate/up GEMM + SiLU-mul.
@@ -78,6 +78,15 @@ export async function compiledExamples(shape: ExampleShape = DEFAULT): Promise<R
       plan: arPartitioned,
       body: producer,
       options: { backend: "sm" },
+      ...common,
+    }),
+    // The partitioned GEMM+AllReduce over NVSHMEM: the slab puts, then puts of the reduced slabs.
+    local_gemm_ar_nvshmem: await compile({
+      name: "local_gemm_ar_nvshmem",
+      kind: "gemm-ar",
+      plan: arPartitioned,
+      body: producer,
+      options: { backend: "nvshmem" },
       ...common,
     }),
     local_gemm_ar_tilewise: await compile({ name: "local_gemm_ar_tilewise", kind: "gemm-ar", plan: arTilewise, body: producer, ...common }),

@@ -9,12 +9,12 @@ import { NVSHMEM_PUSH_FIELDS } from "../backends/triton/kernels/index.js";
 /** One `nvshmem-push` row as a record of its fields. */
 export type NvshmemRow = Record<(typeof NVSHMEM_PUSH_FIELDS)[number], number>;
 
-/** Every rank's `nvshmem-push` rows, as field records. */
-export function nvshmemRows(m: Manifest): NvshmemRow[][] {
+/** Every rank's `nvshmem-push` rows of segment table `name` (the first push kernel's by default), as field records. */
+export function nvshmemRows(m: Manifest, name = "push_segments"): NvshmemRow[][] {
   const k = m.kernels.find((x) => x.template.kind === "nvshmem-push");
   if (k === undefined) throw new Error("no nvshmem-push kernel");
-  const table = m.tables.find((t) => t.name === "push_segments");
-  if (table === undefined) throw new Error("no push_segments table");
+  const table = m.tables.find((t) => t.name === name);
+  if (table === undefined) throw new Error(`no ${name} table`);
   const n = NVSHMEM_PUSH_FIELDS.length;
   return table.values.map(
     (flat) =>
@@ -24,10 +24,10 @@ export function nvshmemRows(m: Manifest): NvshmemRow[][] {
   );
 }
 
-/** Signal adds per launch, by `rank:slot`, of every rank's rows. */
-export function signalled(m: Manifest): Map<string, number> {
+/** Signal adds per launch, by `rank:slot`, of every rank's rows of segment table `name`. */
+export function signalled(m: Manifest, name = "push_segments"): Map<string, number> {
   const out = new Map<string, number>();
-  for (const rs of nvshmemRows(m))
+  for (const rs of nvshmemRows(m, name))
     for (const r of rs) {
       if (r.notify_at < 0) continue;
       const key = `${r.dst_rank}:${r.notify_at}`;

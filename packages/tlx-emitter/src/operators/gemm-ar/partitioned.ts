@@ -11,8 +11,14 @@ import {
   arReduceBroadcastSource,
   arReduceSource,
   checkRsReduceParams,
+  nvshmemPushSource,
+  nvshmemSlot,
+  nvshmemSlotCount,
   rsReduceGrid,
 } from "../../backends/triton/kernels/index.js";
+import { nvshmemPushKernel } from "../../backends/triton/nvshmem.js";
+import type { EmittedFile } from "../../core/result.js";
+import { type NvshmemRow, nvshmemPushTable } from "../gemm-rs/problem.js";
 import { MANIFEST_SCHEMA, type Buffer, type HostOp, type Kernel, type RankHostOps, type Table } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
 import type { EmitResult } from "../../core/result.js";
@@ -21,6 +27,9 @@ import { checkDistinctBuffers, kernelEntry, signalBuffer, SIGNAL_BUFFER, slotWai
 import { gemmRsStages, GEMM_RS_BUFFERS, type ProducerFactory, type RsStages, slabReduceArgs } from "../gemm-rs/template.js";
 import type { EmitOptions, ResolvedOptions } from "../../core/options.js";
 import { sendOrder } from "../../schedule/rs-movements.js";
+
+/** The manifest-name suffix of each transfer backend. */
+const BACKEND_TAG = { "copy-engine": "ce", sm: "sm", nvshmem: "nvshmem" } as const;
 import { validated } from "../../core/manifest/validate.js";
 
 /** Buffers of a GEMM+AllReduce manifest besides the partial tensor and the signals. */
@@ -68,7 +77,15 @@ export function gemmArReference(M: number, N: number, K: number, tolerance: numb
  *   rows, each after a wait on the reduced slots of its m-blocks, and copies it to every
  *   destination (peers `q+1, q+2, …` in turn), each copy followed by a write of the
  *   destination's chunk slot; its stream `ar_done` waits on the chunk slots it receives.
- * Either way a launch ends with the rank's whole output in place.
+ * - `nvshmem`: the slab pushes are `nvshmem-push` rows (the GEMM+RS stages'), `ar-reduce` sums
+ *   the rank's slab into its rows of `ar_out` and notifies `S + mb` per m-block (as over the copy
+ *   engine), and a second `nvshmem-push` kernel, `nvshmem_push_ar` (comm stream, after the
+ *   first; table `ar_segments`), puts each reduced m-block from the local `ar_out` to every
+ *   peer's `ar_out` once `S + mb` has its `cdiv(N, reduce BLOCK_N)` arrivals, adding 1 to the
+ *   peer's 64-bit signal word `R + 2q` (R = the first even slot after `S + B`); `ar_done`, a
+ *   `slot-wait` kernel, waits on `R + 2q` for `B` arrivals per peer q. No peer pointers, no
+ *   host ops: the runner's NVSHMEM sessions take it.
+ * Every way a launch ends with the rank's whole output in place.
  * @throws {EmitError} as `emitGemmRs` (naming the nearest GEMM+AllReduce plans).
  */
 export function emitGemmArPartitioned(
@@ -78,11 +95,6 @@ export function emitGemmArPartitioned(
   options: EmitOptions = {},
   producer?: ProducerFactory,
 ): EmitResult {
-  if (options.backend === "nvshmem")
-    throw new EmitError(
-      "unsupported-op",
-      'the nvshmem transfer backend realises AllGather+GEMM and GEMM+ReduceScatter; compile GEMM+AllReduce with options.backend "copy-engine" or "sm"',
-    );
   const s = gemmRsStages(reduceScatter, schedule, options, producer, {
     nearest: `use ${AR_PLANS.partitioned} (a ReduceScatter of whole slabs), or ${AR_PLANS.tilewise}, which takes any M`,
     operator: "gemm-ar",
@@ -132,6 +144,14 @@ export function emitGemmArPartitioned(
     kernels.push(wait.kernel);
     files.push(wait.file);
     hostOps = s.hostOps;
+  } else if (o.backend === "nvshmem") {
+    checkWholeSlabGathers(gathers, world, rowsPerRank, "nvshmem");
+    const nv = nvshmemAllGather(s, o);
+    slots = nv.slots;
+    tables.push(...nv.tables);
+    kernels.push(...nv.kernels);
+    files.push(...nv.files);
+    hostOps = s.hostOps;
   } else {
     const ce = copyEngineAllGather(s, gathers, o);
     slots = ce.slots;
@@ -143,7 +163,7 @@ export function emitGemmArPartitioned(
   checkDistinctBuffers(buffers);
   const manifest = validated({
     $schema: MANIFEST_SCHEMA,
-    name: options.name ?? `gemm_ar_${o.backend === "sm" ? "sm" : "ce"}`,
+    name: options.name ?? `gemm_ar_${BACKEND_TAG[o.backend]}`,
     world,
     dtype: o.dtype,
     buffers,
@@ -160,10 +180,16 @@ export function emitGemmArPartitioned(
 
 /**
  * Refuses an AllGather half that does not send every rank's whole slab to every peer: the SM
- * realisation stores each reduced tile into every rank's output, so it realises exactly that one.
+ * realisation stores each reduced tile into every rank's output, and the NVSHMEM one puts each
+ * reduced m-block to every peer, so they realise exactly that one.
  * @throws {EmitError} `unsupported-op`.
  */
-export function checkWholeSlabGathers(gathers: readonly Gather[], world: number, rowsPerRank: number): void {
+export function checkWholeSlabGathers(
+  gathers: readonly Gather[],
+  world: number,
+  rowsPerRank: number,
+  backend: "sm" | "nvshmem" = "sm",
+): void {
   for (let q = 0; q < world; q++) {
     for (let r = 0; r < world; r++) {
       if (r === q) continue;
@@ -174,11 +200,76 @@ export function checkWholeSlabGathers(gathers: readonly Gather[], world: number,
       if (rows !== (q + 1) * rowsPerRank) {
         throw new EmitError(
           "unsupported-op",
-          `the AllGather half does not carry rank ${q}'s whole slab (rows ${q * rowsPerRank}..${(q + 1) * rowsPerRank}) to rank ${r} once; over SM stores every reduced slab goes to every peer: use ${AR_PLANS.partitioned}, or options.backend "copy-engine" for another AllGather`,
+          `the AllGather half does not carry rank ${q}'s whole slab (rows ${q * rowsPerRank}..${(q + 1) * rowsPerRank}) to rank ${r} once; ${backend === "sm" ? "over SM stores" : "over NVSHMEM puts"} every reduced slab goes to every peer: use ${AR_PLANS.partitioned}, or options.backend "copy-engine" for another AllGather`,
         );
       }
     }
   }
+}
+
+/** The NVSHMEM AllGather half: the put kernel, its table, `ar-reduce` and `ar_done`. */
+interface NvshmemGather {
+  readonly slots: number;
+  readonly tables: Table[];
+  readonly kernels: Kernel[];
+  readonly files: EmittedFile[];
+}
+
+/** The kernel and table of the NVSHMEM AllGather's puts of reduced m-blocks. */
+export const AR_NVSHMEM_PUSH = { name: "nvshmem_push_ar", table: "ar_segments" } as const;
+
+/**
+ * The NVSHMEM realisation of the AllGather half (see {@link emitGemmArPartitioned}): `ar-reduce`
+ * notifying int32 slot `S + mb` per reduced tile of m-block `mb`, `nvshmem_push_ar` putting each
+ * reduced m-block (`BLOCK_M` whole rows of `ar_out`, contiguous) to every peer with a signal add on
+ * the peer's word `R + 2q` (q = this rank), peers in send order (`q+1, q+2, …`) per m-block, and
+ * `ar_done` waiting on `R + 2q` for `B` arrivals per peer q.
+ */
+function nvshmemAllGather(s: RsStages, o: ResolvedOptions): NvshmemGather {
+  const { world, params, rowsPerRank, blocksPerSlab } = s;
+  const { N, BLOCK_M } = params;
+  const doneBase = s.slots;
+  // The receive words start on an even int32 slot: a 64-bit NVSHMEM signal word (`nvshmemSlot`).
+  const recvBase = nvshmemSlotCount(Math.ceil((doneBase + blocksPerSlab) / 2));
+  const recvSlot = (from: number) => recvBase + nvshmemSlot(from);
+  const slots = recvBase + nvshmemSlotCount(world);
+  const perMBlock = Math.ceil(N / s.reduce.BLOCK_N);
+  const mBlockElems = BLOCK_M * N;
+  const rows = Array.from({ length: world }, (_, q) =>
+    Array.from({ length: blocksPerSlab }, (_, mb) =>
+      Array.from({ length: world - 1 }, (_, k): NvshmemRow => {
+        const at = (q * rowsPerRank + mb * BLOCK_M) * N;
+        return [at, (q + 1 + k) % world, at, mBlockElems, doneBase + mb, perMBlock, recvSlot(q)];
+      }),
+    ).flat(),
+  );
+  const push = nvshmemPushTable(AR_NVSHMEM_PUSH.table, rows, slots);
+  const reduce = kernelEntry(AR_REDUCE, {
+    name: "ar_reduce",
+    stream: "compute",
+    grid: rsReduceGrid(s.reduce, o.reducePrograms),
+    numWarps: 4,
+    numStages: 1,
+    args: { ...slabReduceArgs(GEMM_AR_BUFFERS.out, s.tensor.name, s.reduce), done_base: { kind: "int", value: doneBase } },
+    constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
+    params: { ...s.reduce, done_base: doneBase },
+  });
+  const waits = Array.from({ length: world }, (_, r) =>
+    Array.from({ length: world }, (_, q) => q)
+      .filter((q) => q !== r)
+      .map((q) => [recvSlot(q), blocksPerSlab]),
+  );
+  const wait = slotWaitStage(AR_STREAMS.done, waits, o.dtype);
+  return {
+    slots,
+    tables: [push.table, wait.table],
+    kernels: [nvshmemPushKernel(o, GEMM_AR_BUFFERS.out, GEMM_AR_BUFFERS.out, push.count, AR_NVSHMEM_PUSH), reduce, wait.kernel],
+    files: [
+      { path: `${AR_NVSHMEM_PUSH.name}.py`, text: nvshmemPushSource({ dtype: o.dtype }) },
+      { path: "ar_reduce.py", text: arReduceSource(s.reduce, { dtype: o.dtype }) },
+      wait.file,
+    ],
+  };
 }
 
 /** The copy-engine AllGather half: `ar-reduce`, host streams that send each chunk once its m-blocks are reduced, and `ar_done`. */

@@ -77,7 +77,7 @@ export function emitGemmArTilewise(plan: ChunkPlan, gemm: TilewiseGemm, options:
   if (options.backend === "nvshmem")
     throw new EmitError(
       "unsupported-op",
-      'the nvshmem transfer backend realises AllGather+GEMM and GEMM+ReduceScatter; a tile-wise AllReduce takes options.backend "sm"',
+      `the nvshmem transfer backend realises GEMM+AllReduce as ${AR_PLANS.partitioned} (slab puts, then puts of the reduced slabs); a tile-wise AllReduce pushes strided tiles with SM stores: options.backend "sm"`,
     );
   if (options.backend === "copy-engine") {
     throw new EmitError(

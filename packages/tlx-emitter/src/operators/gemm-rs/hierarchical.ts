@@ -7,7 +7,6 @@
 // shard into the output. Every wait is ovl's bounded, named `wait_slot`.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import {
-  checkNvshmemRows,
   checkSlabSumParams,
   nvshmemPushSource,
   nvshmemSlot,
@@ -27,21 +26,11 @@ import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
 import { checkHierarchicalRs, HIERARCHICAL_RS } from "../../schedule/rs-hierarchical.js";
 import { GEMM_RS_BUFFERS } from "./buffers.js";
-import { gemmRsReference, producerTables, rsProblem, segmentTable } from "./problem.js";
+import { gemmRsReference, type NvshmemRow as Row, nvshmemPushTable as pushTable, producerTables, rsProblem } from "./problem.js";
 import { type ProducerFactory, rsProducer } from "./producer.js";
 
 /** Buffers of the hierarchical GEMM+RS besides those of GEMM+RS. */
 export const HIERARCHICAL_RS_BUFFERS = { node: "node_partials", sums: "node_sums", net: "net_partials" } as const;
-
-/** A row of `nvshmem-push`, its fields in order. */
-type Row = [number, number, number, number, number, number, number];
-
-/** Padded, flattened, checked `nvshmem-push` tables of every rank's rows. */
-function pushTable(name: string, rows: Row[][], slots: number): { table: Table; count: number } {
-  const push = segmentTable(name, rows);
-  for (const v of push.table.values) checkNvshmemRows(v, slots);
-  return push;
-}
 
 function slabSumArgs(part: string, own: string, out: string, slotTable: string, blockTable: string, p: SlabSumParams, doneBase: number) {
   const args: Record<string, KernelArg> = {

@@ -4,7 +4,7 @@
 // manifest's reference.
 import type { ChunkPlan, RankTileSchedule, TensorDecl, TileSchedule } from "@ovl/chunk-plan";
 import { checkPlanAndSchedule } from "../../backends/triton/common.js";
-import { checkGemmParams, type GemmParams } from "../../backends/triton/kernels/index.js";
+import { checkGemmParams, checkNvshmemRows, type GemmParams } from "../../backends/triton/kernels/index.js";
 import type { Table } from "../../core/manifest/schema.js";
 import type { EmitOptions, ResolvedOptions } from "../../core/options.js";
 import { EmitError } from "../../core/writer/index.js";
@@ -73,6 +73,16 @@ export function segmentTable(name: string, rows: readonly (readonly (readonly nu
   const count = Math.max(1, ...rows.map((r) => r.length));
   const values = rows.map((r) => [...r, ...Array.from({ length: count - r.length }, () => [0, 0, 0, 0, -1, 0, -1])].flat());
   return { table: { name, dtype: "int64", values }, count };
+}
+
+/** A row of `nvshmem-push`, its fields in order (`NVSHMEM_PUSH_FIELDS`). */
+export type NvshmemRow = [number, number, number, number, number, number, number];
+
+/** Padded, flattened, checked (`checkNvshmemRows` against `slots` int32 slots) `nvshmem-push` tables of every rank's rows. */
+export function nvshmemPushTable(name: string, rows: readonly (readonly NvshmemRow[])[], slots: number): { table: Table; count: number } {
+  const push = segmentTable(name, rows);
+  for (const v of push.table.values) checkNvshmemRows(v, slots);
+  return push;
 }
 
 /** The reference of a GEMM+RS manifest: `gemm_a` × `gemm_b` summed over the ranks, slab r of M rows into `rs_out`. */
