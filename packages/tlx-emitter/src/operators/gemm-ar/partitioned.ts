@@ -3,7 +3,8 @@
 // rank's slab straight into its rows of the full output and signalling every reduced
 // m-block, and an AllGather that sends each chunk of reduced rows to every peer as soon as
 // its m-blocks are signalled (copy-engine pushes with stream-written signals), or, over SM stores,
-// `ar-reduce-broadcast` storing each summed tile into every rank's output itself.
+// `ar-reduce-broadcast` storing each summed tile into every rank's output itself, or, over NVSHMEM,
+// GEMM+RS's slab puts, `ar-reduce`, and a second `nvshmem-push` kernel putting each reduced m-block to every peer.
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import {
   AR_REDUCE,
@@ -35,7 +36,7 @@ import { validated } from "../../core/manifest/validate.js";
 /** Buffers of a GEMM+AllReduce manifest besides the partial tensor and the signals. */
 export const GEMM_AR_BUFFERS = { a: GEMM_RS_BUFFERS.a, b: GEMM_RS_BUFFERS.b, partials: GEMM_RS_BUFFERS.partials, out: "ar_out" } as const;
 
-/** GEMM+AllReduce's copy-engine AllGather host stream, and the last wait for the rows peers send (a host stream over the copy engine, a `slot-wait` kernel over SM stores). */
+/** GEMM+AllReduce's copy-engine AllGather host stream, and the last wait for the rows peers send (a host stream over the copy engine, a `slot-wait` kernel over SM stores or NVSHMEM puts). */
 export const AR_STREAMS = { gather: "allgather", done: "ar_done" } as const;
 
 /**
