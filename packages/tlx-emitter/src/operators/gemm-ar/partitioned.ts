@@ -245,16 +245,7 @@ function nvshmemAllGather(s: RsStages, o: ResolvedOptions): NvshmemGather {
     ).flat(),
   );
   const push = nvshmemPushTable(AR_NVSHMEM_PUSH.table, rows, slots);
-  const reduce = kernelEntry(AR_REDUCE, {
-    name: "ar_reduce",
-    stream: "compute",
-    grid: rsReduceGrid(s.reduce, o.reducePrograms),
-    numWarps: 4,
-    numStages: 1,
-    args: { ...slabReduceArgs(GEMM_AR_BUFFERS.out, s.tensor.name, s.reduce), done_base: { kind: "int", value: doneBase } },
-    constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
-    params: { ...s.reduce, done_base: doneBase },
-  });
+  const reduce = arReduceStage(s, o, doneBase);
   const waits = Array.from({ length: world }, (_, r) =>
     Array.from({ length: world }, (_, q) => q)
       .filter((q) => q !== r)
@@ -264,13 +255,27 @@ function nvshmemAllGather(s: RsStages, o: ResolvedOptions): NvshmemGather {
   return {
     slots,
     tables: [push.table, wait.table],
-    kernels: [nvshmemPushKernel(o, GEMM_AR_BUFFERS.out, GEMM_AR_BUFFERS.out, push.count, AR_NVSHMEM_PUSH), reduce, wait.kernel],
-    files: [
-      { path: `${AR_NVSHMEM_PUSH.name}.py`, text: nvshmemPushSource({ dtype: o.dtype }) },
-      { path: "ar_reduce.py", text: arReduceSource(s.reduce, { dtype: o.dtype }) },
-      wait.file,
-    ],
+    kernels: [nvshmemPushKernel(o, GEMM_AR_BUFFERS.out, GEMM_AR_BUFFERS.out, push.count, AR_NVSHMEM_PUSH), reduce.kernel, wait.kernel],
+    files: [{ path: `${AR_NVSHMEM_PUSH.name}.py`, text: nvshmemPushSource({ dtype: o.dtype }) }, reduce.file, wait.file],
   };
+}
+
+/**
+ * `ar-reduce`, the reduction of the copy-engine and nvshmem AllGather halves: each rank's slab reduced into its own
+ * `ar_out`, one arrival per finished tile on the local slot `doneBase + mb` of its m-block.
+ */
+function arReduceStage(s: RsStages, o: ResolvedOptions, doneBase: number): { kernel: Kernel; file: { path: string; text: string } } {
+  const kernel = kernelEntry(AR_REDUCE, {
+    name: "ar_reduce",
+    stream: "compute",
+    grid: rsReduceGrid(s.reduce, o.reducePrograms),
+    numWarps: 4,
+    numStages: 1,
+    args: { ...slabReduceArgs(GEMM_AR_BUFFERS.out, s.tensor.name, s.reduce), done_base: { kind: "int", value: doneBase } },
+    constexprs: { WORLD: s.world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
+    params: { ...s.reduce, done_base: doneBase },
+  });
+  return { kernel, file: { path: "ar_reduce.py", text: arReduceSource(s.reduce, { dtype: o.dtype }) } };
 }
 
 /** The copy-engine AllGather half: `ar-reduce`, host streams that send each chunk once its m-blocks are reduced, and `ar_done`. */
@@ -304,16 +309,7 @@ function copyEngineAllGather(s: RsStages, gathers: readonly Gather[], o: Resolve
   };
   const outgoing = (q: number) =>
     gathers.filter((g) => g.from === q).sort((a, b) => a.row0 - b.row0 || sendOrder(a, world) - sendOrder(b, world));
-  const reduce = kernelEntry(AR_REDUCE, {
-    name: "ar_reduce",
-    stream: "compute",
-    grid: rsReduceGrid(s.reduce, o.reducePrograms),
-    numWarps: 4,
-    numStages: 1,
-    args: { ...slabReduceArgs(GEMM_AR_BUFFERS.out, s.tensor.name, s.reduce), done_base: { kind: "int", value: reducedBase } },
-    constexprs: { WORLD: world, BLOCK_M: s.reduce.BLOCK_M, BLOCK_N: s.reduce.BLOCK_N },
-    params: { ...s.reduce, done_base: reducedBase },
-  });
+  const reduce = arReduceStage(s, o, reducedBase);
   const rowElems = (rows: number) => rows * N;
   const hostOps = Array.from({ length: world }, (_, q): RankHostOps => {
     const ops: HostOp[] = [];
@@ -342,8 +338,8 @@ function copyEngineAllGather(s: RsStages, gathers: readonly Gather[], o: Resolve
   });
   return {
     slots: chunkBase + Math.max(1, ...incoming.map((c) => c.length)),
-    reduce,
-    file: { path: "ar_reduce.py", text: arReduceSource(s.reduce, { dtype: o.dtype }) },
+    reduce: reduce.kernel,
+    file: reduce.file,
     hostOps,
   };
 }
