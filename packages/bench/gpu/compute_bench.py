@@ -9,10 +9,12 @@ times it and `torch.matmul` (cuBLAS) with CUDA events, the L2 flushed before eve
     PYTHONPATH=packages/runtime-py/src python3 packages/bench/gpu/compute_bench.py DIR --json OUT.json
 
 A ``tune`` file (``emit-compute.ts tune``: per shape the candidates the runtime's on-device tuner times, the
-table's pick first) is measured in interleaved rounds (default 4); per shape the pick is made as the runtime
-makes it (its own rule, ``ovl_runtime._tune.select.choose``) on the first half of the rounds and reported, with
-the table's pick, on the second half, so the reported gain carries no selection bias. A shape may carry a
-``reserve``: SMs left to another kernel (a GEMM+RS producer's push kernel), its grid min(SMs - reserve, tiles).
+table's pick first) is measured as the runtime's tuner measures, in sweeps (``ovl_runtime._tune.timing.sweeps``:
+each launches cuBLAS and every candidate once, so a ratio within a sweep cancels clocks that drift); per shape the
+pick is made as the runtime makes it (its own rule, ``ovl_runtime._tune.select.choose``) on the first half of the
+sweeps and reported, with the table's pick, on the second half, so the reported gain carries no selection bias. A
+shape may carry a ``reserve``: SMs left to another kernel (a GEMM+RS producer's push kernel), its grid
+min(SMs - reserve, tiles); there cuBLASLt is also timed on the whole GPU and on the same SMs (torch's SM carveout).
 
 Kernels are compiled first by a pool of processes (the Triton cache on disk is shared), so the
 timed process only loads them.
@@ -190,7 +192,7 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
     `reps` repetitions each (a GPU that heats up slows all of them alike), medians over all. With
     `order` "shuffled" each round visits cuBLAS and the cases in a fresh order (seeded by the shape's
     name), so no kernel keeps one place in the round; "fixed" times cuBLAS first, then the cases in
-    the file's order, every round."""
+    the file's order, every round; "sweeps" times ``rounds`` x ``reps`` sweeps instead (``_swept``)."""
     M, N, K = shape["M"], shape["N"], shape["K"]
     torch.manual_seed(zlib.crc32(shape["name"].encode()))
     a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
@@ -238,6 +240,8 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
     def cublas():
         torch.matmul(a, b, out=c)
 
+    if order == "sweeps":
+        return _swept(shape, sms, runs, rows, cublas, flops, cublas_err, a, b, reps * rounds)
     times = {id(row): [] for row, _ in runs}
     per_round = {id(row): [] for row, _ in runs}
     cublas_times, cublas_rounds, cublas_per_round = [], [], []
@@ -268,9 +272,7 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
             row["roundsMs"] = per_round[id(row)]
     cub = stats(cublas_times)
     return {
-        **{
-            k: shape[k] for k in ("name", "op", "role", "mlp", "world", "M", "N", "K", "dtype", "reserve", "control", "table") if k in shape
-        },
+        **shape_fields(shape),
         "sms": sms,
         "flops": flops,
         "cublas": {
@@ -282,6 +284,65 @@ def measure_shape(base, shape, sms, flush, reps, rounds, failed, order="shuffled
         },
         "cases": rows,
     }
+
+
+def shape_fields(shape):
+    """The shape's own fields a result carries."""
+    keys = ("name", "op", "role", "mlp", "world", "M", "N", "K", "dtype", "reserve", "control", "table")
+    return {k: shape[k] for k in keys if k in shape}
+
+
+def cublas_lt(a, b, c, sms_left=None):
+    """cuBLASLt (torch's other BLAS backend) at the same GEMM, optionally ``sms_left`` SMs fewer than the GPU's (torch's
+    SM carveout, which its cuBLASLt path sets on each matmul's descriptor): the baseline of a kernel that leaves SMs
+    to another. Both settings are restored after each call."""
+
+    def go():
+        before = torch.backends.cuda.preferred_blas_library()
+        torch.backends.cuda.preferred_blas_library("cublaslt")
+        torch._C._set_sm_carveout_experimental(sms_left)
+        try:
+            torch.matmul(a, b, out=c)
+        finally:
+            torch._C._set_sm_carveout_experimental(None)
+            torch.backends.cuda.preferred_blas_library(before)
+
+    return go
+
+
+def _swept(shape, sms, runs, rows, cublas, flops, cublas_err, a, b, count):
+    """The sweeps order: ``count`` sweeps, each launching cuBLAS and every case once (``ovl_runtime._tune.timing.sweeps``,
+    the runtime tuner's own timer), so each case is compared with cuBLAS within a sweep and a GPU whose clocks drift
+    moves both alike. A shape with a ``reserve`` also times cuBLAS on as many SMs as the case gets."""
+    from ovl_runtime._tune.select import relative
+    from ovl_runtime._tune.timing import sweeps
+
+    members = [cublas, *(go for _, go in runs)]
+    reserve = shape.get("reserve", 0)
+    if reserve:
+        c_lt = torch.empty(shape["M"], shape["N"], device="cuda", dtype=torch.bfloat16)
+        members += [cublas_lt(a, b, c_lt), cublas_lt(a, b, c_lt, reserve)]
+    times = sweeps(members, count)
+    rel = relative(times)
+    for (row, _), ts, r in zip(runs, times[1:], rel[1:]):
+        row.update(stats(ts))
+        row["tflops"] = flops / row["ms"] / 1e9
+        row["sweepsMs"] = ts
+        row["ratio"] = None if r is None else 1 / r
+    cub = stats(times[0])
+    out = {
+        **shape_fields(shape),
+        "sms": sms,
+        "flops": flops,
+        "cublas": {**cub, "sweepsMs": times[0], "tflops": flops / cub["ms"] / 1e9, "relErr": cublas_err},
+        "cases": rows,
+    }
+    if reserve:
+        # cuBLASLt on the whole GPU and on the SMs the case gets: what the carveout costs it, as it measured.
+        whole, same = times[-2], times[-1]
+        out["cublasLt"] = {**stats(whole), "sweepsMs": whole}
+        out["cublasSameSms"] = {**stats(same), "sweepsMs": same, "sms": sms, "overLtWholeGpu": relative([whole, same])[1]}
+    return out
 
 
 def ok_cases(r):
@@ -333,6 +394,21 @@ def summary_bench(result):
             )
 
 
+def method(args):
+    """The timing method, in words, for the results file."""
+    launch = f"CUDA events around one launch, L2 flushed ({FLUSH_BYTES >> 20} MiB written) before each"
+    if args.order == "sweeps":
+        return (
+            f"{launch}; {args.reps * args.rounds} sweeps after 2 warm-up sweeps, each launching cuBLAS and every case of a "
+            "shape once in an order rotated by one per sweep; ratios within a sweep, medians over the sweeps"
+        )
+    order = "each in a fresh seeded order" if args.order == "shuffled" else "cuBLAS first, then the cases in order"
+    return (
+        f"{launch} repetition; {args.rounds} interleaved round(s) over cuBLAS and every case of a shape ({order}), "
+        f"{args.reps} repetitions each after 2 warm-ups; median over all repetitions"
+    )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
@@ -346,9 +422,10 @@ def main():
     )
     ap.add_argument(
         "--order",
-        choices=("shuffled", "fixed"),
-        default="shuffled",
-        help="each round's order of cuBLAS and the cases: fresh per round, or cuBLAS first then the file's order",
+        choices=("shuffled", "fixed", "sweeps"),
+        default=None,
+        help="each round's order of cuBLAS and the cases: fresh per round, or cuBLAS first then the file's order; or "
+        "sweeps (a tune file's default): reps x rounds sweeps, each launching cuBLAS and every case once, compared within it",
     )
     ap.add_argument("--workers", type=int, default=12)
     ap.add_argument(
@@ -363,6 +440,8 @@ def main():
         bench = json.load(f)
     if args.rounds is None:
         args.rounds = 4 if bench["mode"] == "tune" else 1
+    if args.order is None:
+        args.order = "sweeps" if bench["mode"] == "tune" else "shuffled"
     if bench["mode"] == "tune" and args.rounds < 2:
         sys.exit("a tune file needs --rounds >= 2: the pick is made on half of the rounds and reported on the other half")
     base = os.path.abspath(args.dir)
@@ -403,7 +482,7 @@ def main():
         "triton": triton.__version__,
         "cuda": torch.version.cuda,
         "gpuStateBefore": gpu_state(),
-        "method": f"CUDA events around one launch, L2 flushed ({FLUSH_BYTES >> 20} MiB written) before each repetition; {args.rounds} interleaved round(s) over cuBLAS and every case of a shape ({'each in a fresh seeded order' if args.order == 'shuffled' else 'cuBLAS first, then the cases in order'}), {args.reps} repetitions each after 2 warm-ups; median over all repetitions",
+        "method": method(args),
         "order": args.order,
         "compileSeconds": t_compiled - t_start,
         "shapes": [],

@@ -2,10 +2,11 @@
 on-device tuner's pick, each as cuBLAS's time over its own (1.0: cuBLAS's speed) in the same run.
 
 The pick is made as the runtime's tuner makes it — its own rule, ``ovl_runtime._tune.select.choose`` (the table's
-pick unless another candidate measured more than ``min_gain`` faster), on the medians of the first half of the
-interleaved rounds — and both picks are then reported on the second half, with cuBLAS's of the same rounds. A pick
-reported on the rounds it was made on would carry the winner's curse (the luckiest of five noisy medians); this
-does not. Pure Python (the results' numbers): no torch.
+pick unless another candidate measured more than ``min_gain`` faster), on each candidate's time over cuBLAS's in the
+same sweep (``ovl_runtime._tune.select.relative``), medians over the first half of the sweeps — and both picks are
+then reported on the second half. A pick reported on the sweeps it was made on would carry the winner's curse (the
+luckiest of eight noisy medians); this does not. A producer timed beside its push kernel is also reported against
+cuBLASLt on the same SMs (torch's SM carveout). Pure Python (the results' numbers): no torch.
 """
 
 from __future__ import annotations
@@ -13,61 +14,62 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from ovl_runtime._tune.select import choose
+from ovl_runtime._tune.select import choose, relative
 from ovl_runtime._tune.settings import TuneSettings
 
 
 def _ok(c: dict[str, Any]) -> bool:
-    return "roundsMs" in c and bool(c.get("allWritten")) and c.get("relErr", 1.0) < 2e-2 and "waitError" not in c
-
-
-def _median(rounds: list[list[float]]) -> float | None:
-    flat = [t for r in rounds for t in r]
-    return statistics.median(flat) if flat else None
+    return "sweepsMs" in c and bool(c.get("allWritten")) and c.get("relErr", 1.0) < 2e-2 and "waitError" not in c
 
 
 def tune_rows(result: dict[str, Any], min_gain: float = TuneSettings.min_gain) -> list[dict[str, Any]]:
-    """Per measured shape: cuBLAS's, the table pick's and the tuned pick's report-half medians (ms), their ratios,
-    and what was picked and why."""
+    """Per measured shape: the table pick's and the tuned pick's ratios (cuBLAS's time over theirs, within each sweep of
+    the report half, medians), the best candidate's, cuBLASLt on the same SMs where the grid is cut, what was picked and
+    why."""
     out = []
     for r in result["shapes"]:
-        rounds = r["cublas"].get("roundsMs", [])
-        half = len(rounds) // 2
+        sweeps = r["cublas"].get("sweepsMs", [])
+        half = len(sweeps) // 2
         if half < 1:
             continue
         cases = r["cases"]
-        pick_ms = [_median(c["roundsMs"][:half]) if _ok(c) else None for c in cases]
-        report_ms = [_median(c["roundsMs"][half:]) if _ok(c) else None for c in cases]
-        cub = _median(rounds[half:])
+        ok = [_ok(c) for c in cases]
+        members = [sweeps, *(c["sweepsMs"] if k else [] for c, k in zip(cases, ok))]
+        pick_rel = relative(members, part=slice(None, half))[1:]
+        report_rel = relative(members, part=slice(half, None))[1:]
         row: dict[str, Any] = {
             "name": r["name"],
             "op": r["op"],
             "control": bool(r.get("control")),
             "grid": "whole GPU" if not r.get("reserve") else f"SMs - {r['reserve']}",
-            "cublasMs": cub,
+            "cublasMs": statistics.median(sweeps[half:]),
             "table": cases[0]["label"] if cases else None,
         }
+        same = r.get("cublasSameSms")
+        if same is not None:
+            row["sameSms"] = relative([sweeps, same["sweepsMs"]], part=slice(half, None))[1]
+            row["carveout"] = same.get("overLtWholeGpu")
         try:
-            c = choose(pick_ms, min_gain)
+            c = choose(pick_rel, min_gain)
         except Exception as exc:  # noqa: BLE001 - no candidate correct at this shape: reported as such
             out.append({**row, "error": str(exc)})
             continue
-        table_ms, tuned_ms = report_ms[0], report_ms[c.index]
-        best = min((t for t in report_ms if t is not None), default=None)
+        inv = lambda x: None if x is None else 1 / x  # noqa: E731 - relative time -> ratio to cuBLAS
+        best = min((t for t in report_rel if t is not None), default=None)
         out.append(
             {
                 **row,
-                "tableMs": table_ms,
-                "tunedMs": tuned_ms,
-                "tableRatio": None if table_ms is None or cub is None else cub / table_ms,
-                "tunedRatio": None if tuned_ms is None or cub is None else cub / tuned_ms,
-                "bestRatio": None if best is None or cub is None else cub / best,
+                "tableRatio": inv(report_rel[0]),
+                "tunedRatio": inv(report_rel[c.index]),
+                "bestRatio": inv(best),
+                # Beside the push kernel: against cuBLAS given the same SMs (its time over the case's).
+                **({"tunedRatioSameSms": row["sameSms"] / report_rel[c.index]} if "sameSms" in row and report_rel[c.index] else {}),
                 "chosen": cases[c.index]["label"],
                 "chosenSource": cases[c.index].get("source", ""),
                 "tableChosen": c.index == 0,
                 "reason": c.reason,
                 "candidates": len(cases),
-                "correct": sum(t is not None for t in report_ms),
+                "correct": sum(t is not None for t in report_rel),
             }
         )
     return out
@@ -82,7 +84,8 @@ def summary_tune(result: dict[str, Any]) -> list[dict[str, Any]]:
     rows = tune_rows(result)
     fmt = lambda x: f"{x:6.3f}" if isinstance(x, float) else f"{'-':>6s}"  # noqa: E731
     print(
-        f"{'shape':28s} {'grid':>9s} {'table':>6s} {'tuned':>6s} {'gain':>6s}  chosen (source)   ratios: cuBLAS ms / kernel ms, second half of the rounds"
+        f"{'shape':28s} {'grid':>9s} {'table':>6s} {'tuned':>6s} {'gain':>6s} {'best':>6s} {'=SMs':>6s}  chosen (source)   "
+        "ratios: cuBLAS ms / kernel ms within a sweep, second half of the sweeps; =SMs: against cuBLASLt on the same SMs"
     )
     for w in rows:
         if "error" in w:
@@ -92,7 +95,8 @@ def summary_tune(result: dict[str, Any]) -> list[dict[str, Any]]:
         chosen = "= table pick" if w["tableChosen"] else f"{w['chosen'].removeprefix('emitted ')} ({w['chosenSource']})"
         tag = " [control]" if w["control"] else ""
         print(
-            f"{w['name'] + tag:28s} {w['grid']:>9s} {fmt(w['tableRatio'])} {fmt(w['tunedRatio'])} {f'{100 * gain:+5.1f}%' if gain is not None else '     -'}  {chosen}"
+            f"{w['name'] + tag:28s} {w['grid']:>9s} {fmt(w['tableRatio'])} {fmt(w['tunedRatio'])} "
+            f"{f'{100 * gain:+5.1f}%' if gain is not None else '     -'} {fmt(w['bestRatio'])} {fmt(w.get('tunedRatioSameSms'))}  {chosen}"
         )
     groups = (
         ("off-table AG+GEMM consumers", lambda w: not w["control"] and w["op"] == "ag-gemm"),
@@ -110,4 +114,11 @@ def summary_tune(result: dict[str, Any]) -> list[dict[str, Any]]:
             f"(geometric mean; min {min(w['tableRatio'] for w in ws):.3f} -> {min(w['tunedRatio'] for w in ws):.3f}; "
             f"{sum(not w['tableChosen'] for w in ws)} of {len(ws)} changed, {worse} >1% slower than the table's pick)"
         )
+        same = [w["tunedRatioSameSms"] for w in ws if w.get("tunedRatioSameSms")]
+        if same:
+            carve = _gmean([w["carveout"] for w in ws if w.get("carveout")])
+            print(
+                f"{what}, against cuBLASLt on the same SMs: tuned {_gmean(same)} (geometric mean; min {min(same):.3f}); "
+                f"cuBLASLt on those SMs takes {carve} of its whole-GPU time"
+            )
     return rows

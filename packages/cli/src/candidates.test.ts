@@ -1,10 +1,11 @@
+import fc from "fast-check";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { computeKey, type RankedCompute } from "@ovl/sim";
 import { Manifest } from "@ovl/tlx-emitter";
-import { modelPicks, realisedConfig } from "./candidates.js";
+import { modelPicks, neighbours, realisedConfig } from "./candidates.js";
 import { ovl } from "./testing.js";
 
 const temp = () => mkdtempSync(join(tmpdir(), "ovl-candidates-"));
@@ -39,21 +40,26 @@ function manifestConfig(path: string) {
 const AG = ["--m", "24576", "--n", "2560", "--k", "5120", "--world", "3"];
 
 describe("ovl candidates", () => {
-  it("lists the table's pick first, then the nearest shapes' winners, then the model's, each distinct and compiled as emit would", async () => {
+  it("lists the table's pick first, then the nearest shapes' winners, the pick's neighbours, then the model's, each distinct and compiled as emit would", async () => {
     const r = await ovl(["candidates", "ag-gemm", ...AG, "--json"]);
     expect(r.status, r.stderr).toBe(0);
     const l = JSON.parse(r.stdout) as Listed;
-    expect(l).toMatchObject({ $schema: "ovl.compute-candidates/v1", operator: "ag-gemm", role: "consumer", topK: 5, gridSms: 132 });
+    expect(l).toMatchObject({ $schema: "ovl.compute-candidates/v1", operator: "ag-gemm", role: "consumer", topK: 8, gridSms: 132 });
     expect(l.problem).toMatchObject({ M: 24576, N: 2560, K: 5120, world: 3, split: 2, backend: "copy-engine" });
     expect(l.table).toMatch(/^h200 table, nearest shape/);
     const c = l.candidates;
-    expect(c.length).toBeGreaterThanOrEqual(4);
-    expect(c.length).toBeLessThanOrEqual(5);
+    expect(c.length).toBeGreaterThanOrEqual(6);
+    expect(c.length).toBeLessThanOrEqual(8);
     expect(c.map((x) => x.rank)).toEqual(c.map((_, i) => i));
     expect(c[0]!.source).toBe("table");
-    const order = { table: 0, default: 0, nearest: 1, model: 2 } as Record<string, number>;
+    const order = { table: 0, default: 0, nearest: 1, neighbour: 2, model: 3 } as Record<string, number>;
     expect(c.map((x) => order[x.source]!)).toEqual([...c.map((x) => order[x.source]!)].sort());
     expect(c.filter((x) => x.source === "nearest").length).toBeLessThanOrEqual(2);
+    const near = c.filter((x) => x.source === "neighbour");
+    expect(near.length).toBeGreaterThanOrEqual(1);
+    expect(near.length).toBeLessThanOrEqual(3);
+    const neighbourKeys = new Set(neighbours(c[0]!.config as never).map((x) => computeKey(x)));
+    for (const x of near) expect(neighbourKeys.has(x.key)).toBe(true);
     expect(new Set(c.map((x) => x.key)).size).toBe(c.length);
     for (const x of c) {
       expect(x.key).toBe(computeKey(x.config as never));
@@ -88,13 +94,13 @@ describe("ovl candidates", () => {
   it("ranks a GEMM+RS producer on the SMs its push kernel leaves, refuses tiles off its row blocks, and writes each candidate with --out", async () => {
     const out = temp();
     const args = ["candidates", "gemm-rs", "--m", "4608", "--n", "4096", "--k", "1376", "--world", "4", "--backend", "sm", "--split", "1"];
-    const r = await ovl([...args, "--top-k", "5", "--out", out, "--json"]);
+    const r = await ovl([...args, "--top-k", "8", "--out", out, "--json"]);
     expect(r.status, r.stderr).toBe(0);
     const l = JSON.parse(r.stdout) as Listed;
     expect(l.role).toBe("producer");
     expect(l.commSms).toBeGreaterThan(0);
     expect(l.gridSms).toBe(132 - l.commSms!);
-    expect(l.candidates.length).toBe(5);
+    expect(l.candidates.length).toBe(8);
     // 4608 rows over 4 ranks: 1152-row slabs, not whole 256-row blocks.
     expect(l.refused.some((x) => /256 rows/.test(x.reason) && x.key.includes(" 256x"))).toBe(true);
     for (const x of l.candidates) {
@@ -139,6 +145,45 @@ describe("modelPicks", () => {
       "flat 128x128x64 g8 s5 w4",
       "flat 128x256x32 g8 s4 w8",
       "plain 128x256x64 g8 s3 w8",
+    ]);
+  });
+});
+
+describe("neighbours", () => {
+  const config = fc.record({
+    body: fc.constantFrom("gemm_tma_persistent_flat", "gemm_tma_persistent_streamk", "gemm_producer_tma_flat"),
+    BM: fc.constantFrom(64, 128, 256),
+    BN: fc.constantFrom(64, 128, 256),
+    BK: fc.constantFrom(32, 64, 128),
+    groupM: fc.constantFrom(1, 4, 8, 16),
+    numStages: fc.integer({ min: 2, max: 6 }),
+    numWarps: fc.constantFrom(4, 8),
+  });
+  it("changes exactly one setting of the configuration, never repeats it or itself, and keeps rings of two stages or more", () => {
+    fc.assert(
+      fc.property(config, (c) => {
+        const n = neighbours(c);
+        const keys = n.map((x) => computeKey(x));
+        expect(new Set(keys).size).toBe(keys.length);
+        expect(keys).not.toContain(computeKey(c));
+        for (const x of n) {
+          const changed = (Object.keys(c) as (keyof typeof c)[]).filter((k) => x[k] !== c[k]);
+          // The transposed tile changes BM and BN together; every other neighbour one setting.
+          expect(changed.length === 1 || (changed.length === 2 && x.BM === c.BN && x.BN === c.BM)).toBe(true);
+          expect(x.numStages).toBeGreaterThanOrEqual(2);
+        }
+      }),
+    );
+  });
+  it("starts with the last-wave twin body, then the group sizes, the ring depths and the transposed tile", () => {
+    const c = { body: "gemm_tma_persistent_streamk", BM: 128, BN: 256, BK: 64, groupM: 8, numStages: 3, numWarps: 8 };
+    expect(neighbours(c).map((x) => computeKey(x))).toEqual([
+      "gemm_tma_persistent_flat 128x256x64 g8 s3 w8",
+      "gemm_tma_persistent_streamk 128x256x64 g4 s3 w8",
+      "gemm_tma_persistent_streamk 128x256x64 g16 s3 w8",
+      "gemm_tma_persistent_streamk 128x256x64 g8 s2 w8",
+      "gemm_tma_persistent_streamk 128x256x64 g8 s4 w8",
+      "gemm_tma_persistent_streamk 256x128x64 g8 s3 w8",
     ]);
   });
 });

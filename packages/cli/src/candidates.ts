@@ -1,6 +1,7 @@
 // The compute configurations worth timing on the device for one operator's per-rank GEMM: the
 // tuned table's pick (what `ovl emit` compiles today), the configurations that won at the
-// table's nearest measured shapes, and the compute model's best ranked configurations. An
+// table's nearest measured shapes, the pick's neighbours (one setting changed), and the compute
+// model's best ranked configurations. An
 // on-device tuner (the runtime's `_tune`) times them and keeps the fastest; it asks here rather
 // than re-implementing the table lookup or the model. Every candidate is compiled in memory
 // exactly as `ovl emit` with its flags would compile it, so a configuration the operator cannot
@@ -42,8 +43,11 @@ import type { Problem } from "./problem.js";
 /** The operators whose compute a tuned table decides and whose bodies the compute model prices. */
 export const CANDIDATE_OPERATORS = ["ag-gemm", "gemm-rs"] as const;
 
+/** Candidates listed when `topK` is not given: the tuner's default (`OVL_TUNE_TOP_K`). */
+export const DEFAULT_TOP_K = 8;
+
 /** Where a candidate comes from. */
-export type CandidateSource = "table" | "default" | "nearest" | "model";
+export type CandidateSource = "table" | "default" | "nearest" | "neighbour" | "model";
 
 /** One configuration to time, in the order the tuner should time them. */
 export interface ComputeCandidate {
@@ -80,10 +84,12 @@ export interface CandidateList {
 /** Options of {@link computeCandidates}. */
 export interface CandidateOptions {
   readonly target: TargetName;
-  /** How many candidates at most, the table pick included (default 5). */
+  /** How many candidates at most, the table pick included (default 8). */
   readonly topK?: number;
   /** Of them, at most this many winners of the table's nearest other shapes (default 2). */
   readonly nearest?: number;
+  /** Of them, at most this many neighbours of the table's pick (`neighbours`; default 3). */
+  readonly neighbours?: number;
   /** `--comm-sms` as `ovl emit` takes it (GEMM+RS over SM pushes). */
   readonly commSms?: number;
   /** `--any-rows` (ag-gemm, gemm-rs): candidates must compile for every row count up to `maxRows`. */
@@ -177,6 +183,29 @@ export function modelPicks(ranked: readonly RankedCompute[]): RankedCompute[] {
   return [...tiles, ...shapes.filter((r) => !tiles.includes(r))];
 }
 
+/** The bodies that differ only in how the persistent grid's last wave is cut: whole tiles, or stream-K along K. */
+const LAST_WAVE_TWIN: Readonly<Record<string, string>> = {
+  gemm_tma_persistent_flat: "gemm_tma_persistent_streamk",
+  gemm_tma_persistent_streamk: "gemm_tma_persistent_flat",
+};
+
+/**
+ * The configurations one setting away from `c`, in the order worth measuring: its last-wave twin
+ * body (flat ↔ stream-K), the other group sizes of 4, 8 and 16, one ring stage fewer and one more,
+ * and the transposed tile. Off the measured shapes the table's pick is a guess from a nearby
+ * shape, and what moves with the shape (the waves, the L2 reuse of a group, the K loop's depth) is
+ * what these change. Whether each fits the GPU and compiles is checked as for any candidate.
+ */
+export function neighbours(c: ComputeConfig): ComputeConfig[] {
+  const out: ComputeConfig[] = [];
+  const twin = LAST_WAVE_TWIN[c.body];
+  if (twin !== undefined) out.push({ ...c, body: twin });
+  for (const groupM of [4, 8, 16]) if (groupM !== c.groupM) out.push({ ...c, groupM });
+  for (const numStages of [c.numStages - 1, c.numStages + 1]) if (numStages >= 2) out.push({ ...c, numStages });
+  if (c.BM !== c.BN) out.push({ ...c, BM: c.BN, BN: c.BM });
+  return out;
+}
+
 /** The table's other entries of `op` in `lookupComputeConfig`'s order of distance from the query (its metric, its ties). */
 function nearestEntries(
   target: TargetName,
@@ -199,8 +228,8 @@ function nearestEntries(
 /**
  * The candidates of `p` (ag-gemm or gemm-rs): first the table's pick (or the default tile where
  * the table has none that fits), then up to `nearest` winners of the table's nearest other
- * shapes, then the model's picks (`modelPicks`, ranked on the SMs the kernel gets), until `topK`
- * compiled; configurations that do not fit or that the compiler refuses are listed in `refused`.
+ * shapes, up to `neighbours` of the pick's neighbours (`neighbours`), then the model's picks
+ * (`modelPicks`, ranked on the SMs the kernel gets), until `topK` compiled; configurations that do not fit or that the compiler refuses are listed in `refused`.
  * @throws {UsageError} an operator other than ag-gemm and gemm-rs; a table pick that does not compile.
  */
 export async function computeCandidates(p: Problem, o: CandidateOptions): Promise<CandidateList> {
@@ -210,7 +239,7 @@ export async function computeCandidates(p: Problem, o: CandidateOptions): Promis
       `candidates are timed for the operators whose compute a tuned table decides and the model prices: ${CANDIDATE_OPERATORS.join(", ")}, not ${p.operator}`,
     );
   if (p.named.tile || p.named.groupM) throw new UsageError("usage", "candidates vary the tile and grouping: drop --tile and --group-m");
-  const topK = o.topK ?? 5;
+  const topK = o.topK ?? DEFAULT_TOP_K;
   const role: ComputeRole = p.operator === "ag-gemm" ? "consumer" : "producer";
   const comm = decideCommSms(p, o.commSms, o.target);
   const commSms = p.operator === "gemm-rs" && p.backend === "sm" ? (comm?.commSms ?? DEFAULT_COMM_SMS) : undefined;
@@ -266,15 +295,17 @@ export async function computeCandidates(p: Problem, o: CandidateOptions): Promis
   }));
   const ranked = rankComputeConfigs(problem, { model }).ranked;
   const fromModel = modelPicks(ranked).map((r) => ({ source: "model" as const, config: r.config, entry: undefined }));
-  const queue = [...nearest, ...fromModel];
-  let nearestTaken = 0;
+  const near = neighbours(pick.config).map((c) => ({ source: "neighbour" as const, config: c, entry: undefined }));
+  const queue = [...nearest, ...near, ...fromModel];
+  const cap: Partial<Record<CandidateSource, number>> = { nearest: o.nearest ?? 2, neighbour: o.neighbours ?? 3 };
+  const taken: Partial<Record<CandidateSource, number>> = {};
   // Bounded: a shape whose every configuration is refused must not compile the whole space.
   let attempts = 0;
   for (const q of queue) {
     if (candidates.length >= topK || attempts >= 4 * topK) break;
     const key = computeKey(q.config);
     if (seen.has(key)) continue;
-    if (q.source === "nearest" && nearestTaken >= (o.nearest ?? 2)) continue;
+    if ((taken[q.source] ?? 0) >= (cap[q.source] ?? Number.POSITIVE_INFINITY)) continue;
     seen.add(key);
     const misfit = computeMisfit(q.config, "bf16", model);
     if (misfit !== undefined) {
@@ -292,7 +323,7 @@ export async function computeCandidates(p: Problem, o: CandidateOptions): Promis
       refused.push({ key, source: q.source, reason: `compiled as ${computeKey(got.config)}` });
       continue;
     }
-    if (q.source === "nearest") nearestTaken += 1;
+    taken[q.source] = (taken[q.source] ?? 0) + 1;
     accept(q.source, got, q.entry);
   }
   return {

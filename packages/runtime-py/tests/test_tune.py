@@ -18,7 +18,7 @@ from ovl_runtime._kernels.compute_config import ComputeConfig, compute_kernel_co
 from ovl_runtime._tune import cache as tcache
 from ovl_runtime._tune import candidates as tcand
 from ovl_runtime._tune import settings as tsettings
-from ovl_runtime._tune.select import choose
+from ovl_runtime._tune.select import choose, relative
 from ovl_runtime._tune.settings import TuneRefused, TuneSettings
 from ovl_runtime.errors import ManifestError, UsageError
 
@@ -40,6 +40,24 @@ def _fresh(monkeypatch, tmp_path):
 
 
 # ---- the key of one configuration ----
+
+
+def test_relative_times_cancel_a_clock_that_drifts_between_sweeps():
+    # cuBLAS and a candidate 10% slower, measured while the GPU's clocks fall from sweep to sweep: each sweep sees
+    # both at the same clock, so the candidate is 1.10 of cuBLAS in every one of them.
+    clock = [1.0, 1.05, 1.18, 1.17, 1.2, 1.16]
+    cublas = [0.5 * c for c in clock]
+    slower = [0.55 * c for c in clock]
+    assert relative([cublas, slower]) == pytest.approx([1.0, 1.1])
+    # A median over separate rounds of each would not: the candidate measured in the slow sweeps alone looks 24% slower.
+    assert sum(slower[3:]) / sum(cublas[:3]) > 1.2
+    # Halves: the sweeps a slice selects; a member missing a sweep has no relative time; the base must have every one.
+    assert relative([cublas, slower, [1.0] * 5], part=slice(3, None)) == [1.0, pytest.approx(1.1), None]
+    assert relative([cublas, [0.6] * 3 + [float("nan")] * 3], part=slice(0, 3))[1] == pytest.approx(0.6 / 0.5 / 1.05)
+    with pytest.raises(ValueError, match="base"):
+        relative([[0.0, 1.0], [1.0, 1.0]])
+
+
 def test_a_config_names_its_own_directory_and_the_flags_that_compile_it():
     key = lib.KernelKey("ag-gemm", 4, 8192, 2560, 5120, target="h200")
     tuned = dataclasses.replace(key, config=FLAT)
@@ -292,8 +310,8 @@ def fake_gpu(monkeypatch):
         t = state["times"].get(c.config.label)
         return (None, "wrong result: relative error nan") if t is None else (_FakeKernel(c.config.label), None)
 
-    def timed(members, reps, rounds):
-        return [[state["times"].get(getattr(m, "__self__", None).label, 0.5)] * reps * rounds for m in members]  # type: ignore[union-attr]
+    def timed(members, count):
+        return [[state["times"].get(getattr(m, "__self__", None).label, 0.5)] * count for m in members]  # type: ignore[union-attr]
 
     def prepare(key, top_k, into=None, timeout_s=None):
         state["listed"] += 1
@@ -301,7 +319,7 @@ def fake_gpu(monkeypatch):
         return tcand.parse_candidates(_doc(key, configs), key, "fake")
 
     monkeypatch.setattr(tuner, "_load", load)
-    monkeypatch.setattr(tuner, "interleaved", timed)
+    monkeypatch.setattr(tuner, "sweeps", timed)
     monkeypatch.setattr(tuner, "prepare_candidates", prepare)
     monkeypatch.setattr(tuner, "compiler", lambda: ["ovl"])
     tuner.forget()

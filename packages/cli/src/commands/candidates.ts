@@ -3,7 +3,7 @@
 // which the runtime's tuner reads (it never re-implements the table lookup or the model).
 import type { Command } from "commander";
 import { DEFAULT_TARGET } from "@ovl/primitives";
-import { CANDIDATE_OPERATORS, computeCandidates, type CandidateList } from "../candidates.js";
+import { CANDIDATE_OPERATORS, computeCandidates, DEFAULT_TOP_K, type CandidateList } from "../candidates.js";
 import { printOutput, type CommandOutput, type Io } from "../io.js";
 import { positiveInt, problemOptions } from "../options.js";
 import { parseOperator, resolveProblem, type Problem, type ProblemFlags } from "../problem.js";
@@ -18,6 +18,7 @@ export interface CandidatesFlags extends ProblemFlags {
   target?: string;
   topK?: number;
   nearest?: number;
+  neighbours?: number;
   commSms?: number;
   anyRows?: boolean;
   minRows?: number;
@@ -63,11 +64,12 @@ export async function candidatesCommand(operator: string, o: CandidatesFlags): P
   const problem = resolveProblem(parseOperator(operator, CANDIDATE_OPERATORS), o);
   const p = anyRows === undefined ? problem : anyRowsProblem(problem, o.backend);
   const target = parseTargetFlag(o.target) ?? DEFAULT_TARGET.name;
-  const topK = o.topK ?? 5;
+  const topK = o.topK ?? DEFAULT_TOP_K;
   const list = await computeCandidates(p, {
     target,
     topK,
     ...(o.nearest === undefined ? {} : { nearest: o.nearest }),
+    ...(o.neighbours === undefined ? {} : { neighbours: o.neighbours }),
     ...(o.commSms === undefined ? {} : { commSms: o.commSms }),
     ...(anyRows === undefined ? {} : { anyRows }),
     ...(o.out === undefined ? {} : { out: o.out }),
@@ -80,11 +82,12 @@ export async function candidatesCommand(operator: string, o: CandidatesFlags): P
 export function registerCandidatesCommand(program: Command, io: Io): void {
   problemOptions(program.command("candidates").argument("<operator>", CANDIDATE_OPERATORS.join(" | ")), { gemm: false })
     .description(
-      "the compute configurations worth timing on the device for an operator's per-rank GEMM: the tuned table's pick, the winners at its nearest measured shapes, the compute model's best; each compiled in memory, those the operator cannot take refused",
+      "the compute configurations worth timing on the device for an operator's per-rank GEMM: the tuned table's pick, the winners at its nearest measured shapes, the pick's neighbours (one setting changed), the compute model's best; each compiled in memory, those the operator cannot take refused",
     )
     .option("--target <gpu>", `whose table and model: ${TARGET_NAMES.join(" | ")} (default ${DEFAULT_TARGET.name})`)
-    .option("--top-k <k>", "candidates at most, the table pick included (default 5)", positiveInt("--top-k"))
+    .option("--top-k <k>", `candidates at most, the table pick included (default ${DEFAULT_TOP_K})`, positiveInt("--top-k"))
     .option("--nearest <n>", "of them, winners of the table's nearest other shapes at most (default 2)", positiveInt("--nearest"))
+    .option("--neighbours <n>", "of them, neighbours of the table's pick (one setting changed) at most (default 3)", positiveInt("--neighbours"))
     .option("--comm-sms <n>", "with --backend sm: the push kernel's SMs, as ovl emit takes it", positiveInt("--comm-sms"))
     .option("--any-rows", "candidates of the operator compiled for every row count (as ovl emit --any-rows)")
     .option("--min-rows <M>", "with --any-rows: the fewest rows served", positiveInt("--min-rows"))

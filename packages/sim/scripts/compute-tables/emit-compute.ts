@@ -3,7 +3,7 @@
 //   tsx scripts/compute-tables/emit-compute.ts sweep <out-dir> [--k 16] [--target h200]
 //                                                          the model's best k configurations
 //                                                          of every built-in body variant, per shape
-//   tsx scripts/compute-tables/emit-compute.ts tune <out-dir> [--top-k 5] [--shapes shapes.json] [--target h200]
+//   tsx scripts/compute-tables/emit-compute.ts tune <out-dir> [--top-k 8] [--shapes shapes.json] [--target h200]
 //                                                          per shape off the tables (tune-shapes.ts), the
 //                                                          candidates `ovl candidates` lists for the torch
 //                                                          API's key (the table's pick first), emitted
@@ -193,7 +193,7 @@ async function main(): Promise<void> {
   const [mode, out] = [process.argv[2], process.argv[3]];
   if ((mode !== "sweep" && mode !== "bench" && mode !== "tune") || out === undefined) {
     console.error(
-      "usage: tsx scripts/compute-tables/emit-compute.ts sweep <out-dir> [--k 24] [--target h200] | bench <out-dir> [--sweep results.json --alternatives 3] [--target h200] [--bodies <body,...>] [--ops ag-gemm,...] | tune <out-dir> [--top-k 5] [--shapes shapes.json] [--target h200] [--cli packages/cli/dist/bin.js]",
+      "usage: tsx scripts/compute-tables/emit-compute.ts sweep <out-dir> [--k 24] [--target h200] | bench <out-dir> [--sweep results.json --alternatives 3] [--target h200] [--bodies <body,...>] [--ops ag-gemm,...] | tune <out-dir> [--top-k 8] [--shapes shapes.json] [--target h200] [--cli packages/cli/dist/bin.js]",
     );
     process.exit(2);
   }
@@ -220,7 +220,7 @@ async function main(): Promise<void> {
     mode === "tune"
       ? await tuneCases(out, {
           target,
-          topK: ti >= 0 ? Number(process.argv[ti + 1]) : 5,
+          topK: ti >= 0 ? Number(process.argv[ti + 1]) : 8,
           shapes: shi >= 0 ? shapesFromJson(JSON.parse(readFileSync(process.argv[shi + 1]!, "utf8"))) : tuneShapes(),
           ...(ci >= 0 ? { cli: process.argv[ci + 1]! } : {}),
         })

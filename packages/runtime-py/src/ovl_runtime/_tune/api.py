@@ -13,7 +13,7 @@ from .cache import TuneRecord, cache_path
 def tune(enabled: bool = True, *, top_k: int | None = None, budget_s: float | None = None) -> None:
     """Tune on the device the compute configuration of every AllGather+GEMM and GEMM+ReduceScatter shape this process
     binds from now on (the same as ``OVL_TUNE=1``; ``tune(False)`` turns it off again). The first call of a shape whose
-    choice is not cached (:func:`tuned_cache`) lists the compiler's ``top_k`` candidates (default 5), compiles them,
+    choice is not cached (:func:`tuned_cache`) lists the compiler's ``top_k`` candidates (default 8), compiles them,
     times each GEMM kernel alone against cuBLAS and binds the fastest: seconds to a few minutes per shape, at most
     ``budget_s`` (default 180) — once per shape and GPU, then the cached choice binds at once. Shapes already bound
     keep their configuration. Never while a CUDA graph is being captured: call each shape once eagerly first."""

@@ -3,7 +3,7 @@
 
 - ``OVL_TUNE``: ``1`` tunes every AllGather+GEMM and GEMM+ReduceScatter shape the torch API binds whose choice
   is not cached yet; ``0`` or unset: the compiler's tuned table decides, as without this module.
-- ``OVL_TUNE_TOP_K``: candidates timed per shape, the table's pick included (default 5).
+- ``OVL_TUNE_TOP_K``: candidates timed per shape, the table's pick included (default 8).
 - ``OVL_TUNE_BUDGET_S``: seconds one shape may take (default 180): past it no further candidate is compiled or
   loaded, and the choice is made among those measured (the table's pick is always measured first).
 """
@@ -24,15 +24,14 @@ class TuneRefused(UsageError):
 
 @dataclass(frozen=True)
 class TuneSettings:
-    """``enabled``: tune at bind time; ``top_k``: candidates per shape; ``budget_s``: seconds per shape; ``reps`` and
-    ``rounds``: timed launches per candidate in each of the interleaved rounds; ``min_gain``: how much faster than the
-    table's pick another candidate must measure to replace it (noise must not flip a choice)."""
+    """``enabled``: tune at bind time; ``top_k``: candidates per shape; ``budget_s``: seconds per shape; ``sweeps``:
+    timed sweeps, each launching cuBLAS and every candidate once (``timing.sweeps``); ``min_gain``: how much faster
+    than the table's pick another candidate must measure to replace it (noise must not flip a choice)."""
 
     enabled: bool = False
-    top_k: int = 5
+    top_k: int = 8
     budget_s: float = 180.0
-    reps: int = 10
-    rounds: int = 3
+    sweeps: int = 30
     min_gain: float = 0.01
 
     def __post_init__(self) -> None:
@@ -40,8 +39,8 @@ class TuneSettings:
             raise TuneRefused(f"tuning: top_k must be an integer in 1..32, got {self.top_k!r}")
         if not self.budget_s > 0:
             raise TuneRefused(f"tuning: budget_s must be positive, got {self.budget_s!r}")
-        if self.reps < 1 or self.rounds < 1 or not 0 <= self.min_gain < 1:
-            raise TuneRefused("tuning: reps and rounds must be >= 1 and min_gain in [0, 1)")
+        if self.sweeps < 2 or not 0 <= self.min_gain < 1:
+            raise TuneRefused("tuning: sweeps must be >= 2 and min_gain in [0, 1)")
 
 
 def _env_int(name: str, default: int) -> int:

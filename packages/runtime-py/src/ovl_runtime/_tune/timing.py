@@ -1,6 +1,6 @@
 """A candidate's GEMM kernel alone on this GPU, and cuBLAS at the same GEMM, timed as the compute bench times them
 (``packages/bench/gpu/compute_bench.py`` with ``timer.py``): CUDA events around each launch, the L2 flushed before
-each (256 MiB written), medians over interleaved rounds.
+each (256 MiB written), every candidate and cuBLAS launched once per sweep and compared within it.
 
 The kernel is the compiled operator's own compute kernel (its waits and notifies in place), loaded as the runner
 loads it (:class:`~ovl_runtime._runner.rank.RankState`, one rank on the whole device: a GEMM+ReduceScatter producer
@@ -106,32 +106,33 @@ class Cublas:
         torch.matmul(self.a, self.b, out=self.c)
 
 
-def event_times(fn: Callable[[], None], reps: int, flush: torch.Tensor, warmup: int = 2) -> list[float]:
-    """Milliseconds of each of ``reps`` launches of ``fn``, CUDA events around each, ``flush`` zeroed before each."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    pairs = []
-    for _ in range(reps):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        pairs.append((start, end))
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in pairs]
+def sweeps(members: list[Callable[[], None]], count: int, warmup: int = 2) -> list[list[float]]:
+    """Each member's launch time (ms) in each of ``count`` sweeps, aligned by sweep: a sweep launches every member
+    once, the L2 flushed before each launch, CUDA events around it, the order rotated by one member per sweep.
 
-
-def interleaved(members: list[Callable[[], None]], reps: int, rounds: int) -> list[list[float]]:
-    """Each member's launch times over ``rounds`` rounds of ``reps`` launches, the members in a rotated order each
-    round (a GPU that warms up slows all of them alike, none always first)."""
+    A GPU whose clocks move (a power cap, heat: an H200 measured 1.39 then 1.63 ms for the same cuBLAS GEMM within
+    one shape's rounds) moves every member of a sweep alike, so a ratio within a sweep (:func:`.select.relative`)
+    cancels the drift that medians over separate rounds of one member each carry. ``warmup`` untimed sweeps first.
+    @raises ValueError for no members or ``count`` < 1."""
+    if not members or count < 1:
+        raise ValueError(f"sweeps: {len(members)} members, {count} sweeps: need at least one of each")
     flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
-    out: list[list[float]] = [[] for _ in members]
     n = len(members)
-    for r in range(rounds):
+    for _ in range(warmup):
+        for fn in members:
+            flush.zero_()
+            fn()
+    torch.cuda.synchronize()
+    events: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = [[] for _ in members]
+    for r in range(count):
         for j in range(n):
             i = (j + r) % n
-            out[i] += event_times(members[i], reps, flush)
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            members[i]()
+            end.record()
+            events[i].append((start, end))
+    torch.cuda.synchronize()
     del flush
-    return out
+    return [[s.elapsed_time(e) for s, e in ev] for ev in events]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import statistics
 import subprocess
 import time
 from typing import Any
@@ -32,9 +33,9 @@ from ..groups import DistGroup, Group
 from . import settings as _settings
 from .cache import CandidateTime, TuneRecord, entry_key, read_cache, write_record
 from .candidates import Candidate, prepare_candidates
-from .select import choose, median_ms
+from .select import choose, relative
 from .settings import TuneRefused, TuneSettings
-from .timing import REL_TOLERANCE, BufferPool, ComputeKernel, Cublas, interleaved
+from .timing import REL_TOLERANCE, BufferPool, ComputeKernel, Cublas, sweeps
 
 log = logging.getLogger("ovl_runtime")
 
@@ -197,13 +198,14 @@ def _tune(key: KernelKey, group: Group | None, s: TuneSettings, gpu: str, entry:
         errors.append(error)
     live = [(i, k) for i, k in enumerate(kernels) if k is not None]
     cublas = Cublas(M, N, K)
-    times = interleaved([cublas.launch, *(k.launch for _, k in live)], s.reps, s.rounds)
-    medians: list[float] = [math.inf] * (len(cands) + 1)
-    medians[0] = median_ms(times[0]) or math.inf
-    for (i, _), ts in zip(live, times[1:]):
-        medians[i + 1] = median_ms(ts) or math.inf
-    medians = _slowest(group, medians)
-    cands_ms = [m if math.isfinite(m) else None for m in medians[1:]]
+    times = sweeps([cublas.launch, *(k.launch for _, k in live)], s.sweeps)
+    # Each candidate's time over cuBLAS's in the same sweep (drift cancels), the slowest rank's; as ms at cuBLAS's
+    # median time, for people.
+    rel: list[float] = [math.inf] * len(cands)
+    for (i, _), r in zip(live, relative(times)[1:]):
+        rel[i] = math.inf if r is None else r
+    *rel, cublas_ms = _slowest(group, [*rel, statistics.median(times[0])])
+    cands_ms = [cublas_ms * r if math.isfinite(r) else None for r in rel]
     pick = choose(cands_ms, s.min_gain)
     chosen, table = cands[pick.index], cands[0]
     del kernels, live, pool, cublas
@@ -216,7 +218,7 @@ def _tune(key: KernelKey, group: Group | None, s: TuneSettings, gpu: str, entry:
         m=M,
         ms=cands_ms[pick.index] or math.inf,
         table_ms=cands_ms[0],
-        cublas_ms=medians[0],
+        cublas_ms=cublas_ms,
         seconds=time.monotonic() - t0,
         gpu=gpu,
         when=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
