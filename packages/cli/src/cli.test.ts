@@ -159,7 +159,10 @@ describe("ovl emit", () => {
     expect(r.status, r.stderr).toBe(0);
     const tlx = Manifest.parse(JSON.parse(readFileSync(join(dir, "tlx", "manifest.json"), "utf8")));
     expect(tlx.kernels.map((k) => k.template.kind)).toEqual(["tlx-ag-gemm"]);
-    expect((JSON.parse(r.stdout) as { files: string[] }).files).toContain(join(dir, "tlx", "manifest.json"));
+    const out = JSON.parse(r.stdout) as { files: string[]; tlx: { fastest: string } };
+    expect(out.files).toContain(join(dir, "tlx", "manifest.json"));
+    // What fastestBackend() takes at this shape (no exact tuned entry: Triton), for a library's TLX record.
+    expect(out.tlx.fastest).toBe("triton");
   });
 
   it("--tlx on GEMM+RS: the TLX producer at the tuned TLX configuration, its PTX expectations and the measured comparison", async () => {
