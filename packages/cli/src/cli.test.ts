@@ -159,7 +159,11 @@ describe("ovl emit", () => {
     expect(r.status, r.stderr).toBe(0);
     const tlx = Manifest.parse(JSON.parse(readFileSync(join(dir, "tlx", "manifest.json"), "utf8")));
     expect(tlx.kernels.map((k) => k.template.kind)).toEqual(["tlx-ag-gemm"]);
-    expect((JSON.parse(r.stdout) as { files: string[] }).files).toContain(join(dir, "tlx", "manifest.json"));
+    const out = JSON.parse(r.stdout) as { files: string[]; tlx: { fastest: string } };
+    expect(out.files).toContain(join(dir, "tlx", "manifest.json"));
+    // What fastestBackend() takes at this shape (the default MLP-1 on two ranks: the tuned table measured TLX faster),
+    // for a kernel library's TLX record.
+    expect(out.tlx.fastest).toBe("tlx");
   });
 
   it("--tlx on GEMM+RS: the TLX producer at the tuned TLX configuration, its PTX expectations and the measured comparison", async () => {

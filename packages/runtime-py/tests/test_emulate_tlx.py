@@ -118,7 +118,10 @@ def test_push_variant_counts_every_launch(emitted):
     d = emitted["tlx_ag_gemm_push_w3_s2"]
     m = parse_manifest(d)
     emu = Emulator(m, seed=1)
-    arrivals = next(a.arrivals for n, a in m.kernels[0].args if a.kind == "epoch-target")
+    # The producer reads the epoch on the device: the epoch word x WAIT_ARRIVALS, no host epoch argument.
+    assert [n for n, a in m.kernels[0].args if a.kind == "epoch-word"] == ["epoch_ptr"]
+    assert not [n for n, a in m.kernels[0].args if a.kind in ("epoch", "epoch-target")]
+    arrivals = m.kernels[0].constexprs["WAIT_ARRIVALS"]
     for k in range(1, 4):
         emu.checked_launch(k - 1)
         assert emu.world.signals is not None

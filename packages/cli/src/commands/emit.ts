@@ -8,6 +8,7 @@ import {
   compileOperator,
   describeTable,
   emitManifestJson,
+  fastestBackend,
   tlxBackend,
   tritonBackend,
   type ComputeChoice,
@@ -198,6 +199,8 @@ export interface EmittedTlx {
   readonly dir: string;
   readonly operator: Operator;
   readonly compute: ComputeChoice;
+  /** Which backend `fastestBackend()` takes for this operator (the tuned table's measurement decides): `tlx` or `triton`. */
+  readonly fastest: string;
 }
 
 /**
@@ -215,6 +218,9 @@ export async function emitTlx(p: Problem, e: EmittedOperator, sources: EmitSourc
     compute: choice,
     result: tlx,
   } = await compileOperator(input, tlxBackend(), sources.target === undefined ? {} : { target: sources.target });
+  // What `--backend fastest` (fastestBackend) would compile here: the TLX kernels only where the table measured them faster.
+  const fastest = (await compileOperator(input, fastestBackend(), sources.target === undefined ? {} : { target: sources.target })).backend
+    .name;
   const dir = join(e.dir, "tlx");
   mkdirSync(dir, { recursive: true });
   const files = tlx.files.map((f) => {
@@ -223,7 +229,7 @@ export async function emitTlx(p: Problem, e: EmittedOperator, sources: EmitSourc
   });
   writeFileSync(join(dir, "manifest.json"), emitManifestJson(tlx.manifest));
   writeFileSync(join(dir, "expect.json"), `${JSON.stringify(tlx.expect ?? {}, null, 2)}\n`);
-  return { files: [...files, join(dir, "manifest.json"), join(dir, "expect.json")], dir, operator: op, compute: choice };
+  return { files: [...files, join(dir, "manifest.json"), join(dir, "expect.json")], dir, operator: op, compute: choice, fastest };
 }
 
 /** One line on the TLX kernel's configuration and, from the tuned table, how it measured against the Triton kernel. */
@@ -272,6 +278,7 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
         : {
             tlx: {
               manifest: join(t.dir, "manifest.json"),
+              fastest: t.fastest,
               ...t.operator.tile,
               groupM: t.operator.groupM,
               ...t.operator.warpSpecialization,

@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from .._emulate.engine import ENGINES
-from .._kernels.library import LIBRARY_DTYPES, LIBRARY_OPERATORS, LIBRARY_TARGETS, KernelKey, call_key, ensure_compiled, rows_key
+from .._kernels.library import (
+    LIBRARY_DTYPES,
+    LIBRARY_OPERATORS,
+    LIBRARY_TARGETS,
+    KernelKey,
+    cache_dir,
+    call_key,
+    ensure_compiled,
+    rows_key,
+)
 from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from .._report.outcome import RunOutcome
@@ -96,6 +105,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="K",
         help="also the on-device tuner's K candidate configurations (ovl candidates) and their list, so OVL_TUNE=1 runs "
         "where no compiler is (ag-gemm, gemm-rs)",
+    )
+    kernels.add_argument(
+        "--tlx",
+        action="store_true",
+        help="ag-gemm, gemm-rs: the TLX backend's kernels of this row count, AOT-compiled with fbtriton ($OVL_TLX_PYTHON, else "
+        "@ovl/tlx-emitter's .venv-tlx) into <dirname>-tlx, which the torch API takes where the tuned table measured them faster",
     )
     chain = sub.add_parser("chain", help="run an ovl.chain/v1 (operators back to back, e.g. `ovl emit mlp`) emulated on the CPU")
     chain.add_argument("chain", help="path of the chain JSON file")
@@ -426,6 +441,14 @@ def _kernels(args: argparse.Namespace) -> int:
                 target=args.target,
             )
         into = Path(args.into) if args.into else None
+        if args.tlx:
+            from .._kernels.tlx import prepare_tlx
+
+            if args.any_rows or args.m is None:
+                raise UsageError("--tlx compiles one row count: give --m (not --any-rows)")
+            tlx = KernelKey(args.op, args.world, args.m, args.n, args.k, args.dtype, target=args.target, tlx=True)
+            print(prepare_tlx(tlx, into if into is not None else cache_dir()))
+            return EXIT_OK
         path = ensure_compiled(key, into)
         print(path)
         if args.candidates:

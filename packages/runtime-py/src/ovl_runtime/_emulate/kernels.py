@@ -163,6 +163,14 @@ def grouped_tiles(num_pid_m: int, num_pid_n: int, group_m: int) -> Iterator[tupl
         yield first_m + tile_id % size_m, (tile_id % per_group) // size_m
 
 
+def _wait_target(ctx: KernelContext, bits: int) -> int:
+    """A consumer's wait target: the host's ``target`` scalar (the template consumer), or the epoch word ×
+    ``WAIT_ARRIVALS`` read on the device (the TLX consumers, ``load_epoch_target``)."""
+    if "target" in ctx.args:
+        return ctx.size("target")
+    return epoch_target(ctx.size("epoch_ptr"), ctx.param("WAIT_ARRIVALS", 1), bits)
+
+
 def gemm_tile_visits(
     ctx: KernelContext, num_pid_m: int, role: str, order_of: Callable[[int], int], slot_of: Callable[[int], int] | None
 ) -> None:
@@ -174,7 +182,7 @@ def gemm_tile_visits(
     BM, BN = ctx.param("BLOCK_M"), ctx.param("BLOCK_N")
     a, b, c = ctx.matrix("a_ptr", M, K), ctx.matrix("b_ptr", K, N), ctx.matrix("c_ptr", M, N)
     sig = None if slot_of is None else ctx.board("sig_ptr")
-    target = ctx.size("target") if role == "consumer" and sig is not None else 0
+    target = _wait_target(ctx, sig.bits) if role == "consumer" and sig is not None else 0
     for visit_m, pid_n in grouped_tiles(num_pid_m, math.ceil(N / BN), ctx.param("GROUP_M", 1)):
         pid_m = order_of(visit_m)
         slot = -1 if slot_of is None else slot_of(pid_m)

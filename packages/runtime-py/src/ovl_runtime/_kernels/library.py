@@ -59,6 +59,9 @@ ROWS_AT = 8192
 #: ``OVL_ANY_ROWS=0``: compile AllGather+GEMM, GEMM+ReduceScatter and GEMM+AllReduce per row count, as before any-row-count
 #: operators.
 ANY_ROWS = os.environ.get("OVL_ANY_ROWS", "1") != "0"
+#: Operators the TLX backend compiles (``ovl emit --tlx``), and their element types.
+TLX_OPERATORS = ("ag-gemm", "gemm-rs")
+TLX_DTYPES = ("bf16", "fp16")
 #: Operators whose tile, grouping and launch the target's tuned table decides.
 TARGETED_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe")
 
@@ -131,6 +134,9 @@ class KernelKey:
     #: A compute configuration named explicitly (``ag-gemm``, ``gemm-rs``): compiled exactly, in a directory of its
     #: own (the on-device tuner's candidates, :mod:`ovl_runtime._tune`); ``None``: the tuned table's pick.
     config: ComputeConfig | None = None
+    #: The TLX backend's kernels (warp-specialised cubins compiled ahead of time where fbtriton is installed,
+    #: :mod:`ovl_runtime._kernels.tlx`), in ``<dirname>-tlx``; never compiled on demand here.
+    tlx: bool = False
 
     def __post_init__(self) -> None:
         if self.target is None:
@@ -163,6 +169,11 @@ class KernelKey:
             raise UsageError(f"{self.op} takes no heads or causal")
         if self.config is not None and (self.op not in CONFIG_OPERATORS or not isinstance(self.config, ComputeConfig)):
             raise UsageError(f"{self.op}: a compute config is named for {', '.join(CONFIG_OPERATORS)} only, as a ComputeConfig")
+        if self.tlx and (self.op not in TLX_OPERATORS or self.dtype not in TLX_DTYPES or self.rows or self.config is not None):
+            raise UsageError(
+                f"{self.op}: TLX kernels are compiled for {', '.join(TLX_OPERATORS)} in {' or '.join(TLX_DTYPES)}, "
+                "for one row count and the tuned table's configuration"
+            )
         if self.rows and (self.op not in ROWS_OPERATORS or self.rows % self.world or self.rows < self.m):
             raise UsageError(
                 f"{self.op}: rows {self.rows} — any row count is compiled for {', '.join(ROWS_OPERATORS)}, up to a multiple of the world >= M"
@@ -188,7 +199,8 @@ class KernelKey:
         target = f"-{self.target}" if self.target else ""
         m = f"rows{self.rows}" if self.rows else f"m{self.m}"
         config = f"-{self.config.tag}" if self.config is not None else ""
-        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}{config}"
+        tlx = "-tlx" if self.tlx else ""
+        return f"{self.op}{backend}-w{self.world}-{m}-n{self.n}-k{self.k}{routing}-{self.dtype}{target}{config}{tlx}"
 
     @property
     def split(self) -> int:
@@ -252,6 +264,13 @@ def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", *
     given = {name: v for name, v in routing.items() if v}
     if m < 1:  # before the operator for every row count is picked: a call of no rows is refused, not compiled
         raise UsageError(f"{op}: m must be a positive integer, got {m} (a call needs at least one row per rank)")
+    if not given or set(given) == {"target"}:
+        from .tlx import tlx_key
+
+        # The TLX kernels of this very shape, where a library prepared them and the tuned table measured them faster.
+        found = tlx_key(op, world, m, n, k, dtype, routing.get("target"))
+        if found is not None:
+            return found
     if ANY_ROWS and op in ROWS_OPERATORS and not given and m <= ROWS_MAX - ROWS_MAX % world:
         return rows_key(op, world, n, k, dtype, target=routing.get("target"))
     return KernelKey(op, world, m, n, k, dtype, **routing)
@@ -305,6 +324,13 @@ def compile_key(key: KernelKey, into: Path | None = None, progress: bool = True)
 
     The output is written to a temporary sibling and renamed, so a reader never sees half a
     directory. @raises KernelNotCompiled when no compiler is at hand, UsageError when it fails."""
+    if key.tlx:
+        raise KernelNotCompiled(
+            f"{key.dirname} is not on the search path ({', '.join(str(d) for d in search_path())}): TLX kernels are "
+            "compiled ahead of time where fbtriton is installed, never here; prepare them with python -m ovl_runtime "
+            f"kernels {key.op} --world {key.world} --m {key.m} --n {key.n} --k {key.k} --tlx --into <dir> (see "
+            "docs/torch-api.md, TLX kernels) and set OVL_KERNELS=<dir>"
+        )
     cmd = compiler()
     root = into if into is not None else cache_dir()
     if cmd is None:

@@ -14,7 +14,9 @@ are bounded on the device; :meth:`BoundOperator.check` synchronises and raises a
 graph once the operator has run eagerly (the first call compiles and loads every kernel):
 the epoch each replay waits for is read from a word on the device that the launch itself
 advances, and the copies and their signals are captured work. Operators whose kernels take
-host-side epochs (TLX cubins) are refused here; operators whose host streams wait on a
+host-side epochs are refused here (TLX cubins are bound like Triton kernels: the TLX backend's kernels read
+the epoch on the device too, and a captured ``cuLaunchKernelEx`` is a kernel node whose packed arguments
+:mod:`~ovl_runtime._runner.graph_params` rewrites as it does a Triton launch's); operators whose host streams wait on a
 signal (copy-engine deliveries that wait for tiles, a copy-engine GEMM+AllReduce's gather,
 pull rings) run eagerly, but their capture is refused: the wait's value is the host's epoch,
 which a CUDA graph would freeze. (A launch's last wait over SM transfers is a ``slot-wait``
@@ -85,13 +87,24 @@ def host_buffers(m: Manifest) -> set[str]:
 
 
 def refusal(m: Manifest) -> str | None:
-    """Why the torch API cannot run ``m`` at all (host-side epochs in its kernels), or None."""
+    """Why the torch API cannot run ``m`` at all (host-side epochs in its kernels), or None. Precompiled (TLX)
+    kernels are bound like Triton ones when they read the epoch on the device (an ``epoch-word`` argument, as
+    the TLX backend emits them); a cubin compiled for a host-side epoch is refused with the others."""
     host_epoch = [f"{k.name}.{n}" for k in m.kernels for n, a in k.args if a.kind in HOST_EPOCH_KINDS]
     if host_epoch:
-        return f"kernel arguments {', '.join(host_epoch)} take the epoch from the host (recompile with the compile path: epoch-word)"
-    if any(k.precompiled is not None for k in m.kernels):
-        return "precompiled (TLX) kernels take host-side epochs"
+        precompiled = any(k.precompiled is not None for k in m.kernels)
+        how = (
+            "re-emit it with this @ovl/tlx-emitter (its TLX kernels take an epoch-word) and AOT-compile it again"
+            if precompiled
+            else "recompile with the compile path: epoch-word"
+        )
+        return f"kernel arguments {', '.join(host_epoch)} take the epoch from the host ({how})"
     return None
+
+
+def backend_of(m: Manifest) -> str:
+    """The backend whose kernels ``m`` runs: ``tlx`` when a kernel is a precompiled (TLX) cubin, else ``triton``."""
+    return "tlx" if any(k.precompiled is not None for k in m.kernels) else "triton"
 
 
 def capture_refusal(m: Manifest) -> str | None:
@@ -116,6 +129,8 @@ class BoundOperator:
         if m.world != group.world:
             raise UsageError(f"{m.name} is compiled for {m.world} ranks, but the group has {group.world}")
         self.m, self.group = m, group
+        #: Whose kernels this operator launches: ``tlx`` (precompiled warp-specialised cubins) or ``triton``.
+        self.backend = backend_of(m)
         self.stacked = isinstance(group, OneGpuGroup)
         ref = m.reference
         fixed = host_buffers(m)

@@ -102,6 +102,13 @@ class CubinLaunch:
         self.scratch_addresses = {n: int(t.data_ptr()) for n, t in self.scratch.items()}
         self.session = session
 
+    def rebind(self, buffer: str, address: int) -> None:
+        """Pass ``address`` for every ``buffer`` argument naming ``buffer`` from the next launch on (the torch API's
+        caller's tensor, ``RankState.bind``); launches already enqueued or captured keep the address they had."""
+        buffers = {**self.addresses.buffers, buffer: int(address)}
+        self.addresses = dataclasses.replace(self.addresses, buffers=buffers)
+        self.warm_addresses = dataclasses.replace(self.warm_addresses, buffers=buffers)
+
     def launch(self, warm: bool) -> None:
         """Enqueue on the current stream with this epoch's scalars (see ``launch_epoch`` for warm-ups)."""
         s = self.session

@@ -199,6 +199,9 @@ class RankState:
             raise ManifestError(f"buffers.{buffer}", "is symmetric (peers address it): copy into it instead of binding")
         self.tensors[buffer] = tensor
         for kd in self.kernels:
+            if "cubin" in kd:  # a precompiled kernel takes the address, packed at its next launch
+                kd["cubin"].rebind(buffer, int(tensor.data_ptr()))
+                continue
             for name, a in kd["spec"].args:
                 if a.kind == "buffer" and a.name == buffer and "static" in kd:
                     kd["static"][name] = tensor

@@ -46,7 +46,9 @@ def bound_operator(key: KernelKey, g: Group, what: str) -> Bound:
             )
         same_everywhere(g, (key.op, key.m, key.n, key.k, key.dtype, key.experts, key.topk, key.heads, key.causal), what)
         # With on-device tuning on (OVL_TUNE=1, ops.tune()), the configuration measured fastest here; else `key`.
-        chosen = tuned_key(key, g)
+        # A TLX key (prepared cubins the tuned table measured faster, ``_kernels.tlx``) is bound as found: the tuner's
+        # candidates are Triton configurations.
+        chosen = key if key.tlx else tuned_key(key, g)
         op = RowsOperator(manifest_for(chosen), g) if chosen.rows else BoundOperator(manifest_for(chosen), g)
         _operators[(key.dirname, g.name)] = op
     return op

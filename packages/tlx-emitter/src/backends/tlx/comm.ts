@@ -30,20 +30,27 @@ export function noComm(): TlxCommPart {
  * Overlap variant (a): before a tile's loads the producer reads `slot = slot(pid_m)` (a map
  * over the m-block, `mblockMap`: inline where one expression fits every rank) and, when it is
  * a chunk slot (>= 0) it has not waited on yet in this launch, waits with
- * the device library's bounded `wait_slot` until `sig_ptr[slot]` reaches `target` (epoch ×
- * arrivals); the token passes a proxy fence and is threaded into `offs_am`, so no TMA load
+ * the device library's bounded `wait_slot` until `sig_ptr[slot]` reaches `target` = epoch ×
+ * `arrivals` (`WAIT_ARRIVALS`), the epoch read on the device from this rank's epoch word
+ * (`epoch_ptr`, the launch count: `load_epoch_target`, once per launch in the producer, as the
+ * Triton consumers do), so a launch captured in a CUDA graph waits for each replay's epoch;
+ * the token passes a proxy fence and is threaded into `offs_am`, so no TMA load
  * of those rows is issued before the wait returns (TileLink §4.2). A slot once reached
  * stays reached within the launch, so the producer remembers slots 0..31 it has waited on
  * (a bit mask) and skips their waits, and the round trip to the signal with them.
  * Consumers need no wait: they only read what the producer's loads completed.
  */
-export function chunkWaitComm(slot: IndexMap): TlxCommPart {
+export function chunkWaitComm(slot: IndexMap, arrivals = 1): TlxCommPart {
+  if (!Number.isSafeInteger(arrivals) || arrivals < 1)
+    throw new EmitError("bad-param", `arrivals must be a positive integer, got ${String(arrivals)}`);
   return {
     name: "chunk-wait",
-    args: [...mblockArgs(slot), "sig_ptr", "err_ptr", RANK_VAR, "target", "timeout_ns"],
-    constexprs: {},
+    args: [...mblockArgs(slot), "sig_ptr", "err_ptr", RANK_VAR, "epoch_ptr", "timeout_ns"],
+    constexprs: { WAIT_ARRIVALS: arrivals },
     expect: [WAIT_PTX, "fence\\.proxy\\.async"],
     writeProducerInit(w) {
+      w.comment("This launch's wait target: epoch x arrivals, the epoch read from this rank's epoch word.");
+      w.line("target = load_epoch_target(epoch_ptr, WAIT_ARRIVALS)");
       w.comment("Bit s: slot s (< 32) was already waited on by this producer in this launch.");
       w.line("waited = 0");
     },

@@ -72,6 +72,18 @@ describe("TLX kernels", () => {
     await expect(ex.tlx_gemm_rs_tn!.files[0]!.text).toMatchFileSnapshot("./__golden__/tlx_gemm_rs_tn.py");
   });
 
+  it("no TLX kernel takes the epoch from the host: the waiting ones read this rank's epoch word", () => {
+    for (const [name, r] of Object.entries(tlxExamples())) {
+      for (const k of r.manifest.kernels) {
+        const kinds = k.args.map((a) => a.value.kind);
+        expect(kinds, `${name}/${k.name}`).not.toContain("epoch");
+        expect(kinds, `${name}/${k.name}`).not.toContain("epoch-target");
+        const waits = r.files.some((f) => f.path === k.source && f.text.includes("wait_slot("));
+        if (k.precompiled !== undefined && waits) expect(kinds, `${name}/${k.name}`).toContain("epoch-word");
+      }
+    }
+  });
+
   it("python3 ast.parse accepts every emitted TLX module", () => {
     const files: Record<string, string> = {};
     for (const [name, r] of Object.entries(tlxExamples())) for (const f of r.files) files[`${name}/${f.path}`] = f.text;
@@ -313,7 +325,11 @@ describe("emitTlxAgGemm", () => {
     const k = tlx.manifest.kernels[0]!;
     expect(k.precompiled).toEqual({ target: "sm_90a", cubin: "tlx_ag_gemm.sm_90a.cubin", metadata: "tlx_ag_gemm.sm_90a.json" });
     expect(k.template.kind).toBe("tlx-ag-gemm");
-    expect(k.args.find((a) => a.name === "target")!.value).toEqual({ kind: "epoch-target", arrivals: 1 });
+    // The epoch is read on the device (the rank's epoch word), never passed from the host.
+    expect(k.args.find((a) => a.name === "epoch_ptr")!.value).toEqual({ kind: "epoch-word" });
+    expect(k.args.some((a) => a.value.kind === "epoch" || a.value.kind === "epoch-target")).toBe(false);
+    expect(k.constexprs.WAIT_ARRIVALS).toBe(1);
+    expect(tlx.files[0]!.text).toContain("target = load_epoch_target(epoch_ptr, WAIT_ARRIVALS)");
     expect(tlx.expect.tlx_ag_gemm).toEqual(
       expect.arrayContaining(["wgmma\\.mma_async", "cp\\.async\\.bulk\\.tensor", "ld\\.global\\.acquire\\.sys"]),
     );
@@ -336,7 +352,8 @@ describe("emitTlxAgGemm", () => {
           expect(Manifest.safeParse(m).success).toBe(true);
           expect(m.hostOps).toEqual([]);
           const rows = m.tables.find((t) => t.name === "push_rows")!.values;
-          const arrivals = (m.kernels[0]!.args.find((a) => a.name === "target")!.value as { arrivals: number }).arrivals;
+          expect(m.kernels[0]!.args.find((a) => a.name === "epoch_ptr")!.value).toEqual({ kind: "epoch-word" });
+          const arrivals = m.kernels[0]!.constexprs.WAIT_ARRIVALS as number;
           const numPushes = (m.kernels[0]!.args.find((a) => a.name === "num_pushes")!.value as { value: number }).value;
           const rowsPerRank = M / world;
           const A = Array.from({ length: world }, (_, r) =>

@@ -56,7 +56,8 @@ export async function realiseTlxAgGemm(op: Operator, options: TlxRealiseOptions)
  * order (`mblock_order`); its producer waits on the chunk slot of the rows it is about
  * to load (`mblock_wait_slot`, -1 = local rows). Transport (`options.comm`):
  * - `copy-engine` (variant a): the plan's copies as host ops with stream-written signals,
- *   exactly as the plain path; the wait target is epoch × 1.
+ *   exactly as the plain path; the wait target is epoch × 1, the epoch read on the device
+ *   from the rank's epoch word (`epoch_ptr`).
  * - `comm-task` (variant b): a communication warp group in every CTA pushes this rank's
  *   chunks to the peers (`push_rows`, `commPieces` rows per chunk) and arrives on their
  *   slots; no host ops; the wait target is epoch × arrivals (pieces per chunk).
@@ -117,7 +118,10 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
       ...options,
       ...(options.consumerRegisters === undefined && pushes !== undefined ? { consumerRegisters: 208 } : {}),
     }),
-    comm: pushes === undefined ? [chunkWaitComm(slot.map)] : [chunkWaitComm(slot.map), pushCommTask({ block: options.commBlock ?? 2048 })],
+    comm:
+      pushes === undefined
+        ? [chunkWaitComm(slot.map, 1)]
+        : [chunkWaitComm(slot.map, pushes.arrivals), pushCommTask({ block: options.commBlock ?? 2048 })],
     schedule: groupedTiles({
       groupM: options.groupM ?? schedule.tiling.groupSizeM,
       order: order.map,
@@ -139,7 +143,8 @@ export function emitTlxAgGemm(plan: ChunkPlan, schedule: TileSchedule, options: 
     sig_ptr: { kind: "buffer", name: SIGNAL_BUFFER },
     err_ptr: { kind: "error-buffer" },
     [RANK_VAR]: { kind: "rank" },
-    target: { kind: "epoch-target", arrivals: pushes?.arrivals ?? 1 },
+    // The producer reads the epoch on the device (`load_epoch_target`, × the WAIT_ARRIVALS constexpr).
+    epoch_ptr: { kind: "epoch-word" },
     timeout_ns: { kind: "timeout-ns" },
   };
   if (pushes !== undefined) {

@@ -5,7 +5,7 @@ Emitted by @ovl/tlx-emitter (TLX, warp-specialised). The device primitives come 
 import triton
 import triton.language as tl
 import triton.language.extra.tlx as tlx
-from ovl_runtime.language import wait_slot, consume_token
+from ovl_runtime.language import load_epoch_target, wait_slot, consume_token
 
 
 @triton.jit
@@ -15,7 +15,7 @@ def fence_proxy_async(token):
 
 
 @triton.jit
-def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, ovl_rank, sig_ptr, err_ptr, target, timeout_ns, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, GROUP_M: tl.constexpr):
+def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, ovl_rank, sig_ptr, err_ptr, epoch_ptr, timeout_ns, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_CONSUMERS: tl.constexpr, EPILOGUE_SPLIT: tl.constexpr, WAIT_ARRIVALS: tl.constexpr, GROUP_M: tl.constexpr):
     SPLIT_M: tl.constexpr = BLOCK_M // NUM_CONSUMERS
     EPI_N: tl.constexpr = BLOCK_N // EPILOGUE_SPLIT
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[SPLIT_M, BLOCK_K])
@@ -33,6 +33,8 @@ def tlx_ag_gemm(a_ptr, b_ptr, c_ptr, M, N, K, ovl_rank, sig_ptr, err_ptr, target
         with tlx.async_task("default"):
             # Producer: per tile, the communication waits, then TMA loads into the ring.
             it = 0
+            # This launch's wait target: epoch x arrivals, the epoch read from this rank's epoch word.
+            target = load_epoch_target(epoch_ptr, WAIT_ARRIVALS)
             # Bit s: slot s (< 32) was already waited on by this producer in this launch.
             waited = 0
             num_pid_in_group = GROUP_M * num_pid_n
