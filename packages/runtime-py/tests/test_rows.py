@@ -1,5 +1,5 @@
-"""One compiled operator for every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar --any-rows``): the
-manifest is made concrete at each M (``load_manifest(rows=M)``, ``_manifest.rows.instantiate``) and the same emitted
+"""One compiled operator for every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm --any-rows``):
+the manifest is made concrete at each M (``load_manifest(rows=M)``, ``_manifest.rows.instantiate``) and the same emitted
 kernels run correctly in both CPU engines at row counts that are not powers of two; M outside the range is refused by
 name; the rows operator runs the plain path outside its range."""
 

@@ -8,6 +8,7 @@ at hand (``$OVL_CLI``). Skipped otherwise. Times here are not performance figure
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import shutil
@@ -83,7 +84,23 @@ def all_keys() -> list[lib.KernelKey]:
 over_dtypes = pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
 
 
-pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
+@functools.cache
+def _missing(op: str | None) -> str | None:
+    """Why the kernels of ``op`` (every test's: ``None``) cannot be had here, or None."""
+    return unavailable([k for k in all_keys() if op is None or k.op == op])
+
+
+pytestmark = pytest.mark.skipif(unavailable([]) is not None, reason=unavailable([]) or "")
+
+
+@pytest.fixture(autouse=True)
+def _kernels_at_hand(request: pytest.FixtureRequest) -> None:
+    """Skip a test whose kernels are neither found nor compilable: one operator's where it is marked
+    ``kernels(op)`` (so a directory prepared for that operator alone runs its tests), else every key's."""
+    mark = request.node.get_closest_marker("kernels")
+    why = _missing(None if mark is None else mark.args[0])
+    if why is not None:
+        pytest.skip(why)
 
 
 @over_dtypes
@@ -127,7 +144,7 @@ def test_matmul_reduce_scatter_matches_torch(world, rows, any_rows, dtype, monke
 
 
 @over_dtypes
-@pytest.mark.parametrize("op_name", ["gemm-rs", "gemm-ar", "a2a-gemm"])
+@pytest.mark.parametrize("op_name", ["gemm-rs", "gemm-ar", pytest.param("a2a-gemm", marks=pytest.mark.kernels("a2a-gemm"))])
 def test_any_rows_operator_compiles_nothing_for_a_new_row_count(op_name, dtype):
     """One GEMM+ReduceScatter (GEMM+AllReduce, AllToAll+GEMM) for every row count: after a warm-up at two row counts, calls at row
     counts that are not powers of two run the same compiled kernels — 0 ovl compiles (the library's ``compile_key``)
@@ -230,6 +247,7 @@ def _all_to_all_reference(x, w):
 
 
 @over_dtypes
+@pytest.mark.kernels("a2a-gemm")
 @pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
 @pytest.mark.parametrize("world", [2, 4, 8])
 def test_all_to_all_matmul_matches_torch_and_captures(world, any_rows, dtype, monkeypatch):
