@@ -12,6 +12,8 @@ import { DOMAIN_VARIABLE, RANK_VARIABLE } from "../../local/program.js";
 import {
   agRowsMaps,
   checkConsumerVisits,
+  chunkSlotOfRow,
+  rowsCopies,
   checkRowsTiled,
   ROWS_VARIABLE,
   type AgRowsMaps,
@@ -72,21 +74,7 @@ export function checkA2aGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows
   const order = toFunction(maps.order, v);
   const slots = maps.slots.map((e) => toFunction(e, v));
   const blocks = toFunction(maps.numPidM, v);
-  const ops = hostOps.flatMap((h) =>
-    h.streams.flatMap((st) =>
-      st.ops.map((op) => ({
-        issuer: h.rank,
-        src: op.src.rank,
-        dst: op.dst.rank,
-        srcOff: toFunction(op.src.offset, v),
-        dstOff: toFunction(op.dst.offset, v),
-        len: toFunction(op.src.length, v),
-        dstLen: toFunction(op.dst.length, v),
-        slot: op.signal?.slot ?? -1,
-        slotRank: op.signal?.rank ?? -1,
-      })),
-    ),
-  );
+  const ops = rowsCopies(hostOps);
   const fail: RowsFail = (M, what) => {
     throw new EmitError("bad-schedule", `AllToAll+GEMM over ${M} rows: ${what}`);
   };
@@ -94,8 +82,7 @@ export function checkA2aGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows
   for (let M = s.min; M <= s.max; M += W) {
     checked += 1;
     const m = M / W;
-    const cs = Math.ceil(m / S);
-    const slotOfRow = (row: number) => Math.floor(row / m) * S + Math.floor((row % m) / cs);
+    const slotOfRow = chunkSlotOfRow(M, W, S);
     const received: [number, number][][] = Array.from({ length: W }, () => []);
     const written = Array.from({ length: W }, () => new Uint8Array(W * S));
     for (const op of ops) {

@@ -144,20 +144,7 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
   const order = toFunction(maps.order, v);
   const slots = maps.slots.map((e) => toFunction(e, v));
   const blocks = toFunction(maps.numPidM, v);
-  const ops = hostOps.flatMap((r) =>
-    r.streams.flatMap((st) =>
-      st.ops.map((op) => ({
-        src: op.src.rank,
-        dst: op.dst.rank,
-        srcOff: toFunction(op.src.offset, v),
-        dstOff: toFunction(op.dst.offset, v),
-        len: toFunction(op.src.length, v),
-        dstLen: toFunction(op.dst.length, v),
-        slot: op.signal?.slot ?? -1,
-        slotRank: op.signal?.rank ?? -1,
-      })),
-    ),
-  );
+  const ops = rowsCopies(hostOps);
   const fail = (M: number, what: string): never => {
     throw new EmitError("bad-schedule", `AllGather+GEMM over ${M} rows: ${what}`);
   };
@@ -165,8 +152,7 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
   for (let M = s.min; M <= s.max; M += W) {
     checked += 1;
     const m = M / W;
-    const cs = Math.ceil(m / S);
-    const slotOfRow = (row: number) => Math.floor(row / m) * S + Math.floor((row % m) / cs);
+    const slotOfRow = chunkSlotOfRow(M, W, S);
     // Deliveries: per destination rank, the row intervals received and the slots written.
     const received: [number, number][][] = Array.from({ length: W }, () => []);
     const written = Array.from({ length: W }, () => new Uint8Array(W * S));
@@ -198,6 +184,47 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
     }
   }
   return checked;
+}
+
+/** A rows host op's copy as functions of (M, rank, m-block), with the rank that issues it and its signal. */
+export interface RowsCopy {
+  readonly issuer: number;
+  readonly src: number;
+  readonly dst: number;
+  readonly srcOff: (...x: number[]) => number;
+  readonly dstOff: (...x: number[]) => number;
+  readonly len: (...x: number[]) => number;
+  readonly dstLen: (...x: number[]) => number;
+  /** The slot signalled and the rank it is on; -1 for none. */
+  readonly slot: number;
+  readonly slotRank: number;
+}
+
+/** Every copy of `hostOps`, its offsets and lengths as functions of the row count, rank and m-block variables. */
+export function rowsCopies(hostOps: Rows["hostOps"]): RowsCopy[] {
+  const v = [ROWS_VARIABLE, RANK_VARIABLE, DOMAIN_VARIABLE.consumer];
+  return hostOps.flatMap((h) =>
+    h.streams.flatMap((st) =>
+      st.ops.map((op) => ({
+        issuer: h.rank,
+        src: op.src.rank,
+        dst: op.dst.rank,
+        srcOff: toFunction(op.src.offset, v),
+        dstOff: toFunction(op.dst.offset, v),
+        len: toFunction(op.src.length, v),
+        dstLen: toFunction(op.dst.length, v),
+        slot: op.signal?.slot ?? -1,
+        slotRank: op.signal?.rank ?? -1,
+      })),
+    ),
+  );
+}
+
+/** The slot of a row of the moved tensor at M rows: `world` slabs of m = M / world rows, `split` chunks of ⌈m / split⌉ each. */
+export function chunkSlotOfRow(M: number, world: number, split: number): (row: number) => number {
+  const m = M / world;
+  const cs = Math.ceil(m / split);
+  return (row) => Math.floor(row / m) * split + Math.floor((row % m) / cs);
 }
 
 /** Names the row count and what breaks a rows plan there. */
