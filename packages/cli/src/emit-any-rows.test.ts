@@ -1,4 +1,4 @@
-// `--any-rows`: ag-gemm and gemm-rs compile one operator for every row count of a range; the range flags
+// `--any-rows`: ag-gemm, gemm-rs, gemm-ar and a2a-gemm compile one operator for every row count of a range; the range flags
 // go with it (a usage error, exit 2, both in `ovl emit` and `ovl candidates`), and the default range and
 // the simulator's sweep are computed in one place (`commands/rows.ts`).
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -20,7 +20,7 @@ async function run(args: string[]): Promise<{ status: number; out: string; err: 
 
 const small = ["--m", "256", "--n", "64", "--k", "64", "--world", "2", "--tile", "32x64x32"];
 
-describe("ovl emit gemm-rs|gemm-ar --any-rows", () => {
+describe("ovl emit gemm-rs|gemm-ar|a2a-gemm --any-rows", () => {
   it("writes one operator for every row count, its partial rows moved by SM pushes", async () => {
     const dir = temp();
     const r = await run(["emit", "gemm-rs", ...small, "--any-rows", "--max-rows", "512", "--out", dir]);
@@ -48,13 +48,38 @@ describe("ovl emit gemm-rs|gemm-ar --any-rows", () => {
     const tilewise = await run(["emit", "gemm-ar", ...small, "--any-rows", "--template", "tilewise", "--out", temp()]);
     expect(tilewise.status).toBe(2);
     expect(tilewise.err).toContain("partitioned GEMM+AllReduce (--template direct)");
-    const a2a = await run(["emit", "a2a-gemm", ...small, "--any-rows", "--out", temp()]);
-    expect(a2a.status).not.toBe(0);
-    expect(a2a.err).toMatch(/unknown option '--any-rows'|compiles ag-gemm, gemm-rs, gemm-ar for every row count/);
+    const a2a = await run(["emit", "a2a-gemm", ...small, "--any-rows", "--backend", "sm", "--out", temp()]);
+    expect(a2a.status).toBe(2);
+    expect(a2a.err).toContain("a2a-gemm --any-rows exchanges its slabs with host copies instantiated per M; drop --backend sm");
+    const moe = await run(["emit", "ag-gemm-silu", ...small, "--any-rows", "--out", temp()]);
+    expect(moe.status).not.toBe(0);
+    expect(moe.err).toMatch(/unknown option '--any-rows'|compiles ag-gemm, gemm-rs, gemm-ar, a2a-gemm for every row count/);
+  });
+
+  it("writes one AllToAll+GEMM for every row count, its slabs exchanged by host copies over M", async () => {
+    const dir = temp();
+    const r = await run(["emit", "a2a-gemm", ...small, "--any-rows", "--max-rows", "768", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.rows).toMatchObject({ range: { min: 130, max: 768 }, multiple: 2, at: 256 });
+    expect(m.rows?.hostOps.map((h) => h.streams[0]!.ops.length)).toEqual([4, 4]); // two slabs of two chunks each
+    expect(m.kernels.map((k) => k.template.kind)).toEqual(["local-consumer"]);
+    expect(m.reference).toMatchObject({ operator: "a2a-gemm", M: 256, inputs: { A: "A_send" } });
+    expect(m.rows?.fallbackBelow === undefined).toBe(m.rows?.fallbackReason === undefined);
+  });
+
+  it("prices AllToAll+GEMM's crossover with the simulator: a large shape overlaps from a row count it names", async () => {
+    const dir = temp();
+    const r = await run(["emit", "a2a-gemm", "--m", "8192", "--n", "4096", "--k", "4096", "--world", "4", "--any-rows", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.rows?.fallbackBelow).toBeGreaterThan(m.rows!.range.min);
+    expect(m.rows?.fallbackReason).toMatch(/^simulated on H200_SXM: overlapping is slower than the GEMM then the collective at \d+ rows/);
+    expect(r.out).toContain(`not overlapped below ${m.rows?.fallbackBelow} rows`);
   });
 
   it("takes the range flags only with --any-rows, as a usage error (exit 2)", async () => {
-    for (const op of ["ag-gemm", "gemm-rs", "gemm-ar"]) {
+    for (const op of ["ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm"]) {
       const r = await run(["emit", op, ...small, "--max-rows", "512", "--out", temp()]);
       expect(r.status).toBe(2);
       expect(r.err).toContain("--min-rows and --max-rows go with --any-rows");

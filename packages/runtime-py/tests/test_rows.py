@@ -1,5 +1,5 @@
-"""One compiled operator for every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar --any-rows``): the
-manifest is made concrete at each M (``load_manifest(rows=M)``, ``_manifest.rows.instantiate``) and the same emitted
+"""One compiled operator for every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm --any-rows``):
+the manifest is made concrete at each M (``load_manifest(rows=M)``, ``_manifest.rows.instantiate``) and the same emitted
 kernels run correctly in both CPU engines at row counts that are not powers of two; M outside the range is refused by
 name; the rows operator runs the plain path outside its range."""
 
@@ -184,4 +184,74 @@ def test_the_gemm_ar_rows_operator_runs_the_plain_all_reduce_outside_its_range(a
         want = (x[0] @ w[0] + x[1] @ w[1]).expand(2, M, 64)
         assert ((out - want).norm() / want.norm()).item() < 1e-5, M
     assert op.path(64).startswith("not overlapped: 64 rows are outside")
+    op.close()
+
+
+@pytest.fixture(scope="module")
+def a2a_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # AllToAll+GEMM: M is every rank's rows (its send buffer and its output), slab q of them exchanged with rank q.
+    return emit_any_rows(tmp_path_factory, "a2a-gemm", 768)
+
+
+@needs_cli
+def test_one_a2a_gemm_manifest_exchanges_every_slab_at_each_row_count(a2a_any_rows):
+    m = load_manifest(a2a_any_rows, symbolic=True)
+    assert m.rows is not None and (m.rows.min, m.rows.max, m.rows.multiple, m.rows.at) == (130, 768, 2, 256)
+    assert [k.template_kind for k in m.kernels] == ["local-consumer"] and m.reference.inputs["A"] == "A_send"
+    for M in (130, 482):
+        c = load_manifest(a2a_any_rows, rows=M)
+        assert c.buffer("A").shape == c.buffer("A_send").shape == (M, 64) and c.buffer("gemm_c").shape == (M, 64)
+        # Each rank copies M rows into its received buffer (its own slab too), M / 2 of them from its peer.
+        moved = {h.rank: [(op.src.rank, op.src.length // 64) for s in h.streams for op in s.ops] for h in c.host_ops}
+        for r in (0, 1):
+            assert sum(n for _q, n in moved[r]) == M and sum(n for q, n in moved[r] if q != r) == M // 2, (M, moved)
+
+
+@needs_cli
+@pytest.mark.parametrize("M", [130, 322, 766])
+def test_one_a2a_gemm_kernel_is_correct_at_row_counts_it_was_not_compiled_at(a2a_any_rows, M):
+    m = load_manifest(a2a_any_rows, rows=M)
+    assert m.reference.operator == "a2a-gemm" and m.reference.M == M
+    assert dict(m.kernels[0].args)["M"].value == M
+    assert_emulates(m, M)
+
+
+@needs_cli
+@pytest.mark.parametrize(("M", "why"), [(131, "multiples of 2"), (128, "130..768"), (770, "130..768")])
+def test_an_a2a_gemm_row_count_outside_the_range_is_refused_by_name(a2a_any_rows, M, why):
+    with pytest.raises(UsageError, match=why):
+        load_manifest(a2a_any_rows, rows=M)
+
+
+@needs_cli
+def test_the_a2a_gemm_rows_operator_overlaps_in_its_range_runs_the_plain_exchange_outside_and_refuses_bad_input(a2a_any_rows):
+    torch = pytest.importorskip("torch")
+    from ovl_runtime._runner.rows import RowsOperator
+    from ovl_runtime.groups import EmulatedGroup
+
+    m = load_manifest(a2a_any_rows, symbolic=True)
+    op = RowsOperator(m, EmulatedGroup(2))
+    gen = torch.Generator().manual_seed(9)
+    w = torch.randn(2, 64, 64, generator=gen)
+    for M in (130, 322, 64, 1000):  # two in the range, one below it, one above it
+        x = torch.randn(2, M, 64, generator=gen)
+        out = torch.empty(2, M, 64)
+        op.run({"A": x, "B": w}, out)
+        # Rank q receives slab q of every rank's rows: slab r of its received rows is slab q of rank r's x.
+        received = x.view(2, 2, M // 2, 64).transpose(0, 1).reshape(2, M, 64)
+        want = torch.stack([received[q] @ w[q] for q in range(2)])
+        assert ((out - want).norm() / want.norm()).item() < 1e-5, M
+        moved = torch.empty(2, M, 64)
+        op.copy_buffer("A", moved)  # the exchanged rows the weight gradient reuses, from either path
+        assert torch.equal(moved, received), M
+        overlaps = m.rows is not None and m.rows.serves(M) and (m.rows.fallback_below is None or M >= m.rows.fallback_below)
+        assert (op.path(M) == "overlapped") == overlaps
+    assert op.path(64).startswith("not overlapped: 64 rows are outside the 130..768")
+    assert op.describe()["calls"] == 4 and op.describe()["notOverlapped"] >= 2
+    bad = [(torch.randn(2, 131, 64), "131 rows do not split over 2 ranks"), (torch.randn(2, 0, 64), "0 rows")]
+    bad.append((torch.randn(2, 130, 64, dtype=torch.float64), "A is torch.float64"))
+    for x, why in bad:
+        with pytest.raises(UsageError, match=why):
+            op.run({"A": x, "B": w}, torch.empty(2, max(1, x.shape[1]), 64))
+    assert op.describe()["calls"] == 4
     op.close()

@@ -149,7 +149,7 @@ def test_bad_inputs_are_refused_before_any_launch(x, w, message):
     assert ops.operators() == []
 
 
-@pytest.mark.parametrize("op", ["all_gather_matmul", "matmul_reduce_scatter"])
+@pytest.mark.parametrize("op", ["all_gather_matmul", "matmul_reduce_scatter", "all_to_all_matmul"])
 def test_a_call_of_no_rows_is_refused_before_anything_is_compiled(op):
     from ovl_runtime.groups import EmulatedGroup
 

@@ -10,6 +10,10 @@ if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
 import pytest  # noqa: E402
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kernels(op): the test needs the compiled kernels of operator op only")
+
+
 @pytest.fixture(autouse=True)
 def _fresh():
     """Every test starts with no bound operator: close (and free) what the last one left."""

@@ -8,6 +8,7 @@ at hand (``$OVL_CLI``). Skipped otherwise. Times here are not performance figure
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import shutil
@@ -69,7 +70,7 @@ def _example():
 def all_keys() -> list[lib.KernelKey]:
     block = _example().Config()
     # The numerics tests run in every dtype the operators take (bf16, fp16; fp8 for AllGather+GEMM); the block's in
-    # bf16. AllGather+GEMM, GEMM+ReduceScatter and GEMM+AllReduce both ways: the any-row-count operator (the default)
+    # bf16. AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce and AllToAll+GEMM both ways: the any-row-count operator (the default)
     # and the one of each row count (the tests that need the overlapped kernel at shapes where the any-row-count one
     # runs the plain sequence).
     operators = [lib.call_key(*k, d) for k in KEYS for d in lib.COMMON_DTYPES]
@@ -83,7 +84,23 @@ def all_keys() -> list[lib.KernelKey]:
 over_dtypes = pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
 
 
-pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
+@functools.cache
+def _missing(op: str | None) -> str | None:
+    """Why the kernels of ``op`` (every test's: ``None``) cannot be had here, or None."""
+    return unavailable([k for k in all_keys() if op is None or k.op == op])
+
+
+pytestmark = pytest.mark.skipif(unavailable([]) is not None, reason=unavailable([]) or "")
+
+
+@pytest.fixture(autouse=True)
+def _kernels_at_hand(request: pytest.FixtureRequest) -> None:
+    """Skip a test whose kernels are neither found nor compilable: one operator's where it is marked
+    ``kernels(op)`` (so a directory prepared for that operator alone runs its tests), else every key's."""
+    mark = request.node.get_closest_marker("kernels")
+    why = _missing(None if mark is None else mark.args[0])
+    if why is not None:
+        pytest.skip(why)
 
 
 @over_dtypes
@@ -127,9 +144,9 @@ def test_matmul_reduce_scatter_matches_torch(world, rows, any_rows, dtype, monke
 
 
 @over_dtypes
-@pytest.mark.parametrize("op_name", ["gemm-rs", "gemm-ar"])
-def test_any_rows_reduction_compiles_nothing_for_a_new_row_count(op_name, dtype):
-    """One GEMM+ReduceScatter (GEMM+AllReduce) for every row count: after a warm-up at two row counts, calls at row
+@pytest.mark.parametrize("op_name", ["gemm-rs", "gemm-ar", pytest.param("a2a-gemm", marks=pytest.mark.kernels("a2a-gemm"))])
+def test_any_rows_operator_compiles_nothing_for_a_new_row_count(op_name, dtype):
+    """One GEMM+ReduceScatter (GEMM+AllReduce, AllToAll+GEMM) for every row count: after a warm-up at two row counts, calls at row
     counts that are not powers of two run the same compiled kernels — 0 ovl compiles (the library's ``compile_key``)
     and 0 Triton JIT compiles (``triton.knobs.runtime.jit_cache_hook``), counted as
     ``packages/bench/gpu/rows_sweep.py`` counts them — each correct within bf16 tolerance. The compiler's crossover (a
@@ -145,11 +162,13 @@ def test_any_rows_reduction_compiles_nothing_for_a_new_row_count(op_name, dtype)
     world, n, k = (2, 512, 256) if op_name == "gemm-rs" else (2, 256, 256)
     g = OneGpuGroup(world)
     w = rand(world, k, n, seed=2, dtype=dtype) / 8
-    run = ops.matmul_reduce_scatter if op_name == "gemm-rs" else ops.matmul_all_reduce
+    run = {"gemm-rs": ops.matmul_reduce_scatter, "gemm-ar": ops.matmul_all_reduce, "a2a-gemm": ops.all_to_all_matmul}[op_name]
 
     def call(M: int, seed: int):
         x = rand(world, M, k, seed=seed, dtype=dtype) / 8
         y = run(x, w, g)
+        if op_name == "a2a-gemm":
+            return y, _all_to_all_reference(x, w)
         total = sum(x[r].float() @ w[r].float() for r in range(world))
         want = total.view(world, M // world, n) if op_name == "gemm-rs" else total.expand(world, M, n)
         return y, want
@@ -228,11 +247,16 @@ def _all_to_all_reference(x, w):
 
 
 @over_dtypes
+@pytest.mark.kernels("a2a-gemm")
+@pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
 @pytest.mark.parametrize("world", [2, 4, 8])
-def test_all_to_all_matmul_matches_torch_and_captures(world, dtype):
+def test_all_to_all_matmul_matches_torch_and_captures(world, any_rows, dtype, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
+    # Both operators: the any-row-count one (the plain all-to-all then matmul below its range or the compiler's
+    # crossover, which a graph captures as well) and the overlapped one compiled for this row count.
+    monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
     g = OneGpuGroup(world)
     x, w = rand(world, 1024, 256, seed=40, dtype=dtype) / 8, rand(world, 256, 256, seed=41, dtype=dtype) / 8
     y = ops.all_to_all_matmul(x, w, g)

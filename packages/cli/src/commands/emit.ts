@@ -72,7 +72,7 @@ export interface EmitSources {
   readonly target?: TargetName;
   /** `--comm-sms`: programs of the SM push kernel (with `--backend sm`; default `decideCommSms`'s). */
   readonly commSms?: number;
-  /** `--any-rows`: one operator for every row count of a range (ag-gemm, gemm-rs). */
+  /** `--any-rows`: one operator for every row count of a range (`ANY_ROWS_OPERATORS`). */
   readonly rows?: RowsRequest;
   /** `--body`, `--num-warps`, `--num-stages`: compute knobs the flags name (`computePins`). */
   readonly body?: BuiltinBodyName;

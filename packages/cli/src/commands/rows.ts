@@ -1,16 +1,17 @@
-// `ovl emit ag-gemm|gemm-rs|gemm-ar --any-rows`: the row counts one compiled operator serves, and where it should not
+// `ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm --any-rows`: the row counts one compiled operator serves, and where it should not
 // overlap at all. The crossover is the simulator's: at each of a sweep of row counts it prices the
 // emitted operator against the GEMM then the NCCL-like collective; below the smallest row count from
 // which overlapping wins at every larger point of the sweep, the runner runs the plain sequence.
 import { DEFAULT_TARGET, type TargetName } from "@ovl/primitives";
 import type { RowsRequest } from "@ovl/tlx-emitter";
+import { consumes } from "../build.js";
 import { MODELS } from "../comm-sms.js";
 import { UsageError } from "../errors.js";
 import type { Problem } from "../problem.js";
 import { predict } from "./simulate.js";
 
 /** The operators `--any-rows` compiles for every row count. */
-export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs", "gemm-ar"];
+export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm"];
 
 /** The most rows an any-row-count operator serves without --max-rows: 32768, down to a multiple of the world. */
 export function defaultMaxRows(world: number): number {
@@ -32,9 +33,10 @@ export function anyRowsFlags(o: {
 
 /**
  * The problem an any-row-count operator is compiled for: GEMM+ReduceScatter and GEMM+AllReduce move their partial
- * rows with SM pushes (`--backend sm`, their default under `--any-rows`); GEMM+AllReduce is the partitioned one.
- * @throws {UsageError} an operator compiled per M only, a gemm-rs or gemm-ar `--backend` other than sm, or gemm-ar's
- *   tile-wise template.
+ * rows with SM pushes (`--backend sm`, their default under `--any-rows`); GEMM+AllReduce is the partitioned one;
+ * AllToAll+GEMM exchanges its slabs with host copies (`--backend copy-engine`).
+ * @throws {UsageError} an operator compiled per M only, a gemm-rs or gemm-ar `--backend` other than sm, an a2a-gemm
+ *   `--backend` other than copy-engine, or gemm-ar's tile-wise template.
  */
 export function anyRowsProblem(p: Problem, backendFlag: string | undefined): Problem {
   if (!ANY_ROWS_OPERATORS.includes(p.operator))
@@ -43,6 +45,14 @@ export function anyRowsProblem(p: Problem, backendFlag: string | undefined): Pro
       `--any-rows compiles ${ANY_ROWS_OPERATORS.join(", ")} for every row count; ${p.operator} is compiled per M`,
     );
   if (p.operator === "ag-gemm") return p;
+  if (p.operator === "a2a-gemm") {
+    if (p.backend !== "copy-engine")
+      throw new UsageError(
+        "unsupported",
+        `a2a-gemm --any-rows exchanges its slabs with host copies instantiated per M; drop --backend ${p.backend} or --any-rows`,
+      );
+    return p;
+  }
   if (backendFlag !== undefined && p.backend !== "sm")
     throw new UsageError(
       "unsupported",
@@ -97,8 +107,9 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
   const request: RowsRequest = { ...(o.minRows === undefined ? {} : { min }), max, split: p.split };
   const hw = MODELS[target ?? DEFAULT_TARGET.name];
   if (hw === undefined) return request;
-  // GEMM+RS and GEMM+AR are priced by their per-M plans, which need whole m-blocks per rank.
-  const multiple = p.operator === "ag-gemm" ? p.world : p.world * p.tile.BM;
+  // GEMM+RS and GEMM+AR are priced by their per-M plans, which need whole m-blocks per rank; the consumers (AG+GEMM,
+  // A2A+GEMM) at any multiple of the world.
+  const multiple = consumes(p) ? p.world : p.world * p.tile.BM;
   const sweep = rowSweep(min, max, multiple).map((M) => ({ M, speedup: predict({ ...p, M }, hw.name).speedup }));
   if (sweep.length === 0) return request;
   // The smallest point from which overlapping wins at every larger point of the sweep.

@@ -6,7 +6,7 @@ import { dirname, resolve } from "node:path";
 import type { ChunkPlan, TileSchedule } from "@ovl/chunk-plan";
 import { allReduceOptions, HARDWARE_MODELS, predictBaselines, simulate, timelineChart, type SimulationResult } from "@ovl/sim";
 import { DEFAULT_COMM_SMS } from "@ovl/tlx-emitter";
-import { buildPlan, buildSchedule } from "../build.js";
+import { buildPlan, buildSchedule, consumes } from "../build.js";
 import { modelCommSms } from "../comm-sms.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
@@ -26,6 +26,14 @@ export function parseDevice(input: string | undefined): string {
   throw new UsageError("usage", `${unknownNameMessage("device", input, DEVICES)} (--device)`);
 }
 
+/** The collective each fused operator's path without overlap runs beside its GEMM. */
+const COLLECTIVE = {
+  "ag-gemm": "all-gather",
+  "gemm-rs": "reduce-scatter",
+  "gemm-ar": "all-reduce",
+  "a2a-gemm": "all-to-all",
+} as const;
+
 /** A simulation and the non-overlapped baseline it is compared with. */
 export interface Prediction {
   readonly plan: ChunkPlan;
@@ -44,10 +52,10 @@ export interface Prediction {
  * `notifyAt` (default `"tile"`, as GEMM+RS and GEMM+AR compile): when the producer notifies its tiles.
  */
 export function predict(p: Problem, device: string, commSms?: number, notifyAt: "tile" | "next-tile" = "tile"): Prediction {
-  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar") {
+  if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar" && p.operator !== "a2a-gemm") {
     throw new UsageError(
       "unsupported",
-      `ovl simulate predicts fused operators (ag-gemm, gemm-rs, gemm-ar), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`,
+      `ovl simulate predicts fused operators (ag-gemm, gemm-rs, gemm-ar, a2a-gemm), not ${p.operator}; try: ovl simulate ag-gemm --shape MLP-1 --world 8`,
     );
   }
   if (p.backend === "nvshmem") {
@@ -80,13 +88,14 @@ export function predict(p: Problem, device: string, commSms?: number, notifyAt: 
     ...(p.operator === "gemm-ar" ? allReduceOptions(tilewise ? "tilewise" : "partitioned", backend, sms) : {}),
     notifyAt,
   });
-  const ag = p.operator === "ag-gemm";
+  // The collective of the path without overlap: over A [M×K] before the GEMM (AG, A2A), over C [M×N] after it.
+  const before = consumes(p);
   const base = predictBaselines({
     hardware: device,
     problem: { M: p.M, N: p.N, K: p.K },
     collective: {
-      kind: ag ? "all-gather" : p.operator === "gemm-ar" ? "all-reduce" : "reduce-scatter",
-      shape: ag ? [p.M, p.K] : [p.M, p.N],
+      kind: COLLECTIVE[p.operator],
+      shape: before ? [p.M, p.K] : [p.M, p.N],
       dtype: "bf16",
     },
     world: p.world,

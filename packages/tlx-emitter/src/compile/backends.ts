@@ -18,7 +18,7 @@ export const tritonBackend: Backend = {
   name: "triton",
   refusal: (op) => {
     if (op.rows !== undefined && operatorDefinition(op.kind).realiseRows === undefined)
-      return `${op.kind} is compiled for one row count: leave rows out (rows as a run-time argument: ag-gemm, gemm-rs, gemm-ar)`;
+      return `${op.kind} is compiled for one row count: leave rows out (rows as a run-time argument: ag-gemm, gemm-rs, gemm-ar, a2a-gemm)`;
     return nvshmemRefusal(op);
   },
   realise: (op) => {

@@ -47,3 +47,24 @@ export function moeOptions(hiddenAlias: "--k" | "--n", intermediateAlias: "--k" 
     },
   ];
 }
+
+/**
+ * `--any-rows` and its range (`--min-rows`, `--max-rows`) for an operator with an any-row-count form; `what` ends the
+ * switch's help: how that operator moves its rows, and what `--m` then means.
+ */
+export function anyRowsOptions(what: string): readonly OptionDeclaration[] {
+  return [
+    {
+      name: "any-rows",
+      type: "switch",
+      help: `one operator for every row count M from --min-rows to --max-rows (M a run-time argument; ${what})`,
+    },
+    {
+      name: "min-rows",
+      type: "positive-int",
+      value: "<M>",
+      help: "with --any-rows: the fewest rows served (default: what whole m-block chunks need)",
+    },
+    { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
+  ];
+}

@@ -24,6 +24,7 @@ from .._kernels.library import (
     LIBRARY_DTYPES,
     LIBRARY_OPERATORS,
     LIBRARY_TARGETS,
+    ROWS_OPERATORS,
     KernelKey,
     cache_dir,
     call_key,
@@ -86,7 +87,7 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument(
         "--per-m",
         action="store_true",
-        help="ag-gemm, gemm-rs, gemm-ar: the operator of this row count alone, not the one for every row count the torch API uses by default",
+        help=f"{', '.join(ROWS_OPERATORS)}: the operator of this row count alone, not the one for every row count the torch API uses by default",
     )
     kernels.add_argument(
         "--target",
@@ -96,7 +97,7 @@ def parser() -> argparse.ArgumentParser:
     kernels.add_argument(
         "--any-rows",
         action="store_true",
-        help="ag-gemm, gemm-rs, gemm-ar: the operator for every row count the torch API binds by default (OVL_ANY_ROWS), instead of one M",
+        help=f"{', '.join(ROWS_OPERATORS)}: the operator for every row count the torch API binds by default (OVL_ANY_ROWS), instead of one M",
     )
     kernels.add_argument(
         "--candidates",
@@ -423,9 +424,9 @@ def _kernels(args: argparse.Namespace) -> int:
                 raise UsageError("--any-rows compiles for every row count: drop --m")
             key = rows_key(args.op, args.world, args.n, args.k, args.dtype, target=args.target)
         elif args.m is None:
-            raise UsageError("give --m (or --any-rows for ag-gemm, gemm-rs, gemm-ar)")
+            raise UsageError(f"give --m (or --any-rows for {', '.join(ROWS_OPERATORS)})")
         else:
-            # The key the torch API looks up for this call (AllGather+GEMM, GEMM+RS, GEMM+AR: the operator for every row count), unless --per-m.
+            # The key the torch API looks up for this call (ROWS_OPERATORS: the operator for every row count), unless --per-m.
             make = KernelKey if args.per_m else call_key
             key = make(
                 args.op,

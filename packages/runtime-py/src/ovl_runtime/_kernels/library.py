@@ -52,12 +52,11 @@ COMMON_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
-ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar")
+ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm")
 #: The most rows an any-row-count operator serves by default, and the row count it is described at.
 ROWS_MAX = 32768
 ROWS_AT = 8192
-#: ``OVL_ANY_ROWS=0``: compile AllGather+GEMM, GEMM+ReduceScatter and GEMM+AllReduce per row count, as before any-row-count
-#: operators.
+#: ``OVL_ANY_ROWS=0``: compile the operators of ``ROWS_OPERATORS`` per row count, as before any-row-count operators.
 ANY_ROWS = os.environ.get("OVL_ANY_ROWS", "1") != "0"
 #: Operators the TLX backend compiles (``ovl emit --tlx``), and their element types.
 TLX_OPERATORS = ("ag-gemm", "gemm-rs")

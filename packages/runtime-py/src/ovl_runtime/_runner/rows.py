@@ -1,10 +1,10 @@
-"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs --any-rows``), bound to a
-group.
+"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm
+--any-rows``), bound to a group.
 
 A call brings its row count M. Where the compiler says overlapping does not pay at M (``rows.fallbackBelow``, the
 simulator's crossover) or M is outside what the operator serves, the call runs the operator's plain sequence instead
-(:mod:`ovl_runtime._runner.rows_plain`: the group's gather then one matmul, or the matmul then the group's
-reduce-scatter) and the operator records why (:meth:`RowsOperator.path`). A row count the operator cannot take at
+(:mod:`ovl_runtime._runner.rows_plain`: the group's gather or all-to-all then one matmul, or the matmul then the
+group's reduce-scatter or all-reduce) and the operator records why (:meth:`RowsOperator.path`). A row count the operator cannot take at
 all (not a multiple of the world, none) is refused before anything runs. Otherwise the manifest
 is made concrete at M (``_manifest.rows.instantiate``) and bound (:class:`~ovl_runtime._runner.bound.BoundOperator`):
 the kernel is the same compiled one for every M (its row-count arguments are not specialised, so no new Triton
@@ -40,7 +40,7 @@ KEEP = 4
 
 
 class RowsOperator:
-    """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter) for every row count of ``m.rows`` on ``group``
+    """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce, AllToAll+GEMM) for every row count of ``m.rows`` on ``group``
     (see the module docstring)."""
 
     def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup | EmulatedGroup) -> None:
@@ -126,7 +126,7 @@ class RowsOperator:
                 raise UsageError(f"{self.m.name}: {name} is {t.dtype}; the operator is compiled for {self.m.dtype}")
 
     def copy_buffer(self, buffer: str, output: torch.Tensor) -> None:
-        """The moved operand of the last call (``A``: every rank's rows), as :meth:`BoundOperator.copy_buffer`."""
+        """The moved operand of the last call (``A``: the gathered or exchanged rows), as :meth:`BoundOperator.copy_buffer`."""
         if self._gathered is not None and buffer == "A":
             output.copy_(self._gathered.view(output.shape))
             return

@@ -4,7 +4,8 @@ collectives (:mod:`ovl_runtime._torch_api.collectives`):
 
 - ``ag-gemm``: every rank's rows gathered, then one matmul (``A`` is this rank's ``[M / world, K]`` shard);
 - ``gemm-rs``: the rank's partial product, then the group's reduce-scatter by rows (``A`` is ``[M, K]``);
-- ``gemm-ar``: the rank's partial product, then the group's all-reduce (``A`` is ``[M, K]``).
+- ``gemm-ar``: the rank's partial product, then the group's all-reduce (``A`` is ``[M, K]``);
+- ``a2a-gemm``: the group's all-to-all of row slabs, then one matmul (``A`` is this rank's ``[M, K]`` send buffer).
 
 Imports torch: GPU only (or a stacked CPU group).
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._torch_api.collectives import all_reduce, gather_rows, reduce_scatter_rows
+from .._torch_api.collectives import all_reduce, exchange_slabs, gather_rows, reduce_scatter_rows
 from ..groups import Group
 
 
@@ -46,9 +47,16 @@ def _gemm_ar(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> N
     out.copy_(all_reduce(torch.matmul(x, w), g))
 
 
+def _a2a_gemm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> torch.Tensor:
+    exchanged = exchange_slabs(x, g)
+    torch.matmul(exchanged, w, out=out)
+    return exchanged
+
+
 #: The plain path of each operator with an any-row-count form (``_kernels.library.ROWS_OPERATORS``).
 PLAIN: dict[str, PlainPath] = {
     "ag-gemm": PlainPath(lambda x, world: x.shape[-2] * world, _ag_gemm, "gather, then matmul"),
     "gemm-rs": PlainPath(lambda x, world: x.shape[-2], _gemm_rs, "matmul, then reduce-scatter"),
     "gemm-ar": PlainPath(lambda x, world: x.shape[-2], _gemm_ar, "matmul, then all-reduce"),
+    "a2a-gemm": PlainPath(lambda x, world: x.shape[-2], _a2a_gemm, "all-to-all, then matmul"),
 }

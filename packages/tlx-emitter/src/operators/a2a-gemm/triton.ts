@@ -47,6 +47,17 @@ export function allToAllSource(op: Operator): string {
   return src;
 }
 
+/** The `a2a-gemm` reference at `problem`: inputs `A` (the send buffer `send`) and `B`, output `c`. */
+export function a2aReference(
+  problem: { readonly M: number; readonly N: number; readonly K: number },
+  send: string,
+  b: string,
+  c: string,
+  tolerance: number,
+): Reference {
+  return { operator: "a2a-gemm", ...problem, inputs: { A: send, B: b }, output: c, tolerance };
+}
+
 /**
  * Compile an AllToAll+GEMM operator: rank r receives slab r of every rank's send buffer
  * (`[M, K]`, `world` slabs of `M / world` rows) into its received tensor, slab q holding rank
@@ -69,15 +80,7 @@ export async function compileA2aGemm(op: Operator, schedule?: TileSchedule): Pro
       sources: () => [{ name: src, shape: [M, K], dtype, symmetric: true, init: "random" }],
       b: { name: "gemm_b", shape: [K, N], dtype, symmetric: false, init: "random" },
       c: { name: "gemm_c", shape: [M, N], dtype, symmetric: false, init: "poison" },
-      reference: (_received, _world, tolerance): Reference => ({
-        operator: "a2a-gemm",
-        M,
-        N,
-        K,
-        inputs: { A: src, B: "gemm_b" },
-        output: "gemm_c",
-        tolerance,
-      }),
+      reference: (_received, _world, tolerance): Reference => a2aReference({ M, N, K }, src, "gemm_b", "gemm_c", tolerance),
     },
     schedule,
   );

@@ -3,7 +3,7 @@
 // the warp-specialised GEMM with chunk waits before a tile's loads).
 import type { OperatorDefinition } from "../../core/registry.js";
 import { DEFAULT_TILE } from "../../core/operator.js";
-import { COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
+import { anyRowsOptions, COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
 import { realiseTlxAgGemm } from "./tlx.js";
 import { compileAgGemmRows } from "./rows-compile.js";
 import { compileAgGemm } from "./triton.js";
@@ -16,20 +16,7 @@ export const agGemm: OperatorDefinition = {
   summary: "AllGather, then GEMM: A's rows gathered over a swizzle or ring while the GEMM consumes the chunks that arrived",
   kind: "ag-gemm",
   cli: {
-    options: [
-      {
-        name: "any-rows",
-        type: "switch",
-        help: "one operator for every row count M from --min-rows to --max-rows (M a run-time argument; --m is then the shape the manifest describes and the tuned table looks up)",
-      },
-      {
-        name: "min-rows",
-        type: "positive-int",
-        value: "<M>",
-        help: "with --any-rows: the fewest rows served (default: what whole m-block chunks need)",
-      },
-      { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
-    ],
+    options: anyRowsOptions("--m is then the shape the manifest describes and the tuned table looks up"),
     shared: [...GEMM_SHARED, "tlx", "comm-sms", ...COMPUTE_SHARED],
     templates: ["swizzle", "ring", "hierarchical", "direct"],
     examples: [

@@ -49,8 +49,8 @@ describe("AllGather+GEMM for any row count", () => {
 
   it("refuses a range below what two chunks per rank of whole m-blocks need, and other operators' rows", async () => {
     await expect(compile(op(2, 512, { min: 128, max: 1024 }))).rejects.toThrow(/at least 129 rows/);
-    const a2a = { ...op(2, 512, {}), kind: "a2a-gemm" as const };
-    await expect(compile(a2a)).rejects.toThrow(/a2a-gemm is compiled for one row count/);
+    const silu = { ...op(2, 512, {}), kind: "ag-gemm-silu" as const };
+    await expect(compile(silu)).rejects.toThrow(/ag-gemm-silu is compiled for one row count/);
   });
 
   it("property: the swizzle push plan and the consumer's maps check out at every M of any range", () => {

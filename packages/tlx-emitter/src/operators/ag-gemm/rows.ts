@@ -75,8 +75,12 @@ export function rowsVariables(
   return { M: variable(ROWS_VARIABLE, { min: s.min, max: s.max }), rank: variable(RANK_VARIABLE, { min: 0, max: W - 1 }) };
 }
 
-/** The expressions of {@link AgRowsMaps} for `s`. @throws {EmitError} `bad-param` for a range the maps cannot serve. */
-export function agRowsMaps(s: AgRowsShape): AgRowsMaps {
+/**
+ * The expressions of {@link AgRowsMaps} for `s`. With `waitOwn` (AllToAll+GEMM, whose own slab also lands by a copy)
+ * an m-block waits on the chunks of its own rank too.
+ * @throws {EmitError} `bad-param` for a range the maps cannot serve.
+ */
+export function agRowsMaps(s: AgRowsShape, waitOwn = false): AgRowsMaps {
   const { world: W, split: S, blockM: BM } = s;
   const { M, rank } = rowsVariables(s);
   const visit = variable(DOMAIN_VARIABLE.consumer, { min: 0, max: Math.ceil(s.max / BM) - 1 });
@@ -92,10 +96,9 @@ export function agRowsMaps(s: AgRowsShape): AgRowsMaps {
   const never = W * S + 1; // subtracted where a slot must not be waited on: the result clamps to -1
   const g0 = slotOf(first);
   const g1 = slotOf(last);
-  const slots: [Expr, Expr] = [
-    max(-1, sub(g0, mul(never, eq(owner(first), rank)))),
-    max(-1, sub(g1, mul(never, add(eq(g1, g0), eq(owner(last), rank))))),
-  ];
+  const slots: [Expr, Expr] = waitOwn
+    ? [g0, max(-1, sub(g1, mul(never, eq(g1, g0))))]
+    : [max(-1, sub(g0, mul(never, eq(owner(first), rank)))), max(-1, sub(g1, mul(never, add(eq(g1, g0), eq(owner(last), rank)))))];
   const chunk = (q: number, c: number) => {
     const start = add(mul(q, m), mul(c, cs));
     return { start, rows: sub(min(mul(c + 1, cs), m), mul(c, cs)) };
@@ -141,20 +144,7 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
   const order = toFunction(maps.order, v);
   const slots = maps.slots.map((e) => toFunction(e, v));
   const blocks = toFunction(maps.numPidM, v);
-  const ops = hostOps.flatMap((r) =>
-    r.streams.flatMap((st) =>
-      st.ops.map((op) => ({
-        src: op.src.rank,
-        dst: op.dst.rank,
-        srcOff: toFunction(op.src.offset, v),
-        dstOff: toFunction(op.dst.offset, v),
-        len: toFunction(op.src.length, v),
-        dstLen: toFunction(op.dst.length, v),
-        slot: op.signal?.slot ?? -1,
-        slotRank: op.signal?.rank ?? -1,
-      })),
-    ),
-  );
+  const ops = rowsCopies(hostOps);
   const fail = (M: number, what: string): never => {
     throw new EmitError("bad-schedule", `AllGather+GEMM over ${M} rows: ${what}`);
   };
@@ -162,8 +152,7 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
   for (let M = s.min; M <= s.max; M += W) {
     checked += 1;
     const m = M / W;
-    const cs = Math.ceil(m / S);
-    const slotOfRow = (row: number) => Math.floor(row / m) * S + Math.floor((row % m) / cs);
+    const slotOfRow = chunkSlotOfRow(M, W, S);
     // Deliveries: per destination rank, the row intervals received and the slots written.
     const received: [number, number][][] = Array.from({ length: W }, () => []);
     const written = Array.from({ length: W }, () => new Uint8Array(W * S));
@@ -186,32 +175,113 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
     if (nb !== Math.ceil(M / BM)) fail(M, `${nb} m-blocks`);
     for (let r = 0; r < W; r++) {
       // Every row of every other rank exactly once, none of its own: the sorted intervals tile [0, M) minus its shard.
-      const parts = [...received[r]!, [r * m, (r + 1) * m] as [number, number]].sort((a, b) => a[0] - b[0]);
-      let next = 0;
-      for (const [lo, hi] of parts) {
-        if (lo !== next) fail(M, `rank ${r} ${lo < next ? `receives row ${lo} twice or its own` : `never receives rows ${next}..${lo}`}`);
-        next = hi;
-      }
-      if (next !== M) fail(M, `rank ${r} never receives rows ${next}..${M}`);
-      const seen = new Uint8Array(nb);
-      for (let i = 0; i < nb; i++) {
-        const b = order(M, r, i);
-        if (!(b >= 0 && b < nb) || seen[b]) fail(M, `rank ${r} visits m-block ${b} at step ${i}`);
-        seen[b] = 1;
-      }
-      for (let b = 0; b < nb; b++) {
-        // Chunks are contiguous runs of rows in slot order: a block meets every slot from its first row's to its last's.
-        const want = new Set<number>();
-        for (let g = slotOfRow(b * BM); g <= slotOfRow(Math.min((b + 1) * BM, M) - 1); g++) if (Math.floor(g / S) !== r) want.add(g);
-        const got = new Set(slots.map((f) => f(M, r, b)).filter((x) => x >= 0));
-        if (got.size !== want.size || [...want].some((x) => !got.has(x))) {
-          fail(M, `rank ${r} m-block ${b} waits on [${[...got].join(", ")}], its rows need [${[...want].join(", ")}]`);
-        }
-        for (const x of got) if (!written[r]![x]) fail(M, `rank ${r} m-block ${b} waits on slot ${x}, which nothing writes`);
-      }
+      checkRowsTiled(fail, M, r, [...received[r]!, [r * m, (r + 1) * m]], "or its own");
+      checkConsumerVisits(
+        fail,
+        { M, rank: r, blockM: BM, blocks: nb, order, slots, slotOfRow, written: written[r]! },
+        (g) => Math.floor(g / S) !== r,
+      );
     }
   }
   return checked;
+}
+
+/** A rows host op's copy as functions of (M, rank, m-block), with the rank that issues it and its signal. */
+export interface RowsCopy {
+  readonly issuer: number;
+  readonly src: number;
+  readonly dst: number;
+  readonly srcOff: (...x: number[]) => number;
+  readonly dstOff: (...x: number[]) => number;
+  readonly len: (...x: number[]) => number;
+  readonly dstLen: (...x: number[]) => number;
+  /** The slot signalled and the rank it is on; -1 for none. */
+  readonly slot: number;
+  readonly slotRank: number;
+}
+
+/** Every copy of `hostOps`, its offsets and lengths as functions of the row count, rank and m-block variables. */
+export function rowsCopies(hostOps: Rows["hostOps"]): RowsCopy[] {
+  const v = [ROWS_VARIABLE, RANK_VARIABLE, DOMAIN_VARIABLE.consumer];
+  return hostOps.flatMap((h) =>
+    h.streams.flatMap((st) =>
+      st.ops.map((op) => ({
+        issuer: h.rank,
+        src: op.src.rank,
+        dst: op.dst.rank,
+        srcOff: toFunction(op.src.offset, v),
+        dstOff: toFunction(op.dst.offset, v),
+        len: toFunction(op.src.length, v),
+        dstLen: toFunction(op.dst.length, v),
+        slot: op.signal?.slot ?? -1,
+        slotRank: op.signal?.rank ?? -1,
+      })),
+    ),
+  );
+}
+
+/** The slot of a row of the moved tensor at M rows: `world` slabs of m = M / world rows, `split` chunks of ⌈m / split⌉ each. */
+export function chunkSlotOfRow(M: number, world: number, split: number): (row: number) => number {
+  const m = M / world;
+  const cs = Math.ceil(m / split);
+  return (row) => Math.floor(row / m) * split + Math.floor((row % m) / cs);
+}
+
+/** Names the row count and what breaks a rows plan there. */
+export type RowsFail = (M: number, what: string) => never;
+
+/** Checks that rank `r`'s row intervals `parts` tile [0, M) exactly once; `twice` ends the message of a row met twice. */
+export function checkRowsTiled(fail: RowsFail, M: number, r: number, parts: [number, number][], twice = ""): void {
+  let next = 0;
+  for (const [lo, hi] of [...parts].sort((a, b) => a[0] - b[0])) {
+    if (lo !== next)
+      fail(
+        M,
+        `rank ${r} ${lo < next ? `receives row ${lo} twice${twice === "" ? "" : ` ${twice}`}` : `never receives rows ${next}..${lo}`}`,
+      );
+    next = hi;
+  }
+  if (next !== M) fail(M, `rank ${r} never receives rows ${next}..${M}`);
+}
+
+/** One rank's consumer at one M, as {@link checkConsumerVisits} checks it. */
+export interface ConsumerAt {
+  readonly M: number;
+  readonly rank: number;
+  readonly blockM: number;
+  /** m-blocks at M. */
+  readonly blocks: number;
+  /** The order and slot maps as functions of (M, rank, step or m-block). */
+  readonly order: (M: number, r: number, i: number) => number;
+  readonly slots: readonly ((M: number, r: number, b: number) => number)[];
+  /** The slot of a row of the consumed buffer. */
+  readonly slotOfRow: (row: number) => number;
+  /** The slots the host ops write on this rank. */
+  readonly written: Uint8Array;
+}
+
+/**
+ * Checks that the rank's order visits every m-block once and that every m-block waits exactly on the slots its rows
+ * meet for which `waited(slot)` holds, each written by some host op.
+ */
+export function checkConsumerVisits(fail: RowsFail, c: ConsumerAt, waited: (slot: number) => boolean): void {
+  const { M, rank: r, blockM: BM, blocks: nb } = c;
+  const seen = new Uint8Array(nb);
+  for (let i = 0; i < nb; i++) {
+    const b = c.order(M, r, i);
+    if (!(b >= 0 && b < nb) || seen[b]) fail(M, `rank ${r} visits m-block ${b} at step ${i}`);
+    seen[b] = 1;
+  }
+  for (let b = 0; b < nb; b++) {
+    // Chunks are contiguous runs of rows in slot order: a block meets every slot from its first row's to its last's.
+    const want = new Set<number>();
+    for (let g = c.slotOfRow(b * BM); g <= c.slotOfRow(Math.min((b + 1) * BM, M) - 1); g++) if (waited(g)) want.add(g);
+    const got = new Set(c.slots.map((f) => f(M, r, b)).filter((x) => x >= 0));
+    if (got.size !== want.size || [...want].some((x) => !got.has(x))) {
+      fail(M, `rank ${r} m-block ${b} waits on [${[...got].join(", ")}], its rows need [${[...want].join(", ")}]`);
+    }
+    for (const x of got) if (!c.written[x]) fail(M, `rank ${r} m-block ${b} waits on slot ${x}, which nothing writes`);
+  }
 }
 
 /** `Operator.rows` resolved against the world and the tile: the shape the maps are built for. */

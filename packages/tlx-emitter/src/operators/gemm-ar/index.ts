@@ -2,7 +2,7 @@
 // AllGather of the reduced slabs) or tile-wise (DistFuse's per-tile reduction by SM pushes).
 import type { OperatorDefinition } from "../../core/registry.js";
 import { DEFAULT_TILE } from "../../core/operator.js";
-import { GEMM_SHARED } from "../gemm-cli.js";
+import { anyRowsOptions, GEMM_SHARED } from "../gemm-cli.js";
 import { compileGemmArRows } from "./rows-compile.js";
 import { compileGemmAr } from "./triton.js";
 
@@ -12,20 +12,7 @@ export const gemmAr: OperatorDefinition = {
   summary: "GEMM, then AllReduce: partitioned (ReduceScatter + AllGather, --template direct) or tile-wise (--template tilewise, SM pushes)",
   kind: "gemm-ar",
   cli: {
-    options: [
-      {
-        name: "any-rows",
-        type: "switch",
-        help: "one operator for every row count M from --min-rows to --max-rows (M a run-time argument; partitioned, SM pushes and stores; --m is then the shape the manifest describes)",
-      },
-      {
-        name: "min-rows",
-        type: "positive-int",
-        value: "<M>",
-        help: "with --any-rows: the fewest rows served (default: what whole m-block chunks need)",
-      },
-      { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
-    ],
+    options: anyRowsOptions("partitioned, SM pushes and stores; --m is then the shape the manifest describes"),
     shared: [...GEMM_SHARED, "comm-sms"],
     templates: ["direct", "tilewise"],
     examples: ["ovl emit gemm-ar --shape MLP-1 --world 4 --backend sm", "ovl emit gemm-ar --shape MLP-1 --world 4 --template tilewise"],

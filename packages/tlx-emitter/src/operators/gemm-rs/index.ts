@@ -3,7 +3,7 @@
 // (Triton: the local body transformed; TLX: the warp-specialised GEMM with tile-done notifies).
 import type { OperatorDefinition } from "../../core/registry.js";
 import { DEFAULT_TILE } from "../../core/operator.js";
-import { COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
+import { anyRowsOptions, COMPUTE_SHARED, GEMM_SHARED } from "../gemm-cli.js";
 import { realiseTlxGemmRs } from "./tlx.js";
 import { compileGemmRsRows } from "./rows-compile.js";
 import { compileGemmRs } from "./triton.js";
@@ -15,20 +15,7 @@ export const gemmRs: OperatorDefinition = {
     "GEMM, then ReduceScatter: each tile's partial rows delivered to their owner (copy engine or SM pushes) as the GEMM finishes them",
   kind: "gemm-rs",
   cli: {
-    options: [
-      {
-        name: "any-rows",
-        type: "switch",
-        help: "one operator for every row count M from --min-rows to --max-rows (M a run-time argument; SM pushes; --m is then the shape the manifest describes and the tuned table looks up)",
-      },
-      {
-        name: "min-rows",
-        type: "positive-int",
-        value: "<M>",
-        help: "with --any-rows: the fewest rows served (default: what whole m-block chunks need)",
-      },
-      { name: "max-rows", type: "positive-int", value: "<M>", help: "with --any-rows: the most rows served", default: 32768 },
-    ],
+    options: anyRowsOptions("SM pushes; --m is then the shape the manifest describes and the tuned table looks up"),
     shared: [...GEMM_SHARED, "tlx", "comm-sms", ...COMPUTE_SHARED],
     templates: ["direct", "ring"],
     examples: [

@@ -1,11 +1,14 @@
 """AllToAll+GEMM's torch.library ops: ``ovl::all_to_all_matmul`` and ``ovl::all_to_all_matmul_exchanged`` (which
-also returns ``AllToAll(x)`` copied from the kernel's buffer, for the weight gradient), with their fakes."""
+also returns ``AllToAll(x)`` copied from the kernel's buffer, for the weight gradient), with their fakes. By default one
+operator serves every row count of its range (``call_key``: M, every rank's rows, a run-time argument; below the
+compiler's crossover or outside the range it runs the group's all-to-all then the matmul); ``OVL_ANY_ROWS=0``
+compiles one per row count."""
 
 from __future__ import annotations
 
 import torch
 
-from ..._kernels.library import KernelKey
+from ..._kernels.library import call_key
 from ..._torch_api.registry import Bound, bound_operator, checked_call, run_moving
 from ..._torch_api.tensors import DTYPES, gemm_operands, local_shape
 from ...errors import UsageError
@@ -23,7 +26,8 @@ def _all_to_all_matmul(x: torch.Tensor, w: torch.Tensor, group_name: str, keep: 
         if rows % g.world:
             raise UsageError(f"{what}: x's {rows} rows do not split into {g.world} equal slabs, one per rank")
         _xs, _ws, rows, k, n = gemm_operands(x, w, g, what)
-        key = KernelKey("a2a-gemm", g.world, rows, n, k, DTYPES[x.dtype])
+        # The operator for every row count where M is in its range (``call_key``), else the one of this M.
+        key = call_key("a2a-gemm", g.world, rows, n, k, DTYPES[x.dtype])
         return bound_operator(key, g, what), (rows, n, k)
 
     op, shape = checked_call(("a2a-gemm", g.name, x.shape, w.shape, x.dtype, x.device), (x, w), build)
