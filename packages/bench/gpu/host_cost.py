@@ -3,11 +3,14 @@
     OVL_CLI="node packages/cli/dist/bin.js" python3 packages/bench/gpu/host_cost.py prepare out-kern   # no GPU: compile
     OVL_KERNELS=out-kern python3 packages/bench/gpu/host_cost.py run --out host.json                   # GPU
 
-``run`` (with ``OVL_ANY_ROWS=0``: AllGather+GEMM compiled for each row count) measures, for each operator at worlds 2, 4 and 8 with tiny shapes (the GPU keeps up, so the host's
-time is what is measured): the host time to enqueue one eager call (median over rounds of back-to-back
-calls, divided by the world: per rank), with the operator replaying its own graph and with every call
-launched directly (``OVL_EAGER_GRAPH=0``, each mode in a process of its own); a replay of the same call
-from a graph the caller captured; and a torch matmul per rank for scale. Before timing, each operator's
+``run`` (with ``OVL_ANY_ROWS=0``: each operator compiled for its row count) measures, for each operator at worlds 2, 4
+and 8 with tiny shapes (the GPU keeps up, so the host's time is what is measured): the host time to enqueue one eager
+call (median over rounds of back-to-back calls, divided by the world: per rank), with the operator replaying its own
+graph and with every call launched directly (``OVL_EAGER_GRAPH=0``, each mode in a process of its own); a replay of the
+same call from a graph the caller captured; and a torch matmul per rank for scale. A third process measures the
+operators as the torch API binds them by default (``rows``: compiled once for every row count) at MLP-1's sizes and
+2048 rows per rank, above the crossover where they overlap (at the tiny shapes they would run the plain sequence);
+there the GPU lags the host, whose enqueue time is what is measured. Before timing, each operator's
 own-graph calls are checked against a float32 torch reference on fresh inputs, fresh weights and fresh
 outputs (their addresses change every call). The GPU times of ranks sharing one GPU are not performance
 figures.
@@ -28,27 +31,43 @@ WORLDS = (2, 4, 8)
 ROWS, K, N = 128, 512, 256  # per rank: tiny, so the GPU keeps up with the host
 CALLS, ROUNDS, CHECKS = 50, 7, 4
 OPS = ("all_gather_matmul", "matmul_reduce_scatter", "matmul_all_reduce", "all_to_all_matmul")
+NAMES = {
+    "all_gather_matmul": "ag-gemm",
+    "matmul_reduce_scatter": "gemm-rs",
+    "matmul_all_reduce": "gemm-ar",
+    "all_to_all_matmul": "a2a-gemm",
+}
+#: The ``rows`` mode: rows per rank, and each operator's (K, N) at MLP-1 (hidden 4096, intermediate 11008) at world 4.
+ROWS_BIG = 2048
+MLP1 = {
+    "all_gather_matmul": (4096, 2752),
+    "matmul_reduce_scatter": (2752, 4096),
+    "matmul_all_reduce": (2752, 4096),
+    "all_to_all_matmul": (4096, 4096),
+}
 
 
-def shapes(op: str, world: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """One rank's ``x`` and ``w`` shapes."""
+def shapes(op: str, world: int, mode: str = "graph") -> tuple[tuple[int, int], tuple[int, int]]:
+    """One rank's ``x`` and ``w`` shapes in ``mode``."""
+    rows, (k, n) = (ROWS_BIG, MLP1[op]) if mode == "rows" else (ROWS, (K, N))
     if op == "all_gather_matmul":
-        return (ROWS, K), (K, N)
-    return (ROWS * world, K), (K, N)  # rs / ar / a2a: every rank holds all rows of its slice
+        return (rows, k), (k, n)
+    return (rows * world, k), (k, n)  # rs / ar / a2a: every rank holds all rows of its slice
 
 
-def keys(op: str, world: int) -> Any:
-    from ovl_runtime._kernels.library import KernelKey
+def keys(op: str, world: int) -> list[Any]:
+    """The per-M key of the tiny shape and the key for every row count of the ``rows`` mode."""
+    from ovl_runtime._kernels.library import KernelKey, rows_key
 
     (m, k), (_, n) = shapes(op, world)
-    name = {
-        "all_gather_matmul": "ag-gemm",
-        "matmul_reduce_scatter": "gemm-rs",
-        "matmul_all_reduce": "gemm-ar",
-        "all_to_all_matmul": "a2a-gemm",
-    }[op]
     rows = world * m if op == "all_gather_matmul" else m
-    return KernelKey(name, world, rows, n, k, "bf16")
+    (_, kb), (_, nb) = shapes(op, world, "rows")
+    return [KernelKey(NAMES[op], world, rows, n, k, "bf16"), rows_key(NAMES[op], world, nb, kb)]
+
+
+def bound_parts(b: Any) -> list[Any]:
+    """The bound operators behind a torch-API operator (an any-row-count one holds one per row count it ran)."""
+    return list(b.bound.values()) if hasattr(b, "bound") else [b]
 
 
 def reference(op: str, x: Any, w: Any) -> Any:
@@ -95,13 +114,13 @@ def measure(mode: str) -> dict[str, Any]:
         g = OneGpuGroup(world)
         for op in OPS:
             fn = getattr(ops, op)
-            (m, k), (k2, n) = shapes(op, world)
+            (m, k), (k2, n) = shapes(op, world, mode)
             x = torch.randn(world, m, k, device="cuda", dtype=torch.bfloat16)
             w = torch.randn(world, k2, n, device="cuda", dtype=torch.bfloat16) / 16
             fn(x, w, g)
             ops.synchronize(g)
             errs = []
-            if mode == "graph":  # fresh inputs, weights and outputs each call: every bound address moves
+            if mode != "direct":  # fresh inputs, weights and outputs each call: every bound address moves
                 kept = []
                 for _ in range(CHECKS):
                     xc = torch.randn_like(x)
@@ -112,7 +131,9 @@ def measure(mode: str) -> dict[str, Any]:
                 for xc, wc, y in kept:
                     ref = reference(op, xc, wc)
                     errs.append(((y.float() - ref).norm() / ref.norm()).item())
-            bound = [b for b in ops.operators() if b.group is g or getattr(b.group, "name", None) == g.name]
+            mine = [b for b in ops.operators() if b.group is g or getattr(b.group, "name", None) == g.name]
+            paths = sorted({b.path(x.shape[-2] * (world if op == "all_gather_matmul" else 1)) for b in mine if hasattr(b, "path")})
+            bound = [p for b in mine for p in bound_parts(b)]
             own = [b.own is not None for b in bound]
             reasons = sorted({b.direct_reason for b in bound if b.direct_reason})
             eager = host_us(lambda fn=fn, x=x, w=w, g=g: fn(x, w, g))
@@ -131,6 +152,7 @@ def measure(mode: str) -> dict[str, Any]:
                 "userGraphReplayHostUsPerCall": replay,
                 "ownGraph": all(own) and bool(own),
                 "directReasons": reasons,
+                "rowsPaths": paths,
                 "maxRelErr": max(errs) if errs else None,
             }
             res["cases"].append(case)
@@ -151,7 +173,7 @@ def main() -> None:
     pr.add_argument("into")
     r = sub.add_parser("run")
     r.add_argument("--out", required=True)
-    r.add_argument("--mode", choices=["graph", "direct", "both"], default="both")
+    r.add_argument("--mode", choices=["graph", "direct", "rows", "both"], default="both", help="both: all three")
     a = p.parse_args()
     if a.cmd == "prepare":
         from pathlib import Path
@@ -160,7 +182,8 @@ def main() -> None:
 
         for world in WORLDS:
             for op in OPS:
-                print(ensure_compiled(keys(op, world), Path(a.into)))
+                for key in keys(op, world):
+                    print(ensure_compiled(key, Path(a.into)))
         return
     if a.mode != "both":
         result = measure(a.mode)
@@ -170,10 +193,11 @@ def main() -> None:
     import torch
 
     runs = {}
-    for mode in ("direct", "graph"):
-        # The AllGather+GEMM of each row count (not the any-row-count one, which at these tiny shapes runs the plain
-        # sequence: the simulator says overlapping loses there), so that every operator measured is an overlapped one.
-        env = dict(os.environ, OVL_EAGER_GRAPH="1" if mode == "graph" else "0", OVL_ANY_ROWS="0")
+    for mode in ("direct", "graph", "rows"):
+        # direct, graph: the operator of each row count (not the one for every row count, which at these tiny shapes
+        # runs the plain sequence: the simulator says overlapping loses there), so that every operator measured is an
+        # overlapped one. rows: the one for every row count, as the torch API binds it, where it overlaps.
+        env = dict(os.environ, OVL_EAGER_GRAPH="0" if mode == "direct" else "1", OVL_ANY_ROWS="1" if mode == "rows" else "0")
         path = f"{a.out}.{mode}.json"
         subprocess.run([sys.executable, __file__, "run", "--mode", mode, "--out", path], env=env, check=True)
         with open(path) as f:
@@ -190,6 +214,15 @@ def main() -> None:
             + ("" if gcase["ownGraph"] else f"  direct: {gcase['directReasons']}")
         )
     print(f"torch matmul host us per call: {runs['graph']['torchMatmulHostUs']:.1f}")
+    print(f"\nfor every row count, as bound by default ({ROWS_BIG} rows per rank, MLP-1's K and N):")
+    print(f"{'op':24} {'world':>5} {'own graph us/rank':>18} {'user replay us/call':>20} {'max rel err':>12}  path")
+    for c in runs["rows"]["cases"]:
+        err = c["maxRelErr"]
+        print(
+            f"{c['op']:24} {c['world']:>5} {c['eagerHostUsPerRank']:>18.1f} {c['userGraphReplayHostUsPerCall']:>20.1f} "
+            f"{err if err is not None else float('nan'):>12.2e}  {'; '.join(c['rowsPaths'])}"
+            + ("" if c["ownGraph"] else f"  direct: {c['directReasons']}")
+        )
 
 
 if __name__ == "__main__":
