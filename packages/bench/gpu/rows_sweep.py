@@ -67,17 +67,10 @@ def reference(op: str, x: Any, w: Any) -> Any:
 
 
 def timed(fn: Callable[[], Any]) -> float:
-    import torch
+    """Median ms of 10 eager calls, each waited for (the bench's one timer)."""
+    from timer import event_times
 
-    ts = []
-    for _ in range(10):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+    return statistics.median(event_times(fn, 10, warmup=1, sync_each=True))
 
 
 def sweep(case: Case, compiles: dict[str, int]) -> dict[str, Any]:
