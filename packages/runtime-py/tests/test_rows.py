@@ -255,3 +255,30 @@ def test_the_a2a_gemm_rows_operator_overlaps_in_its_range_runs_the_plain_exchang
             op.run({"A": x, "B": w}, torch.empty(2, max(1, x.shape[1]), 64))
     assert op.describe()["calls"] == 4
     op.close()
+
+
+@needs_cli
+def test_the_rows_operator_checks_once_per_row_count_that_every_rank_passes_it_on_either_path(a2a_any_rows, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from ovl_runtime._runner import rows
+    from ovl_runtime.groups import EmulatedGroup
+
+    asked: list[int] = []
+
+    def agree(g, signature, what):  # under torchrun a host collective; here a record, and rank 1 passing 322 rows
+        asked.append(signature[-1])
+        if signature[-1] == 1000:
+            raise UsageError(f"{what}: ranks pass different shapes: rank 0: 1000 rows; rank 1: 322 rows")
+
+    monkeypatch.setattr(rows, "same_everywhere", agree)
+    op = rows.RowsOperator(load_manifest(a2a_any_rows, symbolic=True), EmulatedGroup(2))
+    w = torch.randn(2, 64, 64)
+    for M in (130, 64, 130, 64, 322):  # overlapped, plain (below the range), each again: checked once each
+        op.run({"A": torch.randn(2, M, 64), "B": w}, torch.empty(2, M, 64))
+    assert asked == [130, 64, 322]
+    out = torch.full((2, 1000, 64), 7.0)
+    with pytest.raises(UsageError, match="ranks pass different shapes"):
+        op.run({"A": torch.randn(2, 1000, 64), "B": w}, out)
+    assert bool((out == 7.0).all()) and op.describe()["calls"] == 5  # refused before anything ran
+    op.run({"A": torch.randn(2, 322, 64), "B": w}, torch.empty(2, 322, 64))  # still usable
+    op.close()

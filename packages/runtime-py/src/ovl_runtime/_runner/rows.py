@@ -55,6 +55,8 @@ class RowsOperator:
         self.calls = 0
         self.fallbacks = 0
         self._told: set[str] = set()
+        #: Row counts every rank was seen to call with (under torchrun: checked once per row count, either path).
+        self._agreed: set[int] = set()
         self._gathered: torch.Tensor | None = None
 
     def path(self, M: int) -> str:
@@ -74,6 +76,7 @@ class RowsOperator:
         x, w = inputs["A"], inputs["B"]
         M = self.plain.rows(x, self.m.world)
         self._check(x, w, M)
+        self._agree(M)
         path = self.path(M)
         self.calls += 1
         if path != "overlapped":
@@ -100,7 +103,6 @@ class RowsOperator:
                 f"{self.m.name}: the first call at {M} rows binds the operator there (buffers, a warm-up launch), which a "
                 "CUDA graph capture cannot do: call it once at this row count before capturing"
             )
-        same_everywhere(self.group, ("rows", self.m.name, M), self.m.name)
         if len(self.bound) >= KEEP:
             # The least recently used row count a caller's graph cannot replay (those stay until the operator closes).
             for key, old in list(self.bound.items()):
@@ -112,6 +114,20 @@ class RowsOperator:
         op = EmulatedOperator(concrete, self.group) if isinstance(self.group, EmulatedGroup) else BoundOperator(concrete, self.group)
         self.bound[M] = op
         return op
+
+    def _agree(self, M: int) -> None:
+        """Under torchrun, the first call at ``M`` rows checks that every rank calls with ``M`` (a host collective), on
+        the plain path as on the overlapped one: ranks that disagree would otherwise wait on each other's collectives
+        or signals. @raises UsageError when they disagree, or when that first call is being captured in a CUDA graph."""
+        if M in self._agreed:
+            return
+        if isinstance(self.group, DistGroup) and torch.cuda.is_current_stream_capturing():
+            raise UsageError(
+                f"{self.m.name}: the first call at {M} rows checks that every rank passes {M} rows (a host collective), "
+                "which a CUDA graph capture cannot do: call it once at this row count before capturing"
+            )
+        same_everywhere(self.group, ("rows", self.m.name, M), self.m.name)
+        self._agreed.add(M)
 
     def _check(self, x: torch.Tensor, w: torch.Tensor, M: int) -> None:
         """Refuse a call no path can run, before any launch: no rows, rows that do not split over the ranks, or
