@@ -22,10 +22,17 @@ def grouped_matmul(full: torch.Tensor, w: torch.Tensor, topk_ids: torch.Tensor, 
     key = torch.where(valid, flat, 0)  # a dropped slot is computed with expert 0, then not written
     order = torch.argsort(key, stable=True)
     rows = full[order // k]
-    counts = torch.bincount(key, minlength=experts)
+    # Slots per expert without a host sync (``bincount`` reads its maximum back), so that a CUDA graph captures it.
+    counts = torch.zeros(experts, dtype=torch.int64, device=key.device).scatter_add_(0, key, torch.ones_like(key))
     gmm = getattr(torch, "_grouped_mm", None)
     if gmm is not None and rows.is_cuda and rows.dtype == torch.bfloat16:
         res = gmm(rows, w, offs=torch.cumsum(counts, 0).to(torch.int32))
+    elif rows.is_cuda and torch.cuda.is_current_stream_capturing():
+        # No host-known group sizes under capture: every expert on every row, each row keeping its own expert's.
+        res = torch.zeros((rows.shape[0], w.shape[2]), dtype=out.dtype, device=rows.device)
+        mine = key[order]
+        for e in range(experts):
+            res = torch.where((mine == e)[:, None], rows @ w[e], res)
     else:
         res = torch.empty((rows.shape[0], w.shape[2]), dtype=out.dtype, device=rows.device)
         lo = 0
