@@ -87,6 +87,58 @@ describe("ovl emit gemm-rs|gemm-ar|a2a-gemm --any-rows", () => {
   });
 });
 
+describe("ovl emit ag-moe --any-rows", () => {
+  const moe = [
+    "--tokens",
+    "256",
+    "--hidden",
+    "64",
+    "--intermediate",
+    "64",
+    "--experts",
+    "4",
+    "--topk",
+    "2",
+    "--world",
+    "2",
+    "--tile",
+    "16x32x32",
+  ];
+
+  it("writes one AllGather + MoE for every token count: routing sizes, grid and gather over M, the tokens gathered by host copies", async () => {
+    const dir = temp();
+    const r = await run(["emit", "ag-moe", ...moe, "--any-rows", "--max-rows", "1024", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.rows).toMatchObject({ range: { min: 6, max: 1024 }, multiple: 2, at: 256 });
+    expect(m.kernels.map((k) => k.template.kind)).toEqual(["moe-align-count", "moe-align-scatter", "local-consumer"]);
+    expect(Object.keys(m.rows?.kernels ?? {}).sort()).toEqual([m.kernels[2]!.name, "moe_align_count", "moe_align_scatter"].sort());
+    expect(m.rows?.hostOps.map((h) => h.streams[0]!.ops.length)).toEqual([2, 2]);
+    expect(m.rows?.fallbackBelow === undefined).toBe(m.rows?.fallbackReason === undefined);
+    expect(r.out).toContain("any token count 6..1024 (multiples of 2), described at 256");
+  });
+
+  it("prices the MoE's crossover with the simulator at a large shape, and says where it does not overlap", async () => {
+    const dir = temp();
+    const big = ["--tokens", "8192", "--hidden", "4096", "--intermediate", "4096", "--experts", "8", "--topk", "2", "--world", "4"];
+    const r = await run(["emit", "ag-moe", ...big, "--tile", "64x128x64", "--any-rows", "--out", dir]);
+    expect(r.status, r.err).toBe(0);
+    const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
+    expect(m.rows?.fallbackBelow).toBeGreaterThan(m.rows!.range.min);
+    expect(m.rows?.fallbackReason).toMatch(/^simulated on H200_SXM: overlapping is slower than the GEMM then the collective at \d+ rows/);
+    expect(r.out).toContain(`below ${m.rows?.fallbackBelow} tokens not overlapped`);
+  });
+
+  it("refuses another AllGather than swizzle push and the range flags without --any-rows (exit 2)", async () => {
+    const ring = await run(["emit", "ag-moe", ...moe, "--any-rows", "--template", "ring", "--out", temp()]);
+    expect(ring.status).toBe(2);
+    expect(ring.err).toContain("ag-moe --any-rows gathers the tokens by the swizzle push AllGather");
+    const alone = await run(["emit", "ag-moe", ...moe, "--max-rows", "512", "--out", temp()]);
+    expect(alone.status).toBe(2);
+    expect(alone.err).toContain("--min-rows and --max-rows go with --any-rows");
+  });
+});
+
 describe("the rows helpers", () => {
   it("anyRowsFlags: the range with --any-rows, nothing without, a usage error for a range alone", () => {
     expect(anyRowsFlags({})).toBeUndefined();

@@ -1,4 +1,4 @@
-"""One compiled operator for every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm --any-rows``):
+"""One compiled operator for every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe --any-rows``):
 the manifest is made concrete at each M (``load_manifest(rows=M)``, ``_manifest.rows.instantiate``) and the same emitted
 kernels run correctly in both CPU engines at row counts that are not powers of two; M outside the range is refused by
 name; the rows operator runs the plain path outside its range."""
@@ -282,3 +282,52 @@ def test_the_rows_operator_checks_once_per_row_count_that_every_rank_passes_it_o
     assert bool((out == 7.0).all()) and op.describe()["calls"] == 5  # refused before anything ran
     op.run({"A": torch.randn(2, 322, 64), "B": w}, torch.empty(2, 322, 64))  # still usable
     op.close()
+
+
+# ---- AllGather + MoE: the token count M, its routing sizes, body grid and gather over M ----
+
+
+@pytest.fixture(scope="module")
+def moe_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ag-moe at world 2 (hidden = intermediate = 64, 4 experts, top-2, 16-row routing blocks) for every token count up
+    to 512 (two chunks per rank: at least 3 tokens each, so the range starts at 6)."""
+    out = tmp_path_factory.mktemp("ag-moe-any")
+    cmd = ["node", str(CLI), "emit", "ag-moe", "--tokens", "256", "--hidden", "64", "--intermediate", "64", "--experts", "4"]
+    cmd += ["--topk", "2", "--world", "2", "--tile", "16x32x32", "--any-rows", "--max-rows", "512", "--out", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return out / "manifest.json"
+
+
+@needs_cli
+def test_one_ag_moe_manifest_sizes_its_routing_and_gather_at_each_token_count(moe_any_rows):
+    m = load_manifest(moe_any_rows, symbolic=True)
+    assert m.rows is not None and (m.rows.min, m.rows.max, m.rows.multiple, m.rows.at) == (6, 512, 2, 256)
+    for M in (6, 130, 510):
+        c = load_manifest(moe_any_rows, rows=M)
+        blocks = -(-(2 * M + 4 * 15) // 16)
+        assert c.reference.M == M and c.rows is None
+        assert {b.name: b.shape[0] for b in c.buffers if b.name in ("X", "moe_c", "moe_sorted_token_ids")} == {
+            "X": M,
+            "moe_c": 2 * M,
+            "moe_sorted_token_ids": blocks * 16,
+        }
+        count, scatter, body = c.kernels
+        assert dict(scatter.args)["NUMEL"].value == 2 * M and dict(scatter.args)["MAX_BLOCKS"].value == blocks
+        assert count.grid == scatter.grid == (32,) and body.grid == (blocks * 2,)
+        assert body.tile_program is not None and body.tile_program.gather is not None
+        assert (body.tile_program.gather.limit, body.tile_program.gather.row_count) == (2 * M, M)
+        # The kernels' sizes that change with M are not specialised on (a new M compiles nothing).
+        assert {"M", "NUMEL", "PER", "MAX_BLOCKS", "PER_B"} <= c.rows_args
+
+
+@needs_cli
+@pytest.mark.parametrize("M", [130, 322, 510])
+def test_one_ag_moe_kernel_is_correct_at_token_counts_it_was_not_compiled_at(moe_any_rows, M):
+    assert_emulates(load_manifest(moe_any_rows, rows=M), M)
+
+
+@needs_cli
+@pytest.mark.parametrize(("M", "why"), [(4, "6..512"), (514, "6..512"), (131, "multiples of 2")])
+def test_an_ag_moe_token_count_outside_the_range_is_refused_by_name(moe_any_rows, M, why):
+    with pytest.raises(UsageError, match=why):
+        load_manifest(moe_any_rows, rows=M)

@@ -3,7 +3,8 @@ process (``OneGpuGroup``): ``ops.moe_all_gather_grouped_matmul`` against torch f
 skewed routings (an expert without tokens, every token on one expert, top-k 1 and 2), a fresh
 routing per call with one compiled operator, CUDA-graph replays whose routing changes between
 replays (the tables are rebuilt on the device), the routing kernels against their numpy
-reference, and bad input refused before any launch.
+reference, bad input refused before any launch, and one operator for every token count (the default) that compiles
+nothing — no ovl compile, no Triton JIT — for a new count after its warm-up.
 
 Needs a CUDA device and the compiled kernels: the keys below on ``$OVL_KERNELS`` (made on a
 machine with ovl's CLI by ``python tests_gpu/test_moe_gpu.py --prepare DIR``) or a compiler at
@@ -29,7 +30,10 @@ SHAPES = [(2, 128, 256, 512, 8, 2), (4, 100, 128, 256, 4, 1), (8, 128, 256, 512,
 
 
 def all_keys() -> list[lib.KernelKey]:
-    return [lib.KernelKey("ag-moe", w, w * m, n, k, d, experts=e, topk=t) for w, m, n, k, e, t in SHAPES for d in lib.COMMON_DTYPES]
+    # Both operators: the one for every token count (the torch API's default) and the one of each count.
+    own = [lib.KernelKey("ag-moe", w, w * m, n, k, d, experts=e, topk=t) for w, m, n, k, e, t in SHAPES for d in lib.COMMON_DTYPES]
+    every = [lib.call_key("ag-moe", w, w * m, n, k, d, experts=e, topk=t) for w, m, n, k, e, t in SHAPES for d in lib.COMMON_DTYPES]
+    return own + [key for key in every if key.rows]
 
 
 pytestmark = pytest.mark.skipif(unavailable(all_keys()) is not None, reason=unavailable(all_keys()) or "")
@@ -57,9 +61,14 @@ def want_of(x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor
 @pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
 @pytest.mark.parametrize(("world", "m", "n", "k", "experts", "topk"), SHAPES)
 @pytest.mark.parametrize("choices", [None, "skip-one", "one"])
-def test_moe_matches_torch(world, m, n, k, experts, topk, choices, dtype):
+@pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
+def test_moe_matches_torch(world, m, n, k, experts, topk, choices, any_rows, dtype, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
+
+    # Both operators: the one for every token count (the plain gather then grouped GEMM below the compiler's crossover)
+    # and the overlapped one compiled for this count.
+    monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
 
     pool = None if choices is None else list(range(1, experts)) if choices == "skip-one" else list(range(topk))
     g = OneGpuGroup(world)
@@ -94,6 +103,66 @@ def test_a_captured_graph_rebuilds_the_routing_on_every_replay():
         graph.replay()
         ops.synchronize(g)
         assert rel(y, want_of(x, ids, w)) < 0.01, step
+
+
+@pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
+def test_any_rows_moe_compiles_nothing_for_a_new_token_count(dtype):
+    """One AllGather + MoE for every token count: after a warm-up at two counts, calls at counts that are not powers of
+    two run the same compiled kernels (the body and the routing kernels) — 0 ovl compiles (the library's
+    ``compile_key``) and 0 Triton JIT compiles (``triton.knobs.runtime.jit_cache_hook``) — each correct within bf16
+    tolerance. The compiler's crossover (a performance call) is lifted so that every call runs the overlapped kernels;
+    then, restored below a count, the plain path runs there and compiles nothing either."""
+    import dataclasses
+
+    import triton
+
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    world, _m, n, k, experts, topk = SHAPES[0]
+    g = OneGpuGroup(world)
+    w = rand(world, experts, k, n, seed=2, dtype=dtype) / 8
+
+    def call(M: int, seed: int):
+        x = rand(world, M // world, k, seed=seed, dtype=dtype) / 8
+        ids = routing(world, M, topk, experts, seed=seed)
+        return ops.moe_all_gather_grouped_matmul(x, ids, w, g), want_of(x, ids, w)
+
+    call(world * 128, 0)  # the first call compiles and loads the operator for every token count
+    op = next(o for o in ops.operators() if hasattr(o, "path"))
+    assert op.m.reference.operator == "ag-moe" and op.m.rows is not None
+    op.rows = dataclasses.replace(op.rows, fallback_below=None, fallback_reason=None)
+    for i, M in enumerate((world * 64, world * 300)):  # warm-up: the kernels' first launches
+        call(M, 10 + i)
+    ops.synchronize(g)
+    compiles = {"ovl": 0, "triton": 0}
+    real_compile = lib.compile_key
+
+    def counted(*a, **kw):
+        compiles["ovl"] += 1
+        return real_compile(*a, **kw)
+
+    def jit_hook(*_a, **_kw) -> bool:
+        compiles["triton"] += 1
+        return False
+
+    try:
+        lib.compile_key = counted
+        triton.knobs.runtime.jit_cache_hook = jit_hook
+        for i, M in enumerate((op.rows.min, 2 * 101, 2 * 517, 3006, 6002)):
+            assert op.path(M) == "overlapped", M
+            y, want = call(M, 20 + i)
+            ops.synchronize(g)
+            assert y.shape == want.shape == (world, M * topk, n) and y.dtype == dtype and rel(y, want) < 0.01, M
+        op.rows = dataclasses.replace(op.rows, fallback_below=4096, fallback_reason="a test's crossover")
+        y, want = call(2 * 777, 40)
+        ops.synchronize(g)
+        assert op.path(2 * 777).startswith("not overlapped below 4096") and rel(y, want) < 0.01
+    finally:
+        lib.compile_key = real_compile
+        triton.knobs.runtime.jit_cache_hook = None
+    assert compiles == {"ovl": 0, "triton": 0}
+    assert len(ops.operators()) == 1
 
 
 def test_the_routing_kernels_match_numpy_on_the_gpu():

@@ -181,6 +181,15 @@ export {
 } from "./operators/ag-moe/triton.js";
 export { rowSegments, segmentMap, segmentOfRows, segmentSlotMaps, segmentWaits, type RowSegments } from "./operators/ag-moe/segments.js";
 export {
+  checkAgMoeRows,
+  moeMinRowsPerRank,
+  moeRowsMaps,
+  MOE_ROWS_PROGRAMS,
+  type MoeRowsMaps,
+  type MoeRowsShape,
+} from "./operators/ag-moe/rows.js";
+export { compileAgMoeRows } from "./operators/ag-moe/rows-compile.js";
+export {
   compileMoeRs,
   LOCAL_MOE_RS_KIND,
   MOE_RS_BUFFERS,

@@ -11,12 +11,15 @@ import {
   type MoeRouting,
   type OperatorDtype,
   type OperatorInput,
+  type Rows,
+  type RowsRequest,
 } from "@ovl/tlx-emitter";
 import { DEFAULT_DTYPE, dtypeSuffix } from "../dtype.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { describeCompute } from "./emit.js";
-import { parseMesh } from "../problem.js";
+import { parseMesh, resolveProblem } from "../problem.js";
+import { anyRowsFlags, moeRowsRequest } from "./rows.js";
 import { gatherPlan } from "./gather-plan.js";
 import { writeEmitted } from "./write-emitted.js";
 
@@ -40,6 +43,10 @@ export interface MoeFlags {
   split?: number;
   tile?: string;
   backend?: string;
+  /** `--any-rows` and its range: one operator for every token count (`moeRowsRequest`). */
+  anyRows?: boolean;
+  minRows?: number;
+  maxRows?: number;
 }
 
 /** The MoE problem of the flags: tokens (all ranks'), hidden, this rank's intermediate, experts, top-k. */
@@ -124,6 +131,7 @@ export async function emitMoeCommand(
   const world = parseMesh(f).reduce((x, y) => x * y, 1);
   const { experts, topk } = p.routing;
   const dtype = f.dtype ?? DEFAULT_DTYPE;
+  const rows = moeRows(f, p, target);
   const name = `ag_moe_t${p.tokens}_h${p.hidden}_i${p.intermediate}_e${experts}_top${topk}${dtypeSuffix(dtype, "_")}_w${world}`;
   const input: OperatorInput = {
     name,
@@ -133,6 +141,7 @@ export async function emitMoeCommand(
     problem: { M: p.tokens, N: p.intermediate, K: p.hidden },
     moe: p.routing,
     ...(f.tile === undefined ? {} : { tile: moeTile(f.tile) }),
+    ...(rows === undefined ? {} : { rows }),
     options: { dtype },
   };
   // compile() resolves the compute configuration once (`--tile`, else the tuned table of the shape and routing).
@@ -140,13 +149,58 @@ export async function emitMoeCommand(
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   return {
-    json: { name, dir, manifest, files, world, dtype, kernels, moe: { ...p, tile: op.tile, body: op.body.path }, compute: choice },
+    json: {
+      name,
+      dir,
+      manifest,
+      files,
+      world,
+      dtype,
+      kernels,
+      moe: { ...p, tile: op.tile, body: op.body.path },
+      compute: choice,
+      ...(result.manifest.rows === undefined ? {} : { rows: result.manifest.rows }),
+    },
     lines: [
       `${name}: ${p.tokens} tokens (hidden ${p.hidden}) gathered by ${f.template ?? "swizzle"} on ${world} ranks, top-${topk} of ${experts} experts, intermediate ${p.intermediate} per rank${dtypeSuffix(dtype, ", ")}`,
       `  ${describeCompute(op, choice)}; routing tables computed on the device`,
+      ...(result.manifest.rows === undefined ? [] : [anyRowsLine(result.manifest.rows)]),
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...files.map((x) => `wrote ${x}`),
       `run it: ovl run ${manifest} --emulate    (or on GPUs: ovl run ${manifest} --gpus ${world})`,
     ],
   };
+}
+
+/**
+ * `--any-rows`'s request for the MoE of the flags, or undefined without it: the range, and the simulator's crossover
+ * (the MoE priced as the AllGather+GEMM of the same tokens and work, `moeRowsRequest`).
+ * @throws {UsageError} `--min-rows`/`--max-rows` without `--any-rows`; `--any-rows` with another template than swizzle push.
+ */
+function moeRows(f: MoeFlags, p: MoeProblem, target: TargetName | undefined): RowsRequest | undefined {
+  const range = anyRowsFlags(f);
+  if (range === undefined) return undefined;
+  if ((f.template ?? "swizzle") !== "swizzle" || (f.side ?? "push") !== "push")
+    throw new UsageError(
+      "unsupported",
+      "ag-moe --any-rows gathers the tokens by the swizzle push AllGather; drop --template/--side or --any-rows",
+    );
+  const gemm = resolveProblem("ag-gemm", {
+    m: p.tokens,
+    n: p.intermediate * p.routing.topk,
+    k: p.hidden,
+    ...(f.world === undefined ? {} : { world: f.world }),
+    ...(f.mesh === undefined ? {} : { mesh: f.mesh }),
+    ...(f.split === undefined ? {} : { split: f.split }),
+  });
+  return moeRowsRequest(gemm, range, target);
+}
+
+/** The line that says which token counts the operator serves and where it does not overlap. */
+function anyRowsLine(r: Rows): string {
+  const below =
+    r.fallbackBelow === undefined
+      ? ""
+      : `; below ${r.fallbackBelow} tokens not overlapped (${r.fallbackReason ?? "the simulator's crossover"})`;
+  return `  any token count ${r.range.min}..${r.range.max} (multiples of ${r.multiple}), described at ${r.at}${below}`;
 }

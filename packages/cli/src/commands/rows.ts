@@ -1,4 +1,4 @@
-// `ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm --any-rows`: the row counts one compiled operator serves, and where it should not
+// `ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe --any-rows`: the row counts one compiled operator serves, and where it should not
 // overlap at all. The crossover is the simulator's: at each of a sweep of row counts it prices the
 // emitted operator against the GEMM then the NCCL-like collective; below the smallest row count from
 // which overlapping wins at every larger point of the sweep, the runner runs the plain sequence.
@@ -10,7 +10,7 @@ import { UsageError } from "../errors.js";
 import type { Problem } from "../problem.js";
 import { predict } from "./simulate.js";
 
-/** The operators `--any-rows` compiles for every row count. */
+/** The operators `--any-rows` compiles for every row count (`ag-moe` through `moeRowsRequest`). */
 export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm"];
 
 /** The most rows an any-row-count operator serves without --max-rows: 32768, down to a multiple of the world. */
@@ -111,6 +111,34 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
   // A2A+GEMM) at any multiple of the world.
   const multiple = consumes(p) ? p.world : p.world * p.tile.BM;
   const sweep = rowSweep(min, max, multiple).map((M) => ({ M, speedup: predict({ ...p, M }, hw.name).speedup }));
+  return crossover(request, sweep, { max, world: p.world }, hw.name);
+}
+
+/**
+ * The MoE's `--any-rows` request (`ag-moe`): the range, and the simulator's crossover on the target's model, the MoE
+ * priced as the AllGather+GEMM that moves the same tokens and does the same work (`gemm`: its GEMM of N·topk columns,
+ * what the grouped GEMM computes without its padding).
+ */
+export function moeRowsRequest(gemm: Problem, o: { minRows?: number; maxRows?: number }, target: TargetName | undefined): RowsRequest {
+  const max = o.maxRows ?? defaultMaxRows(gemm.world);
+  const min = o.minRows ?? gemm.world * (gemm.split + (gemm.split - 1) ** 2);
+  if (min % gemm.world || max % gemm.world || min > max) {
+    throw new UsageError("usage", `--min-rows ${min} and --max-rows ${max} must be multiples of --world ${gemm.world}, min <= max`);
+  }
+  const request: RowsRequest = { ...(o.minRows === undefined ? {} : { min }), max, split: gemm.split };
+  const hw = MODELS[target ?? DEFAULT_TARGET.name];
+  if (hw === undefined) return request;
+  const sweep = rowSweep(min, max, gemm.world).map((M) => ({ M, speedup: predict({ ...gemm, M }, hw.name).speedup }));
+  return crossover(request, sweep, { max, world: gemm.world }, hw.name);
+}
+
+/** `request` with the fallback its sweep says: below the smallest point from which overlapping wins at every larger one. */
+function crossover(
+  request: RowsRequest,
+  sweep: readonly { M: number; speedup: number }[],
+  range: { max: number; world: number },
+  model: string,
+): RowsRequest {
   if (sweep.length === 0) return request;
   // The smallest point from which overlapping wins at every larger point of the sweep.
   let from = sweep.length;
@@ -121,13 +149,13 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
   if (first === undefined) {
     return {
       ...request,
-      fallbackBelow: max + p.world,
-      fallbackReason: `simulated on ${hw.name}: overlapping loses at every row count up to ${max} (${last.speedup.toFixed(2)}x at ${last.M})`,
+      fallbackBelow: range.max + range.world,
+      fallbackReason: `simulated on ${model}: overlapping loses at every row count up to ${range.max} (${last.speedup.toFixed(2)}x at ${last.M})`,
     };
   }
   return {
     ...request,
     fallbackBelow: first.M,
-    fallbackReason: `simulated on ${hw.name}: overlapping is slower than the GEMM then the collective at ${last.M} rows (${last.speedup.toFixed(2)}x) and faster from ${first.M} (${first.speedup.toFixed(2)}x)`,
+    fallbackReason: `simulated on ${model}: overlapping is slower than the GEMM then the collective at ${last.M} rows (${last.speedup.toFixed(2)}x) and faster from ${first.M} (${first.speedup.toFixed(2)}x)`,
   };
 }

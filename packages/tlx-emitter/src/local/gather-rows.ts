@@ -4,10 +4,16 @@
 // dynamic shape map), so the inserted code reads the block's table entries, takes the first
 // and last row they name, and waits on (or notifies) every segment of rows between them.
 // Segments are nondecreasing in the row, so that range covers every row touched.
+import type { Expr } from "@ovl/mapping";
 import { pyLiteral } from "../core/writer/literals.js";
 import { LocalKernelError } from "./errors.js";
 import type { LocalKernel } from "./parse.js";
 import { DOMAIN_VARIABLE, GATHER_VARIABLES, PEER_SIGNALS_PARAM, printMap, type GatherRows, type TileProgram } from "./program.js";
+
+/** `e` (over the program's scalars) as Triton prints it, in parentheses. */
+function printExpr(e: Expr, file: string): string {
+  return `(${printMap({ kind: "static", expr: e }, "", "", file)})`;
+}
 
 /** The table parameter of a kernel a gathering program needs. */
 function rowsTable(kernel: LocalKernel): string {
@@ -30,8 +36,8 @@ function blockSegments(kernel: LocalKernel, gather: GatherRows, block: string): 
   const rows = rowsTable(kernel);
   const bm = pyLiteral(gather.blockRows);
   const div = pyLiteral(gather.divisor);
-  const limit = pyLiteral(gather.limit);
-  const last = pyLiteral(gather.rowCount - 1);
+  const limit = gather.runtime === undefined ? pyLiteral(gather.limit) : printExpr(gather.runtime.limit, kernel.file);
+  const last = gather.runtime === undefined ? pyLiteral(gather.rowCount - 1) : printExpr(gather.runtime.last, kernel.file);
   const seg = (over: string) => printMap(gather.segment, GATHER_VARIABLES.row, over, kernel.file);
   const lines = [
     // The block's entries; padding (>= limit) names no row.

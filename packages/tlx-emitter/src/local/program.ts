@@ -75,6 +75,11 @@ export interface GatherRows {
    * A consumer with it reads a block's slots as one such vector before its loop of waits.
    */
   readonly segmentCount?: number;
+  /**
+   * Optional: `limit` and the last row (`rowCount − 1`) as expressions over the program's scalars (a body serving any
+   * row count prints them over its row-count parameter); `limit` and `rowCount` then describe one row count.
+   */
+  readonly runtime?: { readonly limit: Expr; readonly last: Expr };
 }
 
 /** The variables of a gathering consumer's maps: a gathered row, and a segment of rows. */
@@ -154,6 +159,11 @@ export function checkProgram(program: TileProgram, role: "consumer" | "producer"
     throw bad("bad-program", `a producer's tile program needs numPidN, a positive integer (got ${String(program.numPidN)})`);
   }
   if (program.gather !== undefined) checkGather(program.gather, bad);
+  for (const [what, e] of Object.entries(program.gather?.runtime ?? {})) {
+    const stray = freeVariables(e).find((v) => !scalars.includes(v));
+    if (stray !== undefined)
+      throw bad("bad-program", `gather.runtime.${what} uses variable ${stray}, which is not one of the program's scalars`);
+  }
   if (program.owners !== undefined && (role !== "producer" || program.gather === undefined)) {
     throw bad("bad-program", "owners is a gathering producer's (where each segment's notifies go); this program has no producer gather");
   }

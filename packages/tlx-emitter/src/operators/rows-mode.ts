@@ -67,6 +67,8 @@ export interface RowsSectionParts {
   readonly hostOps: Rows["hostOps"];
   readonly numPidM: Expr;
   readonly tables?: Record<string, Expr[][]>;
+  /** Per kernel, its int arguments, grid, template params and gather sizes over M (`Rows.kernels`). */
+  readonly kernels?: Rows["kernels"];
 }
 
 /** The manifest's `rows` section for `range` (multiples of `world`), described at `at`, with `req`'s fallback. */
@@ -80,6 +82,7 @@ export function rowsSection(req: RowsRequest, range: RowsRange, world: number, a
     hostOps: parts.hostOps,
     numPidM: parts.numPidM,
     ...(parts.tables === undefined ? {} : { tables: parts.tables }),
+    ...(parts.kernels === undefined ? {} : { kernels: parts.kernels }),
     ...(req.fallbackBelow === undefined ? {} : { fallbackBelow: req.fallbackBelow }),
     ...(req.fallbackReason === undefined ? {} : { fallbackReason: req.fallbackReason }),
   };

@@ -52,7 +52,7 @@ COMMON_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
-ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm")
+ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe")
 #: The most rows an any-row-count operator serves by default, and the row count it is described at.
 ROWS_MAX = 32768
 ROWS_AT = 8192
@@ -250,11 +250,13 @@ class KernelKey:
         ]
 
 
-def rows_key(op: str, world: int, n: int, k: int, dtype: str = "bf16", target: str | None = None) -> KernelKey:
+def rows_key(
+    op: str, world: int, n: int, k: int, dtype: str = "bf16", target: str | None = None, experts: int = 0, topk: int = 0
+) -> KernelKey:
     """The key of ``op`` compiled once for every row count up to ``ROWS_MAX`` (described, and tuned, at ``ROWS_AT``
-    rounded to the world)."""
+    rounded to the world); a routed operator's (``ag-moe``) with its ``experts`` and ``topk``."""
     top = ROWS_MAX - ROWS_MAX % world
-    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top, target=target)
+    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top, target=target, experts=experts, topk=topk)
 
 
 def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", **routing: Any) -> KernelKey:
@@ -270,8 +272,10 @@ def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", *
         found = tlx_key(op, world, m, n, k, dtype, routing.get("target"))
         if found is not None:
             return found
-    if ANY_ROWS and op in ROWS_OPERATORS and not given and m <= ROWS_MAX - ROWS_MAX % world:
-        return rows_key(op, world, n, k, dtype, target=routing.get("target"))
+    # A routed operator's key carries its routing, which the operator for every row count is compiled for too.
+    routed = {name: v for name, v in given.items() if op in ROUTED_OPERATORS and name in ("experts", "topk")}
+    if ANY_ROWS and op in ROWS_OPERATORS and set(given) == set(routed) and m <= ROWS_MAX - ROWS_MAX % world:
+        return rows_key(op, world, n, k, dtype, target=routing.get("target"), **routed)
     return KernelKey(op, world, m, n, k, dtype, **routing)
 
 

@@ -9,6 +9,7 @@ reference M, each table of ``rows.tables`` its per-rank values. Pure Python: JSO
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ManifestError, UsageError
@@ -100,24 +101,7 @@ def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
             raise ManifestError(where, f"is not shaped like table {t['name']}")
         tables.append({**t, "values": [[value(e, f"{where}[{i}][{j}]", False) for j, e in enumerate(r)] for i, r in enumerate(per_rank)]})
     num_pid_m = value(rows["numPidM"], "rows.numPidM", True)
-    kernels = []
-    for k in raw["kernels"]:
-        takes_rows = any(a["value"]["kind"] == "rows" for a in k["args"])
-        out = {
-            **k,
-            "args": [a if a["value"]["kind"] != "rows" else {"name": a["name"], "value": {"kind": "int", "value": M}} for a in k["args"]],
-        }
-        if takes_rows and "M" in k["template"]["params"]:
-            out["template"] = {**k["template"], "params": {**k["template"]["params"], "M": M}}
-        tp = k.get("tileProgram")
-        if tp is not None:
-            out["tileProgram"] = {
-                **tp,
-                "order": _map(tp["order"], spec.variable, M),
-                "slots": [_map(s, spec.variable, M) for s in tp["slots"]],
-                "numPidM": num_pid_m,
-            }
-        kernels.append(out)
+    kernels = [_kernel(k, (rows.get("kernels") or {}).get(k["name"]) or {}, spec.variable, M, num_pid_m, value) for k in raw["kernels"]]
     ref = {**raw["reference"], "M": M}
     if "rowsPerRank" in ref:
         ref["rowsPerRank"] = M // m.world
@@ -126,6 +110,51 @@ def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
     return data
 
 
+def _kernel(k: Any, more: Any, var: str, M: int, num_pid_m: int, value: Callable[[Any, str, bool], int]) -> dict[str, Any]:
+    """Kernel ``k`` at ``M`` rows: its ``rows`` arguments M, and what ``more`` (its entry of ``rows.kernels``) says of
+    its int arguments, grid, template params and gather sizes; its tile program's maps bound at M."""
+    where = f"rows.kernels.{k['name']}"
+    args = more.get("args") or {}
+    unknown = sorted(set(args) - {a["name"] for a in k["args"] if a["value"]["kind"] == "int"})
+    if unknown:
+        raise ManifestError(f"{where}.args", f"names {', '.join(unknown)}, which are not int arguments of {k['name']}")
+
+    def arg(a: Any) -> Any:
+        if a["name"] in args:
+            return {"name": a["name"], "value": {"kind": "int", "value": value(args[a["name"]], f"{where}.args.{a['name']}", False)}}
+        return a if a["value"]["kind"] != "rows" else {"name": a["name"], "value": {"kind": "int", "value": M}}
+
+    params = dict(k["template"]["params"])
+    if any(a["value"]["kind"] == "rows" for a in k["args"]) and "M" in params:
+        params["M"] = M
+    for name, e in (more.get("params") or {}).items():
+        params[name] = value(e, f"{where}.params.{name}", False)
+    out = {**k, "args": [arg(a) for a in k["args"]], "template": {**k["template"], "params": params}}
+    if more.get("grid") is not None:
+        out["grid"] = [value(e, f"{where}.grid[{i}]", True) for i, e in enumerate(more["grid"])]
+    tp = k.get("tileProgram")
+    if tp is not None:
+        out["tileProgram"] = {
+            **tp,
+            "order": _map(tp["order"], var, M),
+            "slots": [_map(s, var, M) for s in tp["slots"]],
+            "numPidM": num_pid_m,
+        }
+        gather, sizes = tp.get("gather"), more.get("gather")
+        if gather is not None:
+            bound = {**gather, "segment": _map(gather["segment"], var, M)}
+            if sizes is not None:
+                bound.update(
+                    limit=value(sizes["limit"], f"{where}.gather.limit", True),
+                    rowCount=value(sizes["rowCount"], f"{where}.gather.rowCount", True),
+                )
+            out["tileProgram"]["gather"] = bound
+    return out
+
+
 def rows_args(m: Manifest) -> frozenset[str]:
-    """The kernel arguments of ``m`` that take the row count."""
-    return frozenset(a["name"] for k in m.raw["kernels"] for a in k["args"] if a["value"]["kind"] == "rows")
+    """The kernel arguments of ``m`` that take the row count, or an expression of it (``rows.kernels``)."""
+    taken = {a["name"] for k in m.raw["kernels"] for a in k["args"] if a["value"]["kind"] == "rows"}
+    for more in ((m.raw.get("rows") or {}).get("kernels") or {}).values():
+        taken.update((more or {}).get("args") or {})
+    return frozenset(taken)

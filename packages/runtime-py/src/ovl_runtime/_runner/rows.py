@@ -1,9 +1,9 @@
-"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm
+"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe
 --any-rows``), bound to a group.
 
 A call brings its row count M. Where the compiler says overlapping does not pay at M (``rows.fallbackBelow``, the
 simulator's crossover) or M is outside what the operator serves, the call runs the operator's plain sequence instead
-(:mod:`ovl_runtime._runner.rows_plain`: the group's gather or all-to-all then one matmul, or the matmul then the
+(:mod:`ovl_runtime._runner.rows_plain`: the group's gather or all-to-all then one matmul or the grouped expert GEMM, or the matmul then the
 group's reduce-scatter or all-reduce) and the operator records why (:meth:`RowsOperator.path`). A row count the operator cannot take at
 all (not a multiple of the world, none) is refused before anything runs. Otherwise the manifest
 is made concrete at M (``_manifest.rows.instantiate``) and bound (:class:`~ovl_runtime._runner.bound.BoundOperator`):
@@ -40,7 +40,7 @@ KEEP = 4
 
 
 class RowsOperator:
-    """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce, AllToAll+GEMM) for every row count of ``m.rows`` on ``group``
+    """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce, AllToAll+GEMM, AllGather+MoE) for every row count of ``m.rows`` on ``group``
     (see the module docstring)."""
 
     def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup | EmulatedGroup) -> None:
@@ -88,7 +88,7 @@ class RowsOperator:
                 self._gathered = gather_rows(x.view(torch.uint8), self.group).view(x.dtype)
                 scaled_matmul(self._gathered, w, inputs["scale_a"], inputs["scale_b"], output)
                 return
-            self._gathered = self.plain.run(x, w, output, self.group)
+            self._gathered = self.plain.run(x, w, output, self.group, *(inputs[n] for n in self.plain.more))
             return
         self._gathered = None
         self._at(M).run(inputs, output)

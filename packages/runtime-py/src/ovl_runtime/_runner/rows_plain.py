@@ -6,6 +6,8 @@ collectives (:mod:`ovl_runtime._torch_api.collectives`):
 - ``gemm-rs``: the rank's partial product, then the group's reduce-scatter by rows (``A`` is ``[M, K]``);
 - ``gemm-ar``: the rank's partial product, then the group's all-reduce (``A`` is ``[M, K]``);
 - ``a2a-gemm``: the group's all-to-all of row slabs, then one matmul (``A`` is this rank's ``[M, K]`` send buffer).
+- ``ag-moe``: every rank's tokens gathered, then the grouped expert GEMM (``A`` is this rank's ``[M / world, K]`` tokens,
+  ``topk`` every rank's experts; :mod:`ovl_runtime.operators.ag_moe.plain`).
 
 Imports torch: GPU only (or a stacked CPU group).
 """
@@ -19,6 +21,7 @@ import torch
 
 from .._torch_api.collectives import all_reduce, exchange_slabs, gather_rows, reduce_scatter_rows
 from ..groups import Group
+from ..operators.ag_moe.plain import all_gather_grouped_matmul
 
 
 @dataclass(frozen=True)
@@ -27,10 +30,12 @@ class PlainPath:
 
     #: The call's row count M from its ``A`` and the world.
     rows: Callable[[torch.Tensor, int], int]
-    #: Runs ``out = op(A, B)`` on the group; returns the moved operand the call leaves (``A`` gathered), if any.
-    run: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, Group], torch.Tensor | None]
+    #: Runs ``out = op(A, B, *more)`` on the group; returns the moved operand the call leaves (``A`` gathered), if any.
+    run: Callable[..., torch.Tensor | None]
     #: The sequence, in words (for the log).
     what: str
+    #: The call's other inputs ``run`` takes after the group, by name (``ag-moe``'s ``topk``).
+    more: tuple[str, ...] = ()
 
 
 def _ag_gemm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> torch.Tensor:
@@ -59,4 +64,5 @@ PLAIN: dict[str, PlainPath] = {
     "gemm-rs": PlainPath(lambda x, world: x.shape[-2], _gemm_rs, "matmul, then reduce-scatter"),
     "gemm-ar": PlainPath(lambda x, world: x.shape[-2], _gemm_ar, "matmul, then all-reduce"),
     "a2a-gemm": PlainPath(lambda x, world: x.shape[-2], _a2a_gemm, "all-to-all, then matmul"),
+    "ag-moe": PlainPath(lambda x, world: x.shape[-2] * world, all_gather_grouped_matmul, "gather, then grouped matmul", ("topk",)),
 }

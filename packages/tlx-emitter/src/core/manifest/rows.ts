@@ -57,17 +57,57 @@ export function instantiateRows(m: Manifest, M: number): Manifest {
   const numPidM = size(rows.numPidM, "numPidM");
   const bindMap = (map: IndexMap): IndexMap =>
     map.kind === "static" ? { kind: "static", expr: substitute(map.expr, env) } : { ...map, index: substitute(map.index, env) };
-  const kernels: Kernel[] = m.kernels.map((k) => ({
-    ...k,
-    args: k.args.map((a) => ({ name: a.name, value: a.value.kind === "rows" ? ({ kind: "int", value: M } as KernelArg) : a.value })),
+  const kernels: Kernel[] = m.kernels.map((k) => {
+    const more = rows.kernels?.[k.name];
+    const int = (e: Expr, what: string): number => {
+      const v = evaluate(e, env);
+      if (!Number.isSafeInteger(v) || v < 0) throw new EmitError("bad-manifest", `manifest ${m.name} at ${M} rows: ${what} is ${v}`);
+      return v;
+    };
+    const arg = (a: Kernel["args"][number]): KernelArg => {
+      const e = more?.args?.[a.name];
+      if (e !== undefined) return { kind: "int", value: int(e, `kernel ${k.name}'s argument ${a.name}`) };
+      return a.value.kind === "rows" ? { kind: "int", value: M } : a.value;
+    };
     // A body whose M takes the row count describes it in its template's sizes too (the emulation reads them).
-    ...(k.args.some((a) => a.value.kind === "rows") && "M" in k.template.params
-      ? { template: { ...k.template, params: { ...k.template.params, M } } }
-      : {}),
-    ...(k.tileProgram === undefined
-      ? {}
-      : { tileProgram: { ...k.tileProgram, order: bindMap(k.tileProgram.order), slots: k.tileProgram.slots.map(bindMap), numPidM } }),
-  }));
+    const params = {
+      ...k.template.params,
+      ...(k.args.some((a) => a.value.kind === "rows") && "M" in k.template.params ? { M } : {}),
+      ...Object.fromEntries(Object.entries(more?.params ?? {}).map(([p, e]) => [p, int(e, `kernel ${k.name}'s template param ${p}`)])),
+    };
+    const tp = k.tileProgram;
+    const gather = tp?.gather;
+    return {
+      ...k,
+      args: k.args.map((a) => ({ name: a.name, value: arg(a) })),
+      template: { ...k.template, params },
+      ...(more?.grid === undefined ? {} : { grid: more.grid.map((e, i) => size(e, `kernel ${k.name}'s grid[${i}]`)) }),
+      ...(tp === undefined
+        ? {}
+        : {
+            tileProgram: {
+              ...tp,
+              order: bindMap(tp.order),
+              slots: tp.slots.map(bindMap),
+              numPidM,
+              ...(gather === undefined
+                ? {}
+                : {
+                    gather: {
+                      ...gather,
+                      segment: bindMap(gather.segment),
+                      ...(more?.gather === undefined
+                        ? {}
+                        : {
+                            limit: size(more.gather.limit, `kernel ${k.name}'s gather limit`),
+                            rowCount: size(more.gather.rowCount, `kernel ${k.name}'s gather rowCount`),
+                          }),
+                    },
+                  }),
+            },
+          }),
+    };
+  });
   const tables = m.tables.map((t) => {
     const e = rows.tables?.[t.name];
     if (e === undefined) return t;

@@ -371,6 +371,23 @@ export const Rows = z.object({
   numPidM: ExprSchema,
   /** Optional (additive): tables whose values depend on M, per rank (e.g. a push kernel's segments). */
   tables: z.record(Identifier, z.array(z.array(ExprSchema))).optional(),
+  /**
+   * Optional (additive): per kernel (by name), what else of it depends on M: int arguments (`args`, each replacing an
+   * `int` argument of that name; the runner does not specialise the kernel on them), grid dimensions (`grid`, replacing
+   * numeric ones), template params (`params`, what the emulation reads) and a gathering tile program's `limit` and
+   * `rowCount` (`gather`; its `segment` map may use the row variable, bound at M like `order` and `slots`).
+   */
+  kernels: z
+    .record(
+      Identifier,
+      z.object({
+        args: z.record(Identifier, ExprSchema).optional(),
+        grid: z.array(ExprSchema).min(1).max(3).optional(),
+        params: z.record(Identifier, ExprSchema).optional(),
+        gather: z.object({ limit: ExprSchema, rowCount: ExprSchema }).optional(),
+      }),
+    )
+    .optional(),
   fallbackBelow: Positive.optional(),
   fallbackReason: z.string().min(1).optional(),
 });

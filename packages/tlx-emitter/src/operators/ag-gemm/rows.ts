@@ -107,7 +107,11 @@ export function agRowsMaps(s: AgRowsShape, waitOwn = false): AgRowsMaps {
 }
 
 /** The AllGather's host ops over M: rank r pushes chunk c of its shard to r-1, r-2, … with a signal in slot r·split + c. */
-export function agRowsHostOps(s: AgRowsShape, maps: AgRowsMaps, buffer: string): Rows["hostOps"] {
+export function agRowsHostOps(
+  s: Pick<AgRowsShape, "world" | "split" | "K">,
+  maps: Pick<AgRowsMaps, "chunk">,
+  buffer: string,
+): Rows["hostOps"] {
   const { world: W, split: S, K } = s;
   return Array.from({ length: W }, (_, r) => ({
     rank: r,
@@ -139,7 +143,7 @@ export function agRowsTileMaps(maps: AgRowsMaps) {
  * @throws {EmitError} `bad-schedule` naming the first M, rank and block or op that breaks it.
  */
 export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows["hostOps"]): number {
-  const { world: W, split: S, blockM: BM, K } = s;
+  const { world: W, split: S, blockM: BM } = s;
   const v = [ROWS_VARIABLE, RANK_VARIABLE, DOMAIN_VARIABLE.consumer];
   const order = toFunction(maps.order, v);
   const slots = maps.slots.map((e) => toFunction(e, v));
@@ -151,31 +155,11 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
   let checked = 0;
   for (let M = s.min; M <= s.max; M += W) {
     checked += 1;
-    const m = M / W;
     const slotOfRow = chunkSlotOfRow(M, W, S);
-    // Deliveries: per destination rank, the row intervals received and the slots written.
-    const received: [number, number][][] = Array.from({ length: W }, () => []);
-    const written = Array.from({ length: W }, () => new Uint8Array(W * S));
-    for (const op of ops) {
-      const off = op.srcOff(M, 0, 0);
-      const len = op.len(M, 0, 0);
-      if (off !== op.dstOff(M, 0, 0) || len !== op.dstLen(M, 0, 0)) fail(M, `a copy from rank ${op.src} moves rows to another place`);
-      if (len <= 0 || off % K || len % K) fail(M, `a copy from rank ${op.src} is not whole rows (offset ${off}, length ${len})`);
-      const [lo, hi] = [off / K, (off + len) / K];
-      if (Math.floor(lo / m) !== op.src || Math.floor((hi - 1) / m) !== op.src)
-        fail(M, `rank ${op.src} sends rows ${lo}..${hi} it does not own`);
-      if (op.slotRank !== op.dst || slotOfRow(lo) !== op.slot || slotOfRow(hi - 1) !== op.slot) {
-        fail(M, `the copy of rows ${lo}..${hi} to rank ${op.dst} signals slot ${op.slot} of rank ${op.slotRank}`);
-      }
-      if (written[op.dst]![op.slot]) fail(M, `slot ${op.slot} of rank ${op.dst} is written twice`);
-      written[op.dst]![op.slot] = 1;
-      received[op.dst]!.push([lo, hi]);
-    }
+    const written = checkAgDeliveries(fail, s, ops, M);
     const nb = blocks(M, 0, 0);
     if (nb !== Math.ceil(M / BM)) fail(M, `${nb} m-blocks`);
     for (let r = 0; r < W; r++) {
-      // Every row of every other rank exactly once, none of its own: the sorted intervals tile [0, M) minus its shard.
-      checkRowsTiled(fail, M, r, [...received[r]!, [r * m, (r + 1) * m]], "or its own");
       checkConsumerVisits(
         fail,
         { M, rank: r, blockM: BM, blocks: nb, order, slots, slotOfRow, written: written[r]! },
@@ -184,6 +168,43 @@ export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows[
     }
   }
   return checked;
+}
+
+/**
+ * Checks that the AllGather's copies `ops` deliver, at M rows, every row of every other rank to each rank exactly once
+ * (none of its own), each copy inside one chunk of its sender's shard and signalled in that chunk's slot on the
+ * receiving rank, every slot of a rank written once. Returns the slots written on each rank.
+ */
+export function checkAgDeliveries(
+  fail: RowsFail,
+  s: Pick<AgRowsShape, "world" | "split" | "K">,
+  ops: readonly RowsCopy[],
+  M: number,
+): Uint8Array[] {
+  const { world: W, split: S, K } = s;
+  const m = M / W;
+  const slotOfRow = chunkSlotOfRow(M, W, S);
+  // Per destination rank, the row intervals received and the slots written.
+  const received: [number, number][][] = Array.from({ length: W }, () => []);
+  const written = Array.from({ length: W }, () => new Uint8Array(W * S));
+  for (const op of ops) {
+    const off = op.srcOff(M, 0, 0);
+    const len = op.len(M, 0, 0);
+    if (off !== op.dstOff(M, 0, 0) || len !== op.dstLen(M, 0, 0)) fail(M, `a copy from rank ${op.src} moves rows to another place`);
+    if (len <= 0 || off % K || len % K) fail(M, `a copy from rank ${op.src} is not whole rows (offset ${off}, length ${len})`);
+    const [lo, hi] = [off / K, (off + len) / K];
+    if (Math.floor(lo / m) !== op.src || Math.floor((hi - 1) / m) !== op.src)
+      fail(M, `rank ${op.src} sends rows ${lo}..${hi} it does not own`);
+    if (op.slotRank !== op.dst || slotOfRow(lo) !== op.slot || slotOfRow(hi - 1) !== op.slot) {
+      fail(M, `the copy of rows ${lo}..${hi} to rank ${op.dst} signals slot ${op.slot} of rank ${op.slotRank}`);
+    }
+    if (written[op.dst]![op.slot]) fail(M, `slot ${op.slot} of rank ${op.dst} is written twice`);
+    written[op.dst]![op.slot] = 1;
+    received[op.dst]!.push([lo, hi]);
+  }
+  // Every row of every other rank exactly once, none of its own: the sorted intervals tile [0, M) minus its shard.
+  for (let r = 0; r < W; r++) checkRowsTiled(fail, M, r, [...received[r]!, [r * m, (r + 1) * m]], "or its own");
+  return written;
 }
 
 /** A rows host op's copy as functions of (M, rank, m-block), with the rank that issues it and its signal. */

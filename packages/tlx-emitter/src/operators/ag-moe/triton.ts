@@ -310,13 +310,16 @@ export function routingBuffers(s: MoeAlignSizes, moe: MoeRouting): Buffer[] {
 }
 
 /** The emitted module of the routing kernels: they live in the runner, this file names them. */
-export function routingModule(): string {
+export function routingModule(anyRows = false): string {
   return [
     '"""MoE routing tables on the device: the two kernels of ovl_runtime.moe_align (sorted_token_ids,',
     "expert_of_block and num_blocks from topk_ids), launched before the grouped GEMM on every rank.",
     "",
     'Emitted by @ovl/tlx-emitter; the kernels are the runner\'s, so the torch API and a manifest run the same code."""',
-    "from ovl_runtime.moe_align import moe_align_count, moe_align_scatter  # noqa: F401",
+    anyRows
+      ? // Their copies that Triton does not specialise on the sizes, which change with the row count.
+        "from ovl_runtime.moe_align import moe_align_count_rows as moe_align_count, moe_align_scatter_rows as moe_align_scatter  # noqa: F401"
+      : "from ovl_runtime.moe_align import moe_align_count, moe_align_scatter  # noqa: F401",
     "",
   ].join("\n");
 }

@@ -1,11 +1,13 @@
 """MoE part 1's torch.library op ``ovl::moe_all_gather_grouped_matmul`` (AllGather + Gather + GroupGEMM, the routing
-tables built on the device) and its fake."""
+tables built on the device) and its fake. By default one operator serves every token count of its range (``call_key``:
+M, all ranks' tokens, a run-time argument; below the compiler's crossover or outside the range it runs the group's
+all-gather then the grouped GEMM); ``OVL_ANY_ROWS=0`` compiles one per token count."""
 
 from __future__ import annotations
 
 import torch
 
-from ..._kernels.library import KernelKey
+from ..._kernels.library import call_key
 from ..._torch_api.registry import bound_operator
 from ..._torch_api.tensors import DTYPES, call_dtype, check_device, empty_rows, local_shape, rank_views
 from ...errors import UsageError
@@ -40,13 +42,16 @@ def _moe_impl(x: torch.Tensor, topk_ids: torch.Tensor, w: torch.Tensor, group_na
     experts, hidden2, n = ws[0].shape
     if hidden != hidden2:
         raise UsageError(f"{what}: x is [{rows}, {hidden}] but w is [{experts}, {hidden2}, {n}]; the hidden sizes differ")
+    if rows == 0:  # before any key is made or compiled: a call of no tokens is refused
+        raise UsageError(f"{what}: x has no tokens (a call needs at least one token per rank)")
     topk = routing_topk(topk_ids, g, g.world * rows, experts)
     if validate:  # a host sync: the ids are read back before the launch
         bad = ((topk_ids < 0) | (topk_ids >= experts)).nonzero()
         if bad.numel():
             where = tuple(int(v) for v in bad[0].tolist())
             raise UsageError(f"{what}: topk_ids{list(where)} = {int(topk_ids[where])} is not an expert of [0, {experts})")
-    key = KernelKey("ag-moe", g.world, g.world * rows, n, hidden, DTYPES[x.dtype], experts=experts, topk=topk)
+    # The operator for every token count where this one is in its range (``call_key``), else the one of this count.
+    key = call_key("ag-moe", g.world, g.world * rows, n, hidden, DTYPES[x.dtype], experts=experts, topk=topk)
     op = bound_operator(key, g, what)
     out = empty_rows(g, g.world * rows * topk, n, x)
     op.run({"A": x, "B": w, "topk": topk_ids}, out)

@@ -115,6 +115,14 @@ def moe_align_scatter(
         tl.store(sorted_ids_ptr + pos, NUMEL + pos * 0, mask=mine[:, None] & (pos >= end[:, None]))
 
 
+#: The two kernels again, never specialised on their sizes: an operator serving any row count (``ovl emit ag-moe
+#: --any-rows``, whose emitted routing module imports these) passes new ones at every token count, which must not
+#: compile a new variant (Triton specialises an int argument that is 1 or a multiple of 16).
+moe_align_count_rows = triton.jit(moe_align_count.fn, do_not_specialize=["NUMEL", "PER"], do_not_specialize_on_alignment=["NUMEL", "PER"])
+_SIZES = ["NUMEL", "PER", "MAX_BLOCKS", "PER_B"]
+moe_align_scatter_rows = triton.jit(moe_align_scatter.fn, do_not_specialize=_SIZES, do_not_specialize_on_alignment=_SIZES)
+
+
 def moe_align_block_size(
     topk_ids: Any,
     num_experts: int,
@@ -204,7 +212,17 @@ def blocks_step(block_m: int) -> int:
     return max(1, CHUNK // block_m)
 
 
-__all__ = ["AlignSizes", "alloc_tables", "check_sizes", "launch_align", "moe_align_block_size", "moe_align_count", "moe_align_scatter"]
+__all__ = [
+    "AlignSizes",
+    "alloc_tables",
+    "check_sizes",
+    "launch_align",
+    "moe_align_block_size",
+    "moe_align_count",
+    "moe_align_count_rows",
+    "moe_align_scatter",
+    "moe_align_scatter_rows",
+]
 
 
 def _describe(x: Any) -> str:
