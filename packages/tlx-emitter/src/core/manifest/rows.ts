@@ -11,6 +11,16 @@ export function servesRows(rows: Rows, M: number): boolean {
   return Number.isSafeInteger(M) && M >= rows.range.min && M <= rows.range.max && M % rows.multiple === 0;
 }
 
+/** A `rows` argument's value at `M`: M / `divisor`. @throws {EmitError} `bad-manifest` when it does not divide M. */
+function rowsArg(m: Manifest, divisor: number, M: number): number {
+  if (M % divisor)
+    throw new EmitError(
+      "bad-manifest",
+      `manifest ${m.name}: a rows argument divides the rows by ${divisor}, which ${M} is not a multiple of`,
+    );
+  return M / divisor;
+}
+
 /**
  * `m` at `M` rows: an ordinary manifest (no `rows`). Expressions are evaluated with the manifest's row variable.
  * @throws {EmitError} `bad-param` when `m` has no rows or does not serve `M`; `bad-manifest` when an evaluated size is not positive.
@@ -59,7 +69,10 @@ export function instantiateRows(m: Manifest, M: number): Manifest {
     map.kind === "static" ? { kind: "static", expr: substitute(map.expr, env) } : { ...map, index: substitute(map.index, env) };
   const kernels: Kernel[] = m.kernels.map((k) => ({
     ...k,
-    args: k.args.map((a) => ({ name: a.name, value: a.value.kind === "rows" ? ({ kind: "int", value: M } as KernelArg) : a.value })),
+    args: k.args.map((a) => ({
+      name: a.name,
+      value: a.value.kind === "rows" ? ({ kind: "int", value: rowsArg(m, a.value.divisor ?? 1, M) } as KernelArg) : a.value,
+    })),
     // A body whose M takes the row count describes it in its template's sizes too (the emulation reads them).
     ...(k.args.some((a) => a.value.kind === "rows") && "M" in k.template.params
       ? { template: { ...k.template, params: { ...k.template.params, M } } }
