@@ -3,7 +3,7 @@
 The compiler writes such a manifest (``rows``: the M it serves, buffer rows, host copies and m-block count as
 ``@ovl/mapping`` expressions of M) and checks its plan at every M it serves; the runner instantiates it for each M
 a call brings, as ``@ovl/tlx-emitter``'s ``instantiateRows`` does: each row-scaled buffer gets its rows, the host
-ops their offsets and lengths, a ``rows`` kernel argument and the row variable of the tile programs' maps M, the
+ops their offsets and lengths, a ``rows`` kernel argument (M, or M / its ``divisor``) and the row variable of the tile programs' maps M, the
 reference M, each table of ``rows.tables`` its per-rank values. Pure Python: JSON in, a parsed manifest out.
 """
 
@@ -41,6 +41,14 @@ def _map(m: Any, var: str, M: int) -> Any:
     if m.get("kind") == "dynamic":
         return {**m, "index": _bind(m["index"], var, M)}
     return m
+
+
+def _rows_arg(a: Any, M: int) -> int:
+    """A ``rows`` kernel argument's value at ``M``: M, or M / ``divisor`` (rows per rank) where it names one."""
+    divisor = a["value"].get("divisor", 1)
+    if isinstance(divisor, bool) or not isinstance(divisor, int) or divisor < 1 or M % divisor:
+        raise ManifestError(f"kernels.args.{a['name']}.divisor", f"must be a positive integer dividing M = {M}, got {divisor!r}")
+    return M // divisor
 
 
 def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
@@ -105,7 +113,10 @@ def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
         takes_rows = any(a["value"]["kind"] == "rows" for a in k["args"])
         out = {
             **k,
-            "args": [a if a["value"]["kind"] != "rows" else {"name": a["name"], "value": {"kind": "int", "value": M}} for a in k["args"]],
+            "args": [
+                a if a["value"]["kind"] != "rows" else {"name": a["name"], "value": {"kind": "int", "value": _rows_arg(a, M)}}
+                for a in k["args"]
+            ],
         }
         if takes_rows and "M" in k["template"]["params"]:
             out["template"] = {**k["template"], "params": {**k["template"]["params"], "M": M}}
