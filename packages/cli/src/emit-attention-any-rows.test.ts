@@ -5,16 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Manifest } from "@ovl/tlx-emitter";
 import { describe, expect, it } from "vitest";
-import { runCli } from "./cli.js";
 import { attentionRowsRequest } from "./commands/rows-attention.js";
+import { ovl } from "./testing.js";
 
 const temp = () => mkdtempSync(join(tmpdir(), "ovl-attn-any-"));
 
-async function run(args: string[]): Promise<{ status: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const status = await runCli(args, { out: (t) => (out += t), err: (t) => (err += t), interactive: false });
-  return { status, out, err };
+async function run(args: string[]): Promise<{ status: number | null; out: string; err: string }> {
+  const r = await ovl(args);
+  return { status: r.status, out: r.stdout, err: r.stderr };
 }
 
 const small = ["--seq", "512", "--heads", "2", "--head-dim", "16", "--world", "2", "--tile", "32x16"];
