@@ -12,12 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from builders import CLI
 
 from ovl_runtime import emulate, load_manifest
 from ovl_runtime._emulate.interpret_load import interpret_unavailable
 from ovl_runtime.errors import UsageError
 
-CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
 pytestmark = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
 
 WORLD, HEADS, KV_HEADS, D = 2, 2, 1, 16
