@@ -507,3 +507,16 @@ def sm90a_ptx_counts(folder: Path) -> dict[str, dict[str, int]]:
         pytest.skip("no ptxas with this Triton")
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+#: The built ``ovl`` CLI, which the torch API's tests compile kernels on demand with.
+CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
+
+
+def compile_on_demand(monkeypatch: Any, cache: Path) -> None:
+    """Make the torch API compile every kernel it needs with the built CLI into ``cache`` (no library searched first,
+    the compiler's default target)."""
+    monkeypatch.setenv("OVL_CLI", f"node {CLI}")
+    monkeypatch.setenv("OVL_CACHE_DIR", str(cache))
+    monkeypatch.setenv("OVL_KERNELS", "")
+    monkeypatch.delenv("OVL_TARGET", raising=False)

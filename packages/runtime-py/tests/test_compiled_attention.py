@@ -2,7 +2,7 @@
 built-in flash-attention body by @ovl/tlx-emitter's compile() and run by the interpreter
 engine (the emitted source itself under Triton's interpreter): worlds 2 and 3, split 1 and
 2, ring and swizzle plans, chunks on and off kv-block boundaries, causal and not, MHA and
-GQA. The numpy engine leaves the body to the interpreter with a clear message; the numpy
+GQA. The numpy engine models the body under its arrival groups (``operators/ag_attention/emulate.py``); the numpy
 reference is checked against a direct softmax; bad attention fields are refused on load."""
 
 from __future__ import annotations
@@ -111,10 +111,24 @@ def test_the_kv_loop_waits_on_every_chunk_a_block_meets(compiled):
                 assert need <= covered, (r, g, p, need, covered)
 
 
-def test_the_numpy_engine_leaves_attention_to_the_interpreter(compiled):
-    m = load_manifest(compiled / "w2_swizzle_mha" / "manifest.json")
-    with pytest.raises(ManifestError, match="use the interpret engine"):
-        emulate(m, epochs=1, seed=1, engine="numpy").raise_for_failure()
+@pytest.mark.parametrize("case", [c[0] for c in CASES])
+def test_the_numpy_engine_models_the_attention_body_under_its_groups(compiled, case):
+    # Group by group: its waits, then its kv blocks as they are then; the output over what was read.
+    m = load_manifest(compiled / case / "manifest.json")
+    out = emulate(m, epochs=2, seed=3, engine="numpy")
+    out.raise_for_failure()
+    assert len(out.checks) == 2 and all(c.ok for c in out.checks)
+
+
+def test_the_numpy_engine_refuses_a_kv_loop_that_skips_a_block(compiled, tmp_path):
+    d = json.loads((compiled / "w2_swizzle_mha" / "manifest.json").read_text())
+    start = next(t for t in d["tables"] if t["name"] == "ovl_kv_group_start")
+    start["values"][1] = [*start["values"][1][:-1], start["values"][1][-1] - 1]  # the last group stops a block short
+    (tmp_path / "m.json").write_text(json.dumps(d))
+    for k in d["kernels"]:
+        (tmp_path / k["source"]).write_text((compiled / "w2_swizzle_mha" / k["source"]).read_text())
+    out = emulate(load_manifest(tmp_path / "m.json"), epochs=1, seed=1, engine="numpy")
+    assert any("never reads kv blocks" in str(f) for f in out.failures), out.failures
 
 
 def test_a_wrong_causality_is_caught(compiled, tmp_path):

@@ -343,8 +343,9 @@ def test_the_kernels_command_builds_an_attention_library_entry(tmp_path, monkeyp
     cmd = [sys.executable, "-m", "ovl_runtime", "kernels", "ag-attention", "--world", "2", "--m", "256", "--n", "128", "--k", "128"]
     done = subprocess.run([*cmd, "--heads", "4", "--causal", "--into", str(tmp_path)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    key = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
-    assert done.stdout.strip() == str(tmp_path / key.dirname / "manifest.json")
+    # The key the torch API binds: the operator for every sequence length (``--per-m``: this length's alone).
+    key = lib.call_key("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
+    assert key.rows and done.stdout.strip() == str(tmp_path / key.dirname / "manifest.json")
     refused = subprocess.run([*cmd, "--into", str(tmp_path)], capture_output=True, text=True, check=False)  # no --heads
     assert refused.returncode != 0 and "heads" in refused.stderr + refused.stdout
 
@@ -354,7 +355,9 @@ def test_a_missing_attention_kernel_names_the_command_with_its_heads(tmp_path, m
     monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path / "cache"))
     _no_compiler(tmp_path, monkeypatch)
     key = lib.KernelKey("ag-attention", 2, 256, 128, 128, heads=4, causal=True)
-    with pytest.raises(lib.KernelNotCompiled, match="kernels ag-attention --world 2 --m 256 --n 128 --k 128 --heads 4 --causal --into"):
+    with pytest.raises(
+        lib.KernelNotCompiled, match="kernels ag-attention --world 2 --m 256 --n 128 --k 128 --heads 4 --causal --per-m --into"
+    ):
         lib.manifest_for(key)
 
 

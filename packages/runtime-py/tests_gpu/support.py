@@ -56,10 +56,12 @@ def dtypes() -> list[Any]:
 
 
 def prepare_main(script: str, all_keys: Callable[[], Sequence[lib.KernelKey]]) -> None:
-    """``python tests_gpu/<script> --prepare DIR``: compile every key the tests need into DIR."""
-    if len(sys.argv) == 3 and sys.argv[1] == "--prepare":
+    """``python tests_gpu/<script> --prepare DIR [OP]``: compile every key the tests need (of operator ``OP`` alone: what
+    the tests marked ``kernels(OP)`` need) into DIR."""
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--prepare":
         into = Path(sys.argv[2])
         for key in all_keys():
-            print(lib.ensure_compiled(key, into))
+            if len(sys.argv) == 3 or key.op == sys.argv[3]:
+                print(lib.ensure_compiled(key, into))
     else:
-        sys.exit(f"usage: python tests_gpu/{script} --prepare DIR")
+        sys.exit(f"usage: python tests_gpu/{script} --prepare DIR [OP]")

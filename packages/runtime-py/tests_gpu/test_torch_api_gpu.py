@@ -58,6 +58,10 @@ def attention_key(world: int, seq: int, heads: int, kv_heads: int, d: int, causa
     return lib.KernelKey("ag-attention", world, seq, heads * d, 2 * kv_heads * d, dtype, heads=heads, causal=causal)
 
 
+def attention_rows_key(world: int, seq: int, heads: int, kv_heads: int, d: int, causal: bool, dtype: str = "bf16") -> lib.KernelKey:
+    return lib.call_key("ag-attention", world, seq, heads * d, 2 * kv_heads * d, dtype, heads=heads, causal=causal)
+
+
 def _example():
     spec = importlib.util.spec_from_file_location("tp_block", EXAMPLE)
     assert spec and spec.loader
@@ -76,6 +80,8 @@ def all_keys() -> list[lib.KernelKey]:
     operators = [lib.call_key(*k, d) for k in KEYS for d in lib.COMMON_DTYPES]
     own = [lib.KernelKey(*k, d) for k in KEYS if k[0] in lib.ROWS_OPERATORS for d in lib.COMMON_DTYPES]
     attention = [attention_key(*a, dtype=d) for a in ATTENTION for d in lib.COMMON_DTYPES]
+    # The attention for every sequence length (the torch API's default, ``call_key``) at ATTENTION's shapes.
+    attention += [attention_rows_key(*a, dtype=d) for a in ATTENTION for d in lib.COMMON_DTYPES]
     fp8 = [key for k in FP8_KEYS for key in (lib.call_key(*k, "fp8e4m3"), lib.KernelKey(*k, "fp8e4m3"))]
     return operators + own + attention + fp8 + block.keys(2) + block.keys(8)
 
@@ -273,13 +279,30 @@ def test_all_to_all_matmul_matches_torch_and_captures(world, any_rows, dtype, mo
     del graph
 
 
+def _sdpa(q, kv, causal: bool):
+    """Dense attention over every rank's positions in rank order (float32), shaped as ``q`` ``[world, s, H, D]``."""
+    world, s, heads, d = q.shape
+    kv_heads = kv.shape[3]
+    qf = q.reshape(world * s, heads, d).transpose(0, 1)[None]  # [1, H, S, D]
+    kvf = kv.reshape(world * s, 2, kv_heads, d)
+    k = kvf[:, 0].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)[None]
+    v = kvf[:, 1].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)[None]
+    want = torch.nn.functional.scaled_dot_product_attention(qf.float(), k.float(), v.float(), is_causal=causal)
+    return want[0].transpose(0, 1).reshape(world, s, heads, d)
+
+
 @over_dtypes
+@pytest.mark.kernels("ag-attention")
+@pytest.mark.parametrize("any_rows", [True, False], ids=["any-length", "per-length"])
 @pytest.mark.parametrize(("world", "seq", "heads", "kv_heads", "d", "causal"), ATTENTION)
-def test_sequence_parallel_attention_matches_sdpa(world, seq, heads, kv_heads, d, causal, dtype):
+def test_sequence_parallel_attention_matches_sdpa(world, seq, heads, kv_heads, d, causal, any_rows, dtype, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.errors import UsageError
     from ovl_runtime.groups import OneGpuGroup
 
+    # Both operators: the one for every sequence length (the plain all-gather then SDPA below the compiler's crossover)
+    # and the one compiled for this length.
+    monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
     g = OneGpuGroup(world)
     s = seq // world
     for step in range(2):
@@ -290,16 +313,12 @@ def test_sequence_parallel_attention_matches_sdpa(world, seq, heads, kv_heads, d
             if "fixed grid" in str(exc):  # the one-GPU mode cannot hold a fixed grid of waiting programs this large
                 pytest.skip(f"one-GPU mode: {exc}")
             raise
-        qf = q.reshape(seq, heads, d).transpose(0, 1)[None]  # [1, H, S, D], positions in rank order
-        kvf = kv.reshape(seq, 2, kv_heads, d)
-        k = kvf[:, 0].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)[None]
-        v = kvf[:, 1].transpose(0, 1).repeat_interleave(heads // kv_heads, 0)[None]
-        want = torch.nn.functional.scaled_dot_product_attention(qf.float(), k.float(), v.float(), is_causal=causal)
-        want = want[0].transpose(0, 1).reshape(world, s, heads, d)
+        want = _sdpa(q, kv, causal)
         ops.synchronize(g)
         assert o.shape == q.shape and rel(o, want) < 0.02, step
 
 
+@pytest.mark.kernels("ag-attention")
 @pytest.mark.parametrize("world", [2, 8])
 def test_the_sequence_parallel_attention_layer_matches_dense_attention(world):
     from ovl_runtime import ops
@@ -328,6 +347,62 @@ def test_the_sequence_parallel_attention_layer_matches_dense_attention(world):
             raise
         ops.synchronize(g)
     assert rel(y.reshape(seq, hidden), want) < 0.03
+
+
+@over_dtypes
+@pytest.mark.kernels("ag-attention")
+@pytest.mark.parametrize(("world", "seq", "heads", "kv_heads", "d", "causal"), [a for a in ATTENTION if a[0] == 2 and a[1] == 1024])
+def test_sequence_parallel_attention_compiles_nothing_for_a_new_length(world, seq, heads, kv_heads, d, causal, dtype):
+    """One attention for every sequence length (causal and not): after a warm-up at two lengths, calls at lengths
+    that are not powers of two (nor multiples of the blocks) run the same compiled kernel — 0 ovl compiles (the
+    library's ``compile_key``) and 0 Triton JIT compiles (``triton.knobs.runtime.jit_cache_hook``) — each matching
+    SDPA. The compiler's crossover (a performance call) is lifted so that every call runs the overlapped kernel."""
+    import dataclasses
+
+    import triton
+
+    from ovl_runtime import ops
+    from ovl_runtime.groups import OneGpuGroup
+
+    g = OneGpuGroup(world)
+
+    def call(S: int, seed: int):
+        s = S // world
+        q, kv = rand(world, s, heads, d, seed=seed, dtype=dtype), rand(world, s, 2, kv_heads, d, seed=seed + 1, dtype=dtype)
+        return ops.sequence_parallel_attention(q, kv, g, causal=causal), _sdpa(q, kv, causal)
+
+    call(seq, 0)  # the first call compiles and loads the operator for every length
+    op = next(o for o in ops.operators() if hasattr(o, "path"))
+    assert op.m.reference.operator == "ag-attention" and op.m.rows is not None
+    op.rows = dataclasses.replace(op.rows, fallback_below=None, fallback_reason=None)
+    lo = op.rows.min
+    for i, S in enumerate((lo + 2 * 64, lo + 2 * 300)):  # warm-up: the kernel's first launches
+        call(S, 10 + i)
+    ops.synchronize(g)
+    compiles = {"ovl": 0, "triton": 0}
+    real_compile = lib.compile_key
+
+    def counted(*a, **kw):
+        compiles["ovl"] += 1
+        return real_compile(*a, **kw)
+
+    def jit_hook(*_a, **_kw) -> bool:
+        compiles["triton"] += 1
+        return False
+
+    try:
+        lib.compile_key = counted
+        triton.knobs.runtime.jit_cache_hook = jit_hook
+        for i, S in enumerate((lo, lo + 2 * 101, lo + 2 * 517, 3006, 6002)):
+            assert op.path(S) == "overlapped", S
+            o, want = call(S, 20 + 2 * i)
+            ops.synchronize(g)
+            assert o.shape == want.shape and o.dtype == dtype and rel(o, want) < 0.02, S
+    finally:
+        lib.compile_key = real_compile
+        triton.knobs.runtime.jit_cache_hook = None
+    assert compiles == {"ovl": 0, "triton": 0}
+    assert len(ops.operators()) == 1
 
 
 def test_a_captured_graph_replays_correctly_many_times(monkeypatch):

@@ -225,6 +225,8 @@ export {
   DEFAULT_ATTENTION_BLOCKS,
   defaultAttentionTile,
 } from "./operators/ag-attention/triton.js";
+export { compileAgAttentionRows } from "./operators/ag-attention/rows-compile.js";
+export { attentionRowsGroups, checkAgAttentionRows, type AttentionRowsGroups } from "./operators/ag-attention/rows.js";
 export { compileGemmRs, LOCAL_PRODUCER_KIND } from "./operators/gemm-rs/triton.js";
 export { compileGemmAr, realisableArPlan } from "./operators/gemm-ar/triton.js";
 export { rankMap, consumerColumns, RANK_VAR, type BuiltMap, type ConsumerColumns } from "./schedule/maps.js";

@@ -7,7 +7,10 @@ import { DEFAULT_DTYPE, dtypeSuffix } from "../dtype.js";
 import { UsageError } from "../errors.js";
 import type { CommandOutput } from "../io.js";
 import { parseMesh } from "../problem.js";
+import { rowsLines } from "./emit.js";
 import { gatherPlan } from "./gather-plan.js";
+import { anyRowsFlags } from "./rows.js";
+import { attentionRowsRequest } from "./rows-attention.js";
 import { writeEmitted } from "./write-emitted.js";
 
 /** The flags `ovl emit ag-attention` reads. */
@@ -26,6 +29,10 @@ export interface AttentionFlags {
   split?: number;
   tile?: string;
   backend?: string;
+  /** `--any-rows` and its range: one operator for every sequence length (`rows-attention.ts`). */
+  anyRows?: boolean;
+  minRows?: number;
+  maxRows?: number;
 }
 
 /** The attention problem the flags name (every size required but the kv heads, which default to the heads). */
@@ -63,6 +70,14 @@ export async function emitAttentionCommand(
   const plan = attentionPlan(f, a);
   const tile = attentionTile(f.tile, a.headDim);
   const world = parseMesh(f).reduce((x, y) => x * y, 1);
+  const range = anyRowsFlags(f);
+  const rows =
+    range === undefined
+      ? undefined
+      : attentionRowsRequest(
+          { attention: a, world, split: f.split ?? 2, kvBlock: tile?.BN, template: f.template, side: f.side, backend: f.backend },
+          range,
+        );
   const dtype = f.dtype ?? DEFAULT_DTYPE;
   const name = `ag_attention_s${a.S}_h${a.heads}_kv${a.kvHeads}_d${a.headDim}${a.causal ? "_causal" : ""}${dtypeSuffix(dtype, "_")}_w${world}`;
   const op: OperatorInput = {
@@ -73,6 +88,7 @@ export async function emitAttentionCommand(
     problem: attentionGemmView(a),
     attention: a,
     ...(tile === undefined ? {} : { tile }),
+    ...(rows === undefined ? {} : { rows }),
     options: { dtype },
   };
   const result = await compile(op);
@@ -84,6 +100,7 @@ export async function emitAttentionCommand(
     lines: [
       `${name}: attention over S=${a.S} (${a.heads} heads, ${a.kvHeads} kv heads, head dim ${a.headDim}${a.causal ? ", causal" : ""}${dtypeSuffix(dtype, ", ")}), kv gathered by ${f.template ?? "swizzle"} on ${world} ranks`,
       `  blocks ${blocks} (query rows x kv rows), body ${op.body.path}`,
+      ...rowsLines(result.manifest.rows),
       ...files.map((x) => `wrote ${x}`),
       `run it: ovl run ${manifest} --emulate --engine interpret    (or on GPUs: ovl run ${manifest} --gpus ${world})`,
     ],

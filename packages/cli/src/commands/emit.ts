@@ -303,7 +303,7 @@ export async function emitCommand(p: Problem, outDir: string, tlx = false, sourc
 }
 
 /** What an any-row-count operator serves, and where it does not overlap. */
-function rowsLines(rows: Manifest["rows"]): string[] {
+export function rowsLines(rows: Manifest["rows"]): string[] {
   if (rows === undefined) return [];
   const serves = `  rows: every M from ${rows.range.min} to ${rows.range.max} in multiples of ${rows.multiple} (described at ${rows.at})`;
   if (rows.fallbackBelow === undefined) return [serves];

@@ -1,4 +1,4 @@
-// `ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe --any-rows`: the row counts one compiled operator serves, and where it should not
+// `ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe --any-rows` (ag-attention's: `rows-attention.ts`): the row counts one compiled operator serves, and where it should not
 // overlap at all. The crossover is the simulator's: at each of a sweep of row counts it prices the
 // emitted operator against the GEMM then the NCCL-like collective; below the smallest row count from
 // which overlapping wins at every larger point of the sweep, the runner runs the plain sequence.
@@ -11,7 +11,7 @@ import type { Problem } from "../problem.js";
 import { predict } from "./simulate.js";
 
 /** The operators `--any-rows` compiles for every row count (`ag-moe` through `moeRowsRequest`). */
-export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm"];
+export const ANY_ROWS_OPERATORS: readonly string[] = ["ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-attention"];
 
 /** The most rows an any-row-count operator serves without --max-rows: 32768, down to a multiple of the world. */
 export function defaultMaxRows(world: number): number {
@@ -88,6 +88,25 @@ export function rowSweep(min: number, max: number, multiple: number): number[] {
 }
 
 /**
+ * The range `--min-rows` / `--max-rows` name (default: from `least` to {@link defaultMaxRows}) and the request for it
+ * with `split` chunks a rank; a `--min-rows` not given is left to the emitter, which raises it to what its resolved
+ * tile needs. @throws {UsageError} bounds that are not multiples of the world, or min > max.
+ */
+export function rowsRange(
+  o: { minRows?: number; maxRows?: number },
+  least: number,
+  world: number,
+  split: number,
+): { min: number; max: number; request: RowsRequest } {
+  const min = o.minRows ?? least;
+  const max = o.maxRows ?? defaultMaxRows(world);
+  if (min % world || max % world || min > max) {
+    throw new UsageError("usage", `--min-rows ${min} and --max-rows ${max} must be multiples of --world ${world}, min <= max`);
+  }
+  return { min, max, request: { ...(o.minRows === undefined ? {} : { min }), max, split } };
+}
+
+/**
  * `--any-rows`'s request for `p` (as {@link anyRowsProblem} resolved it): the range, and the simulator's crossover on
  * the target's model (when it has one).
  */
@@ -97,21 +116,14 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
       "unsupported",
       `--any-rows compiles ${ANY_ROWS_OPERATORS.join(", ")} for every row count; ${p.operator} is compiled per M`,
     );
-  const least = leastRows(p);
-  const min = o.minRows ?? least;
-  const max = o.maxRows ?? defaultMaxRows(p.world);
-  if (min % p.world || max % p.world || min > max) {
-    throw new UsageError("usage", `--min-rows ${min} and --max-rows ${max} must be multiples of --world ${p.world}, min <= max`);
-  }
-  // The emitter raises the least rows to what its resolved tile needs: a --min-rows not given is left to it.
-  const request: RowsRequest = { ...(o.minRows === undefined ? {} : { min }), max, split: p.split };
+  const { min, max, request } = rowsRange(o, leastRows(p), p.world, p.split);
   const hw = MODELS[target ?? DEFAULT_TARGET.name];
   if (hw === undefined) return request;
   // GEMM+RS and GEMM+AR are priced by their per-M plans, which need whole m-blocks per rank; the consumers (AG+GEMM,
   // A2A+GEMM) at any multiple of the world.
   const multiple = consumes(p) ? p.world : p.world * p.tile.BM;
   const sweep = rowSweep(min, max, multiple).map((M) => ({ M, speedup: predict({ ...p, M }, hw.name).speedup }));
-  return crossover(request, sweep, { max, world: p.world }, hw.name);
+  return withCrossover(request, sweep, { max, world: p.world }, hw.name, "the GEMM then the collective");
 }
 
 /**
@@ -120,24 +132,24 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
  * what the grouped GEMM computes without its padding).
  */
 export function moeRowsRequest(gemm: Problem, o: { minRows?: number; maxRows?: number }, target: TargetName | undefined): RowsRequest {
-  const max = o.maxRows ?? defaultMaxRows(gemm.world);
-  const min = o.minRows ?? gemm.world * (gemm.split + (gemm.split - 1) ** 2);
-  if (min % gemm.world || max % gemm.world || min > max) {
-    throw new UsageError("usage", `--min-rows ${min} and --max-rows ${max} must be multiples of --world ${gemm.world}, min <= max`);
-  }
-  const request: RowsRequest = { ...(o.minRows === undefined ? {} : { min }), max, split: gemm.split };
+  const { min, max, request } = rowsRange(o, gemm.world * (gemm.split + (gemm.split - 1) ** 2), gemm.world, gemm.split);
   const hw = MODELS[target ?? DEFAULT_TARGET.name];
   if (hw === undefined) return request;
   const sweep = rowSweep(min, max, gemm.world).map((M) => ({ M, speedup: predict({ ...gemm, M }, hw.name).speedup }));
-  return crossover(request, sweep, { max, world: gemm.world }, hw.name);
+  return withCrossover(request, sweep, { max, world: gemm.world }, hw.name, "the gather then the grouped GEMM");
 }
 
-/** `request` with the fallback its sweep says: below the smallest point from which overlapping wins at every larger one. */
-function crossover(
+/**
+ * `request` with the simulator's crossover on `device` from `sweep` (row counts ascending, each with its predicted
+ * speedup of overlapping over `plain`): below the smallest point from which overlapping wins at every larger point
+ * of the sweep the runner does not overlap (past the range `max`, when it wins nowhere).
+ */
+export function withCrossover(
   request: RowsRequest,
   sweep: readonly { M: number; speedup: number }[],
-  range: { max: number; world: number },
-  model: string,
+  range: { readonly max: number; readonly world: number },
+  device: string,
+  plain: string,
 ): RowsRequest {
   if (sweep.length === 0) return request;
   // The smallest point from which overlapping wins at every larger point of the sweep.
@@ -150,12 +162,12 @@ function crossover(
     return {
       ...request,
       fallbackBelow: range.max + range.world,
-      fallbackReason: `simulated on ${model}: overlapping loses at every row count up to ${range.max} (${last.speedup.toFixed(2)}x at ${last.M})`,
+      fallbackReason: `simulated on ${device}: overlapping loses at every row count up to ${range.max} (${last.speedup.toFixed(2)}x at ${last.M})`,
     };
   }
   return {
     ...request,
     fallbackBelow: first.M,
-    fallbackReason: `simulated on ${model}: overlapping is slower than the GEMM then the collective at ${last.M} rows (${last.speedup.toFixed(2)}x) and faster from ${first.M} (${first.speedup.toFixed(2)}x)`,
+    fallbackReason: `simulated on ${device}: overlapping is slower than ${plain} at ${last.M} rows (${last.speedup.toFixed(2)}x) and faster from ${first.M} (${first.speedup.toFixed(2)}x)`,
   };
 }

@@ -423,7 +423,16 @@ def _kernels(args: argparse.Namespace) -> int:
             if args.m is not None:
                 raise UsageError("--any-rows compiles for every row count: drop --m")
             key = rows_key(
-                args.op, args.world, args.n, args.k, args.dtype, target=args.target, experts=args.experts or 0, topk=args.topk or 0
+                args.op,
+                args.world,
+                args.n,
+                args.k,
+                args.dtype,
+                target=args.target,
+                experts=args.experts or 0,
+                topk=args.topk or 0,
+                heads=args.heads,
+                causal=args.causal,
             )
         elif args.m is None:
             raise UsageError(f"give --m (or --any-rows for {', '.join(ROWS_OPERATORS)})")

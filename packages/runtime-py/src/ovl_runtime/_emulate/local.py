@@ -19,6 +19,7 @@ import numpy as np
 from .._manifest.index_maps import TileProgram
 from .._signals.board import epoch_target
 from ..errors import KernelFault, ManifestError
+from ..operators.ag_attention.emulate import attention_consumer
 from ..operators.ag_moe.emulate import moe_consumer, moe_producer
 from .kernels import KernelContext
 
@@ -118,6 +119,8 @@ def local_consumer(ctx: KernelContext) -> None:
     on every slot column of its rows first."""
     if ctx.kernel.template_params.get("operator") == "ag-moe":  # rows gathered through the routing's tables
         return moe_consumer(ctx)
+    if ctx.kernel.template_params.get("operator") == "ag-attention":  # kv blocks read group by group
+        return attention_consumer(ctx)
     tp = _program(ctx, "consumer")
     a, b, c, BM, BN = _operands(ctx)
     scale = _scale(ctx)

@@ -52,7 +52,7 @@ COMMON_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
-ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe")
+ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe", "ag-attention")
 #: The most rows an any-row-count operator serves by default, and the row count it is described at.
 ROWS_MAX = 32768
 ROWS_AT = 8192
@@ -221,7 +221,21 @@ class KernelKey:
             d = self.n // self.heads
             shape = ["--seq", str(self.m), "--heads", str(self.heads), "--kv-heads", str(self.k // (2 * d)), "--head-dim", str(d)]
             causal = ["--causal"] if self.causal else []
-            return ["emit", self.op, *shape, *causal, *dtype, "--world", str(self.world), "--split", str(self.split), "--out", str(out)]
+            rows = ["--any-rows", "--max-rows", str(self.rows)] if self.rows else []
+            return [
+                "emit",
+                self.op,
+                *shape,
+                *causal,
+                *dtype,
+                "--world",
+                str(self.world),
+                "--split",
+                str(self.split),
+                *rows,
+                "--out",
+                str(out),
+            ]
         if self.op == "moe-rs":
             sizes = ["--m", str(self.m), "--n", str(self.n), "--k", str(self.k), "--world", str(self.world), "--split", str(self.split)]
             return ["emit", self.op, *sizes, *dtype, "--experts", str(self.experts), "--topk", str(self.topk), "--out", str(out)]
@@ -251,18 +265,32 @@ class KernelKey:
 
 
 def rows_key(
-    op: str, world: int, n: int, k: int, dtype: str = "bf16", target: str | None = None, experts: int = 0, topk: int = 0
+    op: str,
+    world: int,
+    n: int,
+    k: int,
+    dtype: str = "bf16",
+    target: str | None = None,
+    experts: int = 0,
+    topk: int = 0,
+    heads: int = 0,
+    causal: bool = False,
 ) -> KernelKey:
     """The key of ``op`` compiled once for every row count up to ``ROWS_MAX`` (described, and tuned, at ``ROWS_AT``
-    rounded to the world); a routed operator's (``ag-moe``) with its ``experts`` and ``topk``."""
+    rounded to the world); a routed operator's (``ag-moe``) with its ``experts`` and ``topk``; ``ag-attention``'s rows
+    are its sequence length, its ``heads`` and ``causal`` fixed."""
     top = ROWS_MAX - ROWS_MAX % world
-    return KernelKey(op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top, target=target, experts=experts, topk=topk)
+    return KernelKey(
+        op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top, target=target, experts=experts, topk=topk, heads=heads, causal=causal
+    )
 
 
 def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", **routing: Any) -> KernelKey:
     """The key the torch API compiles for a call of ``op`` at ``m`` rows: the operator for every row count where
     ``op`` has one and ``m`` is in its range (``OVL_ANY_ROWS`` not 0), else the operator for ``m`` alone."""
-    given = {name: v for name, v in routing.items() if v}
+    # ag-attention's heads and causality are part of its shape, not a routing: they do not make the key per M.
+    shape = {name: routing[name] for name in ("heads", "causal") if name in routing}
+    given = {name: v for name, v in routing.items() if v and name not in shape}
     if m < 1:  # before the operator for every row count is picked: a call of no rows is refused, not compiled
         raise UsageError(f"{op}: m must be a positive integer, got {m} (a call needs at least one row per rank)")
     if not given or set(given) == {"target"}:
@@ -275,7 +303,7 @@ def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", *
     # A routed operator's key carries its routing, which the operator for every row count is compiled for too.
     routed = {name: v for name, v in given.items() if op in ROUTED_OPERATORS and name in ("experts", "topk")}
     if ANY_ROWS and op in ROWS_OPERATORS and set(given) == set(routed) and m <= ROWS_MAX - ROWS_MAX % world:
-        return rows_key(op, world, n, k, dtype, target=routing.get("target"), **routed)
+        return rows_key(op, world, n, k, dtype, target=routing.get("target"), **routed, **shape)
     return KernelKey(op, world, m, n, k, dtype, **routing)
 
 

@@ -3,7 +3,7 @@
 The compiler writes such a manifest (``rows``: the M it serves, buffer rows, host copies and m-block count as
 ``@ovl/mapping`` expressions of M) and checks its plan at every M it serves; the runner instantiates it for each M
 a call brings, as ``@ovl/tlx-emitter``'s ``instantiateRows`` does: each row-scaled buffer gets its rows, the host
-ops their offsets and lengths, a ``rows`` kernel argument and the row variable of the tile programs' maps M, the
+ops their offsets and lengths, a ``rows`` kernel argument (M, or M / its ``divisor``) and the row variable of the tile programs' maps M, the
 reference M, each table of ``rows.tables`` its per-rank values. Pure Python: JSON in, a parsed manifest out.
 """
 
@@ -42,6 +42,14 @@ def _map(m: Any, var: str, M: int) -> Any:
     if m.get("kind") == "dynamic":
         return {**m, "index": _bind(m["index"], var, M)}
     return m
+
+
+def _rows_arg(a: Any, M: int) -> int:
+    """A ``rows`` kernel argument's value at ``M``: M, or M / ``divisor`` (rows per rank) where it names one."""
+    divisor = a["value"].get("divisor", 1)
+    if isinstance(divisor, bool) or not isinstance(divisor, int) or divisor < 1 or M % divisor:
+        raise ManifestError(f"kernels.args.{a['name']}.divisor", f"must be a positive integer dividing M = {M}, got {divisor!r}")
+    return M // divisor
 
 
 def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
@@ -111,7 +119,7 @@ def instantiate_data(m: Manifest, M: int) -> dict[str, Any]:
 
 
 def _kernel(k: Any, more: Any, var: str, M: int, num_pid_m: int, value: Callable[[Any, str, bool], int]) -> dict[str, Any]:
-    """Kernel ``k`` at ``M`` rows: its ``rows`` arguments M, and what ``more`` (its entry of ``rows.kernels``) says of
+    """Kernel ``k`` at ``M`` rows: its ``rows`` arguments M (or M / their divisor), and what ``more`` (its entry of ``rows.kernels``) says of
     its int arguments, grid, template params and gather sizes; its tile program's maps bound at M."""
     where = f"rows.kernels.{k['name']}"
     args = more.get("args") or {}
@@ -122,7 +130,7 @@ def _kernel(k: Any, more: Any, var: str, M: int, num_pid_m: int, value: Callable
     def arg(a: Any) -> Any:
         if a["name"] in args:
             return {"name": a["name"], "value": {"kind": "int", "value": value(args[a["name"]], f"{where}.args.{a['name']}", False)}}
-        return a if a["value"]["kind"] != "rows" else {"name": a["name"], "value": {"kind": "int", "value": M}}
+        return a if a["value"]["kind"] != "rows" else {"name": a["name"], "value": {"kind": "int", "value": _rows_arg(a, M)}}
 
     params = dict(k["template"]["params"])
     if any(a["value"]["kind"] == "rows" for a in k["args"]) and "M" in params:

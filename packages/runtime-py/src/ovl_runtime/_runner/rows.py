@@ -1,5 +1,5 @@
-"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe
---any-rows``), bound to a group.
+"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe|ag-attention
+--any-rows``; ag-attention's rows are its sequence length), bound to a group.
 
 A call brings its row count M. Where the compiler says overlapping does not pay at M (``rows.fallbackBelow``, the
 simulator's crossover) or M is outside what the operator serves, the call runs the operator's plain sequence instead
@@ -40,7 +40,8 @@ KEEP = 4
 
 
 class RowsOperator:
-    """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce, AllToAll+GEMM, AllGather+MoE) for every row count of ``m.rows`` on ``group``
+    """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce, AllToAll+GEMM, AllGather+MoE,
+    AllGather+attention) for every row count of ``m.rows`` on ``group``
     (see the module docstring)."""
 
     def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup | EmulatedGroup) -> None:
@@ -49,7 +50,7 @@ class RowsOperator:
         plain = PLAIN.get(m.reference.operator)
         if plain is None:
             raise UsageError(f"{m.name}: any row count is run for {', '.join(PLAIN)}, not {m.reference.operator}")
-        self.m, self.group, self.rows, self.plain = m, group, m.rows, plain
+        self.m, self.group, self.rows, self.plain = m, group, m.rows, plain.for_manifest(m)
         self.bound: OrderedDict[int, BoundOperator] = OrderedDict()
         self.closed = False
         self.calls = 0
@@ -73,7 +74,7 @@ class RowsOperator:
         """Enqueue one call (the tensors as :meth:`BoundOperator.run` takes them)."""
         if self.closed:
             raise UsageError(f"{self.m.name}: this operator was closed; its buffers are freed")
-        x, w = inputs["A"], inputs["B"]
+        x, w = (inputs[name] for name in self.plain.inputs)
         M = self.plain.rows(x, self.m.world)
         self._check(x, w, M)
         self._agree(M)
@@ -137,7 +138,7 @@ class RowsOperator:
             raise UsageError(f"{self.m.name}: {M} rows do not split over {world} ranks (M must be a positive multiple of {world})")
         # An emulated group also takes float32 (the emulation computes in float32 whatever the kernels' type).
         types = {**(DTYPES if isinstance(self.group, EmulatedGroup) else GPU_DTYPES), FP8: "fp8e4m3"}
-        for name, t in (("A", x), ("B", w)):
+        for name, t in zip(self.plain.inputs, (x, w), strict=True):
             if types.get(t.dtype) != self.m.dtype:
                 raise UsageError(f"{self.m.name}: {name} is {t.dtype}; the operator is compiled for {self.m.dtype}")
 

@@ -5,9 +5,11 @@ collectives (:mod:`ovl_runtime._torch_api.collectives`):
 - ``ag-gemm``: every rank's rows gathered, then one matmul (``A`` is this rank's ``[M / world, K]`` shard);
 - ``gemm-rs``: the rank's partial product, then the group's reduce-scatter by rows (``A`` is ``[M, K]``);
 - ``gemm-ar``: the rank's partial product, then the group's all-reduce (``A`` is ``[M, K]``);
-- ``a2a-gemm``: the group's all-to-all of row slabs, then one matmul (``A`` is this rank's ``[M, K]`` send buffer).
+- ``a2a-gemm``: the group's all-to-all of row slabs, then one matmul (``A`` is this rank's ``[M, K]`` send buffer);
 - ``ag-moe``: every rank's tokens gathered, then the grouped expert GEMM (``A`` is this rank's ``[M / world, K]`` tokens,
-  ``topk`` every rank's experts; :mod:`ovl_runtime.operators.ag_moe.plain`).
+  ``topk`` every rank's experts; :mod:`ovl_runtime.operators.ag_moe.plain`);
+- ``ag-attention``: the group's all-gather of K/V, then torch's scaled_dot_product_attention over this rank's queries
+  (``Q`` is this rank's ``[S / world, H·D]``, ``KV`` its ``[S / world, 2·Hkv·D]``; the rows are the sequence S).
 
 Imports torch: GPU only (or a stacked CPU group).
 """
@@ -15,12 +17,14 @@ Imports torch: GPU only (or a stacked CPU group).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
+from .._manifest.types import Manifest
 from .._torch_api.collectives import all_reduce, exchange_slabs, gather_rows, reduce_scatter_rows
 from ..groups import Group
+from ..operators.ag_attention.plain import plain_attention
 from ..operators.ag_moe.plain import all_gather_grouped_matmul
 
 
@@ -34,8 +38,20 @@ class PlainPath:
     run: Callable[..., torch.Tensor | None]
     #: The sequence, in words (for the log).
     what: str
+    #: The names of the call's two inputs (``A`` and ``B``: the GEMM's operands).
+    inputs: tuple[str, str] = ("A", "B")
     #: The call's other inputs ``run`` takes after the group, by name (``ag-moe``'s ``topk``).
     more: tuple[str, ...] = ()
+    #: Where ``run`` depends on the compiled operator (attention's heads, scale and causality): ``run`` for a manifest.
+    configure: Callable[[Manifest], Callable[..., torch.Tensor | None]] | None = None
+
+    def for_manifest(self, m: Manifest) -> PlainPath:
+        """This path with ``run`` for ``m`` (itself where ``run`` does not depend on it)."""
+        return self if self.configure is None else replace(self, run=self.configure(m), configure=None)
+
+
+def _unconfigured(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> None:
+    raise AssertionError("this plain path runs for a manifest: PlainPath.for_manifest")
 
 
 def _ag_gemm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> torch.Tensor:
@@ -64,5 +80,8 @@ PLAIN: dict[str, PlainPath] = {
     "gemm-rs": PlainPath(lambda x, world: x.shape[-2], _gemm_rs, "matmul, then reduce-scatter"),
     "gemm-ar": PlainPath(lambda x, world: x.shape[-2], _gemm_ar, "matmul, then all-reduce"),
     "a2a-gemm": PlainPath(lambda x, world: x.shape[-2], _a2a_gemm, "all-to-all, then matmul"),
-    "ag-moe": PlainPath(lambda x, world: x.shape[-2] * world, all_gather_grouped_matmul, "gather, then grouped matmul", ("topk",)),
+    "ag-moe": PlainPath(lambda x, world: x.shape[-2] * world, all_gather_grouped_matmul, "gather, then grouped matmul", more=("topk",)),
+    "ag-attention": PlainPath(
+        lambda q, world: q.shape[-2] * world, _unconfigured, "gather K/V, then attention", inputs=("Q", "KV"), configure=plain_attention
+    ),
 }

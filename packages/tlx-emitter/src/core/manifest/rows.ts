@@ -11,6 +11,16 @@ export function servesRows(rows: Rows, M: number): boolean {
   return Number.isSafeInteger(M) && M >= rows.range.min && M <= rows.range.max && M % rows.multiple === 0;
 }
 
+/** A `rows` argument's value at `M`: M / `divisor`. @throws {EmitError} `bad-manifest` when it does not divide M. */
+function rowsArg(m: Manifest, divisor: number, M: number): number {
+  if (M % divisor)
+    throw new EmitError(
+      "bad-manifest",
+      `manifest ${m.name}: a rows argument divides the rows by ${divisor}, which ${M} is not a multiple of`,
+    );
+  return M / divisor;
+}
+
 /**
  * `m` at `M` rows: an ordinary manifest (no `rows`). Expressions are evaluated with the manifest's row variable.
  * @throws {EmitError} `bad-param` when `m` has no rows or does not serve `M`; `bad-manifest` when an evaluated size is not positive.
@@ -67,7 +77,7 @@ export function instantiateRows(m: Manifest, M: number): Manifest {
     const arg = (a: Kernel["args"][number]): KernelArg => {
       const e = more?.args?.[a.name];
       if (e !== undefined) return { kind: "int", value: int(e, `kernel ${k.name}'s argument ${a.name}`) };
-      return a.value.kind === "rows" ? { kind: "int", value: M } : a.value;
+      return a.value.kind === "rows" ? { kind: "int", value: rowsArg(m, a.value.divisor ?? 1, M) } : a.value;
     };
     // A body whose M takes the row count describes it in its template's sizes too (the emulation reads them).
     const params = {

@@ -109,7 +109,8 @@ export type Table = z.infer<typeof Table>;
  * - `num-programs`: the size of the launch's first grid dimension as the runner resolved it (a
  *   persistent body's tile stride, e.g. the tutorials' `NUM_SMS`; a constexpr where the body
  *   declares it one).
- * - `rows`: the call's row count M, for a manifest whose rows are a run-time argument (`rows`).
+ * - `rows`: the call's row count M, for a manifest whose rows are a run-time argument (`rows`); with
+ *   `divisor` (optional, additive), M / divisor (a multiple of the row count's `multiple`, e.g. rows per rank).
  */
 export const KernelArg = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("buffer"), name: Identifier }),
@@ -124,7 +125,7 @@ export const KernelArg = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("timeout-ns") }),
   z.object({ kind: z.literal("error-buffer") }),
   z.object({ kind: z.literal("num-programs") }),
-  z.object({ kind: z.literal("rows") }),
+  z.object({ kind: z.literal("rows"), divisor: Positive.optional() }),
 ]);
 export type KernelArg = z.infer<typeof KernelArg>;
 

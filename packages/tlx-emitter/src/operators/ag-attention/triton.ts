@@ -12,8 +12,8 @@ import { checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER
 import { planHostOps } from "../../schedule/host-ops.js";
 import { resolveOptions } from "../../core/options.js";
 import { validated } from "../../core/manifest/validate.js";
-import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
-import { MANIFEST_SCHEMA, type Buffer, type KernelArg } from "../../core/manifest/schema.js";
+import { parseLocalKernel, transformLocalKernel, type LocalKernel } from "../../local/index.js";
+import { MANIFEST_SCHEMA, type Buffer, type KernelArg, type Manifest } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
 import type { Binding } from "../../core/bind.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
@@ -95,6 +95,135 @@ const arg = (a: KernelArg): Binding => ({ kind: "arg", arg: a });
 const constexpr = (value: number | boolean): Binding => ({ kind: "constexpr", value });
 
 /**
+ * `op`'s body, parsed: a consumer whose kv loop waits per kv block.
+ * @throws {EmitError} `bad-param` for another body; {LocalKernelError} for one that does not parse.
+ */
+export async function attentionBody(op: Operator): Promise<LocalKernel> {
+  const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
+  if (kernel.role !== "consumer" || kernel.waitsPer !== "kv-block") {
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: AllGather+attention needs a consumer body whose kv loop marks its block with "# ovl: tile kv=<var>" (e.g. the built-in flash_attention); ${kernel.entry} waits per ${kernel.role === "consumer" ? "tile" : "nothing (it is a producer)"}`,
+    );
+  }
+  return kernel;
+}
+
+/** The one tensor `op.plan` gathers (kv). @throws {EmitError} `bad-plan` for a plan that moves none or several. */
+export function gatheredTensor(op: Operator): string {
+  const moved = new Set(op.plan.ranks.flatMap((r) => r.streams.flatMap((s) => s.map((x) => x.dst.tensor))));
+  const [tensorName, other] = [...moved];
+  if (tensorName === undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" moves nothing`);
+  if (other !== undefined)
+    throw new EmitError("bad-plan", `plan "${op.plan.name}" writes tensors ${[...moved].join(", ")}; it gathers kv only`);
+  return tensorName;
+}
+
+/** `op.problem`, checked to be attention `a`'s GEMM view. @throws {EmitError} `bad-param` otherwise. */
+export function checkAttentionView(op: Operator, a: AttentionProblem): GemmProblem {
+  const view = attentionGemmView(a);
+  if (op.problem.M !== view.M || op.problem.N !== view.N || op.problem.K !== view.K) {
+    throw new EmitError(
+      "bad-param",
+      `problem [M, N, K] = [${op.problem.M}, ${op.problem.N}, ${op.problem.K}] is not attention's view [S, H·D, 2·Hkv·D] = [${view.M}, ${view.N}, ${view.K}] (attentionGemmView)`,
+    );
+  }
+  return view;
+}
+
+/** How the body's sequence lengths are bound: this rank's query rows `SQ` and every rank's kv rows `SKV`. */
+export interface AttentionLengths {
+  readonly SQ: KernelArg;
+  readonly SKV: KernelArg;
+}
+
+/**
+ * The bindings of `kernel`'s parameters (the built-in flash_attention's names, or `op.bind`'s) for attention `a`
+ * over the gathered `kv`, its lengths bound as `lengths` says.
+ * @throws {EmitError} `bad-param` for a `bind` naming no parameter, or a parameter left without a binding.
+ */
+export function attentionBindings(
+  op: Operator,
+  kernel: LocalKernel,
+  a: Required<AttentionProblem>,
+  kv: string,
+  lengths: AttentionLengths,
+): Map<string, Binding> {
+  const byName: Record<string, Binding> = {
+    q_ptr: arg({ kind: "buffer", name: ATTN_Q }),
+    [kernel.operand]: arg({ kind: "buffer", name: kv }),
+    o_ptr: arg({ kind: "buffer", name: ATTN_O }),
+    SQ: arg(lengths.SQ),
+    SKV: arg(lengths.SKV),
+    q_shard: arg({ kind: "rank" }),
+    sm_scale: constexpr(a.scale),
+    H: constexpr(a.heads),
+    HKV: constexpr(a.kvHeads),
+    HEAD_DIM: constexpr(a.headDim),
+    BLOCK_M: constexpr(op.tile.BM),
+    BLOCK_N: constexpr(op.tile.BN),
+    CAUSAL: constexpr(a.causal),
+  };
+  const names = kernel.params.map((p) => p.name);
+  for (const p of Object.keys(op.bind ?? {})) {
+    if (!names.includes(p))
+      throw new EmitError("bad-param", `bind names "${p}", which is not a parameter of ${kernel.entry} (it has ${names.join(", ")})`);
+  }
+  const own = new Map<string, Binding>();
+  const missing: string[] = [];
+  for (const p of names) {
+    const b = op.bind?.[p] ?? byName[p];
+    if (b === undefined) missing.push(p);
+    else own.set(p, b);
+  }
+  if (missing.length > 0) {
+    throw new EmitError(
+      "bad-param",
+      `${op.body.path}: ${kernel.entry}'s parameter${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ha${missing.length > 1 ? "ve" : "s"} no binding: name them as the built-in flash_attention does (q_ptr, o_ptr, SQ, SKV, q_shard, sm_scale, H, HKV, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL) or pass bind: { ${missing[0]}: ... }`,
+    );
+  }
+  return own;
+}
+
+/** The kernel's template params: the operator, body, buffers, sizes at `S` and blocks. */
+export function attentionParams(op: Operator, kernel: LocalKernel, a: Required<AttentionProblem>, kv: string, slotColumns: number) {
+  return {
+    operator: "ag-attention",
+    body: op.body.path,
+    entry: kernel.entry,
+    slotColumns,
+    q: ATTN_Q,
+    kv,
+    o: ATTN_O,
+    S: a.S,
+    heads: a.heads,
+    kvHeads: a.kvHeads,
+    headDim: a.headDim,
+    causal: a.causal,
+    BLOCK_M: op.tile.BM,
+    BLOCK_N: op.tile.BN,
+  };
+}
+
+/** The manifest's reference of attention `a` over the gathered `kv` (rows per rank `S / world`). */
+export function attentionReference(
+  a: Required<AttentionProblem>,
+  kv: string,
+  world: number,
+  tolerance: Manifest["reference"]["tolerance"],
+): Manifest["reference"] {
+  return {
+    operator: "ag-attention",
+    ...attentionGemmView(a),
+    inputs: { Q: ATTN_Q, KV: kv },
+    output: ATTN_O,
+    rowsPerRank: a.S / world,
+    attention: { heads: a.heads, kvHeads: a.kvHeads, headDim: a.headDim, causal: a.causal, scale: a.scale },
+    tolerance,
+  };
+}
+
+/**
  * Compile an AllGather+attention operator: `op.plan` gathers `kv`'s rows (any AllGather
  * template or hand-written plan the copy engine can realise; chunks need not fall on kv
  * blocks), the body (`# ovl: consumer gather=<kv>` with `# ovl: tile kv=<var>` in its kv
@@ -105,28 +234,12 @@ const constexpr = (value: number | boolean): Binding => ({ kind: "constexpr", va
  */
 export async function compileAgAttention(op: Operator): Promise<EmitResult> {
   const o = resolveOptions(op.options ?? {});
-  const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
-  if (kernel.role !== "consumer" || kernel.waitsPer !== "kv-block") {
-    throw new EmitError(
-      "bad-param",
-      `${op.body.path}: AllGather+attention needs a consumer body whose kv loop marks its block with "# ovl: tile kv=<var>" (e.g. the built-in flash_attention); ${kernel.entry} waits per ${kernel.role === "consumer" ? "tile" : "nothing (it is a producer)"}`,
-    );
-  }
-  const moved = new Set(op.plan.ranks.flatMap((r) => r.streams.flatMap((s) => s.map((x) => x.dst.tensor))));
-  const [tensorName, other] = [...moved];
-  if (tensorName === undefined) throw new EmitError("bad-plan", `plan "${op.plan.name}" moves nothing`);
-  if (other !== undefined)
-    throw new EmitError("bad-plan", `plan "${op.plan.name}" writes tensors ${[...moved].join(", ")}; it gathers kv only`);
+  const kernel = await attentionBody(op);
+  const tensorName = gatheredTensor(op);
   const a = checkAttention(op.attention, worldOf(op.plan), op.tile);
   const sched = attentionSchedule(op, tensorName, a.S);
   const { signals, world, tensor } = checkPlanAndSchedule(op.plan, sched, "consumer");
-  const view = attentionGemmView(a);
-  if (op.problem.M !== view.M || op.problem.N !== view.N || op.problem.K !== view.K) {
-    throw new EmitError(
-      "bad-param",
-      `problem [M, N, K] = [${op.problem.M}, ${op.problem.N}, ${op.problem.K}] is not attention's view [S, H·D, 2·Hkv·D] = [${view.M}, ${view.N}, ${view.K}] (attentionGemmView)`,
-    );
-  }
+  const view = checkAttentionView(op, a);
   if (tensor.shape[0] !== a.S || tensor.shape[1] !== view.K) {
     throw new EmitError(
       "bad-plan",
@@ -162,39 +275,7 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
     signalBuffer(slotCount, true),
   ];
   checkDistinctBuffers(buffers);
-  const byName: Record<string, Binding> = {
-    q_ptr: arg({ kind: "buffer", name: ATTN_Q }),
-    [kernel.operand]: arg({ kind: "buffer", name: tensor.name }),
-    o_ptr: arg({ kind: "buffer", name: ATTN_O }),
-    SQ: arg({ kind: "int", value: SQ }),
-    SKV: arg({ kind: "int", value: a.S }),
-    q_shard: arg({ kind: "rank" }),
-    sm_scale: constexpr(a.scale),
-    H: constexpr(a.heads),
-    HKV: constexpr(a.kvHeads),
-    HEAD_DIM: constexpr(a.headDim),
-    BLOCK_M: constexpr(op.tile.BM),
-    BLOCK_N: constexpr(op.tile.BN),
-    CAUSAL: constexpr(a.causal),
-  };
-  const names = kernel.params.map((p) => p.name);
-  for (const p of Object.keys(op.bind ?? {})) {
-    if (!names.includes(p))
-      throw new EmitError("bad-param", `bind names "${p}", which is not a parameter of ${kernel.entry} (it has ${names.join(", ")})`);
-  }
-  const own = new Map<string, Binding>();
-  const missing: string[] = [];
-  for (const p of names) {
-    const b = op.bind?.[p] ?? byName[p];
-    if (b === undefined) missing.push(p);
-    else own.set(p, b);
-  }
-  if (missing.length > 0) {
-    throw new EmitError(
-      "bad-param",
-      `${op.body.path}: ${kernel.entry}'s parameter${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ha${missing.length > 1 ? "ve" : "s"} no binding: name them as the built-in flash_attention does (q_ptr, o_ptr, SQ, SKV, q_shard, sm_scale, H, HKV, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL) or pass bind: { ${missing[0]}: ... }`,
-    );
-  }
+  const own = attentionBindings(op, kernel, a, tensor.name, { SQ: { kind: "int", value: SQ }, SKV: { kind: "int", value: a.S } });
   const inserted = consumerInsertedArgs(mapTables);
   const launch = attentionLaunch(op.tile.BM, a.headDim);
   const entry = localKernelEntry(t, {
@@ -208,22 +289,7 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
     numStages: o.numStages ?? launch.numStages,
     own,
     inserted,
-    params: {
-      operator: "ag-attention",
-      body: op.body.path,
-      entry: kernel.entry,
-      slotColumns: width,
-      q: ATTN_Q,
-      kv: tensor.name,
-      o: ATTN_O,
-      S: a.S,
-      heads: a.heads,
-      kvHeads: a.kvHeads,
-      headDim: a.headDim,
-      causal: a.causal,
-      BLOCK_M: op.tile.BM,
-      BLOCK_N: op.tile.BN,
-    },
+    params: attentionParams(op, kernel, a, tensor.name, width),
     tileProgram: { role: "consumer", order: order.map, slots: slots.map((s) => s.map), numPidM, numPidN: 1 },
   });
   const manifest = validated({
@@ -236,15 +302,7 @@ export async function compileAgAttention(op: Operator): Promise<EmitResult> {
     tables: mapTables,
     kernels: [entry],
     hostOps: planHostOps(op.plan, signals),
-    reference: {
-      operator: "ag-attention",
-      ...view,
-      inputs: { Q: ATTN_Q, KV: tensor.name },
-      output: ATTN_O,
-      rowsPerRank: SQ,
-      attention: { heads: a.heads, kvHeads: a.kvHeads, headDim: a.headDim, causal: a.causal, scale: a.scale },
-      tolerance: o.tolerance,
-    },
+    reference: attentionReference(a, tensor.name, world, o.tolerance),
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
   });

@@ -139,18 +139,18 @@ export function agRowsTileMaps(maps: AgRowsMaps) {
  * Checks, at every M of the range, that the host ops deliver every row of every other rank to each rank exactly
  * once, each copy inside one chunk and signalled in that chunk's slot, every slot of a rank written once per
  * launch; and that each rank's order visits every m-block once and every m-block waits exactly on the chunks of
- * other ranks its rows meet. Returns how many row counts were checked.
+ * other ranks its rows meet. Returns how many row counts were checked; `what` names the operator in a failure.
  * @throws {EmitError} `bad-schedule` naming the first M, rank and block or op that breaks it.
  */
-export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows["hostOps"]): number {
+export function checkAgGemmRows(s: AgRowsShape, maps: AgRowsMaps, hostOps: Rows["hostOps"], what = "AllGather+GEMM"): number {
   const { world: W, split: S, blockM: BM } = s;
   const v = [ROWS_VARIABLE, RANK_VARIABLE, DOMAIN_VARIABLE.consumer];
   const order = toFunction(maps.order, v);
   const slots = maps.slots.map((e) => toFunction(e, v));
   const blocks = toFunction(maps.numPidM, v);
   const ops = rowsCopies(hostOps);
-  const fail = (M: number, what: string): never => {
-    throw new EmitError("bad-schedule", `AllGather+GEMM over ${M} rows: ${what}`);
+  const fail = (M: number, why: string): never => {
+    throw new EmitError("bad-schedule", `${what} over ${M} rows: ${why}`);
   };
   let checked = 0;
   for (let M = s.min; M <= s.max; M += W) {

@@ -1,10 +1,13 @@
-"""Sequence-parallel attention's torch.library op ``ovl::sequence_parallel_attention`` and its fake."""
+"""Sequence-parallel attention's torch.library op ``ovl::sequence_parallel_attention`` and its fake. By default one
+operator serves every sequence length of its range (``call_key``: S, every rank's positions, a run-time argument;
+below the compiler's crossover or outside the range it runs the group's all-gather of K/V then torch's
+scaled_dot_product_attention); ``OVL_ANY_ROWS=0`` compiles one per length."""
 
 from __future__ import annotations
 
 import torch
 
-from ..._kernels.library import KernelKey
+from ..._kernels.library import call_key
 from ..._torch_api.registry import bound_operator
 from ..._torch_api.tensors import DTYPES, call_dtype, local_shape, rank_views
 from ...errors import UsageError
@@ -33,7 +36,8 @@ def _attention_impl(q: torch.Tensor, kv: torch.Tensor, group_name: str, causal: 
     s, heads, kv_heads, d = _attention_shapes(q, kv, g)
     rank_views(q, g, "q", 3), rank_views(kv, g, "kv", 4)  # dtype, device, layout and alignment
     lead = q.shape[:-3]
-    key = KernelKey("ag-attention", g.world, g.world * s, heads * d, 2 * kv_heads * d, DTYPES[q.dtype], heads=heads, causal=causal)
+    # The operator for every sequence length where S is in its range (``call_key``), else the one of this S.
+    key = call_key("ag-attention", g.world, g.world * s, heads * d, 2 * kv_heads * d, DTYPES[q.dtype], heads=heads, causal=causal)
     op = bound_operator(key, g, "sequence_parallel_attention")
     out = torch.empty_like(q)
     op.run({"Q": q.view(*lead, s, heads * d), "KV": kv.view(*lead, s, 2 * kv_heads * d)}, out.view(*lead, s, heads * d))
