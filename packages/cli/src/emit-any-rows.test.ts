@@ -125,7 +125,9 @@ describe("ovl emit ag-moe --any-rows", () => {
     expect(r.status, r.err).toBe(0);
     const m = Manifest.parse(JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")));
     expect(m.rows?.fallbackBelow).toBeGreaterThan(m.rows!.range.min);
-    expect(m.rows?.fallbackReason).toMatch(/^simulated on H200_SXM: overlapping is slower than the gather then the grouped GEMM at \d+ rows/);
+    expect(m.rows?.fallbackReason).toMatch(
+      /^simulated on H200_SXM: overlapping is slower than the gather then the grouped GEMM at \d+ rows/,
+    );
     expect(r.out).toContain(`below ${m.rows?.fallbackBelow} tokens not overlapped`);
   });
 

@@ -87,7 +87,11 @@ export function registerCandidatesCommand(program: Command, io: Io): void {
     .option("--target <gpu>", `whose table and model: ${TARGET_NAMES.join(" | ")} (default ${DEFAULT_TARGET.name})`)
     .option("--top-k <k>", `candidates at most, the table pick included (default ${DEFAULT_TOP_K})`, positiveInt("--top-k"))
     .option("--nearest <n>", "of them, winners of the table's nearest other shapes at most (default 2)", positiveInt("--nearest"))
-    .option("--neighbours <n>", "of them, neighbours of the table's pick (one setting changed) at most (default 3)", positiveInt("--neighbours"))
+    .option(
+      "--neighbours <n>",
+      "of them, neighbours of the table's pick (one setting changed) at most (default 3)",
+      positiveInt("--neighbours"),
+    )
     .option("--comm-sms <n>", "with --backend sm: the push kernel's SMs, as ovl emit takes it", positiveInt("--comm-sms"))
     .option("--any-rows", "candidates of the operator compiled for every row count (as ovl emit --any-rows)")
     .option("--min-rows <M>", "with --any-rows: the fewest rows served", positiveInt("--min-rows"))

@@ -281,7 +281,18 @@ def rows_key(
     are its sequence length, its ``heads`` and ``causal`` fixed."""
     top = ROWS_MAX - ROWS_MAX % world
     return KernelKey(
-        op, world, min(top, ROWS_AT - ROWS_AT % world), n, k, dtype, rows=top, target=target, experts=experts, topk=topk, heads=heads, causal=causal
+        op,
+        world,
+        min(top, ROWS_AT - ROWS_AT % world),
+        n,
+        k,
+        dtype,
+        rows=top,
+        target=target,
+        experts=experts,
+        topk=topk,
+        heads=heads,
+        causal=causal,
     )
 
 
