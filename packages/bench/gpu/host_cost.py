@@ -221,7 +221,8 @@ def main() -> None:
         print(
             f"{c['op']:24} {c['world']:>5} {c['eagerHostUsPerRank']:>18.1f} {c['userGraphReplayHostUsPerCall']:>20.1f} "
             f"{err if err is not None else float('nan'):>12.2e}  {'; '.join(c['rowsPaths'])}"
-            + ("" if c["ownGraph"] else f"  direct: {c['directReasons']}")
+            # The plain sequence binds no operator (no own graph to speak of).
+            + ("" if c["ownGraph"] or c["rowsPaths"] != ["overlapped"] else f"  direct: {c['directReasons']}")
         )
 
 
