@@ -234,21 +234,7 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
     ...gemmLaunch(o, params, "registers"),
     own,
     inserted,
-    params: {
-      ...params,
-      body: op.body.path,
-      entry: kernel.entry,
-      operator: "ag-moe",
-      slotColumns: slots.length,
-      a: tensor.name,
-      b: MOE_BUFFERS.w,
-      c: MOE_BUFFERS.c,
-      experts: moe.experts,
-      topk: moe.topk,
-      sortedIds: MOE_BUFFERS.sortedIds,
-      expertOfBlock: MOE_BUFFERS.expertOfBlock,
-      numBlocks: MOE_BUFFERS.numBlocks,
-    },
+    params: { ...params, ...moeBodyParams(op.body.path, kernel.entry, slots.length, tensor.name, moe) },
     tileProgram: {
       role: "consumer",
       order,
@@ -295,6 +281,31 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
  * The routing's buffers: `topk_ids [T, k]` (drawn fresh per checked run, the same on every
  * rank, from `moe.choices`) and the tables the routing kernels write from it.
  */
+/** The template params the MoE body's kernel entry carries beside its constexprs (both compile paths): its file and
+ * entry, the gathered tensor `a`, the routing buffers, the experts and top-k, and the slot columns it waits on. */
+export function moeBodyParams(
+  body: string,
+  entry: string,
+  slotColumns: number,
+  a: string,
+  moe: MoeRouting,
+): Record<string, string | number> {
+  return {
+    body,
+    entry,
+    operator: "ag-moe",
+    slotColumns,
+    a,
+    b: MOE_BUFFERS.w,
+    c: MOE_BUFFERS.c,
+    experts: moe.experts,
+    topk: moe.topk,
+    sortedIds: MOE_BUFFERS.sortedIds,
+    expertOfBlock: MOE_BUFFERS.expertOfBlock,
+    numBlocks: MOE_BUFFERS.numBlocks,
+  };
+}
+
 export function routingBuffers(s: MoeAlignSizes, moe: MoeRouting): Buffer[] {
   const i32 = (name: string, shape: number[], init: Buffer["init"]): Buffer => ({ name, shape, dtype: "int32", symmetric: false, init });
   return [
