@@ -3,6 +3,7 @@
 // the slab is complete on every rank.
 import type { OperatorDefinition } from "../../core/registry.js";
 import { moeOptions } from "../gemm-cli.js";
+import { compileMoeRsRows } from "./rows-compile.js";
 import { compileMoeRs, MOE_RS_DEFAULT_TILE } from "./triton.js";
 
 /** `moe-rs`: `ReduceScatter(topk-sum(scatter(grouped GEMM(X, W))))`. */
@@ -18,4 +19,5 @@ export const moeRs: OperatorDefinition = {
   },
   compute: { tuned: false, defaultTile: () => ({ ...MOE_RS_DEFAULT_TILE }) },
   realise: (op) => compileMoeRs(op),
+  realiseRows: (op) => compileMoeRsRows(op, op.rows ?? {}),
 };

@@ -330,7 +330,7 @@ export function moeRsNotifyKernel(s: MoeRsSizes, source: string): Kernel {
 }
 
 /** Token rows and columns of one `moe_topk_sum` program. */
-const TOPK_SUM_BLOCK = { BT: 32, BN: 256 } as const;
+export const TOPK_SUM_BLOCK = { BT: 32, BN: 256 } as const;
 
 /**
  * `moe_topk_sum` (per launch): each token's k weighted slot rows summed where they were computed,
