@@ -50,7 +50,12 @@ def test_one_manifest_sizes_its_slabs_routing_and_reducer_at_each_token_count(ws
         blocks = -(-(2 * T + 4 * 15) // 16)
         assert c.reference.M == T and c.reference.rows_per_rank == T // 2 and c.rows is None
         sizes = {b.name: b.shape[0] for b in c.buffers}
-        assert (sizes["moe_h"], sizes["moe_partial_tok"], sizes["moe_out"], sizes["moe_sorted_token_ids"]) == (2 * T, T, T // 2, blocks * 16)
+        assert (sizes["moe_h"], sizes["moe_partial_tok"], sizes["moe_out"], sizes["moe_sorted_token_ids"]) == (
+            2 * T,
+            T,
+            T // 2,
+            blocks * 16,
+        )
         # The slabs keep their number (2 a rank) and grow with T: the signals are the same at every T.
         assert sizes["moe_slab_expect"] == 4 and c.signals.slots == 5
         k = {x.name: x for x in c.kernels}

@@ -23,7 +23,7 @@ from ovl_runtime.groups import EmulatedGroup  # noqa: E402
 CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
 pytestmark = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
 
-WORLD, E, TOPK, H, I = 2, 4, 2, 64, 32
+WORLD, E, TOPK, H, INTER = 2, 4, 2, 64, 32
 
 
 @pytest.fixture
@@ -38,19 +38,19 @@ def kernels(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monkey
 
 
 def _operands(T: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Every rank's slot rows ``[T·k, I]``, the routing of all T tokens (the same on every rank) and every rank's
-    experts ``[E, I, H]``."""
+    """Every rank's slot rows ``[T·k, INTER]``, the routing of all T tokens (the same on every rank) and every rank's
+    experts ``[E, INTER, H]``."""
     gen = torch.Generator().manual_seed(seed)
-    h = torch.randn(WORLD, T * TOPK, I, generator=gen)
+    h = torch.randn(WORLD, T * TOPK, INTER, generator=gen)
     ids = torch.stack([torch.randperm(E, generator=gen)[:TOPK] for _ in range(T)]).to(torch.int32)
     wts = torch.rand(T, TOPK, generator=gen)
     rep = lambda t: t.expand(WORLD, *t.shape).contiguous()  # noqa: E731
-    return h, rep(ids), rep(wts), torch.randn(WORLD, E, I, H, generator=gen)
+    return h, rep(ids), rep(wts), torch.randn(WORLD, E, INTER, H, generator=gen)
 
 
 def _rel(got: torch.Tensor, h: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, w: torch.Tensor) -> float:
     T = ids.shape[1]
-    rows = [torch.einsum("tjk,tjkn->tjn", h[r].view(T, TOPK, I), w[r][ids[r].long()]) for r in range(WORLD)]
+    rows = [torch.einsum("tjk,tjkn->tjn", h[r].view(T, TOPK, INTER), w[r][ids[r].long()]) for r in range(WORLD)]
     want = sum((y * wts[r][..., None]).sum(1) for r, y in enumerate(rows)).view(WORLD, T // WORLD, H)
     return float((got - want).norm() / want.norm())
 
@@ -108,8 +108,8 @@ def test_ovl_any_rows_0_binds_the_operator_of_one_token_count(kernels, monkeypat
 
 
 def _misaligned(slots: int) -> torch.Tensor:
-    """``[WORLD, slots, I]`` float32 one element past a 16-byte boundary."""
-    return torch.randn(WORLD * slots * I + 1)[1:].view(WORLD, slots, I)
+    """``[WORLD, slots, INTER]`` float32 one element past a 16-byte boundary."""
+    return torch.randn(WORLD * slots * INTER + 1)[1:].view(WORLD, slots, INTER)
 
 
 def _ids(T: int) -> torch.Tensor:
@@ -120,21 +120,21 @@ def _wts(T: int) -> torch.Tensor:
     return torch.full((WORLD, T, TOPK), 0.5)
 
 
-W2 = torch.zeros(WORLD, E, I, H)
+W2 = torch.zeros(WORLD, E, INTER, H)
 
 
 @pytest.mark.parametrize(
     ("h", "ids", "wts", "w", "message"),
     [
-        (torch.zeros(WORLD, 0, I), _ids(0), _wts(0), W2, "no tokens"),
-        (torch.zeros(WORLD, I, 260).transpose(1, 2), _ids(130), _wts(130), W2, "must be contiguous"),
+        (torch.zeros(WORLD, 0, INTER), _ids(0), _wts(0), W2, "no tokens"),
+        (torch.zeros(WORLD, INTER, 260).transpose(1, 2), _ids(130), _wts(130), W2, "must be contiguous"),
         (_misaligned(260), _ids(130), _wts(130), W2, "not 16-byte aligned"),
-        (torch.zeros(WORLD, 260, I), _ids(130), _wts(130), torch.zeros(WORLD, E, I + 8, H), "the intermediate sizes differ"),
-        (torch.zeros(WORLD, 258, I), _ids(130), _wts(130), W2, "h has 258 rows per rank"),
-        (torch.zeros(WORLD, 260, I), _ids(130), _wts(128), W2, "topk_weights must be"),
-        (torch.zeros(WORLD, 260, I), _ids(130).to(torch.int64), _wts(130), W2, "must be a torch.int32"),
-        (torch.zeros(WORLD, 262, I), _ids(131), _wts(131), W2, "divide evenly over the world"),
-        (torch.zeros(WORLD, 260, I, dtype=torch.float64), _ids(130), _wts(130), W2, "float64"),
+        (torch.zeros(WORLD, 260, INTER), _ids(130), _wts(130), torch.zeros(WORLD, E, INTER + 8, H), "the intermediate sizes differ"),
+        (torch.zeros(WORLD, 258, INTER), _ids(130), _wts(130), W2, "h has 258 rows per rank"),
+        (torch.zeros(WORLD, 260, INTER), _ids(130), _wts(128), W2, "topk_weights must be"),
+        (torch.zeros(WORLD, 260, INTER), _ids(130).to(torch.int64), _wts(130), W2, "must be a torch.int32"),
+        (torch.zeros(WORLD, 262, INTER), _ids(131), _wts(131), W2, "divide evenly over the world"),
+        (torch.zeros(WORLD, 260, INTER, dtype=torch.float64), _ids(130), _wts(130), W2, "float64"),
     ],
     ids=["no-tokens", "non-contiguous", "misaligned", "inter", "slots", "weights", "routing-dtype", "world", "dtype"],
 )
