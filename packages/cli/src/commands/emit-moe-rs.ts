@@ -122,8 +122,9 @@ export async function emitMoeRsCommand(
 
 /**
  * `--any-rows`'s request for the moe-rs of the flags, or undefined without it: token counts in multiples of the slabs
- * (world · the plan's slabs per rank), one token a slab at least, and the simulator's crossover, the MoE priced as the
- * GEMM+ReduceScatter of the same tokens and work (its GEMM of depth I·topk, what the grouped GEMM computes per token).
+ * (world · the plan's slabs per rank), one token a slab at least, and the simulator's crossover on `target` (moe-rs
+ * takes no --target: the compiler's default target), the MoE priced as the GEMM+ReduceScatter of the same tokens and
+ * work (its GEMM of depth I·topk, what the grouped GEMM computes per token).
  * @throws {UsageError} `--min-rows`/`--max-rows` without `--any-rows`, bounds that are not multiples of the slabs.
  */
 function moeRsRows(f: MoeFlags, p: MoeRsFlagsProblem, target: TargetName | undefined): RowsRequest | undefined {

@@ -16,7 +16,7 @@ export const moeRs: OperatorDefinition = {
       ...moeOptions("--n", "--k"),
       ...anyRowsOptions("all ranks' tokens, reduce-scattered in multiples of the slabs; --tokens is then the count the manifest describes"),
     ],
-    shared: ["gemm-sizes", "dtype", "world", "mesh", "template", "side", "split", "backend", "tile", "kernel", "target"],
+    shared: ["gemm-sizes", "dtype", "world", "mesh", "template", "side", "split", "backend", "tile", "kernel"],
     templates: ["direct"],
     examples: [
       "ovl emit moe-rs --tokens 8192 --hidden 2048 --intermediate 192 --experts 8 --topk 2 --world 8",
