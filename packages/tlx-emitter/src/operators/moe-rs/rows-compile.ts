@@ -122,7 +122,12 @@ export async function planMoeRsRows(op: Operator, req: RowsRequest) {
   const present2 = new Set(layout.buffers.map((b) => b.name));
   const rowsPart = { ...section, buffers: Object.fromEntries(Object.entries(section.buffers).filter(([b]) => present2.has(b))) };
   const plan = { buffers: layout.buffers, kernels: layout.kernels, rows: rowsPart };
-  const perT = (T: number) => moeRsLayout(op, f, t, program, sizesAt(T), files, rows);
+  // The per-T compile as it would cap its persistent grids at T (the check wants the fixed caps at least those); the
+  // per-tile reducer's programs, a constexpr, the fixed ones.
+  const perT = (T: number) => {
+    const s = sizesAt(T);
+    return moeRsLayout(op, f, t, program, s, files, { ...rows, fixed: { ...fixed, most: s } });
+  };
   return { f, shape, maps, plan, perT, files, layout, source: t.source, rowsPart };
 }
 

@@ -117,6 +117,14 @@ describe("MoE + ReduceScatter for any token count", () => {
       /over 4 tokens: moe_slab_expect's SLOTS/,
     );
     const buffers = { ...p.plan.rows.buffers, moe_out: p.maps.slabT };
+    // A persistent grid capped at the smallest T's work leaves some of a larger T's undone.
+    const ws = await planMoeRsRows(op(2, 16, {}, 2), { min: 4, max: 64 });
+    const capped = ws.plan.kernels.map((k) =>
+      k.name === "moe_topk_reduce_rs" ? { ...k, grid: [{ kind: "num-sms" as const, cap: 1 }] } : k,
+    );
+    expect(() => checkMoeRsRows(ws.shape, ws.maps, { ...ws.plan, kernels: capped }, ws.perT)).toThrow(
+      /over \d+ tokens: moe_topk_reduce_rs's persistent grid\[0\] .* does not cover the per-T compile's/,
+    );
     expect(() => check(p.maps, { ...p.plan, rows: { ...p.plan.rows, buffers } })).toThrow(
       /over 4 tokens: buffer moe_out has 1 rows, the per-T compile 2/,
     );
