@@ -66,13 +66,6 @@ def test_one_kernel_is_correct_at_row_counts_it_was_not_compiled_at(any_rows, M)
     assert_emulates(m, M)
 
 
-@needs_cli
-@pytest.mark.parametrize(("M", "why"), [(131, "multiples of 2"), (128, "130..512"), (514, "130..512")])
-def test_a_row_count_outside_the_range_is_refused_by_name(any_rows, M, why):
-    with pytest.raises(UsageError, match=why):
-        load_manifest(any_rows, rows=M)
-
-
 @pytest.fixture(scope="module")
 def rs_any_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return emit_any_rows(tmp_path_factory, "gemm-rs", 768)
@@ -100,13 +93,6 @@ def test_one_gemm_rs_kernel_is_correct_at_row_counts_it_was_not_compiled_at(rs_a
     assert m.reference.M == M and m.reference.rows_per_rank == M // 2
     assert dict(m.kernels[2].args)["ovl_rows"].value == M
     assert_emulates(m, M)
-
-
-@needs_cli
-@pytest.mark.parametrize(("M", "why"), [(131, "multiples of 2"), (128, "130..768"), (770, "130..768")])
-def test_a_gemm_rs_row_count_outside_the_range_is_refused_by_name(rs_any_rows, M, why):
-    with pytest.raises(UsageError, match=why):
-        load_manifest(rs_any_rows, rows=M)
 
 
 @needs_cli
@@ -217,13 +203,6 @@ def test_one_a2a_gemm_kernel_is_correct_at_row_counts_it_was_not_compiled_at(a2a
 
 
 @needs_cli
-@pytest.mark.parametrize(("M", "why"), [(131, "multiples of 2"), (128, "130..768"), (770, "130..768")])
-def test_an_a2a_gemm_row_count_outside_the_range_is_refused_by_name(a2a_any_rows, M, why):
-    with pytest.raises(UsageError, match=why):
-        load_manifest(a2a_any_rows, rows=M)
-
-
-@needs_cli
 def test_the_a2a_gemm_rows_operator_overlaps_in_its_range_runs_the_plain_exchange_outside_and_refuses_bad_input(a2a_any_rows):
     torch = pytest.importorskip("torch")
     from ovl_runtime._runner.rows import RowsOperator
@@ -327,7 +306,18 @@ def test_one_ag_moe_kernel_is_correct_at_token_counts_it_was_not_compiled_at(moe
 
 
 @needs_cli
-@pytest.mark.parametrize(("M", "why"), [(4, "6..512"), (514, "6..512"), (131, "multiples of 2")])
-def test_an_ag_moe_token_count_outside_the_range_is_refused_by_name(moe_any_rows, M, why):
+@pytest.mark.parametrize(
+    ("compiled", "M", "why"),
+    [
+        *(("any_rows", M, why) for M, why in [(131, "multiples of 2"), (128, "130..512"), (514, "130..512")]),
+        *(
+            (f, M, why)
+            for f in ("rs_any_rows", "a2a_any_rows")
+            for M, why in [(131, "multiples of 2"), (128, "130..768"), (770, "130..768")]
+        ),
+        *(("moe_any_rows", M, why) for M, why in [(4, "6..512"), (514, "6..512"), (131, "multiples of 2")]),
+    ],
+)
+def test_a_row_count_outside_the_range_is_refused_by_name(request, compiled, M, why):
     with pytest.raises(UsageError, match=why):
-        load_manifest(moe_any_rows, rows=M)
+        load_manifest(request.getfixturevalue(compiled), rows=M)

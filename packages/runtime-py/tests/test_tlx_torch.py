@@ -13,7 +13,7 @@ import pytest
 from ovl_runtime._cubin.launch import DeviceAddresses, LaunchScalars, cubin_values, launch_epoch
 from ovl_runtime._cubin.metadata import load_metadata
 from ovl_runtime._kernels import library as lib
-from ovl_runtime._kernels import tlx
+from ovl_runtime._kernels import tlx, tlx_record
 from ovl_runtime._manifest.parse import load_manifest, parse_manifest
 from ovl_runtime.errors import UsageError
 
@@ -137,9 +137,9 @@ def test_a_missing_tlx_directory_says_how_to_prepare_it(tmp_path, monkeypatch):
 
 def test_a_record_of_another_schema_is_ignored(tmp_path):
     (tmp_path / tlx.RECORD).write_text(json.dumps({"fastest": "tlx"}))
-    assert not tlx.table_prefers_tlx(tmp_path)
+    assert not tlx_record.table_prefers_tlx(tmp_path)
     (tmp_path / tlx.RECORD).write_text("not json")
-    assert tlx.read_record(tmp_path) == {}
+    assert tlx_record.read_record(tmp_path) == {}
 
 
 def test_the_fixture_is_the_emitters_device_epoch_form():

@@ -4,8 +4,9 @@ compiles their kernels on a machine with ovl's CLI. Imports torch only when call
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,29 @@ def prepare_main(script: str, all_keys: Callable[[], Sequence[lib.KernelKey]]) -
                 print(lib.ensure_compiled(key, into))
     else:
         sys.exit(f"usage: python tests_gpu/{script} --prepare DIR [OP]")
+
+
+@contextlib.contextmanager
+def counted_compiles() -> Iterator[dict[str, int]]:
+    """Counts, inside the block, ovl compiles (the kernel library's ``compile_key``) and Triton JIT compiles
+    (``triton.knobs.runtime.jit_cache_hook``, which lets each go on); both hooks restored after it."""
+    import triton
+
+    compiles = {"ovl": 0, "triton": 0}
+    real, hook = lib.compile_key, triton.knobs.runtime.jit_cache_hook
+
+    def counted(*a: Any, **kw: Any) -> Any:
+        compiles["ovl"] += 1
+        return real(*a, **kw)
+
+    def jit_hook(*_a: Any, **_kw: Any) -> bool:
+        compiles["triton"] += 1
+        return False
+
+    lib.compile_key = counted  # type: ignore[assignment]
+    triton.knobs.runtime.jit_cache_hook = jit_hook
+    try:
+        yield compiles
+    finally:
+        lib.compile_key = real  # type: ignore[assignment]
+        triton.knobs.runtime.jit_cache_hook = hook

@@ -19,7 +19,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
+from support import counted_compiles, dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime import ops as _ops  # noqa: E402, F401 - sets CUDA_DEVICE_MAX_CONNECTIONS before CUDA starts
 from ovl_runtime._kernels import library as lib  # noqa: E402
@@ -159,8 +159,6 @@ def test_any_rows_operator_compiles_nothing_for_a_new_row_count(op_name, dtype):
     performance call) is lifted so that every call runs the overlapped kernels."""
     import dataclasses
 
-    import triton
-
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
@@ -187,28 +185,12 @@ def test_any_rows_operator_compiles_nothing_for_a_new_row_count(op_name, dtype):
     for i, M in enumerate((lo + 2 * 64, lo + 2 * 300)):  # warm-up: the kernels' first launches
         call(M, 10 + i)
     ops.synchronize(g)
-    compiles = {"ovl": 0, "triton": 0}
-    real_compile = lib.compile_key
-
-    def counted(*a, **kw):
-        compiles["ovl"] += 1
-        return real_compile(*a, **kw)
-
-    def jit_hook(*_a, **_kw) -> bool:
-        compiles["triton"] += 1
-        return False
-
-    try:
-        lib.compile_key = counted
-        triton.knobs.runtime.jit_cache_hook = jit_hook
+    with counted_compiles() as compiles:
         for i, M in enumerate((lo, lo + 2 * 101, lo + 2 * 517, 3006, 6002)):
             assert op.path(M) == "overlapped", M
             y, want = call(M, 20 + i)
             ops.synchronize(g)
             assert y.shape == want.shape and y.dtype == dtype and rel(y, want) < 0.01, M
-    finally:
-        lib.compile_key = real_compile
-        triton.knobs.runtime.jit_cache_hook = None
     assert compiles == {"ovl": 0, "triton": 0}
     assert len(ops.operators()) == 1
 
@@ -359,8 +341,6 @@ def test_sequence_parallel_attention_compiles_nothing_for_a_new_length(world, se
     SDPA. The compiler's crossover (a performance call) is lifted so that every call runs the overlapped kernel."""
     import dataclasses
 
-    import triton
-
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
@@ -379,28 +359,12 @@ def test_sequence_parallel_attention_compiles_nothing_for_a_new_length(world, se
     for i, S in enumerate((lo + 2 * 64, lo + 2 * 300)):  # warm-up: the kernel's first launches
         call(S, 10 + i)
     ops.synchronize(g)
-    compiles = {"ovl": 0, "triton": 0}
-    real_compile = lib.compile_key
-
-    def counted(*a, **kw):
-        compiles["ovl"] += 1
-        return real_compile(*a, **kw)
-
-    def jit_hook(*_a, **_kw) -> bool:
-        compiles["triton"] += 1
-        return False
-
-    try:
-        lib.compile_key = counted
-        triton.knobs.runtime.jit_cache_hook = jit_hook
+    with counted_compiles() as compiles:
         for i, S in enumerate((lo, lo + 2 * 101, lo + 2 * 517, 3006, 6002)):
             assert op.path(S) == "overlapped", S
             o, want = call(S, 20 + 2 * i)
             ops.synchronize(g)
             assert o.shape == want.shape and o.dtype == dtype and rel(o, want) < 0.02, S
-    finally:
-        lib.compile_key = real_compile
-        triton.knobs.runtime.jit_cache_hook = None
     assert compiles == {"ovl": 0, "triton": 0}
     assert len(ops.operators()) == 1
 

@@ -38,6 +38,7 @@ from .._manifest.parse import load_manifest
 from .._manifest.types import Manifest
 from ..errors import ManifestError, UsageError
 from .compute_config import CONFIG_OPERATORS, ComputeConfig, compute_kernel_config
+from .tlx_record import table_prefers_tlx, tlx_mode
 
 #: Operators the torch API compiles, by their manifest/CLI name.
 LIBRARY_OPERATORS = ("ag-gemm", "gemm-rs", "ag-moe", "gemm-ar", "a2a-gemm", "ag-attention", "ag-gemm-silu", "moe-rs")
@@ -298,6 +299,21 @@ def rows_key(
     )
 
 
+def tlx_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", target: str | None = None) -> KernelKey | None:
+    """The TLX key of a call of ``op`` at these sizes when the torch API takes its TLX kernels (see :mod:`ovl_runtime._kernels.tlx`), else None."""
+    mode = tlx_mode()
+    if mode == "off" or op not in TLX_OPERATORS or dtype not in TLX_DTYPES:
+        return None
+    try:
+        key = KernelKey(op, world, m, n, k, dtype, target=target, tlx=True)
+    except UsageError:
+        return None  # the Triton key's own checks name the problem
+    path = find(key)
+    if path is None:
+        return None
+    return key if mode == "force" or table_prefers_tlx(path.parent) else None
+
+
 def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", **routing: Any) -> KernelKey:
     """The key the torch API compiles for a call of ``op`` at ``m`` rows: the operator for every row count where
     ``op`` has one and ``m`` is in its range (``OVL_ANY_ROWS`` not 0), else the operator for ``m`` alone."""
@@ -307,8 +323,6 @@ def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", *
     if m < 1:  # before the operator for every row count is picked: a call of no rows is refused, not compiled
         raise UsageError(f"{op}: m must be a positive integer, got {m} (a call needs at least one row per rank)")
     if not given or set(given) == {"target"}:
-        from .tlx import tlx_key
-
         # The TLX kernels of this very shape, where a library prepared them and the tuned table measured them faster.
         found = tlx_key(op, world, m, n, k, dtype, routing.get("target"))
         if found is not None:

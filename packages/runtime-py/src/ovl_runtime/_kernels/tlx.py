@@ -5,13 +5,14 @@ with Meta's Triton fork, which the GPU machines do not have: a shape's TLX direc
 per-row-count key with ``tlx=True``) comes from a library prepared where fbtriton is installed
 (:func:`prepare_tlx`, ``python -m ovl_runtime kernels … --tlx``), beside its ``backend.json``: what
 ``fastestBackend()`` (the CLI's tuned-table rule) takes at that shape. A call's key is the TLX one
-(:func:`tlx_key`, asked by ``call_key``) when such a directory is on the search path and
+(``library.tlx_key``, asked by ``call_key``) when such a directory is on the search path and
 
 - ``OVL_TLX`` unset or ``auto``: its ``backend.json`` says the table measured TLX faster (``fastest: tlx``);
 - ``OVL_TLX=1``: whatever its record says (every prepared TLX directory is taken);
 - ``OVL_TLX=0``: never.
 
-Otherwise the Triton key (compiled on demand as before). Pure Python: no torch.
+Otherwise the Triton key (compiled on demand as before). What a record holds and how ``OVL_TLX`` reads:
+:mod:`.tlx_record`. Pure Python: no torch.
 """
 
 from __future__ import annotations
@@ -23,63 +24,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
-from .library import TLX_DTYPES, TLX_OPERATORS, KernelKey, compiler, find, no_compiler_reason
+from .library import KernelKey, compiler, no_compiler_reason
+from .tlx_record import RECORD, RECORD_SCHEMA
 
-#: The environment variable that turns the TLX kernels off (``0``), on wherever prepared (``1``) or on where the
-#: tuned table measured them faster (``auto``, the default).
-TLX_ENV = "OVL_TLX"
-#: The record a prepared TLX directory carries beside its manifest.
-RECORD = "backend.json"
-RECORD_SCHEMA = "ovl.tlx-backend/v1"
 _PACKAGES = Path(__file__).resolve().parents[4]
 #: Where the AOT compile script and its venv live in a checkout of ovl (``@ovl/tlx-emitter``).
 AOT_SCRIPT = _PACKAGES / "tlx-emitter" / "scripts" / "tlx-aot-compile.py"
 TLX_VENV_PYTHON = _PACKAGES / "tlx-emitter" / ".venv-tlx" / "bin" / "python"
-
-
-def tlx_mode() -> str:
-    """``off``, ``force`` or ``auto`` from ``$OVL_TLX`` (``0`` / ``1`` / unset or ``auto``)."""
-    v = os.environ.get(TLX_ENV, "").strip().lower()
-    if v in ("", "auto"):
-        return "auto"
-    if v == "0":
-        return "off"
-    if v == "1":
-        return "force"
-    raise UsageError(f"{TLX_ENV}={v!r}: use 0 (Triton kernels only), 1 (every prepared TLX kernel) or auto (the tuned table's pick)")
-
-
-def read_record(directory: Path) -> dict[str, Any]:
-    """The ``backend.json`` of a prepared TLX directory ({} when there is none or it does not parse)."""
-    try:
-        rec = json.loads((directory / RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
-    return rec if isinstance(rec, dict) and rec.get("$schema") == RECORD_SCHEMA else {}
-
-
-def table_prefers_tlx(directory: Path) -> bool:
-    """Whether the prepared directory's record says ``fastestBackend()`` takes TLX at its shape."""
-    return read_record(directory).get("fastest") == "tlx"
-
-
-def tlx_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", target: str | None = None) -> KernelKey | None:
-    """The TLX key of a call of ``op`` at these sizes when the torch API takes its TLX kernels (see the module
-    docstring), else None."""
-    mode = tlx_mode()
-    if mode == "off" or op not in TLX_OPERATORS or dtype not in TLX_DTYPES:
-        return None
-    try:
-        key = KernelKey(op, world, m, n, k, dtype, target=target, tlx=True)
-    except UsageError:
-        return None  # the Triton key's own checks name the problem
-    path = find(key)
-    if path is None:
-        return None
-    return key if mode == "force" or table_prefers_tlx(path.parent) else None
 
 
 def prepare_tlx(key: KernelKey, into: Path, python: str | None = None, aot_script: Path | None = None) -> Path:
