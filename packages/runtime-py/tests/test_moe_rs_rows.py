@@ -91,3 +91,24 @@ def test_one_per_tile_kernel_notifies_its_slabs_at_token_counts_it_was_not_compi
 def test_a_token_count_outside_the_range_is_refused_by_name(ws, T, why):
     with pytest.raises(UsageError, match=why):
         load_manifest(ws, rows=T)
+
+
+def test_the_runner_kernels_it_imports_are_never_specialised_on_the_sizes_that_change_with_t(ws):
+    """The emitted runner module of the any-count operator imports the ``_rows`` kernels (their own JIT objects), so
+    neither a new T nor a per-count operator's earlier launches fix a variant specialised on those sizes."""
+    import importlib.util
+
+    from ovl_runtime.operators.moe_rs import kernels as per_count
+
+    (source,) = {k.source for k in load_manifest(ws).kernels if k.name == "moe_slab_expect"}
+    spec = importlib.util.spec_from_file_location("moe_rs_any_count_runner", ws.parent / source)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sizes = {"moe_permute_rows": ["SLOTS"], "moe_slab_expect": ["SLOTS", "SLAB_T"], "moe_topk_sum": ["T"], "moe_topk_reduce_rs": ["SLAB_T"]}
+    for name, args in sizes.items():
+        fn = getattr(mod, name)
+        assert fn is not getattr(per_count, name) and fn.fn is getattr(per_count, name).fn, name
+        if hasattr(fn, "params"):  # a JITFunction (not the interpreter's, which specialises on nothing)
+            flags = {p.name: p.do_not_specialize for p in fn.params}
+            assert all(flags[a] for a in args), name

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from support import dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
+from support import counted_compiles, dtypes, prepare_main, rand, rel, unavailable  # noqa: E402
 
 from ovl_runtime._kernels import library as lib  # noqa: E402
 from ovl_runtime._torch_api.tensors import DTYPES  # noqa: E402
@@ -97,8 +97,6 @@ def test_any_rows_moe_rs_compiles_nothing_for_a_new_token_count(dtype):
     plain path runs there and compiles nothing either."""
     import dataclasses
 
-    import triton
-
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
@@ -118,20 +116,7 @@ def test_any_rows_moe_rs_compiles_nothing_for_a_new_token_count(dtype):
     for i, T in enumerate((world * 64, world * 300)):  # warm-up: the kernels' first launches
         call(T, 10 + i)
     moe_ops.synchronize()
-    compiles = {"ovl": 0, "triton": 0}
-    real_compile = lib.compile_key
-
-    def counted(*a, **kw):
-        compiles["ovl"] += 1
-        return real_compile(*a, **kw)
-
-    def jit_hook(*_a, **_kw) -> bool:
-        compiles["triton"] += 1
-        return False
-
-    try:
-        lib.compile_key = counted
-        triton.knobs.runtime.jit_cache_hook = jit_hook
+    with counted_compiles() as compiles:
         for i, T in enumerate((op.rows.min, 2 * 101, 2 * 517, 3006, 6002)):
             assert op.path(T) == "overlapped", T
             y, want = call(T, 20 + i)
@@ -141,9 +126,6 @@ def test_any_rows_moe_rs_compiles_nothing_for_a_new_token_count(dtype):
         y, want = call(2 * 777, 40)
         moe_ops.synchronize()
         assert op.path(2 * 777).startswith("not overlapped below 4096") and rel(y, want) < 0.01
-    finally:
-        lib.compile_key = real_compile
-        triton.knobs.runtime.jit_cache_hook = None
     assert compiles == {"ovl": 0, "triton": 0}
     assert len(ops.operators()) == 1
 

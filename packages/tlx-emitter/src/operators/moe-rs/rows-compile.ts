@@ -145,7 +145,7 @@ export async function compileMoeRsRows(op: Operator, req: RowsRequest): Promise<
   return {
     files: [
       { path: files.routing, text: routingModule(true) },
-      { path: files.runner, text: moeRsModule() },
+      { path: files.runner, text: moeRsModule(true) },
       { path: layout.source, text: source },
     ],
     manifest: rowsManifest({ ...moeRsManifest(op, f, f.s, layout), rows: rowsPart }),

@@ -45,6 +45,11 @@ describe("MoE + ReduceScatter for any token count", () => {
       expect(manifest.rows).toMatchObject({ range: { min: 8, max: 256 }, multiple: 8, at: 64 });
       expect(manifest.signals.slots).toBe(9);
       const producer = files.find((f) => f.path.endsWith("_producer.py"))!.text;
+      // The runner kernels that take sizes over T are the never-specialised ones (a new T compiles no variant).
+      const runner = files.find((f) => f.path.endsWith("_moe_rs.py"))!.text;
+      for (const k of ["moe_permute_rows", "moe_slab_expect", "moe_topk_reduce_rs", "moe_topk_sum"])
+        expect(runner).toContain(`${k}_rows as ${k}`);
+      expect(parseWithPython({ kernel: runner }).kernel).toBe("ok");
       expect(parseWithPython({ kernel: producer }).kernel).toBe("ok");
       if (body === "moe_gemm_scatter") {
         // The slab of a row and the padding sentinel are the run-time count's, not literals of one T.

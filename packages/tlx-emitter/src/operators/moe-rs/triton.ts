@@ -385,8 +385,15 @@ export function moePermuteKernel(s: MoeRsSizes, source: string): Kernel {
   };
 }
 
-/** The emitted module of the runner's moe-rs kernels: they live in the runner, this file names them. */
-export function moeRsModule(): string {
+/**
+ * The emitted module of the runner's moe-rs kernels: they live in the runner, this file names them. With `anyRows`
+ * (an operator for every token count) it imports their `_rows` forms, never specialised on the sizes that change with
+ * the count, under the same names.
+ */
+export function moeRsModule(anyRows = false): string {
+  const names = ["moe_permute_rows", "moe_slab_expect", "moe_slab_notify", "moe_topk_reduce_rs", "moe_topk_sum"];
+  const unspecialised = new Set(["moe_permute_rows", "moe_slab_expect", "moe_topk_reduce_rs", "moe_topk_sum"]);
+  const imports = names.map((n) => (anyRows && unspecialised.has(n) ? `${n}_rows as ${n}` : n)).join(", ");
   return [
     '"""MoE part 2\'s runner kernels: moe_permute_rows (h in the routing\'s block order), moe_slab_expect (each',
     "slab's expected notifies, from the routing on the device), moe_topk_sum (a launch's local TopK-reduce),",
@@ -394,7 +401,7 @@ export function moeRsModule(): string {
     "from ovl_runtime.moe_rs.",
     "",
     'Emitted by @ovl/tlx-emitter; the kernels are the runner\'s, so the torch API and a manifest run the same code."""',
-    "from ovl_runtime.moe_rs import moe_permute_rows, moe_slab_expect, moe_slab_notify, moe_topk_reduce_rs, moe_topk_sum  # noqa: F401",
+    `from ovl_runtime.moe_rs import ${imports}  # noqa: F401`,
     "",
   ].join("\n");
 }
