@@ -84,7 +84,8 @@ export async function planMoeRsRows(op: Operator, req: RowsRequest) {
     moe_permute_rows: { args: { SLOTS: maps.slots }, grid: [maps.maxBlocks], params: { slots: maps.slots } },
     moe_slab_expect: { args: expect, params: { ...tokens, slabT: maps.slabT } },
     [layout.producer]: {
-      args: { SLOTS: maps.slots, MAX_BLOCKS: maps.maxBlocks },
+      // A body's GEMM M is the slots (`bindGemm`), as is its SLOTS.
+      args: { M: maps.slots, SLOTS: maps.slots, MAX_BLOCKS: maps.maxBlocks },
       ...(f.kernel.persistent ? {} : { grid: [mul(maps.maxBlocks, at.nTiles)] }),
       params: tokens,
       gather: { limit: maps.slots, rowCount: maps.M },
@@ -92,7 +93,7 @@ export async function planMoeRsRows(op: Operator, req: RowsRequest) {
     moe_topk_sum: { args: { T: maps.M }, grid: [maps.topkSumPrograms], params: tokens },
     moe_topk_reduce_rs: { args: { SLAB_T: maps.slabT }, params: { ...tokens, slabT: maps.slabT } },
   };
-  // Only the kernels this body launches, and of them only the int arguments they take.
+  // Only the kernels this body launches, and of them only the int arguments they take (the check finds any missing).
   const present = new Map(layout.kernels.map((k) => [k.name, new Set(k.args.map((a) => a.name))]));
   const kernels = Object.fromEntries(
     Object.entries(overM)
@@ -119,8 +120,8 @@ export async function planMoeRsRows(op: Operator, req: RowsRequest) {
     numPidM: maps.maxBlocks,
     kernels,
   });
-  const present2 = new Set(layout.buffers.map((b) => b.name));
-  const rowsPart = { ...section, buffers: Object.fromEntries(Object.entries(section.buffers).filter(([b]) => present2.has(b))) };
+  const made = new Set(layout.buffers.map((b) => b.name));
+  const rowsPart = { ...section, buffers: Object.fromEntries(Object.entries(section.buffers).filter(([b]) => made.has(b))) };
   const plan = { buffers: layout.buffers, kernels: layout.kernels, rows: rowsPart };
   // The per-T compile as it would cap its persistent grids at T (the check wants the fixed caps at least those); the
   // per-tile reducer's programs, a constexpr, the fixed ones.
