@@ -3,12 +3,15 @@
 // (or --kernel) writes each expert's weighted rows while every slab's owner pulls and sums
 // them as soon as the slab is complete on every rank (a direct ReduceScatter of the slot rows).
 import { planSignals, reduceScatterDirect, type ChunkPlan } from "@ovl/chunk-plan";
+import type { RowsRequest } from "@ovl/tlx-emitter";
 import { builtinBody, compile, MOE_RS_DEFAULT_BODY, MOE_RS_DEFAULT_TILE, type OperatorInput } from "@ovl/tlx-emitter";
 import { UsageError } from "../errors.js";
 import { DEFAULT_DTYPE, dtypeSuffix } from "../dtype.js";
 import type { CommandOutput } from "../io.js";
-import { parseMesh } from "../problem.js";
-import { moeSize, moeTile, parseChoices, type MoeFlags } from "./emit-moe.js";
+import type { TargetName } from "@ovl/primitives";
+import { parseMesh, resolveProblem } from "../problem.js";
+import { anyRowsLine, moeSize, moeTile, parseChoices, type MoeFlags } from "./emit-moe.js";
+import { anyRowsFlags, moeRowsRequest } from "./rows.js";
 import { writeEmitted } from "./write-emitted.js";
 
 /** The moe-rs problem of the flags: tokens (all ranks'), hidden, this rank's intermediate slice, routing. */
@@ -66,9 +69,15 @@ export function moeRsPlan(f: MoeFlags, p: MoeRsFlagsProblem): ChunkPlan {
 }
 
 /** Compile the flags' moe-rs operator into `outDir`. */
-export async function emitMoeRsCommand(f: MoeFlags, outDir: string, kernelFile?: { path: string; source: string }): Promise<CommandOutput> {
+export async function emitMoeRsCommand(
+  f: MoeFlags,
+  outDir: string,
+  kernelFile?: { path: string; source: string },
+  target?: TargetName,
+): Promise<CommandOutput> {
   const p = moeRsOfFlags(f);
   const plan = moeRsPlan(f, p);
+  const rows = moeRsRows(f, p, target);
   const tile = moeTile(f.tile, MOE_RS_DEFAULT_TILE);
   const world = parseMesh(f).reduce((x, y) => x * y, 1);
   const dtype = f.dtype ?? DEFAULT_DTYPE;
@@ -82,19 +91,65 @@ export async function emitMoeRsCommand(f: MoeFlags, outDir: string, kernelFile?:
     moe: { experts: p.experts, topk: p.topk, ...(p.choices === undefined ? {} : { choices: p.choices }) },
     tile,
     options: { dtype },
+    ...(rows === undefined ? {} : { rows }),
   };
   const result = await compile(op);
   const { dir, manifest, files } = writeEmitted(outDir, result, plan);
   const kernels = result.manifest.kernels.map((k) => ({ name: k.name, entry: k.entry, stream: k.stream, template: k.template.kind }));
   const slabs = result.manifest.signals.slots - 1;
   return {
-    json: { name, dir, manifest, files, world, dtype, kernels, moe: { ...p, tile, slabs } },
+    json: {
+      name,
+      dir,
+      manifest,
+      files,
+      world,
+      dtype,
+      kernels,
+      moe: { ...p, tile, slabs },
+      ...(result.manifest.rows === undefined ? {} : { rows: result.manifest.rows }),
+    },
     lines: [
       `${name}: ${p.tokens} tokens (hidden ${p.hidden}) reduce-scattered over ${world} ranks in ${slabs} slabs, top-${p.topk} of ${p.experts} experts, intermediate ${p.intermediate} per rank${dtypeSuffix(dtype, ", ")}`,
       `  tile ${tile.BM}x${tile.BN}x${tile.BK}, body ${op.body.path}; routing tables and slab targets computed on the device`,
+      ...(result.manifest.rows === undefined ? [] : [anyRowsLine(result.manifest.rows)]),
       ...kernels.map((k) => `  kernel ${k.name} (${k.template}) on the ${k.stream} stream`),
       ...files.map((x) => `wrote ${x}`),
       `run it: ovl run ${manifest} --emulate    (or on GPUs: ovl run ${manifest} --gpus ${world})`,
     ],
   };
+}
+
+/**
+ * `--any-rows`'s request for the moe-rs of the flags, or undefined without it: token counts in multiples of the slabs
+ * (world · the plan's slabs per rank), one token a slab at least, and the simulator's crossover on `target` (moe-rs
+ * takes no --target: the compiler's default target), the MoE priced as the GEMM+ReduceScatter of the same tokens and
+ * work (its GEMM of depth I·topk, what the grouped GEMM computes per token).
+ * @throws {UsageError} `--min-rows`/`--max-rows` without `--any-rows`, bounds that are not multiples of the slabs.
+ */
+function moeRsRows(f: MoeFlags, p: MoeRsFlagsProblem, target: TargetName | undefined): RowsRequest | undefined {
+  const range = anyRowsFlags(f);
+  if (range === undefined) return undefined;
+  const world = parseMesh(f).reduce((x, y) => x * y, 1);
+  const split = f.split ?? ((p.tokens / world) % 2 === 0 ? 2 : 1); // as moeRsPlan
+  const slabs = world * split;
+  for (const [flag, v] of [
+    ["--min-rows", range.minRows],
+    ["--max-rows", range.maxRows],
+  ] as const)
+    if (v !== undefined && v % slabs)
+      throw new UsageError("usage", `${flag} ${v} must be a multiple of the ${slabs} slabs (--world ${world} · --split ${split})`);
+  const gemm = resolveProblem("gemm-rs", {
+    m: p.tokens,
+    n: p.hidden,
+    k: p.intermediate * p.topk,
+    ...(f.world === undefined ? {} : { world: f.world }),
+    ...(f.mesh === undefined ? {} : { mesh: f.mesh }),
+    split,
+  });
+  return moeRowsRequest(gemm, range, target, {
+    least: slabs,
+    multiple: gemm.world * gemm.tile.BM,
+    plain: "the grouped GEMM then the reduce-scatter",
+  });
 }

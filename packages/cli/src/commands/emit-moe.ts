@@ -197,7 +197,7 @@ function moeRows(f: MoeFlags, p: MoeProblem, target: TargetName | undefined): Ro
 }
 
 /** The line that says which token counts the operator serves and where it does not overlap. */
-function anyRowsLine(r: Rows): string {
+export function anyRowsLine(r: Rows): string {
   const below =
     r.fallbackBelow === undefined
       ? ""

@@ -131,12 +131,21 @@ export function rowsRequest(p: Problem, o: { minRows?: number; maxRows?: number 
  * priced as the AllGather+GEMM that moves the same tokens and does the same work (`gemm`: its GEMM of N·topk columns,
  * what the grouped GEMM computes without its padding).
  */
-export function moeRowsRequest(gemm: Problem, o: { minRows?: number; maxRows?: number }, target: TargetName | undefined): RowsRequest {
-  const { min, max, request } = rowsRange(o, gemm.world * (gemm.split + (gemm.split - 1) ** 2), gemm.world, gemm.split);
+export function moeRowsRequest(
+  gemm: Problem,
+  o: { minRows?: number; maxRows?: number },
+  target: TargetName | undefined,
+  moe: { least: number; multiple: number; plain: string } = {
+    least: gemm.world * (gemm.split + (gemm.split - 1) ** 2),
+    multiple: gemm.world,
+    plain: "the gather then the grouped GEMM",
+  },
+): RowsRequest {
+  const { min, max, request } = rowsRange(o, moe.least, gemm.world, gemm.split);
   const hw = MODELS[target ?? DEFAULT_TARGET.name];
   if (hw === undefined) return request;
-  const sweep = rowSweep(min, max, gemm.world).map((M) => ({ M, speedup: predict({ ...gemm, M }, hw.name).speedup }));
-  return withCrossover(request, sweep, { max, world: gemm.world }, hw.name, "the gather then the grouped GEMM");
+  const sweep = rowSweep(min, max, moe.multiple).map((M) => ({ M, speedup: predict({ ...gemm, M }, hw.name).speedup }));
+  return withCrossover(request, sweep, { max, world: gemm.world }, hw.name, moe.plain);
 }
 
 /**

@@ -53,7 +53,7 @@ COMMON_DTYPES = ("bf16", "fp16")
 #: GPUs with tuned compute configurations of their own (``ovl emit --target``).
 LIBRARY_TARGETS = ("h100", "h200", "b200")
 #: Operators compiled once for every row count of a range (``KernelKey.rows``).
-ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe", "ag-attention")
+ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe", "ag-attention", "moe-rs")
 #: The most rows an any-row-count operator serves by default, and the row count it is described at.
 ROWS_MAX = 32768
 ROWS_AT = 8192
@@ -207,10 +207,10 @@ class KernelKey:
         """Chunks per rank's shard: 2, except where GEMM+ReduceScatter's producer, which notifies
         per whole 128-row block, would get a chunk off a block boundary (not for any row count, whose chunks
         need no block boundary); ``moe-rs``: slabs per rank's
-        tokens, 2 where they halve evenly."""
+        tokens, 2 where they halve evenly (1 for every token count: its range is then every multiple of the world)."""
         if self.op in ("gemm-rs", "gemm-ar") and not self.rows and (self.m // self.world) % (2 * 128):
             return 1
-        if self.op == "moe-rs" and (self.m // self.world) % 2:
+        if self.op == "moe-rs" and (self.rows or (self.m // self.world) % 2):
             return 1
         return 2
 
@@ -239,7 +239,9 @@ class KernelKey:
             ]
         if self.op == "moe-rs":
             sizes = ["--m", str(self.m), "--n", str(self.n), "--k", str(self.k), "--world", str(self.world), "--split", str(self.split)]
-            return ["emit", self.op, *sizes, *dtype, "--experts", str(self.experts), "--topk", str(self.topk), "--out", str(out)]
+            rows = ["--any-rows", "--max-rows", str(self.rows)] if self.rows else []
+            routing = ["--experts", str(self.experts), "--topk", str(self.topk)]
+            return ["emit", self.op, *sizes, *dtype, *routing, *rows, "--out", str(out)]
         return [
             "emit",
             self.op,
@@ -278,7 +280,7 @@ def rows_key(
     causal: bool = False,
 ) -> KernelKey:
     """The key of ``op`` compiled once for every row count up to ``ROWS_MAX`` (described, and tuned, at ``ROWS_AT``
-    rounded to the world); a routed operator's (``ag-moe``) with its ``experts`` and ``topk``; ``ag-attention``'s rows
+    rounded to the world); a routed operator's (``ag-moe``, ``moe-rs``) with its ``experts`` and ``topk``; ``ag-attention``'s rows
     are its sequence length, its ``heads`` and ``causal`` fixed."""
     top = ROWS_MAX - ROWS_MAX % world
     return KernelKey(

@@ -8,6 +8,9 @@ collectives (:mod:`ovl_runtime._torch_api.collectives`):
 - ``a2a-gemm``: the group's all-to-all of row slabs, then one matmul (``A`` is this rank's ``[M, K]`` send buffer);
 - ``ag-moe``: every rank's tokens gathered, then the grouped expert GEMM (``A`` is this rank's ``[M / world, K]`` tokens,
   ``topk`` every rank's experts; :mod:`ovl_runtime.operators.ag_moe.plain`);
+- ``moe-rs``: the grouped expert GEMM of the slot rows, each token's k rows weighted and summed, then the group's
+  reduce-scatter (``A`` is this rank's ``[T·k, I / world]`` slot rows, the rows T all ranks' tokens;
+  :mod:`ovl_runtime.operators.moe_rs.plain`);
 - ``ag-attention``: the group's all-gather of K/V, then torch's scaled_dot_product_attention over this rank's queries
   (``Q`` is this rank's ``[S / world, H·D]``, ``KV`` its ``[S / world, 2·Hkv·D]``; the rows are the sequence S).
 
@@ -26,6 +29,7 @@ from .._torch_api.collectives import all_reduce, exchange_slabs, gather_rows, re
 from ..groups import Group
 from ..operators.ag_attention.plain import plain_attention
 from ..operators.ag_moe.plain import all_gather_grouped_matmul
+from ..operators.moe_rs.plain import grouped_matmul_reduce_scatter
 
 
 @dataclass(frozen=True)
@@ -44,14 +48,21 @@ class PlainPath:
     more: tuple[str, ...] = ()
     #: Where ``run`` depends on the compiled operator (attention's heads, scale and causality): ``run`` for a manifest.
     configure: Callable[[Manifest], Callable[..., torch.Tensor | None]] | None = None
+    #: Where the row count depends on the compiled operator (moe-rs's k slot rows a token): ``rows`` for a manifest.
+    sized: Callable[[Manifest], Callable[[torch.Tensor, int], int]] | None = None
 
     def for_manifest(self, m: Manifest) -> PlainPath:
-        """This path with ``run`` for ``m`` (itself where ``run`` does not depend on it)."""
-        return self if self.configure is None else replace(self, run=self.configure(m), configure=None)
+        """This path with ``run`` and ``rows`` for ``m`` (itself where neither depends on it)."""
+        path = self if self.configure is None else replace(self, run=self.configure(m), configure=None)
+        return path if path.sized is None else replace(path, rows=path.sized(m), sized=None)
 
 
 def _unconfigured(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> None:
     raise AssertionError("this plain path runs for a manifest: PlainPath.for_manifest")
+
+
+def _unsized(x: torch.Tensor, world: int) -> int:
+    raise AssertionError("this plain path is sized for a manifest: PlainPath.for_manifest")
 
 
 def _ag_gemm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> torch.Tensor:
@@ -68,6 +79,12 @@ def _gemm_ar(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> N
     out.copy_(all_reduce(torch.matmul(x, w), g))
 
 
+def _moe_rs_rows(m: Manifest) -> Callable[[torch.Tensor, int], int]:
+    """moe-rs's token count from its slot rows ``h [T·k, I]``: k is the manifest's routing's."""
+    k = m.buffer(m.reference.inputs["topk"]).shape[1]
+    return lambda h, world: h.shape[-2] // k
+
+
 def _a2a_gemm(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, g: Group) -> torch.Tensor:
     exchanged = exchange_slabs(x, g)
     torch.matmul(exchanged, w, out=out)
@@ -81,6 +98,13 @@ PLAIN: dict[str, PlainPath] = {
     "gemm-ar": PlainPath(lambda x, world: x.shape[-2], _gemm_ar, "matmul, then all-reduce"),
     "a2a-gemm": PlainPath(lambda x, world: x.shape[-2], _a2a_gemm, "all-to-all, then matmul"),
     "ag-moe": PlainPath(lambda x, world: x.shape[-2] * world, all_gather_grouped_matmul, "gather, then grouped matmul", more=("topk",)),
+    "moe-rs": PlainPath(
+        _unsized,
+        grouped_matmul_reduce_scatter,
+        "grouped matmul, then reduce-scatter",
+        more=("topk", "weights"),
+        sized=_moe_rs_rows,
+    ),
     "ag-attention": PlainPath(
         lambda q, world: q.shape[-2] * world, _unconfigured, "gather K/V, then attention", inputs=("Q", "KV"), configure=plain_attention
     ),

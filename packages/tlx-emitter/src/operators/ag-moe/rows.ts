@@ -65,13 +65,11 @@ export const MOE_ROWS_PROGRAMS = MOE_ALIGN_MAX_PROGRAMS;
  */
 export function moeRowsMaps(s: MoeRowsShape): MoeRowsMaps {
   const { world: W, split: S, blockM: BM } = s;
-  const { experts: E, topk } = s.routing;
   // Chunks need no m-block here (a block's rows come from the index table): one row of each is enough.
   const { M, rank } = rowsVariables({ ...s, blockM: 1 }, true);
   const m = floorDiv(M, W);
   const cs = ceilDiv(m, S);
-  const slots = mul(M, topk);
-  const maxBlocks = ceilDiv(add(slots, E * (BM - 1)), BM);
+  const { slots, maxBlocks, perSlots, perBlocks } = moeRoutingMaps(M, s.routing, BM);
   const row = variable(GATHER_VARIABLES.row, { min: 0, max: s.max - 1 });
   const seg = variable(GATHER_VARIABLES.segment, { min: 0, max: W * S - 1 });
   const never = W * S + 1; // subtracted where a segment is the rank's own: the slot clamps to -1
@@ -79,8 +77,8 @@ export function moeRowsMaps(s: MoeRowsShape): MoeRowsMaps {
     M,
     slots,
     maxBlocks,
-    perSlots: ceilDiv(slots, MOE_ROWS_PROGRAMS),
-    perBlocks: ceilDiv(maxBlocks, MOE_ROWS_PROGRAMS),
+    perSlots,
+    perBlocks,
     segment: add(mul(floorDiv(row, m), S), floorDiv(mod(row, m), cs)),
     slot: max(-1, sub(seg, mul(never, eq(floorDiv(seg, S), rank)))),
     segments: W * S,
@@ -88,6 +86,51 @@ export function moeRowsMaps(s: MoeRowsShape): MoeRowsMaps {
       const start = add(mul(q, m), mul(c, cs));
       return { start, rows: sub(min(mul(c + 1, cs), m), mul(c, cs)) };
     },
+  };
+}
+
+/** The routing's sizes over the token count `M` (ag-moe's and moe-rs's alike): see {@link MoeRowsMaps}. */
+export type MoeRoutingMaps = Pick<MoeRowsMaps, "slots" | "maxBlocks" | "perSlots" | "perBlocks">;
+
+/** {@link MoeRoutingMaps} over `M` for `routing` in blocks of `blockM` rows. */
+export function moeRoutingMaps(M: Expr, routing: MoeRouting, blockM: number): MoeRoutingMaps {
+  const slots = mul(M, routing.topk);
+  const maxBlocks = ceilDiv(add(slots, routing.experts * (blockM - 1)), blockM);
+  return { slots, maxBlocks, perSlots: ceilDiv(slots, MOE_ROWS_PROGRAMS), perBlocks: ceilDiv(maxBlocks, MOE_ROWS_PROGRAMS) };
+}
+
+/** A size over M the routing's check compares: what it is, its expression, and its value at M given the routing's blocks. */
+export type RoutingSize = readonly [what: string, size: Expr, want: (blocks: number, M: number) => number];
+
+/**
+ * The check of `maps` (over the variable named `variable`) at one token count `M`: the routing's sizes against those
+ * computed directly, then each of `more`; it returns the routing's most blocks at `M`.
+ * @throws via `fail` naming the first size that differs.
+ */
+export function routingSizesCheck(
+  variable: string,
+  routing: MoeRouting,
+  blockM: number,
+  maps: MoeRoutingMaps,
+  more: readonly RoutingSize[] = [],
+): (fail: RowsFail, M: number) => number {
+  const sizes: RoutingSize[] = [
+    ["token slots", maps.slots, (_, M) => M * routing.topk],
+    ["the routing's most blocks", maps.maxBlocks, (blocks) => blocks],
+    ...more,
+  ];
+  const at = sizes.map(([, e]) => toFunction(e, [variable]));
+  const [perSlots, perBlocks] = [toFunction(maps.perSlots, [variable]), toFunction(maps.perBlocks, [variable])];
+  return (fail, M) => {
+    const k = M * routing.topk;
+    const blocks = Math.ceil((k + routing.experts * (blockM - 1)) / blockM);
+    sizes.forEach(([what, , want], i) => {
+      const got = at[i]!(M);
+      if (got !== want(blocks, M)) fail(M, `${what}: ${got}, not ${want(blocks, M)}`);
+    });
+    if (perSlots(M) * MOE_ROWS_PROGRAMS < k || perBlocks(M) * MOE_ROWS_PROGRAMS < blocks)
+      fail(M, `${MOE_ROWS_PROGRAMS} routing programs of ${perSlots(M)} slots and ${perBlocks(M)} blocks miss some of ${k} and ${blocks}`);
+    return blocks;
   };
 }
 
@@ -110,22 +153,11 @@ export interface MoeRowsPlan {
  * @throws {EmitError} `bad-schedule` naming the first M, rank and row, segment or size that breaks it.
  */
 export function checkAgMoeRows(s: MoeRowsShape, maps: MoeRowsMaps, plan: MoeRowsPlan): number {
-  const { world: W, split: S, blockM: BM } = s;
-  const { experts: E, topk } = s.routing;
+  const { world: W, split: S } = s;
   const over = (e: Expr, v: string[]) => toFunction(e, v);
   const rowVars = [maps.M.name, GATHER_VARIABLES.row];
   const segment = over(maps.segment, rowVars);
   const slot = over(maps.slot, [GATHER_VARIABLES.segment, RANK_VARIABLE]);
-  const size = (e: Expr) => over(e, [maps.M.name]);
-  const [slots, maxBlocks, perSlots, perBlocks, sortedIds, expertOfBlock] = [
-    size(maps.slots),
-    size(maps.maxBlocks),
-    size(maps.perSlots),
-    size(maps.perBlocks),
-    size(plan.sortedIds),
-    size(plan.expertOfBlock),
-  ];
-  const grid = plan.grid === undefined ? undefined : size(plan.grid);
   const nBlocks = Math.ceil(s.N / s.blockN);
   const ops = rowsCopies(plan.hostOps);
   const fail: RowsFail = (M, what) => {
@@ -137,6 +169,11 @@ export function checkAgMoeRows(s: MoeRowsShape, maps: MoeRowsMaps, plan: MoeRows
       const want = Math.floor(g / S) === r ? -1 : g;
       if (slot(g, r) !== want) fail(s.min, `rank ${r} segment ${g} waits on slot ${slot(g, r)}, not ${want}`);
     }
+  const sizes = routingSizesCheck(maps.M.name, s.routing, s.blockM, maps, [
+    ["index table entries", plan.sortedIds, (blocks) => blocks * s.blockM],
+    ["block → expert entries", plan.expertOfBlock, (blocks) => blocks],
+    ...(plan.grid === undefined ? [] : [["the body's programs", plan.grid, (blocks: number) => blocks * nBlocks] as const]),
+  ]);
   let checked = 0;
   for (let M = s.min; M <= s.max; M += W) {
     checked += 1;
@@ -149,18 +186,7 @@ export function checkAgMoeRows(s: MoeRowsShape, maps: MoeRowsMaps, plan: MoeRows
       const got = segment(M, row);
       if (got !== slotOfRow(row)) fail(M, `token row ${row} maps to segment ${got}, its chunk's slot is ${slotOfRow(row)}`);
     }
-    const k = M * topk;
-    const blocks = Math.ceil((k + E * (BM - 1)) / BM);
-    const sizes: [string, number, number][] = [
-      ["token slots", slots(M), k],
-      ["the routing's most blocks", maxBlocks(M), blocks],
-      ["index table entries", sortedIds(M), blocks * BM],
-      ["block → expert entries", expertOfBlock(M), blocks],
-      ...(grid === undefined ? [] : ([["the body's programs", grid(M), blocks * nBlocks]] as [string, number, number][])),
-    ];
-    for (const [what, got, want] of sizes) if (got !== want) fail(M, `${what}: ${got}, not ${want}`);
-    if (perSlots(M) * MOE_ROWS_PROGRAMS < k || perBlocks(M) * MOE_ROWS_PROGRAMS < blocks)
-      fail(M, `${MOE_ROWS_PROGRAMS} routing programs of ${perSlots(M)} slots and ${perBlocks(M)} blocks miss some of ${k} and ${blocks}`);
+    sizes(fail, M);
   }
   return checked;
 }

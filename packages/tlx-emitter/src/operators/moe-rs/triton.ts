@@ -12,14 +12,22 @@
 // whose tile loop Triton warp-specialises (the default, `moe_gemm_scatter_ws`) takes no inserted
 // notifies and is signalled once per launch by `moe_slab_notify` (`MoeRsNotifies`).
 import type { ChunkPlan } from "@ovl/chunk-plan";
-import { floorDiv, staticMap, variable } from "@ovl/mapping";
+import { floorDiv, staticMap, variable, type Expr } from "@ovl/mapping";
 import type { EmitResult } from "../../core/result.js";
 import { checkDistinctBuffers, SIGNAL_BUFFER, worldOf } from "../../backends/triton/common.js";
 import { gemmLaunch, resolveOptions, type ResolvedOptions } from "../../core/options.js";
 import { validated } from "../../core/manifest/validate.js";
 import { checkGemmParams } from "../../backends/triton/kernels/index.js";
-import { GATHER_VARIABLES, parseLocalKernel, PEER_SIGNALS_PARAM, transformLocalKernel, type GatherRows } from "../../local/index.js";
-import { MANIFEST_SCHEMA, type Buffer, type Kernel, type KernelArg } from "../../core/manifest/schema.js";
+import {
+  GATHER_VARIABLES,
+  parseLocalKernel,
+  PEER_SIGNALS_PARAM,
+  transformLocalKernel,
+  type GatherRows,
+  type LocalKernel,
+  type LocalKernelOutput,
+} from "../../local/index.js";
+import { MANIFEST_SCHEMA, type Buffer, type Kernel, type KernelArg, type Manifest } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
 import { bindGemm } from "../../core/bind.js";
 import {
@@ -212,6 +220,7 @@ export function moeRsRunnerKernels(
   source: string,
   reducers: number = MOE_RS_DEFAULT_REDUCERS,
   notifies: MoeRsNotifies = "tile",
+  most: MoeRsSizes = s,
 ): Kernel[] {
   positive("reducers", reducers);
   const buffer = (name: string): KernelArg => ({ kind: "buffer", name });
@@ -222,7 +231,7 @@ export function moeRsRunnerKernels(
   // done, so it takes every SM) and pulls token rows, k times fewer bytes.
   const perTile = notifies === "tile";
   const pulled = perTile ? MOE_RS_BUFFERS.partial : MOE_RS_BUFFERS.partialTok;
-  const programs = Math.max(1, Math.min(reducers, s.reduceItems));
+  const programs = Math.max(1, Math.min(reducers, most.reduceItems));
   const params = { experts: s.experts, topk: s.topk, tokens: s.tokens, slabT: s.slabT, world: s.world };
   return [
     {
@@ -259,7 +268,7 @@ export function moeRsRunnerKernels(
       source,
       ...(perTile
         ? { stream: "comm" as const, grid: [programs] }
-        : { stream: "compute" as const, grid: [{ kind: "num-sms" as const, cap: s.reduceItems }] }),
+        : { stream: "compute" as const, grid: [{ kind: "num-sms" as const, cap: most.reduceItems }] }),
       numWarps: 4,
       numStages: 1,
       args: [
@@ -321,7 +330,7 @@ export function moeRsNotifyKernel(s: MoeRsSizes, source: string): Kernel {
 }
 
 /** Token rows and columns of one `moe_topk_sum` program. */
-const TOPK_SUM_BLOCK = { BT: 32, BN: 256 } as const;
+export const TOPK_SUM_BLOCK = { BT: 32, BN: 256 } as const;
 
 /**
  * `moe_topk_sum` (per launch): each token's k weighted slot rows summed where they were computed,
@@ -376,8 +385,15 @@ export function moePermuteKernel(s: MoeRsSizes, source: string): Kernel {
   };
 }
 
-/** The emitted module of the runner's moe-rs kernels: they live in the runner, this file names them. */
-export function moeRsModule(): string {
+/**
+ * The emitted module of the runner's moe-rs kernels: they live in the runner, this file names them. With `anyRows`
+ * (an operator for every token count) it imports their `_rows` forms, never specialised on the sizes that change with
+ * the count, under the same names.
+ */
+export function moeRsModule(anyRows = false): string {
+  const names = ["moe_permute_rows", "moe_slab_expect", "moe_slab_notify", "moe_topk_reduce_rs", "moe_topk_sum"];
+  const unspecialised = new Set(["moe_permute_rows", "moe_slab_expect", "moe_topk_reduce_rs", "moe_topk_sum"]);
+  const imports = names.map((n) => (anyRows && unspecialised.has(n) ? `${n}_rows as ${n}` : n)).join(", ");
   return [
     '"""MoE part 2\'s runner kernels: moe_permute_rows (h in the routing\'s block order), moe_slab_expect (each',
     "slab's expected notifies, from the routing on the device), moe_topk_sum (a launch's local TopK-reduce),",
@@ -385,7 +401,7 @@ export function moeRsModule(): string {
     "from ovl_runtime.moe_rs.",
     "",
     'Emitted by @ovl/tlx-emitter; the kernels are the runner\'s, so the torch API and a manifest run the same code."""',
-    "from ovl_runtime.moe_rs import moe_permute_rows, moe_slab_expect, moe_slab_notify, moe_topk_reduce_rs, moe_topk_sum  # noqa: F401",
+    `from ovl_runtime.moe_rs import ${imports}  # noqa: F401`,
     "",
   ].join("\n");
 }
@@ -460,17 +476,24 @@ export const MOE_RS_DEFAULT_BODY = "moe_gemm_scatter_ws" as const;
 /** The tile `ovl emit moe-rs` takes without --tile: the fastest of 64/128 × 128/256 at MoE-1…6 (world 8) on an H200 (evidence: `results/runs/moe-rs-compiled-h200-2026-11-25`). */
 export const MOE_RS_DEFAULT_TILE = { BM: 128, BN: 256, BK: 64 } as const;
 
+/** What a moe-rs operator's body, problem and plan resolve to before any size is fixed (`moeRsFront`). */
+export interface MoeRsFront {
+  readonly moe: MoeRouting;
+  readonly o: ResolvedOptions;
+  readonly kernel: LocalKernel;
+  readonly world: number;
+  readonly slabT: number;
+  readonly tile: MoeRsTile;
+  /** The sizes at the operator's own token count. */
+  readonly s: MoeRsSizes;
+  readonly notifies: MoeRsNotifies;
+}
+
 /**
- * Compile a moe-rs operator: `op.problem` is `{ M: tokens T, N: hidden H, K: each rank's
- * intermediate slice I }`, `op.moe` the experts and top-k, `op.plan` a direct ReduceScatter
- * of the slot rows `[T·k, H]` (its chunks give the slabs, `moeRsSlabTokens`), `op.body` a
- * producer annotated `scatter=<partial> rows=<sorted_token_ids>` (ovl's `moe_gemm_scatter`).
- * The manifest launches the routing kernels, `moe_slab_expect`, the transformed body (which
- * notifies each covered slab on its owner) and the reducer on the comm stream.
- * @throws {EmitError} for a bad routing, sizes or plan, a body that does not scatter through
- *   a table; {LocalKernelError} for a body the transformation refuses.
+ * The checked routing, options, body, plan and sizes of `op` at its token count.
+ * @throws {EmitError} for a bad routing, sizes or plan, a body that does not scatter through a table.
  */
-export async function compileMoeRs(op: Operator): Promise<EmitResult> {
+export async function moeRsFront(op: Operator): Promise<MoeRsFront> {
   const moe = checkMoeRouting(op.moe);
   const o = resolveOptions(op.options ?? {});
   const kernel = await parseLocalKernel(op.body.source, op.body.path, op.body.entry);
@@ -485,27 +508,59 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
   const slabT = moeRsSlabTokens(op.plan, T, moe.topk, H);
   const tile = { BM: op.tile.BM, BN: op.tile.BN, BK: op.tile.BK };
   const s = moeRsSizes({ tokens: T, inter: I, hidden: H, world, slabT }, moe, tile);
-  const params = checkGemmParams({ M: s.align.slots, N: H, K: I, BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, GROUP_M: 1 });
-
-  // The body's blocks touch token rows `slot // k`; segment = slab, notified on its owner.
-  const seg = variable(GATHER_VARIABLES.segment, { min: 0, max: s.slabs - 1 });
-  const gather: GatherRows = {
-    blockRows: tile.BM,
-    divisor: moe.topk,
-    limit: s.align.slots,
-    rowCount: T,
-    segment: staticMap(floorDiv(variable(GATHER_VARIABLES.row, { min: 0, max: T - 1 }), slabT)),
-    segmentCount: s.slabs,
-  };
-  const slot = staticMap(seg);
-  const owners = staticMap(floorDiv(seg, s.slabsPerRank));
-  const order = staticMap(variable("ovl_t", { min: 0, max: s.align.maxBlocks * s.nTiles - 1 }));
   // A warp-specialised body takes no per-tile notifies (see transformLocalKernel): one per launch.
-  const notifies: MoeRsNotifies = kernel.warpSpecialized ? "launch" : "tile";
-  const slots = notifies === "tile" ? [slot] : [];
-  const t = transformLocalKernel(kernel, { role: "producer", order, slots, numPidN: s.nTiles, tables: [], gather, owners });
+  return { moe, o, kernel, world, slabT, tile, s, notifies: kernel.warpSpecialized ? "launch" : "tile" };
+}
 
+/** The producer's tile program's maps: segment = slab (over `ovl_row`), its owner, the order and the notified slots. */
+export function moeRsProgram(f: MoeRsFront, segment: Expr) {
+  const { s } = f;
+  const seg = variable(GATHER_VARIABLES.segment, { min: 0, max: s.slabs - 1 });
+  return {
+    segment: staticMap(segment),
+    owners: staticMap(floorDiv(seg, s.slabsPerRank)),
+    order: staticMap(variable("ovl_t", { min: 0, max: s.align.maxBlocks * s.nTiles - 1 })),
+    slots: f.notifies === "tile" ? [staticMap(seg)] : [],
+  };
+}
+
+/** What a moe-rs manifest holds at one token count: its buffers, its kernels (the routing first) and its producer's name. */
+export interface MoeRsLayout {
+  readonly buffers: Buffer[];
+  readonly kernels: Kernel[];
+  /** The producer's kernel name and source file. */
+  readonly producer: string;
+  readonly source: string;
+}
+
+/** The fixed parts of a moe-rs operator serving many token counts: persistent grids' caps and the reducer's programs. */
+export interface MoeRsFixed {
+  /** Sizes whose persistent caps every launch takes (those of the most tokens served). */
+  readonly most: MoeRsSizes;
+  /** The per-tile reducer's programs (those of the fewest tokens served). */
+  readonly reducers: number;
+}
+
+/**
+ * The buffers and kernels of `op` (its front `f`, transformed body `t`, producer program `program`) at the sizes `s`:
+ * the per-M compile's at the operator's tokens; the rows compile's at any M (`fixed` its caps, `rows` its inserted
+ * row-count argument, `routing` its routing kernels' fixed grid).
+ * @throws {EmitError} for a body whose rows are not the routing's index table, colliding buffers.
+ */
+export function moeRsLayout(
+  op: Operator,
+  f: MoeRsFront,
+  t: LocalKernelOutput,
+  program: ReturnType<typeof moeRsProgram>,
+  s: MoeRsSizes,
+  files: { routing: string; runner: string },
+  rows?: { fixed: MoeRsFixed; inserted: Readonly<Record<string, KernelArg>>; programs: number },
+): MoeRsLayout {
+  const { moe, o, kernel, tile, notifies } = f;
+  const { N: H, K: I } = op.problem;
+  const T = s.tokens;
   const a = s.align;
+  const params = checkGemmParams({ M: a.slots, N: H, K: I, BLOCK_M: tile.BM, BLOCK_N: tile.BN, BLOCK_K: tile.BK, GROUP_M: 1 });
   const blocks = kernel.blocks;
   // The body's A: h in slot order, or (blocks=) in the routing's block order, filled by moe_permute_rows.
   const hBuffer = blocks === undefined ? MOE_RS_BUFFERS.h : MOE_RS_BUFFERS.hBlocks;
@@ -515,7 +570,7 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
       ? []
       : [{ name: MOE_RS_BUFFERS.hBlocks, shape: [a.maxBlocks * a.blockM, I], dtype: o.dtype, symmetric: false, init: "poison" as const }]),
     { name: MOE_RS_BUFFERS.w2, shape: [moe.experts, I, H], dtype: o.dtype, symmetric: false, init: "random" },
-    ...routingBuffers(a, moe),
+    ...routingBuffers(rows === undefined ? a : { ...a, programs: rows.programs }, moe),
     { name: MOE_RS_BUFFERS.topkWeights, shape: [T, moe.topk], dtype: "fp32", symmetric: false, init: "replicated" },
     // Per tile the owners pull the slot rows; per launch the token rows the local TopK-sum writes.
     { name: MOE_RS_BUFFERS.partial, shape: [a.slots, H], dtype: o.dtype, symmetric: notifies === "tile", init: "poison" },
@@ -548,21 +603,22 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     },
     { ...Object.fromEntries(Object.entries(byName).filter(([p]) => names.includes(p))), ...op.bind },
   );
-  const rowsBinding = own.get(kernel.rows);
+  const rowsBinding = own.get(kernel.rows!);
   if (rowsBinding?.kind !== "arg" || rowsBinding.arg.kind !== "buffer" || rowsBinding.arg.name !== MOE_BUFFERS.sortedIds) {
     throw new EmitError(
       "bad-param",
       `${op.body.path}: rows=${kernel.rows} must read the routing's ${MOE_BUFFERS.sortedIds} (name it sorted_token_ids or bind it to that buffer)`,
     );
   }
+  const cap = (rows?.fixed.most ?? s).align.maxBlocks * s.nTiles;
   const producer = localKernelEntry(t, {
     name: `${op.name}_producer`,
     kind: LOCAL_MOE_RS_KIND,
     stream: "compute",
-    grid: kernel.persistent ? [{ kind: "num-sms", cap: a.maxBlocks * s.nTiles }] : [a.maxBlocks * s.nTiles],
+    grid: kernel.persistent ? [{ kind: "num-sms", cap }] : [a.maxBlocks * s.nTiles],
     ...(kernel.warpSpecialized ? warpSpecializedLaunch(o) : gemmLaunch(o, params, "registers")),
     own,
-    inserted: { [PEER_SIGNALS_PARAM]: { kind: "peer-pointers", buffer: SIGNAL_BUFFER }, [RANK_VAR]: { kind: "rank" } },
+    inserted: { [PEER_SIGNALS_PARAM]: { kind: "peer-pointers", buffer: SIGNAL_BUFFER }, [RANK_VAR]: { kind: "rank" }, ...rows?.inserted },
     params: {
       BLOCK_M: tile.BM,
       BLOCK_N: tile.BN,
@@ -586,45 +642,57 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     },
     tileProgram: {
       role: "producer",
-      order,
-      slots,
+      order: program.order,
+      slots: program.slots,
       numPidM: a.maxBlocks,
       numPidN: s.nTiles,
       gather: {
         rows: MOE_BUFFERS.sortedIds,
-        blockRows: gather.blockRows,
-        divisor: gather.divisor,
-        limit: gather.limit,
-        rowCount: gather.rowCount,
-        segment: gather.segment,
+        blockRows: tile.BM,
+        divisor: moe.topk,
+        limit: a.slots,
+        rowCount: T,
+        segment: program.segment,
       },
-      owners,
+      owners: program.owners,
     },
   });
-  const routingSource = `${op.name}_routing.py`;
-  const runnerSource = `${op.name}_moe_rs.py`;
-  const [expectKernel, reduceKernel] = moeRsRunnerKernels(s, tile, runnerSource, MOE_RS_DEFAULT_REDUCERS, notifies) as [Kernel, Kernel];
+  const [expectKernel, reduceKernel] = moeRsRunnerKernels(
+    s,
+    f.tile,
+    files.runner,
+    rows?.fixed.reducers ?? MOE_RS_DEFAULT_REDUCERS,
+    notifies,
+    rows?.fixed.most,
+  ) as [Kernel, Kernel];
   const compute = [
-    ...(blocks === undefined ? [] : [moePermuteKernel(s, runnerSource)]),
+    ...(blocks === undefined ? [] : [moePermuteKernel(s, files.runner)]),
     expectKernel,
     producer,
-    ...(notifies === "launch" ? [moeTopkSumKernel(s, runnerSource), moeRsNotifyKernel(s, runnerSource)] : []),
+    ...(notifies === "launch" ? [moeTopkSumKernel(s, files.runner), moeRsNotifyKernel(s, files.runner)] : []),
   ];
-  const manifest = validated({
+  const routing = routingKernels(rows === undefined ? a : { ...a, programs: rows.programs }, files.routing);
+  return { buffers, kernels: [...routing, ...compute, reduceKernel], producer: producer.name, source: producer.source };
+}
+
+/** The manifest of `op` (front `f`) with `layout`, at the layout's token count `s`. */
+export function moeRsManifest(op: Operator, f: MoeRsFront, s: MoeRsSizes, layout: MoeRsLayout): Manifest {
+  const { o, world } = f;
+  return {
     $schema: MANIFEST_SCHEMA,
     name: op.name,
     world,
     dtype: o.dtype,
-    buffers,
+    buffers: layout.buffers,
     signals: { buffer: SIGNAL_BUFFER, slots: s.slabs + 1, bits: 32 },
     tables: [],
-    kernels: [...routingKernels(a, routingSource), ...compute, reduceKernel],
+    kernels: layout.kernels,
     hostOps: Array.from({ length: world }, (_, rank) => ({ rank, streams: [] })),
     reference: {
       operator: "moe-rs",
-      M: T,
-      N: H,
-      K: I,
+      M: s.tokens,
+      N: op.problem.N,
+      K: op.problem.K,
       inputs: { A: MOE_RS_BUFFERS.h, B: MOE_RS_BUFFERS.w2, topk: MOE_BUFFERS.topkIds, weights: MOE_RS_BUFFERS.topkWeights },
       output: MOE_RS_BUFFERS.out,
       rowsPerRank: s.rowsPerRank,
@@ -632,13 +700,55 @@ export async function compileMoeRs(op: Operator): Promise<EmitResult> {
     },
     timing: o.timing,
     waitTimeoutNs: o.waitTimeoutNs,
+  };
+}
+
+/** The emitted files of a moe-rs operator named `name`. */
+export function moeRsFiles(name: string): { routing: string; runner: string } {
+  return { routing: `${name}_routing.py`, runner: `${name}_moe_rs.py` };
+}
+
+/**
+ * Compile a moe-rs operator: `op.problem` is `{ M: tokens T, N: hidden H, K: each rank's
+ * intermediate slice I }`, `op.moe` the experts and top-k, `op.plan` a direct ReduceScatter
+ * of the slot rows `[T·k, H]` (its chunks give the slabs, `moeRsSlabTokens`), `op.body` a
+ * producer annotated `scatter=<partial> rows=<sorted_token_ids>` (ovl's `moe_gemm_scatter`).
+ * The manifest launches the routing kernels, `moe_slab_expect`, the transformed body (which
+ * notifies each covered slab on its owner) and the reducer on the comm stream.
+ * @throws {EmitError} for a bad routing, sizes or plan, a body that does not scatter through
+ *   a table; {LocalKernelError} for a body the transformation refuses.
+ */
+export async function compileMoeRs(op: Operator): Promise<EmitResult> {
+  const f = await moeRsFront(op);
+  const { s, tile, moe } = f;
+  const T = s.tokens;
+  // The body's blocks touch token rows `slot // k`; segment = slab, notified on its owner.
+  const program = moeRsProgram(f, floorDiv(variable(GATHER_VARIABLES.row, { min: 0, max: T - 1 }), f.slabT));
+  const gather: GatherRows = {
+    blockRows: tile.BM,
+    divisor: moe.topk,
+    limit: s.align.slots,
+    rowCount: T,
+    segment: program.segment,
+    segmentCount: s.slabs,
+  };
+  const t = transformLocalKernel(f.kernel, {
+    role: "producer",
+    order: program.order,
+    slots: program.slots,
+    numPidN: s.nTiles,
+    tables: [],
+    gather,
+    owners: program.owners,
   });
+  const files = moeRsFiles(op.name);
+  const layout = moeRsLayout(op, f, t, program, s, files);
   return {
     files: [
-      { path: routingSource, text: routingModule() },
-      { path: runnerSource, text: moeRsModule() },
-      { path: producer.source, text: t.source },
+      { path: files.routing, text: routingModule() },
+      { path: files.runner, text: moeRsModule() },
+      { path: layout.source, text: t.source },
     ],
-    manifest,
+    manifest: validated(moeRsManifest(op, f, s, layout)),
   };
 }

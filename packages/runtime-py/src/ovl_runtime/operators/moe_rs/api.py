@@ -16,7 +16,10 @@ Returns ``[W, T/W, H]``: rank r's token rows ``r·T/W ..`` of
 compiled ``moe-rs`` manifest (``ovl emit moe-rs``, found or compiled through ``_kernels.library``, run
 by ``BoundOperator``): routing tables and per-slab notify targets on the device (no host sync), the
 compiled group GEMM body notifying each token slab's owner, and ``ovl_runtime.operators.moe_rs.kernels``'s reducer
-summing each slab as soon as it is complete. Inputs are checked before any launch. A call is
+summing each slab as soon as it is complete. By default one operator serves every token count T that is a multiple
+of the world (``ovl emit moe-rs --any-rows``: T a run-time argument, a new T compiles nothing), running the grouped
+GEMM then the group's reduce-scatter below the compiler's crossover; ``OVL_ANY_ROWS=0`` compiles one per T. Inputs are
+checked before any launch (a call of no tokens before anything is compiled). A call is
 asynchronous on the current stream; :func:`synchronize` waits and raises ``WaitTimeout`` if a
 bounded wait gave up.
 

@@ -65,10 +65,14 @@ __all__ = [
     "moe_rs_reference",
     "moe_rs_reference_torch",
     "moe_permute_rows",
+    "moe_permute_rows_rows",
     "moe_slab_expect",
+    "moe_slab_expect_rows",
     "moe_slab_notify",
     "moe_topk_reduce_rs",
+    "moe_topk_reduce_rs_rows",
     "moe_topk_sum",
+    "moe_topk_sum_rows",
     "slab_cover_reference",
 ]
 
@@ -292,3 +296,17 @@ def moe_topk_reduce_rs(
             for j in tl.static_range(TOP_K):
                 acc += tl.load(base + (tokens * TOP_K + j)[:, None] * N + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
         tl.store(out_ptr + local.to(tl.int64)[:, None] * N + offs_n[None, :], acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _unspecialised(fn: Any, sizes: list[str]) -> Any:
+    return triton.jit(fn.fn, do_not_specialize=sizes, do_not_specialize_on_alignment=sizes)
+
+
+#: The runner kernels again, never specialised on the sizes that change with the token count: an operator serving any
+#: token count (``ovl emit moe-rs --any-rows``, whose emitted runner module imports these) passes new ones at every
+#: count, which must not compile a new variant (Triton specialises an int argument that is 1 or a multiple of 16), and
+#: the per-count operators' launches of the kernels above must not fix their variant first.
+moe_permute_rows_rows = _unspecialised(moe_permute_rows, ["SLOTS"])
+moe_slab_expect_rows = _unspecialised(moe_slab_expect, ["SLOTS", "SLAB_T"])
+moe_topk_sum_rows = _unspecialised(moe_topk_sum, ["T"])
+moe_topk_reduce_rs_rows = _unspecialised(moe_topk_reduce_rs, ["SLAB_T"])

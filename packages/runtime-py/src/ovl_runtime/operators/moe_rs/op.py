@@ -1,5 +1,8 @@
 """MoE part 2's torch.library op ``ovl::moe_grouped_matmul_reduce_scatter`` (GroupGEMM + Scatter + TopK-reduce +
-ReduceScatter, routing on the device) and its fake; its inputs are checked before any launch (see ``api``)."""
+ReduceScatter, routing on the device) and its fake; its inputs are checked before any launch (see ``api``). By default
+one operator serves every token count of its range (``call_key``: T, all ranks' tokens, a run-time argument; below the
+compiler's crossover or outside the range it runs the grouped GEMM then the group's reduce-scatter); ``OVL_ANY_ROWS=0``
+compiles one per token count."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import Any
 
 import torch
 
-from ..._kernels.library import KernelKey
+from ..._kernels.library import call_key
 from ..._torch_api.registry import bound_operator
 from ..._torch_api.tensors import DTYPES, call_dtype, check_device, empty_rows, local_shape, rank_views
 from ...errors import UsageError
@@ -35,6 +38,9 @@ def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w
     call_dtype(WHAT, g, h=h, w=w)
     hs, ws = rank_views(h, g, "h", 2), rank_views(w, g, "w", 3)
     slots, inter = hs[0].shape
+    if slots == 0 or (isinstance(topk_ids, torch.Tensor) and topk_ids.dim() >= 2 and topk_ids.shape[-2] == 0):
+        # Before anything else is checked, a key made or compiled: a call of no tokens is refused.
+        raise UsageError(f"{WHAT}: no tokens (h has {slots} slot rows); a call needs at least one token per rank")
     experts, inter2, hidden = ws[0].shape
     if inter != inter2:
         raise UsageError(f"{WHAT}: h is [{slots}, {inter}] but w is [{experts}, {inter2}, {hidden}]; the intermediate sizes differ")
@@ -53,7 +59,8 @@ def _impl(h: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, w
         sz = check_moe_rs(tokens, k, experts, inter, hidden, g.world, None)
     except ValueError as exc:
         raise UsageError(f"{WHAT}: {exc}") from exc
-    key = KernelKey("moe-rs", g.world, tokens, hidden, inter, DTYPES[h.dtype], experts=experts, topk=k)
+    # The operator for every token count where this one is in its range (``call_key``), else the one of this count.
+    key = call_key("moe-rs", g.world, tokens, hidden, inter, DTYPES[h.dtype], experts=experts, topk=k)
     op = bound_operator(key, g, WHAT)
     out = empty_rows(g, sz.rows_per_rank, hidden, h)
     op.run({"A": h, "B": w, "topk": topk_ids, "weights": topk_weights}, out)
