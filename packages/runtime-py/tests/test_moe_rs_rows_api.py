@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
+
+from builders import CLI, compile_on_demand  # noqa: E402
 
 from ovl_runtime import ops  # noqa: E402
 from ovl_runtime._kernels import library as lib  # noqa: E402
@@ -20,7 +21,6 @@ from ovl_runtime._runner.rows import RowsOperator  # noqa: E402
 from ovl_runtime.errors import UsageError  # noqa: E402
 from ovl_runtime.groups import EmulatedGroup  # noqa: E402
 
-CLI = Path(__file__).resolve().parents[2] / "cli" / "dist" / "bin.js"
 pytestmark = pytest.mark.skipif(shutil.which("node") is None or not CLI.is_file(), reason="needs node and the built ovl CLI")
 
 WORLD, E, TOPK, H, INTER = 2, 4, 2, 64, 32
@@ -29,10 +29,7 @@ WORLD, E, TOPK, H, INTER = 2, 4, 2, 64, 32
 @pytest.fixture
 def kernels(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """The CLI compiles on demand into a cache of this module's own; every operator closed afterwards."""
-    monkeypatch.setenv("OVL_CLI", f"node {CLI}")
-    monkeypatch.setenv("OVL_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "moe-rs-rows-kernels"))
-    monkeypatch.setenv("OVL_KERNELS", "")
-    monkeypatch.delenv("OVL_TARGET", raising=False)
+    compile_on_demand(monkeypatch, tmp_path_factory.getbasetemp() / "moe-rs-rows-kernels")
     monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", True)  # OVL_ANY_ROWS=all: moe-rs has not run on a GPU yet
     yield
     ops.close_all()
