@@ -147,3 +147,15 @@ def test_bad_input_is_refused_before_any_launch_and_the_operator_stays_usable(ke
     assert op.describe()["calls"] == calls and ops.operators() == [op]
     again = _moe_rs(*good, g)
     assert torch.equal(again, first) and _rel(again, *good) < 1e-5
+
+
+def test_the_torch_api_binds_moe_rs_per_token_count_until_ovl_any_rows_all(monkeypatch):
+    # Its operator for every token count has not run on a GPU yet (``ROWS_UNCHECKED``): bound only when asked.
+    monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", False)
+    key = lib.call_key("moe-rs", WORLD, 256, H, INTER, "bf16", experts=E, topk=TOPK)
+    assert not key.rows and key.m == 256
+    assert lib.call_key("ag-moe", WORLD, 256, INTER, H, "bf16", experts=E, topk=TOPK).rows  # a checked one: for every count
+    monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", True)
+    assert lib.call_key("moe-rs", WORLD, 256, H, INTER, "bf16", experts=E, topk=TOPK).rows
+    monkeypatch.setattr(lib, "ANY_ROWS", False)  # OVL_ANY_ROWS=0 wins
+    assert not lib.call_key("moe-rs", WORLD, 256, H, INTER, "bf16", experts=E, topk=TOPK).rows

@@ -57,7 +57,8 @@ ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe", "ag-att
 #: The most rows an any-row-count operator serves by default, and the row count it is described at.
 ROWS_MAX = 32768
 ROWS_AT = 8192
-#: ``OVL_ANY_ROWS=0``: compile the operators of ``ROWS_OPERATORS`` per row count, as before any-row-count operators.
+#: ``OVL_ANY_ROWS=0``: compile the operators of ``ROWS_OPERATORS`` per row count, as before any-row-count operators;
+#: ``all``: bind ``ROWS_UNCHECKED`` for every row count too.
 ANY_ROWS = os.environ.get("OVL_ANY_ROWS", "1") != "0"
 #: Of ``ROWS_OPERATORS``, those whose operator for every row count has not run on a GPU yet: the torch API binds them
 #: per row count unless ``OVL_ANY_ROWS=all`` (they compile for every row count when asked: ``--any-rows``).
