@@ -1,5 +1,6 @@
-"""One compiled operator serving every row count of a range (``ovl emit ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe|ag-attention
---any-rows``; ag-attention's rows are its sequence length), bound to a group.
+"""One compiled operator serving every row count of a range (``ovl emit
+ag-gemm|gemm-rs|gemm-ar|a2a-gemm|ag-moe|moe-rs|ag-attention --any-rows``; ag-attention's rows are its sequence length),
+bound to a group.
 
 A call brings its row count M. Where the compiler says overlapping does not pay at M (``rows.fallbackBelow``, the
 simulator's crossover) or M is outside what the operator serves, the call runs the operator's plain sequence instead
@@ -41,7 +42,7 @@ KEEP = 4
 
 class RowsOperator:
     """An operator of ``PLAIN`` (AllGather+GEMM, GEMM+ReduceScatter, GEMM+AllReduce, AllToAll+GEMM, AllGather+MoE,
-    AllGather+attention) for every row count of ``m.rows`` on ``group``
+    MoE+ReduceScatter, AllGather+attention) for every row count of ``m.rows`` on ``group``
     (see the module docstring)."""
 
     def __init__(self, m: Manifest, group: OneGpuGroup | DistGroup | EmulatedGroup) -> None:
