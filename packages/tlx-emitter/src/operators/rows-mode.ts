@@ -3,11 +3,10 @@
 // the row count as its `M`, the operator's M checked against the range it serves, the manifest's `rows` section,
 // and the manifest written at that M with its kernels and `rows` kept symbolic.
 import type { Expr } from "@ovl/mapping";
-import { checkGemmParams, type GemmParams } from "../backends/triton/kernels/index.js";
 import { instantiateRows } from "../core/manifest/rows.js";
 import type { Manifest, Rows } from "../core/manifest/schema.js";
 import { validated } from "../core/manifest/validate.js";
-import { DEFAULT_GROUP_M, type Operator, type RowsRequest } from "../core/operator.js";
+import type { RowsRequest } from "../core/operator.js";
 import { EmitError } from "../core/writer/index.js";
 import type { LocalKernel } from "../local/index.js";
 import { ROWS_VARIABLE } from "./ag-gemm/rows.js";
@@ -16,20 +15,6 @@ import { ROWS_VARIABLE } from "./ag-gemm/rows.js";
 interface RowsRange {
   readonly min: number;
   readonly max: number;
-}
-
-/** `op`'s GEMM parameters at its problem's M (its tile, `groupM` or the default). @throws {EmitError} as `checkGemmParams`. */
-export function rowsGemmParams(op: Operator): GemmParams {
-  const { M, N, K } = op.problem;
-  return checkGemmParams({
-    M,
-    N,
-    K,
-    BLOCK_M: op.tile.BM,
-    BLOCK_N: op.tile.BN,
-    BLOCK_K: op.tile.BK,
-    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
-  });
 }
 
 /**

@@ -4,8 +4,9 @@
 // tile, on every chunk slot its rows meet (several where chunks do not fall on tile
 // boundaries). The operators differ only in the buffers, tables and bindings the body reads
 // beyond the gathered operand, and in the reference.
+import { operatorGemmParams } from "../../core/gemm-params.js";
 import type { TileSchedule } from "@ovl/chunk-plan";
-import { checkGemmParams, type GemmParams, nvshmemSlot, nvshmemSlotCount } from "./kernels/index.js";
+import { type GemmParams, nvshmemSlot, nvshmemSlotCount } from "./kernels/index.js";
 import { nvshmemTransfers } from "./nvshmem.js";
 import { MANIFEST_SCHEMA, type Buffer, type Reference, type Table } from "../../core/manifest/schema.js";
 import { checkDistinctBuffers, checkPlanAndSchedule, signalBuffer, SIGNAL_BUFFER } from "./common.js";
@@ -19,7 +20,7 @@ import { bindGemm, type Binding } from "../../core/bind.js";
 import { streamKScratch } from "../../schedule/stream-k.js";
 import { localKernelEntry } from "./kernel-entry.js";
 import { consumerMaps, copyEngineColumns, consumerInsertedArgs, tablesOf } from "../../schedule/maps.js";
-import { DEFAULT_GROUP_M, type Operator } from "../../core/operator.js";
+import type { Operator } from "../../core/operator.js";
 import { operatorSchedule } from "../../schedule/operator-schedule.js";
 
 /** Template kind of a transformed consumer body in the manifest. */
@@ -77,7 +78,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
       `${op.body.path}: ${kernel.entry} waits per kv block of an inner loop (# ovl: tile kv=), an attention body: compile it as kind ag-attention; ${spec.title} waits per tile (# ovl: tile m=)`,
     );
   }
-  const { M, N, K } = op.problem;
+  const { M, K } = op.problem;
   const tensorName = planTensor(op, spec.title);
   const sched = schedule ?? operatorSchedule(op, tensorName, "consumer", kernel.persistent);
   const { signals, world, tensor } = checkPlanAndSchedule(op.plan, sched, "consumer");
@@ -87,15 +88,7 @@ export async function compileConsumer(op: Operator, spec: ConsumerSpec, schedule
       `tensor ${tensor.name} is [${tensor.shape.join(", ")}]; the ${spec.title} reads it as [M, K] = [${M}, ${K}]`,
     );
   if (tensor.dtype !== o.dtype) throw new EmitError("bad-plan", `tensor ${tensor.name} is ${tensor.dtype} but options.dtype is ${o.dtype}`);
-  const params = checkGemmParams({
-    M,
-    N,
-    K,
-    BLOCK_M: op.tile.BM,
-    BLOCK_N: op.tile.BN,
-    BLOCK_K: op.tile.BK,
-    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
-  });
+  const params = operatorGemmParams(op);
   const { numPidM, numTiles } = sched.grid;
   const nvshmem = o.backend === "nvshmem";
   if (nvshmem && spec.operator !== "ag-gemm")

@@ -1,6 +1,7 @@
 // Compiling AllToAll+GEMM for any row count (`Operator.rows`): the consumer body over the run-time rows
 // (`../rows-consumer.ts`) with the order and waits of `rows.ts`, the AllToAll as host copies over M, the whole plan
 // checked at every M served, and the manifest written at the operator's M with its `rows` section.
+import { operatorGemmParams } from "../../core/gemm-params.js";
 import { checkDistinctBuffers, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
 import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest/schema.js";
 import type { Operator, RowsRequest } from "../../core/operator.js";
@@ -9,7 +10,7 @@ import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
 import { rowsShape } from "../ag-gemm/rows.js";
 import { consumerRowsBody, consumerRowsKernel } from "../rows-consumer.js";
-import { checkRowsAt, rowsGemmParams, rowsManifest, rowsSection } from "../rows-mode.js";
+import { checkRowsAt, rowsManifest, rowsSection } from "../rows-mode.js";
 import { a2aRowsHostOps, a2aRowsMaps, checkA2aGemmRows } from "./rows.js";
 import { a2aReference, allToAllSource } from "./triton.js";
 
@@ -30,7 +31,7 @@ export async function compileA2aGemmRows(op: Operator, req: RowsRequest): Promis
   const { M: at, N, K } = op.problem;
   const world = op.plan.mesh.shape.reduce((a, b) => a * b, 1);
   const body = await consumerRowsBody(op);
-  const params = rowsGemmParams(op);
+  const params = operatorGemmParams(op);
   const shape = rowsShape(req, world, params.BLOCK_M, K);
   const maps = a2aRowsMaps(shape);
   checkRowsAt(at, shape, world);

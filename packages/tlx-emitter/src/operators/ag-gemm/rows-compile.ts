@@ -2,6 +2,7 @@
 // tile order and wait slots of `rows.ts` printed over the inserted `ovl_rows` parameter, the body's own
 // `M` bound to the call's row count, the swizzle push AllGather as host ops over M, the whole plan
 // checked at every M served, and the manifest written at the operator's M with its `rows` section.
+import { operatorGemmParams } from "../../core/gemm-params.js";
 import { agGemmReference, checkDistinctBuffers, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
 import { MANIFEST_SCHEMA, type Buffer, type Manifest } from "../../core/manifest/schema.js";
 import type { Operator } from "../../core/operator.js";
@@ -11,7 +12,7 @@ import { EmitError } from "../../core/writer/index.js";
 import type { RowsRequest } from "../../core/operator.js";
 import { isFp8 } from "../../core/dtype.js";
 import { checkFp8, FP8_TEMPLATE_PARAMS, fp8Buffers, SCALE_A, SCALE_B, scaleBindings } from "./fp8.js";
-import { checkRowsAt, rowsGemmParams, rowsManifest, rowsSection } from "../rows-mode.js";
+import { checkRowsAt, rowsManifest, rowsSection } from "../rows-mode.js";
 import { consumerRowsBody, consumerRowsKernel } from "../rows-consumer.js";
 import { agRowsHostOps, agRowsMaps, checkAgGemmRows, rowsShape } from "./rows.js";
 
@@ -34,7 +35,7 @@ export async function compileAgGemmRows(op: Operator, req: RowsRequest): Promise
     throw new EmitError("bad-param", `rows mode realises the ${ROWS_PLAN} plan at every row count; plan "${op.plan.name}" is another`);
   }
   const body = await consumerRowsBody(op);
-  const params = rowsGemmParams(op);
+  const params = operatorGemmParams(op);
   const shape = rowsShape(req, world, params.BLOCK_M, K);
   const maps = agRowsMaps(shape);
   checkRowsAt(at, shape, world);

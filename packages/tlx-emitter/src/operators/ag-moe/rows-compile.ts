@@ -3,14 +3,14 @@
 // row too), the routing kernels on a fixed grid with their sizes as run-time arguments, the swizzle push AllGather of
 // the tokens as host ops over M, the whole plan checked at every M served, and the manifest written at the operator's
 // M with its `rows` section.
+import { operatorGemmParams } from "../../core/gemm-params.js";
 import { mul, staticMap, sub, variable, type Expr } from "@ovl/mapping";
 import { checkDistinctBuffers, rowShards, signalBuffer, SIGNAL_BUFFER } from "../../backends/triton/common.js";
 import { planTensor } from "../../backends/triton/consumer.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
-import { checkGemmParams } from "../../backends/triton/kernels/index.js";
 import { bindGemm } from "../../core/bind.js";
 import { MANIFEST_SCHEMA, type Buffer, type Manifest, type Rows } from "../../core/manifest/schema.js";
-import { DEFAULT_GROUP_M, type Operator, type RowsRequest } from "../../core/operator.js";
+import type { Operator, RowsRequest } from "../../core/operator.js";
 import { gemmLaunch, resolveOptions } from "../../core/options.js";
 import type { EmitResult } from "../../core/result.js";
 import { EmitError } from "../../core/writer/index.js";
@@ -63,15 +63,7 @@ export async function compileAgMoeRows(op: Operator, req: RowsRequest): Promise<
     throw new EmitError("bad-param", `${op.body.path}: rows mode binds the token count to the body's M, which ${kernel.entry} lacks`);
   const { M: at, N, K } = op.problem;
   const world = op.plan.mesh.shape.reduce((a, b) => a * b, 1);
-  const params = checkGemmParams({
-    M: at,
-    N,
-    K,
-    BLOCK_M: op.tile.BM,
-    BLOCK_N: op.tile.BN,
-    BLOCK_K: op.tile.BK,
-    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
-  });
+  const params = operatorGemmParams(op);
   const shape = moeRowsShape(req, world, { blockM: op.tile.BM, K, N, blockN: op.tile.BN, routing: moe });
   const maps = moeRowsMaps(shape);
   checkRowsAt(at, shape, world);

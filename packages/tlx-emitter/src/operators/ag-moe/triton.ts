@@ -4,6 +4,7 @@
 // `sorted_token_ids` / `expert_of_block` / `num_blocks` on the device; the body, launched
 // after them on the same stream, computes C[t·k + j] = X[t] @ W[topk_ids[t, j]] block by
 // block, each block waiting on the chunk slots of the rows its table entries name.
+import { operatorGemmParams } from "../../core/gemm-params.js";
 import { lowerToTileSchedule, type TileSchedule } from "@ovl/chunk-plan";
 import { staticMap, variable } from "@ovl/mapping";
 import type { EmitResult } from "../../core/result.js";
@@ -11,7 +12,6 @@ import { checkDistinctBuffers, checkPlanAndSchedule, rowShards, signalBuffer, SI
 import { planHostOps } from "../../schedule/host-ops.js";
 import { gemmLaunch, resolveOptions } from "../../core/options.js";
 import { validated } from "../../core/manifest/validate.js";
-import { checkGemmParams } from "../../backends/triton/kernels/index.js";
 import { parseLocalKernel, transformLocalKernel, type GatherRows } from "../../local/index.js";
 import { MANIFEST_SCHEMA, type Buffer, type Kernel, type KernelArg } from "../../core/manifest/schema.js";
 import { EmitError } from "../../core/writer/index.js";
@@ -20,7 +20,7 @@ import { planTensor } from "../../backends/triton/consumer.js";
 import { localKernelEntry } from "../../backends/triton/kernel-entry.js";
 import { copyEngineColumns, consumerInsertedArgs, tablesOf } from "../../schedule/maps.js";
 import { rowSegments, segmentMap, segmentSlotMaps } from "./segments.js";
-import { DEFAULT_GROUP_M, type MoeRouting, type Operator } from "../../core/operator.js";
+import type { MoeRouting, Operator } from "../../core/operator.js";
 
 /** Template kind of the transformed MoE body (a consumer that gathers rows through a table). */
 export const LOCAL_MOE_KIND = "local-consumer";
@@ -150,15 +150,7 @@ export async function compileAgMoe(op: Operator, schedule?: TileSchedule): Promi
     );
   }
   const { M: T, N, K } = op.problem;
-  const params = checkGemmParams({
-    M: T,
-    N,
-    K,
-    BLOCK_M: op.tile.BM,
-    BLOCK_N: op.tile.BN,
-    BLOCK_K: op.tile.BK,
-    GROUP_M: op.groupM ?? DEFAULT_GROUP_M,
-  });
+  const params = operatorGemmParams(op);
   const sizes = moeAlignSizes(T, moe, op.tile.BM);
   const tensorName = planTensor(op, "AllGather+MoE");
   // One-row blocks: the slots every row of the gathered tensor waits on, on each rank.

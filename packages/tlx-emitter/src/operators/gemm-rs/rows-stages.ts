@@ -3,6 +3,7 @@
 // parameter (the body's own `M` bound to the call's row count), and the SM pushes whose segment table is
 // instantiated per M, the plan's GEMM+RS half checked at every M served; and the rows-generic reduction's parameters
 // and launch. What the reduction reads and writes, the output and the manifest are the operator's.
+import { operatorGemmParams } from "../../core/gemm-params.js";
 import type { Expr } from "@ovl/mapping";
 import { staticMap } from "@ovl/mapping";
 import { kernelEntry, SIGNAL_BUFFER } from "../../backends/triton/common.js";
@@ -24,7 +25,7 @@ import { EmitError } from "../../core/writer/index.js";
 import { parseLocalKernel, transformLocalKernel } from "../../local/index.js";
 import { RANK_VAR } from "../../schedule/maps.js";
 import { ROWS_VARIABLE } from "../ag-gemm/rows.js";
-import { checkRowsAt, checkRowsBody, rowsGemmParams } from "../rows-mode.js";
+import { checkRowsAt, checkRowsBody } from "../rows-mode.js";
 import { checkGemmRsRows, type RsRowsMaps, type RsRowsShape, rsRowsMaps, rsRowsSegments, rsRowsShape, rsRowsSlots } from "./rows.js";
 import { GEMM_RS_BUFFERS, PUSH_SEGMENTS, smPushKernel } from "./template.js";
 import { LOCAL_PRODUCER_KIND } from "./triton.js";
@@ -87,7 +88,7 @@ export async function rsRowsStages(
       `rows mode pushes whole rows 16-byte aligned at every M: N (${N}) must be a multiple of ${unit} ${o.dtype} elements`,
     );
   }
-  const params = rowsGemmParams(op);
+  const params = operatorGemmParams(op);
   const shape = rsRowsShape(req, world, params.BLOCK_M, params.BLOCK_N, N);
   const maps = rsRowsMaps(shape);
   checkRowsAt(at, shape, world);
