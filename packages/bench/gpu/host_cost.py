@@ -27,6 +27,8 @@ import sys
 import time
 from typing import Any
 
+from references import reference
+
 WORLDS = (2, 4, 8)
 ROWS, K, N = 128, 512, 256  # per rank: tiny, so the GPU keeps up with the host
 CALLS, ROUNDS, CHECKS = 50, 7, 4
@@ -68,25 +70,6 @@ def keys(op: str, world: int) -> list[Any]:
 def bound_parts(b: Any) -> list[Any]:
     """The bound operators behind a torch-API operator (an any-row-count one holds one per row count it ran)."""
     return list(b.bound.values()) if hasattr(b, "bound") else [b]
-
-
-def reference(op: str, x: Any, w: Any) -> Any:
-    """The float32 result of ``op`` on stacked ``x`` [W, ...] and ``w`` [W, K, N]."""
-    import torch
-
-    xf, wf = x.float(), w.float()
-    world = x.shape[0]
-    if op == "all_gather_matmul":
-        full = xf.reshape(-1, xf.shape[-1])
-        return torch.stack([full @ wf[r] for r in range(world)])
-    total = sum(xf[q] @ wf[q] for q in range(world))
-    if op == "matmul_all_reduce":
-        return total.unsqueeze(0).expand(world, *total.shape)
-    slab = x.shape[1] // world
-    if op == "matmul_reduce_scatter":
-        return torch.stack([total[r * slab : (r + 1) * slab] for r in range(world)])
-    recv = [torch.cat([xf[q][r * slab : (r + 1) * slab] for q in range(world)]) for r in range(world)]
-    return torch.stack([recv[r] @ wf[r] for r in range(world)])
 
 
 def host_us(fn: Any) -> float:

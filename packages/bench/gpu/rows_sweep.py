@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from references import reference
+
 WORLD = 4
 WARM = (4096, 8192)
 SWEEP = (64, 200, 1028, 2052, 3000, 4104, 5996, 8196, 10000, 12288, 16380)
@@ -46,24 +48,6 @@ CASES = (
     Case("gemm-ar", "matmul_all_reduce", 4096, 11008 // WORLD, lambda M: M),
     Case("a2a-gemm", "all_to_all_matmul", 4096, 4096, lambda M: M),
 )
-
-
-def reference(op: str, x: Any, w: Any) -> Any:
-    """Every rank's expected output (float32) of ``op`` on the stacked per-rank inputs ``x`` and ``w``."""
-    import torch
-
-    W = x.shape[0]
-    xf, wf = x.float(), w.float()
-    if op == "ag-gemm":
-        full = xf.reshape(-1, xf.shape[-1])
-        return torch.stack([full @ wf[r] for r in range(W)])
-    total = sum(xf[r] @ wf[r] for r in range(W))
-    if op == "gemm-rs":
-        return total.reshape(W, -1, total.shape[-1])
-    if op == "gemm-ar":
-        return torch.stack([total] * W)
-    slab = x.shape[1] // W  # a2a-gemm: rank r receives slab r of every rank, in rank order
-    return torch.stack([torch.cat([xf[q, r * slab : (r + 1) * slab] for q in range(W)]) @ wf[r] for r in range(W)])
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -98,7 +82,7 @@ def sweep(case: Case, compiles: dict[str, int]) -> dict[str, Any]:
         x = inputs(M)
         y = f(x, w, g)
         ops.synchronize(g)
-        ref = reference(case.op, x, w)
+        ref = reference(case.fn, x, w)
         err = ((y.float() - ref).norm() / ref.norm()).item()
         out = torch.empty_like(y)
         ovl_ms = timed(lambda x=x: f(x, w, g))
