@@ -30,7 +30,6 @@ WORLD, E, TOPK, H, INTER = 2, 4, 2, 64, 32
 def kernels(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """The CLI compiles on demand into a cache of this module's own; every operator closed afterwards."""
     compile_on_demand(monkeypatch, tmp_path_factory.getbasetemp() / "moe-rs-rows-kernels")
-    monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", True)  # OVL_ANY_ROWS=all: moe-rs has not run on a GPU yet
     yield
     ops.close_all()
 
@@ -149,13 +148,13 @@ def test_bad_input_is_refused_before_any_launch_and_the_operator_stays_usable(ke
     assert torch.equal(again, first) and _rel(again, *good) < 1e-5
 
 
-def test_the_torch_api_binds_moe_rs_per_token_count_until_ovl_any_rows_all(monkeypatch):
-    # Its operator for every token count has not run on a GPU yet (``ROWS_UNCHECKED``): bound only when asked.
-    monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", False)
+def test_the_torch_api_binds_moe_rs_for_every_token_count_by_default(monkeypatch):
+    # The operator for every token count, as for ag-moe; ``OVL_ANY_ROWS=0`` binds the operator of one count.
+    monkeypatch.setattr(lib, "ANY_ROWS", True)
     key = lib.call_key("moe-rs", WORLD, 256, H, INTER, "bf16", experts=E, topk=TOPK)
-    assert not key.rows and key.m == 256
-    assert lib.call_key("ag-moe", WORLD, 256, INTER, H, "bf16", experts=E, topk=TOPK).rows  # a checked one: for every count
-    monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", True)
-    assert lib.call_key("moe-rs", WORLD, 256, H, INTER, "bf16", experts=E, topk=TOPK).rows
-    monkeypatch.setattr(lib, "ANY_ROWS", False)  # OVL_ANY_ROWS=0 wins
-    assert not lib.call_key("moe-rs", WORLD, 256, H, INTER, "bf16", experts=E, topk=TOPK).rows
+    assert key == lib.rows_key("moe-rs", WORLD, H, INTER, "bf16", experts=E, topk=TOPK)
+    assert key.rows == lib.ROWS_MAX and (key.experts, key.topk) == (E, TOPK)
+    assert lib.call_key("ag-moe", WORLD, 256, INTER, H, "bf16", experts=E, topk=TOPK).rows
+    monkeypatch.setattr(lib, "ANY_ROWS", False)  # OVL_ANY_ROWS=0
+    key = lib.call_key("moe-rs", WORLD, 256, H, INTER, "bf16", experts=E, topk=TOPK)
+    assert not key.rows and key.m == 256 and (key.experts, key.topk) == (E, TOPK)

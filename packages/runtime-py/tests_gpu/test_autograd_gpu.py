@@ -45,9 +45,9 @@ EXPERTS, TOPK = 8, 2  # the MoE cases: part 1 x [M/W, K] → [M·k, N]; part 2 h
 
 def all_keys() -> list[lib.KernelKey]:
     attention = [lib.KernelKey("ag-attention", W, s, h * d, 2 * g * d, heads=h, causal=c) for s, h, g, d, c in ATTENTION]
-    moe = [
-        lib.KernelKey("ag-moe", W, M, N, K, "bf16", experts=EXPERTS, topk=TOPK),
-        lib.KernelKey("moe-rs", W, M, HID, INTER, "bf16", experts=EXPERTS, topk=TOPK),
+    moe = [  # the keys the calls bind: by default the operators for every token count
+        lib.call_key("ag-moe", W, M, N, K, "bf16", experts=EXPERTS, topk=TOPK),
+        lib.call_key("moe-rs", W, M, HID, INTER, "bf16", experts=EXPERTS, topk=TOPK),
     ]
     return [lib.call_key(*k) for k in KEYS] + attention + moe
 

@@ -31,8 +31,7 @@ SHAPES = [(2, 256, 128, 256, 8, 2), (4, 400, 64, 512, 4, 1), (8, 1024, 192, 384,
 
 
 def all_keys() -> list[lib.KernelKey]:
-    # Both operators: the one for every token count (bound with OVL_ANY_ROWS=all until this check has run on a GPU)
-    # and the one of each count (the torch API's default for moe-rs until then).
+    # Both operators: the one for every token count (the torch API's default) and the one of each count.
     own = [lib.KernelKey("moe-rs", w, t, h, i, d, experts=e, topk=k) for w, t, i, h, e, k in SHAPES for d in lib.COMMON_DTYPES]
     every = [lib.rows_key("moe-rs", w, h, i, d, experts=e, topk=k) for w, t, i, h, e, k in SHAPES for d in lib.COMMON_DTYPES]
     return own + every
@@ -63,7 +62,6 @@ def test_moe_rs_matches_torch(world, T, inter, H, experts, topk, choices, any_ro
     # Both operators: the one for every token count (its crossover lifted after the first call, which may run the
     # plain grouped GEMM then reduce-scatter, so that the later ones overlap) and the one compiled for this count.
     monkeypatch.setattr(lib, "ANY_ROWS", any_rows)
-    monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", True)  # OVL_ANY_ROWS=all, until this check has run on a GPU
     pool = None if choices is None else list(range(1, experts)) if choices == "skip-one" else list(range(topk))
     g = OneGpuGroup(world)
     w = rand(world, experts, inter, H, seed=7, dtype=dtype) / 8
@@ -90,7 +88,7 @@ def test_moe_rs_matches_torch(world, T, inter, H, experts, topk, choices, any_ro
 
 
 @pytest.mark.parametrize("dtype", dtypes(), ids=lambda d: str(d).removeprefix("torch."))
-def test_any_rows_moe_rs_compiles_nothing_for_a_new_token_count(dtype, monkeypatch):
+def test_any_rows_moe_rs_compiles_nothing_for_a_new_token_count(dtype):
     """One MoE + ReduceScatter for every token count: after a warm-up at two counts, calls at counts that are not
     powers of two (from one token a rank) run the same compiled kernels (the routing, the permute, slab-expect, body,
     TopK-sum, notify and reducer) — 0 ovl compiles (the library's ``compile_key``) and 0 Triton JIT compiles
@@ -102,7 +100,6 @@ def test_any_rows_moe_rs_compiles_nothing_for_a_new_token_count(dtype, monkeypat
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
 
-    monkeypatch.setattr(lib, "ANY_ROWS_UNCHECKED", True)  # OVL_ANY_ROWS=all, until this check has run on a GPU
     world, _T, inter, H, experts, topk = SHAPES[0]
     g = OneGpuGroup(world)
     w = rand(world, experts, inter, H, seed=2, dtype=dtype) / 8

@@ -57,13 +57,8 @@ ROWS_OPERATORS = ("ag-gemm", "gemm-rs", "gemm-ar", "a2a-gemm", "ag-moe", "ag-att
 #: The most rows an any-row-count operator serves by default, and the row count it is described at.
 ROWS_MAX = 32768
 ROWS_AT = 8192
-#: ``OVL_ANY_ROWS=0``: compile the operators of ``ROWS_OPERATORS`` per row count, as before any-row-count operators;
-#: ``all``: bind ``ROWS_UNCHECKED`` for every row count too.
+#: ``OVL_ANY_ROWS=0``: compile the operators of ``ROWS_OPERATORS`` per row count, as before any-row-count operators.
 ANY_ROWS = os.environ.get("OVL_ANY_ROWS", "1") != "0"
-#: Of ``ROWS_OPERATORS``, those whose operator for every row count has not run on a GPU yet: the torch API binds them
-#: per row count unless ``OVL_ANY_ROWS=all`` (they compile for every row count when asked: ``--any-rows``).
-ROWS_UNCHECKED = ("moe-rs",)
-ANY_ROWS_UNCHECKED = os.environ.get("OVL_ANY_ROWS", "1") == "all"
 #: Operators the TLX backend compiles (``ovl emit --tlx``), and their element types.
 TLX_OPERATORS = ("ag-gemm", "gemm-rs")
 TLX_DTYPES = ("bf16", "fp16")
@@ -334,8 +329,7 @@ def call_key(op: str, world: int, m: int, n: int, k: int, dtype: str = "bf16", *
             return found
     # A routed operator's key carries its routing, which the operator for every row count is compiled for too.
     routed = {name: v for name, v in given.items() if op in ROUTED_OPERATORS and name in ("experts", "topk")}
-    checked = op not in ROWS_UNCHECKED or ANY_ROWS_UNCHECKED
-    if ANY_ROWS and checked and op in ROWS_OPERATORS and set(given) == set(routed) and m <= ROWS_MAX - ROWS_MAX % world:
+    if ANY_ROWS and op in ROWS_OPERATORS and set(given) == set(routed) and m <= ROWS_MAX - ROWS_MAX % world:
         return rows_key(op, world, n, k, dtype, target=routing.get("target"), **routed, **shape)
     return KernelKey(op, world, m, n, k, dtype, **routing)
 
