@@ -54,6 +54,13 @@ class Gpu:
         if "globaltimer" in code:
             self.clock += 1
             return self.clock
+        if "red.release" in code:
+            # The predicated notify: where args[0], the wait, the barrier and thread 0's release add at args[1].
+            if args[0]:
+                scope = "gpu" if "red.release.gpu" in code else "sys"
+                self.log.extend([("tma-wait",), ("barrier",), ("add", args[1], 1, "release", scope)])
+                self.mem[args[1]] = i32(self.mem.get(args[1], 0) + 1)
+            return 0
         # One statement may wait for this thread's bulk stores and then be a barrier of the program.
         events = sorted((code.find(k), e) for k, e in (("cp.async.bulk.wait_group 0", "tma-wait"), ("bar.sync", "barrier")) if k in code)
         if events:
@@ -80,6 +87,7 @@ def gpu_language(monkeypatch):
         inline_asm_elementwise=gpu.asm,
         atomic_xchg=gpu.atomic_xchg,
         atomic_add=gpu.atomic_add,
+        cast=lambda x, *_a, **_k: int(x),
         debug_barrier=lambda: gpu.log.append(("barrier",)),
         load=lambda p, **_k: I32(gpu.mem.get(p, 0)),
         store=None,
@@ -137,6 +145,19 @@ def test_notifies_complete_tma_stores_then_barrier_then_release(gpu_language):
     mod.notify_slot_gpu(SIG, 2)
     assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 2, 1, "release", "gpu")]
     gpu.log.clear()
+    # The predicated notifies: where the condition holds the same wait, barrier and add; where not, nothing.
+    mod.notify_slot_if(SIG, 5, False)
+    mod.notify_slot_gpu_if(SIG, 5, False)
+    assert gpu.log == [] and SIG + 5 not in gpu.mem
+    mod.notify_slot_if(SIG, 5, True)
+    mod.notify_slot_gpu_if(SIG, 6, True)
+    assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 5, 1, "release", "sys")] + [
+        ("tma-wait",),
+        ("barrier",),
+        ("add", SIG + 6, 1, "release", "gpu"),
+    ]
+    assert gpu.mem[SIG + 5] == gpu.mem[SIG + 6] == 1
+    gpu.log.clear()
     gpu.mem[2000 + 1] = 500
     mod.peer_notify(2000, 1, 4)
     assert gpu.log == [("tma-wait",), ("barrier",), ("add", 504, 1, "release", "sys")]
@@ -149,7 +170,7 @@ def test_every_primitive_is_defined_once_in_each_mode():
         for n in ast.parse(text).body
         if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DEVICE_FUNCTIONS"
     )
-    assert len(names) == 12
+    assert len(names) == 14
     for f in names:
         n = text.count(f"\ndef {f}(") + text.count(f"\n    def {f}(")
         assert n in (1, 2), f

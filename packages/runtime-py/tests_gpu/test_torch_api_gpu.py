@@ -133,6 +133,7 @@ def test_all_gather_matmul_matches_torch(world, m, n, k, any_rows, dtype, monkey
 @over_dtypes
 @pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
 @pytest.mark.parametrize(("world", "rows"), [(2, 1024), (8, 1024), (8, 800)])
+@pytest.mark.kernels("gemm-rs")
 def test_matmul_reduce_scatter_matches_torch(world, rows, any_rows, dtype, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup
@@ -150,7 +151,10 @@ def test_matmul_reduce_scatter_matches_torch(world, rows, any_rows, dtype, monke
 
 
 @over_dtypes
-@pytest.mark.parametrize("op_name", ["gemm-rs", "gemm-ar", pytest.param("a2a-gemm", marks=pytest.mark.kernels("a2a-gemm"))])
+@pytest.mark.parametrize(
+    "op_name",
+    [pytest.param(op, marks=pytest.mark.kernels(op)) for op in ("gemm-rs", "gemm-ar", "a2a-gemm")],
+)
 def test_any_rows_operator_compiles_nothing_for_a_new_row_count(op_name, dtype):
     """One GEMM+ReduceScatter (GEMM+AllReduce, AllToAll+GEMM) for every row count: after a warm-up at two row counts, calls at row
     counts that are not powers of two run the same compiled kernels — 0 ovl compiles (the library's ``compile_key``)
@@ -198,6 +202,7 @@ def test_any_rows_operator_compiles_nothing_for_a_new_row_count(op_name, dtype):
 @over_dtypes
 @pytest.mark.parametrize("any_rows", [True, False], ids=["any-rows", "per-m"])
 @pytest.mark.parametrize(("world", "rows"), [(2, 1024), (4, 1000), (8, 1024)])
+@pytest.mark.kernels("gemm-ar")
 def test_matmul_all_reduce_matches_torch_and_captures(world, rows, any_rows, dtype, monkeypatch):
     from ovl_runtime import ops
     from ovl_runtime.groups import OneGpuGroup

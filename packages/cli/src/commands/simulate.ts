@@ -49,9 +49,9 @@ export interface Prediction {
 
 /**
  * Plan, lower and simulate `p` on `device` (the fused GEMM as the emitted Triton kernel).
- * `notifyAt` (default `"tile"`, as GEMM+RS and GEMM+AR compile): when the producer notifies its tiles.
+ * `notifyAt` (default `"next-tile"`, as GEMM+RS and GEMM+AR compile their producers): when the producer notifies its tiles.
  */
-export function predict(p: Problem, device: string, commSms?: number, notifyAt: "tile" | "next-tile" = "tile"): Prediction {
+export function predict(p: Problem, device: string, commSms?: number, notifyAt: "tile" | "next-tile" = "next-tile"): Prediction {
   if (p.operator !== "ag-gemm" && p.operator !== "gemm-rs" && p.operator !== "gemm-ar" && p.operator !== "a2a-gemm") {
     throw new UsageError(
       "unsupported",

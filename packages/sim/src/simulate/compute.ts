@@ -10,7 +10,7 @@ export interface ComputeTiming {
   readonly end: Float64Array;
   /** End time by tile id. */
   readonly endByTile: Float64Array;
-  /** When each tile's notify is issued, by tile id: its end, or with `notifyAt` `"next-tile"` its program's next tile's end (the last tile's: its own). */
+  /** When each tile's notify is issued, by tile id: its end, or with `notifyAt` `"next-tile"` one K step into its program's next tile (the last tile's: when its program ends). */
   readonly notifyByTile: Float64Array;
   readonly computeEnd: number;
   readonly waves: readonly WaveTiming[];
@@ -53,8 +53,8 @@ export interface ComputeSimInput {
   readonly streamK?: { readonly partialMs: number };
   /**
    * A producer's notifies (default `"tile"`: at each tile's end). `"next-tile"`: a persistent
-   * program notifies a tile once its next tile's K loop is done (modelled as that tile's end) and
-   * its last tile when it ends, as `notifyAt: "next-tile"` compiles it.
+   * program notifies a tile one K step into its next tile (that tile's end where it has one K step)
+   * and its last tile when it ends, as `notifyAt: "next-tile"` compiles it.
    */
   readonly notifyAt?: "tile" | "next-tile";
 }
@@ -115,7 +115,7 @@ export function simulateCompute(input: ComputeSimInput): ComputeTiming {
     endByTile[tables.tile[v]!] = e;
     if (deferred !== undefined) {
       const pending = deferred[last]!;
-      if (pending >= 0) notifyByTile[pending] = e;
+      if (pending >= 0) notifyByTile[pending] = kSteps > 1 ? s + (e - s) / kSteps : e;
       deferred[last] = tables.tile[v]!;
     }
     const w = tables.wave[v]!;

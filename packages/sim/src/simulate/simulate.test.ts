@@ -14,6 +14,7 @@ import { H200_SXM, HARDWARE_MODELS, HardwareModel, H100_SXM } from "./hardware.j
 import { allReduceOptions, simulate } from "./simulate.js";
 import { SimulationResult } from "./result.js";
 import { SimulateError } from "./errors.js";
+import { simulateCompute } from "./compute.js";
 import { gemmMs, reduceKernelGBps, reducePassMs, smCopyGBps, SM_STORE_BYTES_PER_US, streamKSplit } from "./cost.js";
 import { predictBaselines } from "./baselines.js";
 
@@ -146,7 +147,7 @@ describe("simulate", () => {
     }
   });
 
-  it('a persistent producer notifying a tile later ("next-tile"; "tile" the default): transfers start no earlier, the GEMM ends when it did, the operator ends no sooner', () => {
+  it('a persistent producer notifying a tile from its next tile ("next-tile"; "tile" the default): transfers start no earlier, the GEMM ends when it did, the operator ends no sooner', () => {
     fc.assert(
       fc.property(
         fc.constantFrom(2, 4),
@@ -174,7 +175,35 @@ describe("simulate", () => {
       ),
       { numRuns: 12 },
     );
-    // With several chunks per shard the first ones complete a tile later.
+    // Each tile's notify one K step into its program's next tile, the last tile's when its program ends.
+    fc.assert(
+      fc.property(fc.constantFrom(2, 4, 8), fc.integer({ min: 8, max: 132 }), (world, sms) => {
+        const { schedule } = gemmRs(world, 1, sms);
+        const kSteps = Math.ceil(schedule.tiling.problem.K / schedule.tiling.tile.BK);
+        const timing = simulateCompute({
+          schedule,
+          rank: schedule.ranks[0]!,
+          tileMs: 0.02,
+          startMs: 0,
+          sms,
+          slotReady: () => 0,
+          busy: [],
+          slowdown: 0,
+          notifyAt: "next-tile",
+        });
+        const tiles = schedule.ranks[0]!.tables.tile;
+        const lanes = Math.min(schedule.grid.programs, sms);
+        for (let v = 0; v < tiles.length; v++) {
+          const next = v + lanes; // a persistent program's next tile in the visit order
+          const at = timing.notifyByTile[tiles[v]!]!;
+          if (next < tiles.length) expect(at).toBeCloseTo(timing.start[next]! + (timing.end[next]! - timing.start[next]!) / kSteps, 9);
+          else expect(at).toBeCloseTo(timing.end[v]!, 9);
+          expect(at).toBeGreaterThanOrEqual(timing.end[v]!);
+        }
+      }),
+      { numRuns: 10 },
+    );
+    // With several chunks per shard the first ones complete one K step into the next tile.
     const { plan, schedule } = gemmRs(4, 4);
     const first = (notifyAt: "tile" | "next-tile") =>
       Math.min(

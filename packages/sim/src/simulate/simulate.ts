@@ -52,9 +52,10 @@ export interface SimulateOptions {
    */
   readonly ownPartial?: "in-place" | "copied";
   /**
-   * When a persistent producer notifies a tile: `"tile"` (default: at the tile's end, as GEMM+RS
-   * and GEMM+AR compile their producers) or `"next-tile"` (a tile program's `notifyAt: "next-tile"`:
-   * once its program's next tile is done, the last tile when the program ends).
+   * When a persistent producer notifies a tile: `"tile"` (default: at the tile's end, as the
+   * `gemm-producer` template does) or `"next-tile"` (a tile program's `notifyAt: "next-tile"`, as
+   * GEMM+RS and GEMM+AR compile their producer bodies: one K step into its program's next tile, the
+   * last tile when the program ends).
    */
   readonly notifyAt?: "tile" | "next-tile";
   /**

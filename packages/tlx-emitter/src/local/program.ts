@@ -28,10 +28,11 @@ export interface TileProgram {
   /**
    * Producer only: when a tile's notifies are issued (default `tile`). `tile`: right after the
    * tile's stores, so each notify first waits for those stores to be written, with the tensor
-   * cores idle. `next-tile`: a persistent kernel notifies tile i's slots once tile i+1's K loop
-   * is done (the last tile's after the tile loop); by then the stores are long written, and a
-   * slot completes one tile later. A kernel without a tile loop, or without a loop in its tile
-   * to hide the wait behind, notifies at `tile`.
+   * cores idle. `next-tile`: a persistent kernel notifies tile i's slots at the top of K step 1 of
+   * its tile i+1 (`notify_slot_if`: a predicated statement, a compare at every other step), by
+   * when the stores are written; whatever is still pending after tile i+1's stores (a one-step K
+   * loop), and the last tile's slots after the tile loop. A slot completes one K step and an
+   * epilogue later. A kernel without a tile loop, or without a loop in its tile, notifies at `tile`.
    */
   notifyAt?: "tile" | "next-tile";
   /** Producer only: tiles per row of the tile grid, printed as a constant for linearising (m, n). */

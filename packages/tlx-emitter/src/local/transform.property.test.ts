@@ -81,7 +81,7 @@ describe("transformLocalKernel, property", () => {
     }
   });
 
-  it('a persistent producer, notifyAt "next-tile", any number of slot columns: each column notified once in the tile (its previous tile) and once after the loop, valid Python', () => {
+  it('a persistent producer, notifyAt "next-tile", any number of slot columns: each column notified where due in the K loop, pending after the stores and once after the loop, valid Python', () => {
     const t = variable("ovl_t", { min: 0, max: M_BLOCKS - 1 });
     const producerProgram: fc.Arbitrary<TileProgram> = fc
       .integer({ min: 1, max: 4 })
@@ -101,15 +101,24 @@ describe("transformLocalKernel, property", () => {
         const out = transformLocalKernel(producer, p).source;
         const lines = out.split("\n");
         const loop = lines.findIndex((l) => l.startsWith("    for tile_id in"));
-        const kLoopEnd = lines.findIndex((l) => l.includes("acc = tl.dot(a, b, acc)"));
-        const firstStore = lines.findIndex((l) => l.includes("c_desc.store("));
+        const kLoop = lines.findIndex((l) => l.includes("for ki in range(k_tiles):"));
+        const kStep = lines.findIndex((l) => l.includes("offs_k = ki * BLOCK_K"));
+        const lastStore = lines.findLastIndex((l) => l.includes("c_desc.store("));
+        expect(lines[kLoop - 1]).toBe("        ovl_k = 0");
+        expect(lines[kStep - 1]).toBe("            ovl_k += 1");
         p.slots.forEach((_, j) => {
-          const pending = `notify_slot(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`;
+          const pending = `notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`;
           const at = lines.flatMap((l, n) => (l.trim() === pending ? [n] : []));
           expect(at.length).toBe(2);
-          expect(at[0]).toBeGreaterThan(kLoopEnd);
-          expect(at[0]).toBeLessThan(firstStore);
+          expect(at[0]).toBeGreaterThan(lastStore);
+          expect(lines[(at[0] as number) + 1]).toBe(`        ovl_prev${j} = ovl_slot${j}`);
           expect(lines[at[1] as number]).toBe(`    ${pending}`);
+          // Due at K step 1: the notify and its reset inside the K loop, before the step's loads.
+          const due = lines.indexOf(`            notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_due${j})`);
+          expect(due).toBeGreaterThan(kLoop);
+          expect(due).toBeLessThan(kStep);
+          expect(lines[due - 1]).toBe(`            ovl_due${j} = (ovl_k == 1) & (ovl_prev${j} >= 0)`);
+          expect(lines[due + 1]).toBe(`            ovl_prev${j} = tl.where(ovl_due${j}, -1, ovl_prev${j})`);
           expect(lines.indexOf(`    ovl_prev${j} = -1`)).toBeLessThan(loop);
           expect(lines.filter((l) => l === `        ovl_prev${j} = ovl_slot${j}`).length).toBe(1);
         });

@@ -51,7 +51,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   const inserted = untouched ? [] : [...program.tables, ...(program.scalars ?? []), ...runtimeParams(program)];
   const edits: Insertion[] = untouched ? [] : [signatureEdit(shape.func, inserted)];
   if (kernel.waitsPer === "kv-block") edits.push(...kvEdits(kernel, program, eol, options.kvGroups));
-  const lines = untouched
+  const lines: Lines = untouched
     ? { after: [], atEnd: [] }
     : kernel.role === "consumer"
       ? consumerLines(kernel, program)
@@ -62,10 +62,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
   });
   if (lines.beforeLoop !== undefined && shape.tileLoop !== undefined)
     edits.push(insertBeforeLine(source, shape.tileLoop, lines.beforeLoop, eol));
-  if (lines.afterStatement !== undefined) {
-    const { node, lines: block } = lines.afterStatement;
-    edits.push(insertAfterLine(source, node, node, block, eol));
-  }
+  for (const { node, lines: block } of lines.beforeStatement ?? []) edits.push(insertBeforeLine(source, node, block, eol));
   if (lines.atEnd.length > 0) {
     const statements = named(shape.tileBlock).filter((s) => s.type !== "comment");
     const first = statements[0] as SyntaxNode;
@@ -83,7 +80,7 @@ export function transformLocalKernel(kernel: LocalKernel, program: TileProgram, 
         ? ["load_epoch_target", "wait_slot", "consume_token", ...(program.gather?.segmentCount === undefined ? [] : ["ld_acquire_sys"])]
         : []
       : program.slots.length > 0
-        ? [program.owners === undefined ? notifyPrimitive(program) : "peer_notify_many"]
+        ? [program.owners === undefined ? (lines.primitive ?? notifyPrimitive(program)) : "peer_notify_many"]
         : [];
   const from = options.file ?? file;
   const head = [
@@ -176,8 +173,10 @@ interface Lines {
   beforeLoop?: string[];
   /** Lines inserted after a persistent kernel's tile loop, indented like it. */
   afterLoop?: string[];
-  /** Lines inserted after a statement of the tile, indented like it. */
-  afterStatement?: { node: SyntaxNode; lines: string[] };
+  /** Lines inserted before statements of the tile, each block indented like its statement. */
+  beforeStatement?: { node: SyntaxNode; lines: string[] }[];
+  /** The notify primitive the lines call, where not the program's (`notifyPrimitive`). */
+  primitive?: string;
 }
 
 /** Remap the row block through the order, then wait on its slots (first tile statement only). */
@@ -293,21 +292,39 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
   // A masked notify, not a branch around it: Triton 3.6 flattens and pipelines a tile loop whose
   // epilogue holds the call, where an `if` there fails to flatten (TritonGPUFuseNestedLoops).
   const slotLines = program.slots.map((slot, j) => `ovl_slot${j} = ${printMap(slot, v, "ovl_t2", kernel.file)}`);
-  const hideBehind = program.notifyAt === "next-tile" ? kLoopOf(kernel) : undefined;
-  if (hideBehind === undefined) {
+  const kLoop = program.notifyAt === "next-tile" ? kLoopOf(kernel) : undefined;
+  const kBody = kLoop === undefined ? undefined : firstStatement(kLoop);
+  if (kLoop === undefined || kBody === undefined) {
     return { after, atEnd: slotLines.flatMap((line, j) => [line, `${notify}(ovl_sig_ptr, ovl_slot${j}, ovl_slot${j} >= 0)`]) };
   }
-  // notifyAt "next-tile": the previous tile's slots (-1 before the first) once this tile's K loop
-  // is done; every exit from a tile is refused (checkExits), so each tile's slots are notified
-  // once, the last tile's after the loop.
-  const pending = program.slots.map((_, j) => `${notify}(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`);
+  // notifyAt "next-tile": tile i's slots at the top of K step 1 of the program's tile i+1, its stores written by
+  // then, through the predicated notify (a compare at every other step, so the K loop stays pipelined); after
+  // tile i+1's stores whatever is still pending (a one-step K loop), and the last tile's after the tile loop.
+  // Every exit from a tile is refused (checkExits), so each tile's slots are notified once.
+  const notifyIf = `${notify}_if`;
+  const pending = program.slots.map((_, j) => `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`);
+  const due = program.slots.flatMap((_, j) => [
+    `ovl_due${j} = (ovl_k == 1) & (ovl_prev${j} >= 0)`,
+    `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_due${j})`,
+    `ovl_prev${j} = tl.where(ovl_due${j}, -1, ovl_prev${j})`,
+  ]);
   return {
     after,
-    atEnd: slotLines.flatMap((line, j) => [line, `ovl_prev${j} = ovl_slot${j}`]),
+    atEnd: slotLines.flatMap((line, j) => [line, pending[j] as string, `ovl_prev${j} = ovl_slot${j}`]),
     beforeLoop: program.slots.map((_, j) => `ovl_prev${j} = -1`),
-    afterStatement: { node: hideBehind, lines: pending },
+    beforeStatement: [
+      { node: kLoop, lines: ["ovl_k = 0"] },
+      { node: kBody, lines: [...due, "ovl_k += 1"] },
+    ],
     afterLoop: pending,
+    primitive: notifyIf,
   };
+}
+
+/** The first statement (not a comment) of a loop's body, or undefined. */
+function firstStatement(loop: SyntaxNode): SyntaxNode | undefined {
+  const body = loop.childForFieldName("body");
+  return body === null ? undefined : named(body).find((s) => s.type !== "comment");
 }
 
 /**

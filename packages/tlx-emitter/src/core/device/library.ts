@@ -27,6 +27,8 @@ export const DEVICE_FUNCTIONS = [
   "consume_token",
   "notify_slot",
   "notify_slot_gpu",
+  "notify_slot_if",
+  "notify_slot_gpu_if",
   "peer_notify",
   "peer_notify_many",
   "peer_base",

@@ -103,7 +103,8 @@ export async function rsRowsStages(
     slots: notify,
     // Only this rank's sm-push kernel waits on the tile-done slots, and it releases what it moves itself.
     notifyScope: "gpu",
-    notifyAt: "tile",
+    // At K step 1 of the program's next tile, as the per-M producer (gemm-rs/triton.ts says why).
+    notifyAt: "next-tile",
     numPidN: shape.numPidN,
     tables: [],
     scalars: [ROWS_VARIABLE],

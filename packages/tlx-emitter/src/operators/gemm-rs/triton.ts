@@ -60,10 +60,12 @@ export function producerKernel(op: Operator, kernel: LocalKernel, ctx: ProducerC
     order: order.map,
     slots: [notify.map],
     notifyScope: ctx.notifyScope ?? "sys",
-    // Each tile notifies at its end (notifyAt "tile"). Notifying a tile later made the GEMM 0.6-1.1%
-    // faster alone but the operator 0.6-5.3% slower end to end on two and four H200s: the last two
-    // chunks then become ready only when the kernel ends (evidence: `results/runs/deferred-notify-h200-2026-11-28`).
-    notifyAt: "tile",
+    // Each tile notifies at K step 1 of its program's next tile (notifyAt "next-tile"), its stores written by
+    // then: the producer alone 1-2% faster at short K on an H200 than notifying at the tile, which waits for
+    // those stores with the tensor cores idle (`results/runs/producer-notify-h200-2026-12-02`). A slot completes
+    // one K step and an epilogue later; notifying after the next tile's whole K loop instead cost the operator
+    // 0.6-5.3% end to end (`results/runs/deferred-notify-h200-2026-11-28`).
+    notifyAt: "next-tile",
     numPidN: ctx.numPidN,
     tables: tables.map((x) => x.name),
   });
