@@ -58,8 +58,8 @@ class Gpu:
             # The predicated notify: where args[0], the wait, the barrier and thread 0's release add at args[1].
             if args[0]:
                 scope = "gpu" if "red.release.gpu" in code else "sys"
-                self.log.extend([("tma-wait",), ("barrier",), ("add", args[1], 1, "release", scope)])
-                self.mem[args[1]] = i32(self.mem.get(args[1], 0) + 1)
+                self.log.extend([("tma-wait",), ("barrier",), ("add", args[1], args[2], "release", scope)])
+                self.mem[args[1]] = i32(self.mem.get(args[1], 0) + args[2])
             return 0
         # One statement may wait for this thread's bulk stores and then be a barrier of the program.
         events = sorted((code.find(k), e) for k, e in (("cp.async.bulk.wait_group 0", "tma-wait"), ("bar.sync", "barrier")) if k in code)
@@ -146,17 +146,17 @@ def test_notifies_complete_tma_stores_then_barrier_then_release(gpu_language):
     assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 2, 1, "release", "gpu")]
     gpu.log.clear()
     # The predicated notifies: where the condition holds the same wait, barrier and add; where not, nothing.
-    mod.notify_slot_if(SIG, 5, False)
-    mod.notify_slot_gpu_if(SIG, 5, False)
+    mod.notify_slot_if(SIG, 5, False, 1)
+    mod.notify_slot_gpu_if(SIG, 5, False, 2)
     assert gpu.log == [] and SIG + 5 not in gpu.mem
-    mod.notify_slot_if(SIG, 5, True)
-    mod.notify_slot_gpu_if(SIG, 6, True)
+    mod.notify_slot_if(SIG, 5, True, 1)
+    mod.notify_slot_gpu_if(SIG, 6, True, 3)  # one add for three tiles
     assert gpu.log == [("tma-wait",), ("barrier",), ("add", SIG + 5, 1, "release", "sys")] + [
         ("tma-wait",),
         ("barrier",),
-        ("add", SIG + 6, 1, "release", "gpu"),
+        ("add", SIG + 6, 3, "release", "gpu"),
     ]
-    assert gpu.mem[SIG + 5] == gpu.mem[SIG + 6] == 1
+    assert (gpu.mem[SIG + 5], gpu.mem[SIG + 6]) == (1, 3)
     gpu.log.clear()
     gpu.mem[2000 + 1] = 500
     mod.peer_notify(2000, 1, 4)

@@ -23,7 +23,7 @@ from triton.backends.compiler import GPUTarget
 
 TARGET = GPUTarget("cuda", 90, 32)
 WAIT = r"ld\.global\.acquire\.sys"
-NOTIFY = r"atom\.[a-z0-9.]*release[a-z0-9.]*add|atom\.[a-z0-9.]*add[a-z0-9.]*release"
+NOTIFY = r"atom\.[a-z0-9.]*release[a-z0-9.]*add|atom\.[a-z0-9.]*add[a-z0-9.]*release|red\.[a-z0-9.]*release[a-z0-9.]*add"
 GEMM = [r"wgmma", r"cp\.async\.bulk\.tensor"]
 # notify_slot completes the thread's bulk async (TMA) stores before its release (not `.read`).
 TMA_DONE = r"cp\.async\.bulk\.wait_group 0"

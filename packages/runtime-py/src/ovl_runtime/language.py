@@ -13,7 +13,7 @@ the kernel. Importable with only ``triton`` installed (no torch at module level)
 | ``consume_token(x, token)`` | ``x`` through an opaque move depending on the token, so loads addressed by it stay below the wait |
 | ``notify_slot(sig_ptr, slot)`` | completes this thread's pending TMA stores (``cp.async.bulk.wait_group 0``), a barrier of the program (``bar.sync 0``, one inline-asm statement with the wait, so a flattened tile loop holding it is still software-pipelined), then a release add of 1 at system scope |
 | ``notify_slot_gpu(sig_ptr, slot)`` | the same at gpu scope, where only kernels of this device wait on and add to the slot (a system-scope release costs a producer 2–5% at short K loops on an H100) |
-| ``notify_slot_if(sig_ptr, slot, cond)`` / ``notify_slot_gpu_if(sig_ptr, slot, cond)`` | where ``cond`` holds (the same on every thread of the program), ``notify_slot`` / ``notify_slot_gpu`` as one predicated inline-asm statement whose add is a ``red`` by thread 0; where it does not, nothing but a compare, so a K loop may hold it (a producer that notifies a tile from its next tile's K loop, once its stores are written) |
+| ``notify_slot_if(sig_ptr, slot, cond, count)`` / ``notify_slot_gpu_if(sig_ptr, slot, cond, count)`` | where ``cond`` holds (the same on every thread of the program), ``notify_slot`` / ``notify_slot_gpu`` adding ``count`` (one add for several tiles) as one predicated inline-asm statement whose add is a ``red`` by thread 0; where it does not, nothing but a compare, so a K loop may hold it (a producer that notifies a tile from its next tile's K loop, once its stores are written) |
 | ``peer_notify(sig_ptrs, peer, slot)`` | barrier, then the release add on ``peer``'s slot (``sig_ptrs``: the signal buffer's peer-pointers table) |
 | ``peer_base(ptrs, peer, like_ptr)`` | ``peer``'s base pointer from a peer-pointers table (int64 addresses), typed like ``like_ptr`` |
 | ``peer_tile_load(ptrs, peer, like_ptr, offs, mask)`` / ``peer_tile_store(ptrs, peer, like_ptr, offs, vals, mask)`` | ``tile_pull_data`` / ``tile_push_data`` through the table |
@@ -160,18 +160,19 @@ if not INTERPRET:
         tl.inline_asm_elementwise("cp.async.bulk.wait_group 0; bar.sync 0; mov.b32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
 
     @triton.jit
-    def _notify_if(sig_ptr, slot, cond, SCOPE: tl.constexpr):
-        """Where ``cond``: this thread's bulk stores complete, ``bar.sync 0``, then thread 0 release-adds 1 to
-        sig[slot] (``red``: no value comes back, so no barrier after it). One predicated statement: where ``cond``
+    def _notify_if(sig_ptr, slot, cond, count, SCOPE: tl.constexpr):
+        """Where ``cond``: this thread's bulk stores complete, ``bar.sync 0``, then thread 0 release-adds ``count``
+        to sig[slot] (``red``: no value comes back, so no barrier after it). One predicated statement: where ``cond``
         is false it costs a compare, and a loop holding it is still software-pipelined."""
         when = tl.cast(cond, tl.int32)
         at = tl.cast(sig_ptr + slot, tl.int64, bitcast=True)
+        n = tl.cast(count, tl.int32)
         if SCOPE == "gpu":
             tl.inline_asm_elementwise(
                 "{ .reg .pred p, q; .reg .u32 t; setp.ne.b32 p, $1, 0; @p cp.async.bulk.wait_group 0; @p bar.sync 0; "
-                "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release.gpu.global.add.s32 [$2], 1; mov.b32 $0, 0; }",
-                "=r,r,l",
-                [when, at],
+                "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release.gpu.global.add.s32 [$2], $3; mov.b32 $0, 0; }",
+                "=r,r,l,r",
+                [when, at, n],
                 dtype=tl.int32,
                 is_pure=False,
                 pack=1,
@@ -179,9 +180,9 @@ if not INTERPRET:
         else:
             tl.inline_asm_elementwise(
                 "{ .reg .pred p, q; .reg .u32 t; setp.ne.b32 p, $1, 0; @p cp.async.bulk.wait_group 0; @p bar.sync 0; "
-                "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release.sys.global.add.s32 [$2], 1; mov.b32 $0, 0; }",
-                "=r,r,l",
-                [when, at],
+                "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release.sys.global.add.s32 [$2], $3; mov.b32 $0, 0; }",
+                "=r,r,l,r",
+                [when, at, n],
                 dtype=tl.int32,
                 is_pure=False,
                 pack=1,
@@ -232,10 +233,10 @@ else:
         tl.debug_barrier()
 
     @triton.jit
-    def _notify_if(sig_ptr, slot, cond, SCOPE: tl.constexpr):
-        """A barrier, then the release add where ``cond`` (interpreter: stores complete at once)."""
+    def _notify_if(sig_ptr, slot, cond, count, SCOPE: tl.constexpr):
+        """A barrier, then the release add of ``count`` where ``cond`` (interpreter: stores complete at once)."""
         tl.debug_barrier()
-        tl.atomic_add(sig_ptr + slot, 1, mask=cond, sem="release", scope=SCOPE)
+        tl.atomic_add(sig_ptr + slot, count, mask=cond, sem="release", scope=SCOPE)
 
 
 @triton.jit
@@ -267,16 +268,17 @@ def notify_slot_gpu(sig_ptr, slot, mask=None):
 
 
 @triton.jit
-def notify_slot_if(sig_ptr, slot, cond):
-    """Where ``cond`` holds, ``notify_slot(sig_ptr, slot)``; where it does not, nothing but a compare (no wait, no
-    barrier), so a K loop may hold it. ``cond`` must be the same on every thread of the program."""
-    _notify_if(sig_ptr, slot, cond, "sys")
+def notify_slot_if(sig_ptr, slot, cond, count):
+    """Where ``cond`` holds, ``notify_slot(sig_ptr, slot)`` adding ``count`` (the tiles it notifies at once); where it
+    does not, nothing but a compare (no wait, no barrier), so a K loop may hold it. ``cond`` must be the same on
+    every thread of the program."""
+    _notify_if(sig_ptr, slot, cond, count, "sys")
 
 
 @triton.jit
-def notify_slot_gpu_if(sig_ptr, slot, cond):
+def notify_slot_gpu_if(sig_ptr, slot, cond, count):
     """``notify_slot_if`` at gpu scope (``notify_slot_gpu``'s slots)."""
-    _notify_if(sig_ptr, slot, cond, "gpu")
+    _notify_if(sig_ptr, slot, cond, count, "gpu")
 
 
 @triton.jit

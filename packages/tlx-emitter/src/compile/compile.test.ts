@@ -84,7 +84,7 @@ describe("compile", () => {
     });
     expect(r.manifest.kernels.map((k) => k.template.kind)).toEqual(["local-producer", "rs-reduce"]);
     // Each tile's slot at K step 1 of the program's next tile (notifyAt "next-tile").
-    expect(r.files[0]!.text).toContain("notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_due0)");
+    expect(r.files[0]!.text).toContain("notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_due0, ovl_cnt0)");
     expect(parseWithPython(Object.fromEntries(r.files.map((f) => [f.path, f.text])))).toEqual({
       "gemm_rs_producer.py": "ok",
       "rs_reduce.py": "ok",

@@ -30,9 +30,11 @@ export interface TileProgram {
    * tile's stores, so each notify first waits for those stores to be written, with the tensor
    * cores idle. `next-tile`: a persistent kernel notifies tile i's slots at the top of K step 1 of
    * its tile i+1 (`notify_slot_if`: a predicated statement, a compare at every other step), by
-   * when the stores are written; whatever is still pending after tile i+1's stores (a one-step K
-   * loop), and the last tile's slots after the tile loop. A slot completes one K step and an
-   * epilogue later. A kernel without a tile loop, or without a loop in its tile, notifies at `tile`.
+   * when the stores are written — or, where tile i+1 notifies the same slot, with it, the two as
+   * one add (tile i+1 ends later, so the slot completes when it would have); whatever is still
+   * pending after tile i+1's stores (a one-step K loop), and the last run after the tile loop. A
+   * slot completes one K step and an epilogue later. A kernel without a tile loop, or without a
+   * loop in its tile, notifies at `tile`.
    */
   notifyAt?: "tile" | "next-tile";
   /** Producer only: tiles per row of the tile grid, printed as a constant for linearising (m, n). */

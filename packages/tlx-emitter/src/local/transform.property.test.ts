@@ -81,7 +81,7 @@ describe("transformLocalKernel, property", () => {
     }
   });
 
-  it('a persistent producer, notifyAt "next-tile", any number of slot columns: each column notified where due in the K loop, pending after the stores and once after the loop, valid Python', () => {
+  it('a persistent producer, notifyAt "next-tile", any number of slot columns: each column's runs notified where due in the K loop, pending after the stores and once after the loop, valid Python', () => {
     const t = variable("ovl_t", { min: 0, max: M_BLOCKS - 1 });
     const producerProgram: fc.Arbitrary<TileProgram> = fc
       .integer({ min: 1, max: 4 })
@@ -107,20 +107,30 @@ describe("transformLocalKernel, property", () => {
         expect(lines[kLoop - 1]).toBe("        ovl_k = 0");
         expect(lines[kStep - 1]).toBe("            ovl_k += 1");
         p.slots.forEach((_, j) => {
-          const pending = `notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`;
-          const at = lines.flatMap((l, n) => (l.trim() === pending ? [n] : []));
-          expect(at.length).toBe(2);
-          expect(at[0]).toBeGreaterThan(lastStore);
-          expect(lines[(at[0] as number) + 1]).toBe(`        ovl_prev${j} = ovl_slot${j}`);
-          expect(lines[at[1] as number]).toBe(`    ${pending}`);
-          // Due at K step 1: the notify and its reset inside the K loop, before the step's loads.
-          const due = lines.indexOf(`            notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_due${j})`);
+          // The tile's slot before the K loop, once.
+          const slot = lines.findIndex((l) => l.startsWith(`        ovl_slot${j} = `));
+          expect(slot).toBeGreaterThan(loop);
+          expect(slot).toBeLessThan(kLoop);
+          expect(lines.filter((l) => l.startsWith(`        ovl_slot${j} = `)).length).toBe(1);
+          // Due at K step 1, unless the tile is on the same slot: the notify of the run and its reset, before the step's loads.
+          const due = lines.indexOf(`            notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_due${j}, ovl_cnt${j})`);
           expect(due).toBeGreaterThan(kLoop);
           expect(due).toBeLessThan(kStep);
-          expect(lines[due - 1]).toBe(`            ovl_due${j} = (ovl_k == 1) & (ovl_prev${j} >= 0)`);
-          expect(lines[due + 1]).toBe(`            ovl_prev${j} = tl.where(ovl_due${j}, -1, ovl_prev${j})`);
+          expect(lines[due - 1]).toBe(`            ovl_due${j} = (ovl_k == 1) & (ovl_prev${j} >= 0) & (ovl_prev${j} != ovl_slot${j})`);
+          expect(lines.slice(due + 1, due + 3)).toEqual([
+            `            ovl_prev${j} = tl.where(ovl_due${j}, -1, ovl_prev${j})`,
+            `            ovl_cnt${j} = tl.where(ovl_due${j}, 0, ovl_cnt${j})`,
+          ]);
+          // After the stores: a pending run on another slot, then the tile joins its slot's run.
+          const flush = lines.indexOf(`        notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_flush${j}, ovl_cnt${j})`);
+          expect(flush).toBeGreaterThan(lastStore);
+          expect(lines.slice(flush + 1, flush + 3)).toEqual([
+            `        ovl_cnt${j} = tl.where(ovl_slot${j} >= 0, tl.where(ovl_prev${j} == ovl_slot${j}, ovl_cnt${j}, 0) + 1, 0)`,
+            `        ovl_prev${j} = ovl_slot${j}`,
+          ]);
+          expect(lines).toContain(`    notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0, ovl_cnt${j})`);
           expect(lines.indexOf(`    ovl_prev${j} = -1`)).toBeLessThan(loop);
-          expect(lines.filter((l) => l === `        ovl_prev${j} = ovl_slot${j}`).length).toBe(1);
+          expect(lines.indexOf(`    ovl_cnt${j} = 0`)).toBeLessThan(loop);
         });
         expect(out).not.toMatch(/ovl_slot\d+ >= 0\)/);
         emitted[`case${i}`] = out;

@@ -155,52 +155,47 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     expect(() => emit("tutorial_matmul", { ...IDENTITY, notifyScope: "gpu" })).toThrow(/notifyScope is a producer's/);
   });
 
-  it("producer, notifyAt \"next-tile\": a tile's slots at K step 1 of the program's next tile, what is pending after its stores, the last tile's after the tile loop", () => {
+  it("producer, notifyAt \"next-tile\": a tile's slots known before its K loop, the previous run's notified at K step 1 unless on the same slot, what is pending after its stores, the last run after the tile loop", () => {
     const out = emit("gemm_producer_tma_flat", { ...PRODUCER_TABLES, notifyAt: "next-tile" }).source;
-    const at = (needle: string): number => {
-      const i = out.indexOf(needle);
-      expect(i, needle).toBeGreaterThanOrEqual(0);
-      return i;
-    };
     expect(out).toContain("from ovl_runtime.language import notify_slot_if\n");
     expect(out).not.toMatch(/notify_slot\(/);
-    // The K loop counts its steps; at its top, before the step's loads, the due notifies.
+    expect(out).toContain(["    ovl_prev0 = -1", "    ovl_cnt0 = 0", "    ovl_prev1 = -1", "    ovl_cnt1 = 0", "    for tile_id in"].join("\n"));
+    // The tile's slots before its K loop; at the loop's top, before the step's loads, the due notifies of the last run.
     expect(out).toContain(
       [
+        "        ovl_slot0 = tl.load(ovl_notify0 + (ovl_t2))",
+        "        ovl_slot1 = tl.load(ovl_notify1 + (ovl_t2))",
         "        ovl_k = 0",
         "        for ki in range(k_tiles):",
-        "            ovl_due0 = (ovl_k == 1) & (ovl_prev0 >= 0)",
-        "            notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_due0)",
+        "            ovl_due0 = (ovl_k == 1) & (ovl_prev0 >= 0) & (ovl_prev0 != ovl_slot0)",
+        "            notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_due0, ovl_cnt0)",
         "            ovl_prev0 = tl.where(ovl_due0, -1, ovl_prev0)",
-        "            ovl_due1 = (ovl_k == 1) & (ovl_prev1 >= 0)",
-        "            notify_slot_if(ovl_sig_ptr, ovl_prev1, ovl_due1)",
+        "            ovl_cnt0 = tl.where(ovl_due0, 0, ovl_cnt0)",
+        "            ovl_due1 = (ovl_k == 1) & (ovl_prev1 >= 0) & (ovl_prev1 != ovl_slot1)",
+        "            notify_slot_if(ovl_sig_ptr, ovl_prev1, ovl_due1, ovl_cnt1)",
         "            ovl_prev1 = tl.where(ovl_due1, -1, ovl_prev1)",
+        "            ovl_cnt1 = tl.where(ovl_due1, 0, ovl_cnt1)",
         "            ovl_k += 1",
         "            offs_k = ki * BLOCK_K",
         "",
       ].join("\n"),
     );
-    for (const j of [0, 1]) {
-      const pending = `notify_slot_if(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)\n`;
-      expect(count(out, pending)).toBe(2);
-      expect(count(out, `ovl_slot${j}, ovl_slot${j} >= 0)`)).toBe(0);
-      expect(at(`    ovl_prev${j} = -1\n`)).toBeLessThan(at("    for tile_id in"));
-      // After the tile's stores: what is still pending (a one-step K loop), then this tile's slot becomes pending.
-      expect(at(`        ${pending}`)).toBeGreaterThan(out.lastIndexOf("c_desc.store("));
-      expect(at(`ovl_prev${j} = ovl_slot${j}\n`)).toBeGreaterThan(at(`        ${pending}`));
-    }
+    // After the stores: a run on another slot still pending, then this tile joins the run of its slot.
+    const end = out.lastIndexOf("c_desc.store(");
+    expect(out.indexOf("        ovl_flush0 = (ovl_prev0 >= 0) & (ovl_prev0 != ovl_slot0)\n")).toBeGreaterThan(end);
     expect(out).toContain(
       [
-        "        ovl_slot1 = tl.load(ovl_notify1 + (ovl_t2))",
-        "        notify_slot_if(ovl_sig_ptr, ovl_prev1, ovl_prev1 >= 0)",
+        "        ovl_flush1 = (ovl_prev1 >= 0) & (ovl_prev1 != ovl_slot1)",
+        "        notify_slot_if(ovl_sig_ptr, ovl_prev1, ovl_flush1, ovl_cnt1)",
+        "        ovl_cnt1 = tl.where(ovl_slot1 >= 0, tl.where(ovl_prev1 == ovl_slot1, ovl_cnt1, 0) + 1, 0)",
         "        ovl_prev1 = ovl_slot1",
-        "    notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_prev0 >= 0)",
-        "    notify_slot_if(ovl_sig_ptr, ovl_prev1, ovl_prev1 >= 0)",
+        "    notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_prev0 >= 0, ovl_cnt0)",
+        "    notify_slot_if(ovl_sig_ptr, ovl_prev1, ovl_prev1 >= 0, ovl_cnt1)",
         "",
       ].join("\n"),
     );
     expect(emit("gemm_producer_tma_flat", { ...PRODUCER_TABLES, notifyAt: "next-tile", notifyScope: "gpu" }).source).toContain(
-      "notify_slot_gpu_if(ovl_sig_ptr, ovl_prev0, ovl_due0)",
+      "notify_slot_gpu_if(ovl_sig_ptr, ovl_prev0, ovl_due0, ovl_cnt0)",
     );
     expect(parseWithPython({ out })).toEqual({ out: "ok" });
   });

@@ -297,26 +297,34 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
   if (kLoop === undefined || kBody === undefined) {
     return { after, atEnd: slotLines.flatMap((line, j) => [line, `${notify}(ovl_sig_ptr, ovl_slot${j}, ovl_slot${j} >= 0)`]) };
   }
-  // notifyAt "next-tile": tile i's slots at the top of K step 1 of the program's tile i+1, its stores written by
-  // then, through the predicated notify (a compare at every other step, so the K loop stays pipelined); after
-  // tile i+1's stores whatever is still pending (a one-step K loop), and the last tile's after the tile loop.
-  // Every exit from a tile is refused (checkExits), so each tile's slots are notified once.
+  // notifyAt "next-tile": the tile's slots are known before its K loop. The pending notify of the program's previous
+  // tile (ovl_prev, ovl_cnt tiles) is issued at the top of K step 1, its stores written by then, through the
+  // predicated notify (a compare at every other step, so the K loop stays pipelined) — unless this tile notifies
+  // the same slot: this tile ends later, so the slot completes when it would have, and the count is carried on as one
+  // add. After the stores whatever is still pending on another slot (a one-step K loop) is issued, and the last run
+  // after the tile loop. Every exit from a tile is refused (checkExits), so each tile is counted once.
   const notifyIf = `${notify}_if`;
-  const pending = program.slots.map((_, j) => `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0)`);
   const due = program.slots.flatMap((_, j) => [
-    `ovl_due${j} = (ovl_k == 1) & (ovl_prev${j} >= 0)`,
-    `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_due${j})`,
+    `ovl_due${j} = (ovl_k == 1) & (ovl_prev${j} >= 0) & (ovl_prev${j} != ovl_slot${j})`,
+    `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_due${j}, ovl_cnt${j})`,
     `ovl_prev${j} = tl.where(ovl_due${j}, -1, ovl_prev${j})`,
+    `ovl_cnt${j} = tl.where(ovl_due${j}, 0, ovl_cnt${j})`,
+  ]);
+  const end = program.slots.flatMap((_, j) => [
+    `ovl_flush${j} = (ovl_prev${j} >= 0) & (ovl_prev${j} != ovl_slot${j})`,
+    `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_flush${j}, ovl_cnt${j})`,
+    `ovl_cnt${j} = tl.where(ovl_slot${j} >= 0, tl.where(ovl_prev${j} == ovl_slot${j}, ovl_cnt${j}, 0) + 1, 0)`,
+    `ovl_prev${j} = ovl_slot${j}`,
   ]);
   return {
     after,
-    atEnd: slotLines.flatMap((line, j) => [line, pending[j] as string, `ovl_prev${j} = ovl_slot${j}`]),
-    beforeLoop: program.slots.map((_, j) => `ovl_prev${j} = -1`),
+    atEnd: end,
+    beforeLoop: program.slots.flatMap((_, j) => [`ovl_prev${j} = -1`, `ovl_cnt${j} = 0`]),
     beforeStatement: [
-      { node: kLoop, lines: ["ovl_k = 0"] },
+      { node: kLoop, lines: [...slotLines, "ovl_k = 0"] },
       { node: kBody, lines: [...due, "ovl_k += 1"] },
     ],
-    afterLoop: pending,
+    afterLoop: program.slots.map((_, j) => `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_prev${j} >= 0, ovl_cnt${j})`),
     primitive: notifyIf,
   };
 }

@@ -174,8 +174,8 @@ describe("compile: GEMM+AllReduce", () => {
       expect(m.buffers.find((b) => b.name === "ar_out")).toMatchObject({ shape: [M, N], symmetric: true, init: "poison" });
       expect(m.kernels[0]!.template.params.operator).toBe("gemm-ar");
       const producer = r.files.find((f) => f.path === m.kernels[0]!.source)!.text;
-      expect(producer.includes("notify_slot_gpu_if(ovl_sig_ptr, ovl_prev0, ovl_due0)")).toBe(c.gpu);
-      expect(producer.includes("notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_due0)")).toBe(!c.gpu);
+      expect(producer.includes("notify_slot_gpu_if(ovl_sig_ptr, ovl_prev0, ovl_due0, ovl_cnt0)")).toBe(c.gpu);
+      expect(producer.includes("notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_due0, ovl_cnt0)")).toBe(!c.gpu);
       // Every rank's launch ends with its whole output in place: its last host stream waits for it
       // (copy engine), or a slot-wait kernel does and no host stream waits (a CUDA graph captures it).
       if (c.hostDone) for (const h of m.hostOps) expect(h.streams.at(-1)?.name).toBe("ar_done");
