@@ -21,3 +21,9 @@ timeout 300 python3 compute_bench.py $root/out-tune-bench --json $OUT/tune-bench
 cd $root/packages/runtime-py
 OVL_KERNELS=$root/out-kern-rs timeout 400 python3 -m pytest -q -p no:cacheprovider --timeout 150 -rfs \
   -k "reduce_scatter or all_reduce or (compiles_nothing_for_a_new_row_count and not a2a)" tests_gpu/test_torch_api_gpu.py > $OUT/torch-api-rs-ar.log 2>&1
+# Call 6: `notify_variants.py ab out-tune-old out-tune-mid out-notify` (coal-*: call 4's next kernels, runs as one add)
+timeout 200 python3 compute_bench.py $root/out-notify --json $OUT/coal-bench.json --budget-s 150 > $OUT/coal-bench.log 2>&1
+timeout 90 python3 notify_variants.py check $root/out-notify > $OUT/coal-check.log 2>&1
+# Call 7: `notify_variants.py ab out-tune-old out-tune-mid out-notify out-tune-bench` (emit-*: commit 4b58134's output;
+# out-tune-mid: commit 90dc13b's), then calls 4's tune bench and call 5's torch-API checks over commit 4b58134's kernels.
+# Call 8: call 7's check, out-notify/compute.json without its next-* cases.

@@ -1,7 +1,7 @@
 """GEMM+RS producer notify variants, hand-derived from the emitted producers of an `emit-compute.ts tune` dir.
 
     python3 notify_variants.py prepare TUNE_DIR OUT_DIR     # no GPU: the variants and their compute.json
-    python3 notify_variants.py ab OLD_TUNE NEW_TUNE OUT_DIR # no GPU: as emitted before / after notifyAt "next-tile"
+    python3 notify_variants.py ab OLD_TUNE NEW_TUNE OUT_DIR [NEWEST_TUNE]   # no GPU: as emitted before / after
     python3 notify_variants.py check OUT_DIR                 # GPU: every variant's final signal counts equal the emitted one's
     python3 notify_variants.py report RESULT.json            # the table
 
@@ -141,11 +141,64 @@ def prepare(tune, out):
     print(f"{len(shapes)} shapes x {len(VARIANTS)} variants -> {out}")
 
 
-def prepare_ab(old, new, out):
+COUNT_HELPER = '''
+
+@triton.jit
+def ovl_notify_count_if(sig_ptr, slot, count, cond):
+    tl.inline_asm_elementwise(
+        "{ .reg .pred p, q; .reg .u32 t; setp.ne.b32 p, $1, 0; @p cp.async.bulk.wait_group 0; @p bar.sync 0; "
+        "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release.SCOPE.global.add.s32 [$2], $3; mov.b32 $0, 0; }",
+        "=r,r,l,r", [tl.cast(cond, tl.int32), tl.cast(sig_ptr + slot, tl.int64, bitcast=True), count],
+        dtype=tl.int32, is_pure=False, pack=1)
+'''
+
+
+def coalesce(src, scope):
+    """The emitted next-tile producer (one slot column) with runs of a program's tiles on the same slot notified as one
+    add of their count: tile i's notify is skipped where the program's next tile has the same slot (that tile ends
+    later, so the slot completes when it did) and its count carried on."""
+    slot = re.search(r"^(\s*)ovl_slot0 = (.*)\n", src, re.M)
+    expr = slot.group(2)
+    k = re.search(r"^(\s*)ovl_k = 0\n", src, re.M)
+    src = src[: k.start()] + f"{k.group(1)}ovl_next0 = {expr}\n" + src[k.start():]
+    src = src.replace("    ovl_prev0 = -1\n", "    ovl_prev0 = -1\n    ovl_cnt0 = 0\n", 1)
+    ind = k.group(1) + "    "
+    src = src.replace(
+        f"{ind}ovl_due0 = (ovl_k == 1) & (ovl_prev0 >= 0)\n"
+        f"{ind}notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_due0)\n"
+        f"{ind}ovl_prev0 = tl.where(ovl_due0, -1, ovl_prev0)\n",
+        f"{ind}ovl_due0 = (ovl_k == 1) & (ovl_prev0 >= 0) & (ovl_prev0 != ovl_next0)\n"
+        f"{ind}ovl_notify_count_if(ovl_sig_ptr, ovl_prev0, ovl_cnt0, ovl_due0)\n"
+        f"{ind}ovl_prev0 = tl.where(ovl_due0, -1, ovl_prev0)\n"
+        f"{ind}ovl_cnt0 = tl.where(ovl_due0, 0, ovl_cnt0)\n",
+    )
+    i = k.group(1)
+    src = src.replace(
+        f"{i}ovl_slot0 = {expr}\n{i}notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_prev0 >= 0)\n{i}ovl_prev0 = ovl_slot0\n",
+        f"{i}ovl_slot0 = ovl_next0\n"
+        f"{i}ovl_flush0 = (ovl_prev0 >= 0) & (ovl_prev0 != ovl_slot0)\n"
+        f"{i}ovl_notify_count_if(ovl_sig_ptr, ovl_prev0, ovl_cnt0, ovl_flush0)\n"
+        f"{i}ovl_cnt0 = tl.where(ovl_slot0 >= 0, tl.where(ovl_prev0 == ovl_slot0, ovl_cnt0, 0) + 1, 0)\n"
+        f"{i}ovl_prev0 = ovl_slot0\n",
+    )
+    src = src.replace(
+        "\n    notify_slot_if(ovl_sig_ptr, ovl_prev0, ovl_prev0 >= 0)\n",
+        "\n    ovl_notify_count_if(ovl_sig_ptr, ovl_prev0, ovl_cnt0, ovl_prev0 >= 0)\n",
+    )
+    src = src.replace("from ovl_runtime.language import notify_slot_if\n", "")
+    assert "notify_slot_if" not in src, "a notify left unconverted"
+    at = src.index("\n\n@triton.jit")
+    return src[:at] + COUNT_HELPER.replace("SCOPE", scope) + src[at:]
+
+
+def prepare_ab(old, new, out, newest=None):
     """The producer as emitted before (notify at the tile) and after (at K step 1 of the next tile), each at system
-    and gpu scope, and the plain body, per rs shape: the table pick (case c0) of two `emit-compute.ts tune` dirs."""
+    and gpu scope, and the plain body, per rs shape: the table pick (case c0) of two `emit-compute.ts tune` dirs.
+    With `newest` (a third dir, whose producers notify a program's runs on one slot as one add): its producers as
+    emitted (`emit-*`), and not the hand-made `coal-*`."""
     bench_old = json.load(open(os.path.join(old, "compute.json")))
     bench_new = {s["name"]: s for s in json.load(open(os.path.join(new, "compute.json")))["shapes"]}
+    bench_newest = None if newest is None else {s["name"]: s for s in json.load(open(os.path.join(newest, "compute.json")))["shapes"]}
     os.makedirs(os.path.join(out, "v"), exist_ok=True)
     shapes = []
     for shape in bench_old["shapes"]:
@@ -163,6 +216,16 @@ def prepare_ab(old, new, out):
             "next-gpu": src_new.replace("notify_slot_if", "notify_slot_gpu_if"),
             "plain": variant(src_old, "plain"),
         }
+        if bench_newest is None:
+            texts["coal-sys"] = coalesce(src_new, "sys")
+            texts["coal-gpu"] = coalesce(src_new, "gpu")
+        else:
+            c3 = bench_newest[shape["name"]]["cases"][0]
+            assert c3["label"] == c_old["label"], (c3["label"], c_old["label"])
+            src3 = open(os.path.join(newest, c3["file"])).read()
+            assert "ovl_cnt0" in src3
+            texts["emit-sys"] = src3
+            texts["emit-gpu"] = src3.replace("notify_slot_if", "notify_slot_gpu_if")
         cases = []
         stem = os.path.basename(c_old["file"])[:-3]
         for v, text in texts.items():
@@ -237,5 +300,5 @@ def report(path):
 
 
 if __name__ == "__main__":
-    {"prepare": lambda: prepare(sys.argv[2], sys.argv[3]), "ab": lambda: prepare_ab(sys.argv[2], sys.argv[3], sys.argv[4]), "check": lambda: check(sys.argv[2]),
+    {"prepare": lambda: prepare(sys.argv[2], sys.argv[3]), "ab": lambda: prepare_ab(sys.argv[2], sys.argv[3], sys.argv[4], *sys.argv[5:6]), "check": lambda: check(sys.argv[2]),
      "report": lambda: report(sys.argv[2])}[sys.argv[1]]()
