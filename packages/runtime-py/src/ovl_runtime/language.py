@@ -167,26 +167,15 @@ if not INTERPRET:
         when = tl.cast(cond, tl.int32)
         at = tl.cast(sig_ptr + slot, tl.int64, bitcast=True)
         n = tl.cast(count, tl.int32)
-        if SCOPE == "gpu":
-            tl.inline_asm_elementwise(
-                "{ .reg .pred p, q; .reg .u32 t; setp.ne.b32 p, $1, 0; @p cp.async.bulk.wait_group 0; @p bar.sync 0; "
-                "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release.gpu.global.add.s32 [$2], $3; mov.b32 $0, 0; }",
-                "=r,r,l,r",
-                [when, at, n],
-                dtype=tl.int32,
-                is_pure=False,
-                pack=1,
-            )
-        else:
-            tl.inline_asm_elementwise(
-                "{ .reg .pred p, q; .reg .u32 t; setp.ne.b32 p, $1, 0; @p cp.async.bulk.wait_group 0; @p bar.sync 0; "
-                "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release.sys.global.add.s32 [$2], $3; mov.b32 $0, 0; }",
-                "=r,r,l,r",
-                [when, at, n],
-                dtype=tl.int32,
-                is_pure=False,
-                pack=1,
-            )
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p, q; .reg .u32 t; setp.ne.b32 p, $1, 0; @p cp.async.bulk.wait_group 0; @p bar.sync 0; "
+            "mov.u32 t, %tid.x; setp.eq.and.u32 q, t, 0, p; @q red.release." + SCOPE + ".global.add.s32 [$2], $3; mov.b32 $0, 0; }",
+            "=r,r,l,r",
+            [when, at, n],
+            dtype=tl.int32,
+            is_pure=False,
+            pack=1,
+        )
 
 else:
 

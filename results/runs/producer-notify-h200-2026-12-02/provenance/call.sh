@@ -27,3 +27,5 @@ timeout 90 python3 notify_variants.py check $root/out-notify > $OUT/coal-check.l
 # Call 7: `notify_variants.py ab out-tune-old out-tune-mid out-notify out-tune-bench` (emit-*: commit 4b58134's output;
 # out-tune-mid: commit 90dc13b's), then calls 4's tune bench and call 5's torch-API checks over commit 4b58134's kernels.
 # Call 8: call 7's check, out-notify/compute.json without its next-* cases.
+# Call 9: language.py's predicated notify with its scope joined into one asm text (commit after 0934fe9): call 8's
+# check (emit-sys: system scope, emit-gpu: gpu scope) and call 5's torch-API checks, the same kernels.
