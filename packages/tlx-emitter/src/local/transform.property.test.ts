@@ -81,7 +81,7 @@ describe("transformLocalKernel, property", () => {
     }
   });
 
-  it('a persistent producer, notifyAt "next-tile", any number of slot columns: each column's runs notified where due in the K loop, pending after the stores and once after the loop, valid Python', () => {
+  it('a persistent producer, notifyAt "next-tile", any number of slot columns: the runs of each column notified where due in the K loop, pending after the stores and once after the loop, valid Python', () => {
     const t = variable("ovl_t", { min: 0, max: M_BLOCKS - 1 });
     const producerProgram: fc.Arbitrary<TileProgram> = fc
       .integer({ min: 1, max: 4 })

@@ -159,7 +159,9 @@ describe("transformLocalKernel on the built-in bodies and the tutorial kernel", 
     const out = emit("gemm_producer_tma_flat", { ...PRODUCER_TABLES, notifyAt: "next-tile" }).source;
     expect(out).toContain("from ovl_runtime.language import notify_slot_if\n");
     expect(out).not.toMatch(/notify_slot\(/);
-    expect(out).toContain(["    ovl_prev0 = -1", "    ovl_cnt0 = 0", "    ovl_prev1 = -1", "    ovl_cnt1 = 0", "    for tile_id in"].join("\n"));
+    expect(out).toContain(
+      ["    ovl_prev0 = -1", "    ovl_cnt0 = 0", "    ovl_prev1 = -1", "    ovl_cnt1 = 0", "    for tile_id in"].join("\n"),
+    );
     // The tile's slots before its K loop; at the loop's top, before the step's loads, the due notifies of the last run.
     expect(out).toContain(
       [
