@@ -104,23 +104,38 @@ export function performanceMarkdown(runs: readonly Run[]): string {
 }
 
 /**
- * The operator table between the markers: per operator of ovl (not its parts), the newest run's measured
- * figure of it (from a CUDA graph before eager before the rest; a simulated one never), its run cited by a
- * reference link defined under the table with `prefix` (the runs folder seen from the file).
+ * The operator table between the markers: per operator of ovl (not its parts), its newest measured figure eager and
+ * its newest from a CUDA graph, one row each ("not measured" where no run measured it), or, where no run measured
+ * either, its newest figure of the kernel alone or of every rank on one GPU; a simulated one never. Each run cited by
+ * a reference link defined under the table with `prefix` (the runs folder seen from the file).
  */
 export function operatorTable(runs: readonly Run[], prefix: string): string {
-  const order: Mode[] = ["graph", "eager", "kernel-alone", "one-gpu"];
-  const measured = (f: Figure): boolean => f.unit === "×" && order.includes(f.mode);
-  const lines = ["| operator | measured | against | where | evidence |", "| --- | --- | --- | --- | --- |"];
+  const lines = ["| operator | mode | measured | against | where | evidence |", "| --- | --- | --- | --- | --- | --- |"];
   const cited = new Set<string>();
+  const label = (mode: Mode): string => (mode === "graph" ? "CUDA graph" : MODE_WORDS[mode]);
+  const newest = (op: Operator, modes: readonly Mode[]): { row: Row; f: Figure } | undefined => {
+    const ok = (f: Figure): boolean => f.unit === "×" && modes.includes(f.mode);
+    const row = rowsOf(runs, op).find((r) => r.figures.some(ok));
+    if (row === undefined) return undefined;
+    return { row, f: row.figures.filter(ok).sort((a, b) => modes.indexOf(a.mode) - modes.indexOf(b.mode))[0]! };
+  };
   for (const op of OPERATORS) {
-    const row = rowsOf(runs, op).find((r) => r.figures.some(measured));
-    if (row === undefined) continue;
-    const f = row.figures.filter(measured).sort((a, b) => order.indexOf(a.mode) - order.indexOf(b.mode))[0]!;
-    const where = `${f.world === undefined ? "" : `world ${f.world}, `}${row.run.meta.device}`;
-    const cols = [op, `${figureText(f)} ${MODE_WORDS[f.mode]}`, f.baseline ?? "", where].map(cell);
-    lines.push(`| ${[...cols, `[${row.run.name}]`].join(" | ")} |`);
-    cited.add(row.run.name);
+    const eager = newest(op, ["eager"]);
+    const graph = newest(op, ["graph"]);
+    const other = eager === undefined && graph === undefined ? newest(op, ["kernel-alone", "one-gpu"]) : undefined;
+    const shown: [Mode, { row: Row; f: Figure } | undefined][] =
+      other === undefined ? [["eager", eager], ["graph", graph]] : [[other.f.mode, other]];
+    for (const [mode, x] of shown) {
+      if (x === undefined) {
+        lines.push(`| ${[op, label(mode), "not measured", "", "", ""].join(" | ")} |`);
+        continue;
+      }
+      const { row, f } = x;
+      const where = `${f.world === undefined ? "" : `world ${f.world}, `}${row.run.meta.device}`;
+      const cols = [op, label(mode), figureText(f), f.baseline ?? "", where].map(cell);
+      lines.push(`| ${[...cols, `[${row.run.name}]`].join(" | ")} |`);
+      cited.add(row.run.name);
+    }
   }
   return [...lines, "", ...[...cited].map((name) => `[${name}]: ${prefix}${name}/`)].join("\n");
 }

@@ -86,11 +86,16 @@ describe("the generated views", () => {
     expect(figureText({ ...fig, mode: "cpu", value: 14.6, unit: "µs" })).toBe("14.6 µs");
   });
 
-  it("puts the newest run's figure in the operator table, a CUDA graph's before an eager one", () => {
+  it("puts the newest run's figures in the operator table, eager and from a CUDA graph side by side", () => {
     const old: Run = { name: "a-2026-11-01", dir: "", meta: meta("2026-11-01", [{ ...fig, mode: "graph", value: 1.5 }]) };
     const now: Run = { name: "b-2026-11-02", dir: "", meta: meta("2026-11-02", [{ ...fig, mode: "eager", value: 0.9 }, { ...fig, mode: "graph", value: 1.2 }]) };
     const table = operatorTable([old, now], "results/runs/");
-    expect(table).toContain("| gemm-rs | 1.20× from a CUDA graph | NCCL | world 4, 4×H100 | [b-2026-11-02] |");
+    expect(table).toContain("| gemm-rs | eager | 0.90× | NCCL | world 4, 4×H100 | [b-2026-11-02] |");
+    expect(table).toContain("| gemm-rs | CUDA graph | 1.20× | NCCL | world 4, 4×H100 | [b-2026-11-02] |");
+    // A mode no run measured says so; the older run's graph figure is not shown.
+    const graphOnly = operatorTable([old], "results/runs/");
+    expect(graphOnly).toContain("| gemm-rs | eager | not measured |  |  |  |");
+    expect(graphOnly).toContain("| gemm-rs | CUDA graph | 1.50× | NCCL | world 4, 4×H100 | [a-2026-11-01] |");
     expect(table).toContain("\n[b-2026-11-02]: results/runs/b-2026-11-02/");
     expect(table).not.toContain("1.50×");
     const doc = `# README\n\n${BEGIN}\nold table\n${END}\n\nmore\n`;
@@ -109,9 +114,12 @@ describe("the generated views", () => {
     const compute = { ...fig, operator: "compute", mode: "kernel-alone", value: 0.9 } as const;
     const part: Run = { name: "c-2026-11-03", dir: "", meta: meta("2026-11-03", [compute]) };
     const table = operatorTable([real, sim, part], "runs/");
-    expect(table).toContain("| gemm-rs | 1.10× from a CUDA graph | NCCL | world 4, 4×H100 | [a-2026-11-01] |");
+    expect(table).toContain("| gemm-rs | CUDA graph | 1.10× | NCCL | world 4, 4×H100 | [a-2026-11-01] |");
     expect(table).not.toContain("1.50×");
     expect(table).not.toContain("compute");
+    // Neither eager nor graph measured: the kernel alone, in its own words.
+    const alone = operatorTable([{ ...part, meta: meta("2026-11-03", [{ ...fig, mode: "kernel-alone", value: 0.97 }]) }], "runs/");
+    expect(alone).toContain("| gemm-rs | kernel alone | 0.97× | NCCL | world 4, 4×H100 | [c-2026-11-03] |");
   });
 
   it("keeps every line of the repository's operator table within 200 characters (the README's limit)", () => {
