@@ -69,11 +69,10 @@ const code = (f: () => unknown): string | undefined => {
 const noCopyLoss: HardwareModel = { ...H200_SXM, contention: { ...H200_SXM.contention, copyBandwidthUnderCompute: 1 } };
 
 describe("simulate", () => {
-  it("predicts AG+GEMM MLP-1 at 8 ranks with a well-formed result, fast", () => {
+  it("predicts AG+GEMM MLP-1 at 8 ranks with a well-formed result", () => {
+    // No wall-clock bound here: speed is measured in benchmarks, not asserted in a unit test.
     const { plan, schedule } = agGemm(8, 2);
-    const t0 = performance.now();
     const r = simulate(plan, schedule, { hardware: "H200_SXM" });
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(SimulationResult.parse(r)).toEqual(r);
     expect(r.ranks).toHaveLength(8);
     expect(r.latencyMs).toBeGreaterThanOrEqual(r.boundMs);
