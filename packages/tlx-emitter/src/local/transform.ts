@@ -175,8 +175,8 @@ interface Lines {
   afterLoop?: string[];
   /** Lines inserted before statements of the tile, each block indented like its statement. */
   beforeStatement?: { node: SyntaxNode; lines: string[] }[];
-  /** The notify primitive the lines call, where not the program's (`notifyPrimitive`). */
-  primitive?: string;
+  /** The notify primitive the lines call, where not the program's own (`notifyPrimitive(program)`). */
+  primitive?: NotifyPrimitive;
 }
 
 /** Remap the row block through the order, then wait on its slots (first tile statement only). */
@@ -303,7 +303,7 @@ function producerLines(kernel: LocalKernel, program: TileProgram): Lines {
   // the same slot: this tile ends later, so the slot completes when it would have, and the count is carried on as one
   // add. After the stores whatever is still pending on another slot (a one-step K loop) is issued, and the last run
   // after the tile loop. Every exit from a tile is refused (checkExits), so each tile is counted once.
-  const notifyIf = `${notify}_if`;
+  const notifyIf = notifyPrimitive(program, true);
   const due = program.slots.flatMap((_, j) => [
     `ovl_due${j} = (ovl_k == 1) & (ovl_prev${j} >= 0) & (ovl_prev${j} != ovl_slot${j})`,
     `${notifyIf}(ovl_sig_ptr, ovl_prev${j}, ovl_due${j}, ovl_cnt${j})`,
@@ -349,7 +349,14 @@ function kLoopOf(kernel: LocalKernel): SyntaxNode | undefined {
   );
 }
 
-/** The device primitive a producer's notifies call: system scope, or gpu scope where the program asks (`notifyScope`). */
-function notifyPrimitive(program: TileProgram): "notify_slot" | "notify_slot_gpu" {
-  return program.notifyScope === "gpu" ? "notify_slot_gpu" : "notify_slot";
+/** A device primitive a producer's notifies call (`ovl_runtime.language`). */
+type NotifyPrimitive = "notify_slot" | "notify_slot_gpu" | "notify_slot_if" | "notify_slot_gpu_if";
+
+/**
+ * The device primitive a producer's notifies call: system scope, or gpu scope where the program asks (`notifyScope`);
+ * `predicated`: its form that does nothing where its condition is false (`_if`, a K loop may hold it).
+ */
+function notifyPrimitive(program: TileProgram, predicated = false): NotifyPrimitive {
+  const scoped = program.notifyScope === "gpu" ? "notify_slot_gpu" : "notify_slot";
+  return predicated ? `${scoped}_if` : scoped;
 }
